@@ -1,0 +1,42 @@
+// Builds the runnable bundles with esbuild, so start-up never compiles TypeScript.
+// Type checking is `npm run typecheck` (tsc --noEmit).
+import { build } from "esbuild";
+import { chmod } from "node:fs/promises";
+
+/** Entry points: bundle name → source. Each bundle is self-contained (node_modules inlined). */
+const entries = {
+  cotal: "cli/main.ts",
+  connector: "connector/mcp-main.ts",
+  hook: "connector/hook-main.ts",
+  bench: "bench/main.ts",
+};
+
+// ESM bundles of CommonJS dependencies need require/__dirname.
+const banner = [
+  "#!/usr/bin/env node",
+  "import { createRequire as __cotalCreateRequire } from 'node:module';",
+  "import { fileURLToPath as __cotalFileURLToPath } from 'node:url';",
+  "import { dirname as __cotalDirname } from 'node:path';",
+  "const require = __cotalCreateRequire(import.meta.url);",
+  "const __filename = __cotalFileURLToPath(import.meta.url);",
+  "const __dirname = __cotalDirname(__filename);",
+].join("\n");
+
+await Promise.all(
+  Object.entries(entries).map(async ([name, entry]) => {
+    const outfile = `dist/${name}.mjs`;
+    await build({
+      entryPoints: [entry],
+      outfile,
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      target: "node20",
+      sourcemap: "linked",
+      legalComments: "none",
+      banner: { js: banner },
+      logLevel: "warning",
+    });
+    await chmod(outfile, 0o755);
+  }),
+);
