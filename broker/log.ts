@@ -1,0 +1,26 @@
+import { pino, type Logger } from "pino";
+
+/**
+ * One root logger per process, to stderr (stdout belongs to MCP stdio and hook replies).
+ * Components take a child with bindings instead of string prefixes. Secrets are redacted by path.
+ */
+let root: Logger | undefined;
+
+export function rootLogger(): Logger {
+  root ??= pino(
+    {
+      level: process.env.COTAL_LOG_LEVEL ?? "info",
+      base: { pid: process.pid },
+      redact: { paths: ["*.creds", "*.seed", "*.token", "*.jwt", "*.password", "creds", "seed", "token", "jwt"], censor: "[redacted]" },
+    },
+    pino.destination({ fd: 2, sync: true }),
+  );
+  return root;
+}
+
+/** A child logger for one component, carrying its bindings (space, seat, stream…). */
+export function logger(component: string, bindings: Record<string, unknown> = {}): Logger {
+  return rootLogger().child({ component, ...bindings });
+}
+
+export type { Logger };

@@ -1,0 +1,2 @@
+/** Connector: the seat runtime (MCP server, hook relay, inbox, event plane). */
+export {};

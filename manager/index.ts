@@ -1,0 +1,2 @@
+/** Manager: spawns, supervises and fences seats. */
+export {};

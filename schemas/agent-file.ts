@@ -1,0 +1,23 @@
+import { z } from "zod";
+import { ChannelName, PrincipalToken, RoleName } from "./tokens.js";
+
+/** Capabilities an agent may be granted. */
+export const Capability = z.enum(["spawn"]);
+
+/** Frontmatter of `.cotal/agents/<name>.md`; the markdown body is the persona. Unknown keys are refused. */
+export const AgentFrontmatter = z
+  .strictObject({
+    name: PrincipalToken,
+    role: RoleName.optional(),
+    description: z.string().optional(),
+    tags: z.array(z.string()).default([]),
+    subscribe: z.array(ChannelName).default([]).describe("channels joined at start"),
+    allowSubscribe: z.array(ChannelName).default([]),
+    allowPublish: z.array(ChannelName).default([]),
+    model: z.string().optional(),
+    agent: z.string().optional().describe("a Claude Code subagent name to run as"),
+    launchOptions: z.record(z.string(), z.union([z.string(), z.boolean(), z.number()])).default({}),
+    capabilities: z.array(Capability).default([]),
+  })
+  .describe("Frontmatter of an agent file.");
+export type AgentFrontmatter = z.infer<typeof AgentFrontmatter>;

@@ -1,0 +1,31 @@
+import { z } from "zod";
+import { AgentFrontmatter } from "./agent-file.js";
+import { ChannelConfig } from "./channel.js";
+import { ControlReply, ControlRequest } from "./control.js";
+import { CotalMessage, EndpointRef, Part } from "./message.js";
+import { AgentCard, Presence } from "./presence.js";
+import { SeatEvent } from "./seat-log.js";
+
+/** Every wire type, by the file name of its exported JSON Schema in docs/schema/. */
+export const WIRE_TYPES = {
+  CotalMessage,
+  Part,
+  EndpointRef,
+  AgentCard,
+  Presence,
+  ChannelConfig,
+  ControlRequest,
+  ControlReply,
+  SeatEvent,
+  AgentFrontmatter,
+} as const;
+
+/** Render the JSON Schema documents (file name → pretty JSON text) from the zod source. */
+export function renderJsonSchemas(): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, schema] of Object.entries(WIRE_TYPES)) {
+    const doc = z.toJSONSchema(schema as z.ZodType, { io: "input", unrepresentable: "any", target: "draft-2020-12" });
+    out[`${name}.schema.json`] = `${JSON.stringify({ $id: `https://cotal.dev/schema/${name}.schema.json`, title: name, ...doc }, null, 2)}\n`;
+  }
+  return out;
+}
