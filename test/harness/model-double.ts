@@ -247,7 +247,7 @@ export class ModelDouble {
 
     const isMain = (this.#options.isMainLoop ?? isMainLoopRequest)(rec);
     rec.kind = isMain ? RequestKind.main : RequestKind.side;
-    let blocks: ReplyBlock[] = [this.#options.defaultText ?? DEFAULT_REPLY_TEXT];
+    let blocks: ReplyBlock[] = [defaultReply(body, this.#options.defaultText ?? DEFAULT_REPLY_TEXT)];
     let delayMs = 0;
     const step = isMain ? this.#script[this.#next] : undefined;
     if (step && stepMatches(step, rec)) {
@@ -294,6 +294,49 @@ function stepMatches(step: ScriptStep, req: RecordedRequest): boolean {
   if (step.afterToolResult !== undefined && !newToolResults(req).some((r) => r.name === step.afterToolResult)) return false;
   if (step.when && !step.when(req)) return false;
   return true;
+}
+
+/**
+ * Side calls may demand structured output (`output_config.format` with a JSON schema, e.g. the
+ * session-title call wants `{"title": …}`): answer with a minimal object of that shape.
+ */
+function defaultReply(body: MessagesBody | undefined, text: string): string {
+  const format = (body?.output_config as { format?: { type?: string; schema?: JsonSchema } } | undefined)?.format;
+  if (format?.type === "json_schema" && format.schema) return JSON.stringify(sampleOf(format.schema, text));
+  return text;
+}
+
+interface JsonSchema {
+  type?: string | string[];
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+  items?: JsonSchema;
+  enum?: unknown[];
+}
+
+function sampleOf(schema: JsonSchema, text: string): unknown {
+  if (schema.enum?.length) return schema.enum[0];
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+  switch (type) {
+    case "object": {
+      const out: Record<string, unknown> = {};
+      for (const key of schema.required ?? Object.keys(schema.properties ?? {})) {
+        out[key] = sampleOf(schema.properties?.[key] ?? {}, text);
+      }
+      return out;
+    }
+    case "array":
+      return [];
+    case "number":
+    case "integer":
+      return 0;
+    case "boolean":
+      return false;
+    case "null":
+      return null;
+    default:
+      return text;
+  }
 }
 
 function toReplyContent(block: ReplyBlock): ReplyContent {

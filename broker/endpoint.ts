@@ -1,0 +1,466 @@
+import { randomUUID } from "node:crypto";
+import { jetstream, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
+import { Kvm, type KV } from "@nats-io/kv";
+import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import {
+  AgentCard,
+  anycastSubject,
+  assertChannel,
+  assertToken,
+  chatSubject,
+  dmSubject,
+  encodeMessage,
+  filters,
+  names,
+  parsePrincipal,
+  PRESENCE,
+  principal,
+  principalId,
+  type Attention,
+  type ChannelClass,
+  type ChannelMode,
+  type ConditionCode,
+  type CotalMessage,
+  type Part,
+  type Presence,
+  type PresenceStatus,
+  type Principal,
+} from "../schemas/index.js";
+import { ChannelRegistry } from "./channel-registry.js";
+import { connectMesh, type MeshAddress } from "./connect.js";
+import { callControl } from "./control.js";
+import { DeliveryQueue, IdLedger, type Delivery, type DeliverySource } from "./delivery.js";
+import { NotJoinedError, UnknownMentionError } from "./errors.js";
+import { readHistory, type HistoryItem } from "./history.js";
+import { logger, type Logger } from "./log.js";
+import { MESH_ENDPOINT, memberKeys, type JoinReply, type RegisterReply } from "./mesh-service.js";
+import { Roster } from "./roster.js";
+import { verifyEnvelope, type VerifiedMessage } from "./verify.js";
+
+/** How to reach the mesh and who this endpoint is. */
+export interface EndpointOptions extends MeshAddress {
+  space: string;
+  /** The actor name; the principal is `<owner>.<name>`. */
+  name: string;
+  /** Owner token; `local` on open and static meshes. */
+  owner?: string;
+  /** A role makes this endpoint a holder of anycasts to it. */
+  role?: string;
+  description?: string;
+  tags?: string[];
+  meta?: Record<string, string>;
+  /** Presence heartbeat period, ms (default 2 000). */
+  heartbeatMs?: number;
+}
+
+/** Content of a message: plain text, or parts. */
+export type Content = string | Part[];
+
+/** Optional envelope fields of a send. */
+export interface SendOptions {
+  mentions?: string[];
+  replyTo?: string;
+  contextId?: string;
+  /** Reuse an id (republishing the same id dedupes on the broker). */
+  id?: string;
+}
+
+/** An honest receipt: what the broker stored, and what we knew of the recipient at send. */
+export interface Receipt {
+  id: string;
+  stream: string;
+  seq: number;
+  /** The broker had already stored this id (a republish). */
+  duplicate: boolean;
+  /** One line for people and models, e.g. `stored seq 12; recipient idle at send`. Never "delivered". */
+  text: string;
+}
+
+/** Live presence fields an endpoint may change. */
+export interface PresencePatch {
+  status?: PresenceStatus;
+  condition?: ConditionCode | null;
+  activity?: string | null;
+  attention?: Attention;
+  channelModes?: Record<string, ChannelMode>;
+}
+
+interface ChannelMembership {
+  channel: string;
+  class: ChannelClass;
+  stop: () => void;
+}
+
+/**
+ * The endpoint client: every component's way onto the mesh. Publishes are JetStream
+ * publishes with `Nats-Msg-Id = id`; receipts say "stored", never "delivered". Received
+ * messages arrive on `deliveries`, sender and kind taken from the subject.
+ */
+export class Endpoint {
+  readonly me: Principal;
+  readonly id: string;
+  /** Everything addressed to or subscribed by this endpoint, in arrival order. */
+  readonly deliveries = new DeliveryQueue();
+  readonly channels: ChannelRegistry;
+  private readonly js: JetStreamClient;
+  private readonly ledger = new IdLedger();
+  private readonly memberships = new Map<string, ChannelMembership>();
+  private readonly stoppers: Array<() => void> = [];
+  private rosterView?: Roster;
+  private heartbeat?: NodeJS.Timeout;
+  private joined = false;
+  private presenceState: Omit<Presence, "ts" | "card" | "channels"> = { status: "idle", attention: "open", channelModes: {} };
+  private card: AgentCard;
+  private since = Date.now();
+
+  private constructor(
+    readonly nc: NatsConnection,
+    readonly space: string,
+    private readonly opts: EndpointOptions,
+    private readonly presenceKv: KV,
+    private readonly membersKv: KV,
+    channelsKv: KV,
+    readonly log: Logger,
+  ) {
+    assertToken("space", "space", space);
+    this.me = principal(opts.owner ?? "local", opts.name);
+    this.id = principalId(this.me);
+    if (opts.role) assertToken("name", "role", opts.role);
+    this.js = jetstream(nc);
+    this.channels = new ChannelRegistry(channelsKv);
+    this.card = AgentCard.parse({
+      id: this.id,
+      name: opts.name,
+      ...(opts.role ? { role: opts.role } : {}),
+      ...(opts.description ? { description: opts.description } : {}),
+      tags: opts.tags ?? [],
+      meta: opts.meta ?? {},
+    });
+  }
+
+  /** Connect to the mesh as `name` (does not join: call join() to appear on the roster). */
+  static async connect(opts: EndpointOptions): Promise<Endpoint> {
+    principal(opts.owner ?? "local", opts.name); // refuse bad names before connecting
+    const nc = await connectMesh({ ...opts, name: opts.name });
+    return Endpoint.over(nc, opts);
+  }
+
+  /** An endpoint over an existing connection (it does not own the connection). */
+  static async over(nc: NatsConnection, opts: EndpointOptions): Promise<Endpoint> {
+    const kvm = new Kvm(nc);
+    const open = (name: string) => kvm.open(name, { bindOnly: true });
+    const [presence, members, channels] = await Promise.all([
+      open(names.presenceBucket(opts.space)),
+      open(names.membersBucket(opts.space)),
+      open(names.channelsBucket(opts.space)),
+    ]);
+    const log = logger("endpoint", { space: opts.space, me: `${opts.owner ?? "local"}.${opts.name}` });
+    return new Endpoint(nc, opts.space, opts, presence, members, channels, log);
+  }
+
+  /**
+   * Join the mesh: the mesh service creates (once) this name's DM inbox, holding every DM
+   * already stored for it, and its role queue; presence starts beating; DMs and anycasts
+   * start arriving on `deliveries`.
+   */
+  async join(): Promise<RegisterReply> {
+    const reply = await callControl<RegisterReply>(this.nc, this.space, MESH_ENDPOINT, "register", this.me, this.opts.role ? { role: this.opts.role } : {});
+    this.joined = true;
+    this.since = Date.now();
+    await this.writePresence();
+    const beat = setInterval(() => void this.writePresence().catch((err) => this.log.warn({ err }, "presence write failed")), this.opts.heartbeatMs ?? PRESENCE.heartbeatMs);
+    beat.unref();
+    this.heartbeat = beat;
+    await this.roster();
+    this.consumeDurable(names.dmStream(this.space), reply.dm);
+    if (reply.anycast) this.consumeDurable(names.taskStream(this.space), reply.anycast);
+    return reply;
+  }
+
+  /** Leave gracefully: a final offline record, consumers stopped, deliveries closed. */
+  async leave(): Promise<void> {
+    if (!this.joined) return;
+    this.joined = false;
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.presenceState = { ...this.presenceState, status: "offline" };
+    await this.writePresence().catch((err) => this.log.warn({ err }, "final presence write failed"));
+    for (const m of this.memberships.values()) m.stop();
+    this.memberships.clear();
+    for (const stop of this.stoppers.splice(0)) stop();
+    this.deliveries.close();
+  }
+
+  /** Leave (if joined) and close the connection. */
+  async close(): Promise<void> {
+    await this.leave();
+    this.rosterView?.stop();
+    if (!this.nc.isClosed()) await this.nc.drain().catch(() => this.nc.close());
+  }
+
+  /** Update this endpoint's presence (written at once and on every heartbeat). */
+  async setPresence(patch: PresencePatch): Promise<void> {
+    const next = { ...this.presenceState };
+    if (patch.status) next.status = patch.status;
+    if (patch.attention) next.attention = patch.attention;
+    if (patch.channelModes) next.channelModes = { ...next.channelModes, ...patch.channelModes };
+    if (patch.condition !== undefined) {
+      if (patch.condition === null) delete next.condition;
+      else next.condition = patch.condition;
+    }
+    if (patch.activity !== undefined) {
+      if (patch.activity === null) delete next.activity;
+      else next.activity = patch.activity;
+    }
+    this.presenceState = next;
+    if (this.joined || next.status === "offline") await this.writePresence();
+  }
+
+  /** This endpoint's current presence fields. */
+  get presence(): Readonly<typeof this.presenceState> {
+    return this.presenceState;
+  }
+
+  private async writePresence(): Promise<void> {
+    const record: Presence = {
+      card: this.card,
+      ...this.presenceState,
+      channels: [...this.memberships.keys()],
+      ts: Date.now(),
+      since: this.since,
+    };
+    await this.presenceKv.put(this.id, JSON.stringify(record));
+  }
+
+  /** The live roster view (started on first use). */
+  async roster(): Promise<Roster> {
+    if (!this.rosterView) {
+      this.rosterView = new Roster(this.presenceKv, this.log);
+      await this.rosterView.start();
+    }
+    return this.rosterView;
+  }
+
+  // ---- sending -------------------------------------------------------------------------
+
+  /** Post on a channel. Mentions must name peers seen in the roster, or nothing is sent. */
+  async send(channel: string, content: Content, opts: SendOptions = {}): Promise<Receipt> {
+    assertChannel(channel);
+    if (opts.mentions?.length) await this.checkMentions(opts.mentions);
+    const m = this.envelope({ channel }, content, opts);
+    const ack = await this.publish(chatSubject(this.space, this.me, channel), m);
+    const roster = await this.roster();
+    const online = roster.entries().filter((e) => e.status !== "offline" && e.id !== this.id).length;
+    return { ...ack, text: `stored seq ${ack.seq} on ${channel}; ${online} other endpoint${online === 1 ? "" : "s"} online at send` };
+  }
+
+  /** Send a DM to `to` (an actor name, or `<owner>.<actor>`). */
+  async dm(to: string, content: Content, opts: SendOptions = {}): Promise<Receipt> {
+    const recipient = parsePrincipal(to);
+    const toId = principalId(recipient);
+    const m = this.envelope({ to: toId }, content, opts);
+    const ack = await this.publish(dmSubject(this.space, recipient, this.me), m);
+    const registered = await this.membersKv.get(memberKeys.dm(recipient)).catch(() => null);
+    if (!registered || registered.operation !== "PUT") {
+      return { ...ack, text: `stored seq ${ack.seq}; recipient has not joined yet; it will be delivered on first join` };
+    }
+    const status = (await this.roster()).get(toId)?.status ?? "offline";
+    return { ...ack, text: `stored seq ${ack.seq}; recipient ${status} at send` };
+  }
+
+  /** Send to any one holder of `role`. */
+  async anycast(role: string, content: Content, opts: SendOptions = {}): Promise<Receipt> {
+    assertToken("name", "role", role);
+    const m = this.envelope({ toService: role }, content, opts);
+    const ack = await this.publish(anycastSubject(this.space, role, this.me), m);
+    const holders = (await this.roster()).entries().filter((e) => e.role === role && e.status !== "offline").length;
+    const text = holders
+      ? `stored seq ${ack.seq}; ${holders} holder${holders === 1 ? "" : "s"} of ${role} online at send; one will get it`
+      : `stored seq ${ack.seq}; no holder of ${role} online at send; it waits for one`;
+    return { ...ack, text };
+  }
+
+  private envelope(address: Pick<CotalMessage, "channel" | "to" | "toService">, content: Content, opts: SendOptions): CotalMessage {
+    return {
+      id: opts.id ?? randomUUID(),
+      ts: new Date().toISOString(),
+      space: this.space,
+      from: { id: this.id, name: this.opts.name, ...(this.opts.role ? { role: this.opts.role } : {}) },
+      ...address,
+      ...(opts.mentions?.length ? { mentions: opts.mentions } : {}),
+      parts: typeof content === "string" ? [{ kind: "text", text: content }] : content,
+      ...(opts.replyTo ? { replyTo: opts.replyTo } : {}),
+      ...(opts.contextId ? { contextId: opts.contextId } : {}),
+    };
+  }
+
+  private async publish(subject: string, m: CotalMessage): Promise<Omit<Receipt, "text">> {
+    const bytes = encodeMessage(m);
+    const ack = await this.js.publish(subject, bytes, { msgID: m.id });
+    return { id: m.id, stream: ack.stream, seq: ack.seq, duplicate: ack.duplicate };
+  }
+
+  private async checkMentions(mentions: string[]): Promise<void> {
+    const roster = await this.roster();
+    const entries = roster.entries();
+    const unknown = mentions.filter((n) => !entries.some((e) => e.name === n || e.id === n) && !roster.known(n));
+    if (unknown.length) throw new UnknownMentionError(unknown);
+  }
+
+  // ---- channels ------------------------------------------------------------------------
+
+  /**
+   * Join a channel. Durable channels get a membership (created by the mesh service from the
+   * join watermark) that holds posts while this endpoint is away; live channels a core
+   * subscription. A new membership first backfills history inside the replay window, marked
+   * `historical`, with the overlap deduped by id.
+   */
+  async joinChannel(channel: string): Promise<{ class: ChannelClass; backfilled: number }> {
+    assertChannel(channel);
+    if (!this.joined) throw new NotJoinedError(`join channel ${channel}`);
+    const existing = this.memberships.get(channel);
+    if (existing) return { class: existing.class, backfilled: 0 };
+    const { config } = await this.channels.get(channel);
+    const sinceMs = Date.now() - config.windowSeconds * 1000;
+    let backfilled = 0;
+    if (config.class === "durable") {
+      const reply = await callControl<JoinReply>(this.nc, this.space, MESH_ENDPOINT, "join", this.me, { channel });
+      if (reply.created && config.replay) {
+        backfilled = this.pushHistory(await readHistory(this.js, this.space, channel, { sinceMs, beforeSeq: reply.watermark }, this.log));
+      }
+      const stop = this.consumeDurable(names.chatStream(this.space), reply.durable);
+      this.memberships.set(channel, { channel, class: "durable", stop });
+    } else {
+      const buffered: VerifiedMessage[] = [];
+      let live = false;
+      const sub: Subscription = this.nc.subscribe(filters.channel(this.space, channel), {
+        callback: (_err, msg) => {
+          const v = verifyEnvelope(msg.subject, msg.data, this.log);
+          if (!v) return;
+          if (live) this.pushLive(v);
+          else buffered.push(v);
+        },
+      });
+      if (config.replay) backfilled = this.pushHistory(await readHistory(this.js, this.space, channel, { sinceMs }, this.log));
+      for (const v of buffered) this.pushLive(v);
+      live = true;
+      this.memberships.set(channel, { channel, class: "live", stop: () => sub.unsubscribe() });
+    }
+    await this.writePresence();
+    return { class: config.class, backfilled };
+  }
+
+  /** Leave a channel; a durable membership is ended (its consumer deleted). */
+  async leaveChannel(channel: string): Promise<void> {
+    assertChannel(channel);
+    const m = this.memberships.get(channel);
+    if (m) {
+      m.stop();
+      this.memberships.delete(channel);
+    }
+    const { config } = await this.channels.get(channel);
+    if (config.class === "durable" || m?.class === "durable") {
+      await callControl(this.nc, this.space, MESH_ENDPOINT, "leave", this.me, { channel });
+    }
+    if (this.joined) await this.writePresence();
+  }
+
+  /** Channels this endpoint is in. */
+  joinedChannels(): string[] {
+    return [...this.memberships.keys()];
+  }
+
+  /** Stored posts of a channel since `sinceMs`, oldest first; `limit` keeps the newest N. */
+  history(channel: string, opts: { sinceMs?: number; limit?: number } = {}): Promise<HistoryItem[]> {
+    assertChannel(channel);
+    return readHistory(this.js, this.space, channel, opts, this.log);
+  }
+
+  // ---- receiving -----------------------------------------------------------------------
+
+  private pushHistory(items: HistoryItem[]): number {
+    let n = 0;
+    for (const h of items) {
+      if (h.from.owner === this.me.owner && h.from.actor === this.me.actor) continue;
+      if (this.ledger.isHeld(h.message.id) || this.ledger.isDone(h.message.id)) continue;
+      this.handOver({ message: h.message, kind: "channel", from: h.from, channel: h.channel }, "history", false, undefined, h.seq);
+      n += 1;
+    }
+    return n;
+  }
+
+  private pushLive(v: VerifiedMessage): void {
+    if (principalId(v.from) === this.id) return;
+    if (this.ledger.isHeld(v.message.id) || this.ledger.isDone(v.message.id)) return;
+    this.handOver(v, "live", false);
+  }
+
+  /** Consume a durable into `deliveries`; returns a stop function. */
+  private consumeDurable(stream: string, durable: string): () => void {
+    let stopped = false;
+    let stopIter: (() => void) | undefined;
+    const stop = () => {
+      stopped = true;
+      stopIter?.();
+    };
+    this.stoppers.push(stop);
+    void (async () => {
+      const consumer = await this.js.consumers.get(stream, durable);
+      const iter = await consumer.consume({ max_messages: 256 });
+      stopIter = () => iter.stop();
+      if (stopped) iter.stop();
+      for await (const m of iter) this.onDurable(m);
+    })().catch((err) => {
+      if (!stopped) this.log.error({ err, stream, durable }, "durable consumption stopped");
+    });
+    return stop;
+  }
+
+  private onDurable(m: JsMsg): void {
+    const v = verifyEnvelope(m.subject, m.data, this.log);
+    if (!v) {
+      m.term("malformed or forged");
+      return;
+    }
+    const id = v.message.id;
+    if (this.ledger.isDone(id) || (v.kind === "channel" && principalId(v.from) === this.id)) {
+      m.ack();
+      return;
+    }
+    if (this.ledger.isHeld(id)) return; // the held copy's ack settles it
+    this.handOver(v, "durable", m.info.redelivered, m, m.seq);
+  }
+
+  private handOver(v: VerifiedMessage, source: DeliverySource, redelivered: boolean, jsMsg?: JsMsg, seq?: number): void {
+    const id = v.message.id;
+    this.ledger.hold(id);
+    const ledger = this.ledger;
+    const delivery: Delivery = {
+      message: v.message,
+      kind: v.kind,
+      from: v.from,
+      ...(v.channel ? { channel: v.channel } : {}),
+      ...(v.role ? { role: v.role } : {}),
+      source,
+      historical: source === "history",
+      possibleRepeat: redelivered,
+      ...(seq !== undefined ? { seq } : {}),
+      async ack() {
+        if (jsMsg) await jsMsg.ackAck();
+        ledger.settle(id);
+      },
+      nak(delayMs?: number) {
+        ledger.release(id);
+        jsMsg?.nak(delayMs);
+      },
+      term(reason?: string) {
+        ledger.settle(id);
+        jsMsg?.term(reason);
+      },
+      working() {
+        jsMsg?.working();
+      },
+    };
+    if (!jsMsg) ledger.settle(id);
+    this.deliveries.push(delivery);
+  }
+}

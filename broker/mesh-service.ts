@@ -1,0 +1,203 @@
+import { Kvm, type KV } from "@nats-io/kv";
+import {
+  AckPolicy,
+  DeliverPolicy,
+  jetstreamManager,
+  type ConsumerConfig,
+  type JetStreamManager,
+} from "@nats-io/jetstream";
+import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import { z } from "zod";
+import {
+  ChannelName,
+  describeIssues,
+  durables,
+  filters,
+  names,
+  principalId,
+  RoleName,
+  ValidationError,
+  type Principal,
+} from "../schemas/index.js";
+import { serveControl } from "./control.js";
+import { isConsumerNotFound } from "./js-errors.js";
+import { logger, type Logger } from "./log.js";
+import { ensureSpace, type SpaceOptions } from "./provision.js";
+
+/** The control endpoint name of the mesh service. */
+export const MESH_ENDPOINT = "mesh";
+
+/** How long a delivered, unacked message waits before the broker redelivers it. */
+export const ACK_WAIT_MS = 30_000;
+/** Most unacked messages one durable hands out at a time. */
+export const MAX_ACK_PENDING = 1_000;
+
+/** Keys of the members bucket. */
+export const memberKeys = {
+  dm: (p: Principal) => `dm.${principalId(p)}`,
+  anycast: (role: string) => `svc.${role}`,
+  channel: (p: Principal, channel: string) => `ch.${principalId(p)}.${channel}`,
+  channelsOf: (p: Principal) => `ch.${principalId(p)}.>`,
+};
+
+/** A durable membership as recorded in the members bucket. */
+export interface MembershipRecord {
+  durable: string;
+  stream: string;
+  watermark?: number;
+  createdAt: number;
+}
+
+/** Reply of `register`. */
+export interface RegisterReply {
+  dm: string;
+  anycast?: string;
+  dmCreated: boolean;
+}
+
+/** Reply of `join`. */
+export interface JoinReply {
+  durable: string;
+  created: boolean;
+  /** First stream sequence the membership delivers; history before it is backfill. */
+  watermark: number;
+}
+
+const nanos = (ms: number) => ms * 1_000_000;
+
+function parseArgs<T extends z.ZodType>(schema: T, args: unknown, what: string): z.infer<T> {
+  const r = schema.safeParse(args);
+  if (!r.success) throw new ValidationError(what, describeIssues(r.error));
+  return r.data;
+}
+
+/**
+ * The mesh service of one space: provisions it, and creates the durable consumers agents may
+ * only bind to. Serves on the control rail (`cotal.<space>.ep.mesh.one.<command>.<o>.<a>`):
+ * `register {role?}` (the caller's DM inbox and role queue), `join {channel}` and
+ * `leave {channel}` (durable channel memberships).
+ */
+export class MeshService {
+  private constructor(
+    readonly nc: NatsConnection,
+    readonly space: string,
+    private readonly jsm: JetStreamManager,
+    private readonly members: KV,
+    private readonly log: Logger,
+    private sub?: Subscription,
+  ) {}
+
+  /** Provision the space and start serving. */
+  static async start(nc: NatsConnection, space: string, opts: SpaceOptions = {}): Promise<MeshService> {
+    const log = logger("mesh-service", { space });
+    const report = await ensureSpace(nc, space, opts);
+    log.info({ report }, "space provisioned");
+    const jsm = await jetstreamManager(nc);
+    const members = await new Kvm(nc).open(names.membersBucket(space), { bindOnly: true });
+    const svc = new MeshService(nc, space, jsm, members, log);
+    svc.sub = serveControl(
+      nc,
+      space,
+      MESH_ENDPOINT,
+      {
+        register: (args, caller) => svc.register(caller, parseArgs(z.object({ role: RoleName.optional() }), args, "register arguments").role),
+        join: (args, caller) => svc.join(caller, parseArgs(z.object({ channel: ChannelName }), args, "join arguments").channel),
+        leave: (args, caller) => svc.leave(caller, parseArgs(z.object({ channel: ChannelName }), args, "leave arguments").channel),
+        ping: async () => ({ space, pid: process.pid }),
+      },
+      log,
+    );
+    await nc.flush();
+    return svc;
+  }
+
+  /** Create (once) a principal's DM inbox, holding every DM already stored for it, and its role queue. */
+  async register(who: Principal, role?: string): Promise<RegisterReply> {
+    const dm = durables.dm(who);
+    const dmCreated = await this.ensureConsumer(names.dmStream(this.space), {
+      durable_name: dm,
+      filter_subject: filters.dmInbox(this.space, who),
+      deliver_policy: DeliverPolicy.All,
+    });
+    if (dmCreated) await this.record(memberKeys.dm(who), { durable: dm, stream: names.dmStream(this.space), createdAt: Date.now() });
+    let anycast: string | undefined;
+    if (role) {
+      anycast = durables.anycast(role);
+      const created = await this.ensureConsumer(names.taskStream(this.space), {
+        durable_name: anycast,
+        filter_subject: filters.anycast(this.space, role),
+        deliver_policy: DeliverPolicy.All,
+      });
+      if (created) await this.record(memberKeys.anycast(role), { durable: anycast, stream: names.taskStream(this.space), createdAt: Date.now() });
+    }
+    this.log.info({ who: principalId(who), role, dmCreated }, "registered");
+    return { dm, dmCreated, ...(anycast ? { anycast } : {}) };
+  }
+
+  /** Create a durable channel membership from the join watermark; idempotent. */
+  async join(who: Principal, channel: string): Promise<JoinReply> {
+    const stream = names.chatStream(this.space);
+    const durable = durables.channel(who, channel);
+    const existing = await this.members.get(memberKeys.channel(who, channel));
+    if (existing && existing.operation === "PUT") {
+      const rec = existing.json<MembershipRecord>();
+      if (await this.consumerExists(stream, durable)) return { durable, created: false, watermark: rec.watermark ?? 1 };
+    }
+    const watermark = (await this.jsm.streams.info(stream)).state.last_seq + 1;
+    await this.ensureConsumer(stream, {
+      durable_name: durable,
+      filter_subject: filters.channel(this.space, channel),
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: watermark,
+    });
+    await this.record(memberKeys.channel(who, channel), { durable, stream, watermark, createdAt: Date.now() });
+    this.log.info({ who: principalId(who), channel, watermark }, "joined durable channel");
+    return { durable, created: true, watermark };
+  }
+
+  /** End a durable channel membership: its consumer is deleted. */
+  async leave(who: Principal, channel: string): Promise<{ left: boolean }> {
+    const durable = durables.channel(who, channel);
+    let left = false;
+    try {
+      left = await this.jsm.consumers.delete(names.chatStream(this.space), durable);
+    } catch (err) {
+      if (!isConsumerNotFound(err)) throw err;
+    }
+    await this.members.delete(memberKeys.channel(who, channel));
+    this.log.info({ who: principalId(who), channel, left }, "left durable channel");
+    return { left };
+  }
+
+  async stop(): Promise<void> {
+    this.sub?.unsubscribe();
+    await this.nc.flush();
+  }
+
+  private async consumerExists(stream: string, durable: string): Promise<boolean> {
+    try {
+      await this.jsm.consumers.info(stream, durable);
+      return true;
+    } catch (err) {
+      if (isConsumerNotFound(err)) return false;
+      throw err;
+    }
+  }
+
+  /** Create the consumer unless it exists; true when it was created. */
+  private async ensureConsumer(stream: string, cfg: Partial<ConsumerConfig> & { durable_name: string }): Promise<boolean> {
+    if (await this.consumerExists(stream, cfg.durable_name)) return false;
+    await this.jsm.consumers.add(stream, {
+      ack_policy: AckPolicy.Explicit,
+      ack_wait: nanos(ACK_WAIT_MS),
+      max_ack_pending: MAX_ACK_PENDING,
+      max_deliver: -1,
+      ...cfg,
+    });
+    return true;
+  }
+
+  private async record(key: string, rec: MembershipRecord): Promise<void> {
+    await this.members.put(key, JSON.stringify(rec));
+  }
+}

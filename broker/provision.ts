@@ -1,0 +1,153 @@
+import { Kvm } from "@nats-io/kv";
+import {
+  DiscardPolicy,
+  jetstreamManager,
+  RetentionPolicy,
+  StorageType,
+  type JetStreamManager,
+  type StreamConfig,
+} from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { filters, names, PRESENCE } from "../schemas/index.js";
+import { StreamConflictError } from "./errors.js";
+import { isStreamNotFound } from "./js-errors.js";
+
+/** Knobs of a space's storage; defaults suit one laptop. */
+export interface SpaceOptions {
+  /** Replicas of every stream and bucket (3 on a JetStream cluster). Default 1. */
+  replicas?: number;
+  /** Posts kept per channel subject (CHAT_ per-subject cap). Default 1000. */
+  chatPerSubject?: number;
+  /** JetStream dedupe window for Nats-Msg-Id, ms. Default 2 minutes. */
+  duplicateWindowMs?: number;
+}
+
+/** What ensureSpace did to each stream and bucket. */
+export interface ProvisionReport {
+  created: string[];
+  updated: string[];
+  unchanged: string[];
+}
+
+const nanos = (ms: number) => ms * 1_000_000;
+
+/** The streams of a space (DESIGN §5), by name. */
+export function spaceStreams(space: string, opts: SpaceOptions = {}): Array<Partial<StreamConfig> & { name: string; subjects: string[] }> {
+  const common = {
+    storage: StorageType.File,
+    num_replicas: opts.replicas ?? 1,
+    duplicate_window: nanos(opts.duplicateWindowMs ?? 120_000),
+    discard: DiscardPolicy.Old,
+  };
+  return [
+    {
+      ...common,
+      name: names.chatStream(space),
+      subjects: [filters.kind(space, "chat")],
+      retention: RetentionPolicy.Limits,
+      max_msgs_per_subject: opts.chatPerSubject ?? 1000,
+      allow_direct: true,
+      description: "Cotal channel posts",
+    },
+    {
+      ...common,
+      name: names.dmStream(space),
+      subjects: [filters.kind(space, "inst")],
+      retention: RetentionPolicy.Limits,
+      allow_direct: false,
+      description: "Cotal direct messages (private: no direct get)",
+    },
+    {
+      ...common,
+      name: names.taskStream(space),
+      subjects: [filters.kind(space, "svc")],
+      retention: RetentionPolicy.Workqueue,
+      description: "Cotal anycast work queue",
+    },
+    {
+      ...common,
+      name: names.seatsStream(space),
+      subjects: [filters.kind(space, "seat")],
+      retention: RetentionPolicy.Limits,
+      description: "Cotal seat history (event-sourced)",
+    },
+  ];
+}
+
+/** KV buckets of a space, with their TTLs (0 = keep). */
+export function spaceBuckets(space: string): Array<{ name: string; ttlMs: number; history: number }> {
+  return [
+    { name: names.presenceBucket(space), ttlMs: PRESENCE.livenessMs, history: 1 },
+    { name: names.channelsBucket(space), ttlMs: 0, history: 5 },
+    { name: names.membersBucket(space), ttlMs: 0, history: 1 },
+    { name: names.managersBucket(space), ttlMs: 10_000, history: 1 },
+  ];
+}
+
+/** Fields whose difference would change what the stream means; never changed in place. */
+function conflicts(want: Partial<StreamConfig>, have: StreamConfig): string[] {
+  const out: string[] = [];
+  const ws = [...(want.subjects ?? [])].sort().join(",");
+  const hs = [...(have.subjects ?? [])].sort().join(",");
+  if (ws !== hs) out.push(`subjects are [${hs}], Cotal needs [${ws}]`);
+  if (want.retention !== have.retention) out.push(`retention is ${have.retention}, Cotal needs ${want.retention}`);
+  if (want.storage !== have.storage) out.push(`storage is ${have.storage}, Cotal needs ${want.storage}`);
+  return out;
+}
+
+/** Fields Cotal reconciles in place when they drift. */
+const RECONCILED = ["max_msgs_per_subject", "allow_direct", "duplicate_window", "discard", "description"] as const;
+
+async function ensureStream(jsm: JetStreamManager, want: Partial<StreamConfig> & { name: string }, report: ProvisionReport) {
+  let have: StreamConfig | undefined;
+  try {
+    have = (await jsm.streams.info(want.name)).config;
+  } catch (err) {
+    if (!isStreamNotFound(err)) throw err;
+  }
+  if (!have) {
+    await jsm.streams.add(want);
+    report.created.push(want.name);
+    return;
+  }
+  const bad = conflicts(want, have);
+  if (bad.length) throw new StreamConflictError(want.name, bad);
+  const drift = RECONCILED.filter((k) => want[k] !== undefined && want[k] !== have[k]);
+  if (drift.length) {
+    const patch: Partial<StreamConfig> = {};
+    for (const k of drift) Object.assign(patch, { [k]: want[k] });
+    await jsm.streams.update(want.name, patch);
+    report.updated.push(want.name);
+  } else {
+    report.unchanged.push(want.name);
+  }
+}
+
+/**
+ * Create or reconcile the streams and KV buckets of a space. Idempotent: a second run changes
+ * nothing. A stream whose subjects, retention or storage conflict is reported with what differs
+ * and how to fix it (StreamConflictError), never recreated.
+ */
+export async function ensureSpace(nc: NatsConnection, space: string, opts: SpaceOptions = {}): Promise<ProvisionReport> {
+  const jsm = await jetstreamManager(nc);
+  const report: ProvisionReport = { created: [], updated: [], unchanged: [] };
+  for (const stream of spaceStreams(space, opts)) await ensureStream(jsm, stream, report);
+  const kvm = new Kvm(nc);
+  for (const b of spaceBuckets(space)) {
+    const stream = `KV_${b.name}`;
+    let exists = true;
+    try {
+      await jsm.streams.info(stream);
+    } catch (err) {
+      if (!isStreamNotFound(err)) throw err;
+      exists = false;
+    }
+    if (exists) {
+      report.unchanged.push(b.name);
+      continue;
+    }
+    await kvm.create(b.name, { history: b.history, replicas: opts.replicas ?? 1, ...(b.ttlMs ? { ttl: b.ttlMs } : {}) });
+    report.created.push(b.name);
+  }
+  return report;
+}

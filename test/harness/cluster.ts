@@ -1,0 +1,198 @@
+// A JetStream cluster of real nats-servers on 127.0.0.1, awaited until it has a meta leader.
+import { createServer } from "node:net";
+import { randomBytes } from "node:crypto";
+import { NatsServer, NatsServerStartError, RESERVED_PORTS, jetStreamAnswers, type JetStreamLimits } from "./nats-server.js";
+import { until } from "./until.js";
+
+export interface ClusterOptions {
+  /** Cluster name (default `cotal-test-<random>`); nodes are named `<name>-n1`, `-n2`, ... */
+  name?: string;
+  /** Extra config appended to every node's config (no `cluster`/`jetstream` blocks). */
+  config?: string;
+  /** JetStream limits per node (JetStream is always on in a cluster). */
+  jetstream?: true | JetStreamLimits;
+  /** Debug+trace logging mirrored to stderr, for every node. */
+  debug?: boolean;
+  /** How long forming the cluster may take, in ms (default 30 000). */
+  startTimeoutMs?: number;
+}
+
+export interface NatsCluster {
+  readonly name: string;
+  /** The nodes, in order; each can be stop()ped, kill()ed and restart()ed on its own. */
+  readonly servers: readonly NatsServer[];
+  /** Client URLs of all nodes (stable across node restarts). */
+  readonly urls: readonly string[];
+  /**
+   * `server_name` of the JetStream meta leader, if every running node names the same one and
+   * it sees every other running node as current; else undefined. Reads each node's `/jsz`, and
+   * throws if one does not answer.
+   */
+  metaLeader(): Promise<string | undefined>;
+  /**
+   * Wait until every running node reports the same meta leader and that leader sees every
+   * other running node as current. Resolves to the leader's server name.
+   */
+  waitForMetaLeader(timeoutMs?: number): Promise<string>;
+  /** All nodes' log buffers, each under a header naming the node. */
+  logs(): string;
+  /** Stop every node (SIGTERM, SIGKILL fallback). */
+  stop(): Promise<void>;
+  /** Stop every node and remove all temp dirs. */
+  cleanup(): Promise<void>;
+}
+
+interface JszMeta {
+  meta_cluster?: {
+    leader?: string;
+    replicas?: { name: string; current: boolean }[];
+  };
+}
+
+const ATTEMPTS = 3;
+
+/** Form a JetStream cluster of `n` nodes and wait for its meta leader. */
+export async function cluster(n = 3, opts: ClusterOptions = {}): Promise<NatsCluster> {
+  if (!Number.isInteger(n) || n < 1) throw new Error(`cluster size must be a positive integer, got ${n}`);
+  // Route ports must be known before the nodes start, so they are picked here; a port taken by
+  // someone else between the pick and the start fails that node, and the attempt is retried.
+  let lastError: unknown;
+  for (let attempt = 1; attempt <= ATTEMPTS; attempt += 1) {
+    try {
+      return await formCluster(n, opts);
+    } catch (err) {
+      lastError = err;
+      const portRace = err instanceof NatsServerStartError && /address already in use/i.test(err.logs);
+      if (!portRace) throw err;
+    }
+  }
+  throw lastError;
+}
+
+async function formCluster(n: number, opts: ClusterOptions): Promise<NatsCluster> {
+  const name = opts.name ?? `cotal-test-${randomBytes(3).toString("hex")}`;
+  const timeoutMs = opts.startTimeoutMs ?? 30_000;
+  const routePorts = await freePorts(n);
+  const routes = routePorts.map((p) => `nats-route://127.0.0.1:${p}`).join(", ");
+  const started = await Promise.allSettled(
+    routePorts.map((routePort, i) =>
+      NatsServer.start({
+        jetstream: opts.jetstream ?? true,
+        monitoring: true,
+        serverName: `${name}-n${i + 1}`,
+        debug: opts.debug,
+        startTimeoutMs: timeoutMs,
+        // The meta leader is awaited for the cluster as a whole, below.
+        ready: async () => {},
+        config: [
+          `cluster {`,
+          `  name: ${JSON.stringify(name)}`,
+          `  listen: "127.0.0.1:${routePort}"`,
+          `  routes: [${routes}]`,
+          `}`,
+          opts.config ?? "",
+        ].join("\n"),
+      }),
+    ),
+  );
+  const servers = started.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+  const failed = started.find((r): r is PromiseRejectedResult => r.status === "rejected");
+  if (failed) {
+    await Promise.all(servers.map((s) => s.cleanup()));
+    throw failed.reason;
+  }
+
+  const c = new Cluster(name, servers);
+  try {
+    await c.waitForMetaLeader(timeoutMs);
+    await until(
+      async () => (await Promise.all(c.urls.map(jetStreamAnswers))).every(Boolean),
+      timeoutMs,
+      `every node of cluster ${name} to answer $JS.API.INFO`,
+      100,
+    );
+  } catch (err) {
+    const logs = c.logs();
+    await c.cleanup();
+    throw new NatsServerStartError(`cluster ${name} of ${n} did not form: ${(err as Error).message}`, logs, { cause: err });
+  }
+  return c;
+}
+
+class Cluster implements NatsCluster {
+  constructor(
+    readonly name: string,
+    readonly servers: readonly NatsServer[],
+  ) {}
+
+  get urls(): readonly string[] {
+    return this.servers.map((s) => s.url);
+  }
+
+  async metaLeader(): Promise<string | undefined> {
+    const running = this.servers.filter((s) => s.running);
+    if (running.length === 0) return undefined;
+    const views = await Promise.all(running.map(jsz));
+    const leader = views[0]?.meta_cluster?.leader;
+    if (!leader || views.some((v) => v.meta_cluster?.leader !== leader)) return undefined;
+    const leaderIdx = running.findIndex((s) => s.serverName === leader);
+    const leaderView = views[leaderIdx];
+    if (!leaderView) return undefined;
+    const current = new Set((leaderView.meta_cluster?.replicas ?? []).filter((r) => r.current).map((r) => r.name));
+    const allCurrent = running.every((s) => s.serverName === leader || current.has(s.serverName ?? ""));
+    return allCurrent ? leader : undefined;
+  }
+
+  async waitForMetaLeader(timeoutMs = 30_000): Promise<string> {
+    let leader: string | undefined;
+    await until(
+      async () => (leader = await this.metaLeader()) !== undefined,
+      timeoutMs,
+      `a JetStream meta leader that all running nodes of cluster ${this.name} agree on, with every running node current`,
+      100,
+    );
+    return leader as string;
+  }
+
+  logs(): string {
+    return this.servers.map((s) => `=== ${s.serverName} (${s.url}) ===\n${s.logs()}`).join("\n");
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.servers.map((s) => s.stop()));
+  }
+
+  async cleanup(): Promise<void> {
+    await Promise.all(this.servers.map((s) => s.cleanup()));
+  }
+}
+
+async function jsz(server: NatsServer): Promise<JszMeta> {
+  const base = server.monitorUrl;
+  if (!base) throw new Error(`${server.serverName} has no monitoring port`);
+  const res = await fetch(`${base}/jsz`, { signal: AbortSignal.timeout(2_000) });
+  if (!res.ok) throw new Error(`GET ${base}/jsz: HTTP ${res.status}`);
+  return (await res.json()) as JszMeta;
+}
+
+/** Distinct free ports on 127.0.0.1, by binding port 0 and closing; never a reserved port. */
+async function freePorts(n: number): Promise<number[]> {
+  const ports = new Set<number>();
+  while (ports.size < n) {
+    const p = await freePort();
+    if (!RESERVED_PORTS.has(p)) ports.add(p);
+  }
+  return [...ports];
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      const port = typeof addr === "object" && addr ? addr.port : 0;
+      srv.close(() => (port ? resolve(port) : reject(new Error("could not learn a free port"))));
+    });
+  });
+}
