@@ -8,5 +8,7 @@ export default defineConfig({
     // Two cores: two workers keep real nats-servers and real claude processes from starving.
     maxWorkers: 2,
     reporters: ["default"],
+    // Components log to stderr; keep test output to what matters (failures print server logs).
+    env: { COTAL_LOG_LEVEL: process.env.COTAL_LOG_LEVEL ?? "warn" },
   },
 });

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { jetstream, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
-import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import { PermissionViolationError, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import {
   AgentCard,
   anycastSubject,
@@ -51,6 +51,15 @@ export interface EndpointOptions extends MeshAddress {
   meta?: Record<string, string>;
   /** Presence heartbeat period, ms (default 2 000). */
   heartbeatMs?: number;
+  /** How long a send keeps retrying an unacknowledged publish, ms (default 30 000). */
+  publishTimeoutMs?: number;
+}
+
+/** Errors after which a publish may or may not have been stored: retry with the same id. */
+function isTransient(err: unknown): boolean {
+  if (err instanceof PermissionViolationError) return false;
+  const text = `${(err as Error)?.name ?? ""} ${(err as Error)?.message ?? ""} ${String((err as { code?: unknown })?.code ?? "")}`;
+  return /timeout|TIMEOUT|503|no responders|disconnect|closed|reconnect|CONNECTION/i.test(text);
 }
 
 /** Content of a message: plain text, or parts. */
@@ -293,10 +302,23 @@ export class Endpoint {
     };
   }
 
+  /**
+   * Publish with `Nats-Msg-Id = id`. Transient failures (a broker restart, a lost ack) are
+   * retried with the same id until `publishTimeoutMs`: the broker's dedupe makes that safe.
+   */
   private async publish(subject: string, m: CotalMessage): Promise<Omit<Receipt, "text">> {
     const bytes = encodeMessage(m);
-    const ack = await this.js.publish(subject, bytes, { msgID: m.id });
-    return { id: m.id, stream: ack.stream, seq: ack.seq, duplicate: ack.duplicate };
+    const deadline = Date.now() + (this.opts.publishTimeoutMs ?? 30_000);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const ack = await this.js.publish(subject, bytes, { msgID: m.id, timeout: 5_000 });
+        return { id: m.id, stream: ack.stream, seq: ack.seq, duplicate: ack.duplicate };
+      } catch (err) {
+        if (!isTransient(err) || Date.now() >= deadline || this.nc.isClosed()) throw err;
+        this.log.debug({ err: (err as Error).message, attempt, id: m.id }, "publish not acknowledged; retrying with the same id");
+        await new Promise((r) => setTimeout(r, Math.min(100 * 2 ** attempt, 1_000)));
+      }
+    }
   }
 
   private async checkMentions(mentions: string[]): Promise<void> {

@@ -5,6 +5,16 @@ import { pino, type Logger } from "pino";
  * Components take a child with bindings instead of string prefixes. Secrets are redacted by path.
  */
 let root: Logger | undefined;
+let destination: pino.DestinationStream | undefined;
+
+/**
+ * Send logs somewhere other than stderr (tests parse them as objects). Affects loggers
+ * created afterwards.
+ */
+export function setLogDestination(dest: pino.DestinationStream | undefined): void {
+  destination = dest;
+  root = undefined;
+}
 
 export function rootLogger(): Logger {
   root ??= pino(
@@ -13,7 +23,7 @@ export function rootLogger(): Logger {
       base: { pid: process.pid },
       redact: { paths: ["*.creds", "*.seed", "*.token", "*.jwt", "*.password", "creds", "seed", "token", "jwt"], censor: "[redacted]" },
     },
-    pino.destination({ fd: 2, sync: true }),
+    destination ?? pino.destination({ fd: 2, sync: true }),
   );
   return root;
 }

@@ -48,6 +48,12 @@ export interface MembershipRecord {
   createdAt: number;
 }
 
+/** Options of the mesh service: the space's storage plus consumer timing. */
+export interface MeshServiceOptions extends SpaceOptions {
+  /** How long a handed-out, unacked message waits before redelivery (default 30 s). */
+  ackWaitMs?: number;
+}
+
 /** Reply of `register`. */
 export interface RegisterReply {
   dm: string;
@@ -84,17 +90,18 @@ export class MeshService {
     private readonly jsm: JetStreamManager,
     private readonly members: KV,
     private readonly log: Logger,
+    private readonly ackWaitMs: number,
     private sub?: Subscription,
   ) {}
 
   /** Provision the space and start serving. */
-  static async start(nc: NatsConnection, space: string, opts: SpaceOptions = {}): Promise<MeshService> {
+  static async start(nc: NatsConnection, space: string, opts: MeshServiceOptions = {}): Promise<MeshService> {
     const log = logger("mesh-service", { space });
     const report = await ensureSpace(nc, space, opts);
     log.info({ report }, "space provisioned");
     const jsm = await jetstreamManager(nc);
     const members = await new Kvm(nc).open(names.membersBucket(space), { bindOnly: true });
-    const svc = new MeshService(nc, space, jsm, members, log);
+    const svc = new MeshService(nc, space, jsm, members, log, opts.ackWaitMs ?? ACK_WAIT_MS);
     svc.sub = serveControl(
       nc,
       space,
@@ -189,7 +196,7 @@ export class MeshService {
     if (await this.consumerExists(stream, cfg.durable_name)) return false;
     await this.jsm.consumers.add(stream, {
       ack_policy: AckPolicy.Explicit,
-      ack_wait: nanos(ACK_WAIT_MS),
+      ack_wait: nanos(this.ackWaitMs),
       max_ack_pending: MAX_ACK_PENDING,
       max_deliver: -1,
       ...cfg,

@@ -1,0 +1,63 @@
+import { afterEach, describe } from "vitest";
+import { expect, test, until } from "../harness/fixtures.js";
+import { TestMesh } from "../harness/mesh.js";
+import { collect } from "./helpers.js";
+
+let mesh: TestMesh | undefined;
+afterEach(async () => {
+  await mesh?.close();
+  mesh = undefined;
+});
+
+describe("the interop scenario", () => {
+  test("three endpoints see each other, post, DM, anycast and late-join with history", async ({ nats }) => {
+    mesh = await TestMesh.start(nats, "interop");
+    const alice = await mesh.joined("alice", { role: "reviewer" });
+    const bob = await mesh.joined("bob", { role: "reviewer" });
+    const carol = await mesh.joined("carol");
+
+    // presence visible to all
+    for (const ep of [alice, bob, carol]) {
+      const roster = await ep.roster();
+      await until(() => roster.entries().filter((e) => e.status === "idle").length === 3, 5_000, `${ep.id} sees 3 idle peers`);
+    }
+
+    const got = { alice: collect(alice), bob: collect(bob), carol: collect(carol) };
+    await Promise.all([alice, bob, carol].map((ep) => ep.joinChannel("general")));
+
+    // a channel post reaches subscribers (not its sender)
+    const post = await alice.send("general", "hello all");
+    expect(post.text).toMatch(/^stored seq \d+ on general; 2 other endpoints online at send$/);
+    await until(() => got.bob.texts().includes("hello all") && got.carol.texts().includes("hello all"), 5_000, "bob and carol get the post");
+    expect(got.alice.texts()).not.toContain("hello all");
+
+    // a DM reaches only its recipient
+    const dm = await carol.dm("bob", "psst bob");
+    expect(dm.text).toMatch(/^stored seq \d+; recipient idle at send$/);
+    await until(() => got.bob.texts().includes("psst bob"), 5_000, "bob gets the DM");
+    const bobDm = got.bob.items.find((d) => d.kind === "dm")!;
+    expect(bobDm.from).toEqual({ owner: "local", actor: "carol" });
+
+    // an anycast to a role held by two endpoints reaches exactly one
+    const ask = await carol.anycast("reviewer", "please review");
+    expect(ask.text).toMatch(/2 holders of reviewer online at send; one will get it/);
+    await until(() => [...got.alice.texts(), ...got.bob.texts()].includes("please review"), 5_000, "one reviewer gets the ask");
+    await new Promise((r) => setTimeout(r, 300));
+    const reviewers = [...got.alice.texts(), ...got.bob.texts()].filter((t) => t === "please review");
+    expect(reviewers).toHaveLength(1);
+    expect([...got.alice.texts(), ...got.bob.texts(), ...got.carol.texts()].filter((t) => t === "psst bob")).toHaveLength(1);
+
+    // a late joiner gets recent history marked historical, then live, with no duplicate
+    await bob.send("general", "second post");
+    const dave = await mesh.joined("dave");
+    const gotDave = collect(dave);
+    const joined = await dave.joinChannel("general");
+    expect(joined.backfilled).toBe(2);
+    await carol.send("general", "after dave joined");
+    await until(() => gotDave.texts().includes("after dave joined"), 5_000, "dave gets the live post");
+    expect(gotDave.texts()).toEqual(["hello all", "second post", "after dave joined"]);
+    expect(gotDave.items.map((d) => d.historical)).toEqual([true, true, false]);
+    const roster = await dave.roster();
+    await until(() => roster.entries().length === 4, 5_000, "dave sees the current roster");
+  });
+});
