@@ -31,10 +31,11 @@ import { connectMesh, type MeshAddress } from "./connect.js";
 import { callControl } from "./control.js";
 import { DeliveryQueue, IdLedger, type Delivery, type DeliverySource } from "./delivery.js";
 import { NotJoinedError, UnknownMentionError } from "./errors.js";
-import { readHistory, type HistoryItem } from "./history.js";
+import type { HistoryItem, HistoryQuery } from "./history.js";
 import { logger, type Logger } from "./log.js";
-import { MESH_ENDPOINT, memberKeys, type JoinReply, type RegisterReply } from "./mesh-service.js";
-import { Roster } from "./roster.js";
+import { MESH_ENDPOINT, memberKeys, type HistoryPage, type JoinReply, type RegisterReply } from "./mesh-service.js";
+import { followPresence, Roster, type RosterSnapshotItem } from "./roster.js";
+import type { ResolvedChannel } from "./channel-registry.js";
 import { verifyEnvelope, type VerifiedMessage } from "./verify.js";
 
 /** How to reach the mesh and who this endpoint is. */
@@ -173,7 +174,7 @@ export class Endpoint {
    * start arriving on `deliveries`.
    */
   async join(): Promise<RegisterReply> {
-    const reply = await callControl<RegisterReply>(this.nc, this.space, MESH_ENDPOINT, "register", this.me, this.opts.role ? { role: this.opts.role } : {});
+    const reply = await this.mesh<RegisterReply>("register", this.opts.role ? { role: this.opts.role } : {});
     this.joined = true;
     this.since = Date.now();
     await this.writePresence();
@@ -240,13 +241,22 @@ export class Endpoint {
     await this.presenceKv.put(this.id, JSON.stringify(record));
   }
 
-  /** The live roster view (started on first use). */
+  /**
+   * The live roster view (started on first use): a snapshot from the mesh service, then every
+   * presence write as it is published. Needs no consumer of its own.
+   */
   async roster(): Promise<Roster> {
     if (!this.rosterView) {
-      this.rosterView = new Roster(this.presenceKv, this.log);
-      await this.rosterView.start();
+      const view = new Roster(this.log);
+      await followPresence(this.nc, this.space, view, () => this.mesh<RosterSnapshotItem[]>("roster"));
+      this.rosterView = view;
     }
     return this.rosterView;
+  }
+
+  /** Call the mesh service as this endpoint. */
+  private mesh<T>(command: string, args: Record<string, unknown> = {}): Promise<T> {
+    return callControl<T>(this.nc, this.space, MESH_ENDPOINT, command, this.me, args);
   }
 
   // ---- sending -------------------------------------------------------------------------
@@ -345,9 +355,9 @@ export class Endpoint {
     const sinceMs = Date.now() - config.windowSeconds * 1000;
     let backfilled = 0;
     if (config.class === "durable") {
-      const reply = await callControl<JoinReply>(this.nc, this.space, MESH_ENDPOINT, "join", this.me, { channel });
+      const reply = await this.mesh<JoinReply>("join", { channel });
       if (reply.created && config.replay) {
-        backfilled = this.pushHistory(await readHistory(this.js, this.space, channel, { sinceMs, beforeSeq: reply.watermark }, this.log));
+        backfilled = this.pushHistory(await this.readHistory(channel, { sinceMs, beforeSeq: reply.watermark }));
       }
       const stop = this.consumeDurable(names.chatStream(this.space), reply.durable);
       this.memberships.set(channel, { channel, class: "durable", stop });
@@ -362,7 +372,7 @@ export class Endpoint {
           else buffered.push(v);
         },
       });
-      if (config.replay) backfilled = this.pushHistory(await readHistory(this.js, this.space, channel, { sinceMs }, this.log));
+      if (config.replay) backfilled = this.pushHistory(await this.readHistory(channel, { sinceMs }));
       for (const v of buffered) this.pushLive(v);
       live = true;
       this.memberships.set(channel, { channel, class: "live", stop: () => sub.unsubscribe() });
@@ -381,7 +391,7 @@ export class Endpoint {
     }
     const { config } = await this.channels.get(channel);
     if (config.class === "durable" || m?.class === "durable") {
-      await callControl(this.nc, this.space, MESH_ENDPOINT, "leave", this.me, { channel });
+      await this.mesh("leave", { channel });
     }
     if (this.joined) await this.writePresence();
   }
@@ -394,7 +404,28 @@ export class Endpoint {
   /** Stored posts of a channel since `sinceMs`, oldest first; `limit` keeps the newest N. */
   history(channel: string, opts: { sinceMs?: number; limit?: number } = {}): Promise<HistoryItem[]> {
     assertChannel(channel);
-    return readHistory(this.js, this.space, channel, opts, this.log);
+    return this.readHistory(channel, opts);
+  }
+
+  /** Configured channels and their settings. */
+  listChannels(): Promise<ResolvedChannel[]> {
+    return this.mesh<ResolvedChannel[]>("channels");
+  }
+
+  /** History is served by the mesh service (which enforces read scope), page by page. */
+  private async readHistory(channel: string, q: HistoryQuery): Promise<HistoryItem[]> {
+    const out: HistoryItem[] = [];
+    let page = await this.mesh<HistoryPage>("history", { channel, ...q });
+    out.push(...page.items);
+    while (page.more && page.nextAfterSeq !== undefined) {
+      page = await this.mesh<HistoryPage>("history", {
+        channel,
+        afterSeq: page.nextAfterSeq,
+        ...(q.beforeSeq !== undefined ? { beforeSeq: q.beforeSeq } : {}),
+      });
+      out.push(...page.items);
+    }
+    return out;
   }
 
   // ---- receiving -----------------------------------------------------------------------

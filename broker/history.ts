@@ -13,6 +13,18 @@ export interface HistoryItem {
   storedAt: number;
 }
 
+/** Which stored posts to read. */
+export interface HistoryQuery {
+  /** Only posts stored at or after this time, Unix ms. */
+  sinceMs?: number;
+  /** Only posts at or after this stream sequence. */
+  afterSeq?: number;
+  /** Only posts before this stream sequence. */
+  beforeSeq?: number;
+  /** Keep the newest N. */
+  limit?: number;
+}
+
 /**
  * Read a channel's stored posts since `sinceMs` (Unix ms) with a short-lived ordered consumer,
  * oldest first. `limit` keeps the newest N. `beforeSeq` stops at a stream sequence (exclusive).
@@ -22,14 +34,16 @@ export async function readHistory(
   js: JetStreamClient,
   space: string,
   channel: string,
-  opts: { sinceMs?: number; limit?: number; beforeSeq?: number },
+  opts: HistoryQuery,
   log: Logger,
 ): Promise<HistoryItem[]> {
   const consumer = await js.consumers.get(names.chatStream(space), {
     filter_subjects: filters.channel(space, channel),
-    ...(opts.sinceMs !== undefined
-      ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(opts.sinceMs).toISOString() }
-      : { deliver_policy: DeliverPolicy.All }),
+    ...(opts.afterSeq !== undefined
+      ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: opts.afterSeq }
+      : opts.sinceMs !== undefined
+        ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(opts.sinceMs).toISOString() }
+        : { deliver_policy: DeliverPolicy.All }),
   });
   const out: HistoryItem[] = [];
   try {
@@ -41,7 +55,7 @@ export async function readHistory(
       pending = m.info.pending;
       if (opts.beforeSeq !== undefined && m.seq >= opts.beforeSeq) break;
       const v = verifyEnvelope(m.subject, m.data, log);
-      if (v && v.kind === "channel") {
+      if (v && v.kind === "channel" && (opts.sinceMs === undefined || m.info.timestampNanos / 1e6 >= opts.sinceMs)) {
         out.push({ message: v.message, from: v.from, channel: v.channel!, seq: m.seq, storedAt: Math.floor(m.info.timestampNanos / 1e6) });
       }
       if (pending === 0) break;

@@ -6,6 +6,7 @@ import {
   type ConsumerConfig,
   type JetStreamManager,
 } from "@nats-io/jetstream";
+import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { z } from "zod";
 import {
@@ -14,15 +15,19 @@ import {
   durables,
   filters,
   names,
+  CotalError,
   principalId,
   RoleName,
   ValidationError,
   type Principal,
 } from "../schemas/index.js";
+import { ChannelRegistry, type ResolvedChannel } from "./channel-registry.js";
 import { serveControl } from "./control.js";
+import { readHistory, type HistoryItem } from "./history.js";
 import { isConsumerNotFound } from "./js-errors.js";
 import { logger, type Logger } from "./log.js";
 import { ensureSpace, type SpaceOptions } from "./provision.js";
+import { Roster, watchPresence, type RosterSnapshotItem } from "./roster.js";
 
 /** The control endpoint name of the mesh service. */
 export const MESH_ENDPOINT = "mesh";
@@ -52,6 +57,31 @@ export interface MembershipRecord {
 export interface MeshServiceOptions extends SpaceOptions {
   /** How long a handed-out, unacked message waits before redelivery (default 30 s). */
   ackWaitMs?: number;
+  /**
+   * May `caller` read `channel`'s history? Default: everyone (open mesh). In auth mode the
+   * identity registry answers, with the same scope the broker enforces on live reads.
+   */
+  authorizeRead?: (caller: Principal, channel: string) => boolean | Promise<boolean>;
+}
+
+/** Reply of `history`: one page of stored posts, oldest first. */
+export interface HistoryPage {
+  items: HistoryItem[];
+  /** More posts follow: ask again with `afterSeq = nextAfterSeq` (and the same `beforeSeq`). */
+  more: boolean;
+  nextAfterSeq?: number;
+}
+
+/** Largest history page, in encoded bytes: well inside NATS's 1 MiB payload. */
+const HISTORY_PAGE_BYTES = 768 * 1024;
+
+/** The caller may not read that channel. */
+export class ReadDeniedError extends CotalError {
+  constructor(channel: string) {
+    super("read-denied", `Not allowed to read channel ${channel}.`, {
+      remedy: "Ask the mesh admin for a credential whose --allow-subscribe includes it.",
+    });
+  }
 }
 
 /** Reply of `register`. */
@@ -90,7 +120,10 @@ export class MeshService {
     private readonly jsm: JetStreamManager,
     private readonly members: KV,
     private readonly log: Logger,
-    private readonly ackWaitMs: number,
+    private readonly opts: MeshServiceOptions,
+    private readonly js: JetStreamClient,
+    private readonly roster: Roster,
+    private readonly registry: ChannelRegistry,
     private sub?: Subscription,
   ) {}
 
@@ -100,8 +133,12 @@ export class MeshService {
     const report = await ensureSpace(nc, space, opts);
     log.info({ report }, "space provisioned");
     const jsm = await jetstreamManager(nc);
-    const members = await new Kvm(nc).open(names.membersBucket(space), { bindOnly: true });
-    const svc = new MeshService(nc, space, jsm, members, log, opts.ackWaitMs ?? ACK_WAIT_MS);
+    const kvm = new Kvm(nc);
+    const members = await kvm.open(names.membersBucket(space), { bindOnly: true });
+    const roster = new Roster(log);
+    await watchPresence(await kvm.open(names.presenceBucket(space), { bindOnly: true }), roster, log);
+    const registry = new ChannelRegistry(await kvm.open(names.channelsBucket(space), { bindOnly: true }));
+    const svc = new MeshService(nc, space, jsm, members, log, opts, jetstream(nc), roster, registry);
     svc.sub = serveControl(
       nc,
       space,
@@ -110,6 +147,23 @@ export class MeshService {
         register: (args, caller) => svc.register(caller, parseArgs(z.object({ role: RoleName.optional() }), args, "register arguments").role),
         join: (args, caller) => svc.join(caller, parseArgs(z.object({ channel: ChannelName }), args, "join arguments").channel),
         leave: (args, caller) => svc.leave(caller, parseArgs(z.object({ channel: ChannelName }), args, "leave arguments").channel),
+        roster: async () => svc.rosterSnapshot(),
+        history: (args, caller) =>
+          svc.history(
+            caller,
+            parseArgs(
+              z.object({
+                channel: ChannelName,
+                sinceMs: z.number().int().optional(),
+                afterSeq: z.number().int().positive().optional(),
+                beforeSeq: z.number().int().positive().optional(),
+                limit: z.number().int().positive().max(10_000).optional(),
+              }),
+              args,
+              "history arguments",
+            ),
+          ),
+        channels: async () => svc.channels(),
         ping: async () => ({ space, pid: process.pid }),
       },
       log,
@@ -176,7 +230,38 @@ export class MeshService {
     return { left };
   }
 
+  /** The roster as this service sees it (endpoints load it, then follow live writes). */
+  rosterSnapshot(): RosterSnapshotItem[] {
+    return this.roster.snapshot();
+  }
+
+  /** A page of a channel's history, if the caller may read it. */
+  async history(
+    caller: Principal,
+    q: { channel: string; sinceMs?: number; afterSeq?: number; beforeSeq?: number; limit?: number },
+  ): Promise<HistoryPage> {
+    const allowed = this.opts.authorizeRead ? await this.opts.authorizeRead(caller, q.channel) : true;
+    if (!allowed) throw new ReadDeniedError(q.channel);
+    const all = await readHistory(this.js, this.space, q.channel, q, this.log);
+    const items: HistoryItem[] = [];
+    let bytes = 0;
+    for (const item of all) {
+      const size = JSON.stringify(item).length;
+      if (items.length > 0 && bytes + size > HISTORY_PAGE_BYTES) break;
+      items.push(item);
+      bytes += size;
+    }
+    const more = items.length < all.length;
+    return { items, more, ...(more ? { nextAfterSeq: items[items.length - 1]!.seq + 1 } : {}) };
+  }
+
+  /** Configured channels. */
+  channels(): Promise<ResolvedChannel[]> {
+    return this.registry.list();
+  }
+
   async stop(): Promise<void> {
+    this.roster.stop();
     this.sub?.unsubscribe();
     await this.nc.flush();
   }
@@ -196,7 +281,7 @@ export class MeshService {
     if (await this.consumerExists(stream, cfg.durable_name)) return false;
     await this.jsm.consumers.add(stream, {
       ack_policy: AckPolicy.Explicit,
-      ack_wait: nanos(this.ackWaitMs),
+      ack_wait: nanos(this.opts.ackWaitMs ?? ACK_WAIT_MS),
       max_ack_pending: MAX_ACK_PENDING,
       max_deliver: -1,
       ...cfg,

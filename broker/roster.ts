@@ -1,5 +1,6 @@
-import type { KV, KvEntry } from "@nats-io/kv";
-import { Presence, PRESENCE, type PresenceStatus } from "../schemas/index.js";
+import type { KV } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { names, Presence, PRESENCE, type PresenceStatus } from "../schemas/index.js";
 import type { Logger } from "./log.js";
 
 /** One roster row: the last presence record and whether it is still live. */
@@ -9,76 +10,90 @@ export interface RosterEntry {
   role?: string;
   status: PresenceStatus;
   presence: Presence;
-  /** Server time of the last write, Unix ms. */
+  /** Local time the last record was seen, Unix ms. */
   seenAt: number;
 }
 
+/** A presence record as carried in a roster snapshot (age instead of a clock reading). */
+export interface RosterSnapshotItem {
+  id: string;
+  presence: Presence;
+  ageMs: number;
+  deleted: boolean;
+}
+
 /**
- * A live view of the presence bucket. A key older than the liveness window, deleted, or
- * written as offline reads as offline. Listeners hear every change, including ageing out.
+ * A live view of presence. A key older than the liveness window, deleted, or written as
+ * offline reads as offline. Listeners hear every change, including ageing out. Fed either by
+ * a KV watch (the mesh service) or by core subscription plus a snapshot (endpoints, which may
+ * not create consumers).
  */
 export class Roster {
   private readonly records = new Map<string, { presence: Presence; seenAt: number; deleted: boolean }>();
   private readonly everSeen = new Set<string>();
   private readonly listeners = new Set<(entries: RosterEntry[]) => void>();
-  private stopWatch?: () => void;
-  private sweep?: NodeJS.Timeout;
+  private readonly stops: Array<() => void> = [];
   private lastOnline = new Set<string>();
-  /** Resolves once the initial state of the bucket was read. */
-  ready!: Promise<void>;
 
   constructor(
-    private readonly kv: KV,
     private readonly log: Logger,
-    private readonly livenessMs = PRESENCE.livenessMs,
-  ) {}
-
-  async start(): Promise<void> {
-    const iter = await this.kv.watch();
-    let markReady!: () => void;
-    this.ready = new Promise((r) => (markReady = r));
-    this.stopWatch = () => iter.stop();
-    void (async () => {
-      // The watcher signals the end of the initial values with a null-ish delta 0 entry.
-      for await (const e of iter) {
-        this.apply(e);
-        if (e.delta === 0) markReady();
-      }
-    })().catch((err) => this.log.warn({ err }, "roster watch ended"));
-    // An empty bucket yields no entries: consider the roster ready after a short settle.
-    const status = await this.kv.status();
-    if (status.values === 0) markReady();
-    this.sweep = setInterval(() => this.checkAgeing(), 500);
-    this.sweep.unref();
-    // Never hang a join on a quiet bucket: proceed after a short settle at most.
-    await Promise.race([this.ready, new Promise((r) => setTimeout(r, 1_000).unref())]);
+    private readonly livenessMs: number = PRESENCE.livenessMs,
+  ) {
+    const sweep = setInterval(() => this.checkAgeing(), 500);
+    sweep.unref();
+    this.stops.push(() => clearInterval(sweep));
   }
 
-  stop(): void {
-    this.stopWatch?.();
-    if (this.sweep) clearInterval(this.sweep);
-  }
-
-  private apply(e: KvEntry): void {
-    if (e.operation !== "PUT") {
-      const rec = this.records.get(e.key);
-      if (rec) rec.deleted = true;
-      this.emit();
+  /** Record a presence write (validated; a record that is not its key's own is dropped). */
+  update(key: string, data: unknown, seenAt = Date.now()): void {
+    const parsed = Presence.safeParse(data);
+    if (!parsed.success || parsed.data.card.id !== key) {
+      this.log.warn({ key }, "dropped a presence record that is malformed or not its key's own");
       return;
     }
-    const parsed = Presence.safeParse(safeJson(e.value));
-    if (!parsed.success || parsed.data.card.id !== e.key) {
-      this.log.warn({ key: e.key }, "dropped a presence record that is malformed or not its key's own");
-      return;
-    }
-    this.records.set(e.key, { presence: parsed.data, seenAt: e.created.getTime(), deleted: false });
-    this.everSeen.add(e.key);
+    const current = this.records.get(key);
+    if (current && current.seenAt > seenAt) return; // a stale snapshot never overrides a live write
+    this.records.set(key, { presence: parsed.data, seenAt, deleted: false });
+    this.everSeen.add(key);
     this.emit();
   }
 
+  /** Record a deletion. */
+  remove(key: string): void {
+    const rec = this.records.get(key);
+    if (rec) rec.deleted = true;
+    this.emit();
+  }
+
+  /** Everything known, for a snapshot reply. */
+  snapshot(now = Date.now()): RosterSnapshotItem[] {
+    return [...this.records.entries()].map(([id, r]) => ({ id, presence: r.presence, ageMs: now - r.seenAt, deleted: r.deleted }));
+  }
+
+  /** Merge a snapshot taken elsewhere. */
+  load(items: RosterSnapshotItem[], now = Date.now()): void {
+    for (const i of items) {
+      this.update(i.id, i.presence, now - i.ageMs);
+      if (i.deleted) this.remove(i.id);
+    }
+  }
+
+  /** Register a cleanup to run on stop(). */
+  onStop(fn: () => void): void {
+    this.stops.push(fn);
+  }
+
+  stop(): void {
+    for (const s of this.stops.splice(0)) s();
+  }
+
   private checkAgeing(): void {
-    const online = new Set(this.entries().filter((e) => e.status !== "offline").map((e) => e.id));
+    const online = this.onlineIds();
     if (online.size !== this.lastOnline.size || [...online].some((id) => !this.lastOnline.has(id))) this.emit();
+  }
+
+  private onlineIds(): Set<string> {
+    return new Set(this.entries().filter((e) => e.status !== "offline").map((e) => e.id));
   }
 
   private emit(): void {
@@ -110,9 +125,9 @@ export class Roster {
     return this.entries().find((e) => e.id === id);
   }
 
-  /** Whether a principal id was ever seen by this view. */
-  known(id: string): boolean {
-    return this.everSeen.has(id);
+  /** Whether a principal id (or name) was ever seen by this view. */
+  known(idOrName: string): boolean {
+    return this.everSeen.has(idOrName) || this.entries().some((e) => e.name === idOrName);
   }
 
   onChange(listener: (entries: RosterEntry[]) => void): () => void {
@@ -121,10 +136,51 @@ export class Roster {
   }
 }
 
-function safeJson(data: Uint8Array): unknown {
+function decodeJson(data: Uint8Array): unknown {
   try {
     return JSON.parse(new TextDecoder().decode(data));
   } catch {
     return undefined;
   }
+}
+
+/** Feed a roster from a KV watch of the presence bucket (needs consumer rights: the mesh service). */
+export async function watchPresence(kv: KV, roster: Roster, log: Logger): Promise<void> {
+  const iter = await kv.watch();
+  roster.onStop(() => iter.stop());
+  let ready!: () => void;
+  const initial = new Promise<void>((r) => (ready = r));
+  void (async () => {
+    for await (const e of iter) {
+      if (e.operation === "PUT") roster.update(e.key, decodeJson(e.value), e.created.getTime());
+      else roster.remove(e.key);
+      if (e.delta === 0) ready();
+    }
+  })().catch((err) => log.warn({ err }, "presence watch ended"));
+  if ((await kv.status()).values === 0) ready();
+  await Promise.race([initial, new Promise((r) => setTimeout(r, 1_000).unref())]);
+}
+
+/**
+ * Feed a roster from the presence bucket's subject with a core subscription (every write is
+ * published there), after loading a snapshot. Needs only subscribe rights on `$KV.<bucket>.>`.
+ */
+export async function followPresence(
+  nc: NatsConnection,
+  space: string,
+  roster: Roster,
+  snapshot: () => Promise<RosterSnapshotItem[]>,
+): Promise<void> {
+  const prefix = `$KV.${names.presenceBucket(space)}.`;
+  const sub = nc.subscribe(`${prefix}>`, {
+    callback: (_err, msg) => {
+      const key = msg.subject.slice(prefix.length);
+      const op = msg.headers?.get("KV-Operation");
+      if (op === "DEL" || op === "PURGE") roster.remove(key);
+      else roster.update(key, decodeJson(msg.data));
+    },
+  });
+  roster.onStop(() => sub.unsubscribe());
+  await nc.flush();
+  roster.load(await snapshot());
 }

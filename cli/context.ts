@@ -1,0 +1,92 @@
+import { existsSync, statSync } from "node:fs";
+import { resolve } from "node:path";
+import { Option, type Command } from "commander";
+import { z } from "zod";
+import { parseMeshLink, serverUrl, type MeshAddress } from "../broker/index.js";
+import { MeshNotFoundError, UsageError } from "./errors.js";
+import { findMeshRoot, type MeshInfo, type MeshRoot } from "./mesh-root.js";
+import { parseInput, token } from "./validate.js";
+
+/** The space `cotal up` provisions when none is named. */
+export const DEFAULT_SPACE = "default";
+
+/** Flags every mesh-client command takes (values come from the flag, else the environment). */
+export interface MeshFlags {
+  server?: string;
+  space?: string;
+  creds?: string;
+}
+
+/** Add `--server`, `--space` and `--creds` (with their environment variables) to a command. */
+export function meshOptions(cmd: Command): Command {
+  return cmd
+    .addOption(new Option("--server <url>", "mesh server: nats://host:port, host:port or cotal://host:port/space").env("COTAL_SERVER"))
+    .addOption(new Option("--space <name>", "space to act in").env("COTAL_SPACE"))
+    .addOption(credsOption());
+}
+
+/** `--creds FILE` / COTAL_CREDS: a NATS credentials file (static-auth meshes). */
+export function credsOption(): Option {
+  return new Option("--creds <file>", "NATS credentials file (.creds) to connect with").env("COTAL_CREDS");
+}
+
+/** Add `--json`. */
+export function jsonOption(cmd: Command): Command {
+  return cmd.option("--json", "print machine-readable JSON instead of text");
+}
+
+/** Where a command acts: a server, a space, credentials, and the mesh root when one was used. */
+export interface MeshTarget extends MeshAddress {
+  server: string;
+  space: string;
+  creds?: string | undefined;
+  /** The `.cotal/` root the target came from (absent when flags or env named it all). */
+  root?: MeshRoot | undefined;
+  info?: MeshInfo | undefined;
+}
+
+const FlagsSchema = z.object({
+  server: z.string().min(1, "server must not be empty").optional(),
+  space: token("space", "space").optional(),
+  creds: z.string().min(1, "creds must name a file").optional(),
+});
+
+/**
+ * Resolve the mesh a command talks to. `--server`/`--space`/`--creds` (or COTAL_SERVER,
+ * COTAL_SPACE, COTAL_CREDS) win, each on its own; what they leave open comes from the nearest
+ * `.cotal/mesh.json` at or above the working directory.
+ */
+export function resolveTarget(flags: MeshFlags, cwd: string = process.cwd()): MeshTarget {
+  const f = parseInput(FlagsSchema, { server: flags.server, space: flags.space, creds: flags.creds });
+  const creds = f.creds ? checkCreds(f.creds, cwd) : undefined;
+  let linkSpace: string | undefined;
+  let server: string | undefined;
+  if (f.server) {
+    try {
+      if (f.server.startsWith("cotal://")) linkSpace = parseMeshLink(f.server).space;
+      server = serverUrl(f.server);
+      new URL(server);
+    } catch (cause) {
+      throw new UsageError(`Invalid input: --server: ${JSON.stringify(f.server)} is not a server address.`, {
+        remedy: "Use nats://host:port, host:port or cotal://host:port/space.",
+        cause,
+      });
+    }
+  }
+  const root = server && (f.space ?? linkSpace) ? undefined : findMeshRoot(cwd);
+  const info = root?.readInfo();
+  server ??= info?.server;
+  if (!server) throw new MeshNotFoundError(cwd);
+  const space = f.space ?? linkSpace ?? info?.space ?? DEFAULT_SPACE;
+  return { server, space, creds, root, info };
+}
+
+function checkCreds(file: string, cwd: string): string {
+  const path = resolve(cwd, file);
+  if (!existsSync(path) || !statSync(path).isFile()) {
+    throw new UsageError(`Invalid input: --creds: ${JSON.stringify(file)} is not a file.`, {
+      remedy: "Pass the path of a .creds file (or unset COTAL_CREDS).",
+    });
+  }
+  return path;
+}

@@ -1,0 +1,102 @@
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { z } from "zod";
+import { describeIssues, SpaceName } from "../schemas/index.js";
+import { CommandFailedError } from "./errors.js";
+import { MeshMode } from "./mode.js";
+
+/** The folder that holds a mesh's state, found by walking up from the working directory. */
+export const ROOT_DIR = ".cotal";
+
+/** `.cotal/mesh.json`: where the mesh is and how it was started. */
+export const MeshInfo = z.object({
+  /** Client URL, `nats://host:port`. */
+  server: z.string().min(1),
+  space: SpaceName,
+  mode: MeshMode,
+  host: z.string().min(1),
+  port: z.number().int().min(1).max(65535),
+  /** Absolute JetStream store directory. */
+  storeDir: z.string().min(1),
+  /** When the current nats-server was started, ISO 8601. */
+  startedAt: z.iso.datetime({ offset: true }),
+});
+export type MeshInfo = z.infer<typeof MeshInfo>;
+
+/** The files of one mesh root. Nothing is created until `ensure()`. */
+export class MeshRoot {
+  /** The `.cotal` folder itself. */
+  readonly dir: string;
+  constructor(/** The project folder that contains `.cotal/`. */ readonly project: string) {
+    this.dir = join(project, ROOT_DIR);
+  }
+
+  get meshJson(): string {
+    return join(this.dir, "mesh.json");
+  }
+  get serverConfig(): string {
+    return join(this.dir, "nats-server.conf");
+  }
+  get logsDir(): string {
+    return join(this.dir, "logs");
+  }
+  get runDir(): string {
+    return join(this.dir, "run");
+  }
+  get defaultStoreDir(): string {
+    return join(this.dir, "jetstream");
+  }
+  log(name: "nats-server" | "mesh-service"): string {
+    return join(this.logsDir, `${name}.log`);
+  }
+  pidFile(name: "nats-server" | "mesh-service"): string {
+    return join(this.runDir, `${name}.json`);
+  }
+  get lockFile(): string {
+    return join(this.runDir, "up.lock");
+  }
+
+  /** Create the folders (and a .gitignore, so mesh state never lands in a repository). */
+  ensure(): void {
+    for (const d of [this.dir, this.logsDir, this.runDir]) mkdirSync(d, { recursive: true, mode: 0o700 });
+    const ignore = join(this.dir, ".gitignore");
+    if (!existsSync(ignore)) writeFileSync(ignore, "# Cotal mesh state (server data, logs, pids): never commit it.\n*\n");
+  }
+
+  /** mesh.json, or undefined when the mesh was never started here. */
+  readInfo(): MeshInfo | undefined {
+    if (!existsSync(this.meshJson)) return undefined;
+    let json: unknown;
+    try {
+      json = JSON.parse(readFileSync(this.meshJson, "utf8"));
+    } catch (cause) {
+      throw new CommandFailedError(`${this.meshJson} is not valid JSON.`, { remedy: "Delete it and run `cotal up` again.", cause });
+    }
+    const r = MeshInfo.safeParse(json);
+    if (!r.success) {
+      throw new CommandFailedError(`${this.meshJson} is not a mesh description: ${describeIssues(r.error).join("; ")}.`, {
+        remedy: "Delete it and run `cotal up` again.",
+      });
+    }
+    return r.data;
+  }
+
+  /** Write mesh.json atomically. */
+  writeInfo(info: MeshInfo): void {
+    const tmp = `${this.meshJson}.${process.pid}.tmp`;
+    writeFileSync(tmp, JSON.stringify(MeshInfo.parse(info), null, 2) + "\n");
+    renameSync(tmp, this.meshJson);
+  }
+}
+
+/** The nearest folder at or above `from` whose `.cotal/` holds a mesh.json. */
+export function findMeshRoot(from: string = process.cwd()): MeshRoot | undefined {
+  let dir = resolve(from);
+  for (;;) {
+    const root = new MeshRoot(dir);
+    if (existsSync(root.meshJson)) return root;
+    const parent = dirname(dir);
+    if (parent === dir) return undefined;
+    dir = parent;
+  }
+}

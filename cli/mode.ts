@@ -1,0 +1,37 @@
+import { z } from "zod";
+
+/**
+ * The security mode of a mesh (DESIGN §13). `static` (operator-mode JWT auth) is the intended
+ * default; until it is built, every mesh runs `open`. This file is the one place that decides.
+ */
+export const MeshMode = z.enum(["open", "static"]);
+export type MeshMode = z.infer<typeof MeshMode>;
+
+/** Modes this build can start. */
+export const AVAILABLE_MODES: readonly MeshMode[] = ["open"];
+
+/** The mode `cotal up` will start, and what the user should be told about it. */
+export interface ModeChoice {
+  mode: MeshMode;
+  warnings: string[];
+}
+
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|localhost|::1)$/;
+
+/** Decide the mode from `up`'s flags. */
+export function chooseMode(flags: { open?: boolean | undefined; host: string }): ModeChoice {
+  const warnings: string[] = [];
+  let mode: MeshMode = flags.open ? "open" : "static";
+  if (mode === "static" && !AVAILABLE_MODES.includes("static")) {
+    mode = "open";
+    warnings.push(
+      "static authentication is not available in this build yet: the mesh starts in open mode (no credentials). Pass --open to say so explicitly and silence this warning.",
+    );
+  }
+  if (mode === "open" && !LOOPBACK.test(flags.host)) {
+    warnings.push(
+      `open mode has no authentication, and --host ${flags.host} is not a loopback address: anyone who can reach it can read and write every message.`,
+    );
+  }
+  return { mode, warnings };
+}

@@ -1,0 +1,106 @@
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { z } from "zod";
+
+/**
+ * A process we started, identified by pid AND start time (field 22 of /proc/<pid>/stat, in
+ * clock ticks since boot), so a recycled pid is never mistaken for ours.
+ */
+export const ProcessRecord = z.object({
+  pid: z.number().int().positive(),
+  /** /proc/<pid>/stat starttime, clock ticks since boot, as a decimal string. */
+  startTime: z.string().regex(/^\d+$/),
+  /** What the process is, for people reading the file. */
+  command: z.array(z.string()),
+  /** When we started it, ISO 8601. */
+  startedAt: z.string(),
+});
+export type ProcessRecord = z.infer<typeof ProcessRecord>;
+
+/**
+ * The start time of a live process (field 22 of /proc/<pid>/stat), or undefined when there is
+ * no such process. The command name (field 2) may hold spaces and parentheses, so fields are
+ * counted after its last ')'.
+ */
+export function processStartTime(pid: number): string | undefined {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return undefined;
+  }
+  return parseStartTime(stat);
+}
+
+/** Field 22 of a /proc/<pid>/stat line. */
+export function parseStartTime(stat: string): string | undefined {
+  const close = stat.lastIndexOf(")");
+  if (close < 0) return undefined;
+  // After ")" come fields 3, 4, …; field 22 is the 20th of them. A zombie has exited.
+  const rest = stat.slice(close + 2).split(" ");
+  if (rest[0] === "Z" || rest[0] === "X") return undefined;
+  const value = rest[19];
+  return value && /^\d+$/.test(value) ? value : undefined;
+}
+
+/** The record of a process that is running now, by its pid. */
+export function recordOf(pid: number, command: string[]): ProcessRecord {
+  const startTime = processStartTime(pid);
+  if (startTime === undefined) throw new Error(`process ${pid} is not running`);
+  return { pid, startTime, command, startedAt: new Date().toISOString() };
+}
+
+/** True while the recorded process runs: same pid and same start time. */
+export function isRunning(rec: ProcessRecord): boolean {
+  return processStartTime(rec.pid) === rec.startTime;
+}
+
+export function readRecord(file: string): ProcessRecord | undefined {
+  if (!existsSync(file)) return undefined;
+  try {
+    const r = ProcessRecord.safeParse(JSON.parse(readFileSync(file, "utf8")));
+    return r.success ? r.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function writeRecord(file: string, rec: ProcessRecord): void {
+  writeFileSync(file, JSON.stringify(rec, null, 2) + "\n");
+}
+
+export function removeRecord(file: string): void {
+  rmSync(file, { force: true });
+}
+
+/**
+ * Stop a recorded process: SIGTERM, then SIGKILL after `graceMs`. Signals go only to the
+ * process the record names (pid and start time verified before each signal). Resolves with
+ * how it ended; `not-running` when it was already gone (or the pid now belongs to another).
+ */
+export async function stopProcess(rec: ProcessRecord, graceMs = 10_000): Promise<"stopped" | "killed" | "not-running"> {
+  if (!isRunning(rec)) return "not-running";
+  signal(rec, "SIGTERM");
+  if (await exitsWithin(rec, graceMs)) return "stopped";
+  if (isRunning(rec)) signal(rec, "SIGKILL");
+  await exitsWithin(rec, 5_000);
+  return "killed";
+}
+
+function signal(rec: ProcessRecord, sig: NodeJS.Signals): void {
+  if (!isRunning(rec)) return;
+  try {
+    process.kill(rec.pid, sig);
+  } catch {
+    // gone between the check and the signal
+  }
+}
+
+/** Wait until the recorded process is gone (or is a zombie), up to `ms`. */
+export async function exitsWithin(rec: ProcessRecord, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (!isRunning(rec)) return true;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return !isRunning(rec);
+}

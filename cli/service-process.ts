@@ -1,0 +1,76 @@
+import { spawn } from "node:child_process";
+import { closeSync, openSync, realpathSync } from "node:fs";
+import { connectMesh } from "../broker/index.js";
+import { CommandFailedError } from "./errors.js";
+import { serviceLogLevel } from "./logging.js";
+import type { MeshRoot } from "./mesh-root.js";
+import { logTail } from "./nats-process.js";
+import { isRunning, recordOf, type ProcessRecord } from "./pid-file.js";
+import { pingMeshService } from "./probe.js";
+
+/** Where the mesh service connects and which space it serves. */
+export interface ServiceTarget {
+  server: string;
+  space: string;
+  creds?: string | undefined;
+}
+
+/** The command line that runs this very CLI (node, its flags, the bundle). */
+export function selfCommand(): string[] {
+  const entry = process.argv[1];
+  if (!entry) throw new CommandFailedError("Cannot tell where the cotal CLI is installed (process.argv[1] is empty).");
+  return [process.execPath, ...process.execArgv, realpathSync(entry)];
+}
+
+/**
+ * Start the mesh service (`cotal mesh serve`) as a detached process logging to
+ * `.cotal/logs/mesh-service.log`, and wait until it answers a ping on the control rail.
+ */
+export async function startMeshService(root: MeshRoot, t: ServiceTarget, timeoutMs = 20_000): Promise<ProcessRecord> {
+  const [node, ...rest] = selfCommand();
+  const argv = [node!, ...rest, "mesh", "serve", "--server", t.server, "--space", t.space, ...(t.creds ? ["--creds", t.creds] : [])];
+  const logPath = root.log("mesh-service");
+  const out = openSync(logPath, "a");
+  let exited: string | undefined;
+  let record: ProcessRecord;
+  try {
+    const child = spawn(argv[0]!, argv.slice(1), {
+      detached: true,
+      stdio: ["ignore", out, out],
+      cwd: root.project,
+      env: { ...process.env, COTAL_LOG_LEVEL: serviceLogLevel() },
+    });
+    child.once("exit", (code, sig) => (exited = sig ? `was killed by ${sig}` : `exited with code ${code}`));
+    child.once("error", (err) => (exited = `could not be started: ${err.message}`));
+    child.unref();
+    if (child.pid === undefined) {
+      await new Promise((r) => setTimeout(r, 50));
+      throw failure(`the mesh service ${exited ?? "could not be started"}`, logPath);
+    }
+    record = recordOf(child.pid, argv);
+  } finally {
+    closeSync(out);
+  }
+  const nc = await connectMesh({ server: t.server, creds: t.creds, name: "cotal-up" });
+  try {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (exited || !isRunning(record)) throw failure(`the mesh service ${exited ?? "exited"} before it answered`, logPath);
+      if (await pingMeshService(nc, t.space, 500)) return record;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    await nc.close().catch(() => undefined);
+  }
+  try {
+    process.kill(record.pid, "SIGKILL");
+  } catch {
+    // already gone
+  }
+  throw failure(`the mesh service did not answer within ${timeoutMs / 1000} s`, logPath);
+}
+
+function failure(message: string, logPath: string): CommandFailedError {
+  const tail = logTail(logPath);
+  return new CommandFailedError(`${message}. See ${logPath}${tail ? `; its last lines:\n${tail}` : "."}`);
+}
