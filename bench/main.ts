@@ -12,7 +12,7 @@ import { Scope, now } from "./context.js";
 import { dmLatency } from "./dm-latency.js";
 import { dmThroughput } from "./dm-throughput.js";
 import { fanout } from "./fanout.js";
-import { renderMarkdown, renderTable, type Row } from "./report.js";
+import { fmt, renderMarkdown, renderTable, type Row } from "./report.js";
 
 // Components log at info to stderr; a benchmark only wants warnings and errors.
 process.env.COTAL_LOG_LEVEL ??= "warn";
@@ -28,8 +28,8 @@ const PLAN = QUICK
       fanout: { members: 50, posts: 40, warmup: 5, blocks: 2 },
     }
   : {
-      latency: { samples: 2_000, warmup: 200, blocks: 4 },
-      throughput: { messages: 20_000, warmup: 2_000, inflight: 256, rounds: 2 },
+      latency: { samples: 2_000, warmup: 200, blocks: 8 },
+      throughput: { messages: 20_000, warmup: 2_000, inflight: 256, rounds: 4 },
       fanout: { members: 50, posts: 200, warmup: 20, blocks: 4 },
     };
 
@@ -128,10 +128,20 @@ async function main(): Promise<number> {
       const p = PLAN.fanout;
       step(`fan-out: ${p.posts} posts per side to ${p.members} durable members`);
       const r = await fanout(root, p);
-      const note = `${p.posts} posts each to ${p.members} members; setup ${r.setupSeconds.cotal.toFixed(1)} s Cotal, ${r.setupSeconds.raw.toFixed(1)} s raw`;
+      const note =
+        `${p.posts} posts each to ${p.members} members, send → last member holds it; setup ${r.setupSeconds.cotal.toFixed(1)} s Cotal, ` +
+        `${r.setupSeconds.raw.toFixed(1)} s raw; idle inbound to members ${fmt(r.idleInboundPerSecond.cotal)} msg/s Cotal, ${fmt(r.idleInboundPerSecond.raw)} msg/s raw`;
       rows.push({ name: `fan-out to ${p.members}, all p50`, unit: "ms", cotal: r.cotalAll.p50, raw: r.rawAll.p50, better: "lower", note });
       rows.push({ name: `fan-out to ${p.members}, all p99`, unit: "ms", cotal: r.cotalAll.p99, raw: r.rawAll.p99, better: "lower" });
-      rows.push({ name: `fan-out to ${p.members}, first p50`, unit: "ms", cotal: r.cotalFirst.p50, raw: r.rawFirst.p50, better: "lower" });
+      rows.push({ name: `fan-out to ${p.members}, first p50`, unit: "ms", cotal: r.cotalFirst.p50, raw: r.rawFirst.p50, better: "lower", note: "send → first member holds it" });
+      rows.push({
+        name: `fan-out to ${p.members}, all p50 vs raw+ackAck`,
+        unit: "ms",
+        cotal: r.cotalAll.p50,
+        raw: r.rawAckAckAll.p50,
+        better: "lower",
+        note: "raw members acking with ackAck(), as Cotal's Delivery.ack() does",
+      });
       extra.fanout = r;
     }
 

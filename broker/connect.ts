@@ -11,6 +11,8 @@ export interface MeshAddress {
   creds?: string | undefined;
   /** Connection name shown by the server (monitoring, logs). */
   name?: string | undefined;
+  /** Reply-inbox prefix; identities may only subscribe to their own (`_INBOX.<owner>.<actor>`). */
+  inboxPrefix?: string | undefined;
 }
 
 /** A parsed `cotal://host:port/space` link. */
@@ -48,6 +50,7 @@ export async function connectMesh(addr: MeshAddress): Promise<NatsConnection> {
       name: addr.name ?? "cotal",
       maxReconnectAttempts: -1,
       reconnectTimeWait: 250,
+      ...(addr.inboxPrefix ? { inboxPrefix: addr.inboxPrefix } : {}),
       ...(addr.creds ? { authenticator: credsAuthenticator(readFileSync(addr.creds)) } : {}),
     });
   } catch (cause) {

@@ -26,6 +26,7 @@ import {
   type PresenceStatus,
   type Principal,
 } from "../schemas/index.js";
+import { inboxPrefix } from "./auth/permissions.js";
 import { ChannelRegistry } from "./channel-registry.js";
 import { connectMesh, type MeshAddress } from "./connect.js";
 import { callControl } from "./control.js";
@@ -151,7 +152,7 @@ export class Endpoint {
   /** Connect to the mesh as `name` (does not join: call join() to appear on the roster). */
   static async connect(opts: EndpointOptions): Promise<Endpoint> {
     principal(opts.owner ?? "local", opts.name); // refuse bad names before connecting
-    const nc = await connectMesh({ ...opts, name: opts.name });
+    const nc = await connectMesh({ ...opts, name: opts.name, inboxPrefix: inboxPrefix(principal(opts.owner ?? "local", opts.name)) });
     return Endpoint.over(nc, opts);
   }
 

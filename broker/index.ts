@@ -11,3 +11,4 @@ export * from "./channel-registry.js";
 export * from "./history.js";
 export * from "./verify.js";
 export * from "./endpoint.js";
+export * from "./auth/index.js";

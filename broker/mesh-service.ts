@@ -15,6 +15,7 @@ import {
   durables,
   filters,
   names,
+  parsePrincipal,
   CotalError,
   principalId,
   RoleName,
@@ -27,6 +28,7 @@ import { readHistory, type HistoryItem } from "./history.js";
 import { isConsumerNotFound } from "./js-errors.js";
 import { logger, type Logger } from "./log.js";
 import { ensureSpace, type SpaceOptions } from "./provision.js";
+import { IdentityRegistry, PROFILES, revokeUsers, SERVICE_PRINCIPALS, signUser, type AuthStore, type IdentitySpec } from "./auth/index.js";
 import { Roster, watchPresence, type RosterSnapshotItem } from "./roster.js";
 
 /** The control endpoint name of the mesh service. */
@@ -62,6 +64,26 @@ export interface MeshServiceOptions extends SpaceOptions {
    * identity registry answers, with the same scope the broker enforces on live reads.
    */
   authorizeRead?: (caller: Principal, channel: string) => boolean | Promise<boolean>;
+  /** Static auth: the mesh service mints and revokes credentials with these keys. */
+  auth?: { store: AuthStore; server: string };
+}
+
+/** Reply of `mint`. */
+export interface MintReply {
+  principal: string;
+  jwt: string;
+  userPub: string;
+  expiresAt?: number;
+  provisioned?: RegisterReply;
+}
+
+/** Only the mesh host's own CLI credential may mint and revoke. */
+export class NotAllowedError extends CotalError {
+  constructor(what: string) {
+    super("not-allowed", `Only the mesh host's operator credential may ${what}.`, {
+      remedy: "Run the command on the mesh host (it uses .cotal/auth/ there), or pass that credential with --creds.",
+    });
+  }
 }
 
 /** Reply of `history`: one page of stored posts, oldest first. */
@@ -124,6 +146,7 @@ export class MeshService {
     private readonly js: JetStreamClient,
     private readonly roster: Roster,
     private readonly registry: ChannelRegistry,
+    private readonly identities: IdentityRegistry,
     private sub?: Subscription,
   ) {}
 
@@ -138,7 +161,9 @@ export class MeshService {
     const roster = new Roster(log);
     await watchPresence(await kvm.open(names.presenceBucket(space), { bindOnly: true }), roster, log);
     const registry = new ChannelRegistry(await kvm.open(names.channelsBucket(space), { bindOnly: true }));
-    const svc = new MeshService(nc, space, jsm, members, log, opts, jetstream(nc), roster, registry);
+    const identities = new IdentityRegistry(members);
+    const authorizeRead = opts.authorizeRead ?? (opts.auth ? (who: Principal, ch: string) => identities.mayRead(who, ch) : undefined);
+    const svc = new MeshService(nc, space, jsm, members, log, { ...opts, ...(authorizeRead ? { authorizeRead } : {}) }, jetstream(nc), roster, registry, identities);
     svc.sub = serveControl(
       nc,
       space,
@@ -164,6 +189,25 @@ export class MeshService {
             ),
           ),
         channels: async () => svc.channels(),
+        mint: (args, caller) =>
+          svc.mint(
+            caller,
+            parseArgs(
+              z.object({
+                name: z.string(),
+                profile: z.enum(PROFILES),
+                allowSubscribe: z.array(ChannelName).default([]),
+                allowPublish: z.array(ChannelName).default([]),
+                role: RoleName.optional(),
+                provision: z.boolean().default(false),
+                expiresInMs: z.number().int().positive().optional(),
+                userPub: z.string().regex(/^U[A-Z2-7]{55}$/, "userPub must be a user public nkey"),
+              }),
+              args,
+              "mint arguments",
+            ),
+          ),
+        revoke: (args, caller) => svc.revoke(caller, parseArgs(z.object({ name: z.string() }), args, "revoke arguments").name),
         ping: async () => ({ space, pid: process.pid }),
       },
       log,
@@ -197,6 +241,7 @@ export class MeshService {
 
   /** Create a durable channel membership from the join watermark; idempotent. */
   async join(who: Principal, channel: string): Promise<JoinReply> {
+    if (this.opts.authorizeRead && !(await this.opts.authorizeRead(who, channel))) throw new ReadDeniedError(channel);
     const stream = names.chatStream(this.space);
     const durable = durables.channel(who, channel);
     const existing = await this.members.get(memberKeys.channel(who, channel));
@@ -253,6 +298,53 @@ export class MeshService {
     }
     const more = items.length < all.length;
     return { items, more, ...(more ? { nextAfterSeq: items[items.length - 1]!.seq + 1 } : {}) };
+  }
+
+  /**
+   * Sign a credential for `userPub` (generated where the credential will live, so its seed
+   * never travels). Optionally pre-create the identity's DM durable and role queue.
+   */
+  async mint(
+    caller: Principal,
+    req: { name: string; profile: IdentitySpec["profile"]; allowSubscribe: string[]; allowPublish: string[]; role?: string | undefined; provision: boolean; expiresInMs?: number | undefined; userPub: string },
+  ): Promise<MintReply> {
+    const auth = this.requireOperator(caller, "mint credentials");
+    const who = parsePrincipal(req.name);
+    const spec: IdentitySpec = {
+      space: this.space,
+      who,
+      profile: req.profile,
+      allowSubscribe: req.allowSubscribe,
+      allowPublish: req.allowPublish,
+      ...(req.role ? { role: req.role } : {}),
+    };
+    const user = await signUser(spec, req.userPub, auth.store.signingKey(this.space), auth.store.accountKey(this.space).getPublicKey(), req.expiresInMs);
+    await this.identities.add(
+      who,
+      { profile: req.profile, allowSubscribe: req.allowSubscribe, allowPublish: req.allowPublish, ...(req.role ? { role: req.role } : {}) },
+      { pub: user.userPub, issuedAt: user.issuedAt, ...(user.expiresAt ? { expiresAt: user.expiresAt } : {}) },
+    );
+    const provisioned = req.provision ? await this.register(who, req.role) : undefined;
+    if (req.provision) for (const ch of req.allowSubscribe) await this.join(who, ch);
+    this.log.info({ who: principalId(who), profile: req.profile, expiresAt: user.expiresAt }, "minted a credential");
+    return { principal: principalId(who), jwt: user.jwt, userPub: user.userPub, ...(user.expiresAt ? { expiresAt: user.expiresAt } : {}), ...(provisioned ? { provisioned } : {}) };
+  }
+
+  /** Revoke every credential issued to `name`: live connections are cut, new ones refused. */
+  async revoke(caller: Principal, name: string): Promise<{ principal: string; revoked: number }> {
+    const auth = this.requireOperator(caller, "revoke credentials");
+    const who = parsePrincipal(name);
+    const rec = await this.identities.get(who);
+    const pubs = rec?.users.map((u) => u.pub) ?? [];
+    await revokeUsers(auth.store, auth.server, this.space, pubs);
+    this.log.info({ who: principalId(who), revoked: pubs.length }, "revoked credentials");
+    return { principal: principalId(who), revoked: pubs.length };
+  }
+
+  private requireOperator(caller: Principal, what: string): NonNullable<MeshServiceOptions["auth"]> {
+    if (!this.opts.auth) throw new CotalError("open-mesh", `This mesh is open (no credentials): there is nothing to ${what}.`, { remedy: "Start the mesh without --open to use credentials." });
+    if (principalId(caller) !== principalId(SERVICE_PRINCIPALS.cli)) throw new NotAllowedError(what);
+    return this.opts.auth;
   }
 
   /** Configured channels. */

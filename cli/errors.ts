@@ -1,5 +1,5 @@
-import { CotalError, InvalidTokenError, ValidationError } from "../schemas/index.js";
-import { MeshServiceUnavailableError, MeshUnavailableError } from "../broker/index.js";
+import { CotalError, InvalidTokenError, PayloadTooLargeError, ValidationError } from "../schemas/index.js";
+import { MeshServiceUnavailableError, MeshUnavailableError, UnknownMentionError } from "../broker/index.js";
 
 /**
  * Exit codes of every `cotal` command (documented in docs/cli.md):
@@ -39,8 +39,16 @@ export class CommandFailedError extends CotalError {
 
 /** The exit code an error maps to. */
 export function exitCodeOf(err: unknown): ExitCode {
-  if (err instanceof UsageError || err instanceof InvalidTokenError || err instanceof ValidationError) return EXIT.usage;
-  if (err instanceof MeshNotFoundError || err instanceof MeshUnavailableError || err instanceof MeshServiceUnavailableError) {
+  if (
+    err instanceof UsageError ||
+    err instanceof InvalidTokenError ||
+    err instanceof ValidationError ||
+    err instanceof UnknownMentionError ||
+    err instanceof PayloadTooLargeError
+  ) {
+    return EXIT.usage;
+  }
+  if (err instanceof MeshNotFoundError || err instanceof SpaceNotProvisionedError || err instanceof MeshUnavailableError || err instanceof MeshServiceUnavailableError) {
     return EXIT.unreachable;
   }
   return EXIT.failed;
@@ -54,4 +62,14 @@ export function describeError(err: unknown): string {
   }
   if (err instanceof Error) return `cotal: ${err.message}`;
   return `cotal: ${String(err)}`;
+}
+
+/** The server answers but the space was never provisioned on it. Exit code 3. */
+export class SpaceNotProvisionedError extends CotalError {
+  constructor(space: string, server: string, cause?: unknown) {
+    super("space-not-provisioned", `Space ${JSON.stringify(space)} does not exist on ${server}.`, {
+      remedy: "Run `cotal up --space " + space + "` on the mesh host, or pass the right --space.",
+      cause,
+    });
+  }
 }

@@ -1,0 +1,36 @@
+import { fmtCreds } from "@nats-io/jwt";
+import { createUser } from "@nats-io/nkeys";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { callControl } from "../control.js";
+import type { MintReply } from "../mesh-service.js";
+import { SERVICE_PRINCIPALS, type Profile } from "./permissions.js";
+
+/** What to mint, as asked by `cotal mint`. */
+export interface MintRequest {
+  name: string;
+  profile: Profile;
+  allowSubscribe?: string[];
+  allowPublish?: string[];
+  role?: string;
+  provision?: boolean;
+  expiresInMs?: number;
+}
+
+/**
+ * Ask the mesh service (the only minter at run time) for a credential. The user key pair is
+ * generated here, so the seed never crosses the wire; the result is a `.creds` file's bytes.
+ */
+export async function requestCredential(
+  nc: NatsConnection,
+  space: string,
+  req: MintRequest,
+): Promise<{ creds: Uint8Array; reply: MintReply }> {
+  const kp = createUser();
+  const reply = await callControl<MintReply>(nc, space, "mesh", "mint", SERVICE_PRINCIPALS.cli, { ...req, userPub: kp.getPublicKey() });
+  return { creds: fmtCreds(reply.jwt, kp), reply };
+}
+
+/** Ask the mesh service to revoke every credential issued to `name`. */
+export async function requestRevoke(nc: NatsConnection, space: string, name: string): Promise<{ principal: string; revoked: number }> {
+  return callControl(nc, space, "mesh", "revoke", SERVICE_PRINCIPALS.cli, { name });
+}

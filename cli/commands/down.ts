@@ -1,0 +1,44 @@
+import type { Command } from "commander";
+import { z } from "zod";
+import { MeshNotFoundError } from "../errors.js";
+import { bringDown, type DownReport } from "../mesh-lifecycle.js";
+import { findMeshRoot } from "../mesh-root.js";
+import { printJson, printLines } from "../output.js";
+import { parseInput } from "../validate.js";
+
+/** `cotal down`: stop this project's mesh. */
+export function registerDown(program: Command): void {
+  program
+    .command("down")
+    .summary("stop the mesh started here (mesh service, then nats-server)")
+    .description(
+      "Stop the mesh of this project (.cotal/ found by walking up from here): the mesh service first, then nats-server. " +
+        "Only processes whose pid AND start time match the pid files are signalled. Stored messages stay in the " +
+        "JetStream store; `cotal up` starts the mesh again with them.",
+    )
+    .option("--json", "print what was stopped as JSON")
+    .action(async (raw: Record<string, unknown>) => {
+      const flags = parseInput(z.object({ json: z.boolean().optional() }), raw);
+      const root = findMeshRoot();
+      if (!root) throw new MeshNotFoundError(process.cwd());
+      const report = await bringDown(root);
+      if (flags.json) printJson(report);
+      else printLines(...describeDown(report));
+    });
+}
+
+function describeDown(r: DownReport): string[] {
+  const line = (what: string, s: DownReport["natsServer"]) => {
+    switch (s.result) {
+      case "stopped":
+        return `${what}: stopped (pid ${s.pid})`;
+      case "killed":
+        return `${what}: killed (pid ${s.pid} ignored SIGTERM)`;
+      case "not-running":
+        return `${what}: was not running (stale pid ${s.pid} removed)`;
+      case "not-recorded":
+        return `${what}: was not running`;
+    }
+  };
+  return [`mesh: ${r.root}`, line("mesh service", r.meshService), line("nats-server", r.natsServer)];
+}

@@ -1,0 +1,53 @@
+import type { Command } from "commander";
+import { z } from "zod";
+import { readHistory } from "../../broker/index.js";
+import { messageText, names, principalId } from "../../schemas/index.js";
+import { jsonOption, meshOptions, resolveTarget } from "../context.js";
+import { cliLog } from "../logging.js";
+import { clock, oneLine, printJson, printLines } from "../output.js";
+import { withSession } from "../session.js";
+import { channelName, duration, parseInput, positiveInt } from "../validate.js";
+
+const HistoryFlags = z.object({
+  channel: channelName,
+  since: duration.optional(),
+  limit: positiveInt("limit").default(100),
+  json: z.boolean().optional(),
+});
+
+/** `cotal history`: stored posts of a channel. */
+export function registerHistory(program: Command): void {
+  const cmd = program
+    .command("history")
+    .summary("show the stored posts of a channel")
+    .description("Show the posts stored on a channel, oldest first: all that are stored, or those since --since; at most --limit (the newest).")
+    .argument("<channel>", "channel name")
+    .option("--since <duration>", "only posts newer than this, e.g. 30m, 1h, 7d")
+    .option("--limit <n>", "at most this many (the newest)", "100");
+  jsonOption(meshOptions(cmd)).action(async (channel: string, raw: Record<string, unknown>) => {
+    const f = parseInput(HistoryFlags, { ...raw, channel }, { channel: "<channel>" });
+    const target = resolveTarget(raw);
+    const items = await withSession(target, async (s) => {
+      await s.bucket(names.channelsBucket(target.space)); // a clear error for an unprovisioned space
+      return readHistory(s.js, target.space, f.channel, { ...(f.since !== undefined ? { sinceMs: Date.now() - f.since } : {}), limit: f.limit }, cliLog("history"));
+    });
+    if (f.json) {
+      printJson(
+        items.map((h) => ({
+          seq: h.seq,
+          storedAt: new Date(h.storedAt).toISOString(),
+          from: principalId(h.from),
+          channel: h.channel,
+          text: messageText(h.message),
+          message: h.message,
+        })),
+      );
+      return;
+    }
+    if (items.length === 0) {
+      printLines(`No posts on #${f.channel}${f.since !== undefined ? " in that time" : ""}.`);
+      return;
+    }
+    printLines(...items.map((h) => `${new Date(h.storedAt).toISOString().slice(0, 10)} ${clock(h.storedAt)} #${h.channel} ${oneLine(h.message.from.name)}: ${oneLine(messageText(h.message))}  [seq ${h.seq}]`));
+  });
+}

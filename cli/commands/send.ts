@@ -1,0 +1,91 @@
+import type { Command } from "commander";
+import { z } from "zod";
+import type { Endpoint, Receipt } from "../../broker/index.js";
+import { connectAs } from "../acting.js";
+import { jsonOption, meshOptions, resolveTarget } from "../context.js";
+import { UsageError } from "../errors.js";
+import { defaultActorName } from "../identity.js";
+import { printJson, printLines } from "../output.js";
+import { actorName, channelName, parseInput, token } from "../validate.js";
+
+const Common = z.object({
+  as: actorName("--as name").optional(),
+  json: z.boolean().optional(),
+  text: z.string().min(1, "the message text must not be empty"),
+});
+
+const ARG_LABELS = { channel: "<channel>", name: "<name>", role: "<role>", text: "<text>", as: "--as" };
+
+/** `cotal send msg|dm|ask`: post, DM or anycast as a person. */
+export function registerSend(program: Command): void {
+  const send = program
+    .command("send")
+    .summary("send a channel post, a DM or an anycast")
+    .description(
+      "Send a message as a person (--as NAME; default: your OS user name). The receipt says what the broker stored " +
+        "and what was known of the recipient at send time; it never claims delivery.",
+    );
+
+  const msg = send
+    .command("msg")
+    .description("post on a channel")
+    .argument("<channel>", "channel name, e.g. general or team.backend")
+    .argument("<text...>", "the message (several words are joined with spaces)")
+    .option("--as <name>", "who sends (default: your OS user name)")
+    .option("--mention <names>", "comma-separated names to wake (each must be in the roster)");
+  jsonOption(meshOptions(msg)).action(async (channel: string, words: string[], raw: Record<string, unknown>) => {
+    const f = parseInput(
+      Common.extend({ channel: channelName, mention: z.string().optional() }),
+      { ...raw, channel, text: words.join(" ") },
+      ARG_LABELS,
+    );
+    const mentions = f.mention ? parseMentions(f.mention) : undefined;
+    await sendAs(raw, f.as, f.json, (ep) => ep.send(f.channel, f.text, mentions ? { mentions } : {}));
+  });
+
+  const dm = send
+    .command("dm")
+    .description("send a direct message to one person or agent")
+    .argument("<name>", "recipient's name")
+    .argument("<text...>", "the message")
+    .option("--as <name>", "who sends (default: your OS user name)");
+  jsonOption(meshOptions(dm)).action(async (name: string, words: string[], raw: Record<string, unknown>) => {
+    const f = parseInput(Common.extend({ name: actorName("recipient name") }), { ...raw, name, text: words.join(" ") }, ARG_LABELS);
+    await sendAs(raw, f.as, f.json, (ep) => ep.dm(f.name, f.text));
+  });
+
+  const ask = send
+    .command("ask")
+    .description("send to any one holder of a role (anycast)")
+    .argument("<role>", "the role, e.g. reviewer")
+    .argument("<text...>", "the message")
+    .option("--as <name>", "who sends (default: your OS user name)");
+  jsonOption(meshOptions(ask)).action(async (role: string, words: string[], raw: Record<string, unknown>) => {
+    const f = parseInput(Common.extend({ role: token("name", "role") }), { ...raw, role, text: words.join(" ") }, ARG_LABELS);
+    await sendAs(raw, f.as, f.json, (ep) => ep.anycast(f.role, f.text));
+  });
+}
+
+function parseMentions(list: string): string[] {
+  const names = list.split(",").map((n) => n.trim()).filter(Boolean);
+  const bad = names.filter((n) => !/^[A-Za-z0-9_]{1,64}(\.[A-Za-z0-9_]{1,64})?$/.test(n));
+  if (bad.length || names.length === 0) {
+    throw new UsageError(`Invalid input: --mention: ${bad.length ? bad.map((n) => JSON.stringify(n)).join(", ") + " are not names" : "no names given"}.`, {
+      remedy: "Give comma-separated names of letters, digits and '_' (as shown by `cotal roster`).",
+    });
+  }
+  return names;
+}
+
+async function sendAs(raw: Record<string, unknown>, as: string | undefined, json: boolean | undefined, fn: (ep: Endpoint) => Promise<Receipt>): Promise<void> {
+  const target = resolveTarget(raw);
+  const name = as ?? defaultActorName();
+  const ep = await connectAs(target, name);
+  try {
+    const receipt = await fn(ep);
+    if (json) printJson(receipt);
+    else printLines(receipt.text);
+  } finally {
+    await ep.close();
+  }
+}

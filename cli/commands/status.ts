@@ -1,0 +1,130 @@
+import type { Command } from "commander";
+import { z } from "zod";
+import { MeshUnavailableError } from "../../broker/index.js";
+import { names } from "../../schemas/index.js";
+import { jsonOption, meshOptions, resolveTarget, type MeshTarget } from "../context.js";
+import { EXIT } from "../errors.js";
+import { rosterJson, rosterTable, type RosterRow } from "../format.js";
+import { printJson, printLines } from "../output.js";
+import { isRunning, readRecord } from "../pid-file.js";
+import { pingMeshService } from "../probe.js";
+import { isStreamNotFound, MeshSession } from "../session.js";
+import { parseInput } from "../validate.js";
+
+/** The state of one of the space's streams. */
+export interface StreamStatus {
+  name: string;
+  exists: boolean;
+  messages?: number;
+  bytes?: number;
+  consumers?: number;
+}
+
+/** Everything `cotal status` reports. */
+export interface StatusReport {
+  server: string;
+  space: string;
+  /** From mesh.json; unknown when the mesh was named by --server/COTAL_SERVER. */
+  mode: string;
+  reachable: boolean;
+  /** Whether the server asks clients to authenticate. */
+  authRequired?: boolean;
+  error?: string;
+  root?: string;
+  processes?: { natsServer: ProcessStatus; meshService: ProcessStatus };
+  meshService?: { answering: boolean; pid?: number };
+  streams: StreamStatus[];
+  roster: RosterRow[];
+}
+
+interface ProcessStatus {
+  pid?: number;
+  running: boolean;
+}
+
+/** `cotal status`: is the mesh up, what is stored, who is here. */
+export function registerStatus(program: Command): void {
+  const cmd = program
+    .command("status")
+    .summary("show the mesh: server, space, mode, streams, roster")
+    .description(
+      "Show the mesh this folder belongs to (or the one named by --server/--space): whether the server answers, " +
+        "whether its mesh service answers, the space's streams with their message counts, and the roster. " +
+        "Exits 3 when the mesh does not answer.",
+    );
+  jsonOption(meshOptions(cmd)).action(async (raw: Record<string, unknown>) => {
+    const flags = parseInput(z.object({ json: z.boolean().optional() }).passthrough(), raw);
+    const target = resolveTarget(raw);
+    const report = await collectStatus(target);
+    if (flags.json) printJson(report);
+    else printLines(...describeStatus(report));
+    if (!report.reachable) process.exitCode = EXIT.unreachable;
+  });
+}
+
+const STREAMS = [names.chatStream, names.dmStream, names.taskStream, names.seatsStream];
+
+async function collectStatus(t: MeshTarget): Promise<StatusReport> {
+  const report: StatusReport = { server: t.server, space: t.space, mode: t.info?.mode ?? "unknown", reachable: false, streams: [], roster: [] };
+  if (t.root) {
+    const proc = (name: "nats-server" | "mesh-service"): ProcessStatus => {
+      const rec = readRecord(t.root!.pidFile(name));
+      return rec ? { pid: rec.pid, running: isRunning(rec) } : { running: false };
+    };
+    report.root = t.root.dir;
+    report.processes = { natsServer: proc("nats-server"), meshService: proc("mesh-service") };
+  }
+  let session: MeshSession;
+  try {
+    session = await MeshSession.open(t);
+  } catch (err) {
+    if (!(err instanceof MeshUnavailableError)) throw err;
+    report.error = err.cause instanceof Error ? err.cause.message : err.message;
+    return report;
+  }
+  try {
+    report.reachable = true;
+    report.authRequired = session.nc.info?.auth_required ?? false;
+    const ping = await pingMeshService(session.nc, t.space);
+    report.meshService = ping ? { answering: true, pid: ping.pid } : { answering: false };
+    for (const name of STREAMS.map((f) => f(t.space))) {
+      try {
+        const info = await session.jsm.streams.info(name);
+        report.streams.push({ name, exists: true, messages: info.state.messages, bytes: info.state.bytes, consumers: info.state.consumer_count });
+      } catch (err) {
+        if (!isStreamNotFound(err)) throw err;
+        report.streams.push({ name, exists: false });
+      }
+    }
+    if (report.streams.every((s) => s.exists)) {
+      const now = Date.now();
+      report.roster = (await session.roster()).entries(now).map((e) => rosterJson(e, now));
+    }
+  } finally {
+    await session.close();
+  }
+  return report;
+}
+
+function describeStatus(r: StatusReport): string[] {
+  const lines: string[] = [];
+  if (r.root) lines.push(`mesh:         ${r.root}`);
+  lines.push(`server:       ${r.server}  (${r.reachable ? "reachable" : `NOT reachable${r.error ? `: ${r.error}` : ""}`})`);
+  lines.push(`space:        ${r.space}`);
+  lines.push(`mode:         ${r.mode}${r.authRequired !== undefined ? `  (server ${r.authRequired ? "requires" : "does not require"} authentication)` : ""}`);
+  if (r.processes) {
+    const p = (s: ProcessStatus) => (s.pid === undefined ? "not started" : `pid ${s.pid} ${s.running ? "running" : "NOT running"}`);
+    lines.push(`processes:    nats-server ${p(r.processes.natsServer)}; mesh service ${p(r.processes.meshService)}`);
+  }
+  if (r.meshService) lines.push(`mesh service: ${r.meshService.answering ? `answering (pid ${r.meshService.pid})` : "NOT answering (run `cotal up` to repair it)"}`);
+  if (!r.reachable) {
+    lines.push("", "Start it with `cotal up` (or check --server / COTAL_SERVER).");
+    return lines;
+  }
+  lines.push("", "streams:");
+  for (const s of r.streams) lines.push(`  ${s.name.padEnd(24)} ${s.exists ? `${s.messages} message${s.messages === 1 ? "" : "s"}` : "MISSING (run `cotal up`)"}`);
+  lines.push("", `roster (${r.roster.filter((e) => e.status !== "offline").length} online, ${r.roster.length} known):`);
+  if (r.roster.length === 0) lines.push("  nobody has joined yet");
+  else lines.push(...rosterTable(r.roster).map((l) => `  ${l}`));
+  return lines;
+}

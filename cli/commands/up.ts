@@ -1,0 +1,143 @@
+import { resolve } from "node:path";
+import { Option, type Command } from "commander";
+import { z } from "zod";
+import { formatProvision } from "../format.js";
+import { credsOption } from "../context.js";
+import { EXIT } from "../errors.js";
+import { bringUp, type UpReport } from "../mesh-lifecycle.js";
+import { findMeshRoot, MeshRoot } from "../mesh-root.js";
+import { chooseMode } from "../mode.js";
+import { note, printJson, printLines, warn } from "../output.js";
+import { isRunning, readRecord, removeRecord, stopProcess, type ProcessRecord } from "../pid-file.js";
+import { host, parseInput, port, token } from "../validate.js";
+
+const UpFlags = z.object({
+  open: z.boolean().optional(),
+  space: token("space", "space").optional(),
+  port: port.optional(),
+  host: host.optional(),
+  storeDir: z.string().min(1, "store dir must not be empty").optional(),
+  detach: z.boolean().optional(),
+  creds: z.string().optional(),
+  json: z.boolean().optional(),
+});
+
+/** `cotal up`: start (or find, or repair) the mesh of this project. */
+export function registerUp(program: Command): void {
+  program
+    .command("up")
+    .summary("start the mesh here: nats-server, the space's streams, the mesh service")
+    .description(
+      "Start the mesh of this project, or find it running. Starts nats-server (JetStream on), provisions the space's " +
+        "streams and buckets, and starts the mesh service. State lives in .cotal/ (found by walking up from here; " +
+        "created here if there is none). Running it again reports what runs and repairs a dead mesh service.\n\n" +
+        "Without --detach it stays attached and stops the mesh on Ctrl-C.",
+    )
+    .option("--open", "open mode: no authentication, for quick local demos")
+    .addOption(new Option("--space <name>", 'space to provision (default "default")').env("COTAL_SPACE"))
+    .option("--port <n>", "client port (default 4222; if it is taken and --port is not given, a free one)")
+    .option("--host <host>", "address to listen on (default 127.0.0.1)")
+    .option("--store-dir <dir>", "JetStream store folder (default .cotal/jetstream)")
+    .option("--detach", "start in the background and return")
+    .addOption(credsOption())
+    .option("--json", "print what was found and done as JSON")
+    .action(async (raw: Record<string, unknown>) => {
+      const flags = parseInput(UpFlags, raw);
+      const root = findMeshRoot() ?? new MeshRoot(process.cwd());
+      const prev = root.readInfo();
+      const choice = chooseMode({ open: flags.open, host: flags.host ?? prev?.host ?? "127.0.0.1" });
+      for (const w of choice.warnings) warn(w);
+      const report = await bringUp(root, {
+        mode: choice.mode,
+        space: flags.space,
+        port: flags.port,
+        host: flags.host,
+        storeDir: flags.storeDir ? resolve(flags.storeDir) : undefined,
+        creds: flags.creds ? resolve(flags.creds) : undefined,
+      });
+      if (flags.json) printJson({ ...report, warnings: choice.warnings, detached: !!flags.detach });
+      else printLines(...describeUp(report));
+      if (flags.detach) return;
+      const startedSomething = report.natsServer.state !== "running" || report.meshService.state !== "running";
+      if (!startedSomething) {
+        note("The mesh was already running; it keeps running in the background (`cotal down` stops it).");
+        return;
+      }
+      await attach(root);
+    });
+}
+
+/** The human report of `cotal up`. */
+export function describeUp(r: UpReport): string[] {
+  const nats = r.natsServer.state === "running" ? "already running" : "started";
+  const svc = {
+    running: "already running",
+    started: "started",
+    repaired: "repaired (it was not running; started it)",
+    restarted: "restarted (it did not answer)",
+  }[r.meshService.state];
+  return [
+    `mesh:         ${r.root}`,
+    `server:       ${r.server}  (nats-server ${nats}, pid ${r.natsServer.pid})`,
+    `space:        ${r.space}  (${formatProvision(r.provision)})`,
+    `mesh service: ${svc}, pid ${r.meshService.pid}`,
+    `mode:         ${r.mode}${r.mode === "open" ? " (no authentication)" : ""}`,
+    `logs:         ${r.natsServer.log}, ${r.meshService.log}`,
+    ...r.notes.map((n) => `note:         ${n}`),
+  ];
+}
+
+/**
+ * Foreground `up`: stay until Ctrl-C / SIGTERM, then stop the mesh service and nats-server.
+ * If either exits on its own, stop the other and exit 1; if `cotal down` stopped them, exit 0.
+ */
+async function attach(root: MeshRoot): Promise<void> {
+  const natsFile = root.pidFile("nats-server");
+  const svcFile = root.pidFile("mesh-service");
+  const nats = readRecord(natsFile);
+  const svc = readRecord(svcFile);
+  if (!nats || !svc) return;
+  note("Attached: press Ctrl-C to stop the mesh.");
+  const same = (file: string, rec: ProcessRecord) => {
+    const now = readRecord(file);
+    return now?.pid === rec.pid && now.startTime === rec.startTime;
+  };
+  let stopping = false;
+  const stopAll = async (why: string, code: number) => {
+    if (stopping) return;
+    stopping = true;
+    clearInterval(watch);
+    note(why);
+    for (const [file, rec] of [
+      [svcFile, svc],
+      [natsFile, nats],
+    ] as const) {
+      if (same(file, rec)) {
+        await stopProcess(rec);
+        removeRecord(file);
+      }
+    }
+    note("Mesh stopped.");
+    process.exit(code);
+  };
+  const watch = setInterval(() => {
+    const lock = readRecord(root.lockFile);
+    if (lock && isRunning(lock)) return; // a cotal up/down is at work; judge after it finished
+    if (!same(natsFile, nats) || !same(svcFile, svc)) {
+      // Someone else (cotal down, or a repairing cotal up) took over the pid files.
+      if (!stopping) {
+        stopping = true;
+        clearInterval(watch);
+        note("The mesh is now managed by another cotal command; detaching.");
+        process.exit(EXIT.ok);
+      }
+      return;
+    }
+    if (!isRunning(nats)) void stopAll(`nats-server (pid ${nats.pid}) exited; see ${root.log("nats-server")}.`, EXIT.failed);
+    else if (!isRunning(svc)) void stopAll(`The mesh service (pid ${svc.pid}) exited; see ${root.log("mesh-service")}.`, EXIT.failed);
+  }, 500);
+  for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+    process.on(sig, () => void stopAll(`Received ${sig}; stopping the mesh.`, EXIT.ok));
+  }
+  await new Promise<never>(() => undefined);
+}

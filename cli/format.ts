@@ -1,0 +1,90 @@
+import type { Delivery, ProvisionReport, RosterEntry } from "../broker/index.js";
+import { messageText, principalId, type ChannelConfig } from "../schemas/index.js";
+import { formatDuration } from "../schemas/index.js";
+import { ago, clock, oneLine, table } from "./output.js";
+
+/** "created 8", "up to date", "created 2, updated 1". */
+export function formatProvision(p: ProvisionReport): string {
+  const parts = [
+    p.created.length ? `created ${p.created.length}` : "",
+    p.updated.length ? `updated ${p.updated.length}` : "",
+  ].filter(Boolean);
+  return parts.length ? `streams and buckets: ${parts.join(", ")}` : "streams and buckets up to date";
+}
+
+/** One line for a delivered message, e.g. `12:00:01 #general alice: hi` or `… dm alice: hi`. */
+export function formatDelivery(d: Delivery): string {
+  const who = oneLine(d.message.from.name);
+  const text = oneLine(messageText(d.message)) || `(${d.message.parts.map((p) => p.kind).join(", ")})`;
+  const where = d.kind === "channel" ? `#${d.channel ?? "?"}` : d.kind === "dm" ? "dm" : `ask ${d.role ?? "?"}`;
+  const flags = [d.historical ? "[history]" : "", d.possibleRepeat ? "[repeat?]" : ""].filter(Boolean).join(" ");
+  const mentions = d.message.mentions?.length ? ` (mentions ${d.message.mentions.map(oneLine).join(", ")})` : "";
+  return `${flags ? flags + " " : ""}${clock(d.message.ts)} ${where} ${who}: ${text}${mentions}`;
+}
+
+/** A delivery as one JSON object (for `listen --json`). */
+export function deliveryJson(d: Delivery): Record<string, unknown> {
+  return {
+    type: "message",
+    kind: d.kind,
+    from: principalId(d.from),
+    ...(d.channel !== undefined ? { channel: d.channel } : {}),
+    ...(d.role !== undefined ? { role: d.role } : {}),
+    source: d.source,
+    historical: d.historical,
+    possibleRepeat: d.possibleRepeat,
+    ...(d.seq !== undefined ? { seq: d.seq } : {}),
+    text: messageText(d.message),
+    message: d.message,
+  };
+}
+
+/** A roster row as printed by `--json`. */
+export interface RosterRow {
+  id: string;
+  name: string;
+  role?: string;
+  status: string;
+  condition?: string;
+  activity?: string;
+  attention: string;
+  channels: string[];
+  /** Last presence write, ISO 8601. */
+  lastSeen: string;
+  lastSeenAgoMs: number;
+}
+
+/** A roster row as JSON. */
+export function rosterJson(e: RosterEntry, now = Date.now()): RosterRow {
+  return {
+    id: e.id,
+    name: e.name,
+    ...(e.role ? { role: e.role } : {}),
+    status: e.status,
+    ...(e.presence.condition ? { condition: e.presence.condition } : {}),
+    ...(e.presence.activity ? { activity: e.presence.activity } : {}),
+    attention: e.presence.attention,
+    channels: e.presence.channels,
+    lastSeen: new Date(e.seenAt).toISOString(),
+    lastSeenAgoMs: Math.max(0, now - e.seenAt),
+  };
+}
+
+/** The roster as an aligned table: name, role, status, activity, last seen. */
+export function rosterTable(rows: RosterRow[]): string[] {
+  return table(
+    ["NAME", "ROLE", "STATUS", "ACTIVITY", "SEEN"],
+    rows.map((r) => [
+      oneLine(r.name),
+      r.role ?? "-",
+      r.condition && r.status !== "offline" ? `${r.status} (${r.condition})` : r.status,
+      oneLine(r.activity ?? "-"),
+      ago(r.lastSeenAgoMs),
+    ]),
+  );
+}
+
+/** A channel config as table cells: class, replay, window, description. */
+export function channelRow(name: string, c: ChannelConfig, configured: boolean): string[] {
+  return [name, c.class, c.replay ? "yes" : "no", formatDuration(c.windowSeconds * 1000), oneLine(c.description ?? (configured ? "-" : "(defaults)"))];
+}

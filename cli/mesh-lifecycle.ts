@@ -1,0 +1,215 @@
+import { mkdirSync } from "node:fs";
+import { connectMesh, ensureSpace, type ProvisionReport } from "../broker/index.js";
+import { DEFAULT_SPACE } from "./context.js";
+import { CommandFailedError, UsageError } from "./errors.js";
+import { acquireLock } from "./lock.js";
+import type { MeshInfo, MeshRoot } from "./mesh-root.js";
+import type { MeshMode } from "./mode.js";
+import { startNatsServer } from "./nats-process.js";
+import { isRunning, readRecord, removeRecord, stopProcess, writeRecord, type ProcessRecord } from "./pid-file.js";
+import { DEFAULT_PORT, portIsFree } from "./ports.js";
+import { pingMeshService, serverAnswers } from "./probe.js";
+import { startMeshService } from "./service-process.js";
+
+/** What `cotal up` was asked for; unset fields come from the last run's mesh.json, then defaults. */
+export interface UpRequest {
+  mode: MeshMode;
+  space?: string | undefined;
+  port?: number | undefined;
+  host?: string | undefined;
+  storeDir?: string | undefined;
+  creds?: string | undefined;
+}
+
+/** What `cotal up` found and did. */
+export interface UpReport {
+  root: string;
+  server: string;
+  space: string;
+  mode: MeshMode;
+  natsServer: { state: "running" | "started"; pid: number; port: number; log: string };
+  /** `repaired`: the server was running but its mesh service was not (or did not answer). */
+  meshService: { state: "running" | "started" | "repaired" | "restarted"; pid: number; log: string };
+  provision: ProvisionReport;
+  /** Things worth telling the user (a port fallback, a stale pid file). */
+  notes: string[];
+}
+
+const DEFAULT_HOST = "127.0.0.1";
+
+/**
+ * Bring the mesh of `root` up, or find it up: nats-server, the space's streams and buckets,
+ * the mesh service. Idempotent: what runs and answers is left alone; a dead or silent mesh
+ * service is restarted.
+ */
+export async function bringUp(root: MeshRoot, req: UpRequest): Promise<UpReport> {
+  root.ensure();
+  const release = acquireLock(root.lockFile, "starting or stopping");
+  try {
+    return await up(root, req);
+  } finally {
+    release();
+  }
+}
+
+async function up(root: MeshRoot, req: UpRequest): Promise<UpReport> {
+  const notes: string[] = [];
+  const prev = root.readInfo();
+  const natsFile = root.pidFile("nats-server");
+  const natsRec = readRecord(natsFile);
+  let info: MeshInfo;
+  let natsState: UpReport["natsServer"]["state"];
+  let nats: ProcessRecord;
+
+  if (natsRec && isRunning(natsRec) && prev) {
+    refuseConflicts(root, prev, req);
+    if (!(await answersWithin({ server: prev.server, creds: req.creds }, 5_000))) {
+      throw new CommandFailedError(`nats-server (pid ${natsRec.pid}) is running but does not answer at ${prev.server}.`, {
+        remedy: `See ${root.log("nats-server")}; \`cotal down\` then \`cotal up\` restarts it.`,
+      });
+    }
+    info = prev;
+    nats = natsRec;
+    natsState = "running";
+  } else {
+    if (natsRec && isRunning(natsRec)) {
+      await stopProcess(natsRec, 15_000); // running without a mesh.json: we cannot tell its settings
+      notes.push(`stopped nats-server pid ${natsRec.pid}: its mesh.json was missing; started a new one`);
+    } else if (natsRec) {
+      notes.push(`nats-server pid ${natsRec.pid} from an earlier run is gone; started a new one`);
+    }
+    removeRecord(natsFile);
+    const host = req.host ?? prev?.host ?? DEFAULT_HOST;
+    const space = req.space ?? prev?.space ?? DEFAULT_SPACE;
+    const storeDir = req.storeDir ?? prev?.storeDir ?? root.defaultStoreDir;
+    const wanted = req.port ?? prev?.port ?? DEFAULT_PORT;
+    let port: number | "auto" = wanted;
+    if (!(await portIsFree(host, wanted))) {
+      if (req.port !== undefined) {
+        throw new CommandFailedError(`Port ${wanted} on ${host} is already in use.`, {
+          remedy: "Pick another with --port, or leave --port out and cotal picks a free one.",
+        });
+      }
+      port = "auto";
+    }
+    mkdirSync(storeDir, { recursive: true, mode: 0o700 });
+    const started = await startNatsServer(root, { host, port, storeDir, portsDir: root.runDir, space });
+    writeRecord(natsFile, started.record);
+    if (port === "auto") notes.push(`port ${wanted} on ${host} is in use; nats-server listens on ${started.port} instead`);
+    info = { server: started.url, space, mode: req.mode, host, port: started.port, storeDir, startedAt: new Date().toISOString() };
+    root.writeInfo(info);
+    nats = started.record;
+    natsState = "started";
+  }
+
+  const nc = await connectMesh({ server: info.server, creds: req.creds, name: "cotal-up" });
+  let provision: ProvisionReport;
+  try {
+    provision = await ensureSpace(nc, info.space);
+  } finally {
+    await nc.close().catch(() => undefined);
+  }
+
+  const svcFile = root.pidFile("mesh-service");
+  const svcRec = readRecord(svcFile);
+  const target = { server: info.server, space: info.space, creds: req.creds };
+  let svcState: UpReport["meshService"]["state"];
+  let svc: ProcessRecord;
+  const svcAlive = svcRec !== undefined && isRunning(svcRec);
+  if (svcRec && svcAlive && natsState === "running" && (await serviceAnswers(target, svcRec.pid))) {
+    svc = svcRec;
+    svcState = "running";
+  } else {
+    if (svcRec && svcAlive) {
+      notes.push(
+        natsState === "started"
+          ? `stopped the mesh service pid ${svcRec.pid} left over from the previous server`
+          : `the mesh service pid ${svcRec.pid} was running but did not answer; restarted it`,
+      );
+      await stopProcess(svcRec, 5_000);
+    } else if (svcRec && natsState === "running") {
+      notes.push(`the mesh service pid ${svcRec.pid} was gone; restarted it`);
+    } else if (natsState === "running") {
+      notes.push("no mesh service was recorded; started one");
+    }
+    removeRecord(svcFile);
+    svc = await startMeshService(root, target);
+    writeRecord(svcFile, svc);
+    svcState = natsState === "started" ? "started" : svcAlive ? "restarted" : "repaired";
+  }
+  return {
+    root: root.dir,
+    server: info.server,
+    space: info.space,
+    mode: info.mode,
+    natsServer: { state: natsState, pid: nats.pid, port: info.port, log: root.log("nats-server") },
+    meshService: { state: svcState, pid: svc.pid, log: root.log("mesh-service") },
+    provision,
+    notes,
+  };
+}
+
+/** Flags that would change a running mesh are refused rather than silently ignored. */
+function refuseConflicts(root: MeshRoot, prev: MeshInfo, req: UpRequest): void {
+  const diffs: string[] = [];
+  if (req.port !== undefined && req.port !== prev.port) diffs.push(`--port ${req.port} (it listens on ${prev.port})`);
+  if (req.host !== undefined && req.host !== prev.host) diffs.push(`--host ${req.host} (it listens on ${prev.host})`);
+  if (req.space !== undefined && req.space !== prev.space) diffs.push(`--space ${req.space} (it serves ${prev.space})`);
+  if (req.storeDir !== undefined && req.storeDir !== prev.storeDir) diffs.push(`--store-dir ${req.storeDir} (it stores in ${prev.storeDir})`);
+  if (diffs.length) {
+    throw new UsageError(`The mesh in ${root.dir} is already running with other settings: ${diffs.join(", ")}.`, {
+      remedy: "Run `cotal down` first to change them, or leave those flags out.",
+    });
+  }
+}
+
+async function answersWithin(addr: { server: string; creds?: string | undefined }, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (await serverAnswers(addr)) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** Does the mesh service with this pid answer a ping? (Asks a few times: the rail is a queue group.) */
+async function serviceAnswers(t: { server: string; space: string; creds?: string | undefined }, pid: number): Promise<boolean> {
+  const nc = await connectMesh({ server: t.server, creds: t.creds, name: "cotal-up" });
+  try {
+    for (let i = 0; i < 6; i++) {
+      const ping = await pingMeshService(nc, t.space, 1_000);
+      if (ping?.pid === pid) return true;
+    }
+    return false;
+  } finally {
+    await nc.close().catch(() => undefined);
+  }
+}
+
+/** What `cotal down` did to each process. */
+export interface DownReport {
+  root: string;
+  meshService: { pid?: number; result: "stopped" | "killed" | "not-running" | "not-recorded" };
+  natsServer: { pid?: number; result: "stopped" | "killed" | "not-running" | "not-recorded" };
+}
+
+/** Stop the mesh service, then nats-server (each verified by pid and start time); remove pid files. */
+export async function bringDown(root: MeshRoot): Promise<DownReport> {
+  root.ensure();
+  const release = acquireLock(root.lockFile, "starting or stopping");
+  try {
+    const stop = async (name: "mesh-service" | "nats-server"): Promise<DownReport["meshService"]> => {
+      const file = root.pidFile(name);
+      const rec = readRecord(file);
+      if (!rec) return { result: "not-recorded" };
+      const result = await stopProcess(rec, name === "nats-server" ? 15_000 : 10_000);
+      removeRecord(file);
+      return { pid: rec.pid, result };
+    };
+    const meshService = await stop("mesh-service");
+    const natsServer = await stop("nats-server");
+    return { root: root.dir, meshService, natsServer };
+  } finally {
+    release();
+  }
+}

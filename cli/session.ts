@@ -1,0 +1,89 @@
+import {
+  jetstream,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  jetstreamManager,
+  type JetStreamClient,
+  type JetStreamManager,
+} from "@nats-io/jetstream";
+import { Kvm, type KV } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { ChannelRegistry, connectMesh, Roster } from "../broker/index.js";
+import { names } from "../schemas/index.js";
+import { SpaceNotProvisionedError } from "./errors.js";
+import type { MeshTarget } from "./context.js";
+import { cliLog } from "./logging.js";
+
+/**
+ * A short-lived connection for commands that read or administer the mesh without acting as
+ * a person (status, roster, history, channels, deliver). Commands that act as someone use an
+ * Endpoint instead.
+ */
+export class MeshSession {
+  private rosterView?: Roster;
+  private constructor(
+    readonly target: MeshTarget,
+    readonly nc: NatsConnection,
+    readonly jsm: JetStreamManager,
+    readonly js: JetStreamClient,
+  ) {}
+
+  static async open(target: MeshTarget): Promise<MeshSession> {
+    const nc = await connectMesh({ server: target.server, creds: target.creds, name: "cotal-cli" });
+    try {
+      const jsm = await jetstreamManager(nc);
+      return new MeshSession(target, nc, jsm, jetstream(nc));
+    } catch (err) {
+      await nc.close().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** Open one of the space's KV buckets; a missing bucket means the space was never provisioned. */
+  async bucket(name: string): Promise<KV> {
+    try {
+      return await new Kvm(this.nc).open(name, { bindOnly: true });
+    } catch (cause) {
+      throw new SpaceNotProvisionedError(this.target.space, this.target.server, cause);
+    }
+  }
+
+  /** The live roster of the space (read once the bucket's current state arrived). */
+  async roster(): Promise<Roster> {
+    if (!this.rosterView) {
+      const roster = new Roster(await this.bucket(names.presenceBucket(this.target.space)), cliLog("roster"));
+      await roster.start();
+      this.rosterView = roster;
+    }
+    return this.rosterView;
+  }
+
+  async channels(): Promise<ChannelRegistry> {
+    return new ChannelRegistry(await this.bucket(names.channelsBucket(this.target.space)));
+  }
+
+  async close(): Promise<void> {
+    this.rosterView?.stop();
+    if (!this.nc.isClosed()) await this.nc.close().catch(() => undefined);
+  }
+}
+
+/** Open a session, run `fn`, always close. */
+export async function withSession<T>(target: MeshTarget, fn: (s: MeshSession) => Promise<T>): Promise<T> {
+  const s = await MeshSession.open(target);
+  try {
+    return await fn(s);
+  } finally {
+    await s.close();
+  }
+}
+
+/** JetStream's "stream not found" (mapped here once, so commands test meaning, not text). */
+export function isStreamNotFound(err: unknown): boolean {
+  return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound;
+}
+
+/** JetStream's "consumer not found". */
+export function isConsumerNotFound(err: unknown): boolean {
+  return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound;
+}

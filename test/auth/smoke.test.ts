@@ -1,0 +1,33 @@
+import { afterEach, describe, expect, test } from "vitest";
+import { AuthTestMesh } from "../harness/auth-mesh.js";
+import { until } from "../harness/until.js";
+import { collect } from "../mesh/helpers.js";
+
+let mesh: AuthTestMesh | undefined;
+afterEach(async () => {
+  await mesh?.close();
+  mesh = undefined;
+});
+
+describe("static auth smoke", () => {
+  test("two minted agents join, DM and post on allowed channels", async () => {
+    mesh = await AuthTestMesh.start("smoke");
+    const aliceCreds = await mesh.mint({ name: "alice", profile: "agent", allowSubscribe: ["general"], allowPublish: ["general"] });
+    const bobCreds = await mesh.mint({ name: "bob", profile: "agent", allowSubscribe: ["general"], allowPublish: ["general"], role: "reviewer" });
+    const alice = await mesh.endpoint("alice", aliceCreds);
+    const bob = await mesh.endpoint("bob", bobCreds, { role: "reviewer" });
+    await alice.join();
+    await bob.join();
+    const got = collect(bob);
+    await bob.joinChannel("general");
+    await alice.joinChannel("general");
+    const r = await alice.dm("bob", "hello bob");
+    expect(r.text).toMatch(/recipient idle at send/);
+    await alice.send("general", "hello channel");
+    await alice.anycast("reviewer", "review pls");
+    await until(() => ["hello bob", "hello channel", "review pls"].every((t) => got.texts().includes(t)), 5_000, "bob gets all three");
+    const roster = await alice.roster();
+    await until(() => roster.entries().length === 2, 5_000, "alice sees bob");
+    expect((await alice.history("general")).length).toBe(1);
+  });
+});
