@@ -1,4 +1,16 @@
-import { Command } from "commander";
+import { Command, CommanderError } from "commander";
+import { registerChannels } from "./commands/channels.js";
+import { registerDeliver } from "./commands/deliver.js";
+import { registerDown } from "./commands/down.js";
+import { registerHistory } from "./commands/history.js";
+import { registerListen } from "./commands/listen.js";
+import { registerMeshServe } from "./commands/mesh-serve.js";
+import { registerRoster } from "./commands/roster.js";
+import { registerSend } from "./commands/send.js";
+import { registerStatus } from "./commands/status.js";
+import { registerUp } from "./commands/up.js";
+import { describeError, EXIT, exitCodeOf } from "./errors.js";
+import { cliLog, initCliLogging } from "./logging.js";
 import { VERSION } from "./version.js";
 
 /** The `cotal` command: the composition root of every component. */
@@ -6,8 +18,46 @@ export function buildProgram(): Command {
   const program = new Command("cotal")
     .description("Cotal: an agent mesh on NATS JetStream. Agents join a space as peers, with presence, channels, DMs and anycast.")
     .version(VERSION)
-    .showHelpAfterError();
+    .showHelpAfterError()
+    .exitOverride();
+  registerUp(program);
+  registerDown(program);
+  registerStatus(program);
+  registerSend(program);
+  registerListen(program);
+  registerHistory(program);
+  registerRoster(program);
+  registerChannels(program);
+  registerDeliver(program);
+  registerMeshServe(program);
+  program.addHelpText(
+    "after",
+    "\nExit codes: 0 done, 1 failed, 2 bad input (fix the command line), 3 no mesh found or it did not answer.\n" +
+      "Without --server/--space (or COTAL_SERVER/COTAL_SPACE), commands use the mesh of the nearest .cotal/ folder at or above the working directory.",
+  );
   return program;
 }
 
-await buildProgram().parseAsync(process.argv);
+/** Run the CLI and exit with its code. */
+export async function main(argv: string[]): Promise<void> {
+  initCliLogging();
+  let code: number = EXIT.ok;
+  try {
+    await buildProgram().parseAsync(argv);
+    code = typeof process.exitCode === "number" ? process.exitCode : EXIT.ok;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // Help and --version exit 0; unknown flags, missing arguments… are bad input.
+      code = err.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    } else {
+      code = exitCodeOf(err);
+      process.stderr.write(describeError(err) + "\n");
+      cliLog("main").debug({ err }, "command failed");
+    }
+  }
+  process.exitCode = code;
+  // Commands close what they open; should a library handle linger, do not hang the terminal.
+  setTimeout(() => process.exit(code), 2_000).unref();
+}
+
+await main(process.argv);

@@ -33,6 +33,7 @@ export function warn(line: string): void {
  * and \t, other control characters (terminal escapes) as \u00XX.
  */
 export function oneLine(text: string): string {
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
   return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => {
     if (c === "\n") return "\\n";
     if (c === "\t") return "\\t";

@@ -1,10 +1,6 @@
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { callControl, connectMesh, MESH_ENDPOINT, type MeshAddress } from "../broker/index.js";
-import { localPrincipal } from "../schemas/index.js";
-
-/** The caller name the CLI uses on the control rail for its own checks. */
-export const CLI_CALLER = localPrincipal("cotal_cli");
+import { callControl, connectMesh, MESH_ENDPOINT, SERVICE_PRINCIPALS, type MeshAddress } from "../broker/index.js";
 
 /** True when a server answers at `addr` and its JetStream answers an account-info request. */
 export async function serverAnswers(addr: MeshAddress, timeoutMs = 2_000): Promise<boolean> {
@@ -30,7 +26,7 @@ export interface ServicePing {
 /** Ping the space's mesh service on the control rail; undefined when none answers in time. */
 export async function pingMeshService(nc: NatsConnection, space: string, timeoutMs = 1_500): Promise<ServicePing | undefined> {
   try {
-    return await callControl<ServicePing>(nc, space, MESH_ENDPOINT, "ping", CLI_CALLER, {}, timeoutMs);
+    return await callControl<ServicePing>(nc, space, MESH_ENDPOINT, "ping", SERVICE_PRINCIPALS.cli, {}, timeoutMs);
   } catch {
     return undefined;
   }

@@ -8,7 +8,7 @@ import {
 } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ChannelRegistry, connectMesh, Roster } from "../broker/index.js";
+import { ChannelRegistry, connectMesh, Roster, watchPresence } from "../broker/index.js";
 import { names } from "../schemas/index.js";
 import { SpaceNotProvisionedError } from "./errors.js";
 import type { MeshTarget } from "./context.js";
@@ -51,9 +51,11 @@ export class MeshSession {
   /** The live roster of the space (read once the bucket's current state arrived). */
   async roster(): Promise<Roster> {
     if (!this.rosterView) {
-      const roster = new Roster(await this.bucket(names.presenceBucket(this.target.space)), cliLog("roster"));
-      await roster.start();
+      const log = cliLog("roster");
+      const kv = await this.bucket(names.presenceBucket(this.target.space));
+      const roster = new Roster(log);
       this.rosterView = roster;
+      await watchPresence(kv, roster, log);
     }
     return this.rosterView;
   }

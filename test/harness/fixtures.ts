@@ -15,6 +15,7 @@ export {
   type NatsServerOptions,
 } from "./nats-server.js";
 export { until, Latch } from "./until.js";
+import { startModeServer } from "./mesh-mode.js";
 
 /** How test brokers are provided; chosen by `COTAL_TEST_BROKER`, default `process`. */
 export const BrokerBackend = { process: "process", container: "container" } as const;
@@ -61,7 +62,8 @@ export const test = base.extend<NatsFixtures>({
   clusterOptions: {},
   nats: async ({ natsOptions, onTestFailed }, use) => {
     brokerBackend();
-    const server = await NatsServer.start(natsOptions);
+    // In static mode (COTAL_TEST_MODE=static) the server runs in operator mode.
+    const server = await startModeServer(natsOptions);
     onTestFailed(({ task }) => printLogs(`nats-server ${server.url}`, task.name, server.logs()));
     try {
       await use(server);

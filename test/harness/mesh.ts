@@ -1,29 +1,103 @@
-import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { Endpoint, MeshService, type EndpointOptions, type MeshServiceOptions } from "../../broker/index.js";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
+import {
+  ChannelRegistry,
+  Endpoint,
+  MeshService,
+  mintCreds,
+  pushAccountJwt,
+  requestCredential,
+  SERVICE_PRINCIPALS,
+  writeSecret,
+  type AuthStore,
+  type EndpointOptions,
+  type MeshServiceOptions,
+} from "../../broker/index.js";
+import { Kvm } from "@nats-io/kv";
+import { names, type ChannelConfig } from "../../schemas/index.js";
+import { authStoreOf } from "./mesh-mode.js";
 import type { NatsServer } from "./nats-server.js";
+
+/** Channels agents are minted for when the suite runs in static mode. */
+export const STATIC_TEST_CHANNELS = ["general", "builds", "lobby", "notes", "empty"];
 
 /**
  * A provisioned space on a harness server with its mesh service running in-process, and a
- * factory for endpoints that are all closed by `close()`.
+ * factory for endpoints that are all closed by `close()`. On a static-mode server (see
+ * mesh-mode.ts) the service and every endpoint use real minted credentials.
  */
 export class TestMesh {
   private readonly endpoints: Endpoint[] = [];
+  private readonly conns: NatsConnection[] = [];
   private constructor(
     readonly server: NatsServer,
     readonly space: string,
     readonly serviceConnection: NatsConnection,
     readonly service: MeshService,
+    private readonly auth?: { store: AuthStore; dir: string; cliCreds: string },
   ) {}
 
   static async start(server: NatsServer, space = "test", opts: MeshServiceOptions = {}): Promise<TestMesh> {
-    const nc = await connect({ servers: server.url, name: "mesh-service", maxReconnectAttempts: -1, reconnectTimeWait: 250 });
-    const service = await MeshService.start(nc, space, opts);
-    return new TestMesh(server, space, nc, service);
+    const store = authStoreOf(server);
+    let auth: { store: AuthStore; dir: string; cliCreds: string } | undefined;
+    let meshCreds: string | undefined;
+    if (store) {
+      const { created } = await store.ensureSpace(space);
+      if (created) await pushAccountJwt(store, server.url, store.accountJwt(space));
+      const dir = mkdtempSync(join(tmpdir(), "cotal-creds-"));
+      const accountPub = store.accountKey(space).getPublicKey();
+      meshCreds = join(dir, "mesh.creds");
+      const cliCreds = join(dir, "cli.creds");
+      writeSecret(meshCreds, (await mintCreds({ space, who: SERVICE_PRINCIPALS.mesh, profile: "mesh" }, store.signingKey(space), accountPub)).creds);
+      writeSecret(cliCreds, (await mintCreds({ space, who: SERVICE_PRINCIPALS.cli, profile: "cli" }, store.signingKey(space), accountPub)).creds);
+      auth = { store, dir, cliCreds };
+    }
+    const nc = await connect({
+      servers: server.url,
+      name: "mesh-service",
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
+      ...(meshCreds ? { authenticator: credsAuthenticator(readFileSync(meshCreds)) } : {}),
+    });
+    const service = await MeshService.start(nc, space, { ...opts, ...(auth ? { auth: { store: auth.store, server: server.url } } : {}) });
+    return new TestMesh(server, space, nc, service, auth);
   }
 
-  /** Connect an endpoint (not joined). */
+  /** A connection that may do anything a test needs to set up (the CLI credential when static). */
+  async rawConnection(): Promise<NatsConnection> {
+    const nc = await connect({
+      servers: this.server.url,
+      ...(this.auth ? { authenticator: credsAuthenticator(readFileSync(this.auth.cliCreds)) } : {}),
+    });
+    this.conns.push(nc);
+    return nc;
+  }
+
+  /** Configure a channel as an operator would (`cotal channels set`). */
+  async setChannel(channel: string, patch: Partial<ChannelConfig>): Promise<void> {
+    const nc = await this.rawConnection();
+    const kv = await new Kvm(nc).open(names.channelsBucket(this.space));
+    await new ChannelRegistry(kv).set(channel, patch);
+  }
+
+  /** Connect an endpoint (not joined); in static mode with a freshly minted agent credential. */
   async endpoint(name: string, opts: Partial<EndpointOptions> = {}): Promise<Endpoint> {
-    const ep = await Endpoint.connect({ server: this.server.url, space: this.space, name, ...opts });
+    let creds: string | undefined;
+    if (this.auth) {
+      const nc = await this.rawConnection();
+      const minted = await requestCredential(nc, this.space, {
+        name,
+        profile: "agent",
+        allowSubscribe: STATIC_TEST_CHANNELS,
+        allowPublish: STATIC_TEST_CHANNELS,
+        ...(opts.role ? { role: opts.role } : {}),
+      });
+      creds = join(this.auth.dir, `${name}-${this.endpoints.length}.creds`);
+      writeSecret(creds, minted.creds);
+    }
+    const ep = await Endpoint.connect({ server: this.server.url, space: this.space, name, ...(creds ? { creds } : {}), ...opts });
     this.endpoints.push(ep);
     return ep;
   }
@@ -37,7 +111,9 @@ export class TestMesh {
 
   async close(): Promise<void> {
     await Promise.all(this.endpoints.map((e) => e.close().catch(() => undefined)));
+    await Promise.all(this.conns.map((c) => c.close().catch(() => undefined)));
     await this.service.stop().catch(() => undefined);
     await this.serviceConnection.close().catch(() => undefined);
+    if (this.auth) rmSync(this.auth.dir, { recursive: true, force: true });
   }
 }

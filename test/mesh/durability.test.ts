@@ -83,7 +83,7 @@ describe("no message is lost while the recipient is away", () => {
   test("a live-class channel delivers over core subscription, with history backfill deduped", async ({ nats }) => {
     mesh = await TestMesh.start(nats, "live");
     const alice = await mesh.joined("alice");
-    await alice.channels.set("lobby", { class: "live" });
+    await mesh.setChannel("lobby", { class: "live" });
     await alice.send("lobby", "before");
     const bob = await mesh.joined("bob");
     const got = collect(bob);

@@ -1,12 +1,12 @@
-import { connect } from "@nats-io/transport-node";
 import { jetstreamManager, RetentionPolicy } from "@nats-io/jetstream";
 import { describe } from "vitest";
 import { ensureSpace, StreamConflictError } from "../../broker/index.js";
 import { expect, test } from "../harness/fixtures.js";
+import { serviceConnection } from "../harness/mesh-mode.js";
 
 describe("provisioning a space", () => {
   test("creates the streams and buckets once; a second run changes nothing", async ({ nats }) => {
-    const nc = await connect({ servers: nats.url });
+    const nc = await serviceConnection(nats, "prov");
     try {
       const first = await ensureSpace(nc, "prov");
       expect(first.created).toEqual([
@@ -30,7 +30,7 @@ describe("provisioning a space", () => {
   });
 
   test("reconciles a drifted setting in place without losing messages", async ({ nats }) => {
-    const nc = await connect({ servers: nats.url });
+    const nc = await serviceConnection(nats, "drift");
     try {
       await ensureSpace(nc, "drift");
       const jsm = await jetstreamManager(nc);
@@ -44,7 +44,7 @@ describe("provisioning a space", () => {
   });
 
   test("a conflicting stream is reported with what differs and how to fix it, never recreated", async ({ nats }) => {
-    const nc = await connect({ servers: nats.url });
+    const nc = await serviceConnection(nats, "clash");
     try {
       const jsm = await jetstreamManager(nc);
       await jsm.streams.add({ name: "DM_clash", subjects: ["elsewhere.>"], retention: RetentionPolicy.Interest });

@@ -1,0 +1,119 @@
+import type { Command } from "commander";
+import { z } from "zod";
+import { CHANNEL_DEFAULTS_KEY, filters, names, parseSubject, type ChannelConfig } from "../../schemas/index.js";
+import { jsonOption, meshOptions, resolveTarget } from "../context.js";
+import { UsageError } from "../errors.js";
+import { channelRow } from "../format.js";
+import { printJson, printLines, table } from "../output.js";
+import { withSession, type MeshSession } from "../session.js";
+import { channelName, duration, parseInput } from "../validate.js";
+
+const SettingFlags = z.object({
+  replay: z.boolean().optional(),
+  window: duration
+    .optional()
+    .refine((ms) => ms === undefined || ms >= 1000, "window must be at least 1s"),
+  class: z.enum(["live", "durable"], { message: "class must be live or durable" }).optional(),
+  description: z.string().max(1000, "description must be at most 1000 characters").optional(),
+  instructions: z.string().max(4000, "instructions must be at most 4000 characters").optional(),
+  json: z.boolean().optional(),
+});
+
+function patchOf(f: z.infer<typeof SettingFlags>): Partial<ChannelConfig> {
+  return {
+    ...(f.replay !== undefined ? { replay: f.replay } : {}),
+    ...(f.window !== undefined ? { windowSeconds: Math.round(f.window / 1000) } : {}),
+    ...(f.class !== undefined ? { class: f.class } : {}),
+    ...(f.description !== undefined ? { description: f.description } : {}),
+    ...(f.instructions !== undefined ? { instructions: f.instructions } : {}),
+  };
+}
+
+function settingOptions(cmd: Command): Command {
+  return cmd
+    .option("--replay", "show joiners recent history")
+    .option("--no-replay", "do not show joiners history")
+    .option("--window <duration>", "how far back joiners see history, e.g. 24h")
+    .option("--class <class>", "live (at-most-once, online only) or durable (held for members while away)")
+    .option("--description <text>", "what the channel is for")
+    .option("--instructions <text>", "shown to agents when they join");
+}
+
+/** `cotal channels list|set|defaults`: the channel registry. */
+export function registerChannels(program: Command): void {
+  const channels = program
+    .command("channels")
+    .summary("list channels and change their settings")
+    .description("The channel registry: each channel's replay, window, class and description, over space-wide defaults.");
+
+  const list = channels.command("list").description("list configured channels and channels with stored posts");
+  jsonOption(meshOptions(list)).action(async (raw: Record<string, unknown>) => {
+    const f = parseInput(z.object({ json: z.boolean().optional() }), raw);
+    const target = resolveTarget(raw);
+    const result = await withSession(target, async (s) => {
+      const registry = await s.channels();
+      const defaults = await registry.defaults();
+      const configured = await registry.list();
+      const posts = await postCounts(s, target.space);
+      const all = new Set([...configured.map((c) => c.name), ...posts.keys()]);
+      const rows = await Promise.all([...all].sort().map((n) => registry.get(n)));
+      return { defaults, channels: rows.map((r) => ({ ...r, posts: posts.get(r.name) ?? 0 })) };
+    });
+    if (f.json) {
+      printJson(result);
+      return;
+    }
+    printLines(
+      ...table(
+        ["CHANNEL", "CLASS", "REPLAY", "WINDOW", "POSTS", "DESCRIPTION"],
+        [
+          withPosts(channelRow("(defaults)", result.defaults, true), "-"),
+          ...result.channels.map((c) => withPosts(channelRow(c.name, c.config, c.configured), String(c.posts))),
+        ],
+      ),
+    );
+  });
+
+  const set = settingOptions(channels.command("set").description("change a channel's settings").argument("<name>", "channel name"));
+  jsonOption(meshOptions(set)).action(async (name: string, raw: Record<string, unknown>) => {
+    const f = parseInput(SettingFlags.extend({ name: channelName }), { ...raw, name }, { name: "<name>" });
+    const patch = patchOf(f);
+    if (Object.keys(patch).length === 0) {
+      throw new UsageError("Nothing to set.", { remedy: "Pass at least one of --replay, --no-replay, --window, --class, --description, --instructions." });
+    }
+    const target = resolveTarget(raw);
+    const config = await withSession(target, async (s) => (await s.channels()).set(f.name, patch));
+    if (f.json) printJson({ name: f.name, config });
+    else printLines(...table(["CHANNEL", "CLASS", "REPLAY", "WINDOW", "DESCRIPTION"], [channelRow(f.name, config, true)]));
+  });
+
+  const defaults = settingOptions(
+    channels.command("defaults").description("show or change the space-wide defaults every channel without its own setting uses"),
+  );
+  jsonOption(meshOptions(defaults)).action(async (raw: Record<string, unknown>) => {
+    const f = parseInput(SettingFlags, raw);
+    const patch = patchOf(f);
+    const target = resolveTarget(raw);
+    const config = await withSession(target, async (s) => {
+      const registry = await s.channels();
+      return Object.keys(patch).length ? registry.set(CHANNEL_DEFAULTS_KEY, patch) : registry.defaults();
+    });
+    if (f.json) printJson(config);
+    else printLines(...table(["CHANNEL", "CLASS", "REPLAY", "WINDOW", "DESCRIPTION"], [channelRow("(defaults)", config, true)]));
+  });
+}
+
+function withPosts(row: string[], posts: string): string[] {
+  return [...row.slice(0, 4), posts, ...row.slice(4)];
+}
+
+/** Stored posts per channel, from the CHAT_ stream's per-subject counts. */
+async function postCounts(s: MeshSession, space: string): Promise<Map<string, number>> {
+  const info = await s.jsm.streams.info(names.chatStream(space), { subjects_filter: filters.kind(space, "chat") });
+  const out = new Map<string, number>();
+  for (const [subject, n] of Object.entries(info.state.subjects ?? {})) {
+    const p = parseSubject(subject);
+    if (p.kind === "chat") out.set(p.channel, (out.get(p.channel) ?? 0) + n);
+  }
+  return out;
+}

@@ -1,0 +1,109 @@
+import type { StoredMsg } from "@nats-io/jetstream";
+import type { Command } from "commander";
+import { z } from "zod";
+import { durables, filters, localPrincipal, names, principalId } from "../../schemas/index.js";
+import { jsonOption, meshOptions, resolveTarget } from "../context.js";
+import { ago, printJson, printLines } from "../output.js";
+import { isConsumerNotFound, isStreamNotFound, withSession, type MeshSession } from "../session.js";
+import { SpaceNotProvisionedError } from "../errors.js";
+import { actorName, parseInput } from "../validate.js";
+
+/** What `cotal deliver pending` reports for one recipient's DM inbox. */
+export interface PendingReport {
+  recipient: string;
+  stream: string;
+  durable: string;
+  /** false: the recipient never joined, so no inbox exists yet. */
+  joined: boolean;
+  /** Not yet delivered to the recipient (num_pending). */
+  pending: number;
+  /** Delivered but not acknowledged (num_ack_pending). */
+  ackPending: number;
+  /** Stream sequence of the last message delivered (delivered.stream_seq). */
+  lastDeliveredSeq?: number;
+  /** The oldest message not yet acknowledged, if any. */
+  oldestUnacked?: { seq: number; storedAt: string; ageMs: number };
+  /** When not joined: DMs stored for the recipient, waiting for its first join. */
+  waiting?: number;
+}
+
+/** `cotal deliver pending <name>`: the state of one recipient's DM inbox. */
+export function registerDeliver(program: Command): void {
+  const deliver = program.command("deliver").summary("inspect delivery of DMs").description("Inspect how direct messages are being delivered.");
+  const pending = deliver
+    .command("pending")
+    .description(
+      "For one recipient, the DM inbox's state: messages not yet delivered, delivered but not acknowledged, the last " +
+        "delivered stream sequence, and the age of the oldest unacknowledged message.",
+    )
+    .argument("<name>", "the recipient's name");
+  jsonOption(meshOptions(pending)).action(async (name: string, raw: Record<string, unknown>) => {
+    const f = parseInput(z.object({ name: actorName("recipient name"), json: z.boolean().optional() }), { ...raw, name }, { name: "<name>" });
+    const target = resolveTarget(raw);
+    const report = await withSession(target, (s) => inboxState(s, target.space, f.name));
+    if (f.json) printJson(report);
+    else printLines(...describePending(report));
+  });
+}
+
+async function inboxState(s: MeshSession, space: string, name: string): Promise<PendingReport> {
+  const who = localPrincipal(name);
+  const stream = names.dmStream(space);
+  const durable = durables.dm(who);
+  const base = { recipient: principalId(who), stream, durable };
+  const filter = filters.dmInbox(space, who);
+  try {
+    const info = await s.jsm.consumers.info(stream, durable);
+    const report: PendingReport = {
+      ...base,
+      joined: true,
+      pending: info.num_pending,
+      ackPending: info.num_ack_pending,
+      ...(info.delivered.stream_seq > 0 ? { lastDeliveredSeq: info.delivered.stream_seq } : {}),
+    };
+    if (info.num_pending + info.num_ack_pending > 0) {
+      // Everything at or below the ack floor is acknowledged, so the first inbox message above it is not.
+      const oldest = await firstAfter(s, stream, info.ack_floor.stream_seq + 1, filter);
+      if (oldest) {
+        const storedAt = oldest.time.getTime();
+        report.oldestUnacked = { seq: oldest.seq, storedAt: oldest.time.toISOString(), ageMs: Math.max(0, Date.now() - storedAt) };
+      }
+    }
+    return report;
+  } catch (err) {
+    if (isStreamNotFound(err)) throw new SpaceNotProvisionedError(space, s.target.server, err);
+    if (!isConsumerNotFound(err)) throw err;
+  }
+  let waiting: number;
+  try {
+    const info = await s.jsm.streams.info(stream, { subjects_filter: filter });
+    waiting = Object.values(info.state.subjects ?? {}).reduce((a, b) => a + b, 0);
+  } catch (err) {
+    if (isStreamNotFound(err)) throw new SpaceNotProvisionedError(space, s.target.server, err);
+    throw err;
+  }
+  return { ...base, joined: false, pending: waiting, ackPending: 0, waiting };
+}
+
+/** The first stored message at or after `seq` on `subject` (the DM stream has no direct get). */
+async function firstAfter(s: MeshSession, stream: string, seq: number, subject: string): Promise<StoredMsg | null> {
+  // STREAM.MSG.GET accepts {seq, next_by_subj}; the client's type lists only seq / last_by_subj.
+  const query = { seq, next_by_subj: subject } as unknown as { seq: number };
+  return s.jsm.streams.getMessage(stream, query);
+}
+
+function describePending(r: PendingReport): string[] {
+  if (!r.joined) {
+    return [
+      `${r.recipient} has not joined yet: no DM inbox exists for them.`,
+      `${r.waiting} DM${r.waiting === 1 ? "" : "s"} stored for them in ${r.stream} will be delivered on their first join.`,
+    ];
+  }
+  return [
+    `recipient:            ${r.recipient}  (inbox ${r.durable} on ${r.stream})`,
+    `not yet delivered:    ${r.pending}`,
+    `delivered, not acked: ${r.ackPending}`,
+    `last delivered seq:   ${r.lastDeliveredSeq ?? "none yet"}`,
+    `oldest unacked:       ${r.oldestUnacked ? `seq ${r.oldestUnacked.seq}, stored ${ago(r.oldestUnacked.ageMs)}` : "none (all acknowledged)"}`,
+  ];
+}

@@ -1,0 +1,44 @@
+import type { Command } from "commander";
+import { z } from "zod";
+import { connectMesh, MeshService } from "../../broker/index.js";
+import { credsOption } from "../context.js";
+import { EXIT } from "../errors.js";
+import { cliLog, useServiceLogLevel } from "../logging.js";
+import { parseInput, token } from "../validate.js";
+
+const ServeFlags = z.object({
+  server: z.string().min(1, "server is required"),
+  space: token("space", "space"),
+  creds: z.string().optional(),
+});
+
+/**
+ * `cotal mesh serve` (hidden): the mesh service process `cotal up` starts. Provisions the
+ * space and serves the control rail until SIGTERM/SIGINT, then stops and drains.
+ */
+export function registerMeshServe(program: Command): void {
+  const mesh = program.command("mesh", { hidden: true }).description("internal: processes started by `cotal up`");
+  mesh
+    .command("serve")
+    .description("run the mesh service of one space until SIGTERM or SIGINT (started by `cotal up`)")
+    .requiredOption("--server <url>", "server URL")
+    .requiredOption("--space <name>", "space to serve")
+    .addOption(credsOption())
+    .action(async (raw: Record<string, unknown>) => {
+      const f = parseInput(ServeFlags, raw);
+      useServiceLogLevel();
+      const log = cliLog("mesh-serve", { space: f.space });
+      const nc = await connectMesh({ server: f.server, creds: f.creds, name: `cotal-mesh-service-${f.space}` });
+      const svc = await MeshService.start(nc, f.space);
+      log.info({ server: f.server, pid: process.pid }, "mesh service running");
+      const signal = await new Promise<string>((resolve) => {
+        for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.once(sig, () => resolve(sig));
+        void nc.closed().then((err) => resolve(err ? `connection closed: ${err.message}` : "connection closed"));
+      });
+      log.info({ signal }, "mesh service stopping");
+      await svc.stop().catch((err) => log.warn({ err }, "stop failed"));
+      if (!nc.isClosed()) await nc.drain().catch(() => nc.close());
+      log.info("mesh service stopped");
+      process.exitCode = signal.startsWith("SIG") ? EXIT.ok : EXIT.failed;
+    });
+}

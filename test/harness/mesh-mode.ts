@@ -1,0 +1,51 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
+import { AuthStore, mintCreds, pushAccountJwt, SERVICE_PRINCIPALS } from "../../broker/index.js";
+import { NatsServer, type NatsServerOptions } from "./nats-server.js";
+
+/**
+ * The security mode the mesh suites run in: `open` by default, `static` when
+ * COTAL_TEST_MODE=static (the vitest project `mesh-static` runs the whole Mesh core suite so).
+ */
+export type MeshMode = "open" | "static";
+export function meshMode(env: NodeJS.ProcessEnv = process.env): MeshMode {
+  return env.COTAL_TEST_MODE === "static" ? "static" : "open";
+}
+
+const stores = new WeakMap<NatsServer, AuthStore>();
+
+/** The auth store a static-mode server was started with, if any. */
+export function authStoreOf(server: NatsServer): AuthStore | undefined {
+  return stores.get(server);
+}
+
+/** Start a server for the current mode: in static mode, in operator mode with a fresh store. */
+export async function startModeServer(opts: NatsServerOptions = {}): Promise<NatsServer> {
+  if (meshMode() === "open") return NatsServer.start(opts);
+  const dir = mkdtempSync(join(tmpdir(), "cotal-auth-"));
+  const store = await AuthStore.open(dir);
+  const server = await NatsServer.start({ ...opts, config: `${opts.config ?? ""}\n${await store.serverConfig()}` });
+  stores.set(server, store);
+  const cleanup = server.cleanup.bind(server);
+  server.cleanup = async () => {
+    await cleanup();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  return server;
+}
+
+/**
+ * A connection to `server` for `space` with service rights: plain on open servers; on
+ * static-mode servers, with a freshly minted `mesh` profile credential (the space's account is
+ * created and pushed to the server first when new).
+ */
+export async function serviceConnection(server: NatsServer, space: string): Promise<NatsConnection> {
+  const store = authStoreOf(server);
+  if (!store) return connect({ servers: server.url });
+  const { created } = await store.ensureSpace(space);
+  if (created) await pushAccountJwt(store, server.url, store.accountJwt(space));
+  const { creds } = await mintCreds({ space, who: SERVICE_PRINCIPALS.mesh, profile: "mesh" }, store.signingKey(space), store.accountKey(space).getPublicKey());
+  return connect({ servers: server.url, authenticator: credsAuthenticator(creds) });
+}
