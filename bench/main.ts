@@ -4,7 +4,7 @@
 // BENCH_ONLY=latency,throughput,fanout picks benchmarks; BENCH_JSON=<file> also writes JSON.
 import { execFileSync } from "node:child_process";
 import { writeFile } from "node:fs/promises";
-import { cpus } from "node:os";
+import { cpus, loadavg } from "node:os";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { MeshService } from "../broker/index.js";
 import { findNatsServer, NatsServer } from "../test/harness/nats-server.js";
@@ -60,6 +60,8 @@ async function main(): Promise<number> {
   const which = selected();
   const bin = findNatsServer();
   console.log(`cotal bench: ${machine(bin)}`);
+  const load = loadavg()[0] ?? 0;
+  if (load > 0.7) console.log(`note: 1-minute load average is ${load.toFixed(2)} before start; other work on the machine skews these figures`);
   const started = now();
 
   let server: NatsServer | undefined;
@@ -154,6 +156,7 @@ async function main(): Promise<number> {
     }
     return 0;
   } catch (err) {
+    if (interrupted) return 130; // closing connections under a running benchmark fails it; not news
     console.error("benchmark failed:", err);
     if (server) console.error(`--- last nats-server output ---\n${server.logs().split("\n").slice(-20).join("\n")}`);
     return 1;

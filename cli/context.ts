@@ -78,7 +78,16 @@ export function resolveTarget(flags: MeshFlags, cwd: string = process.cwd()): Me
   server ??= info?.server;
   if (!server) throw new MeshNotFoundError(cwd);
   const space = f.space ?? linkSpace ?? info?.space ?? DEFAULT_SPACE;
-  return { server, space, creds, root, info };
+  return { server, space, creds: creds ?? defaultCreds(root, info), root, info };
+}
+
+/**
+ * The credential a command uses when neither --creds nor COTAL_CREDS names one. Open meshes
+ * need none. (Static meshes will answer with the mesh root's own CLI credential here.)
+ */
+export function defaultCreds(_root: MeshRoot | undefined, info: MeshInfo | undefined): string | undefined {
+  if (!info || info.mode === "open") return undefined;
+  return undefined;
 }
 
 function checkCreds(file: string, cwd: string): string {

@@ -1,4 +1,5 @@
-import { join } from "node:path";
+import { mkdirSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { createAccount, createOperator, createUser, fromSeed, type KeyPair } from "@nats-io/nkeys";
 import { encodeAccount, encodeOperator, encodeUser, fmtCreds, type Account } from "@nats-io/jwt";
 import { assertToken } from "../../schemas/index.js";
@@ -120,17 +121,21 @@ export class AuthStore {
     return jwt;
   }
 
-  /** The nats-server configuration fragment for operator mode with a full resolver. */
-  async serverConfig(): Promise<string> {
+  /**
+   * The nats-server configuration fragment for operator mode with a full resolver. The
+   * resolver's folder holds public account JWTs the server writes itself, so it lives beside
+   * the secrets folder, not in it.
+   */
+  async serverConfig(resolverDir = join(dirname(this.dir), "resolver")): Promise<string> {
     const accounts = await this.accounts();
     const preload = accounts.map((a) => `    ${this.accountKey(a).getPublicKey()}: ${this.accountJwt(a)}`).join("\n");
-    ensureSecretDir(this.path("resolver"));
+    mkdirSync(resolverDir, { recursive: true, mode: 0o700 });
     return [
       `operator: ${JSON.stringify(this.path("operator.jwt"))}`,
       `system_account: ${this.accountKey(SYSTEM_ACCOUNT).getPublicKey()}`,
       "resolver: {",
       "  type: full",
-      `  dir: ${JSON.stringify(this.path("resolver"))}`,
+      `  dir: ${JSON.stringify(resolverDir)}`,
       "  allow_delete: true",
       "  interval: \"2m\"",
       "}",

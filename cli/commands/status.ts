@@ -50,7 +50,7 @@ export function registerStatus(program: Command): void {
     .description(
       "Show the mesh this folder belongs to (or the one named by --server/--space): whether the server answers, " +
         "whether its mesh service answers, the space's streams with their message counts, and the roster. " +
-        "Exits 3 when the mesh does not answer.",
+        "Exits 3 when the server or its mesh service does not answer.",
     );
   jsonOption(meshOptions(cmd)).action(async (raw: Record<string, unknown>) => {
     const flags = parseInput(z.object({ json: z.boolean().optional() }).passthrough(), raw);
@@ -58,20 +58,27 @@ export function registerStatus(program: Command): void {
     const report = await collectStatus(target);
     if (flags.json) printJson(report);
     else printLines(...describeStatus(report));
-    if (!report.reachable) process.exitCode = EXIT.unreachable;
+    if (!report.reachable || !report.meshService?.answering) process.exitCode = EXIT.unreachable;
   });
 }
 
 const STREAMS = [names.chatStream, names.dmStream, names.taskStream, names.seatsStream];
 
 async function collectStatus(t: MeshTarget): Promise<StatusReport> {
-  const report: StatusReport = { server: t.server, space: t.space, mode: t.info?.mode ?? "unknown", reachable: false, streams: [], roster: [] };
+  const report: StatusReport = {
+    ...(t.root ? { root: t.root.dir } : {}),
+    server: t.server,
+    space: t.space,
+    mode: t.info?.mode ?? "unknown",
+    reachable: false,
+    streams: [],
+    roster: [],
+  };
   if (t.root) {
     const proc = (name: "nats-server" | "mesh-service"): ProcessStatus => {
       const rec = readRecord(t.root!.pidFile(name));
       return rec ? { pid: rec.pid, running: isRunning(rec) } : { running: false };
     };
-    report.root = t.root.dir;
     report.processes = { natsServer: proc("nats-server"), meshService: proc("mesh-service") };
   }
   let session: MeshSession;

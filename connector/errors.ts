@@ -1,0 +1,43 @@
+import { CotalError } from "../schemas/index.js";
+
+/** The launch configuration is unusable (both forms set, an unsafe or invalid material file…). */
+export class LaunchError extends CotalError {
+  constructor(message: string, options: { remedy?: string; cause?: unknown } = {}) {
+    super("bad-launch", message, options);
+  }
+}
+
+/** Another live connector on this host already holds the principal: this one refuses to consume. */
+export class CustodyHeldError extends CotalError {
+  constructor(
+    readonly principal: string,
+    readonly socketPath: string,
+  ) {
+    super("custody-held", `Another connector on this host already holds ${principal} (control socket ${socketPath} answers).`, {
+      remedy: "Only one session may consume a principal's mail per host: stop the other session, or join under another name.",
+    });
+  }
+}
+
+/** The control directory is not private to this user (wrong owner or mode). */
+export class UnsafeControlDirError extends CotalError {
+  constructor(
+    readonly dir: string,
+    detail: string,
+  ) {
+    super("unsafe-control-dir", `The connector's control directory ${dir} is not private: ${detail}.`, {
+      remedy: `Remove it (it is recreated with mode 0700), or point COTAL_CONTROL_DIR at a directory only you can use.`,
+    });
+  }
+}
+
+/** Process exit codes of the connector entry point. */
+export const EXIT = {
+  ok: 0,
+  /** Could not reach or join the mesh. */
+  mesh: 1,
+  /** The launch configuration was refused. */
+  launch: 2,
+  /** Another connector holds the principal on this host. */
+  custody: 3,
+} as const;
