@@ -85,12 +85,11 @@ export function resolveTarget(flags: MeshFlags, cwd: string = process.cwd()): Me
  * The credential a command uses when neither --creds nor COTAL_CREDS names one. Open meshes
  * need none. (Static meshes will answer with the mesh root's own CLI credential here.)
  */
-export function defaultCreds(_root: MeshRoot | undefined, info: MeshInfo | undefined): string | undefined {
-  if (!info || info.mode === "open") return undefined;
+export function defaultCreds(_root: MeshRoot | undefined, _info: MeshInfo | undefined): string | undefined {
   return undefined;
 }
 
-function checkCreds(file: string, cwd: string): string {
+export function checkCreds(file: string, cwd: string): string {
   const path = resolve(cwd, file);
   if (!existsSync(path) || !statSync(path).isFile()) {
     throw new UsageError(`Invalid input: --creds: ${JSON.stringify(file)} is not a file.`, {

@@ -2,7 +2,7 @@ import { resolve } from "node:path";
 import { Option, type Command } from "commander";
 import { z } from "zod";
 import { formatProvision } from "../format.js";
-import { credsOption } from "../context.js";
+import { checkCreds, credsOption, defaultCreds } from "../context.js";
 import { EXIT } from "../errors.js";
 import { bringUp, type UpReport } from "../mesh-lifecycle.js";
 import { findMeshRoot, MeshRoot } from "../mesh-root.js";
@@ -53,7 +53,7 @@ export function registerUp(program: Command): void {
         port: flags.port,
         host: flags.host,
         storeDir: flags.storeDir ? resolve(flags.storeDir) : undefined,
-        creds: flags.creds ? resolve(flags.creds) : undefined,
+        creds: flags.creds ? checkCreds(flags.creds, process.cwd()) : defaultCreds(root, prev),
       });
       if (flags.json) printJson({ ...report, warnings: choice.warnings, detached: !!flags.detach });
       else printLines(...describeUp(report));
