@@ -28,9 +28,9 @@ const PLAN = QUICK
       fanout: { members: 50, posts: 40, warmup: 5, blocks: 2 },
     }
   : {
-      latency: { samples: 2_000, warmup: 200, blocks: 8 },
+      latency: { samples: 5_000, warmup: 500, blocks: 10 },
       throughput: { messages: 20_000, warmup: 2_000, inflight: 256, rounds: 4 },
-      fanout: { members: 50, posts: 200, warmup: 20, blocks: 4 },
+      fanout: { members: 50, posts: 500, warmup: 50, blocks: 10 },
     };
 
 const ALL = ["latency", "throughput", "fanout"] as const;
@@ -61,7 +61,7 @@ async function main(): Promise<number> {
   const bin = findNatsServer();
   console.log(`cotal bench: ${machine(bin)}`);
   const load = loadavg()[0] ?? 0;
-  if (load > 0.7) console.log(`note: 1-minute load average is ${load.toFixed(2)} before start; other work on the machine skews these figures`);
+  if (load > 0.7) console.log(`note: the 1-minute load average is ${load.toFixed(2)} before start; recent work on this machine (an earlier run too) may skew the figures`);
   const started = now();
 
   let server: NatsServer | undefined;

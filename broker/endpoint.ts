@@ -120,6 +120,9 @@ export class Endpoint {
   private rosterView?: Roster;
   private heartbeat?: NodeJS.Timeout;
   private joined = false;
+  private registration: RegisterReply | undefined;
+  /** Recipients whose inbox exists (an inbox, once created, stays): saves a lookup per DM. */
+  private readonly registered = new Set<string>();
   private presenceState: Omit<Presence, "ts" | "card" | "channels"> = { status: "idle", attention: "open", channelModes: {} };
   private card: AgentCard;
   private since = Date.now();
@@ -175,6 +178,7 @@ export class Endpoint {
    * start arriving on `deliveries`.
    */
   async join(): Promise<RegisterReply> {
+    if (this.registration) return this.registration;
     const reply = await this.mesh<RegisterReply>("register", this.opts.role ? { role: this.opts.role } : {});
     this.joined = true;
     this.since = Date.now();
@@ -185,6 +189,7 @@ export class Endpoint {
     await this.roster();
     this.consumeDurable(names.dmStream(this.space), reply.dm);
     if (reply.anycast) this.consumeDurable(names.taskStream(this.space), reply.anycast);
+    this.registration = reply;
     return reply;
   }
 
@@ -192,6 +197,7 @@ export class Endpoint {
   async leave(): Promise<void> {
     if (!this.joined) return;
     this.joined = false;
+    this.registration = undefined;
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.presenceState = { ...this.presenceState, status: "offline" };
     await this.writePresence().catch((err) => this.log.warn({ err }, "final presence write failed"));
@@ -279,9 +285,12 @@ export class Endpoint {
     const toId = principalId(recipient);
     const m = this.envelope({ to: toId }, content, opts);
     const ack = await this.publish(dmSubject(this.space, recipient, this.me), m);
-    const registered = await this.membersKv.get(memberKeys.dm(recipient)).catch(() => null);
-    if (!registered || registered.operation !== "PUT") {
-      return { ...ack, text: `stored seq ${ack.seq}; recipient has not joined yet; it will be delivered on first join` };
+    if (!this.registered.has(toId)) {
+      const entry = await this.membersKv.get(memberKeys.dm(recipient)).catch(() => null);
+      if (!entry || entry.operation !== "PUT") {
+        return { ...ack, text: `stored seq ${ack.seq}; recipient has not joined yet; it will be delivered on first join` };
+      }
+      this.registered.add(toId);
     }
     const status = (await this.roster()).get(toId)?.status ?? "offline";
     return { ...ack, text: `stored seq ${ack.seq}; recipient ${status} at send` };

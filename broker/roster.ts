@@ -88,6 +88,7 @@ export class Roster {
   }
 
   private checkAgeing(): void {
+    if (this.listeners.size === 0) return;
     const online = this.onlineIds();
     if (online.size !== this.lastOnline.size || [...online].some((id) => !this.lastOnline.has(id))) this.emit();
   }
@@ -97,6 +98,7 @@ export class Roster {
   }
 
   private emit(): void {
+    if (this.listeners.size === 0) return; // presence arrives often; only build views someone reads
     const entries = this.entries();
     this.lastOnline = new Set(entries.filter((e) => e.status !== "offline").map((e) => e.id));
     for (const l of this.listeners) l(entries);
