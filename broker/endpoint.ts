@@ -35,7 +35,7 @@ import { NotJoinedError, UnknownMentionError } from "./errors.js";
 import type { HistoryItem, HistoryQuery } from "./history.js";
 import { logger, type Logger } from "./log.js";
 import { MESH_ENDPOINT, memberKeys, type HistoryPage, type JoinReply, type RegisterReply } from "./mesh-service.js";
-import { followPresence, Roster, type RosterSnapshotItem } from "./roster.js";
+import { followPresence, Roster, type RosterEntry, type RosterSnapshotItem } from "./roster.js";
 import type { ResolvedChannel } from "./channel-registry.js";
 import { verifyEnvelope, type VerifiedMessage } from "./verify.js";
 
@@ -274,8 +274,9 @@ export class Endpoint {
     if (opts.mentions?.length) await this.checkMentions(opts.mentions);
     const m = this.envelope({ channel }, content, opts);
     const ack = await this.publish(chatSubject(this.space, this.me, channel), m);
-    const roster = await this.roster();
-    const online = roster.entries().filter((e) => e.status !== "offline" && e.id !== this.id).length;
+    const entries = await this.rosterAfterStore();
+    if (!entries) return { ...ack, text: `stored seq ${ack.seq} on ${channel}; presence unknown at send (the mesh service did not answer)` };
+    const online = entries.filter((e) => e.status !== "offline" && e.id !== this.id).length;
     return { ...ack, text: `stored seq ${ack.seq} on ${channel}; ${online} other endpoint${online === 1 ? "" : "s"} online at send` };
   }
 
@@ -292,7 +293,9 @@ export class Endpoint {
       }
       this.registered.add(toId);
     }
-    const status = (await this.roster()).get(toId)?.status ?? "offline";
+    const entries = await this.rosterAfterStore();
+    if (!entries) return { ...ack, text: `stored seq ${ack.seq}; recipient status unknown at send (the mesh service did not answer)` };
+    const status = entries.find((e) => e.id === toId)?.status ?? "offline";
     return { ...ack, text: `stored seq ${ack.seq}; recipient ${status} at send` };
   }
 
@@ -301,11 +304,26 @@ export class Endpoint {
     assertToken("name", "role", role);
     const m = this.envelope({ toService: role }, content, opts);
     const ack = await this.publish(anycastSubject(this.space, role, this.me), m);
-    const holders = (await this.roster()).entries().filter((e) => e.role === role && e.status !== "offline").length;
+    const entries = await this.rosterAfterStore();
+    if (!entries) return { ...ack, text: `stored seq ${ack.seq}; holders of ${role} unknown at send (the mesh service did not answer)` };
+    const holders = entries.filter((e) => e.role === role && e.status !== "offline").length;
     const text = holders
       ? `stored seq ${ack.seq}; ${holders} holder${holders === 1 ? "" : "s"} of ${role} online at send; one will get it`
       : `stored seq ${ack.seq}; no holder of ${role} online at send; it waits for one`;
     return { ...ack, text };
+  }
+
+  /**
+   * The roster for a receipt, after the message is already stored: a failure here must not
+   * turn a stored message into an error (the sender would resend it).
+   */
+  private async rosterAfterStore(): Promise<RosterEntry[] | undefined> {
+    try {
+      return (await this.roster()).entries();
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message }, "roster unavailable for a receipt");
+      return undefined;
+    }
   }
 
   private envelope(address: Pick<CotalMessage, "channel" | "to" | "toService">, content: Content, opts: SendOptions): CotalMessage {

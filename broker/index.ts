@@ -1,6 +1,7 @@
 /** Broker: nats-server process, provisioning, auth and the endpoint client. */
 export * from "./log.js";
 export * from "./errors.js";
+export * from "./js-errors.js";
 export * from "./connect.js";
 export * from "./provision.js";
 export * from "./control.js";

@@ -93,7 +93,7 @@ async function up(root: MeshRoot, req: UpRequest): Promise<UpReport> {
       port = "auto";
     }
     mkdirSync(storeDir, { recursive: true, mode: 0o700 });
-    const started = await startNatsServer(root, { host, port, storeDir, portsDir: root.runDir, space });
+    const started = await startNatsServer(root, { host, port, storeDir, portsDir: root.runDir, space }, { creds: req.creds });
     writeRecord(natsFile, started.record);
     if (port === "auto") notes.push(`port ${wanted} on ${host} is in use; nats-server listens on ${started.port} instead`);
     info = { server: started.url, space, mode: req.mode, host, port: started.port, storeDir, startedAt: new Date().toISOString() };

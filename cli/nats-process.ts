@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { CommandFailedError } from "./errors.js";
 import type { MeshRoot } from "./mesh-root.js";
 import { findNatsServerBinary } from "./nats-binary.js";
-import { isRunning, recordOf, type ProcessRecord } from "./pid-file.js";
+import { isRunning, recordOf, stopProcess, type ProcessRecord } from "./pid-file.js";
 import { serverAnswers } from "./probe.js";
 
 /** What the generated nats-server config says. */
@@ -45,7 +45,12 @@ export interface StartedServer {
  * it answers JetStream requests. A server that exits or never answers is an error quoting the
  * end of its log.
  */
-export async function startNatsServer(root: MeshRoot, c: ServerConfig, timeoutMs = 20_000): Promise<StartedServer> {
+export async function startNatsServer(
+  root: MeshRoot,
+  c: ServerConfig,
+  opts: { /** Credential the readiness probe connects with (auth meshes). */ creds?: string | undefined; timeoutMs?: number } = {},
+): Promise<StartedServer> {
+  const timeoutMs = opts.timeoutMs ?? 20_000;
   const bin = findNatsServerBinary();
   for (const f of readdirSync(c.portsDir)) if (f.endsWith(".ports")) rmSync(join(c.portsDir, f), { force: true });
   writeFileSync(root.serverConfig, renderServerConfig(c));
@@ -63,22 +68,24 @@ export async function startNatsServer(root: MeshRoot, c: ServerConfig, timeoutMs
       await new Promise((r) => setTimeout(r, 50));
       throw startFailure(`nats-server ${exited ?? "could not be started"}`, logPath);
     }
-    const record = recordOf(pid, argv);
+    let record: ProcessRecord;
+    try {
+      record = recordOf(pid, argv);
+    } catch {
+      await new Promise((r) => setTimeout(r, 100));
+      throw startFailure(`nats-server ${exited ?? "exited at once"}`, logPath);
+    }
     const deadline = Date.now() + timeoutMs;
     let port: number | undefined;
     while (Date.now() < deadline) {
       if (exited || !isRunning(record)) throw startFailure(`nats-server ${exited ?? "exited"} before it was ready`, logPath);
       port ??= readPortsFile(c.portsDir, pid);
-      if (port !== undefined && (await serverAnswers({ server: `nats://${connectHost(c.host)}:${port}` }))) {
+      if (port !== undefined && (await serverAnswers({ server: `nats://${connectHost(c.host)}:${port}`, creds: opts.creds }))) {
         return { record, port, url: `nats://${connectHost(c.host)}:${port}` };
       }
       await new Promise((r) => setTimeout(r, 50));
     }
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
+    await stopProcess(record, 2_000);
     throw startFailure(`nats-server did not answer within ${timeoutMs / 1000} s`, logPath);
   } finally {
     closeSync(out);

@@ -5,7 +5,7 @@ import { CommandFailedError } from "./errors.js";
 import { serviceLogLevel } from "./logging.js";
 import type { MeshRoot } from "./mesh-root.js";
 import { logTail } from "./nats-process.js";
-import { isRunning, recordOf, type ProcessRecord } from "./pid-file.js";
+import { isRunning, recordOf, stopProcess, type ProcessRecord } from "./pid-file.js";
 import { pingMeshService } from "./probe.js";
 
 /** Where the mesh service connects and which space it serves. */
@@ -47,7 +47,12 @@ export async function startMeshService(root: MeshRoot, t: ServiceTarget, timeout
       await new Promise((r) => setTimeout(r, 50));
       throw failure(`the mesh service ${exited ?? "could not be started"}`, logPath);
     }
-    record = recordOf(child.pid, argv);
+    try {
+      record = recordOf(child.pid, argv);
+    } catch {
+      await new Promise((r) => setTimeout(r, 100));
+      throw failure(`the mesh service ${exited ?? "exited at once"}`, logPath);
+    }
   } finally {
     closeSync(out);
   }
@@ -62,11 +67,7 @@ export async function startMeshService(root: MeshRoot, t: ServiceTarget, timeout
   } finally {
     await nc.close().catch(() => undefined);
   }
-  try {
-    process.kill(record.pid, "SIGKILL");
-  } catch {
-    // already gone
-  }
+  await stopProcess(record, 2_000);
   throw failure(`the mesh service did not answer within ${timeoutMs / 1000} s`, logPath);
 }
 

@@ -1,14 +1,12 @@
 import {
   jetstream,
-  JetStreamApiCodes,
-  JetStreamApiError,
   jetstreamManager,
   type JetStreamClient,
   type JetStreamManager,
 } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ChannelRegistry, connectMesh, Roster, watchPresence } from "../broker/index.js";
+import { ChannelRegistry, connectMesh, isStreamNotFound, Roster, watchPresence } from "../broker/index.js";
 import { names } from "../schemas/index.js";
 import { SpaceNotProvisionedError } from "./errors.js";
 import type { MeshTarget } from "./context.js";
@@ -28,13 +26,27 @@ export class MeshSession {
     readonly js: JetStreamClient,
   ) {}
 
-  static async open(target: MeshTarget): Promise<MeshSession> {
+  /** Connect; with `requireSpace` (the default), refuse a space that was never provisioned. */
+  static async open(target: MeshTarget, requireSpace = true): Promise<MeshSession> {
     const nc = await connectMesh({ server: target.server, creds: target.creds, name: "cotal-cli" });
     try {
       const jsm = await jetstreamManager(nc);
-      return new MeshSession(target, nc, jsm, jetstream(nc));
+      const session = new MeshSession(target, nc, jsm, jetstream(nc));
+      if (requireSpace && !(await session.spaceExists())) throw new SpaceNotProvisionedError(target.space, target.server);
+      return session;
     } catch (err) {
       await nc.close().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** Whether the space was provisioned on this server (its CHAT_ stream exists). */
+  async spaceExists(): Promise<boolean> {
+    try {
+      await this.jsm.streams.info(names.chatStream(this.target.space));
+      return true;
+    } catch (err) {
+      if (isStreamNotFound(err)) return false;
       throw err;
     }
   }
@@ -78,14 +90,4 @@ export async function withSession<T>(target: MeshTarget, fn: (s: MeshSession) =>
   } finally {
     await s.close();
   }
-}
-
-/** JetStream's "stream not found" (mapped here once, so commands test meaning, not text). */
-export function isStreamNotFound(err: unknown): boolean {
-  return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound;
-}
-
-/** JetStream's "consumer not found". */
-export function isConsumerNotFound(err: unknown): boolean {
-  return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound;
 }

@@ -34,6 +34,10 @@ export function token(alphabet: keyof typeof ALPHABETS, what: string) {
 /** A person's or agent's actor name (`--as`, a DM recipient): letters, digits and '_'. */
 export const actorName = (what: string) => token("principal", what);
 
+/** A name to act as: an actor name that is not one of Cotal's own (`cotal_…` is reserved). */
+export const actingName = (what: string) =>
+  actorName(what).refine((n) => !n.startsWith("cotal_"), `${what} must not start with "cotal_" (reserved for Cotal's own services)`);
+
 /** A dotted channel name such as `general` or `team.backend`. */
 export const channelName = z
   .string()

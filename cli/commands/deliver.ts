@@ -4,7 +4,8 @@ import { z } from "zod";
 import { durables, filters, localPrincipal, names, principalId } from "../../schemas/index.js";
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
 import { ago, printJson, printLines } from "../output.js";
-import { isConsumerNotFound, isStreamNotFound, withSession, type MeshSession } from "../session.js";
+import { isConsumerNotFound, isStreamNotFound } from "../../broker/index.js";
+import { withSession, type MeshSession } from "../session.js";
 import { SpaceNotProvisionedError } from "../errors.js";
 import { actorName, parseInput } from "../validate.js";
 
@@ -19,7 +20,10 @@ export interface PendingReport {
   pending: number;
   /** Delivered but not acknowledged (num_ack_pending). */
   ackPending: number;
-  /** Stream sequence of the last message delivered (delivered.stream_seq). */
+  /**
+   * The inbox's delivery cursor in the DM stream (delivered.stream_seq): the last stream
+   * sequence it handed out or passed over. DMs to others stored in between may advance it.
+   */
   lastDeliveredSeq?: number;
   /** The oldest message not yet acknowledged, if any. */
   oldestUnacked?: { seq: number; storedAt: string; ageMs: number };
@@ -103,7 +107,7 @@ function describePending(r: PendingReport): string[] {
     `recipient:            ${r.recipient}  (inbox ${r.durable} on ${r.stream})`,
     `not yet delivered:    ${r.pending}`,
     `delivered, not acked: ${r.ackPending}`,
-    `last delivered seq:   ${r.lastDeliveredSeq ?? "none yet"}`,
+    `delivered up to seq:  ${r.lastDeliveredSeq ?? "none yet"}`,
     `oldest unacked:       ${r.oldestUnacked ? `seq ${r.oldestUnacked.seq}, stored ${ago(r.oldestUnacked.ageMs)}` : "none (all acknowledged)"}`,
   ];
 }

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { z } from "zod";
 import { readHistory } from "../../broker/index.js";
-import { messageText, names, principalId } from "../../schemas/index.js";
+import { messageText, principalId } from "../../schemas/index.js";
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
 import { cliLog } from "../logging.js";
 import { clock, oneLine, printJson, printLines } from "../output.js";
@@ -28,7 +28,6 @@ export function registerHistory(program: Command): void {
     const f = parseInput(HistoryFlags, { ...raw, channel }, { channel: "<channel>" });
     const target = resolveTarget(raw);
     const items = await withSession(target, async (s) => {
-      await s.bucket(names.channelsBucket(target.space)); // a clear error for an unprovisioned space
       return readHistory(s.js, target.space, f.channel, { ...(f.since !== undefined ? { sinceMs: Date.now() - f.since } : {}), limit: f.limit }, cliLog("history"));
     });
     if (f.json) {

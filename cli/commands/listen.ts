@@ -8,10 +8,10 @@ import { defaultActorName } from "../identity.js";
 import { deliveryJson, formatDelivery, rosterJson } from "../format.js";
 import { cliLog } from "../logging.js";
 import { clock, note, oneLine, printJsonLine, printLines } from "../output.js";
-import { actorName, channelName, parseInput, token } from "../validate.js";
+import { actingName, channelName, parseInput, token } from "../validate.js";
 
 const ListenFlags = z.object({
-  as: actorName("--as name").optional(),
+  as: actingName("--as name").optional(),
   channel: z.array(channelName).default([]),
   role: token("name", "role").optional(),
   json: z.boolean().optional(),

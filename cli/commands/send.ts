@@ -6,10 +6,10 @@ import { jsonOption, meshOptions, resolveTarget } from "../context.js";
 import { UsageError } from "../errors.js";
 import { defaultActorName } from "../identity.js";
 import { printJson, printLines } from "../output.js";
-import { actorName, channelName, parseInput, token } from "../validate.js";
+import { actingName, actorName, channelName, parseInput, token } from "../validate.js";
 
 const Common = z.object({
-  as: actorName("--as name").optional(),
+  as: actingName("--as name").optional(),
   json: z.boolean().optional(),
   text: z.string().min(1, "the message text must not be empty"),
 });
@@ -82,6 +82,9 @@ async function sendAs(raw: Record<string, unknown>, as: string | undefined, json
   const name = as ?? defaultActorName();
   const ep = await connectAs(target, name);
   try {
+    // The receipt reads the roster after publishing; load it first, so a silent mesh service
+    // fails the command before anything is stored rather than after.
+    await ep.roster();
     const receipt = await fn(ep);
     if (json) printJson(receipt);
     else printLines(receipt.text);

@@ -8,7 +8,8 @@ import { rosterJson, rosterTable, type RosterRow } from "../format.js";
 import { printJson, printLines } from "../output.js";
 import { isRunning, readRecord } from "../pid-file.js";
 import { pingMeshService } from "../probe.js";
-import { isStreamNotFound, MeshSession } from "../session.js";
+import { isStreamNotFound } from "../../broker/index.js";
+import { MeshSession } from "../session.js";
 import { parseInput } from "../validate.js";
 
 /** The state of one of the space's streams. */
@@ -83,7 +84,7 @@ async function collectStatus(t: MeshTarget): Promise<StatusReport> {
   }
   let session: MeshSession;
   try {
-    session = await MeshSession.open(t);
+    session = await MeshSession.open(t, false);
   } catch (err) {
     if (!(err instanceof MeshUnavailableError)) throw err;
     report.error = err.cause instanceof Error ? err.cause.message : err.message;

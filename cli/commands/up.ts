@@ -98,6 +98,8 @@ async function attach(root: MeshRoot): Promise<void> {
   const svc = readRecord(svcFile);
   if (!nats || !svc) return;
   note("Attached: press Ctrl-C to stop the mesh.");
+  // A closed terminal (SIGHUP) must not turn the notes below into a crash that skips the stop.
+  for (const stream of [process.stdout, process.stderr]) stream.on("error", () => undefined);
   const same = (file: string, rec: ProcessRecord) => {
     const now = readRecord(file);
     return now?.pid === rec.pid && now.startTime === rec.startTime;
@@ -124,14 +126,12 @@ async function attach(root: MeshRoot): Promise<void> {
     const lock = readRecord(root.lockFile);
     if (lock && isRunning(lock)) return; // a cotal up/down is at work; judge after it finished
     if (!same(natsFile, nats) || !same(svcFile, svc)) {
-      // Someone else (cotal down, or a repairing cotal up) took over the pid files.
-      if (!stopping) {
-        stopping = true;
-        clearInterval(watch);
-        note("The mesh is now managed by another cotal command; detaching.");
-        process.exit(EXIT.ok);
-      }
-      return;
+      // Another cotal command took over: `cotal down` stopped the mesh, or `cotal up` replaced a process.
+      stopping = true;
+      clearInterval(watch);
+      const stopped = !readRecord(natsFile) && !isRunning(nats);
+      note(stopped ? "The mesh was stopped by `cotal down`." : "The mesh is now looked after by another `cotal up`; detaching (it keeps running).");
+      process.exit(EXIT.ok);
     }
     if (!isRunning(nats)) void stopAll(`nats-server (pid ${nats.pid}) exited; see ${root.log("nats-server")}.`, EXIT.failed);
     else if (!isRunning(svc)) void stopAll(`The mesh service (pid ${svc.pid}) exited; see ${root.log("mesh-service")}.`, EXIT.failed);

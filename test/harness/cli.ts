@@ -1,0 +1,188 @@
+// Run the BUILT `cotal` bundle (dist/cotal.mjs) as a user would: a child process with its own
+// working directory and environment, stdout/stderr captured, exit code returned.
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { createServer } from "node:net";
+import { fileURLToPath } from "node:url";
+import { RESERVED_PORTS } from "./nats-server.js";
+import { until } from "./until.js";
+
+export const projectRoot = fileURLToPath(new URL("../../", import.meta.url));
+/** The bundle `npm run build` writes. */
+export const cotalBundle = fileURLToPath(new URL("../../dist/cotal.mjs", import.meta.url));
+
+/**
+ * Build the bundles (esbuild, well under a second) unless dist/cotal.mjs is newer than every
+ * source it is made of, so tests never run a stale CLI and never rewrite dist/ needlessly
+ * (`npm test` has just built it; another suite may be reading it).
+ */
+export async function buildCli(): Promise<void> {
+  if (existsSync(cotalBundle) && statSync(cotalBundle).mtimeMs > newestSource()) return;
+  const r = await run(process.execPath, ["scripts/build.mjs"], { cwd: projectRoot, env: process.env, timeoutMs: 60_000 });
+  if (r.code !== 0 || !existsSync(cotalBundle)) throw new Error(`npm run build failed (exit ${r.code}):\n${r.stderr}`);
+}
+
+function newestSource(): number {
+  let newest = 0;
+  const walk = (dir: string): void => {
+    for (const f of readdirSync(dir, { withFileTypes: true })) {
+      const p = join(dir, f.name);
+      if (f.isDirectory()) walk(p);
+      else newest = Math.max(newest, statSync(p).mtimeMs);
+    }
+  };
+  for (const d of ["cli", "broker", "schemas", "connector", "manager"]) if (existsSync(join(projectRoot, d))) walk(join(projectRoot, d));
+  for (const f of ["package.json", "scripts/build.mjs"]) newest = Math.max(newest, statSync(join(projectRoot, f)).mtimeMs);
+  return newest;
+}
+
+/** An environment without the user's COTAL_* settings, so only what a test passes applies. */
+export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("COTAL_")) env[k] = v;
+  return { ...env, ...extra };
+}
+
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  /** stdout parsed as one JSON document (throws with the output when it is not JSON). */
+  json<T = unknown>(): T;
+}
+
+export interface CliOptions {
+  cwd: string;
+  env?: NodeJS.ProcessEnv;
+  timeoutMs?: number;
+}
+
+/** Run `cotal <args>` to completion. */
+export function runCotal(args: string[], opts: CliOptions): Promise<CliResult> {
+  return run(process.execPath, [cotalBundle, ...args], { cwd: opts.cwd, env: opts.env ?? cleanEnv(), timeoutMs: opts.timeoutMs ?? 30_000 });
+}
+
+function run(cmd: string, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number }): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
+    child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`\`${args.join(" ")}\` did not finish within ${opts.timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }, opts.timeoutMs);
+    child.once("error", reject);
+    child.once("close", (code, signal) => {
+      clearTimeout(timer);
+      resolve({
+        code,
+        signal,
+        stdout,
+        stderr,
+        json<T>() {
+          try {
+            return JSON.parse(stdout) as T;
+          } catch {
+            throw new Error(`\`cotal ${args.join(" ")}\` did not print JSON (exit ${code}).\nstdout: ${stdout}\nstderr: ${stderr}`);
+          }
+        },
+      });
+    });
+  });
+}
+
+/** A long-running `cotal` child (listen, foreground up) whose stdout is read line by line. */
+export class CotalProcess {
+  readonly lines: string[] = [];
+  stderr = "";
+  private partial = "";
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+
+  private constructor(readonly child: ChildProcess) {
+    child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
+      const parts = (this.partial + chunk).split("\n");
+      this.partial = parts.pop() ?? "";
+      this.lines.push(...parts);
+    });
+    child.stderr!.setEncoding("utf8").on("data", (c: string) => (this.stderr += c));
+    this.exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+  }
+
+  static spawn(args: string[], opts: CliOptions): CotalProcess {
+    const child = spawn(process.execPath, [cotalBundle, ...args], { cwd: opts.cwd, env: opts.env ?? cleanEnv(), stdio: ["ignore", "pipe", "pipe"] });
+    return new CotalProcess(child);
+  }
+
+  /** stdout lines parsed as JSON (lines that are not JSON are skipped). */
+  jsonLines<T = Record<string, unknown>>(): T[] {
+    return this.lines.flatMap((l) => {
+      try {
+        return [JSON.parse(l) as T];
+      } catch {
+        return [];
+      }
+    });
+  }
+
+  /** Wait until a stdout JSON line satisfies `pred`; returns it. */
+  async waitForJson<T = Record<string, unknown>>(pred: (v: T) => boolean, timeoutMs: number, what: string): Promise<T> {
+    let found: T | undefined;
+    await until(
+      () => {
+        found = this.jsonLines<T>().find(pred);
+        return found !== undefined || this.child.exitCode !== null;
+      },
+      timeoutMs,
+      `${what}\nstdout so far:\n${this.lines.join("\n")}\nstderr:\n${this.stderr}`,
+    );
+    if (found === undefined) throw new Error(`cotal exited (${this.child.exitCode}) before ${what}\nstderr:\n${this.stderr}`);
+    return found;
+  }
+
+  /** Send a signal and wait for the process to exit. */
+  async stop(signal: NodeJS.Signals = "SIGINT", timeoutMs = 10_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        this.child.kill("SIGKILL");
+        reject(new Error(`cotal did not exit within ${timeoutMs} ms of ${signal}\nstderr:\n${this.stderr}`));
+      }, timeoutMs);
+    });
+    try {
+      return await Promise.race([this.exited, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+/** A free TCP port on 127.0.0.1 (never one of the shared broker's reserved ports). */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const srv = createServer();
+      srv.once("error", reject);
+      srv.listen(0, "127.0.0.1", () => {
+        const addr = srv.address();
+        const p = typeof addr === "object" && addr ? addr.port : 0;
+        srv.close(() => resolve(p));
+      });
+    });
+    if (!RESERVED_PORTS.has(port)) return port;
+  }
+}
+
+/** True while a process with this pid exists and is not a zombie. */
+export function pidAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return !/\) [ZX] /.test(stat);
+  } catch {
+    return false;
+  }
+}
