@@ -41,9 +41,31 @@ export function serverUrl(server: string): string {
   return server.includes("://") ? server : `nats://${server}`;
 }
 
-/** Connect to the mesh, with a typed error that names the remedy when it fails. */
+/**
+ * The principal a `.creds` file was minted for (its user JWT's name, `<owner>.<actor>`), or
+ * undefined when the file is not a Cotal credential.
+ */
+export function credsPrincipal(creds: Uint8Array): string | undefined {
+  const m = /-----BEGIN NATS USER JWT-----\s*([A-Za-z0-9_.-]+)\s*-+END/.exec(new TextDecoder().decode(creds));
+  const payload = m?.[1]?.split(".")[1];
+  if (!payload) return undefined;
+  try {
+    const name = (JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as { name?: unknown }).name;
+    return typeof name === "string" && /^[A-Za-z0-9_]+\.[A-Za-z0-9_]+$/.test(name) ? name : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Connect to the mesh, with a typed error that names the remedy when it fails. With a Cotal
+ * credential, replies come on that identity's own inbox prefix (the only one it may read).
+ */
 export async function connectMesh(addr: MeshAddress): Promise<NatsConnection> {
   const servers = serverUrl(addr.server);
+  const creds = addr.creds ? readFileSync(addr.creds) : undefined;
+  const owner = creds ? credsPrincipal(creds) : undefined;
+  const inboxPrefix = addr.inboxPrefix ?? (owner ? `_INBOX.${owner}` : undefined);
   try {
     return await connect({
       servers,
@@ -52,8 +74,8 @@ export async function connectMesh(addr: MeshAddress): Promise<NatsConnection> {
       reconnectTimeWait: 250,
       // Async stack traces cost a third of client CPU under load; errors here carry causes instead.
       noAsyncTraces: true,
-      ...(addr.inboxPrefix ? { inboxPrefix: addr.inboxPrefix } : {}),
-      ...(addr.creds ? { authenticator: credsAuthenticator(readFileSync(addr.creds)) } : {}),
+      ...(inboxPrefix ? { inboxPrefix } : {}),
+      ...(creds ? { authenticator: credsAuthenticator(creds) } : {}),
     });
   } catch (cause) {
     throw new MeshUnavailableError(servers, cause);

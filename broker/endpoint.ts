@@ -155,7 +155,8 @@ export class Endpoint {
   /** Connect to the mesh as `name` (does not join: call join() to appear on the roster). */
   static async connect(opts: EndpointOptions): Promise<Endpoint> {
     principal(opts.owner ?? "local", opts.name); // refuse bad names before connecting
-    const nc = await connectMesh({ ...opts, name: opts.name, inboxPrefix: inboxPrefix(principal(opts.owner ?? "local", opts.name)) });
+    // A person's credential (or the operator's, acting for someone) replies on its own inbox prefix.
+    const nc = await connectMesh({ ...opts, name: opts.name, ...(opts.creds ? {} : { inboxPrefix: inboxPrefix(principal(opts.owner ?? "local", opts.name)) }) });
     return Endpoint.over(nc, opts);
   }
 

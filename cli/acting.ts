@@ -4,11 +4,16 @@ import { MeshSession } from "./session.js";
 
 /**
  * Connect an Endpoint acting as `name` on the target mesh (not joined). The space is checked
- * first, so one that was never provisioned is reported as such (exit 3) rather than as a raw
- * JetStream error or a silent mesh service.
+ * first where the credential may look (the operator's may; an agent's may not, and then the
+ * mesh service's answers speak for it), so a space that was never provisioned is reported as
+ * such (exit 3) rather than as a raw JetStream error.
  */
 export async function connectAs(target: MeshTarget, name: string, extra: Partial<EndpointOptions> = {}): Promise<Endpoint> {
-  const session = await MeshSession.open(target);
-  await session.close();
+  try {
+    const session = await MeshSession.open(target);
+    await session.close();
+  } catch (err) {
+    if (!/Permissions Violation/i.test(String((err as Error)?.message ?? err))) throw err;
+  }
   return Endpoint.connect({ ...extra, server: target.server, space: target.space, creds: target.creds, name });
 }

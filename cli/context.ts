@@ -78,15 +78,17 @@ export function resolveTarget(flags: MeshFlags, cwd: string = process.cwd()): Me
   server ??= info?.server;
   if (!server) throw new MeshNotFoundError(cwd);
   const space = f.space ?? linkSpace ?? info?.space ?? DEFAULT_SPACE;
-  return { server, space, creds: creds ?? defaultCreds(root, info), root, info };
+  return { server, space, creds: creds ?? defaultCreds(root, info, space), root, info };
 }
 
 /**
- * The credential a command uses when neither --creds nor COTAL_CREDS names one. Open meshes
- * need none. (Static meshes will answer with the mesh root's own CLI credential here.)
+ * The credential a command uses when neither --creds nor COTAL_CREDS names one: on the mesh
+ * host of a static mesh, the mesh root's own operator-side credential; open meshes need none.
  */
-export function defaultCreds(_root: MeshRoot | undefined, _info: MeshInfo | undefined): string | undefined {
-  return undefined;
+export function defaultCreds(root: MeshRoot | undefined, info: MeshInfo | undefined, space = info?.space): string | undefined {
+  if (!root || info?.mode !== "static" || !space) return undefined;
+  const file = root.credsFile(space, "cli");
+  return existsSync(file) ? file : undefined;
 }
 
 export function checkCreds(file: string, cwd: string): string {

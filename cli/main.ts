@@ -5,6 +5,7 @@ import { registerDown } from "./commands/down.js";
 import { registerHistory } from "./commands/history.js";
 import { registerListen } from "./commands/listen.js";
 import { registerMeshServe } from "./commands/mesh-serve.js";
+import { registerMint } from "./commands/mint.js";
 import { registerRoster } from "./commands/roster.js";
 import { registerSend } from "./commands/send.js";
 import { registerStatus } from "./commands/status.js";
@@ -29,6 +30,7 @@ export function buildProgram(): Command {
   registerRoster(program);
   registerChannels(program);
   registerDeliver(program);
+  registerMint(program);
   registerMeshServe(program);
   program.addHelpText(
     "after",

@@ -10,6 +10,7 @@ import { isRunning, readRecord, removeRecord, stopProcess, writeRecord, type Pro
 import { DEFAULT_PORT, portIsFree } from "./ports.js";
 import { pingMeshService, serverAnswers } from "./probe.js";
 import { startMeshService } from "./service-process.js";
+import { prepareStaticAuth, publishSpaceAccount } from "./static-auth.js";
 
 /** What `cotal up` was asked for; unset fields come from the last run's mesh.json, then defaults. */
 export interface UpRequest {
@@ -55,6 +56,9 @@ export async function bringUp(root: MeshRoot, req: UpRequest): Promise<UpReport>
 async function up(root: MeshRoot, req: UpRequest): Promise<UpReport> {
   const notes: string[] = [];
   const prev = root.readInfo();
+  const auth = req.mode === "static" ? await prepareStaticAuth(root, req.space ?? prev?.space ?? DEFAULT_SPACE) : undefined;
+  // Commands on the mesh host connect with its own operator-side credential unless told otherwise.
+  if (auth && !req.creds) req = { ...req, creds: auth.cliCreds };
   const natsFile = root.pidFile("nats-server");
   const natsRec = readRecord(natsFile);
   let info: MeshInfo;
@@ -63,6 +67,7 @@ async function up(root: MeshRoot, req: UpRequest): Promise<UpReport> {
 
   if (natsRec && isRunning(natsRec) && prev) {
     refuseConflicts(root, prev, req);
+    if (auth?.spaceCreated) await publishSpaceAccount(auth, prev.server, prev.space);
     if (!(await answersWithin({ server: prev.server, creds: req.creds }, 5_000))) {
       throw new CommandFailedError(`nats-server (pid ${natsRec.pid}) is running but does not answer at ${prev.server}.`, {
         remedy: `See ${root.log("nats-server")}; \`cotal down\` then \`cotal up\` restarts it.`,
@@ -93,7 +98,7 @@ async function up(root: MeshRoot, req: UpRequest): Promise<UpReport> {
       port = "auto";
     }
     mkdirSync(storeDir, { recursive: true, mode: 0o700 });
-    const started = await startNatsServer(root, { host, port, storeDir, portsDir: root.runDir, space }, { creds: req.creds });
+    const started = await startNatsServer(root, { host, port, storeDir, portsDir: root.runDir, space, auth: auth?.fragment }, { creds: req.creds });
     writeRecord(natsFile, started.record);
     if (port === "auto") notes.push(`port ${wanted} on ${host} is in use; nats-server listens on ${started.port} instead`);
     info = { server: started.url, space, mode: req.mode, host, port: started.port, storeDir, startedAt: new Date().toISOString() };
@@ -112,7 +117,12 @@ async function up(root: MeshRoot, req: UpRequest): Promise<UpReport> {
 
   const svcFile = root.pidFile("mesh-service");
   const svcRec = readRecord(svcFile);
-  const target = { server: info.server, space: info.space, creds: req.creds };
+  const target = {
+    server: info.server,
+    space: info.space,
+    creds: req.creds,
+    ...(auth ? { serviceCreds: auth.meshCreds, authDir: root.authDir } : {}),
+  };
   let svcState: UpReport["meshService"]["state"];
   let svc: ProcessRecord;
   const svcAlive = svcRec !== undefined && isRunning(svcRec);
@@ -156,6 +166,7 @@ function refuseConflicts(root: MeshRoot, prev: MeshInfo, req: UpRequest): void {
   if (req.host !== undefined && req.host !== prev.host) diffs.push(`--host ${req.host} (it listens on ${prev.host})`);
   if (req.space !== undefined && req.space !== prev.space) diffs.push(`--space ${req.space} (it serves ${prev.space})`);
   if (req.storeDir !== undefined && req.storeDir !== prev.storeDir) diffs.push(`--store-dir ${req.storeDir} (it stores in ${prev.storeDir})`);
+  if (req.mode !== prev.mode) diffs.push(`${req.mode === "open" ? "--open" : "static auth (no --open)"} (it runs ${prev.mode})`);
   if (diffs.length) {
     throw new UsageError(`The mesh in ${root.dir} is already running with other settings: ${diffs.join(", ")}.`, {
       remedy: "Run `cotal down` first to change them, or leave those flags out.",

@@ -52,6 +52,18 @@ export class MeshRoot {
   pidFile(name: "nats-server" | "mesh-service"): string {
     return join(this.runDir, `${name}.json`);
   }
+  /** Secrets of a static mesh (0700): operator, accounts, signing keys, service credentials. */
+  get authDir(): string {
+    return join(this.dir, "auth");
+  }
+  /** Public account JWTs the server's resolver keeps. */
+  get resolverDir(): string {
+    return join(this.dir, "resolver");
+  }
+  /** A service credential of a space (`cli`: the operator's own, used by commands on this host). */
+  credsFile(space: string, who: "cli" | "mesh"): string {
+    return join(this.authDir, "creds", space, `${who}.creds`);
+  }
   get lockFile(): string {
     return join(this.runDir, "up.lock");
   }

@@ -1,14 +1,14 @@
 import { z } from "zod";
 
 /**
- * The security mode of a mesh (DESIGN §13). `static` (operator-mode JWT auth) is the intended
- * default; until it is built, every mesh runs `open`. This file is the one place that decides.
+ * The security mode of a mesh (DESIGN §13): `static` (operator-mode JWT auth) by default,
+ * `open` with --open. This file is the one place that decides.
  */
 export const MeshMode = z.enum(["open", "static"]);
 export type MeshMode = z.infer<typeof MeshMode>;
 
 /** Modes this build can start. */
-export const AVAILABLE_MODES: readonly MeshMode[] = ["open"];
+export const AVAILABLE_MODES: readonly MeshMode[] = ["open", "static"];
 
 /** The mode `cotal up` will start, and what the user should be told about it. */
 export interface ModeChoice {

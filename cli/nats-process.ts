@@ -16,6 +16,8 @@ export interface ServerConfig {
   /** Folder the server writes its `<name>_<pid>.ports` file into. */
   portsDir: string;
   space: string;
+  /** Operator-mode fragment (static meshes): operator, system account, resolver. */
+  auth?: string | undefined;
 }
 
 /** The nats-server config `cotal up` writes (regenerated on every start). */
@@ -28,6 +30,7 @@ export function renderServerConfig(c: ServerConfig): string {
     "jetstream {",
     `  store_dir: ${JSON.stringify(c.storeDir)}`,
     "}",
+    ...(c.auth ? ["", c.auth] : []),
     "",
   ].join("\n");
 }
@@ -53,7 +56,7 @@ export async function startNatsServer(
   const timeoutMs = opts.timeoutMs ?? 20_000;
   const bin = findNatsServerBinary();
   for (const f of readdirSync(c.portsDir)) if (f.endsWith(".ports")) rmSync(join(c.portsDir, f), { force: true });
-  writeFileSync(root.serverConfig, renderServerConfig(c));
+  writeFileSync(root.serverConfig, renderServerConfig(c), { mode: 0o600 });
   const logPath = root.log("nats-server");
   const out = openSync(logPath, "a");
   const argv = [bin, "-c", root.serverConfig];

@@ -12,7 +12,11 @@ import { pingMeshService } from "./probe.js";
 export interface ServiceTarget {
   server: string;
   space: string;
+  /** The credential `cotal up` itself checks the service with. */
   creds?: string | undefined;
+  /** Static meshes: the mesh service's own credential and the auth folder it mints from. */
+  serviceCreds?: string | undefined;
+  authDir?: string | undefined;
 }
 
 /** The command line that runs this very CLI (node, its flags, the bundle). */
@@ -28,7 +32,12 @@ export function selfCommand(): string[] {
  */
 export async function startMeshService(root: MeshRoot, t: ServiceTarget, timeoutMs = 20_000): Promise<ProcessRecord> {
   const [node, ...rest] = selfCommand();
-  const argv = [node!, ...rest, "mesh", "serve", "--server", t.server, "--space", t.space, ...(t.creds ? ["--creds", t.creds] : [])];
+  // Paths only: no secret is ever put on a command line.
+  const argv = [
+    node!, ...rest, "mesh", "serve", "--server", t.server, "--space", t.space,
+    ...(t.serviceCreds ? ["--creds", t.serviceCreds] : t.creds ? ["--creds", t.creds] : []),
+    ...(t.authDir ? ["--auth-dir", t.authDir] : []),
+  ];
   const logPath = root.log("mesh-service");
   const out = openSync(logPath, "a");
   let exited: string | undefined;

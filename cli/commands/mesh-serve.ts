@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { z } from "zod";
-import { connectMesh, MeshService } from "../../broker/index.js";
+import { AuthStore, connectMesh, MeshService } from "../../broker/index.js";
 import { credsOption } from "../context.js";
 import { EXIT } from "../errors.js";
 import { cliLog, useServiceLogLevel } from "../logging.js";
@@ -10,6 +10,7 @@ const ServeFlags = z.object({
   server: z.string().min(1, "server is required"),
   space: token("space", "space"),
   creds: z.string().optional(),
+  authDir: z.string().optional(),
 });
 
 /**
@@ -24,12 +25,13 @@ export function registerMeshServe(program: Command): void {
     .requiredOption("--server <url>", "server URL")
     .requiredOption("--space <name>", "space to serve")
     .addOption(credsOption())
+    .option("--auth-dir <dir>", "static meshes: the .cotal/auth folder the service mints and revokes with")
     .action(async (raw: Record<string, unknown>) => {
       const f = parseInput(ServeFlags, raw);
       useServiceLogLevel();
       const log = cliLog("mesh-serve", { space: f.space });
       const nc = await connectMesh({ server: f.server, creds: f.creds, name: `cotal-mesh-service-${f.space}` });
-      const svc = await MeshService.start(nc, f.space);
+      const svc = await MeshService.start(nc, f.space, f.authDir ? { auth: { store: await AuthStore.open(f.authDir), server: f.server } } : {});
       log.info({ server: f.server, pid: process.pid }, "mesh service running");
       const signal = await new Promise<string>((resolve) => {
         for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.once(sig, () => resolve(sig));

@@ -1,0 +1,89 @@
+import { resolve } from "node:path";
+import type { Command } from "commander";
+import { z } from "zod";
+import { PROFILES, requestCredential, requestRevoke, writeSecret } from "../../broker/index.js";
+import { jsonOption, meshOptions, resolveTarget } from "../context.js";
+import { UsageError } from "../errors.js";
+import { printJson, printLines } from "../output.js";
+import { withSession } from "../session.js";
+import { actingName, channelName, duration, parseInput, token } from "../validate.js";
+
+const list = z
+  .string()
+  .optional()
+  .transform((s) => (s ? s.split(",").map((x) => x.trim()).filter(Boolean) : []))
+  .pipe(z.array(channelName));
+
+const MintFlags = z.object({
+  name: actingName("name"),
+  profile: z.enum(PROFILES.filter((p) => p === "agent" || p === "observer" || p === "admin") as ["agent", "observer", "admin"], {
+    message: "profile must be agent, observer or admin",
+  }),
+  allowSubscribe: list,
+  allowPublish: list,
+  role: token("name", "role").optional(),
+  provision: z.boolean().optional(),
+  out: z.string().min(1).optional(),
+  expiresIn: duration.optional(),
+  json: z.boolean().optional(),
+});
+
+/** `cotal mint` and `cotal revoke`: credentials of a static mesh. */
+export function registerMint(program: Command): void {
+  const mint = program
+    .command("mint <name>")
+    .summary("write a credential (.creds) for an agent, observer or admin")
+    .description(
+      "Ask the mesh service (the only minter) for a credential and write it as a .creds file (mode 0600). The key " +
+        "pair is generated here: its seed never crosses the network. Profiles: agent (publishes only as itself, on " +
+        "--allow-publish channels; reads --allow-subscribe channels and its own DMs), observer (reads channels and " +
+        "presence; no DMs, no publish), admin (reads everything, publishes nothing).\n\n" +
+        "A scoped reader of one agent's activity: cotal mint watcher --profile agent --allow-subscribe 'events.local.<actor>' --provision",
+    )
+    .requiredOption("--profile <profile>", "agent | observer | admin")
+    .option("--allow-subscribe <channels>", "agent: comma-separated channels it may read")
+    .option("--allow-publish <channels>", "agent: comma-separated channels it may post on")
+    .option("--role <role>", "agent: the role whose anycasts it may take")
+    .option("--provision", "create its DM inbox (and role queue, channel memberships) now, so it can bind at once")
+    .option("--out <file>", "where to write the .creds file (default .cotal/creds/<name>.creds next to the mesh)")
+    .option("--expires-in <duration>", "expiry, e.g. 24h or 7d (default: no expiry)");
+  jsonOption(meshOptions(mint)).action(async (name: string, raw: Record<string, unknown>) => {
+    const f = parseInput(MintFlags, { ...raw, name });
+    const target = resolveTarget(raw);
+    const out = f.out ? resolve(f.out) : target.root ? resolve(target.root.dir, "creds", `${f.name}.creds`) : resolve(`${f.name}.creds`);
+    const { reply, creds } = await withSession(target, (s) =>
+      requestCredential(s.nc, target.space, {
+        name: f.name,
+        profile: f.profile,
+        allowSubscribe: f.allowSubscribe,
+        allowPublish: f.allowPublish,
+        ...(f.role ? { role: f.role } : {}),
+        provision: !!f.provision,
+        ...(f.expiresIn ? { expiresInMs: f.expiresIn } : {}),
+      }),
+    );
+    writeSecret(out, creds);
+    const result = { principal: reply.principal, profile: f.profile, creds: out, expiresAt: reply.expiresAt ? new Date(reply.expiresAt).toISOString() : null, provisioned: !!reply.provisioned };
+    if (f.json) printJson(result);
+    else
+      printLines(
+        `principal: ${result.principal} (${f.profile})`,
+        `creds:     ${out} (mode 0600)`,
+        ...(result.expiresAt ? [`expires:   ${result.expiresAt}`] : []),
+        ...(result.provisioned ? ["inbox:     provisioned"] : []),
+      );
+  });
+
+  const revoke = program
+    .command("revoke <name>")
+    .summary("revoke every credential of a name: live connections are cut, new ones refused")
+    .description("Revoke every credential minted for <name> on the running server, without a restart.");
+  jsonOption(meshOptions(revoke)).action(async (name: string, raw: Record<string, unknown>) => {
+    const f = parseInput(z.object({ name: actingName("name"), json: z.boolean().optional() }), { ...raw, name });
+    const target = resolveTarget(raw);
+    const r = await withSession(target, (s) => requestRevoke(s.nc, target.space, f.name));
+    if (r.revoked === 0) throw new UsageError(`No credential was ever minted for ${r.principal}.`, { remedy: "Check the name (`cotal roster`)." });
+    if (f.json) printJson(r);
+    else printLines(`revoked ${r.revoked} credential${r.revoked === 1 ? "" : "s"} of ${r.principal}`);
+  });
+}

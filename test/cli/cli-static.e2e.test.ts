@@ -1,0 +1,104 @@
+// `cotal up` without --open: a static-auth mesh, driven through the shipped bundle: secrets
+// on disk, the status it reports, minting, acting with a minted credential, and revocation.
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildCli, cleanEnv, CotalProcess, freePort, runCotal, type CliResult } from "../harness/cli.js";
+import { until } from "../harness/until.js";
+
+let project: string;
+let port: number;
+const cotal = (...args: string[]) => runCotal(args, { cwd: project });
+const ok = (r: CliResult) => expect(r.code, `exit code; stderr: ${r.stderr}`).toBe(0);
+
+beforeAll(async () => {
+  await buildCli();
+  project = await mkdtemp(join(tmpdir(), "cotal-static-"));
+  port = await freePort();
+});
+
+afterAll(async () => {
+  await runCotal(["down"], { cwd: project }).catch(() => undefined);
+  await rm(project, { recursive: true, force: true });
+});
+
+describe("a static mesh from the CLI", () => {
+  it("up (no --open) starts an operator-mode server with secrets kept 0600/0700", async () => {
+    const r = await cotal("up", "--detach", "--port", String(port), "--json");
+    ok(r);
+    expect(r.json<{ mode: string }>().mode).toBe("static");
+    const auth = join(project, ".cotal", "auth");
+    const walk = (d: string): string[] => readdirSync(d).flatMap((f) => (statSync(join(d, f)).isDirectory() ? [join(d, f), ...walk(join(d, f))] : [join(d, f)]));
+    const paths = [auth, ...walk(auth)];
+    expect(paths.some((p) => p.endsWith("cli.creds"))).toBe(true);
+    for (const p of paths) expect([p, (statSync(p).mode & 0o777).toString(8)]).toEqual([p, statSync(p).isDirectory() ? "700" : "600"]);
+    // nothing secret on any command line of the processes it started
+    for (const name of ["nats-server", "mesh-service"]) {
+      const { pid } = JSON.parse(readFileSync(join(project, ".cotal", "run", `${name}.json`), "utf8")) as { pid: number };
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+      expect(cmdline).not.toMatch(/S[OAU][A-Z2-7]{50,}|eyJ[A-Za-z0-9_-]{10,}\./);
+    }
+    expect(readFileSync(join(project, ".cotal", "logs", "mesh-service.log"), "utf8")).not.toMatch(/S[OAU][A-Z2-7]{50,}|eyJ[A-Za-z0-9_-]{10,}\./);
+  });
+
+  it("status reports static mode and that the server requires authentication", async () => {
+    const r = await cotal("status", "--json");
+    ok(r);
+    expect(r.json()).toMatchObject({ mode: "static", authRequired: true, reachable: true, meshService: { answering: true } });
+  });
+
+  it("a client without credentials is refused", async () => {
+    const r = await runCotal(["roster", "--server", `nats://127.0.0.1:${port}`, "--space", "default"], { cwd: tmpdir(), env: cleanEnv() });
+    expect(r.code).toBe(3);
+    expect(r.stderr).toMatch(/Cannot reach the mesh|Authorization/);
+  });
+
+  it("mint writes a 0600 credential; the agent acts as itself within its scope only", async () => {
+    const r = await cotal("mint", "alice", "--profile", "agent", "--allow-publish", "general", "--allow-subscribe", "general", "--provision", "--json");
+    ok(r);
+    const minted = r.json<{ principal: string; creds: string; provisioned: boolean }>();
+    expect(minted).toMatchObject({ principal: "local.alice", provisioned: true });
+    expect((statSync(minted.creds).mode & 0o777).toString(8)).toBe("600");
+
+    ok(await cotal("send", "msg", "general", "hello from alice", "--as", "alice", "--creds", minted.creds));
+    const denied = await cotal("send", "msg", "secret", "nope", "--as", "alice", "--creds", minted.creds);
+    expect(denied.code).not.toBe(0);
+    expect(denied.stderr).toMatch(/Permissions Violation|permission/i);
+    const forged = await cotal("send", "msg", "general", "I am bob", "--as", "bob", "--creds", minted.creds);
+    expect(forged.code).not.toBe(0);
+
+    const h = await cotal("history", "general", "--json");
+    ok(h);
+    expect(JSON.stringify(h.json())).toContain("hello from alice");
+    expect(JSON.stringify(h.json())).not.toContain("I am bob");
+  });
+
+  it("an observer cannot be scoped; mint explains what to use instead", async () => {
+    const r = await cotal("mint", "o", "--profile", "observer", "--allow-subscribe", "general");
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/fixed view/);
+  });
+
+  it("revoke cuts a listening identity and refuses it afterwards", async () => {
+    const minted = (await cotal("mint", "bob", "--profile", "agent", "--allow-subscribe", "general", "--json")).json<{ creds: string }>();
+    const listen = CotalProcess.spawn(["listen", "--as", "bob", "--channel", "general", "--creds", minted.creds], { cwd: project });
+    try {
+      await until(() => listen.stderr.includes("Listening as local.bob"), 15_000, `listen to start\n${listen.stderr}`);
+      const r = await cotal("revoke", "bob", "--json");
+      ok(r);
+      expect(r.json()).toEqual({ principal: "local.bob", revoked: 1 });
+      await until(() => listen.child.exitCode !== null, 15_000, `the revoked listener to be cut off and exit\n${listen.stderr}`);
+      expect(listen.stderr).toContain("Authorization Violation");
+      const again = await cotal("roster", "--creds", minted.creds);
+      expect(again.code).not.toBe(0);
+    } finally {
+      if (listen.child.exitCode === null) await listen.stop("SIGKILL").catch(() => undefined);
+    }
+  });
+
+  it("down stops the static mesh", async () => {
+    ok(await cotal("down"));
+  });
+});
