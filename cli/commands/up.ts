@@ -81,7 +81,7 @@ export function describeUp(r: UpReport): string[] {
     `server:       ${r.server}  (nats-server ${nats}, pid ${r.natsServer.pid})`,
     `space:        ${r.space}  (${formatProvision(r.provision)})`,
     `mesh service: ${svc}, pid ${r.meshService.pid}`,
-    `mode:         ${r.mode}${r.mode === "open" ? " (no authentication)" : ""}`,
+    `mode:         ${r.mode}${r.mode === "open" ? " (no authentication)" : " (authentication required; commands here use .cotal/auth, others need `cotal mint`)"}`,
     `logs:         ${r.natsServer.log}, ${r.meshService.log}`,
     ...r.notes.map((n) => `note:         ${n}`),
   ];
