@@ -7,9 +7,6 @@ import { z } from "zod";
 export const MeshMode = z.enum(["open", "static"]);
 export type MeshMode = z.infer<typeof MeshMode>;
 
-/** Modes this build can start. */
-export const AVAILABLE_MODES: readonly MeshMode[] = ["open", "static"];
-
 /** The mode `cotal up` will start, and what the user should be told about it. */
 export interface ModeChoice {
   mode: MeshMode;
@@ -21,13 +18,7 @@ const LOOPBACK = /^(127\.\d+\.\d+\.\d+|localhost|::1)$/;
 /** Decide the mode from `up`'s flags. */
 export function chooseMode(flags: { open?: boolean | undefined; host: string }): ModeChoice {
   const warnings: string[] = [];
-  let mode: MeshMode = flags.open ? "open" : "static";
-  if (mode === "static" && !AVAILABLE_MODES.includes("static")) {
-    mode = "open";
-    warnings.push(
-      "static authentication is not available in this build yet: the mesh starts in open mode (no credentials). Pass --open to say so explicitly and silence this warning.",
-    );
-  }
+  const mode: MeshMode = flags.open ? "open" : "static";
   if (mode === "open" && !LOOPBACK.test(flags.host)) {
     warnings.push(
       `open mode has no authentication, and --host ${flags.host} is not a loopback address: anyone who can reach it can read and write every message.`,

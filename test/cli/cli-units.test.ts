@@ -82,8 +82,9 @@ describe("names and modes", () => {
     }
   });
 
-  it("up without --open runs open for now and warns; --open is silent on loopback and warns elsewhere", () => {
-    expect(chooseMode({ host: "127.0.0.1" })).toEqual({ mode: "open", warnings: [expect.stringContaining("static authentication is not available")] });
+  it("up is static (authenticated) by default, on any host; --open is silent on loopback and warns elsewhere", () => {
+    expect(chooseMode({ host: "127.0.0.1" })).toEqual({ mode: "static", warnings: [] });
+    expect(chooseMode({ host: "0.0.0.0" })).toEqual({ mode: "static", warnings: [] });
     expect(chooseMode({ open: true, host: "127.0.0.1" })).toEqual({ mode: "open", warnings: [] });
     expect(chooseMode({ open: true, host: "0.0.0.0" }).warnings).toEqual([expect.stringContaining("no authentication")]);
   });
