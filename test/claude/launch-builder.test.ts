@@ -1,0 +1,362 @@
+// Golden tests of the one Claude launch builder: what each profile runs, and what it refuses.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import {
+  buildClaudeLaunch,
+  BypassAsRootError,
+  ClaudeLaunchError,
+  DENY_FLOOR,
+  LaunchOptionError,
+  type ClaudeLaunch,
+  type ClaudeLaunchInput,
+} from "../../connector/claude/index.js";
+
+const PARENT_ENV = {
+  PATH: "/usr/local/bin:/usr/bin:/bin",
+  HOME: "/home/ada",
+  LANG: "en_GB.UTF-8",
+  TERM: "xterm-256color",
+  JUNK: "not for claude",
+  CLAUDECODE: "1",
+  ANTHROPIC_API_KEY: "sk-ant-stray-key",
+  COTAL_NAME: "stale-hand-started-name",
+};
+
+/** A seat input with fixed paths, so the output can be compared as it is. */
+function input(over: Partial<ClaudeLaunchInput> = {}): ClaudeLaunchInput {
+  return {
+    profile: "seat",
+    cwd: "/work/proj",
+    identity: { name: "alice", space: "team", launchMaterialPath: "/run/cotal/alice.json" },
+    connectorEntry: "/opt/cotal/dist/connector.mjs",
+    parentEnv: PARENT_ENV,
+    nodePath: "/usr/bin/node",
+    runtimeDir: "/run/user/1000",
+    isRoot: false,
+    ...over,
+  };
+}
+
+/** The launch with the random directory name replaced by `<dir>` and the deny floor collapsed to one marker. */
+function golden(launch: ClaudeLaunch): unknown {
+  const norm = (s: string): string => s.split(launch.privateDir).join("<dir>");
+  const args: string[] = [];
+  for (let i = 0; i < launch.args.length; i++) {
+    args.push(norm(launch.args[i]!));
+    if (launch.args[i] === "--disallowedTools") {
+      expect(launch.args.slice(i + 1, i + 1 + DENY_FLOOR.length)).toEqual(DENY_FLOOR);
+      args.push("<DENY_FLOOR>");
+      i += DENY_FLOOR.length;
+    }
+  }
+  return {
+    command: launch.command,
+    args,
+    cwd: launch.cwd,
+    env: launch.env,
+    files: launch.files.map((f) => ({ path: norm(f.path), mode: f.mode.toString(8), content: f.path.endsWith(".json") ? JSON.parse(f.content) : f.content })),
+    stdin: launch.stdin,
+    permissionMode: launch.permissionMode,
+  };
+}
+
+const EXPECTED_ENV = {
+  PATH: "/usr/local/bin:/usr/bin:/bin",
+  HOME: "/home/ada",
+  LANG: "en_GB.UTF-8",
+  TERM: "xterm-256color",
+  ANTHROPIC_API_KEY: "",
+  COTAL_LAUNCH_MATERIAL: "/run/cotal/alice.json",
+};
+
+const MCP_FILE = {
+  path: "<dir>/mcp.json",
+  mode: "600",
+  content: {
+    mcpServers: {
+      cotal: { type: "stdio", command: "/usr/bin/node", args: ["--optimize-for-size", "--max-semi-space-size=1", "/opt/cotal/dist/connector.mjs"] },
+    },
+  },
+};
+
+describe("buildClaudeLaunch golden output", () => {
+  it("an interactive managed seat: MCP wiring, allow rule, deny floor, bypass mode, persona by file", () => {
+    const launch = buildClaudeLaunch(input({ persona: "You are Alice, the reviewer.", model: "opus", agent: "reviewer" }));
+    expect(launch.privateDir).toMatch(/^\/run\/user\/1000\/cotal-claude-team-alice-[0-9a-f]{12}$/);
+    expect(golden(launch)).toEqual({
+      command: "claude",
+      args: [
+        "--mcp-config",
+        "<dir>/mcp.json",
+        "--allowedTools",
+        "mcp__cotal__*",
+        "--disallowedTools",
+        "<DENY_FLOOR>",
+        "--permission-mode=bypassPermissions",
+        "--model=opus",
+        "--agent=reviewer",
+        "--append-system-prompt-file",
+        "<dir>/persona.md",
+      ],
+      cwd: "/work/proj",
+      env: EXPECTED_ENV,
+      files: [MCP_FILE, { path: "<dir>/persona.md", mode: "600", content: "You are Alice, the reviewer." }],
+      stdin: undefined,
+      permissionMode: "bypassPermissions",
+    });
+  });
+
+  it("a headless seat: -p with stream-json, strict MCP config when isolated, prompt on stdin, raw options after", () => {
+    const launch = buildClaudeLaunch(
+      input({ headless: true, isolation: true, prompt: "Start your shift.", persona: "P", launchOptions: { "max-turns": 5, effort: "high", verbose: true } }),
+    );
+    expect(golden(launch)).toEqual({
+      command: "claude",
+      args: [
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--mcp-config",
+        "<dir>/mcp.json",
+        "--strict-mcp-config",
+        "--allowedTools",
+        "mcp__cotal__*",
+        "--disallowedTools",
+        "<DENY_FLOOR>",
+        "--permission-mode=bypassPermissions",
+        "--append-system-prompt-file",
+        "<dir>/persona.md",
+        "--max-turns=5",
+        "--effort=high",
+      ],
+      cwd: "/work/proj",
+      env: EXPECTED_ENV,
+      files: [MCP_FILE, { path: "<dir>/persona.md", mode: "600", content: "P" }],
+      stdin: "Start your shift.",
+      permissionMode: "bypassPermissions",
+    });
+  });
+
+  it("a foreground spawn keeps Claude's own permission mode but still has the wiring and the floor", () => {
+    const launch = buildClaudeLaunch(input({ profile: "foreground", persona: "P" }));
+    expect(golden(launch)).toEqual({
+      command: "claude",
+      args: ["--mcp-config", "<dir>/mcp.json", "--allowedTools", "mcp__cotal__*", "--disallowedTools", "<DENY_FLOOR>", "--append-system-prompt-file", "<dir>/persona.md"],
+      cwd: "/work/proj",
+      env: EXPECTED_ENV,
+      files: [MCP_FILE, { path: "<dir>/persona.md", mode: "600", content: "P" }],
+      stdin: undefined,
+      permissionMode: undefined,
+    });
+  });
+
+  it("a one-shot run: -p --output-format json, the JSON schema inline, the prompt on stdin", () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "cotal-builder-"));
+    try {
+      const schema = path.join(dir, "schema.json");
+      writeFileSync(schema, JSON.stringify({ type: "object", properties: { answer: { type: "string" } } }, null, 2));
+      const launch = buildClaudeLaunch(input({ profile: "run", prompt: "What is 6 × 7?", jsonSchemaFile: schema, authMode: "api_key" }));
+      expect(golden(launch)).toEqual({
+        command: "claude",
+        args: [
+          "-p",
+          "--output-format",
+          "json",
+          "--mcp-config",
+          "<dir>/mcp.json",
+          "--allowedTools",
+          "mcp__cotal__*",
+          "--disallowedTools",
+          "<DENY_FLOOR>",
+          "--permission-mode=bypassPermissions",
+          '--json-schema={"type":"object","properties":{"answer":{"type":"string"}}}',
+        ],
+        cwd: "/work/proj",
+        env: { ...EXPECTED_ENV, ANTHROPIC_API_KEY: "sk-ant-stray-key" },
+        files: [MCP_FILE],
+        stdin: "What is 6 × 7?",
+        permissionMode: "bypassPermissions",
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("every profile and mode carries the MCP wiring, the allow rule and the whole deny floor", () => {
+    const variants: Array<Partial<ClaudeLaunchInput>> = [
+      { profile: "seat" },
+      { profile: "seat", headless: true, prompt: "x" },
+      { profile: "foreground" },
+      { profile: "run", prompt: "x" },
+      { profile: "seat", launchOptions: { "permission-mode": "dontAsk" } },
+      { profile: "seat", launchOptions: { "dangerously-skip-permissions": true } },
+      { profile: "foreground", launchOptions: { "permission-mode": "acceptEdits" } },
+      { profile: "run", prompt: "x", launchOptions: { "permission-mode": "plan" } },
+    ];
+    for (const v of variants) {
+      const { args } = buildClaudeLaunch(input(v));
+      const what = JSON.stringify(v);
+      expect(args.filter((a) => a === "--mcp-config"), what).toHaveLength(1);
+      expect(args[args.indexOf("--allowedTools") + 1], what).toBe("mcp__cotal__*");
+      const floorAt = args.indexOf("--disallowedTools");
+      expect(args.slice(floorAt + 1, floorAt + 1 + DENY_FLOOR.length), what).toEqual(DENY_FLOOR);
+    }
+  });
+
+  it("the deny floor names every destructive command of the issue", () => {
+    expect(DENY_FLOOR).toEqual(
+      expect.arrayContaining([
+        "Bash(rm -rf*)",
+        "Bash(rm -fr*)",
+        "Bash(git push --force*)",
+        "Bash(git push -f *)",
+        "Bash(git reset --hard*)",
+        "Bash(git clean -f*)",
+        "Bash(sudo *)",
+        "Bash(curl *| sh)",
+        "Bash(wget *| sh)",
+      ]),
+    );
+    expect(new Set(DENY_FLOOR).size).toBe(DENY_FLOOR.length);
+  });
+
+  it("a permission mode or dangerously-skip-permissions in the launch options replaces the managed default", () => {
+    const mode = buildClaudeLaunch(input({ launchOptions: { "permission-mode": "dontAsk" } }));
+    expect(mode.args.filter((a) => a.startsWith("--permission-mode"))).toEqual(["--permission-mode=dontAsk"]);
+    const skip = buildClaudeLaunch(input({ launchOptions: { dangerouslySkipPermissions: true } }));
+    expect(skip.args.some((a) => a.startsWith("--permission-mode"))).toBe(false);
+    expect(skip.args).toContain("--dangerously-skip-permissions");
+  });
+
+  it("no persona means no persona file and no prompt flag", () => {
+    const launch = buildClaudeLaunch(input({ persona: "  \n" }));
+    expect(launch.files.map((f) => path.basename(f.path))).toEqual(["mcp.json"]);
+    expect(launch.args.some((a) => a.includes("system-prompt"))).toBe(false);
+    expect(launch.personaFile).toBeUndefined();
+  });
+
+  it("the persona text is in neither argv nor env", () => {
+    const persona = "SECRET-PERSONA-TEXT: you guard the vault.";
+    const launch = buildClaudeLaunch(input({ persona, parentEnv: { ...PARENT_ENV } }));
+    expect(JSON.stringify(launch.args)).not.toContain("SECRET-PERSONA-TEXT");
+    expect(JSON.stringify(launch.env)).not.toContain("SECRET-PERSONA-TEXT");
+    expect(launch.files.find((f) => f.path === launch.personaFile)?.content).toBe(persona);
+  });
+
+  it("each launch gets a fresh private directory", () => {
+    expect(buildClaudeLaunch(input()).privateDir).not.toBe(buildClaudeLaunch(input()).privateDir);
+  });
+});
+
+describe("buildClaudeLaunch refusals", () => {
+  const refuse = (over: Partial<ClaudeLaunchInput>): unknown => {
+    try {
+      buildClaudeLaunch(input(over));
+    } catch (err) {
+      return err;
+    }
+    throw new Error(`expected ${JSON.stringify(over)} to be refused`);
+  };
+
+  it("refuses an unknown launch option, naming the key and the options it could have used", () => {
+    const err = refuse({ launchOptions: { "frobnicate-harder": true } });
+    expect(err).toBeInstanceOf(LaunchOptionError);
+    expect(err).toMatchObject({ key: "frobnicate-harder", reason: "unknown", code: "bad-launch-option" });
+    expect((err as Error).message).toContain("max-turns");
+  });
+
+  it.each(["constructor", "toString", "__proto__", "hasOwnProperty"])("refuses %s as unknown, not as an inherited property", (key) => {
+    expect(refuse({ launchOptions: JSON.parse(`{${JSON.stringify(key)}: true}`) as Record<string, boolean> })).toMatchObject({ key, reason: "unknown" });
+  });
+
+  it.each([
+    "mcp-config",
+    "strict-mcp-config",
+    "allowedTools",
+    "allowed-tools",
+    "disallowedTools",
+    "--disallowed-tools",
+    "settings",
+    "system-prompt",
+    "append-system-prompt",
+    "append-system-prompt-file",
+    "dangerously-load-development-channels",
+    "dangerously-load-anything-new",
+    "output-format",
+    "print",
+    "bare",
+    "safe-mode",
+    "plugin-dir",
+    "json-schema",
+  ])("refuses launch option %s, which would override Cotal's wiring or floor", (key) => {
+    const err = refuse({ launchOptions: { [key]: "x" } });
+    expect(err).toBeInstanceOf(LaunchOptionError);
+    expect(err).toMatchObject({ key, reason: "reserved" });
+  });
+
+  it.each([
+    [{ "permission-mode": "yolo" }, "one of default, acceptEdits"],
+    [{ "max-turns": "many" }, "an integer"],
+    [{ "max-turns": 0 }, "at least 1"],
+    [{ verbose: "loud" }, "true or false"],
+    [{ "add-dir": "/a\n--settings=/evil.json" }, "single-line"],
+  ])("refuses a bad value %j", (launchOptions, expected) => {
+    const err = refuse({ launchOptions });
+    expect(err).toMatchObject({ reason: "bad-value" });
+    expect((err as Error).message).toContain(expected);
+  });
+
+  it("passes a value that starts with a dash as one argument, never as another flag", () => {
+    const { args } = buildClaudeLaunch(input({ launchOptions: { "add-dir": "--mcp-config" } }));
+    expect(args).toContain("--add-dir=--mcp-config");
+    expect(args.filter((a) => a === "--mcp-config")).toHaveLength(1);
+  });
+
+  it("refuses a model given both as input and as a different launch option", () => {
+    expect(refuse({ model: "opus", launchOptions: { model: "sonnet" } })).toMatchObject({ reason: "conflict" });
+    expect(buildClaudeLaunch(input({ launchOptions: { model: "sonnet" } })).args).toContain("--model=sonnet");
+  });
+
+  it("refuses a managed seat in bypass mode as root outside a sandbox, naming both remedies", () => {
+    const err = refuse({ isRoot: true, parentEnv: { ...PARENT_ENV } });
+    expect(err).toBeInstanceOf(BypassAsRootError);
+    const message = (err as Error).message;
+    expect(message).toContain("IS_SANDBOX=1");
+    expect(message).toContain("--opt permission-mode=dontAsk");
+    expect(message).toContain("non-root");
+  });
+
+  it("says why when IS_SANDBOX is set to something Claude does not accept", () => {
+    const err = refuse({ isRoot: true, parentEnv: { ...PARENT_ENV, IS_SANDBOX: "yes" } });
+    expect(err).toBeInstanceOf(BypassAsRootError);
+    expect((err as Error).message).toContain('IS_SANDBOX is "yes"');
+  });
+
+  it("refuses dangerously-skip-permissions as root outside a sandbox too, in any profile", () => {
+    expect(refuse({ profile: "foreground", isRoot: true, launchOptions: { "dangerously-skip-permissions": true } })).toBeInstanceOf(BypassAsRootError);
+    expect(refuse({ profile: "run", prompt: "x", isRoot: true })).toBeInstanceOf(BypassAsRootError);
+  });
+
+  it("lets root run bypass in a sandbox (IS_SANDBOX=1 set for the child), or another mode without one", () => {
+    const sandboxed = buildClaudeLaunch(input({ isRoot: true, sandbox: true }));
+    expect(sandboxed.env.IS_SANDBOX).toBe("1");
+    expect(sandboxed.permissionMode).toBe("bypassPermissions");
+    const inherited = buildClaudeLaunch(input({ isRoot: true, parentEnv: { ...PARENT_ENV, IS_SANDBOX: "1" } }));
+    expect(inherited.env.IS_SANDBOX).toBe("1");
+    expect(buildClaudeLaunch(input({ isRoot: true, launchOptions: { "permission-mode": "dontAsk" } })).permissionMode).toBe("dontAsk");
+    expect(buildClaudeLaunch(input({ isRoot: true, profile: "foreground" })).permissionMode).toBeUndefined();
+  });
+
+  it("refuses relative paths, bad identities and prompts where they cannot go", () => {
+    expect(refuse({ cwd: "proj" })).toBeInstanceOf(ClaudeLaunchError);
+    expect(refuse({ connectorEntry: "dist/connector.mjs" })).toBeInstanceOf(ClaudeLaunchError);
+    expect(refuse({ identity: { name: "al.ice", space: "team", launchMaterialPath: "/m.json" } })).toBeInstanceOf(ClaudeLaunchError);
+    expect(refuse({ profile: "foreground", prompt: "hi" })).toBeInstanceOf(ClaudeLaunchError);
+    expect(refuse({ profile: "run" })).toBeInstanceOf(ClaudeLaunchError);
+    expect(refuse({ profile: "seat", jsonSchemaFile: "/s.json" })).toBeInstanceOf(ClaudeLaunchError);
+    expect(refuse({ profile: "run", prompt: "x", jsonSchemaFile: "/nonexistent/schema.json" })).toBeInstanceOf(ClaudeLaunchError);
+  });
+});
