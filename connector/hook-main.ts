@@ -1,3 +1,10 @@
-// Entry of the bundled hook command (dist/hook.mjs). A hook never blocks the session:
-// until the relay exists it answers with an empty reply.
-process.stdout.write("{}\n");
+// Entry of the bundled hook command: `node dist/hook.mjs <event>`, registered as a Claude
+// command hook. Prints the connector's reply (or `{}`) and exits 0: it never blocks a session.
+import { runHook } from "./hook.js";
+
+const debug = process.env.COTAL_HOOK_DEBUG === "1";
+process.exitCode = await runHook(process.argv[2], process.stdin, process.env, {
+  ...(debug ? { onFallback: (reason: string) => process.stderr.write(`cotal hook: ${reason}\n`) } : {}),
+});
+// Claude waits for the process to exit: never linger on stdin or a socket.
+setTimeout(() => process.exit(process.exitCode ?? 0), 50).unref();

@@ -1,2 +1,17 @@
-/** Connector: the seat runtime (MCP server, hook relay, inbox, event plane). */
-export {};
+/** Connector: the seat runtime (MCP server, hook relay, bounded inbox, wake, presence from hooks). */
+export * from "./errors.js";
+export * from "./launch.js";
+export * from "./paths.js";
+export * from "./protocol.js";
+export * from "./framing.js";
+export * from "./inbox.js";
+export * from "./hooks.js";
+export * from "./presence.js";
+export * from "./wake.js";
+export * from "./control-server.js";
+export * from "./hook.js";
+export * from "./receipts.js";
+export * from "./connector.js";
+export * from "./tools.js";
+export * from "./run.js";
+export { VERSION as CONNECTOR_VERSION } from "./version.js";

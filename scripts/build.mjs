@@ -9,6 +9,7 @@ const entries = {
   connector: "connector/mcp-main.ts",
   hook: "connector/hook-main.ts",
   bench: "bench/main.ts",
+  "bench-connector": "bench/connector-hook.ts",
 };
 
 // ESM bundles of CommonJS dependencies need require/__dirname.

@@ -1,0 +1,217 @@
+import { readFileSync, statSync } from "node:fs";
+import { z } from "zod";
+import { parseMeshLink } from "../broker/index.js";
+import {
+  ChannelName,
+  describeIssues,
+  LifecycleUid,
+  LOCAL_OWNER,
+  PrincipalToken,
+  RoleName,
+  SpaceName,
+} from "../schemas/index.js";
+import { LaunchError } from "./errors.js";
+
+/**
+ * The launch material file (path in `COTAL_LAUNCH_MATERIAL`, mode 0600), written by the manager
+ * or by `cotal spawn`: who the seat is, where the mesh is, and the per-launch control token.
+ */
+export const LaunchMaterial = z
+  .strictObject({
+    v: z.literal(1).default(1),
+    server: z.string().min(1).describe("nats://host:port, host:port or cotal://host:port/space"),
+    space: SpaceName,
+    /** The actor name; the principal is `<owner>.<name>`. */
+    name: PrincipalToken,
+    owner: PrincipalToken.default(LOCAL_OWNER),
+    role: RoleName.optional(),
+    channels: z.array(ChannelName).max(64).default([]),
+    /** Path of the seat's `.creds` file (auth meshes). */
+    creds: z.string().min(1).optional(),
+    /** Lifecycle uid of this seat incarnation. */
+    uid: LifecycleUid.optional(),
+    /** Per-launch secret hooks present to the control endpoint. */
+    controlToken: z.string().min(32).max(512),
+    /** Where the control socket goes (default: the per-user control directory). */
+    controlDir: z.string().min(1).optional(),
+    /** Also serve hooks over loopback HTTP on this port (0 = an ephemeral port). */
+    httpPort: z.number().int().min(0).max(65535).optional(),
+    description: z.string().max(1000).optional(),
+    tags: z.array(z.string().max(64)).max(32).optional(),
+    meta: z.record(z.string(), z.string().max(1000)).optional(),
+  })
+  .describe("A seat's launch material (COTAL_LAUNCH_MATERIAL).");
+export type LaunchMaterial = z.infer<typeof LaunchMaterial>;
+
+/** A seat's identity and connection, from either launch form. */
+export interface Launch {
+  source: "material" | "env";
+  server: string;
+  space: string;
+  owner: string;
+  name: string;
+  role?: string;
+  channels: string[];
+  creds?: string;
+  uid?: string;
+  /** The control token (launch material); hand-started sessions generate one. */
+  controlToken?: string;
+  controlDir?: string;
+  httpPort?: number;
+  description?: string;
+  tags?: string[];
+  meta?: Record<string, string>;
+}
+
+export type LaunchResolution =
+  | { kind: "none"; /** Why not joined, for the help tool (e.g. COTAL_SERVER set but no COTAL_NAME). */ note?: string }
+  | { kind: "launch"; launch: Launch };
+
+/** Environment variables of the hand-started form. COTAL_NAME selects it. */
+export const ENV_LAUNCH_VARS = ["COTAL_SERVER", "COTAL_SPACE", "COTAL_NAME", "COTAL_ROLE", "COTAL_CHANNELS", "COTAL_CREDS"] as const;
+
+const HOW_TO_JOIN =
+  "Start Claude with COTAL_SERVER, COTAL_SPACE and COTAL_NAME set (optionally COTAL_ROLE, COTAL_CHANNELS, COTAL_CREDS), or let `cotal spawn` / the manager write launch material (COTAL_LAUNCH_MATERIAL).";
+
+/**
+ * Decide how this connector joins: from launch material, from the environment (selected by
+ * COTAL_NAME), or not at all. Setting both forms, an unsafe or invalid material file, or an
+ * incomplete environment is refused. COTAL_SERVER/COTAL_SPACE alone (as the CLI uses them) do
+ * not select the hand-started form: the connector starts not joined and says what is missing.
+ */
+export function resolveLaunch(env: NodeJS.ProcessEnv = process.env): LaunchResolution {
+  const materialPath = env.COTAL_LAUNCH_MATERIAL?.trim();
+  const envSet = ENV_LAUNCH_VARS.filter((k) => (env[k] ?? "").trim() !== "");
+  if (materialPath && envSet.length) {
+    throw new LaunchError(`Both launch forms are set: COTAL_LAUNCH_MATERIAL and ${envSet.join(", ")}.`, {
+      remedy: "Use one: launch material (written by the manager or `cotal spawn`) or the COTAL_* variables of a hand-started session, not both.",
+    });
+  }
+  if (materialPath) return { kind: "launch", launch: readLaunchMaterial(materialPath) };
+  if ((env.COTAL_NAME ?? "").trim() !== "") return { kind: "launch", launch: launchFromEnv(env) };
+  if (envSet.length) return { kind: "none", note: `${envSet.join(", ")} ${envSet.length === 1 ? "is" : "are"} set, but COTAL_NAME is not: the connector needs a name to join.` };
+  return { kind: "none" };
+}
+
+/** Read and validate a launch material file; its mode must be 0600 and it must be ours. */
+export function readLaunchMaterial(file: string): Launch {
+  let st;
+  try {
+    st = statSync(file);
+  } catch (cause) {
+    throw new LaunchError(`Cannot read the launch material ${file}: ${(cause as NodeJS.ErrnoException).code ?? String(cause)}.`, {
+      remedy: "Check COTAL_LAUNCH_MATERIAL names the file the launcher wrote.",
+      cause,
+    });
+  }
+  if (!st.isFile()) throw new LaunchError(`The launch material ${file} is not a regular file.`);
+  const mode = st.mode & 0o777;
+  if (mode !== 0o600) {
+    throw new LaunchError(`The launch material ${file} has mode ${mode.toString(8).padStart(3, "0")}, not 600: it holds a secret, so it must be private.`, {
+      remedy: `Run \`chmod 600 ${file}\` (and let only its owner read it).`,
+    });
+  }
+  const uid = process.getuid?.();
+  if (uid !== undefined && st.uid !== uid) {
+    throw new LaunchError(`The launch material ${file} is owned by uid ${st.uid}, not by this user (${uid}).`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(file, "utf8"));
+  } catch (cause) {
+    throw new LaunchError(`The launch material ${file} is not valid JSON.`, { cause });
+  }
+  const parsed = LaunchMaterial.safeParse(json);
+  if (!parsed.success) throw new LaunchError(`Invalid launch material ${file}: ${describeIssues(parsed.error).join("; ")}.`);
+  const m = parsed.data;
+  return {
+    source: "material",
+    server: m.server,
+    space: m.space,
+    owner: m.owner,
+    name: m.name,
+    channels: m.channels,
+    controlToken: m.controlToken,
+    ...(m.role ? { role: m.role } : {}),
+    ...(m.creds ? { creds: m.creds } : {}),
+    ...(m.uid ? { uid: m.uid } : {}),
+    ...(m.controlDir ? { controlDir: m.controlDir } : {}),
+    ...(m.httpPort !== undefined ? { httpPort: m.httpPort } : {}),
+    ...(m.description ? { description: m.description } : {}),
+    ...(m.tags ? { tags: m.tags } : {}),
+    ...(m.meta ? { meta: m.meta } : {}),
+  };
+}
+
+const EnvLaunch = z.object({
+  server: z.string().min(1, "COTAL_SERVER is required"),
+  space: SpaceName,
+  owner: PrincipalToken,
+  name: PrincipalToken,
+  role: RoleName.optional(),
+  channels: z.array(ChannelName).max(64),
+  creds: z.string().min(1).optional(),
+});
+
+/** The hand-started form: COTAL_SERVER, COTAL_SPACE, COTAL_NAME (+ ROLE, CHANNELS, CREDS). */
+export function launchFromEnv(env: NodeJS.ProcessEnv): Launch {
+  const get = (k: string) => {
+    const v = env[k]?.trim();
+    return v ? v : undefined;
+  };
+  let server = get("COTAL_SERVER");
+  let space = get("COTAL_SPACE");
+  if (server?.startsWith("cotal://")) {
+    try {
+      const link = parseMeshLink(server);
+      space ??= link.space;
+      server = link.server;
+    } catch (cause) {
+      throw new LaunchError(`COTAL_SERVER ${JSON.stringify(server)} is not a valid cotal:// link.`, { cause });
+    }
+  }
+  const missing = [!server && "COTAL_SERVER", !space && "COTAL_SPACE", !get("COTAL_NAME") && "COTAL_NAME"].filter(Boolean);
+  if (missing.length) {
+    throw new LaunchError(`Incomplete hand-started launch: ${missing.join(", ")} ${missing.length === 1 ? "is" : "are"} not set.`, { remedy: HOW_TO_JOIN });
+  }
+  const rawName = get("COTAL_NAME")!;
+  const dotted = rawName.split(".");
+  // `<owner>.<actor>` or a bare actor; anything else is left whole so validation refuses it.
+  const [owner, name] = dotted.length === 2 ? [dotted[0]!, dotted[1]!] : [LOCAL_OWNER, rawName];
+  const channels = (get("COTAL_CHANNELS") ?? "")
+    .split(/[\s,]+/)
+    .filter((c) => c !== "");
+  const parsed = EnvLaunch.safeParse({
+    server,
+    space,
+    owner,
+    name,
+    role: get("COTAL_ROLE"),
+    channels,
+    creds: get("COTAL_CREDS"),
+  });
+  if (!parsed.success) {
+    throw new LaunchError(`Invalid hand-started launch: ${describeIssues(parsed.error).join("; ")}.`, {
+      remedy: "COTAL_NAME is an actor name (letters, digits, '_') or <owner>.<actor>; COTAL_CHANNELS a comma-separated list of channels.",
+    });
+  }
+  const e = parsed.data;
+  return {
+    source: "env",
+    server: e.server,
+    space: e.space,
+    owner: e.owner,
+    name: e.name,
+    channels: e.channels,
+    ...(e.role ? { role: e.role } : {}),
+    ...(e.creds ? { creds: e.creds } : {}),
+  };
+}
+
+/** What the "not joined" tool tells a model (and its user). */
+export const JOIN_HELP = [
+  "This Claude session is not on a Cotal mesh: the Cotal connector started without an identity.",
+  `To join, ${HOW_TO_JOIN.charAt(0).toLowerCase()}${HOW_TO_JOIN.slice(1)}`,
+  "Example: COTAL_SERVER=nats://127.0.0.1:4222 COTAL_SPACE=team COTAL_NAME=alice claude",
+  "Then restart the session; the cotal_* tools (send, dm, inbox, roster, …) appear once joined.",
+].join("\n");

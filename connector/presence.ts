@@ -1,0 +1,76 @@
+// Presence derived from Claude hooks (pure): what each hook event means for status,
+// condition and activity. Activity carries a tool name only, never arguments.
+import type { PresencePatch } from "../broker/index.js";
+import type { ConditionCode, PresenceStatus } from "../schemas/index.js";
+import type { HookEvent, HookPayload } from "./protocol.js";
+
+/** What the connector knows of the session between hooks. */
+export interface TurnState {
+  /** A turn is running (between UserPromptSubmit / a main-agent tool call and Stop). */
+  turnOpen: boolean;
+  status: PresenceStatus;
+}
+
+/** StopFailure `error` values → presence condition. Unknown values read as `failed`. */
+export const STOP_FAILURE_CONDITIONS: Readonly<Record<string, ConditionCode>> = {
+  rate_limit: "rate_limit",
+  overloaded: "overloaded",
+  authentication_failed: "auth",
+  oauth_org_not_allowed: "auth",
+  verification_required: "auth",
+  cloud_credential_error: "auth",
+  billing_error: "billing",
+  account_on_hold: "billing",
+  invalid_request: "request",
+  model_not_found: "model",
+  server_error: "server",
+  max_output_tokens: "context",
+  context_window_exceeded: "context",
+  prompt_too_long: "context",
+  unknown: "failed",
+};
+
+export function stopFailureCondition(error: string | undefined): ConditionCode {
+  return (error !== undefined && STOP_FAILURE_CONDITIONS[error]) || "failed";
+}
+
+/** Notification types that mean the session waits for a person, and why. */
+export const WAITING_NOTIFICATIONS: Readonly<Record<string, ConditionCode>> = {
+  permission_prompt: "approval",
+  worker_permission_prompt: "approval",
+  elicitation_dialog: "input",
+  elicitation_url_dialog: "input",
+  agent_needs_input: "input",
+};
+
+/** Longest activity string presence accepts. */
+const MAX_ACTIVITY = 200;
+
+/**
+ * The presence change a hook implies, and the turn state after it. `patch` is undefined when
+ * the hook changes nothing (a subagent's tool call, an informational notification).
+ */
+export function presenceFromHook(event: HookEvent, p: HookPayload, s: TurnState): { patch?: PresencePatch; turnOpen: boolean } {
+  switch (event) {
+    case "SessionStart":
+      // A compaction fires SessionStart inside a turn: the session is not idle then.
+      return s.turnOpen ? { turnOpen: true } : { patch: { status: "idle", condition: null, activity: null }, turnOpen: false };
+    case "UserPromptSubmit":
+      return { patch: { status: "working", condition: null, activity: null }, turnOpen: true };
+    case "PreToolUse": {
+      if (p.agent_id) return { turnOpen: s.turnOpen };
+      const activity = p.tool_name ? p.tool_name.slice(0, MAX_ACTIVITY) : null;
+      return { patch: { status: "working", condition: null, activity }, turnOpen: true };
+    }
+    case "Notification": {
+      const condition = p.notification_type ? WAITING_NOTIFICATIONS[p.notification_type] : undefined;
+      return condition ? { patch: { status: "waiting", condition }, turnOpen: s.turnOpen } : { turnOpen: s.turnOpen };
+    }
+    case "Stop":
+      return { patch: { status: "idle", condition: null, activity: null }, turnOpen: false };
+    case "StopFailure":
+      return { patch: { status: "idle", condition: stopFailureCondition(p.error), activity: null }, turnOpen: false };
+    case "SessionEnd":
+      return { patch: { status: "offline", activity: null }, turnOpen: false };
+  }
+}

@@ -1,0 +1,83 @@
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { pino } from "pino";
+import { logger, setLogDestination } from "../broker/index.js";
+import { CotalError } from "../schemas/index.js";
+import { Connector, type ConnectorOptions } from "./connector.js";
+import { CustodyHeldError, EXIT, LaunchError, UnsafeControlDirError } from "./errors.js";
+import { resolveLaunch } from "./launch.js";
+import { buildNotJoinedServer } from "./tools.js";
+
+/** Tuning knobs read from the environment (documented in docs/connector.md). */
+export function optionsFromEnv(env: NodeJS.ProcessEnv): Omit<ConnectorOptions, "launch"> {
+  const num = (k: string) => {
+    const v = Number(env[k]);
+    return Number.isFinite(v) && v > 0 ? v : undefined;
+  };
+  const capacity = num("COTAL_INBOX_CAPACITY");
+  const nakDelayMs = num("COTAL_INBOX_NAK_DELAY_MS");
+  return {
+    env,
+    ...(capacity || nakDelayMs ? { inbox: { ...(capacity ? { capacity } : {}), ...(nakDelayMs ? { nakDelayMs } : {}) } } : {}),
+  };
+}
+
+/**
+ * The connector process: resolve the launch, claim custody, join, serve MCP on stdio, and leave
+ * (offline presence) once when stdin closes or a termination signal arrives. Resolves with the
+ * process exit code.
+ */
+export async function runConnector(env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  if (env.COTAL_LOG_FILE) setLogDestination(pino.destination({ dest: env.COTAL_LOG_FILE, sync: true, mkdir: true }));
+  const log = logger("connector-main");
+  const stdinClosed = new Promise<string>((resolve) => {
+    process.stdin.once("end", () => resolve("stdin closed"));
+    process.stdin.once("close", () => resolve("stdin closed"));
+  });
+  const signalled = new Promise<string>((resolve) => {
+    for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.once(sig, () => resolve(sig));
+  });
+  const ended = Promise.race([stdinClosed, signalled]);
+
+  let resolution;
+  try {
+    resolution = resolveLaunch(env);
+  } catch (err) {
+    return refuse(err, EXIT.launch);
+  }
+
+  if (resolution.kind === "none") {
+    const server = buildNotJoinedServer(resolution.note);
+    await server.connect(new StdioServerTransport());
+    log.info("not joined: serving cotal_join_help only");
+    await ended;
+    await server.close().catch(() => undefined);
+    return EXIT.ok;
+  }
+
+  let connector: Connector;
+  try {
+    connector = await Connector.start({ ...optionsFromEnv(env), launch: resolution.launch });
+  } catch (err) {
+    if (err instanceof CustodyHeldError) return refuse(err, EXIT.custody);
+    if (err instanceof LaunchError || err instanceof UnsafeControlDirError) return refuse(err, EXIT.launch);
+    return refuse(err, EXIT.mesh);
+  }
+  const server = await connector.serve(new StdioServerTransport());
+  const transportClosed = new Promise<string>((resolve) => {
+    const prev = server.server.onclose;
+    server.server.onclose = () => {
+      prev?.();
+      resolve("MCP transport closed");
+    };
+  });
+  const reason = await Promise.race([ended, transportClosed]);
+  await connector.close(reason);
+  return EXIT.ok;
+
+  function refuse(err: unknown, code: number): number {
+    const message = err instanceof CotalError || err instanceof Error ? err.message : String(err);
+    log.error({ err, code }, "connector refused to start");
+    process.stderr.write(`cotal connector: ${message}\n`);
+    return code;
+  }
+}

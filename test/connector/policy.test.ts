@@ -1,0 +1,235 @@
+// Pure policies: presence from hooks, wake decisions, launch resolution, the hook registry.
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import {
+  HOOKS,
+  Inbox,
+  LaunchError,
+  PRINCIPAL_TOKEN_RE,
+  presenceFromHook,
+  renderHooksSettings,
+  resolveLaunch,
+  SPACE_RE,
+  stopFailureCondition,
+  trimPayload,
+  Waker,
+  type Wake,
+  type WakeView,
+} from "../../connector/index.js";
+import { ALPHABETS, type Attention } from "../../schemas/index.js";
+import { fakeMail } from "./helpers.js";
+
+describe("presence from hooks", () => {
+  const idle = { turnOpen: false, status: "idle" as const };
+  const busy = { turnOpen: true, status: "working" as const };
+  const p = (extra: Record<string, unknown> = {}) => ({ hook_event_name: "x", ...extra });
+
+  it("walks idle → working → idle through a turn, activity carrying the tool name only", () => {
+    expect(presenceFromHook("SessionStart", p({ source: "startup" }), idle)).toEqual({ patch: { status: "idle", condition: null, activity: null }, turnOpen: false });
+    expect(presenceFromHook("UserPromptSubmit", p(), idle)).toEqual({ patch: { status: "working", condition: null, activity: null }, turnOpen: true });
+    expect(presenceFromHook("PreToolUse", p({ tool_name: "Bash" }), busy)).toEqual({ patch: { status: "working", condition: null, activity: "Bash" }, turnOpen: true });
+    expect(presenceFromHook("Stop", p(), busy)).toEqual({ patch: { status: "idle", condition: null, activity: null }, turnOpen: false });
+    expect(presenceFromHook("SessionEnd", p({ reason: "other" }), idle)).toEqual({ patch: { status: "offline", activity: null }, turnOpen: false });
+  });
+
+  it("a first main-agent tool call starts a turn; a subagent's tool call changes nothing", () => {
+    expect(presenceFromHook("PreToolUse", p({ tool_name: "Read" }), idle).patch?.status).toBe("working");
+    expect(presenceFromHook("PreToolUse", p({ tool_name: "Read", agent_id: "a1" }), idle)).toEqual({ turnOpen: false });
+  });
+
+  it("SessionStart inside an open turn (a compaction) does not claim idle", () => {
+    expect(presenceFromHook("SessionStart", p({ source: "compact" }), busy)).toEqual({ turnOpen: true });
+  });
+
+  it("maps notifications to waiting with a condition, and ignores informational ones", () => {
+    expect(presenceFromHook("Notification", p({ notification_type: "permission_prompt" }), busy).patch).toEqual({ status: "waiting", condition: "approval" });
+    expect(presenceFromHook("Notification", p({ notification_type: "elicitation_dialog" }), busy).patch).toEqual({ status: "waiting", condition: "input" });
+    expect(presenceFromHook("Notification", p({ notification_type: "idle_prompt" }), idle).patch).toBeUndefined();
+  });
+
+  it("maps every StopFailure error to a condition (unknown ones to failed)", () => {
+    const cases: Record<string, string> = {
+      rate_limit: "rate_limit",
+      overloaded: "overloaded",
+      authentication_failed: "auth",
+      oauth_org_not_allowed: "auth",
+      billing_error: "billing",
+      account_on_hold: "billing",
+      invalid_request: "request",
+      model_not_found: "model",
+      server_error: "server",
+      max_output_tokens: "context",
+      unknown: "failed",
+      something_new: "failed",
+    };
+    for (const [error, condition] of Object.entries(cases)) expect(stopFailureCondition(error), error).toBe(condition);
+    expect(presenceFromHook("StopFailure", p({ error: "rate_limit" }), busy)).toEqual({ patch: { status: "idle", condition: "rate_limit", activity: null }, turnOpen: false });
+  });
+
+  it("relays only the fields the connector needs, never tool arguments or prompts", () => {
+    const raw = { session_id: "s", hook_event_name: "PreToolUse", tool_name: "Bash", tool_input: { command: "rm -rf /" }, prompt: "secret", tool_use_id: "t" };
+    expect(trimPayload(raw)).toEqual({ session_id: "s", hook_event_name: "PreToolUse", tool_name: "Bash" });
+  });
+});
+
+describe("wake policy", () => {
+  function setup(attention: Attention = "open", modes: Record<string, "normal" | "quiet" | "muted"> = {}) {
+    const rings: Wake[] = [];
+    const waker = new Waker((w) => rings.push(w));
+    const inbox = new Inbox((m) => {
+      if (m.kind !== "channel") return { cls: "directed", mentionsYou: false };
+      const mentionsYou = (m.message.mentions ?? []).includes("bob");
+      if (modes[m.channel!] === "muted") return { cls: "pull", mentionsYou };
+      return { cls: mentionsYou ? "directed" : "channel", mentionsYou };
+    });
+    const state = { attention, turnOpen: false };
+    const view = (): WakeView => ({
+      attention: state.attention,
+      turnOpen: state.turnOpen,
+      modeOf: (ch) => modes[ch] ?? "normal",
+      directedWaiting: () => inbox.entries().filter((e) => e.cls === "directed" && !e.handover),
+      channelWaiting: () => inbox.entries().filter((e) => e.cls === "channel" && !e.handover),
+      me: "local.bob",
+    });
+    const arrive = (m: ReturnType<typeof fakeMail>) => {
+      const { entry } = inbox.add(m);
+      if (entry) waker.arrived(entry, view());
+    };
+    return { rings, waker, inbox, state, view, arrive };
+  }
+
+  it("rings once at once for directed mail when idle, and not again until it was read", () => {
+    const s = setup();
+    s.arrive(fakeMail("dm", "hi", { from: "alice" }));
+    s.arrive(fakeMail("anycast", "job", { from: "carol" }));
+    expect(s.rings).toHaveLength(1);
+    expect(s.rings[0]).toMatchObject({ kind: "directed", meta: { kind: "directed", count: "1" } });
+    expect(s.rings[0]!.content).toContain("DM from local.alice");
+    s.waker.answered();
+    s.arrive(fakeMail("dm", "again"));
+    expect(s.rings).toHaveLength(2);
+  });
+
+  it("batches ambient chatter into one wake at the next idle transition", () => {
+    const s = setup();
+    s.state.turnOpen = true;
+    for (let i = 0; i < 5; i++) s.arrive(fakeMail("channel", `post ${i}`, { channel: i % 2 ? "ops" : "general" }));
+    expect(s.rings).toHaveLength(0);
+    s.state.turnOpen = false;
+    s.waker.idle(s.view());
+    expect(s.rings).toHaveLength(1);
+    expect(s.rings[0]).toMatchObject({ kind: "ambient", meta: { count: "5" } });
+    expect(s.rings[0]!.content).toContain("#general, #ops");
+    s.waker.idle(s.view());
+    expect(s.rings).toHaveLength(1);
+  });
+
+  it("defers directed wakes while a turn runs, then rings at idle", () => {
+    const s = setup();
+    s.state.turnOpen = true;
+    s.arrive(fakeMail("dm", "hi"));
+    expect(s.rings).toHaveLength(0);
+    s.state.turnOpen = false;
+    s.waker.idle(s.view());
+    expect(s.rings.map((r) => r.kind)).toEqual(["directed"]);
+  });
+
+  it("focus wakes only for directed mail (mentions included); dnd wakes for nothing", () => {
+    const f = setup("focus");
+    f.arrive(fakeMail("channel", "chatter"));
+    f.waker.idle(f.view());
+    expect(f.rings).toHaveLength(0);
+    f.arrive(fakeMail("channel", "@bob look", { mentions: ["bob"] }));
+    expect(f.rings.map((r) => r.kind)).toEqual(["directed"]);
+    const d = setup("dnd");
+    d.arrive(fakeMail("dm", "hi"));
+    d.arrive(fakeMail("channel", "x"));
+    d.waker.idle(d.view());
+    expect(d.rings).toHaveLength(0);
+  });
+
+  it("quiet channels never wake; muted channels are pull-only and do not wake even when they mention you", () => {
+    const s = setup("open", { general: "quiet", noise: "muted" });
+    s.arrive(fakeMail("channel", "q", { channel: "general" }));
+    s.arrive(fakeMail("channel", "m", { channel: "noise", mentions: ["bob"] }));
+    s.waker.idle(s.view());
+    expect(s.rings).toHaveLength(0);
+    expect(s.inbox.entries().map((e) => e.cls)).toEqual(["channel", "pull"]);
+  });
+});
+
+describe("launch resolution", () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "cotal-launch-"));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const token = "t".repeat(40);
+  function material(obj: Record<string, unknown>, mode = 0o600): string {
+    const f = path.join(dir, `m-${Math.random().toString(36).slice(2)}.json`);
+    writeFileSync(f, JSON.stringify(obj));
+    chmodSync(f, mode);
+    return f;
+  }
+
+  it("reads launch material (0600) with its defaults", () => {
+    const f = material({ server: "nats://127.0.0.1:1", space: "team", name: "alice", role: "reviewer", channels: ["general"], controlToken: token, uid: "a".repeat(26) });
+    expect(resolveLaunch({ COTAL_LAUNCH_MATERIAL: f })).toEqual({
+      kind: "launch",
+      launch: { source: "material", server: "nats://127.0.0.1:1", space: "team", owner: "local", name: "alice", role: "reviewer", channels: ["general"], controlToken: token, uid: "a".repeat(26) },
+    });
+  });
+
+  it("refuses launch material that others can read", () => {
+    const f = material({ server: "x", space: "team", name: "alice", controlToken: token }, 0o644);
+    expect(() => resolveLaunch({ COTAL_LAUNCH_MATERIAL: f })).toThrow(/mode 644, not 600.*chmod 600/);
+  });
+
+  it("refuses invalid launch material, naming the field", () => {
+    const f = material({ server: "x", space: "team", name: "al.ice", controlToken: token, extra: 1 });
+    expect(() => resolveLaunch({ COTAL_LAUNCH_MATERIAL: f })).toThrow(/name: .*; .*extra/s);
+  });
+
+  it("refuses both launch forms at once", () => {
+    const f = material({ server: "x", space: "team", name: "alice", controlToken: token });
+    expect(() => resolveLaunch({ COTAL_LAUNCH_MATERIAL: f, COTAL_NAME: "bob" })).toThrow(LaunchError);
+    expect(() => resolveLaunch({ COTAL_LAUNCH_MATERIAL: f, COTAL_SERVER: "nats://x" })).toThrow(/Both launch forms/);
+  });
+
+  it("joins a hand-started session from the environment", () => {
+    expect(resolveLaunch({ COTAL_SERVER: "cotal://127.0.0.1:4999/team", COTAL_NAME: "ops.bob", COTAL_CHANNELS: "general, team.backend", COTAL_ROLE: "builder" })).toEqual({
+      kind: "launch",
+      launch: { source: "env", server: "nats://127.0.0.1:4999", space: "team", owner: "ops", name: "bob", role: "builder", channels: ["general", "team.backend"] },
+    });
+    expect(() => resolveLaunch({ COTAL_NAME: "bob" })).toThrow(/COTAL_SERVER, COTAL_SPACE are not set/);
+    expect(() => resolveLaunch({ COTAL_SERVER: "nats://x", COTAL_SPACE: "s", COTAL_NAME: "bad name" })).toThrow(/Invalid hand-started launch/);
+  });
+
+  it("starts not joined with neither form, saying what is missing when only CLI variables are set", () => {
+    expect(resolveLaunch({})).toEqual({ kind: "none" });
+    expect(resolveLaunch({ COTAL_SERVER: "nats://x", COTAL_SPACE: "s" })).toEqual({ kind: "none", note: expect.stringContaining("COTAL_NAME is not") });
+  });
+});
+
+describe("hook registry", () => {
+  it("declares every event once, with drains only on SessionStart and UserPromptSubmit, command-only", () => {
+    expect(HOOKS.map((h) => h.event)).toEqual(["SessionStart", "UserPromptSubmit", "PreToolUse", "Notification", "Stop", "StopFailure", "SessionEnd"]);
+    for (const h of HOOKS) {
+      if (h.drains) expect(h.transports, h.event).toEqual(["command"]);
+      expect(h.budgetMs, h.event).toBeLessThan(h.timeoutSec * 1000);
+    }
+    expect(HOOKS.filter((h) => h.drains).map((h) => h.event)).toEqual(["SessionStart", "UserPromptSubmit"]);
+  });
+
+  it("renders a settings hooks section, with http only where allowed", () => {
+    const s = renderHooksSettings({ command: (e) => `node hook.mjs ${e}`, http: { url: "http://127.0.0.1:9/", tokenEnv: "COTAL_HOOK_TOKEN" } });
+    expect(s.SessionStart).toEqual([{ hooks: [{ type: "command", command: "node hook.mjs SessionStart", timeout: 15 }] }]);
+    expect(s.PreToolUse).toEqual([
+      { hooks: [{ type: "http", url: "http://127.0.0.1:9/hook/PreToolUse", headers: { Authorization: "Bearer $COTAL_HOOK_TOKEN" }, allowedEnvVars: ["COTAL_HOOK_TOKEN"], timeout: 5 }] },
+    ]);
+  });
+
+  it("the hook's token alphabets agree with the wire's", () => {
+    expect(SPACE_RE.source).toBe(ALPHABETS.space.re.source.replace("+$", "{1,64}$"));
+    expect(PRINCIPAL_TOKEN_RE.source).toBe(ALPHABETS.principal.re.source.replace("+$", "{1,64}$"));
+  });
+});

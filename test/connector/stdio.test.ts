@@ -1,0 +1,170 @@
+// The shipped entry point as a child process over stdio: it starts, serves, and shuts down once,
+// leaving the mesh (offline presence) when its stdin closes; it refuses bad launches and a
+// principal another connector holds.
+import { spawn, type ChildProcess } from "node:child_process";
+import { chmodSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { NatsServer, until } from "../harness/fixtures.js";
+import { TestMesh } from "../harness/mesh.js";
+import { CONNECTOR_BUNDLE, ensureBuilt } from "./built.js";
+import { call, tempControlDir } from "./helpers.js";
+
+/** An MCP client transport over a child we spawned ourselves (so we see its exit). */
+class ChildTransport implements Transport {
+  onmessage?: (m: JSONRPCMessage) => void;
+  onclose?: () => void;
+  onerror?: (e: Error) => void;
+  private readonly buf = new ReadBuffer();
+  constructor(private readonly child: ChildProcess) {}
+  async start(): Promise<void> {
+    this.child.stdout!.on("data", (d: Buffer) => {
+      this.buf.append(d);
+      for (let m = this.buf.readMessage(); m; m = this.buf.readMessage()) this.onmessage?.(m);
+    });
+    this.child.once("close", () => this.onclose?.());
+  }
+  async send(m: JSONRPCMessage): Promise<void> {
+    this.child.stdin!.write(serializeMessage(m));
+  }
+  async close(): Promise<void> {
+    this.child.stdin!.end();
+  }
+}
+
+interface Started {
+  child: ChildProcess;
+  exit: Promise<number | null>;
+  logs: () => Array<Record<string, unknown>>;
+  stderr: () => string;
+}
+
+function startBundle(env: Record<string, string>): Started {
+  const child = spawn(process.execPath, [CONNECTOR_BUNDLE], {
+    env: { PATH: process.env.PATH ?? "", COTAL_LOG_LEVEL: "info", ...env },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr!.setEncoding("utf8").on("data", (s: string) => (stderr += s));
+  const exit = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+  const logs = () =>
+    stderr
+      .split("\n")
+      .filter((l) => l.startsWith("{"))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+  return { child, exit, logs, stderr: () => stderr };
+}
+
+let server: NatsServer;
+const cleanups: Array<() => unknown> = [];
+beforeAll(async () => {
+  ensureBuilt();
+  server = await NatsServer.start();
+});
+afterAll(async () => {
+  await server?.cleanup();
+});
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await Promise.resolve(c()).catch(() => undefined);
+});
+
+let n = 0;
+async function setup() {
+  const mesh = await TestMesh.start(server, `stdio${++n}`);
+  cleanups.push(() => mesh.close());
+  const ctl = tempControlDir();
+  cleanups.push(ctl.cleanup);
+  const env = { COTAL_SERVER: server.url, COTAL_SPACE: mesh.space, COTAL_NAME: "bob", COTAL_CONTROL_DIR: ctl.dir };
+  return { mesh, env, ctl };
+}
+
+function kill(s: Started): void {
+  if (s.child.exitCode === null) s.child.kill("SIGKILL");
+}
+
+describe("the connector bundle over stdio", () => {
+  it("starts, serves tools, and on stdin close leaves the mesh (offline presence) and exits 0, once", async () => {
+    const { mesh, env } = await setup();
+    const s = startBundle(env);
+    cleanups.push(() => kill(s));
+    const client = new Client({ name: "stdio-test", version: "0" });
+    await client.connect(new ChildTransport(s.child));
+    expect((await client.listTools()).tools).toHaveLength(11);
+
+    const alice = await mesh.joined("alice");
+    const roster = await alice.roster();
+    await until(() => roster.get("local.bob")?.status === "idle", 5_000, "bob is on the roster");
+    const r = await call(client, "cotal_dm", { to: "alice", text: "hi from a child process" });
+    expect(r.text).toMatch(/^DM to local\.alice from local\.bob .*recipient idle at send\.$/);
+
+    const closedAt = Date.now();
+    s.child.stdin!.end();
+    expect(await s.exit).toBe(0);
+    // Offline because it said so, well inside the 6 s liveness window.
+    await until(() => roster.get("local.bob")?.presence.status === "offline", 3_000, "bob's final presence record is offline");
+    expect(Date.now() - closedAt).toBeLessThan(3_000);
+    const leaving = s.logs().filter((l) => l.msg === "leaving the mesh");
+    expect(leaving).toEqual([expect.objectContaining({ reason: "stdin closed", component: "connector", me: "local.bob" })]);
+  });
+
+  it("leaves once on SIGTERM, too", async () => {
+    const { mesh, env } = await setup();
+    const s = startBundle(env);
+    cleanups.push(() => kill(s));
+    const alice = await mesh.joined("alice");
+    const roster = await alice.roster();
+    await until(() => roster.get("local.bob")?.status === "idle", 5_000, "bob is on the roster");
+    s.child.kill("SIGTERM");
+    expect(await s.exit).toBe(0);
+    await until(() => roster.get("local.bob")?.presence.status === "offline", 3_000, "bob's final presence record is offline");
+    expect(s.logs().filter((l) => l.msg === "leaving the mesh").map((l) => l.reason)).toEqual(["SIGTERM"]);
+  });
+
+  it("a second connector for the same principal refuses (exit 3) and the first one keeps serving", async () => {
+    const { mesh, env } = await setup();
+    const first = startBundle(env);
+    cleanups.push(() => kill(first));
+    const alice = await mesh.joined("alice");
+    const roster = await alice.roster();
+    await until(() => roster.get("local.bob")?.status === "idle", 5_000, "the first connector joined");
+    const second = startBundle(env);
+    cleanups.push(() => kill(second));
+    expect(await second.exit).toBe(3);
+    expect(second.stderr()).toContain("cotal connector: Another connector on this host already holds local.bob");
+    expect(second.logs().some((l) => l.msg === "joined")).toBe(false);
+    expect(first.child.exitCode).toBeNull();
+    first.child.stdin!.end();
+    expect(await first.exit).toBe(0);
+  });
+
+  it("refuses both launch forms (exit 2) and unsafe launch material, with the remedy", async () => {
+    const { env, ctl } = await setup();
+    const material = path.join(ctl.dir, "launch.json");
+    writeFileSync(material, JSON.stringify({ server: server.url, space: "x", name: "bob", controlToken: "t".repeat(40) }));
+    chmodSync(material, 0o644);
+    const both = startBundle({ ...env, COTAL_LAUNCH_MATERIAL: material });
+    expect(await both.exit).toBe(2);
+    expect(both.stderr()).toContain("cotal connector: Both launch forms are set: COTAL_LAUNCH_MATERIAL and COTAL_SERVER, COTAL_SPACE, COTAL_NAME.");
+    const unsafe = startBundle({ COTAL_LAUNCH_MATERIAL: material, COTAL_CONTROL_DIR: ctl.dir });
+    expect(await unsafe.exit).toBe(2);
+    expect(unsafe.stderr()).toMatch(/has mode 644, not 600.*Run `chmod 600/);
+  });
+
+  it("joins from launch material", async () => {
+    const { mesh, ctl } = await setup();
+    const material = path.join(ctl.dir, "launch.json");
+    writeFileSync(material, JSON.stringify({ server: server.url, space: mesh.space, name: "carol", role: "reviewer", channels: ["general"], controlToken: "k".repeat(48), uid: "abcdefghijklmnopqrstuvwxyz" }), { mode: 0o600 });
+    const s = startBundle({ COTAL_LAUNCH_MATERIAL: material, COTAL_CONTROL_DIR: ctl.dir });
+    cleanups.push(() => kill(s));
+    const alice = await mesh.joined("alice");
+    const roster = await alice.roster();
+    await until(() => roster.get("local.carol")?.presence.channels.includes("general") === true, 5_000, "carol joined (and #general) from launch material");
+    expect(roster.get("local.carol")?.presence).toMatchObject({ card: { role: "reviewer", meta: { uid: "abcdefghijklmnopqrstuvwxyz", kind: "claude-code" } }, channels: ["general"] });
+    s.child.stdin!.end();
+    expect(await s.exit).toBe(0);
+  });
+});
