@@ -6,6 +6,7 @@ import { registerHistory } from "./commands/history.js";
 import { registerListen } from "./commands/listen.js";
 import { registerMeshServe } from "./commands/mesh-serve.js";
 import { registerMint } from "./commands/mint.js";
+import { registerHook } from "./commands/hook.js";
 import { registerRoster } from "./commands/roster.js";
 import { registerSend } from "./commands/send.js";
 import { registerStatus } from "./commands/status.js";
@@ -31,6 +32,7 @@ export function buildProgram(): Command {
   registerChannels(program);
   registerDeliver(program);
   registerMint(program);
+  registerHook(program);
   registerMeshServe(program);
   program.addHelpText(
     "after",
