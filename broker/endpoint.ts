@@ -247,6 +247,8 @@ export class Endpoint {
       since: this.since,
     };
     await this.presenceKv.put(this.id, JSON.stringify(record));
+    // Our own view shows our own latest state at once, not after the write comes back around.
+    this.rosterView?.update(this.id, record);
   }
 
   /**

@@ -163,7 +163,8 @@ describe("the control endpoint", () => {
     const socket = connector.control.paths.socket;
     const frame = { v: 1, event: "PreToolUse", payload: { hook_event_name: "PreToolUse", tool_name: "Bash" }, pids: [process.pid] };
     expect(await rawRequest(socket, { ...frame, token: "wrong" })).toEqual({ v: 1, ok: false, error: "refused" });
-    expect(await rawRequest(socket, { ...frame, token: connector.token.slice(0, -1) + "0" })).toMatchObject({ ok: false });
+    const nearMiss = connector.token.slice(0, -1) + (connector.token.endsWith("0") ? "1" : "0");
+    expect(await rawRequest(socket, { ...frame, token: nearMiss })).toMatchObject({ ok: false });
     // Right token, but a process tree that is not this connector's Claude: answered with nothing.
     expect(await rawRequest(socket, { ...frame, token: connector.token, pids: [999_999_999] })).toEqual({ v: 1, ok: true, reply: {} });
     expect(connector.status().activity).toBeUndefined();
