@@ -1,0 +1,35 @@
+// `cotal --help` (and every command's --help) runs from the built bundle, without compiling
+// TypeScript at run time and without a mesh.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { buildCli, runCotal } from "../harness/cli.js";
+
+const commands = ["up", "down", "status", "send", "listen", "history", "roster", "channels", "deliver", "mint", "revoke", "hook"];
+let cwd: string;
+
+beforeAll(async () => {
+  await buildCli();
+  cwd = mkdtempSync(join(tmpdir(), "cotal-help-"));
+});
+
+describe("cotal --help from the built bundle", () => {
+  it("lists every command", async () => {
+    const r = await runCotal(["--help"], { cwd });
+    expect(r.code).toBe(0);
+    for (const c of commands) expect(r.stdout).toMatch(new RegExp(`^\\s+${c}\\b`, "m"));
+  });
+
+  it.each(commands)("cotal %s --help explains the command", async (c) => {
+    const r = await runCotal([c, "--help"], { cwd });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`Usage: cotal ${c}`);
+  });
+
+  it("an unknown command is a usage error naming it", async () => {
+    const r = await runCotal(["frobnicate"], { cwd });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/unknown command 'frobnicate'/);
+  });
+});
