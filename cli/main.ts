@@ -9,6 +9,7 @@ import { registerMint } from "./commands/mint.js";
 import { registerHook } from "./commands/hook.js";
 import { registerRoster } from "./commands/roster.js";
 import { registerSend } from "./commands/send.js";
+import { registerSetup } from "./commands/setup.js";
 import { registerStatus } from "./commands/status.js";
 import { registerUp } from "./commands/up.js";
 import { describeError, EXIT, exitCodeOf } from "./errors.js";
@@ -33,6 +34,7 @@ export function buildProgram(): Command {
   registerDeliver(program);
   registerMint(program);
   registerHook(program);
+  registerSetup(program);
   registerMeshServe(program);
   program.addHelpText(
     "after",

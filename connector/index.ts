@@ -15,3 +15,25 @@ export * from "./connector.js";
 export * from "./tools.js";
 export * from "./run.js";
 export { VERSION as CONNECTOR_VERSION } from "./version.js";
+// The Claude plugin and its install, for `cotal setup` (the claude command lines stay in connector/claude/).
+export {
+  ensurePluginInstalled,
+  findClaudeCli,
+  inspectPluginInstall,
+  installCommandText,
+  MARKETPLACE_MANIFEST,
+  MARKETPLACE_PLUGIN_PATH,
+  PLUGIN_BIN_DIR,
+  PLUGIN_BUNDLES,
+  PLUGIN_ID,
+  PLUGIN_MARKETPLACE,
+  PLUGIN_TOOL_PREFIX,
+  pluginDirCommandText,
+  pluginEnableCommandText,
+  PluginInstallError,
+  PluginScope,
+  renderMarketplace,
+  renderPlugin,
+  type PluginInstallActions,
+  type PluginInstallState,
+} from "./claude/index.js";

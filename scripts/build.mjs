@@ -1,7 +1,8 @@
 // Builds the runnable bundles with esbuild, so start-up never compiles TypeScript.
 // Type checking is `npm run typecheck` (tsc --noEmit).
 import { build } from "esbuild";
-import { chmod } from "node:fs/promises";
+import { chmod, copyFile, mkdir, rename } from "node:fs/promises";
+import { existsSync } from "node:fs";
 
 /** Entry points: bundle name → source. Each bundle is self-contained (node_modules inlined). */
 const entries = {
@@ -41,3 +42,13 @@ await Promise.all(
     await chmod(outfile, 0o755);
   }),
 );
+
+// The plugin tree (plugin/, rendered from code and committed) runs these bundles from its bin/:
+// `claude --plugin-dir plugin/` and `cotal setup` use them. Copied whole, then renamed into place.
+await mkdir("plugin/bin", { recursive: true });
+for (const name of ["connector.mjs", "connector.mjs.map", "hook.mjs", "hook.mjs.map"]) {
+  if (!existsSync(`dist/${name}`)) continue;
+  const tmp = `plugin/bin/${name}.tmp-${process.pid}`;
+  await copyFile(`dist/${name}`, tmp);
+  await rename(tmp, `plugin/bin/${name}`);
+}

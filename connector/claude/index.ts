@@ -29,3 +29,43 @@ export { launchClaude, removePrivateDir, writeLaunchFiles, type LaunchClaudeOpti
 export { PRIVATE_DIR_PREFIX, processGone, readProcessStart, startPersonaWatcher, type PersonaWatcherOptions } from "./persona-watcher.js";
 export { agentFilePath, loadAgentFile, parseAgentFile, type AgentFile } from "./agent-file.js";
 export { AgentFileError, BypassAsRootError, ClaudeLaunchError, LaunchOptionError } from "./errors.js";
+export {
+  MARKETPLACE_MANIFEST,
+  MARKETPLACE_PLUGIN_PATH,
+  packageInfo,
+  PLUGIN_BIN_DIR,
+  PLUGIN_BUNDLES,
+  PLUGIN_ID,
+  PLUGIN_MARKETPLACE,
+  PLUGIN_NAME,
+  PLUGIN_TOOL_PREFIX,
+  pluginHookCommand,
+  renderMarketplace,
+  renderPlugin,
+  type PluginPackageInfo,
+} from "./plugin.js";
+export {
+  CLAUDE_BIN_ENV,
+  ensurePluginInstalled,
+  findClaudeCli,
+  inspectPluginInstall,
+  installCommandText,
+  listMarketplaces,
+  listPlugins,
+  marketplaceAddArgs,
+  pluginDirCommandText,
+  pluginEnableCommandText,
+  PluginInstallError,
+  pluginInstallArgs,
+  PluginScope,
+  pluginUpdateArgs,
+  runClaudeCli,
+  type ClaudeCliLookup,
+  type ClaudeCliOptions,
+  type ClaudeCliResult,
+  type ListedMarketplace,
+  type ListedPlugin,
+  type PluginInstallActions,
+  type PluginInstallState,
+  type PluginInstallTarget,
+} from "./plugin-install.js";

@@ -1,0 +1,206 @@
+import { existsSync } from "node:fs";
+import path from "node:path";
+import type { Command } from "commander";
+import { z } from "zod";
+import {
+  ensurePluginInstalled,
+  findClaudeCli,
+  inspectPluginInstall,
+  installCommandText,
+  MARKETPLACE_PLUGIN_PATH,
+  PLUGIN_BIN_DIR,
+  PLUGIN_ID,
+  PLUGIN_MARKETPLACE,
+  PLUGIN_TOOL_PREFIX,
+  pluginDirCommandText,
+  pluginEnableCommandText,
+  PluginScope,
+  type PluginInstallActions,
+  type PluginInstallState,
+} from "../../connector/index.js";
+import { jsonOption } from "../context.js";
+import { CommandFailedError, UsageError } from "../errors.js";
+import { printJson, printLines } from "../output.js";
+import { packageRoot } from "../package-root.js";
+import { applyTree, compareTree, cotalHome, defaultAgentPath, desiredMarketplace, isDirectory, marketplaceDir, packagePluginDir, seedDefaultAgent } from "../setup.js";
+import { parseInput } from "../validate.js";
+import { VERSION } from "../version.js";
+
+const SetupFlags = z.object({
+  scope: z.enum(PluginScope.options, { message: "scope must be user or project" }).optional(),
+  dir: z.string().min(1, "dir must not be empty").optional(),
+  check: z.boolean().optional(),
+  printPluginDir: z.boolean().optional(),
+  json: z.boolean().optional(),
+});
+
+/** `cotal setup`: install the Claude Code plugin (MCP tools + hooks) through a local marketplace. */
+export function registerSetup(program: Command): void {
+  const cmd = program
+    .command("setup")
+    .summary("install the Claude Code plugin (MCP tools + hooks); --check reports what is stale")
+    .description(
+      "Copy the Cotal plugin (manifest, hooks, MCP server entry, bundles) into a local marketplace under the Cotal home " +
+        "($COTAL_HOME, default ~/.cotal) and install it with the claude CLI's own plugin commands (marketplace add, then " +
+        "install or update); without a claude CLI it writes the files and prints the command to run. Seeds " +
+        ".cotal/agents/default.md in the project unless it exists. Never writes Claude's settings files itself. Running " +
+        "it again changes nothing, or refreshes what an upgrade made stale.",
+    )
+    .option("--scope <scope>", "user (every project; default) or project (recorded in <dir>/.claude/settings.json by claude)")
+    .option("--dir <path>", "the project folder (default: the working directory)")
+    .option("--check", "report what is installed and what is stale; change nothing; exit 1 unless all is in place")
+    .option("--print-plugin-dir", `print the package's plugin folder, for one session without installing: ${pluginDirCommandText()}`);
+  jsonOption(cmd).action(async (raw: Record<string, unknown>) => {
+    const f = parseFlags(raw);
+    if (f.printPluginDir) return printPluginDir(!!f.json);
+    const opts = { scope: f.scope ?? "user", projectDir: path.resolve(f.dir ?? process.cwd()), json: !!f.json };
+    if (!isDirectory(opts.projectDir)) throw new UsageError(`--dir: ${opts.projectDir} is not a folder.`, { remedy: "Pass an existing project folder." });
+    if (f.check) await check(opts);
+    else await setup(opts);
+  });
+}
+
+function parseFlags(raw: Record<string, unknown>) {
+  const f = parseInput(SetupFlags, raw);
+  if (f.printPluginDir && (f.check || f.scope || f.dir)) {
+    throw new UsageError("--print-plugin-dir prints a path and does nothing else: it takes no --check, --scope or --dir.");
+  }
+  return f;
+}
+
+interface SetupOptions {
+  scope: PluginScope;
+  projectDir: string;
+  json: boolean;
+}
+
+function printPluginDir(json: boolean): void {
+  const dir = packagePluginDir(packageRoot());
+  const missing = [path.join(".claude-plugin", "plugin.json"), path.join(PLUGIN_BIN_DIR, "connector.mjs"), path.join(PLUGIN_BIN_DIR, "hook.mjs")].filter((f) => !existsSync(path.join(dir, f)));
+  if (missing.length > 0) {
+    throw new CommandFailedError(`The plugin folder ${dir} is incomplete (no ${missing.join(", ")}).`, {
+      remedy: "Run `npm run build` in the Cotal package (it copies the bundles into plugin/bin/), or install with `cotal setup`.",
+    });
+  }
+  if (json) printJson({ pluginDir: dir });
+  else printLines(dir);
+}
+
+async function setup(opts: SetupOptions): Promise<void> {
+  const home = cotalHome();
+  const market = marketplaceDir(home);
+  const files = desiredMarketplace(packageRoot());
+  const states = compareTree(market, files);
+  applyTree(market, files, states);
+  const written = states.filter((s) => s.state !== "ok").map((s) => ({ path: s.path, action: s.state === "missing" ? "created" : s.state === "stale" ? "updated" : "removed" }));
+  const agentFile = { path: defaultAgentPath(opts.projectDir), action: seedDefaultAgent(opts.projectDir) };
+
+  const cli = findClaudeCli();
+  const target = { marketplaceDir: market, scope: opts.scope, projectDir: opts.projectDir, version: VERSION };
+  let claude: PluginInstallActions | undefined;
+  if (cli.path) claude = await ensurePluginInstalled(target, { bin: cli.path });
+  const command = cli.path ? undefined : installCommandText(target);
+  const changed = written.length > 0 || agentFile.action === "created" || (claude !== undefined && (claude.marketplace !== "present" || claude.plugin !== "present"));
+
+  if (opts.json) {
+    printJson({
+      changed,
+      version: VERSION,
+      scope: opts.scope,
+      projectDir: opts.projectDir,
+      home,
+      marketplace: market,
+      pluginDir: path.join(market, MARKETPLACE_PLUGIN_PATH),
+      files: written,
+      agentFile,
+      claude: cli.path ? { bin: cli.path, marketplace: claude!.marketplace, plugin: claude!.plugin, enabled: claude!.state.enabled ?? null } : { bin: null, command },
+      notes: cli.notes,
+    });
+    return;
+  }
+  const lines = [`marketplace  ${market} (${PLUGIN_MARKETPLACE}, plugin ${VERSION})`];
+  if (written.length === 0) lines.push(`  files up to date (${files.length})`);
+  for (const w of written) lines.push(`  ${w.action.padEnd(8)} ${w.path}`);
+  lines.push(`agent file   ${agentFile.path} (${agentFile.action === "created" ? "created" : "exists, kept"})`);
+  for (const n of cli.notes) lines.push(`note         ${n}`);
+  if (claude) {
+    lines.push(`claude       ${cli.path}`);
+    lines.push(`  marketplace ${PLUGIN_MARKETPLACE}: ${claude.marketplace === "present" ? "already added" : claude.marketplace}`);
+    lines.push(`  plugin ${PLUGIN_ID} (${opts.scope} scope): ${claude.plugin === "present" ? "already installed" : claude.plugin}${claude.state.installedVersion ? ` ${claude.state.installedVersion}` : ""}`);
+    if (claude.state.enabled === false) lines.push(`  it is disabled; setup leaves it so. To enable it: ${pluginEnableCommandText(opts.scope)}`);
+    lines.push(
+      changed
+        ? `Done. New Claude Code sessions${opts.scope === "project" ? " in " + opts.projectDir : ""} load the Cotal hooks and MCP tools (${PLUGIN_TOOL_PREFIX}*).`
+        : `Nothing changed: the Cotal plugin ${VERSION} is installed (${opts.scope} scope) and up to date.`,
+    );
+  } else {
+    lines.push("claude       not found on PATH (set COTAL_CLAUDE_BIN to point at it)");
+    lines.push("The plugin files are in place. To finish, run:", `  ${command}`);
+  }
+  printLines(...lines);
+}
+
+async function check(opts: SetupOptions): Promise<void> {
+  const home = cotalHome();
+  const market = marketplaceDir(home);
+  const files = desiredMarketplace(packageRoot());
+  const states = compareTree(market, files);
+  const problems: string[] = [];
+  if (states.every((s) => s.state === "missing")) problems.push(`no marketplace at ${market}`);
+  else for (const s of states) if (s.state !== "ok") problems.push(`${s.state} file ${path.join(market, s.path)}`);
+
+  const cli = findClaudeCli();
+  const target = { marketplaceDir: market, scope: opts.scope, projectDir: opts.projectDir, version: VERSION };
+  let state: PluginInstallState | undefined;
+  if (cli.path) {
+    state = await inspectPluginInstall(target, { bin: cli.path });
+    if (state.marketplace === "absent") problems.push(`claude has no marketplace ${PLUGIN_MARKETPLACE}`);
+    if (state.marketplace === "elsewhere") problems.push(`claude's marketplace ${PLUGIN_MARKETPLACE} points at ${state.marketplacePath ?? "another folder"}, not ${market}`);
+    if (state.plugin === "absent") problems.push(`${PLUGIN_ID} is not installed (${opts.scope} scope${opts.scope === "project" ? ` for ${opts.projectDir}` : ""})`);
+    if (state.plugin === "outdated") problems.push(`${PLUGIN_ID} is recorded at version ${state.installedVersion ?? "?"}, not ${VERSION}`);
+    if (state.enabled === false) problems.push(`${PLUGIN_ID} is disabled (${pluginEnableCommandText(opts.scope)})`);
+  }
+  const agentFile = { path: defaultAgentPath(opts.projectDir), present: existsSync(defaultAgentPath(opts.projectDir)) };
+
+  if (opts.json) {
+    printJson({
+      ok: problems.length === 0,
+      version: VERSION,
+      scope: opts.scope,
+      projectDir: opts.projectDir,
+      home,
+      marketplace: market,
+      files: states,
+      claude: cli.path ? { bin: cli.path, ...state } : { bin: null },
+      agentFile,
+      problems,
+      notes: cli.notes,
+    });
+  } else {
+    const bad = states.filter((s) => s.state !== "ok");
+    const lines = [`marketplace  ${market}: ${bad.length === 0 ? `${states.length} files up to date` : `${bad.length} of ${states.length} files not up to date`}`];
+    for (const s of bad) lines.push(`  ${s.state.padEnd(8)} ${s.path}`);
+    for (const n of cli.notes) lines.push(`note         ${n}`);
+    if (state) {
+      lines.push(`claude       ${cli.path}`);
+      lines.push(`  marketplace ${PLUGIN_MARKETPLACE}: ${state.marketplace}${state.marketplacePath ? ` (${state.marketplacePath})` : ""}`);
+      lines.push(
+        `  plugin ${PLUGIN_ID} (${opts.scope} scope): ${state.plugin}${state.installedVersion ? ` ${state.installedVersion}` : ""}${state.enabled === false ? ", disabled" : ""}`,
+      );
+    } else lines.push("claude       not found on PATH: the install in Claude is not checked");
+    lines.push(`agent file   ${agentFile.path}: ${agentFile.present ? "present" : "absent (cotal setup seeds it)"}`);
+    lines.push(
+      problems.length > 0
+        ? `Not set up: ${problems.length} problem${problems.length === 1 ? "" : "s"}.`
+        : state
+          ? `OK: the Cotal plugin ${VERSION} is set up (${opts.scope} scope).`
+          : `OK: the plugin files are up to date; without a claude CLI its install in Claude is not checked.`,
+    );
+    printLines(...lines);
+  }
+  if (problems.length > 0) {
+    throw new CommandFailedError(`The Cotal plugin is not set up: ${problems.join("; ")}.`, {
+      remedy: `Run \`cotal setup${opts.scope === "project" ? " --scope project" : ""}\` to install or refresh it.`,
+    });
+  }
+}
