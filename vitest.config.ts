@@ -12,7 +12,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Two cores: two workers keep real nats-servers and real claude processes from starving.
     maxWorkers: 2,
-    reporters: ["default"],
+    reporters: ["default", "./test/harness/summary-reporter.ts"],
     // Components log to stderr; keep test output to what matters (failures print server logs).
     env: { COTAL_LOG_LEVEL: process.env.COTAL_LOG_LEVEL ?? "warn" },
   },
