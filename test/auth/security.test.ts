@@ -5,7 +5,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { requestRevoke, setLogDestination, type Endpoint } from "../../broker/index.js";
 import { chatSubject, dmSubject, anycastSubject, encodeMessage, localPrincipal, type CotalMessage } from "../../schemas/index.js";
-import { AuthTestMesh } from "../harness/auth-mesh.js";
+import { TestMesh } from "../harness/mesh.js";
 import { until } from "../harness/until.js";
 import { collect } from "../mesh/helpers.js";
 
@@ -14,7 +14,7 @@ const alice = localPrincipal("alice");
 const bob = localPrincipal("bob");
 const logs: string[] = [];
 
-let mesh: AuthTestMesh;
+let mesh: TestMesh;
 let aliceEp: Endpoint;
 let bobEp: Endpoint;
 let malloryCreds: string;
@@ -23,10 +23,10 @@ const savedLevel = process.env.COTAL_LOG_LEVEL;
 beforeAll(async () => {
   process.env.COTAL_LOG_LEVEL = "debug"; // every log line the services write is checked for secrets
   setLogDestination({ write: (line: string) => void logs.push(line) });
-  mesh = await AuthTestMesh.start(SPACE);
+  mesh = await TestMesh.startStatic(SPACE);
   const channels = { allowSubscribe: ["general", "events.local.alice"], allowPublish: ["general"] };
-  aliceEp = await mesh.endpoint("alice", await mesh.mint({ name: "alice", profile: "agent", ...channels }));
-  bobEp = await mesh.endpoint("bob", await mesh.mint({ name: "bob", profile: "agent", ...channels, role: "reviewer" }), { role: "reviewer" });
+  aliceEp = await mesh.endpoint("alice", { creds: await mesh.mint({ name: "alice", profile: "agent", ...channels }) });
+  bobEp = await mesh.endpoint("bob", { creds: await mesh.mint({ name: "bob", profile: "agent", ...channels, role: "reviewer" }), role: "reviewer" });
   await aliceEp.join();
   await bobEp.join();
   malloryCreds = await mesh.mint({ name: "mallory", profile: "agent", allowSubscribe: ["general"], allowPublish: ["general"] });
@@ -106,7 +106,7 @@ describe("an agent reads only what it was granted", () => {
     const eveCreds = await mesh.mint({ name: "eve", profile: "agent", allowSubscribe: ["lobby"] });
     const nc = await mesh.connection(eveCreds, "_INBOX.local.eve");
     expect(await receives(nc, "cotal.sec.chat.*.*.general", () => aliceEp.send("general", "not for eve"))).toBe(0);
-    const eve = await mesh.endpoint("eve", eveCreds);
+    const eve = await mesh.endpoint("eve", { creds: eveCreds });
     await expect(eve.history("general")).rejects.toThrow(/read-denied|Not allowed to read channel general/);
     await eve.join();
     await expect(eve.joinChannel("general")).rejects.toThrow(/Not allowed to read channel general/);
@@ -170,7 +170,7 @@ describe("a scoped reader of one agent's event plane", () => {
   test("reads that channel's history and live posts and is refused everything else", async () => {
     await aliceEp.send("events.local.alice", "RUN_STARTED");
     const creds = await mesh.mint({ name: "watcher", profile: "agent", allowSubscribe: ["events.local.alice"], provision: true });
-    const watcher = await mesh.endpoint("watcher", creds);
+    const watcher = await mesh.endpoint("watcher", { creds: creds });
     expect((await watcher.history("events.local.alice")).map((h) => h.message.parts[0])).toEqual([{ kind: "text", text: "RUN_STARTED" }]);
     await watcher.join();
     const got = collect(watcher);

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, test } from "vitest";
-import { AuthTestMesh } from "../harness/auth-mesh.js";
+import { TestMesh } from "../harness/mesh.js";
 import { until } from "../harness/until.js";
 import { collect } from "../mesh/helpers.js";
 
-let mesh: AuthTestMesh | undefined;
+let mesh: TestMesh | undefined;
 afterEach(async () => {
   await mesh?.close();
   mesh = undefined;
@@ -11,11 +11,11 @@ afterEach(async () => {
 
 describe("static auth smoke", () => {
   test("two minted agents join, DM and post on allowed channels", async () => {
-    mesh = await AuthTestMesh.start("smoke");
+    mesh = await TestMesh.startStatic("smoke");
     const aliceCreds = await mesh.mint({ name: "alice", profile: "agent", allowSubscribe: ["general"], allowPublish: ["general"] });
     const bobCreds = await mesh.mint({ name: "bob", profile: "agent", allowSubscribe: ["general"], allowPublish: ["general"], role: "reviewer" });
-    const alice = await mesh.endpoint("alice", aliceCreds);
-    const bob = await mesh.endpoint("bob", bobCreds, { role: "reviewer" });
+    const alice = await mesh.endpoint("alice", { creds: aliceCreds });
+    const bob = await mesh.endpoint("bob", { creds: bobCreds, role: "reviewer" });
     await alice.join();
     await bob.join();
     const got = collect(bob);

@@ -23,9 +23,13 @@ export function authStoreOf(server: NatsServer): AuthStore | undefined {
 
 /** Start a server for the current mode: in static mode, in operator mode with a fresh store. */
 export async function startModeServer(opts: NatsServerOptions = {}): Promise<NatsServer> {
-  if (meshMode() === "open") return NatsServer.start(opts);
+  return meshMode() === "open" ? NatsServer.start(opts) : startStaticServer(opts);
+}
+
+/** Start a server in operator mode with a fresh auth store (removed by the server's cleanup). */
+export async function startStaticServer(opts: NatsServerOptions = {}): Promise<NatsServer> {
   const dir = mkdtempSync(join(tmpdir(), "cotal-auth-"));
-  const store = await AuthStore.open(dir);
+  const store = await AuthStore.open(join(dir, "auth")); // the resolver goes beside it, in dir
   const server = await NatsServer.start({ ...opts, config: `${opts.config ?? ""}\n${await store.serverConfig()}` });
   stores.set(server, store);
   const cleanup = server.cleanup.bind(server);

@@ -14,10 +14,11 @@ import {
   type AuthStore,
   type EndpointOptions,
   type MeshServiceOptions,
+  type MintRequest,
 } from "../../broker/index.js";
 import { Kvm } from "@nats-io/kv";
 import { names, type ChannelConfig } from "../../schemas/index.js";
-import { authStoreOf } from "./mesh-mode.js";
+import { authStoreOf, startStaticServer } from "./mesh-mode.js";
 import type { NatsServer } from "./nats-server.js";
 
 /** Channels agents are minted for when the suite runs in static mode. */
@@ -37,7 +38,59 @@ export class TestMesh {
     readonly serviceConnection: NatsConnection,
     readonly service: MeshService,
     private readonly auth?: { store: AuthStore; dir: string; cliCreds: string },
+    /** Set when this mesh started its own server (and so removes it on close). */
+    private ownsServer = false,
   ) {}
+
+  /** A static-auth mesh on its own operator-mode server (for security tests). */
+  static async startStatic(space = "sec", opts: MeshServiceOptions = {}): Promise<TestMesh> {
+    const server = await startStaticServer();
+    try {
+      const mesh = await TestMesh.start(server, space, opts);
+      mesh.ownsServer = true;
+      return mesh;
+    } catch (err) {
+      await server.cleanup();
+      throw err;
+    }
+  }
+
+  /** The auth store of a static mesh. */
+  get store(): AuthStore {
+    return this.requireAuth().store;
+  }
+
+  /** The operator-side CLI credential of a static mesh. */
+  get cliCreds(): string {
+    return this.requireAuth().cliCreds;
+  }
+
+  private requireAuth(): NonNullable<typeof this.auth> {
+    if (!this.auth) throw new Error("this TestMesh runs open: start it on a static-mode server");
+    return this.auth;
+  }
+
+  /** A plain connection with a credential (or none), never reconnecting. */
+  async connection(creds?: string, inboxPrefix?: string): Promise<NatsConnection> {
+    const nc = await connect({
+      servers: this.server.url,
+      ...(creds ? { authenticator: credsAuthenticator(readFileSync(creds)) } : {}),
+      ...(inboxPrefix ? { inboxPrefix } : {}),
+      maxReconnectAttempts: 0,
+    });
+    this.conns.push(nc);
+    return nc;
+  }
+
+  /** Mint a credential through the mesh service, as `cotal mint` does; returns the .creds path. */
+  async mint(req: MintRequest): Promise<string> {
+    const nc = await this.connection(this.cliCreds);
+    const { creds } = await requestCredential(nc, this.space, req);
+    const file = join(this.requireAuth().dir, `${req.name}-${this.minted++}.creds`);
+    writeSecret(file, creds);
+    return file;
+  }
+  private minted = 0;
 
   static async start(server: NatsServer, space = "test", opts: MeshServiceOptions = {}): Promise<TestMesh> {
     const store = authStoreOf(server);
@@ -82,20 +135,20 @@ export class TestMesh {
     await new ChannelRegistry(kv).set(channel, patch);
   }
 
-  /** Connect an endpoint (not joined); in static mode with a freshly minted agent credential. */
+  /**
+   * Connect an endpoint (not joined). In static mode, with `opts.creds`, or else a freshly
+   * minted agent credential for the suite's channels.
+   */
   async endpoint(name: string, opts: Partial<EndpointOptions> = {}): Promise<Endpoint> {
-    let creds: string | undefined;
-    if (this.auth) {
-      const nc = await this.rawConnection();
-      const minted = await requestCredential(nc, this.space, {
+    let creds = opts.creds;
+    if (this.auth && !creds) {
+      creds = await this.mint({
         name,
         profile: "agent",
         allowSubscribe: STATIC_TEST_CHANNELS,
         allowPublish: STATIC_TEST_CHANNELS,
         ...(opts.role ? { role: opts.role } : {}),
       });
-      creds = join(this.auth.dir, `${name}-${this.endpoints.length}.creds`);
-      writeSecret(creds, minted.creds);
     }
     const ep = await Endpoint.connect({ server: this.server.url, space: this.space, name, ...(creds ? { creds } : {}), ...opts });
     this.endpoints.push(ep);
@@ -115,5 +168,6 @@ export class TestMesh {
     await this.service.stop().catch(() => undefined);
     await this.serviceConnection.close().catch(() => undefined);
     if (this.auth) rmSync(this.auth.dir, { recursive: true, force: true });
+    if (this.ownsServer) await this.server.cleanup();
   }
 }
