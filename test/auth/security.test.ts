@@ -7,7 +7,7 @@ import { requestRevoke, setLogDestination, type Endpoint } from "../../broker/in
 import { chatSubject, dmSubject, anycastSubject, encodeMessage, localPrincipal, type CotalMessage } from "../../schemas/index.js";
 import { TestMesh } from "../harness/mesh.js";
 import { until } from "../harness/until.js";
-import { collect } from "../mesh/helpers.js";
+import { collect } from "../harness/deliveries.js";
 
 const SPACE = "sec";
 const alice = localPrincipal("alice");

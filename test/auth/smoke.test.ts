@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "vitest";
 import { TestMesh } from "../harness/mesh.js";
 import { until } from "../harness/until.js";
-import { collect } from "../mesh/helpers.js";
+import { collect } from "../harness/deliveries.js";
 
 let mesh: TestMesh | undefined;
 afterEach(async () => {

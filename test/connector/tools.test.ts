@@ -3,11 +3,12 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { buildNotJoinedServer, type Connector } from "../../connector/index.js";
-import type { Delivery } from "../../broker/index.js";
+import type { Delivery, Endpoint } from "../../broker/index.js";
 import { messageText } from "../../schemas/index.js";
 import { NatsServer, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
 import { call, dmConsumerInfo, mcpClient, startConnector } from "./helpers.js";
+import { collect as collectDeliveries } from "../harness/deliveries.js";
 
 let server: NatsServer;
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -34,16 +35,8 @@ async function seat(name = "bob", opts: Parameters<typeof startConnector>[2] = {
   return { mesh, connector: s.connector, env: s.env, client: m.client, notifications: m.notifications };
 }
 
-function collect(ep: { deliveries: AsyncIterable<Delivery> }): Delivery[] {
-  const got: Delivery[] = [];
-  void (async () => {
-    for await (const d of ep.deliveries) {
-      got.push(d);
-      await d.ack();
-    }
-  })();
-  return got;
-}
+/** Everything an endpoint receives, acked as it arrives. */
+const collect = (ep: Endpoint): Delivery[] => collectDeliveries(ep).items;
 
 describe("connector MCP tools", () => {
   it("lists the eleven tools with closed argument schemas and declares the claude/channel capability", async () => {

@@ -7,7 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import { build } from "esbuild";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { Delivery } from "../../broker/index.js";
+import type { Delivery, Endpoint } from "../../broker/index.js";
 import { renderHooksSettings, type HookEvent } from "../../connector/index.js";
 import { messageText } from "../../schemas/index.js";
 import { CONNECTOR_BUNDLE, ensureBuilt, HOOK_BUNDLE } from "../connector/built.js";
@@ -27,6 +27,7 @@ import {
 import { NatsServer, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
 import { allText, ModelDouble, toolResults, type ScriptStep } from "../harness/model-double.js";
+import { collect as collectDeliveries } from "../harness/deliveries.js";
 
 let server: NatsServer;
 let faultHook: string;
@@ -117,16 +118,8 @@ function expectClean(run: ClaudeRunResult, seat: Seat): void {
   expect(run.code, `stderr: ${run.stderr}\nstdout: ${run.stdout}\nconnector log: ${JSON.stringify(connectorLog(seat).slice(-20), null, 1)}`).toBe(0);
 }
 
-function collect(ep: { deliveries: AsyncIterable<Delivery> }): Delivery[] {
-  const got: Delivery[] = [];
-  void (async () => {
-    for await (const d of ep.deliveries) {
-      got.push(d);
-      await d.ack();
-    }
-  })();
-  return got;
-}
+/** Everything an endpoint receives, acked as it arrives. */
+const collect = (ep: Endpoint): Delivery[] => collectDeliveries(ep).items;
 
 function alive(pid: number): boolean {
   try {

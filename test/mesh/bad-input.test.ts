@@ -4,7 +4,7 @@ import { InvalidTokenError, LIMITS, PayloadTooLargeError, chatSubject, dmSubject
 import { setLogDestination, UnknownMentionError } from "../../broker/index.js";
 import { expect, test, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
-import { collect } from "./helpers.js";
+import { collect } from "../harness/deliveries.js";
 
 let mesh: TestMesh | undefined;
 afterEach(async () => {

@@ -1,7 +1,7 @@
 import { afterEach, describe } from "vitest";
 import { expect, test, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
-import { collect } from "./helpers.js";
+import { collect } from "../harness/deliveries.js";
 
 let mesh: TestMesh | undefined;
 afterEach(async () => {
