@@ -18,6 +18,7 @@ import { Endpoint, MeshService } from "../broker/index.js";
 import { runHook } from "../connector/index.js";
 import { NatsServer } from "../test/harness/nats-server.js";
 import { summarize, type Summary } from "./stats.js";
+import { freePort } from "../test/harness/ports.js";
 
 process.env.COTAL_LOG_LEVEL ??= "warn";
 const QUICK = process.env.BENCH_QUICK === "1";
@@ -89,16 +90,6 @@ async function startSeat(server: NatsServer, ctl: string, name: string, token: s
   };
 }
 
-async function freePort(): Promise<number> {
-  const { createServer } = await import("node:net");
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function line(name: string, s: Summary): string {
   return `${name.padEnd(34)} p50 ${s.p50.toFixed(2).padStart(7)} ms   p99 ${s.p99.toFixed(2).padStart(7)} ms   (n=${s.n}, mean ${s.mean.toFixed(2)}, max ${s.max.toFixed(2)})`;

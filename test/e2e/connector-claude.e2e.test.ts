@@ -28,6 +28,7 @@ import { NatsServer, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
 import { allText, ModelDouble, toolResults, type ScriptStep } from "../harness/model-double.js";
 import { collect as collectDeliveries } from "../harness/deliveries.js";
+import { freePort } from "../harness/ports.js";
 
 let server: NatsServer;
 let faultHook: string;
@@ -381,13 +382,3 @@ async function spawnPlain(seat: Seat, double: ModelDouble, prompt: string): Prom
 }
 
 /** A loopback port nobody listens on right now. */
-async function freePort(): Promise<number> {
-  const { createServer } = await import("node:net");
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}

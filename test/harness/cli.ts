@@ -3,9 +3,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
-import { RESERVED_PORTS } from "./nats-server.js";
 import { until } from "./until.js";
 
 export const projectRoot = fileURLToPath(new URL("../../", import.meta.url));
@@ -161,21 +159,7 @@ export class CotalProcess {
   }
 }
 
-/** A free TCP port on 127.0.0.1 (never one of the shared broker's reserved ports). */
-export async function freePort(): Promise<number> {
-  for (;;) {
-    const port = await new Promise<number>((resolve, reject) => {
-      const srv = createServer();
-      srv.once("error", reject);
-      srv.listen(0, "127.0.0.1", () => {
-        const addr = srv.address();
-        const p = typeof addr === "object" && addr ? addr.port : 0;
-        srv.close(() => resolve(p));
-      });
-    });
-    if (!RESERVED_PORTS.has(port)) return port;
-  }
-}
+export { freePort } from "./ports.js";
 
 /** True while a process with this pid exists and is not a zombie. */
 export function pidAlive(pid: number): boolean {

@@ -1,8 +1,8 @@
 // A JetStream cluster of real nats-servers on 127.0.0.1, awaited until it has a meta leader.
-import { createServer } from "node:net";
 import { randomBytes } from "node:crypto";
-import { NatsServer, NatsServerStartError, RESERVED_PORTS, jetStreamAnswers, type JetStreamLimits } from "./nats-server.js";
+import { NatsServer, NatsServerStartError, jetStreamAnswers, type JetStreamLimits } from "./nats-server.js";
 import { until } from "./until.js";
+import { freePorts } from "./ports.js";
 
 export interface ClusterOptions {
   /** Cluster name (default `cotal-test-<random>`); nodes are named `<name>-n1`, `-n2`, ... */
@@ -175,24 +175,3 @@ async function jsz(server: NatsServer): Promise<JszMeta> {
   return (await res.json()) as JszMeta;
 }
 
-/** Distinct free ports on 127.0.0.1, by binding port 0 and closing; never a reserved port. */
-async function freePorts(n: number): Promise<number[]> {
-  const ports = new Set<number>();
-  while (ports.size < n) {
-    const p = await freePort();
-    if (!RESERVED_PORTS.has(p)) ports.add(p);
-  }
-  return [...ports];
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      const port = typeof addr === "object" && addr ? addr.port : 0;
-      srv.close(() => (port ? resolve(port) : reject(new Error("could not learn a free port"))));
-    });
-  });
-}
