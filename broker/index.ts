@@ -2,6 +2,7 @@
 export * from "./log.js";
 export * from "./errors.js";
 export * from "./js-errors.js";
+export * from "./nats-binary.js";
 export * from "./connect.js";
 export * from "./provision.js";
 export * from "./control.js";

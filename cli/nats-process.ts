@@ -3,7 +3,7 @@ import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync, wri
 import { join } from "node:path";
 import { CommandFailedError } from "./errors.js";
 import type { MeshRoot } from "./mesh-root.js";
-import { findNatsServerBinary } from "./nats-binary.js";
+import { findNatsServer } from "../broker/index.js";
 import { isRunning, recordOf, stopProcess, type ProcessRecord } from "./pid-file.js";
 import { serverAnswers } from "./probe.js";
 
@@ -54,7 +54,7 @@ export async function startNatsServer(
   opts: { /** Credential the readiness probe connects with (auth meshes). */ creds?: string | undefined; timeoutMs?: number } = {},
 ): Promise<StartedServer> {
   const timeoutMs = opts.timeoutMs ?? 20_000;
-  const bin = findNatsServerBinary();
+  const bin = findNatsServer();
   for (const f of readdirSync(c.portsDir)) if (f.endsWith(".ports")) rmSync(join(c.portsDir, f), { force: true });
   writeFileSync(root.serverConfig, renderServerConfig(c), { mode: 0o600 });
   const logPath = root.log("nats-server");

@@ -1,38 +1,21 @@
 // A real nats-server child process for tests: ports chosen by the server, its own temp store,
 // small JetStream limits, a bounded log buffer, and restart on the same ports and store.
 import { spawn, type ChildProcess } from "node:child_process";
-import { accessSync, constants as fsConstants, statSync } from "node:fs";
 import { mkdtemp, readdir, readFile, rm, writeFile, mkdir } from "node:fs/promises";
 import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
-import { delimiter, join } from "node:path";
+import { join } from "node:path";
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
+import { findNatsServer } from "../../broker/index.js";
 import { until } from "./until.js";
+
+// Finding the binary is the product's own logic (cotal up uses it too).
+export { EXTRA_BIN_DIRS, findNatsServer, NatsServerNotFoundError } from "../../broker/index.js";
 
 /** Ports a test server must never take: the shared broker on this machine uses them. */
 export const RESERVED_PORTS: ReadonlySet<number> = new Set([4222, 6222, 8222]);
 
-/** Directories searched after `PATH`: distro packages put nats-server in an sbin. */
-export const EXTRA_BIN_DIRS: readonly string[] = ["/usr/sbin", "/usr/local/sbin"];
-
-/** No nats-server binary could be found; the message says how to get one. */
-export class NatsServerNotFoundError extends Error {
-  override readonly name = "NatsServerNotFoundError";
-  constructor(
-    /** Paths that were tried, in order. */
-    readonly searched: readonly string[],
-    detail: string,
-    options?: ErrorOptions,
-  ) {
-    super(
-      `${detail}. The test harness runs a real nats-server: install it with ` +
-        "`apt-get install nats-server` (or download a release from https://github.com/nats-io/nats-server/releases), " +
-        "or set NATS_SERVER_BIN to the path of a nats-server binary.",
-      options,
-    );
-  }
-}
 
 /** nats-server did not come up (exited, or never became ready); `logs` holds its last output. */
 export class NatsServerStartError extends Error {
@@ -85,35 +68,6 @@ export interface NatsServerOptions {
   logLimit?: { lines?: number; bytes?: number };
 }
 
-/**
- * Find the nats-server binary: `NATS_SERVER_BIN` if set (it must exist), else `nats-server` in
- * `PATH` and then in `extraDirs`. Throws NatsServerNotFoundError.
- */
-export function findNatsServer(
-  env: NodeJS.ProcessEnv = process.env,
-  extraDirs: readonly string[] = EXTRA_BIN_DIRS,
-): string {
-  const fromEnv = env.NATS_SERVER_BIN;
-  if (fromEnv) {
-    if (isExecutableFile(fromEnv)) return fromEnv;
-    throw new NatsServerNotFoundError([fromEnv], `NATS_SERVER_BIN=${fromEnv} is not an executable file`);
-  }
-  const dirs = [...(env.PATH ?? "").split(delimiter).filter(Boolean), ...extraDirs];
-  const searched = [...new Set(dirs)].map((d) => join(d, "nats-server"));
-  const found = searched.find(isExecutableFile);
-  if (found) return found;
-  throw new NatsServerNotFoundError(searched, "nats-server was not found in PATH or " + extraDirs.join(", "));
-}
-
-function isExecutableFile(path: string): boolean {
-  try {
-    if (!statSync(path).isFile()) return false;
-    accessSync(path, fsConstants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Keeps the last `maxLines` lines and at most `maxBytes` characters of a stream's output. */
 export class LogRing {
