@@ -138,6 +138,14 @@ describe("an agent reads only what it was granted", () => {
     await refused(() => jsm.streams.add({ name: "MINE", subjects: ["mine.>"] }));
     await refused(() => jsm.consumers.add("CHAT_sec", { durable_name: "mine", ack_policy: AckPolicy.Explicit }));
     await refused(() => jsm.consumers.add("CHAT_sec", { ack_policy: AckPolicy.None, filter_subject: "cotal.sec.chat.*.*.general" }));
+    // and nothing was created behind the refusals
+    const admin = await jetstreamManager(await mesh.connection(mesh.cliCreds));
+    expect((await admin.streams.names().next()).filter((n) => n === "MINE")).toEqual([]);
+    const chatConsumers = (await admin.consumers.list("CHAT_sec").next()).map((c) => c.name);
+    expect(chatConsumers).not.toContain("mine");
+    const dmConsumers = (await admin.consumers.list("DM_sec").next()).map((c) => c.name);
+    expect(dmConsumers).not.toContain("snoop");
+    expect(dmConsumers.every((n) => n.startsWith("dm_local-"))).toBe(true);
   });
 });
 
