@@ -1,4 +1,4 @@
-import { Endpoint, type EndpointOptions } from "../broker/index.js";
+import { Endpoint, isPermissionDenied, type EndpointOptions } from "../broker/index.js";
 import type { MeshTarget } from "./context.js";
 import { MeshSession } from "./session.js";
 
@@ -13,7 +13,7 @@ export async function connectAs(target: MeshTarget, name: string, extra: Partial
     const session = await MeshSession.open(target);
     await session.close();
   } catch (err) {
-    if (!/Permissions Violation/i.test(String((err as Error)?.message ?? err))) throw err;
+    if (!isPermissionDenied(err)) throw err;
   }
   return Endpoint.connect({ ...extra, server: target.server, space: target.space, creds: target.creds, name });
 }

@@ -58,11 +58,6 @@ export const CotalMessage = z
   .describe("A Cotal message: a channel post, a DM or an anycast.");
 export type CotalMessage = z.infer<typeof CotalMessage>;
 
-/** Which address field a message carries. */
-export function messageKind(m: CotalMessage): "channel" | "dm" | "anycast" {
-  return m.channel !== undefined ? "channel" : m.to !== undefined ? "dm" : "anycast";
-}
-
 /** The text of a message's text parts, joined. */
 export function messageText(m: Pick<CotalMessage, "parts">): string {
   return m.parts.flatMap((p) => (p.kind === "text" && "text" in p ? [p.text] : [])).join("\n");

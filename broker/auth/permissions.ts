@@ -1,12 +1,10 @@
 import type { Permissions } from "@nats-io/jwt";
 import {
-  anycastSubject,
   assertChannel,
   chatSubject,
   durables,
   filters,
   names,
-  principalId,
   type Principal,
 } from "../../schemas/index.js";
 
@@ -123,12 +121,4 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
         sub: { allow: [inbox, `${cotal}.ep.manager.>`, presenceAll] },
       };
   }
-}
-
-/** Subjects used in permissions that name one identity's own traffic (for docs and tests). */
-export function ownSubjects(space: string, who: Principal) {
-  return {
-    dmOut: (to: Principal) => `cotal.${space}.inst.${principalId(to)}.${principalId(who)}`,
-    anycastOut: (role: string) => anycastSubject(space, role, who),
-  };
 }

@@ -1,38 +1,17 @@
 // Run the BUILT `cotal` bundle (dist/cotal.mjs) as a user would: a child process with its own
 // working directory and environment, stdout/stderr captured, exit code returned.
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { readFileSync } from "node:fs";
+import { BUNDLES, ensureBuilt } from "./build.js";
 import { until } from "./until.js";
 
-export const projectRoot = fileURLToPath(new URL("../../", import.meta.url));
+export { projectRoot } from "./build.js";
 /** The bundle `npm run build` writes. */
-export const cotalBundle = fileURLToPath(new URL("../../dist/cotal.mjs", import.meta.url));
+export const cotalBundle = BUNDLES.cli;
 
-/**
- * Build the bundles (esbuild, well under a second) unless dist/cotal.mjs is newer than every
- * source it is made of, so tests never run a stale CLI and never rewrite dist/ needlessly
- * (`npm test` has just built it; another suite may be reading it).
- */
+/** Build the bundles unless they are newer than every source (see build.ts). */
 export async function buildCli(): Promise<void> {
-  if (existsSync(cotalBundle) && statSync(cotalBundle).mtimeMs > newestSource()) return;
-  const r = await run(process.execPath, ["scripts/build.mjs"], { cwd: projectRoot, env: process.env, timeoutMs: 60_000 });
-  if (r.code !== 0 || !existsSync(cotalBundle)) throw new Error(`npm run build failed (exit ${r.code}):\n${r.stderr}`);
-}
-
-function newestSource(): number {
-  let newest = 0;
-  const walk = (dir: string): void => {
-    for (const f of readdirSync(dir, { withFileTypes: true })) {
-      const p = join(dir, f.name);
-      if (f.isDirectory()) walk(p);
-      else newest = Math.max(newest, statSync(p).mtimeMs);
-    }
-  };
-  for (const d of ["cli", "broker", "schemas", "connector", "manager"]) if (existsSync(join(projectRoot, d))) walk(join(projectRoot, d));
-  for (const f of ["package.json", "scripts/build.mjs"]) newest = Math.max(newest, statSync(join(projectRoot, f)).mtimeMs);
-  return newest;
+  ensureBuilt();
 }
 
 /** An environment without the user's COTAL_* settings, so only what a test passes applies. */
