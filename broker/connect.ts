@@ -1,6 +1,8 @@
-import { readFileSync } from "node:fs";
+import { closeSync, fstatSync, openSync, readFileSync } from "node:fs";
+import { fromSeed } from "@nats-io/nkeys";
 import { connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
-import { assertToken, ValidationError } from "../schemas/index.js";
+import { assertToken, CotalError, ValidationError } from "../schemas/index.js";
+import { InsecureSecretError } from "./auth/secret-files.js";
 import { MeshUnavailableError } from "./errors.js";
 
 /** Where a mesh is and how to authenticate to it. */
@@ -57,13 +59,93 @@ export function credsPrincipal(creds: Uint8Array): string | undefined {
   }
 }
 
+/** A credentials file that cannot be read, or is not a NATS user credential. */
+export class InvalidCredsError extends CotalError {
+  constructor(
+    readonly file: string,
+    reason: string,
+    cause?: unknown,
+  ) {
+    super("invalid-creds", `The credential file ${file} is not a valid NATS credential: ${reason}.`, {
+      remedy: "Pass a .creds file written by `cotal mint` (--creds / COTAL_CREDS); on the mesh host, `cotal up` rewrites its own.",
+      cause,
+    });
+  }
+}
+
+const JWT_BLOCK = /-----BEGIN NATS USER JWT-----\s*?\n\s*([^\s]+)\s*\n\s*------END NATS USER JWT------/;
+const SEED_BLOCK = /-----BEGIN USER NKEY SEED-----\s*?\n\s*([^\s]+)\s*\n\s*------END USER NKEY SEED------/;
+
+function decodeSegment(segment: string | undefined): Record<string, unknown> | undefined {
+  if (!segment || !/^[A-Za-z0-9_-]+$/.test(segment)) return undefined;
+  try {
+    const v: unknown = JSON.parse(Buffer.from(segment, "base64url").toString("utf8"));
+    return v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Why `bytes` is not a NATS user credential (a user JWT and the matching user seed), or
+ * undefined when it is one. Checked before connecting, so a broken file is reported as such
+ * and not as an unreachable server.
+ */
+export function credsProblem(bytes: Uint8Array): string | undefined {
+  const text = new TextDecoder().decode(bytes);
+  const jwt = JWT_BLOCK.exec(text)?.[1];
+  if (!jwt) return "it has no NATS USER JWT block";
+  const [header, payload, sig] = jwt.split(".");
+  const h = decodeSegment(header);
+  const p = decodeSegment(payload);
+  if (!h || !p || !sig || jwt.split(".").length !== 3 || h.typ !== "JWT") return "its user JWT is malformed";
+  const seed = SEED_BLOCK.exec(text)?.[1];
+  if (!seed) return "it has no USER NKEY SEED block";
+  let pub: string;
+  try {
+    pub = fromSeed(new TextEncoder().encode(seed)).getPublicKey();
+  } catch {
+    return "its user seed is malformed";
+  }
+  if (!pub.startsWith("U")) return "its seed is not a user seed";
+  if (typeof p.sub === "string" && p.sub !== pub) return "its seed does not belong to its JWT";
+  return undefined;
+}
+
+/**
+ * Read a `.creds` file for connecting: refused when other users could read it (it holds a
+ * seed), when it is missing, or when it is not a NATS user credential.
+ */
+export function readCredsFile(file: string): Buffer {
+  let fd: number;
+  try {
+    fd = openSync(file, "r");
+  } catch (cause) {
+    const code = (cause as NodeJS.ErrnoException).code;
+    throw new InvalidCredsError(file, code === "ENOENT" ? "there is no such file" : `it cannot be read (${code ?? "error"})`, cause);
+  }
+  let bytes: Buffer;
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new InvalidCredsError(file, "it is not a file");
+    const mode = st.mode & 0o7777;
+    if (mode & 0o077) throw new InsecureSecretError(file, mode, 0o600);
+    bytes = readFileSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  const problem = credsProblem(bytes);
+  if (problem) throw new InvalidCredsError(file, problem);
+  return bytes;
+}
+
 /**
  * Connect to the mesh, with a typed error that names the remedy when it fails. With a Cotal
  * credential, replies come on that identity's own inbox prefix (the only one it may read).
  */
 export async function connectMesh(addr: MeshAddress): Promise<NatsConnection> {
   const servers = serverUrl(addr.server);
-  const creds = addr.creds ? readFileSync(addr.creds) : undefined;
+  const creds = addr.creds ? readCredsFile(addr.creds) : undefined;
   const owner = creds ? credsPrincipal(creds) : undefined;
   const inboxPrefix = addr.inboxPrefix ?? (owner ? `_INBOX.${owner}` : undefined);
   try {

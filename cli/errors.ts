@@ -1,5 +1,5 @@
 import { CotalError, InvalidTokenError, PayloadTooLargeError, ValidationError } from "../schemas/index.js";
-import { MeshServiceUnavailableError, MeshUnavailableError, UnknownMentionError } from "../broker/index.js";
+import { InsecureSecretError, InvalidCredsError, MeshServiceUnavailableError, MeshUnavailableError, UnknownMentionError } from "../broker/index.js";
 
 /**
  * Exit codes of every `cotal` command (documented in docs/cli.md):
@@ -37,6 +37,13 @@ export class CommandFailedError extends CotalError {
   }
 }
 
+/** The command needs the mesh service and it did not answer. Exit code 3. */
+export class MeshServiceDownError extends CotalError {
+  constructor(message: string, options: { remedy?: string; cause?: unknown } = {}) {
+    super("mesh-service-unavailable", message, options);
+  }
+}
+
 /** The exit code an error maps to. */
 export function exitCodeOf(err: unknown): ExitCode {
   if (
@@ -44,11 +51,13 @@ export function exitCodeOf(err: unknown): ExitCode {
     err instanceof InvalidTokenError ||
     err instanceof ValidationError ||
     err instanceof UnknownMentionError ||
-    err instanceof PayloadTooLargeError
+    err instanceof PayloadTooLargeError ||
+    err instanceof InvalidCredsError ||
+    err instanceof InsecureSecretError
   ) {
     return EXIT.usage;
   }
-  if (err instanceof MeshNotFoundError || err instanceof SpaceNotProvisionedError || err instanceof MeshUnavailableError || err instanceof MeshServiceUnavailableError) {
+  if (err instanceof MeshNotFoundError || err instanceof SpaceNotProvisionedError || err instanceof MeshUnavailableError || err instanceof MeshServiceUnavailableError || err instanceof MeshServiceDownError) {
     return EXIT.unreachable;
   }
   return EXIT.failed;

@@ -16,7 +16,7 @@ export function formatProvision(p: ProvisionReport): string {
 export function formatDelivery(d: Delivery): string {
   const who = oneLine(d.message.from.name);
   const text = oneLine(messageText(d.message)) || `(${d.message.parts.map((p) => p.kind).join(", ")})`;
-  const where = d.kind === "channel" ? `#${d.channel ?? "?"}` : d.kind === "dm" ? "dm" : `ask ${d.role ?? "?"}`;
+  const where = d.kind === "channel" ? `#${oneLine(d.channel ?? "?")}` : d.kind === "dm" ? "dm" : `ask ${oneLine(d.role ?? "?")}`;
   const flags = [d.historical ? "[history]" : "", d.possibleRepeat ? "[repeat?]" : ""].filter(Boolean).join(" ");
   const mentions = d.message.mentions?.length ? ` (mentions ${d.message.mentions.map(oneLine).join(", ")})` : "";
   return `${flags ? flags + " " : ""}${clock(d.message.ts)} ${where} ${who}: ${text}${mentions}`;
@@ -76,7 +76,7 @@ export function rosterTable(rows: RosterRow[]): string[] {
     ["NAME", "ROLE", "STATUS", "ACTIVITY", "SEEN"],
     rows.map((r) => [
       oneLine(r.name),
-      r.role ?? "-",
+      oneLine(r.role ?? "-"),
       r.condition && r.status !== "offline" ? `${r.status} (${r.condition})` : r.status,
       oneLine(r.activity ?? "-"),
       ago(r.lastSeenAgoMs),

@@ -14,6 +14,7 @@ import { registerStatus } from "./commands/status.js";
 import { registerUp } from "./commands/up.js";
 import { describeError, EXIT, exitCodeOf } from "./errors.js";
 import { cliLog, initCliLogging } from "./logging.js";
+import { safeLines } from "./output.js";
 import { VERSION } from "./version.js";
 
 /** The `cotal` command: the composition root of every component. */
@@ -57,7 +58,7 @@ export async function main(argv: string[]): Promise<void> {
       code = err.exitCode === 0 ? EXIT.ok : EXIT.usage;
     } else {
       code = exitCodeOf(err);
-      process.stderr.write(describeError(err) + "\n");
+      process.stderr.write(safeLines(describeError(err)) + "\n");
       cliLog("main").debug({ err }, "command failed");
     }
   }

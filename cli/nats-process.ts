@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { childEnv } from "./child-env.js";
 import { CommandFailedError } from "./errors.js";
 import type { MeshRoot } from "./mesh-root.js";
 import { findNatsServer } from "../broker/index.js";
@@ -62,7 +63,7 @@ export async function startNatsServer(
   const argv = [bin, "-c", root.serverConfig];
   let exited: string | undefined;
   try {
-    const child = spawn(bin, argv.slice(1), { detached: true, stdio: ["ignore", out, out], cwd: root.project });
+    const child = spawn(bin, argv.slice(1), { detached: true, stdio: ["ignore", out, out], cwd: root.project, env: childEnv() });
     child.once("exit", (code, sig) => (exited = sig ? `was killed by ${sig}` : `exited with code ${code}`));
     child.once("error", (err) => (exited = `could not be started: ${err.message}`));
     child.unref();

@@ -3,43 +3,73 @@
  * person go to stderr, so `--json` output can be piped as is.
  */
 
+/**
+ * Characters that must never reach a terminal raw: C0 controls, DEL, C1 controls (U+0080–U+009F,
+ * among them the 8-bit CSI U+009B), the line and paragraph separators U+2028/U+2029, and the
+ * bidirectional controls (U+061C, U+200E/U+200F, U+202A–U+202E, U+2066–U+2069) that can make a
+ * line read differently from what it holds ("Trojan Source").
+ */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+/** The same set minus C0 controls: JSON.stringify already escapes those, and leaves these raw. */
+const UNSAFE_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+const escapeChar = (c: string): string => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
+
+/**
+ * JSON text with DEL, C1 controls, U+2028/U+2029 and bidi controls written as `\u` escapes.
+ * Outside strings JSON has none of these characters, so escaping them in the whole text changes
+ * no value: `JSON.parse` gives back exactly what `JSON.stringify` was given.
+ */
+export function terminalSafeJson(value: unknown, indent?: number): string {
+  return (JSON.stringify(value, null, indent) ?? "null").replace(UNSAFE_IN_JSON, escapeChar);
+}
+
 /** Print a value as JSON (one document). */
 export function printJson(value: unknown): void {
-  process.stdout.write(JSON.stringify(value, null, 2) + "\n");
+  process.stdout.write(terminalSafeJson(value, 2) + "\n");
 }
 
 /** Print one JSON object on one line (streams such as `listen --json`). */
 export function printJsonLine(value: unknown): void {
-  process.stdout.write(JSON.stringify(value) + "\n");
+  process.stdout.write(terminalSafeJson(value) + "\n");
 }
 
-/** Print lines of text. */
+/**
+ * Print lines of text. Peer text in them should already be framed with oneLine; whatever was
+ * missed is escaped here all the same (oneLine's output has nothing left to escape).
+ */
 export function printLines(...lines: string[]): void {
-  process.stdout.write(lines.map((l) => l + "\n").join(""));
+  process.stdout.write(lines.map((l) => safeLines(l) + "\n").join(""));
 }
 
 /** A note for the person at the terminal (stderr). */
 export function note(line: string): void {
-  process.stderr.write(`${line}\n`);
+  process.stderr.write(`${safeLines(line)}\n`);
 }
 
 /** A warning for the person at the terminal (stderr). */
 export function warn(line: string): void {
-  process.stderr.write(`cotal: warning: ${line}\n`);
+  process.stderr.write(`cotal: warning: ${safeLines(line)}\n`);
 }
 
 /**
  * Make peer-controlled text safe for one terminal line: newlines and tabs are shown as \n
- * and \t, other control characters (terminal escapes) as \u00XX.
+ * and \t, every other character of the unsafe set above (terminal escapes, DEL, C1, line
+ * separators, bidi overrides) as \uXXXX.
  */
 export function oneLine(text: string): string {
-  // eslint-disable-next-line no-control-regex -- matching control characters is the point
-  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => {
+  return text.replace(UNSAFE, (c) => {
     if (c === "\n") return "\\n";
     if (c === "\t") return "\\t";
     if (c === "\r") return "\\r";
-    return `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
+    return escapeChar(c);
   });
+}
+
+/** Like oneLine, but keeps newlines: for several lines of our own text quoting others' (errors). */
+export function safeLines(text: string): string {
+  return text.split("\n").map(oneLine).join("\n");
 }
 
 /** Render rows as an aligned text table with a header. */

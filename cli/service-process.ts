@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { closeSync, openSync, realpathSync } from "node:fs";
 import { connectMesh } from "../broker/index.js";
+import { childEnv } from "./child-env.js";
 import { CommandFailedError } from "./errors.js";
 import { serviceLogLevel } from "./logging.js";
 import type { MeshRoot } from "./mesh-root.js";
@@ -47,7 +48,7 @@ export async function startMeshService(root: MeshRoot, t: ServiceTarget, timeout
       detached: true,
       stdio: ["ignore", out, out],
       cwd: root.project,
-      env: { ...process.env, COTAL_LOG_LEVEL: serviceLogLevel() },
+      env: childEnv({ COTAL_LOG_LEVEL: serviceLogLevel() }),
     });
     child.once("exit", (code, sig) => (exited = sig ? `was killed by ${sig}` : `exited with code ${code}`));
     child.once("error", (err) => (exited = `could not be started: ${err.message}`));

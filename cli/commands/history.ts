@@ -8,9 +8,17 @@ import { clock, oneLine, printJson, printLines } from "../output.js";
 import { withSession } from "../session.js";
 import { channelName, duration, parseInput, positiveInt } from "../validate.js";
 
+/**
+ * How far back --since reaches, in ms: at most back to 1970 (Unix time 0). A longer one would
+ * be a start time before the epoch, or one JavaScript cannot even represent ("Invalid time value").
+ */
+const since = duration.refine((ms) => Number.isSafeInteger(ms) && ms <= Date.now(), {
+  message: "reaches back before 1970, earlier than any stored post; use a shorter duration such as 7d, or leave --since out for every stored post",
+});
+
 const HistoryFlags = z.object({
   channel: channelName,
-  since: duration.optional(),
+  since: since.optional(),
   limit: positiveInt("limit").default(100),
   json: z.boolean().optional(),
 });

@@ -72,7 +72,7 @@ async function listen(ep: Endpoint, channels: string[], json: boolean): Promise<
       if (json) printJsonLine({ type: "roster", ...rosterJson(e, now) });
       else {
         const extra = [e.presence.condition, e.presence.activity].filter(Boolean).map((s) => oneLine(s!)).join(", ");
-        printLines(`${clock(now)} roster ${oneLine(e.name)}${e.role ? ` (${e.role})` : ""} is ${e.status}${extra ? `: ${extra}` : ""}`);
+        printLines(`${clock(now)} roster ${oneLine(e.name)}${e.role ? ` (${oneLine(e.role)})` : ""} is ${e.status}${extra ? `: ${extra}` : ""}`);
       }
     }
   };

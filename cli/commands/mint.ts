@@ -1,9 +1,10 @@
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
-import { PROFILES, requestCredential, requestRevoke, writeSecret } from "../../broker/index.js";
-import { jsonOption, meshOptions, resolveTarget } from "../context.js";
-import { UsageError } from "../errors.js";
+import { credsPrincipal, isPermissionDenied, PROFILES, readCredsFile, requestCredential, requestRevoke, writeSecret } from "../../broker/index.js";
+import { jsonOption, meshOptions, resolveTarget, type MeshTarget } from "../context.js";
+import { CommandFailedError, UsageError } from "../errors.js";
+import { cliLog } from "../logging.js";
 import { printJson, printLines } from "../output.js";
 import { withSession } from "../session.js";
 import { actingName, channelName, duration, parseInput, token } from "../validate.js";
@@ -51,16 +52,18 @@ export function registerMint(program: Command): void {
     const f = parseInput(MintFlags, { ...raw, name });
     const target = resolveTarget(raw);
     const out = f.out ? resolve(f.out) : target.root ? resolve(target.root.dir, "creds", `${f.name}.creds`) : resolve(`${f.name}.creds`);
-    const { reply, creds } = await withSession(target, (s) =>
-      requestCredential(s.nc, target.space, {
-        name: f.name,
-        profile: f.profile,
-        allowSubscribe: f.allowSubscribe,
-        allowPublish: f.allowPublish,
-        ...(f.role ? { role: f.role } : {}),
-        provision: !!f.provision,
-        ...(f.expiresIn ? { expiresInMs: f.expiresIn } : {}),
-      }),
+    const { reply, creds } = await asMinter(target, "mint", () =>
+      withSession(target, (s) =>
+        requestCredential(s.nc, target.space, {
+          name: f.name,
+          profile: f.profile,
+          allowSubscribe: f.allowSubscribe,
+          allowPublish: f.allowPublish,
+          ...(f.role ? { role: f.role } : {}),
+          provision: !!f.provision,
+          ...(f.expiresIn ? { expiresInMs: f.expiresIn } : {}),
+        }),
+      ),
     );
     writeSecret(out, creds);
     const result = { principal: reply.principal, profile: f.profile, creds: out, expiresAt: reply.expiresAt ? new Date(reply.expiresAt).toISOString() : null, provisioned: !!reply.provisioned };
@@ -81,9 +84,40 @@ export function registerMint(program: Command): void {
   jsonOption(meshOptions(revoke)).action(async (name: string, raw: Record<string, unknown>) => {
     const f = parseInput(z.object({ name: actingName("name"), json: z.boolean().optional() }), { ...raw, name });
     const target = resolveTarget(raw);
-    const r = await withSession(target, (s) => requestRevoke(s.nc, target.space, f.name));
+    const r = await asMinter(target, "revoke", () => withSession(target, (s) => requestRevoke(s.nc, target.space, f.name)));
     if (r.revoked === 0) throw new UsageError(`No credential was ever minted for ${r.principal}.`, { remedy: "Check the name (`cotal roster`)." });
     if (f.json) printJson(r);
     else printLines(`revoked ${r.revoked} credential${r.revoked === 1 ? "" : "s"} of ${r.principal}`);
   });
+}
+
+/** A broker permission refusal anywhere in an error's cause chain. */
+function deniedSomewhere(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) if (isPermissionDenied(e)) return true;
+  return false;
+}
+
+/**
+ * Run a mint or revoke; a credential whose profile may not do it (an agent's, an observer's)
+ * is told so, instead of the broker's raw permission refusal on the JetStream API.
+ */
+async function asMinter<T>(target: MeshTarget, what: "mint" | "revoke", fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (!deniedSomewhere(err)) throw err;
+    cliLog("mint").debug({ err }, `${what} refused by the broker`);
+    let who = target.creds ?? "this connection";
+    if (target.creds) {
+      try {
+        const principal = credsPrincipal(readCredsFile(target.creds));
+        if (principal) who = `${target.creds} (${principal})`;
+      } catch {
+        // the connection worked with it; naming the file is enough
+      }
+    }
+    throw new CommandFailedError(`The credential ${who} may not ${what}: its profile has no right to. Only the mesh host's operator credential can ${what}.`, {
+      remedy: `Run \`cotal ${what}\` on the mesh host, in its project folder, without --creds or COTAL_CREDS (it then uses the host's own operator credential).`,
+    });
+  }
 }

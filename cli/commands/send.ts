@@ -1,9 +1,9 @@
 import type { Command } from "commander";
 import { z } from "zod";
-import type { Endpoint, Receipt } from "../../broker/index.js";
+import { MeshServiceUnavailableError, type Endpoint, type Receipt } from "../../broker/index.js";
 import { connectAs } from "../acting.js";
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
-import { UsageError } from "../errors.js";
+import { MeshServiceDownError, UsageError } from "../errors.js";
 import { defaultActorName } from "../identity.js";
 import { printJson, printLines } from "../output.js";
 import { actingName, actorName, channelName, parseInput, token } from "../validate.js";
@@ -40,7 +40,10 @@ export function registerSend(program: Command): void {
       ARG_LABELS,
     );
     const mentions = f.mention ? parseMentions(f.mention) : undefined;
-    await sendAs(raw, f.as, f.json, (ep) => ep.send(f.channel, f.text, mentions ? { mentions } : {}));
+    await sendAs(raw, f.as, f.json, async (ep) => {
+      if (mentions) await rosterForMentions(ep);
+      return ep.send(f.channel, f.text, mentions ? { mentions } : {});
+    });
   });
 
   const dm = send
@@ -66,6 +69,21 @@ export function registerSend(program: Command): void {
   });
 }
 
+/** --mention is checked against the roster, which the mesh service serves: no roster, nothing sent. */
+async function rosterForMentions(ep: Endpoint): Promise<void> {
+  try {
+    await ep.roster();
+  } catch (err) {
+    if (err instanceof MeshServiceUnavailableError) {
+      throw new MeshServiceDownError("--mention needs the roster to check each name, and the mesh service did not answer: nothing was sent.", {
+        remedy: "Run `cotal up` on the mesh host (it starts or repairs the mesh service), or send without --mention.",
+        cause: err,
+      });
+    }
+    throw err;
+  }
+}
+
 function parseMentions(list: string): string[] {
   const names = list.split(",").map((n) => n.trim()).filter(Boolean);
   const bad = names.filter((n) => !/^[A-Za-z0-9_]{1,64}(\.[A-Za-z0-9_]{1,64})?$/.test(n));
@@ -82,9 +100,8 @@ async function sendAs(raw: Record<string, unknown>, as: string | undefined, json
   const name = as ?? defaultActorName();
   const ep = await connectAs(target, name);
   try {
-    // The receipt reads the roster after publishing; load it first, so a silent mesh service
-    // fails the command before anything is stored rather than after.
-    await ep.roster();
+    // Storing needs only the broker: with the mesh service down the message is still stored,
+    // and the receipt says presence was unknown at send. Only --mention needs the roster first.
     const receipt = await fn(ep);
     if (json) printJson(receipt);
     else printLines(receipt.text);
