@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { AuthStore, mintCreds, pushAccountJwt, SERVICE_PRINCIPALS, writeSecret } from "../broker/index.js";
+import { AuthStore, pushSpaceAccounts, serviceCreds, writeSecret } from "../broker/index.js";
 import type { MeshRoot } from "./mesh-root.js";
 
 /** What a static mesh needs before its server starts. */
@@ -23,17 +23,15 @@ export interface StaticAuth {
 export async function prepareStaticAuth(root: MeshRoot, space: string): Promise<StaticAuth> {
   const store = await AuthStore.open(root.authDir);
   const { created } = await store.ensureSpace(space);
-  const accountPub = store.accountKey(space).getPublicKey();
   const creds = { cli: root.credsFile(space, "cli"), mesh: root.credsFile(space, "mesh") };
   for (const who of ["cli", "mesh"] as const) {
     if (!created && existsSync(creds[who])) continue;
-    const minted = await mintCreds({ space, who: SERVICE_PRINCIPALS[who], profile: who }, store.signingKey(space), accountPub);
-    writeSecret(creds[who], minted.creds);
+    writeSecret(creds[who], await serviceCreds(store, space, who));
   }
   return { store, fragment: await store.serverConfig(root.resolverDir), cliCreds: creds.cli, meshCreds: creds.mesh, spaceCreated: created };
 }
 
 /** Tell a running server about a space account created after it started. */
 export async function publishSpaceAccount(auth: StaticAuth, server: string, space: string): Promise<void> {
-  await pushAccountJwt(auth.store, server, auth.store.accountJwt(space));
+  await pushSpaceAccounts(auth.store, server, space);
 }

@@ -13,3 +13,4 @@ export * from "./control.js";
 export * from "./seat-log.js";
 export * from "./agent-file.js";
 export * from "./json-schema.js";
+export * from "./subject-patterns.js";

@@ -3,13 +3,30 @@ import { dirname, join } from "node:path";
 import { createAccount, createOperator, createUser, fromSeed, type KeyPair } from "@nats-io/nkeys";
 import { encodeAccount, encodeOperator, encodeUser, fmtCreds, type Account } from "@nats-io/jwt";
 import { assertToken } from "../../schemas/index.js";
+import { clientImports, dataExports } from "./space-accounts.js";
 import { ensureSecretDir, readSecret, secretExists, writeSecret } from "./secret-files.js";
 
 const dec = new TextDecoder();
 
 /** Limits every account needs, or the server refuses every connection (FIELD-NOTES). */
 const CONNECTION_LIMITS = { conn: -1, subs: -1, payload: -1, data: -1, imports: -1, exports: -1, wildcards: true, leaf: -1 };
-const JETSTREAM_LIMITS = { mem_storage: -1, disk_storage: -1, streams: -1, consumer: -1 };
+
+/** JetStream storage a space's data account may use in all (`cotal up --max-disk/--max-memory`). */
+export interface AccountStorageLimits {
+  diskBytes: number;
+  memoryBytes: number;
+}
+export const DEFAULT_ACCOUNT_STORAGE: AccountStorageLimits = { diskBytes: 4 * 1024 ** 3, memoryBytes: 256 * 1024 ** 2 };
+
+/** The clients account of a space: where every minted identity lives. */
+export function clientsAccount(space: string): string {
+  return `clients/${assertToken("space", "space", space)}`;
+}
+
+/** `SYS` and data accounts live in accounts/, clients accounts in clients/. */
+function accountFile(account: string, ext: string): string {
+  return account.startsWith("clients/") ? `${account}${ext}` : join("accounts", `${account}${ext}`);
+}
 
 /** The system account's name, and the user that pushes account updates (revocations). */
 export const SYSTEM_ACCOUNT = "SYS";
@@ -63,41 +80,79 @@ export class AuthStore {
     writeSecret(this.path("creds", "sys.creds"), fmtCreds(jwt, sysUser));
   }
 
-  /** The account key of a space (or SYS). */
+  /** The key of an account: `SYS`, a space's data account `<space>`, or `clients/<space>`. */
   accountKey(account: string): KeyPair {
-    return this.seed(join("accounts", `${account}.nk`));
+    return this.seed(accountFile(account, ".nk"));
   }
 
-  /** The signing key users of a space are minted with (the mesh service holds it at run time). */
+  /** The key users of a space's clients account are minted with (the mesh service holds it). */
   signingKey(space: string): KeyPair {
-    return this.seed(join("signing", `${space}.nk`));
+    return this.seed(accountFile(clientsAccount(space), ".signing.nk"));
   }
 
   accountJwt(account: string): string {
-    return dec.decode(readSecret(this.path("accounts", `${account}.jwt`)));
+    return dec.decode(readSecret(this.path(accountFile(account, ".jwt"))));
   }
 
-  /** Create the space's account (with JetStream and a signing key) if it does not exist. */
-  async ensureSpace(space: string): Promise<{ created: boolean }> {
+  /** Both account JWTs of a space, data account first (a running server needs both). */
+  spaceJwts(space: string): string[] {
+    return [this.accountJwt(space), this.accountJwt(clientsAccount(space))];
+  }
+
+  /**
+   * Create the space's two accounts if missing: the data account (JetStream, exports) and the
+   * clients account (no JetStream, imports, a signing key). A store from before account
+   * isolation gets its clients account now, and its data account loses the signing key every
+   * earlier credential was minted with: those credentials stop working (mint them again).
+   */
+  async ensureSpace(space: string, limits: Partial<AccountStorageLimits> = {}): Promise<{ created: boolean }> {
     assertToken("space", "space", space);
-    if (secretExists(this.path("accounts", `${space}.nk`))) return { created: false };
-    writeSecret(this.path("accounts", `${space}.nk`), createAccount().getSeed());
-    writeSecret(this.path("signing", `${space}.nk`), createAccount().getSeed());
-    await this.writeAccountJwt(space, {});
-    return { created: true };
+    let created = false;
+    if (!secretExists(this.path(accountFile(space, ".nk")))) {
+      writeSecret(this.path(accountFile(space, ".nk")), createAccount().getSeed());
+      created = true;
+    }
+    const clients = clientsAccount(space);
+    if (!secretExists(this.path(accountFile(clients, ".nk")))) {
+      writeSecret(this.path(accountFile(clients, ".nk")), createAccount().getSeed());
+      writeSecret(this.path(accountFile(clients, ".signing.nk")), createAccount().getSeed());
+      created = true;
+    }
+    const limitsFile = this.path(accountFile(space, ".limits.json"));
+    const before = secretExists(limitsFile) ? dec.decode(readSecret(limitsFile)) : undefined;
+    const want = JSON.stringify({ ...DEFAULT_ACCOUNT_STORAGE, ...(before ? (JSON.parse(before) as object) : {}), ...limits });
+    if (want !== before) {
+      writeSecret(limitsFile, want);
+      created = true;
+    }
+    if (created) {
+      await this.writeAccountJwt(space, {});
+      await this.writeAccountJwt(clients, {});
+    }
+    return { created };
   }
 
-  /** Spaces with accounts in this store. */
+  /** The JetStream storage limits of a space's data account. */
+  storageLimits(space: string): AccountStorageLimits {
+    const file = this.path(accountFile(space, ".limits.json"));
+    return { ...DEFAULT_ACCOUNT_STORAGE, ...(secretExists(file) ? (JSON.parse(dec.decode(readSecret(file))) as object) : {}) };
+  }
+
+  /** Every account in this store: SYS, each space's data account and clients account. */
   async accounts(): Promise<string[]> {
-    const { readdirSync } = await import("node:fs");
-    return readdirSync(this.path("accounts"))
-      .filter((f) => f.endsWith(".nk"))
-      .map((f) => f.slice(0, -3));
+    const { readdirSync, existsSync } = await import("node:fs");
+    const list = (dir: string, prefix: string) =>
+      existsSync(this.path(dir))
+        ? readdirSync(this.path(dir))
+            .filter((f) => f.endsWith(".nk") && !f.endsWith(".signing.nk"))
+            .map((f) => prefix + f.slice(0, -3))
+        : [];
+    return [...list("accounts", ""), ...list("clients", "clients/")];
   }
 
   /** Revocations recorded for an account: user public key → unix seconds. */
   revocations(account: string): Record<string, number> {
-    const file = this.path("accounts", `${account}.revocations.json`);
+    const file = this.path(accountFile(account, ".revocations.json"));
     return secretExists(file) ? (JSON.parse(dec.decode(readSecret(file))) as Record<string, number>) : {};
   }
 
@@ -105,20 +160,34 @@ export class AuthStore {
   async writeAccountJwt(account: string, addRevocations: Record<string, number>): Promise<string> {
     const revocations = { ...this.revocations(account), ...addRevocations };
     if (Object.keys(addRevocations).length) {
-      writeSecret(this.path("accounts", `${account}.revocations.json`), JSON.stringify(revocations));
+      writeSecret(this.path(accountFile(account, ".revocations.json")), JSON.stringify(revocations));
     }
     const key = this.accountKey(account);
-    const claims: Partial<Account> =
-      account === SYSTEM_ACCOUNT
-        ? { limits: CONNECTION_LIMITS }
-        : {
-            limits: { ...CONNECTION_LIMITS, ...JETSTREAM_LIMITS },
-            signing_keys: [this.signingKey(account).getPublicKey()],
-            ...(Object.keys(revocations).length ? { revocations } : {}),
-          };
-    const jwt = await encodeAccount(account, key, claims, { signer: this.operatorKey() });
-    writeSecret(this.path("accounts", `${account}.jwt`), jwt);
+    const jwt = await encodeAccount(account.replace("/", ":"), key, this.claims(account, revocations), { signer: this.operatorKey() });
+    writeSecret(this.path(accountFile(account, ".jwt")), jwt);
     return jwt;
+  }
+
+  /** What each kind of account may do (FIELD-NOTES: every account needs explicit limits). */
+  private claims(account: string, revocations: Record<string, number>): Partial<Account> {
+    const revoked = Object.keys(revocations).length ? { revocations } : {};
+    if (account === SYSTEM_ACCOUNT) return { limits: CONNECTION_LIMITS };
+    if (account.startsWith("clients/")) {
+      const space = account.slice("clients/".length);
+      // No JetStream here: every stream lives in the data account, reached only by import.
+      return {
+        limits: { ...CONNECTION_LIMITS, mem_storage: 0, disk_storage: 0, streams: 0, consumer: 0 },
+        signing_keys: [this.signingKey(space).getPublicKey()],
+        imports: clientImports(space, this.accountKey(space).getPublicKey()),
+        ...revoked,
+      };
+    }
+    const storage = this.storageLimits(account);
+    return {
+      limits: { ...CONNECTION_LIMITS, mem_storage: storage.memoryBytes, disk_storage: storage.diskBytes, streams: -1, consumer: -1 },
+      exports: dataExports(account),
+      ...revoked,
+    };
   }
 
   /**

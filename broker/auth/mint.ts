@@ -1,7 +1,8 @@
 import { encodeUser, fmtCreds } from "@nats-io/jwt";
 import { createUser, fromPublic, type KeyPair } from "@nats-io/nkeys";
 import { CotalError, principalId } from "../../schemas/index.js";
-import { permissionsFor, type IdentitySpec } from "./permissions.js";
+import { clientsAccount, type AuthStore } from "./auth-store.js";
+import { permissionsFor, SERVICE_PRINCIPALS, type IdentitySpec } from "./permissions.js";
 
 /** A signed user credential. */
 export interface MintedUser {
@@ -46,14 +47,27 @@ export async function signUser(
   checkMintSpec(spec);
   const issuedAt = Math.floor(Date.now() / 1000);
   const exp = expiresInMs ? issuedAt + Math.ceil(expiresInMs / 1000) : undefined;
+  // A user signed by the account key itself names no issuer account (only signing keys do).
+  const viaSigningKey = signingKey.getPublicKey() !== accountPub;
   const jwt = await encodeUser(
     principalId(spec.who),
     fromPublic(userPub),
     fromPublic(accountPub),
-    { ...permissionsFor(spec), issuer_account: accountPub },
+    { ...permissionsFor(spec), ...(viaSigningKey ? { issuer_account: accountPub } : {}) },
     { signer: signingKey, ...(exp ? { exp } : {}) },
   );
   return { jwt, userPub, issuedAt, ...(exp ? { expiresAt: exp * 1000 } : {}) };
+}
+
+/**
+ * The credential of one of Cotal's own services on the mesh host. The mesh service lives in the
+ * space's data account (signed by that account's key, which only the auth store holds); every
+ * other identity lives in the clients account (signed by its signing key).
+ */
+export async function serviceCreds(store: AuthStore, space: string, service: keyof typeof SERVICE_PRINCIPALS): Promise<Uint8Array> {
+  const spec: IdentitySpec = { space, who: SERVICE_PRINCIPALS[service], profile: service };
+  if (service === "mesh") return (await mintCreds(spec, store.accountKey(space), store.accountKey(space).getPublicKey())).creds;
+  return (await mintCreds(spec, store.signingKey(space), store.accountKey(clientsAccount(space)).getPublicKey())).creds;
 }
 
 /** Generate a user key pair and sign it in one step (for service identities on the mesh host). */

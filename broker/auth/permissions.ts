@@ -1,12 +1,5 @@
 import type { Permissions } from "@nats-io/jwt";
-import {
-  assertChannel,
-  chatSubject,
-  durables,
-  filters,
-  names,
-  type Principal,
-} from "../../schemas/index.js";
+import { assertChannel, durables, names, patterns, type Principal } from "../../schemas/index.js";
 
 /** Credential profiles (DESIGN §13). */
 export const PROFILES = ["agent", "observer", "admin", "mesh", "cli", "manager"] as const;
@@ -33,7 +26,7 @@ export interface IdentitySpec {
 
 /** The per-identity reply-inbox prefix: nobody may subscribe to another's replies. */
 export function inboxPrefix(who: Principal): string {
-  return `_INBOX.${who.owner}.${who.actor}`;
+  return patterns.inbox(who).slice(0, -2);
 }
 
 /** The channel an agent publishes its activity events on (DESIGN §11). */
@@ -41,84 +34,78 @@ export function eventsChannel(who: Principal): string {
   return `events.${who.owner}.${who.actor}`;
 }
 
-/** Subjects to bind (info, pull, ack) one durable consumer. */
-function bindDurable(stream: string, durable: string): string[] {
-  return [`$JS.API.CONSUMER.INFO.${stream}.${durable}`, `$JS.API.CONSUMER.MSG.NEXT.${stream}.${durable}`, `$JS.ACK.${stream}.${durable}.>`];
-}
-
 /** Read-only control calls every identity may make to the mesh service, as itself. */
 function meshReads(space: string, who: Principal): string[] {
-  return ["roster", "history", "channels", "ping"].map((c) => `cotal.${space}.ep.mesh.one.${c}.${who.owner}.${who.actor}`);
+  return ["roster", "history", "channels", "lookup", "ping"].map((c) => patterns.callAs(space, MESH, c, who));
 }
 
+const MESH = "mesh";
+
 /**
- * Exact publish/subscribe permissions of a profile. The broker enforces these: the sender
- * tokens of every subject an agent may publish on are its own.
+ * Exact publish/subscribe permissions of a profile, built only from the subject grammar
+ * (schemas/subject-patterns.ts). The broker enforces these: the sender tokens of every subject
+ * an agent may publish on are its own. Every profile but `mesh` lives in the space's clients
+ * account, which reaches streams only through the imports of space-accounts.ts.
  */
 export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
   const { space, who } = spec;
-  const me = `${who.owner}.${who.actor}`;
-  const inbox = `${inboxPrefix(who)}.>`;
-  const presenceAll = `$KV.${names.presenceBucket(space)}.>`;
-  const kvGet = (bucket: string) => `$JS.API.STREAM.MSG.GET.KV_${bucket}`;
-  const cotal = `cotal.${space}`;
+  const inbox = patterns.inbox(who);
+  const presenceAll = patterns.presenceAll(space);
   switch (spec.profile) {
     case "agent": {
       const subscribe = [...new Set(spec.allowSubscribe ?? [])].map(assertChannel);
       const publish = [...new Set([...(spec.allowPublish ?? []), eventsChannel(who)])].map(assertChannel);
       const pub = [
-        ...publish.map((ch) => chatSubject(space, who, ch)),
-        `${cotal}.inst.*.*.${me}`,
-        `${cotal}.svc.*.${me}`,
-        `${cotal}.ep.mesh.one.register.${me}`,
-        `${cotal}.ep.mesh.one.join.${me}`,
-        `${cotal}.ep.mesh.one.leave.${me}`,
+        ...publish.map((ch) => patterns.postAs(space, who, ch)),
+        patterns.dmFrom(space, who),
+        patterns.anycastFrom(space, who),
+        ...["register", "join", "leave"].map((c) => patterns.callAs(space, MESH, c, who)),
         ...meshReads(space, who),
-        `$KV.${names.presenceBucket(space)}.${me}`,
-        kvGet(names.channelsBucket(space)),
-        kvGet(names.membersBucket(space)),
-        ...bindDurable(names.dmStream(space), durables.dm(who)),
-        ...(spec.role ? bindDurable(names.taskStream(space), durables.anycast(spec.role)) : []),
-        ...subscribe.flatMap((ch) => bindDurable(names.chatStream(space), durables.channel(who, ch))),
+        patterns.presenceKey(space, who),
+        patterns.bucketGet(names.channelsBucket(space)),
+        ...patterns.bindDurable(names.dmStream(space), durables.dm(who)),
+        ...(spec.role ? patterns.bindDurable(names.taskStream(space), durables.anycast(spec.role)) : []),
+        ...subscribe.flatMap((ch) => patterns.bindDurable(names.chatStream(space), durables.channel(who, ch))),
       ];
-      const sub = [inbox, presenceAll, ...subscribe.map((ch) => filters.channel(space, ch))];
+      const sub = [inbox, presenceAll, ...subscribe.map((ch) => patterns.channelPosts(space, ch))];
       return { pub: { allow: pub }, sub: { allow: sub } };
     }
     case "observer":
       return {
-        pub: { allow: [...meshReads(space, who), kvGet(names.channelsBucket(space))] },
-        sub: { allow: [inbox, presenceAll, filters.kind(space, "chat")] },
+        pub: { allow: [...meshReads(space, who), patterns.bucketGet(names.channelsBucket(space))] },
+        sub: { allow: [inbox, presenceAll, patterns.allPosts(space)] },
       };
     case "admin":
       return {
-        pub: { allow: [...meshReads(space, who), kvGet(names.channelsBucket(space)), kvGet(names.membersBucket(space))] },
-        sub: { allow: [inbox, presenceAll, `${cotal}.>`] },
+        pub: { allow: [...meshReads(space, who), patterns.bucketGet(names.channelsBucket(space))] },
+        sub: { allow: [inbox, presenceAll, patterns.space(space)] },
       };
     case "mesh":
-      // The mesh service provisions, creates durables, serves the control rail and mints.
+      // The mesh service, alone in the data account: provisions, creates durables, mints, and
+      // serves the control rail (it answers only on the reply a service import invents).
       return {
-        pub: { allow: ["$JS.API.>", "$KV.>", `${cotal}.>`, "_INBOX.>"] },
-        sub: { allow: [`${cotal}.ep.mesh.>`, "_INBOX.>", "$KV.>"] },
+        pub: { allow: ["$JS.API.>", patterns.space(space), "_INBOX.>", "_R_.>", "$KV.>"] },
+        sub: { allow: [patterns.callsTo(space, MESH), "_INBOX.>"] },
       };
     case "cli":
-      // The operator's own tool on the mesh host: acts for people (`--as`), reads and manages.
+      // The operator's own tool on the mesh host, in the clients account: acts for people
+      // (`cotal send --as`), reads everything and configures channels. It can reach no more of
+      // JetStream than the clients account imports (read-only API, binds, acks).
       return {
-        pub: { allow: ["$JS.API.>", "$KV.>", `${cotal}.>`, "$JS.ACK.>"] },
-        sub: { allow: ["_INBOX.>", `${cotal}.>`, "$KV.>"] },
+        pub: { allow: [patterns.space(space), "$JS.API.>", "$JS.ACK.>", presenceAll, patterns.bucketKeys(names.channelsBucket(space))] },
+        sub: { allow: ["_INBOX.>", patterns.space(space), presenceAll] },
       };
     case "manager":
       return {
         pub: {
           allow: [
-            `${cotal}.seat.>`,
-            `${cotal}.ep.mesh.one.*.${me}`,
-            `$KV.${names.managersBucket(space)}.>`,
-            "$JS.API.STREAM.INFO.*",
-            `$JS.API.STREAM.MSG.GET.${names.seatsStream(space)}`,
-            "$JS.API.OBJ.>",
+            `${patterns.space(space).slice(0, -1)}seat.>`,
+            patterns.callAs(space, MESH, "register", who),
+            ...meshReads(space, who),
+            patterns.bucketKeys(names.managersBucket(space)),
           ],
         },
-        sub: { allow: [inbox, `${cotal}.ep.manager.>`, presenceAll] },
+        sub: { allow: [inbox, patterns.callsTo(space, "manager"), presenceAll] },
       };
   }
 }

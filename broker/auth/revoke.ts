@@ -1,7 +1,7 @@
 import { connect, credsAuthenticator } from "@nats-io/transport-node";
 import { CotalError } from "../../schemas/index.js";
 import { readSecret } from "./secret-files.js";
-import type { AuthStore } from "./auth-store.js";
+import { clientsAccount, type AuthStore } from "./auth-store.js";
 
 /** The server did not accept an account update. */
 export class ClaimsUpdateError extends CotalError {
@@ -32,10 +32,15 @@ export async function pushAccountJwt(store: AuthStore, server: string, jwt: stri
   }
 }
 
-/** Revoke users of a space's account by public key, now, on the running server. */
+/** Push every account JWT of a space (data and clients) to a running server. */
+export async function pushSpaceAccounts(store: AuthStore, server: string, space: string): Promise<void> {
+  for (const jwt of store.spaceJwts(space)) await pushAccountJwt(store, server, jwt);
+}
+
+/** Revoke users of a space's clients account by public key, now, on the running server. */
 export async function revokeUsers(store: AuthStore, server: string, space: string, userPubs: string[]): Promise<void> {
   if (!userPubs.length) return;
   const now = Math.floor(Date.now() / 1000);
-  const jwt = await store.writeAccountJwt(space, Object.fromEntries(userPubs.map((p) => [p, now])));
+  const jwt = await store.writeAccountJwt(clientsAccount(space), Object.fromEntries(userPubs.map((p) => [p, now])));
   await pushAccountJwt(store, server, jwt);
 }

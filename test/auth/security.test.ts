@@ -48,8 +48,7 @@ function message(from: string, address: Partial<CotalMessage>, text = "forged"):
 }
 
 async function storedOn(subject: string): Promise<number> {
-  const nc = await mesh.connection(mesh.cliCreds);
-  const jsm = await jetstreamManager(nc);
+  const jsm = await mesh.dataJsm();
   const stream = await jsm.streams.find(subject);
   const info = await jsm.streams.info(stream, { subjects_filter: subject });
   return info.state.subjects?.[subject] ?? 0;
@@ -139,7 +138,7 @@ describe("an agent reads only what it was granted", () => {
     await refused(() => jsm.consumers.add("CHAT_sec", { durable_name: "mine", ack_policy: AckPolicy.Explicit }));
     await refused(() => jsm.consumers.add("CHAT_sec", { ack_policy: AckPolicy.None, filter_subject: "cotal.sec.chat.*.*.general" }));
     // and nothing was created behind the refusals
-    const admin = await jetstreamManager(await mesh.connection(mesh.cliCreds));
+    const admin = await mesh.dataJsm();
     expect((await admin.streams.names().next()).filter((n) => n === "MINE")).toEqual([]);
     const chatConsumers = (await admin.consumers.list("CHAT_sec").next()).map((c) => c.name);
     expect(chatConsumers).not.toContain("mine");

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
-import { AuthStore, mintCreds, pushAccountJwt, SERVICE_PRINCIPALS } from "../../broker/index.js";
+import { AuthStore, pushSpaceAccounts, serviceCreds } from "../../broker/index.js";
 import { NatsServer, type NatsServerOptions } from "./nats-server.js";
 
 /**
@@ -49,7 +49,6 @@ export async function serviceConnection(server: NatsServer, space: string): Prom
   const store = authStoreOf(server);
   if (!store) return connect({ servers: server.url });
   const { created } = await store.ensureSpace(space);
-  if (created) await pushAccountJwt(store, server.url, store.accountJwt(space));
-  const { creds } = await mintCreds({ space, who: SERVICE_PRINCIPALS.mesh, profile: "mesh" }, store.signingKey(space), store.accountKey(space).getPublicKey());
-  return connect({ servers: server.url, authenticator: credsAuthenticator(creds) });
+  if (created) await pushSpaceAccounts(store, server.url, space);
+  return connect({ servers: server.url, authenticator: credsAuthenticator(await serviceCreds(store, space, "mesh")) });
 }

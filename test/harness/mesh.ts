@@ -6,10 +6,9 @@ import {
   ChannelRegistry,
   Endpoint,
   MeshService,
-  mintCreds,
-  pushAccountJwt,
+  pushSpaceAccounts,
   requestCredential,
-  SERVICE_PRINCIPALS,
+  serviceCreds,
   writeSecret,
   type AuthStore,
   type EndpointOptions,
@@ -17,6 +16,7 @@ import {
   type MintRequest,
 } from "../../broker/index.js";
 import { Kvm } from "@nats-io/kv";
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { names, type ChannelConfig } from "../../schemas/index.js";
 import { authStoreOf, startStaticServer } from "./mesh-mode.js";
 import type { NatsServer } from "./nats-server.js";
@@ -98,13 +98,12 @@ export class TestMesh {
     let meshCreds: string | undefined;
     if (store) {
       const { created } = await store.ensureSpace(space);
-      if (created) await pushAccountJwt(store, server.url, store.accountJwt(space));
+      if (created) await pushSpaceAccounts(store, server.url, space);
       const dir = mkdtempSync(join(tmpdir(), "cotal-creds-"));
-      const accountPub = store.accountKey(space).getPublicKey();
       meshCreds = join(dir, "mesh.creds");
       const cliCreds = join(dir, "cli.creds");
-      writeSecret(meshCreds, (await mintCreds({ space, who: SERVICE_PRINCIPALS.mesh, profile: "mesh" }, store.signingKey(space), accountPub)).creds);
-      writeSecret(cliCreds, (await mintCreds({ space, who: SERVICE_PRINCIPALS.cli, profile: "cli" }, store.signingKey(space), accountPub)).creds);
+      writeSecret(meshCreds, await serviceCreds(store, space, "mesh"));
+      writeSecret(cliCreds, await serviceCreds(store, space, "cli"));
       auth = { store, dir, cliCreds };
     }
     const nc = await connect({
@@ -116,6 +115,14 @@ export class TestMesh {
     });
     const service = await MeshService.start(nc, space, { ...opts, ...(auth ? { auth: { store: auth.store, server: server.url } } : {}) });
     return new TestMesh(server, space, nc, service, auth);
+  }
+
+  /**
+   * JetStream management as the data account sees it (the mesh service's own connection):
+   * for assertions on streams, consumers and stored counts that no client credential may make.
+   */
+  async dataJsm(): Promise<JetStreamManager> {
+    return jetstreamManager(this.serviceConnection);
   }
 
   /** A connection that may do anything a test needs to set up (the CLI credential when static). */

@@ -286,8 +286,8 @@ export class NatsServer {
       lines.push(
         "jetstream {",
         `  store_dir: ${JSON.stringify(this.storeDir)}`,
-        `  max_memory_store: ${limits.maxMemoryStore ?? "256MB"}`,
-        `  max_file_store: ${limits.maxFileStore ?? "2GB"}`,
+        `  max_memory_store: ${limits.maxMemoryStore ?? "512MB"}`,
+        `  max_file_store: ${limits.maxFileStore ?? "8GB"}`,
         "}",
       );
     }

@@ -1,0 +1,68 @@
+import type { Export, Import } from "@nats-io/jwt";
+import { assertToken, names, ROOT } from "../../schemas/index.js";
+
+/**
+ * The account layout of one space in static mode (docs/security.md, "Account isolation").
+ *
+ * NATS does not permission-check reply subjects: a request a user may make, sent with a reply
+ * inside `$JS.API.>` or another identity's subjects, makes the server's (or a service's)
+ * answer act there with the *account's* rights. So the space is two accounts:
+ *
+ * - the **data account** holds every stream and bucket; only the mesh service is in it;
+ * - the **clients account** holds every minted identity and has no JetStream of its own. It
+ *   imports, as services, exactly the subjects and JetStream API calls clients need.
+ *
+ * A request crossing a service import carries a reply the server invents (`_R_.…`) in the data
+ * account, mapped back to the caller's reply in the clients account; an answer delivered there
+ * is not forwarded through the clients account's imports again, so it can act on nothing.
+ * Live traffic (channel posts, presence writes) is delivered to subscribers in the clients
+ * account directly, because every client publishes there.
+ */
+
+/** Streams whose durables clients bind (info, pull, ack); they never create or delete them. */
+function boundStreams(space: string): string[] {
+  return [names.chatStream(space), names.dmStream(space), names.taskStream(space)];
+}
+
+/** One exported/imported service: subject and whether its answer is a stream of messages. */
+interface ServiceSubject {
+  name: string;
+  subject: string;
+  stream?: boolean;
+}
+
+/** Every subject the clients account may reach in the data account, and nothing else. */
+export function clientServices(space: string): ServiceSubject[] {
+  const kv = (bucket: string) => `$KV.${bucket}.>`;
+  return [
+    // Posts, DMs, anycasts, the seat log and the control rail: the stream stores, the mesh
+    // service answers; both answer on the import's private reply.
+    { name: "cotal", subject: `${ROOT}.${assertToken("space", "space", space)}.>` },
+    { name: "presence", subject: kv(names.presenceBucket(space)) },
+    { name: "channels", subject: kv(names.channelsBucket(space)) },
+    { name: "managers", subject: kv(names.managersBucket(space)) },
+    // Read-only JetStream API (status, channel registry, pending counts for the operator tool).
+    { name: "js-info", subject: "$JS.API.INFO" },
+    { name: "stream-info", subject: "$JS.API.STREAM.INFO.*" },
+    { name: "stream-names", subject: "$JS.API.STREAM.NAMES" },
+    { name: "stream-msg-get", subject: "$JS.API.STREAM.MSG.GET.*" },
+    // Binding a durable: info, pull (its answer is many messages) and ack.
+    ...boundStreams(space).flatMap((s) => [
+      { name: `info-${s}`, subject: `$JS.API.CONSUMER.INFO.${s}.*` },
+      { name: `next-${s}`, subject: `$JS.API.CONSUMER.MSG.NEXT.${s}.*`, stream: true },
+      { name: `ack-${s}`, subject: `$JS.ACK.${s}.>` },
+    ]),
+  ];
+}
+
+/** The data account's exports: the services above, public to accounts this operator signs. */
+export function dataExports(space: string): Export[] {
+  return clientServices(space).map(
+    (s) => ({ name: s.name, subject: s.subject, type: "service", ...(s.stream ? { response_type: "Stream" } : {}) }) as Export,
+  );
+}
+
+/** The clients account's imports of the data account's services (same subjects, no remap). */
+export function clientImports(space: string, dataAccountPub: string): Import[] {
+  return clientServices(space).map((s) => ({ name: s.name, subject: s.subject, account: dataAccountPub, type: "service" }) as Import);
+}
