@@ -5,7 +5,7 @@ import { childEnv } from "./child-env.js";
 import { CommandFailedError } from "./errors.js";
 import type { MeshRoot } from "./mesh-root.js";
 import { findNatsServer } from "../broker/index.js";
-import { isRunning, recordOf, stopProcess, type ProcessRecord } from "./pid-file.js";
+import { findProcesses, isRunning, recordOf, stopProcess, type ProcessRecord } from "./pid-file.js";
 import { serverAnswers } from "./probe.js";
 
 /** What the generated nats-server config says. */
@@ -52,7 +52,13 @@ export interface StartedServer {
 export async function startNatsServer(
   root: MeshRoot,
   c: ServerConfig,
-  opts: { /** Credential the readiness probe connects with (auth meshes). */ creds?: string | undefined; timeoutMs?: number } = {},
+  opts: {
+    /** Credential the readiness probe connects with (auth meshes). */
+    creds?: string | undefined;
+    timeoutMs?: number;
+    /** Called as soon as the process exists (before it is ready): hand it the store lock. */
+    onSpawn?: (record: ProcessRecord) => void;
+  } = {},
 ): Promise<StartedServer> {
   const timeoutMs = opts.timeoutMs ?? 20_000;
   const bin = findNatsServer();
@@ -79,6 +85,7 @@ export async function startNatsServer(
       await new Promise((r) => setTimeout(r, 100));
       throw startFailure(`nats-server ${exited ?? "exited at once"}`, logPath);
     }
+    opts.onSpawn?.(record);
     const deadline = Date.now() + timeoutMs;
     let port: number | undefined;
     while (Date.now() < deadline) {
@@ -94,6 +101,16 @@ export async function startNatsServer(
   } finally {
     closeSync(out);
   }
+}
+
+/** Live nats-server processes started with this mesh root's config file (`-c <root>/nats-server.conf`). */
+export function findNatsServers(root: MeshRoot): ProcessRecord[] {
+  return findProcesses((argv) => /(^|\/)nats-server$/.test(argv[0] ?? "") && argv.includes(root.serverConfig));
+}
+
+/** The port a running nats-server wrote into its ports file, if it did. */
+export function portOf(portsDir: string, pid: number): number | undefined {
+  return readPortsFile(portsDir, pid);
 }
 
 /** The host clients dial: a wildcard listen address is reached over loopback. */

@@ -1,5 +1,6 @@
-import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { z } from "zod";
+import { describeIssues } from "../schemas/index.js";
 
 /**
  * A process we started, identified by pid AND start time (field 22 of /proc/<pid>/stat, in
@@ -54,18 +55,80 @@ export function isRunning(rec: ProcessRecord): boolean {
   return processStartTime(rec.pid) === rec.startTime;
 }
 
-export function readRecord(file: string): ProcessRecord | undefined {
-  if (!existsSync(file)) return undefined;
+/** A pid file as read: absent, present but not a record (garbage, truncated), or a record. */
+export type RecordRead<T = ProcessRecord> = { kind: "absent" } | { kind: "invalid"; reason: string } | { kind: "ok"; record: T };
+
+/**
+ * Read and validate a pid file. An unreadable one is reported as such, never as "nothing
+ * runs": the caller must then look for the real process instead of starting another.
+ */
+export function readRecordFile<T extends ProcessRecord = ProcessRecord>(file: string, schema: z.ZodType<T> = ProcessRecord as unknown as z.ZodType<T>): RecordRead<T> {
+  let text: string;
   try {
-    const r = ProcessRecord.safeParse(JSON.parse(readFileSync(file, "utf8")));
-    return r.success ? r.data : undefined;
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return { kind: "absent" };
+    return { kind: "invalid", reason: `it cannot be read (${(err as NodeJS.ErrnoException).code ?? "error"})` };
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return { kind: "invalid", reason: "it is not JSON" };
+  }
+  const r = schema.safeParse(json);
+  if (!r.success) return { kind: "invalid", reason: describeIssues(r.error).join("; ") };
+  return { kind: "ok", record: r.data };
+}
+
+/** A valid pid file's record; undefined when it is absent or unreadable. */
+export function readRecord(file: string): ProcessRecord | undefined {
+  const r = readRecordFile(file);
+  return r.kind === "ok" ? r.record : undefined;
+}
+
+/** Write a pid file atomically (a reader sees the old record or the new one, never half). */
+export function writeRecord(file: string, rec: ProcessRecord): void {
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, JSON.stringify(rec, null, 2) + "\n", { mode: 0o600 });
+  renameSync(tmp, file);
+}
+
+/** The command line of a live process, or undefined. */
+export function commandLine(pid: number): string[] | undefined {
+  try {
+    const raw = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+    return raw ? raw.replace(/\0$/, "").split("\0") : undefined;
   } catch {
     return undefined;
   }
 }
 
-export function writeRecord(file: string, rec: ProcessRecord): void {
-  writeFileSync(file, JSON.stringify(rec, null, 2) + "\n");
+/**
+ * Our own live processes (those whose working directory we may read) whose command line and
+ * working directory satisfy `match`, as records. For finding a process whose pid file was lost.
+ */
+export function findProcesses(match: (argv: string[], cwd: string) => boolean): ProcessRecord[] {
+  const found: ProcessRecord[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    if (pid === process.pid) continue;
+    let cwd: string;
+    try {
+      cwd = realpathSync(readlinkSync(`/proc/${pid}/cwd`));
+    } catch {
+      continue; // gone, or another user's
+    }
+    const argv = commandLine(pid);
+    if (!argv || !match(argv, cwd)) continue;
+    try {
+      found.push(recordOf(pid, argv));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return found;
 }
 
 export function removeRecord(file: string): void {

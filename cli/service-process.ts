@@ -6,7 +6,7 @@ import { CommandFailedError } from "./errors.js";
 import { serviceLogLevel } from "./logging.js";
 import type { MeshRoot } from "./mesh-root.js";
 import { logTail } from "./nats-process.js";
-import { isRunning, recordOf, stopProcess, type ProcessRecord } from "./pid-file.js";
+import { findProcesses, isRunning, recordOf, stopProcess, type ProcessRecord } from "./pid-file.js";
 import { pingMeshService } from "./probe.js";
 
 /** Where the mesh service connects and which space it serves. */
@@ -79,6 +79,25 @@ export async function startMeshService(root: MeshRoot, t: ServiceTarget, timeout
   }
   await stopProcess(record, 2_000);
   throw failure(`the mesh service did not answer within ${timeoutMs / 1000} s`, logPath);
+}
+
+/**
+ * Mesh service processes of this project running now, found without their pid file: this
+ * user's `cotal … mesh serve` processes whose working directory is the project (`cotal up`
+ * starts them there). Used when run/mesh-service.json is missing or unreadable, so a lost
+ * record means "find the real one", never "start another".
+ */
+export function findMeshServices(root: MeshRoot): ProcessRecord[] {
+  let project: string;
+  try {
+    project = realpathSync(root.project);
+  } catch {
+    return [];
+  }
+  return findProcesses((argv, cwd) => {
+    const i = argv.indexOf("mesh");
+    return cwd === project && i > 0 && argv[i + 1] === "serve" && argv.includes("--space");
+  });
 }
 
 function failure(message: string, logPath: string): CommandFailedError {
