@@ -2,14 +2,14 @@ import { mkdirSync } from "node:fs";
 import { connectMesh, ensureSpace, type ProvisionReport } from "../broker/index.js";
 import { DEFAULT_SPACE } from "./context.js";
 import { CommandFailedError, UsageError } from "./errors.js";
-import { acquireLock } from "./lock.js";
+import { acquireLock, claimStore, releaseStaleStore, StoreInUseError, storeLockHolder, type StoreLockRecord } from "./lock.js";
 import type { MeshInfo, MeshRoot } from "./mesh-root.js";
 import type { MeshMode } from "./mode.js";
-import { startNatsServer } from "./nats-process.js";
-import { isRunning, readRecord, removeRecord, stopProcess, writeRecord, type ProcessRecord } from "./pid-file.js";
+import { findNatsServers, startNatsServer } from "./nats-process.js";
+import { isRunning, ProcessRecord, readRecordFile, removeRecord, stopProcess, writeRecord, type RecordRead } from "./pid-file.js";
 import { DEFAULT_PORT, portIsFree } from "./ports.js";
 import { pingMeshService, serverAnswers } from "./probe.js";
-import { startMeshService } from "./service-process.js";
+import { findMeshServices, startMeshService } from "./service-process.js";
 import { prepareStaticAuth, publishSpaceAccount } from "./static-auth.js";
 
 /** What `cotal up` was asked for; unset fields come from the last run's mesh.json, then defaults. */
@@ -60,12 +60,13 @@ async function up(root: MeshRoot, req: UpRequest): Promise<UpReport> {
   // Commands on the mesh host connect with its own operator-side credential unless told otherwise.
   if (auth && !req.creds) req = { ...req, creds: auth.cliCreds };
   const natsFile = root.pidFile("nats-server");
-  const natsRec = readRecord(natsFile);
+  const natsRead = readRecordFile(natsFile);
+  const natsRec = locateNatsServer(root, natsRead, [prev?.storeDir, req.storeDir ?? prev?.storeDir ?? root.defaultStoreDir], notes);
   let info: MeshInfo;
   let natsState: UpReport["natsServer"]["state"];
   let nats: ProcessRecord;
 
-  if (natsRec && isRunning(natsRec) && prev) {
+  if (natsRec && prev) {
     refuseConflicts(root, prev, req);
     if (auth?.spaceCreated) await publishSpaceAccount(auth, prev.server, prev.space);
     if (!(await answersWithin({ server: prev.server, creds: req.creds }, 5_000))) {
@@ -77,11 +78,11 @@ async function up(root: MeshRoot, req: UpRequest): Promise<UpReport> {
     nats = natsRec;
     natsState = "running";
   } else {
-    if (natsRec && isRunning(natsRec)) {
+    if (natsRec) {
       await stopProcess(natsRec, 15_000); // running without a mesh.json: we cannot tell its settings
       notes.push(`stopped nats-server pid ${natsRec.pid}: its mesh.json was missing; started a new one`);
-    } else if (natsRec) {
-      notes.push(`nats-server pid ${natsRec.pid} from an earlier run is gone; started a new one`);
+    } else if (natsRead.kind === "ok") {
+      notes.push(`nats-server pid ${natsRead.record.pid} from an earlier run is gone; started a new one`);
     }
     removeRecord(natsFile);
     const host = req.host ?? prev?.host ?? DEFAULT_HOST;
@@ -98,7 +99,19 @@ async function up(root: MeshRoot, req: UpRequest): Promise<UpReport> {
       port = "auto";
     }
     mkdirSync(storeDir, { recursive: true, mode: 0o700 });
-    const started = await startNatsServer(root, { host, port, storeDir, portsDir: root.runDir, space, auth: auth?.fragment }, { creds: req.creds });
+    // One server per store, for the server's whole life (see claimStore).
+    const claim = claimStore(storeDir, root.dir);
+    let started: Awaited<ReturnType<typeof startNatsServer>>;
+    try {
+      started = await startNatsServer(
+        root,
+        { host, port, storeDir, portsDir: root.runDir, space, auth: auth?.fragment },
+        { creds: req.creds, onSpawn: (rec) => claim.handTo(rec) },
+      );
+    } catch (err) {
+      claim.release();
+      throw err;
+    }
     writeRecord(natsFile, started.record);
     if (port === "auto") notes.push(`port ${wanted} on ${host} is in use; nats-server listens on ${started.port} instead`);
     info = { server: started.url, space, mode: req.mode, host, port: started.port, storeDir, startedAt: new Date().toISOString() };
@@ -116,7 +129,7 @@ async function up(root: MeshRoot, req: UpRequest): Promise<UpReport> {
   }
 
   const svcFile = root.pidFile("mesh-service");
-  const svcRec = readRecord(svcFile);
+  const svcRec = await locateMeshService(root, notes);
   const target = {
     server: info.server,
     space: info.space,
@@ -139,7 +152,7 @@ async function up(root: MeshRoot, req: UpRequest): Promise<UpReport> {
       await stopProcess(svcRec, 5_000);
     } else if (svcRec && natsState === "running") {
       notes.push(`the mesh service pid ${svcRec.pid} was gone; restarted it`);
-    } else if (natsState === "running") {
+    } else if (natsState === "running" && !notes.some((n) => n.startsWith("run/mesh-service.json"))) {
       notes.push("no mesh service was recorded; started one");
     }
     removeRecord(svcFile);
@@ -157,6 +170,69 @@ async function up(root: MeshRoot, req: UpRequest): Promise<UpReport> {
     provision,
     notes,
   };
+}
+
+/** What a pid file said, for notes. */
+function describeRead(r: RecordRead): string {
+  if (r.kind === "absent") return "was missing";
+  if (r.kind === "invalid") return `was unreadable (${r.reason})`;
+  return `named pid ${r.record.pid}, which is gone`;
+}
+
+/**
+ * The running nats-server of this mesh: by its pid file; else (the file missing, unreadable or
+ * stale) by the lock on its store, else by its command line. A server found so is recorded
+ * again, so a lost pid file never leads to a second server on the same store. A store held by
+ * another mesh's server is refused.
+ */
+function locateNatsServer(root: MeshRoot, read: RecordRead, stores: Array<string | undefined>, notes: string[]): ProcessRecord | undefined {
+  if (read.kind === "ok" && isRunning(read.record)) return read.record;
+  const file = root.pidFile("nats-server");
+  for (const store of new Set(stores.filter((d): d is string => !!d))) {
+    const holder = storeLockHolder(store);
+    if (!holder) continue;
+    if (holder.meshRoot !== root.dir || !isNatsServerCommand(holder.command)) throw new StoreInUseError(store, holder);
+    const rec = ProcessRecord.parse(holder);
+    writeRecord(file, rec);
+    notes.push(`run/nats-server.json ${describeRead(read)}; found nats-server pid ${rec.pid} by the lock on its store ${store}`);
+    return rec;
+  }
+  const [found] = findNatsServers(root);
+  if (found) {
+    writeRecord(file, found);
+    notes.push(`run/nats-server.json ${describeRead(read)}; found nats-server pid ${found.pid} by its command line`);
+  }
+  return found;
+}
+
+function isNatsServerCommand(argv: string[]): boolean {
+  return /(^|\/)nats-server$/.test(argv[0] ?? "");
+}
+
+/**
+ * The mesh service of this mesh: by its pid file; else by looking for the process itself
+ * (see findMeshServices). Mesh services beyond the one kept are stopped: one per mesh.
+ */
+async function locateMeshService(root: MeshRoot, notes: string[]): Promise<ProcessRecord | undefined> {
+  const file = root.pidFile("mesh-service");
+  const read = readRecordFile(file);
+  let rec = read.kind === "ok" ? read.record : undefined;
+  const others = findMeshServices(root).filter((p) => !(rec && p.pid === rec.pid && p.startTime === rec.startTime));
+  if (!rec || !isRunning(rec)) {
+    const found = others.shift();
+    if (found) {
+      writeRecord(file, found);
+      notes.push(`run/mesh-service.json ${describeRead(read)}; found the mesh service pid ${found.pid} running`);
+      rec = found;
+    } else if (read.kind === "invalid") {
+      notes.push(`run/mesh-service.json ${describeRead(read)} and no mesh service was running; started one`);
+    }
+  }
+  for (const extra of others) {
+    await stopProcess(extra, 5_000);
+    notes.push(`stopped a second mesh service, pid ${extra.pid} (one per mesh)`);
+  }
+  return rec;
 }
 
 /** Flags that would change a running mesh are refused rather than silently ignored. */
@@ -204,23 +280,56 @@ export interface DownReport {
   natsServer: { pid?: number; result: "stopped" | "killed" | "not-running" | "not-recorded" };
 }
 
-/** Stop the mesh service, then nats-server (each verified by pid and start time); remove pid files. */
+/**
+ * Stop the mesh service, then nats-server (each verified by pid and start time); remove pid
+ * files. A pid file that is missing or unreadable does not leave its process running: the
+ * mesh service is then found by its command line, nats-server by the lock on its store.
+ */
 export async function bringDown(root: MeshRoot): Promise<DownReport> {
   root.ensure();
   const release = acquireLock(root.lockFile, "starting or stopping");
   try {
-    const stop = async (name: "mesh-service" | "nats-server"): Promise<DownReport["meshService"]> => {
-      const file = root.pidFile(name);
-      const rec = readRecord(file);
-      if (!rec) return { result: "not-recorded" };
-      const result = await stopProcess(rec, name === "nats-server" ? 15_000 : 10_000);
+    let info: MeshInfo | undefined;
+    try {
+      info = root.readInfo();
+    } catch {
+      info = undefined; // an unreadable mesh.json must not keep `down` from stopping anything
+    }
+    const stop = async (file: string, found: ProcessRecord[], graceMs: number): Promise<DownReport["meshService"]> => {
+      const read = readRecordFile(file);
+      const rec = read.kind === "ok" ? read.record : undefined;
+      const live = found.filter((p) => !(rec && p.pid === rec.pid && p.startTime === rec.startTime));
+      let report: DownReport["meshService"] = rec ? { pid: rec.pid, result: await stopProcess(rec, graceMs) } : { result: "not-recorded" };
+      for (const p of live) {
+        const result = await stopProcess(p, graceMs);
+        if (report.result === "not-recorded" || report.result === "not-running") report = { pid: p.pid, result };
+      }
       removeRecord(file);
-      return { pid: rec.pid, result };
+      return report;
     };
-    const meshService = await stop("mesh-service");
-    const natsServer = await stop("nats-server");
+    const meshService = await stop(root.pidFile("mesh-service"), findMeshServices(root), 10_000);
+    const stores = [...new Set([info?.storeDir, root.defaultStoreDir].filter((d): d is string => !!d))];
+    const servers = [
+      ...stores
+        .map(storeLockHolder)
+        .filter((h): h is StoreLockRecord => !!h && h.meshRoot === root.dir && isNatsServerCommand(h.command))
+        .map((h) => ProcessRecord.parse(h)),
+      ...findNatsServers(root),
+    ];
+    const natsServer = await stop(root.pidFile("nats-server"), uniqueProcesses(servers), 15_000);
+    for (const store of stores) releaseStaleStore(store);
     return { root: root.dir, meshService, natsServer };
   } finally {
     release();
   }
+}
+
+function uniqueProcesses(recs: ProcessRecord[]): ProcessRecord[] {
+  const seen = new Set<string>();
+  return recs.filter((r) => {
+    const key = `${r.pid}/${r.startTime}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
 }

@@ -27,6 +27,7 @@ afterAll(async () => {
 
 /** Every character a terminal must never get raw from a peer. */
 const HOSTILE = "a\u202eb\u2028c\u2029d\u0085e\u007ff\u009bg\u001b[31mh\u200fi\u2066j\u061ck\u0000l";
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
 const RAW = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 
 describe("terminal output", () => {
