@@ -9,6 +9,10 @@ export type DeliverySource = "live" | "durable" | "history";
  * ones settle as no-ops.
  */
 export interface Delivery {
+  /**
+   * The envelope as stored, except `from.name`, which is the verified sender's actor (`from`
+   * below): a payload's name is only a claim and is never shown.
+   */
   readonly message: CotalMessage;
   readonly kind: "channel" | "dm" | "anycast";
   /** The sender, taken from the subject. */

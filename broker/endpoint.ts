@@ -1,13 +1,14 @@
 import { randomUUID } from "node:crypto";
-import { jetstream, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
+import { jetstream, type ConsumerMessages, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
-import { PermissionViolationError, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import {
   AgentCard,
   anycastSubject,
   assertChannel,
   assertToken,
   chatSubject,
+  CotalError,
   dmSubject,
   encodeMessage,
   filters,
@@ -31,8 +32,9 @@ import { ChannelRegistry } from "./channel-registry.js";
 import { connectMesh, type MeshAddress } from "./connect.js";
 import { callControl } from "./control.js";
 import { DeliveryQueue, IdLedger, type Delivery, type DeliverySource } from "./delivery.js";
-import { NotJoinedError, UnknownMentionError } from "./errors.js";
-import type { HistoryItem, HistoryQuery } from "./history.js";
+import { ConsumerLostError, JoinFailedError, NotJoinedError, PermissionDeniedError, UnknownMentionError } from "./errors.js";
+import { verifiedName, type HistoryItem, type HistoryQuery } from "./history.js";
+import { isTransientPublishError, permissionViolation } from "./js-errors.js";
 import { logger, type Logger } from "./log.js";
 import { MESH_ENDPOINT, memberKeys, type HistoryPage, type JoinReply, type RegisterReply } from "./mesh-service.js";
 import { followPresence, Roster, type RosterEntry, type RosterSnapshotItem } from "./roster.js";
@@ -57,12 +59,24 @@ export interface EndpointOptions extends MeshAddress {
   publishTimeoutMs?: number;
 }
 
-/** Errors after which a publish may or may not have been stored: retry with the same id. */
-function isTransient(err: unknown): boolean {
-  if (err instanceof PermissionViolationError) return false;
-  const text = `${(err as Error)?.name ?? ""} ${(err as Error)?.message ?? ""} ${String((err as { code?: unknown })?.code ?? "")}`;
-  return /timeout|TIMEOUT|503|no responders|disconnect|closed|reconnect|CONNECTION/i.test(text);
+/**
+ * The state of one durable consumer this endpoint reads (its DM inbox, role queue, channel
+ * memberships). `consuming`: bound, with a pull outstanding; `re-establishing`: it stopped (it
+ * was deleted, or stopped answering) and is being re-created through the mesh service; `lost`:
+ * re-creating failed, nothing more arrives from it (see `error`).
+ */
+export interface ConsumerStatus {
+  stream: string;
+  durable: string;
+  state: "consuming" | "re-establishing" | "lost";
+  /** Set when `lost`. */
+  error?: CotalError;
+  /** When it entered this state, Unix ms. */
+  since: number;
 }
+
+/** How often a stopped consumer is re-created before it is reported lost, and the waits between. */
+const REESTABLISH_DELAYS_MS = [0, 250, 1_000, 3_000, 10_000];
 
 /** Content of a message: plain text, or parts. */
 export type Content = string | Part[];
@@ -121,6 +135,11 @@ export class Endpoint {
   private heartbeat?: NodeJS.Timeout;
   private joined = false;
   private registration: RegisterReply | undefined;
+  private joining: Promise<RegisterReply> | undefined;
+  private readonly consumerStates = new Map<string, ConsumerStatus>();
+  private readonly consumerListeners = new Set<(s: ConsumerStatus) => void>();
+  /** Subjects the broker refused this connection (from its async -ERR), latest refusal each. */
+  private readonly refusedSubjects = new Map<string, PermissionDeniedError>();
   /** Recipients whose inbox exists (an inbox, once created, stays): saves a lookup per DM. */
   private readonly registered = new Set<string>();
   private presenceState: Omit<Presence, "ts" | "card" | "channels"> = { status: "idle", attention: "open", channelModes: {} };
@@ -141,6 +160,7 @@ export class Endpoint {
     this.id = principalId(this.me);
     if (opts.role) assertToken("name", "role", opts.role);
     this.js = jetstream(nc);
+    this.watchRefusals();
     this.channels = new ChannelRegistry(channelsKv);
     this.card = AgentCard.parse({
       id: this.id,
@@ -150,6 +170,25 @@ export class Endpoint {
       tags: opts.tags ?? [],
       meta: opts.meta ?? {},
     });
+  }
+
+  /**
+   * The broker reports a refused publish or subscribe asynchronously on the connection's
+   * status: log each as a typed error and remember it, so binding a consumer can tell that its
+   * pull was refused instead of waiting for messages that never come.
+   */
+  private watchRefusals(): void {
+    void (async () => {
+      for await (const s of this.nc.status()) {
+        if (s.type !== "error") continue;
+        const pv = permissionViolation(s.error);
+        if (!pv) continue;
+        const err = new PermissionDeniedError(pv.operation === "subscription" ? "subscribe" : "publish", pv.subject, pv);
+        if (this.refusedSubjects.size > 100) this.refusedSubjects.clear();
+        this.refusedSubjects.set(pv.subject, err);
+        this.log.error({ err, subject: pv.subject }, "the broker refused an operation of this endpoint");
+      }
+    })().catch((err) => this.log.debug({ err }, "connection status watch ended"));
   }
 
   /** Connect to the mesh as `name` (does not join: call join() to appear on the roster). */
@@ -176,22 +215,73 @@ export class Endpoint {
   /**
    * Join the mesh: the mesh service creates (once) this name's DM inbox, holding every DM
    * already stored for it, and its role queue; presence starts beating; DMs and anycasts
-   * start arriving on `deliveries`.
+   * start arriving on `deliveries`. Resolves only once the inbox (and role queue) consumers
+   * are bound and consuming. On failure nothing is left behind (heartbeat stopped, consumers
+   * and roster subscription removed, an offline presence record written) and it throws: the
+   * mesh service's own typed error (MeshServiceUnavailableError, PermissionDeniedError,
+   * ControlCallError…) or a JoinFailedError naming the step and its cause.
    */
-  async join(): Promise<RegisterReply> {
-    if (this.registration) return this.registration;
-    const reply = await this.mesh<RegisterReply>("register", this.opts.role ? { role: this.opts.role } : {});
-    this.joined = true;
-    this.since = Date.now();
-    await this.writePresence();
-    const beat = setInterval(() => void this.writePresence().catch((err) => this.log.warn({ err }, "presence write failed")), this.opts.heartbeatMs ?? PRESENCE.heartbeatMs);
-    beat.unref();
-    this.heartbeat = beat;
-    await this.roster();
-    this.consumeDurable(names.dmStream(this.space), reply.dm);
-    if (reply.anycast) this.consumeDurable(names.taskStream(this.space), reply.anycast);
-    this.registration = reply;
-    return reply;
+  join(): Promise<RegisterReply> {
+    if (this.registration) return Promise.resolve(this.registration);
+    this.joining ??= this.joinOnce().finally(() => (this.joining = undefined));
+    return this.joining;
+  }
+
+  private async joinOnce(): Promise<RegisterReply> {
+    const roleArgs = this.opts.role ? { role: this.opts.role } : {};
+    const hadRoster = this.rosterView !== undefined;
+    let step = "registering with the mesh service";
+    try {
+      const reply = await this.mesh<RegisterReply>("register", roleArgs);
+      this.joined = true;
+      this.since = Date.now();
+      step = "writing presence";
+      await this.writePresence();
+      const beat = setInterval(() => void this.writePresence().catch((err) => this.log.warn({ err }, "presence write failed")), this.opts.heartbeatMs ?? PRESENCE.heartbeatMs);
+      beat.unref();
+      this.heartbeat = beat;
+      step = "loading the roster";
+      await this.roster();
+      step = `binding the DM inbox ${reply.dm}`;
+      await this.consumeDurable(names.dmStream(this.space), reply.dm, async () => (await this.mesh<RegisterReply>("register", roleArgs)).dm);
+      if (reply.anycast) {
+        step = `binding the role queue ${reply.anycast}`;
+        await this.consumeDurable(names.taskStream(this.space), reply.anycast, async () => (await this.mesh<RegisterReply>("register", roleArgs)).anycast ?? reply.anycast!);
+      }
+      this.registration = reply;
+      return reply;
+    } catch (err) {
+      await this.undoJoin(hadRoster);
+      const failure = err instanceof CotalError ? err : new JoinFailedError(step, err);
+      this.log.error({ err: failure, step }, "join failed; undone");
+      throw failure;
+    }
+  }
+
+  /** Undo a join that did not complete: stop beating, stop consumers, leave the roster. */
+  private async undoJoin(keepRoster: boolean): Promise<void> {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat = undefined;
+    for (const stop of this.stoppers.splice(0)) stop();
+    if (!keepRoster) {
+      this.rosterView?.stop();
+      this.rosterView = undefined;
+    }
+    if (this.joined) {
+      this.joined = false;
+      await this.writePresence("offline").catch((err) => this.log.warn({ err }, "offline presence write after a failed join failed"));
+    }
+  }
+
+  /** The durable consumers this endpoint reads, and whether each still delivers. */
+  consumerStatus(): ConsumerStatus[] {
+    return [...this.consumerStates.values()].map((s) => ({ ...s }));
+  }
+
+  /** Hear every change of a consumer's status (e.g. to show `lost` to a person). */
+  onConsumerStatus(listener: (s: ConsumerStatus) => void): () => void {
+    this.consumerListeners.add(listener);
+    return () => this.consumerListeners.delete(listener);
   }
 
   /** Leave gracefully: a final offline record, consumers stopped, deliveries closed. */
@@ -205,6 +295,7 @@ export class Endpoint {
     for (const m of this.memberships.values()) m.stop();
     this.memberships.clear();
     for (const stop of this.stoppers.splice(0)) stop();
+    this.consumerStates.clear();
     this.deliveries.close();
   }
 
@@ -238,10 +329,11 @@ export class Endpoint {
     return this.presenceState;
   }
 
-  private async writePresence(): Promise<void> {
+  private async writePresence(status?: PresenceStatus): Promise<void> {
     const record: Presence = {
       card: this.card,
       ...this.presenceState,
+      ...(status ? { status } : {}),
       channels: [...this.memberships.keys()],
       ts: Date.now(),
       since: this.since,
@@ -258,7 +350,12 @@ export class Endpoint {
   async roster(): Promise<Roster> {
     if (!this.rosterView) {
       const view = new Roster(this.log);
-      await followPresence(this.nc, this.space, view, () => this.mesh<RosterSnapshotItem[]>("roster"));
+      try {
+        await followPresence(this.nc, this.space, view, () => this.mesh<RosterSnapshotItem[]>("roster"));
+      } catch (err) {
+        view.stop();
+        throw err;
+      }
       this.rosterView = view;
     }
     return this.rosterView;
@@ -355,7 +452,7 @@ export class Endpoint {
         const ack = await this.js.publish(subject, bytes, { msgID: m.id, timeout: 5_000 });
         return { id: m.id, stream: ack.stream, seq: ack.seq, duplicate: ack.duplicate };
       } catch (err) {
-        if (!isTransient(err) || Date.now() >= deadline || this.nc.isClosed()) throw err;
+        if (!isTransientPublishError(err) || Date.now() >= deadline || this.nc.isClosed()) throw err;
         this.log.debug({ err: (err as Error).message, attempt, id: m.id }, "publish not acknowledged; retrying with the same id");
         await new Promise((r) => setTimeout(r, Math.min(100 * 2 ** attempt, 1_000)));
       }
@@ -390,20 +487,36 @@ export class Endpoint {
       if (reply.created && config.replay) {
         backfilled = this.pushHistory(await this.readHistory(channel, { sinceMs, beforeSeq: reply.watermark }));
       }
-      const stop = this.consumeDurable(names.chatStream(this.space), reply.durable);
+      const stop = await this.consumeDurable(names.chatStream(this.space), reply.durable, async () => (await this.mesh<JoinReply>("join", { channel })).durable);
       this.memberships.set(channel, { channel, class: "durable", stop });
     } else {
       const buffered: VerifiedMessage[] = [];
       let live = false;
+      let refused: PermissionDeniedError | undefined;
       const sub: Subscription = this.nc.subscribe(filters.channel(this.space, channel), {
-        callback: (_err, msg) => {
+        callback: (err, msg) => {
+          if (err) {
+            // Terminal for the subscription: a refusal (or the connection going away).
+            const denied = permissionViolation(err);
+            refused = denied ? new PermissionDeniedError("subscribe", denied.subject, err) : undefined;
+            this.log.error({ err: refused ?? err, channel }, "live channel subscription ended");
+            if (this.memberships.get(channel)?.class === "live") this.memberships.delete(channel);
+            return;
+          }
           const v = verifyEnvelope(msg.subject, msg.data, this.log);
           if (!v) return;
           if (live) this.pushLive(v);
           else buffered.push(v);
         },
       });
-      if (config.replay) backfilled = this.pushHistory(await this.readHistory(channel, { sinceMs }));
+      try {
+        await this.nc.flush(); // a refused SUB is answered before the PONG
+        if (refused) throw refused;
+        if (config.replay) backfilled = this.pushHistory(await this.readHistory(channel, { sinceMs }));
+      } catch (err) {
+        sub.unsubscribe();
+        throw err;
+      }
       for (const v of buffered) this.pushLive(v);
       live = true;
       this.memberships.set(channel, { channel, class: "live", stop: () => sub.unsubscribe() });
@@ -443,7 +556,10 @@ export class Endpoint {
     return this.mesh<ResolvedChannel[]>("channels");
   }
 
-  /** History is served by the mesh service (which enforces read scope), page by page. */
+  /**
+   * History is served by the mesh service (which enforces read scope), page by page. With
+   * `limit`, later pages run to the current end, so the newest N are kept at the end.
+   */
   private async readHistory(channel: string, q: HistoryQuery): Promise<HistoryItem[]> {
     const out: HistoryItem[] = [];
     let page = await this.mesh<HistoryPage>("history", { channel, ...q });
@@ -456,7 +572,7 @@ export class Endpoint {
       });
       out.push(...page.items);
     }
-    return out;
+    return q.limit !== undefined ? out.slice(-q.limit) : out;
   }
 
   // ---- receiving -----------------------------------------------------------------------
@@ -478,25 +594,97 @@ export class Endpoint {
     this.handOver(v, "live", false);
   }
 
-  /** Consume a durable into `deliveries`; returns a stop function. */
-  private consumeDurable(stream: string, durable: string): () => void {
+  /**
+   * Consume a durable into `deliveries`. Resolves with a stop function once the consumer is
+   * bound and its first pull went out unrefused; rejects (leaving nothing behind) when binding
+   * fails. If the consumer later stops (deleted, or missing after missed heartbeats), it is
+   * re-created with `reestablish` (through the mesh service) and bound again; when that keeps
+   * failing it is reported `lost` (logged at error, and in consumerStatus()).
+   */
+  private async consumeDurable(stream: string, durable: string, reestablish: () => Promise<string>): Promise<() => void> {
+    const key = `${stream}/${durable}`;
     let stopped = false;
-    let stopIter: (() => void) | undefined;
+    let current: { it: ConsumerMessages; ended: Promise<unknown> } | undefined;
     const stop = () => {
       stopped = true;
-      stopIter?.();
+      current?.it.stop();
+      this.consumerStates.delete(key);
     };
+    const log = this.log.child({ stream, durable });
+    const bind = async (name: string) => {
+      const consumer = await this.js.consumers.get(stream, name);
+      const it = await consumer.consume({ max_messages: 256, abort_on_missing_resource: true });
+      void (async () => {
+        for await (const s of it.status()) {
+          if (s.type === "heartbeats_missed") log.warn({ count: s.count }, "durable consumer missed heartbeats; checking it still exists");
+          else if (s.type === "consumer_deleted" || s.type === "consumer_not_found") log.warn({ status: s.type }, "durable consumer is gone");
+        }
+      })();
+      let done = false;
+      const ended = (async () => {
+        try {
+          for await (const m of it) this.onDurable(m);
+          return await it.closed();
+        } catch (err) {
+          return err;
+        } finally {
+          done = true;
+        }
+      })();
+      const pull = `$JS.API.CONSUMER.MSG.NEXT.${stream}.${name}`;
+      this.refusedSubjects.delete(pull);
+      await this.nc.flush(); // a refused SUB or pull is answered before the PONG…
+      await new Promise((r) => setImmediate(r)); // …and handled once pending callbacks ran
+      const refused = this.refusedSubjects.get(pull);
+      if (done || refused) {
+        it.stop();
+        throw refused ?? (await ended) ?? new ConsumerLostError(stream, name);
+      }
+      return { it, ended };
+    };
+    current = await bind(durable);
     this.stoppers.push(stop);
+    this.setConsumerState(key, { stream, durable, state: "consuming", since: Date.now() });
     void (async () => {
-      const consumer = await this.js.consumers.get(stream, durable);
-      const iter = await consumer.consume({ max_messages: 256 });
-      stopIter = () => iter.stop();
-      if (stopped) iter.stop();
-      for await (const m of iter) this.onDurable(m);
-    })().catch((err) => {
-      if (!stopped) this.log.error({ err, stream, durable }, "durable consumption stopped");
-    });
+      for (;;) {
+        const ended = await current.ended;
+        if (stopped || this.nc.isClosed()) return;
+        log.warn({ err: ended }, "durable consumption stopped; re-establishing");
+        this.setConsumerState(key, { stream, durable, state: "re-establishing", since: Date.now() });
+        let lastErr: unknown = ended;
+        let next: typeof current | undefined;
+        for (const delay of REESTABLISH_DELAYS_MS) {
+          if (delay) await new Promise((r) => setTimeout(r, delay));
+          if (stopped || this.nc.isClosed()) return;
+          try {
+            durable = await reestablish();
+            next = await bind(durable);
+            break;
+          } catch (err) {
+            lastErr = err;
+          }
+        }
+        if (stopped) {
+          next?.it.stop();
+          return;
+        }
+        if (!next) {
+          const error = new ConsumerLostError(stream, durable, lastErr);
+          this.setConsumerState(key, { stream, durable, state: "lost", error, since: Date.now() });
+          log.error({ err: error }, "durable consumer lost: nothing more arrives from it");
+          return;
+        }
+        current = next;
+        this.setConsumerState(key, { stream, durable, state: "consuming", since: Date.now() });
+        log.warn("durable consumer re-established");
+      }
+    })();
     return stop;
+  }
+
+  private setConsumerState(key: string, s: ConsumerStatus): void {
+    this.consumerStates.set(key, s);
+    for (const l of this.consumerListeners) l({ ...s });
   }
 
   private onDurable(m: JsMsg): void {
@@ -519,7 +707,8 @@ export class Endpoint {
     this.ledger.hold(id);
     const ledger = this.ledger;
     const delivery: Delivery = {
-      message: v.message,
+      // The name shown is the verified sender's actor: the payload's from.name is only a claim.
+      message: verifiedName(v.message, v.from),
       kind: v.kind,
       from: v.from,
       ...(v.channel ? { channel: v.channel } : {}),

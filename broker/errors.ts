@@ -51,11 +51,70 @@ export class ControlCallError extends CotalError {
   }
 }
 
-/** The mesh service did not answer a control call. */
+/**
+ * The mesh service did not answer a control call: nobody serves the subject (`no-responders`)
+ * or no reply came in time (`timeout`).
+ */
 export class MeshServiceUnavailableError extends CotalError {
-  constructor(command: string, cause: unknown) {
-    super("mesh-service-unavailable", `The mesh service did not answer ${command}.`, {
-      remedy: "Run `cotal up` on the mesh host: it starts (or repairs) the mesh service.",
+  constructor(
+    command: string,
+    cause: unknown,
+    readonly reason: "no-responders" | "timeout" = "timeout",
+  ) {
+    super(
+      "mesh-service-unavailable",
+      reason === "no-responders" ? `The mesh service is not running (nobody serves ${command}).` : `The mesh service did not answer ${command} in time.`,
+      { remedy: "Run `cotal up` on the mesh host: it starts (or repairs) the mesh service.", cause },
+    );
+  }
+}
+
+/** The broker refused a publish or subscribe on `subject` for this credential. */
+export class PermissionDeniedError extends CotalError {
+  constructor(
+    readonly operation: "publish" | "subscribe",
+    readonly subject: string,
+    cause?: unknown,
+  ) {
+    super("permission-denied", `The broker refused to let this credential ${operation} on ${subject}.`, {
+      remedy: "Use a credential whose permissions include it (`cotal mint` with --allow-subscribe / --allow-publish), or ask the mesh admin.",
+      cause,
+    });
+  }
+}
+
+/** The connection to the mesh is closed or draining: the call was not made. */
+export class ConnectionClosedError extends CotalError {
+  constructor(what: string, cause?: unknown) {
+    super("connection-closed", `Cannot ${what}: the connection to the mesh is closed.`, {
+      remedy: "Connect again (a new endpoint or command); check the server is up with `cotal status`.",
+      cause,
+    });
+  }
+}
+
+/** join() did not complete: nothing of it was left behind (presence left, subscriptions removed). */
+export class JoinFailedError extends CotalError {
+  constructor(
+    readonly step: string,
+    cause: unknown,
+  ) {
+    super("join-failed", `Joining the mesh failed while ${step}: ${cause instanceof Error ? cause.message : String(cause)}`, {
+      remedy: "Check that the mesh service runs (`cotal status`) and that this credential may bind its own inbox; then join again.",
+      cause,
+    });
+  }
+}
+
+/** A durable consumer this endpoint reads stopped and could not be re-established. */
+export class ConsumerLostError extends CotalError {
+  constructor(
+    readonly stream: string,
+    readonly durable: string,
+    cause?: unknown,
+  ) {
+    super("consumer-lost", `Stopped receiving from ${stream}/${durable}: the consumer is gone and could not be re-created.`, {
+      remedy: "Leave and join again; if it keeps failing, check the mesh service (`cotal status`).",
       cause,
     });
   }

@@ -1,5 +1,12 @@
-import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
-import { PermissionViolationError } from "@nats-io/transport-node";
+import { JetStreamApiCodes, JetStreamApiError, JetStreamError } from "@nats-io/jetstream";
+import {
+  ClosedConnectionError,
+  DrainingConnectionError,
+  NoRespondersError,
+  PermissionViolationError,
+  RequestError,
+  TimeoutError,
+} from "@nats-io/transport-node";
 
 /** JetStream's numeric API errors, mapped once here so callers test meaning, not message text. */
 export function isStreamNotFound(err: unknown): boolean {
@@ -10,7 +17,51 @@ export function isConsumerNotFound(err: unknown): boolean {
   return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound;
 }
 
-/** The broker refused a publish or subscribe (nats.js wraps it as a request error's cause). */
+/** The causes of `err`, itself first (bounded: causes can be cyclic). */
+function chain(err: unknown): unknown[] {
+  const out: unknown[] = [];
+  for (let e = err, depth = 0; e !== undefined && e !== null && depth < 6; e = (e as { cause?: unknown }).cause, depth++) out.push(e);
+  return out;
+}
+
+/** The broker's permission refusal behind `err` (nats.js wraps it as a request error's cause). */
+export function permissionViolation(err: unknown): PermissionViolationError | undefined {
+  return chain(err).find((e): e is PermissionViolationError => e instanceof PermissionViolationError);
+}
+
+/** The broker refused a publish or subscribe. */
 export function isPermissionDenied(err: unknown): boolean {
-  return err instanceof PermissionViolationError || (err instanceof Error && err.cause instanceof PermissionViolationError);
+  return permissionViolation(err) !== undefined;
+}
+
+/** A request found nobody subscribed to its subject (nats.js: RequestError.isNoResponders()). */
+export function isNoResponders(err: unknown): boolean {
+  return chain(err).some((e) => (e instanceof RequestError && e.isNoResponders()) || e instanceof NoRespondersError);
+}
+
+/** A request or operation ran out of time. */
+export function isTimeout(err: unknown): boolean {
+  return chain(err).some((e) => e instanceof TimeoutError);
+}
+
+/** The connection is closed or draining: nothing more will get through it. */
+export function isConnectionClosed(err: unknown): boolean {
+  return chain(err).some((e) => e instanceof ClosedConnectionError || e instanceof DrainingConnectionError);
+}
+
+/**
+ * A publish whose outcome is unknown (no ack arrived, or the stream had no responder during a
+ * restart): retrying with the same Nats-Msg-Id is safe. A refusal or closed connection is not.
+ */
+export function isTransientPublishError(err: unknown): boolean {
+  if (isPermissionDenied(err) || isConnectionClosed(err)) return false;
+  return isTimeout(err) || isNoResponders(err) || (err instanceof JetStreamApiError && err.status === 503);
+}
+
+/**
+ * A pull request ended with a JetStream status `code` (e.g. 409 when the next message does
+ * not fit the request's `max_bytes`, or the consumer was deleted).
+ */
+export function isPullStatus(err: unknown, code: number): boolean {
+  return err instanceof JetStreamError && (err as { code?: unknown }).code === code;
 }

@@ -24,7 +24,7 @@ import {
 } from "../schemas/index.js";
 import { ChannelRegistry, type ResolvedChannel } from "./channel-registry.js";
 import { serveControl } from "./control.js";
-import { readHistory, type HistoryItem } from "./history.js";
+import { HISTORY_PAGE_BOUNDS, readHistoryPage, type HistoryPage, type HistoryQuery } from "./history.js";
 import { isConsumerNotFound } from "./js-errors.js";
 import { logger, type Logger } from "./log.js";
 import { ensureSpace, type SpaceOptions } from "./provision.js";
@@ -86,16 +86,20 @@ export class NotAllowedError extends CotalError {
   }
 }
 
-/** Reply of `history`: one page of stored posts, oldest first. */
-export interface HistoryPage {
-  items: HistoryItem[];
-  /** More posts follow: ask again with `afterSeq = nextAfterSeq` (and the same `beforeSeq`). */
-  more: boolean;
-  nextAfterSeq?: number;
-}
+/** Reply of `history`: one page of stored posts, oldest first (defined beside the reader). */
+export type { HistoryPage } from "./history.js";
 
-/** Largest history page, in encoded bytes: well inside NATS's 1 MiB payload. */
-const HISTORY_PAGE_BYTES = 768 * 1024;
+/** Largest history page, in encoded UTF-8 bytes of its JSON: well inside NATS's 1 MiB payload. */
+export const HISTORY_PAGE_BYTES = HISTORY_PAGE_BOUNDS.maxBytes;
+
+/** Arguments of `history`. Times must be valid dates (Unix ms, 0 … 8.64e15). */
+const HistoryArgs = z.object({
+  channel: ChannelName,
+  sinceMs: z.number().int().min(0).max(8.64e15).optional(),
+  afterSeq: z.number().int().positive().optional(),
+  beforeSeq: z.number().int().positive().optional(),
+  limit: z.number().int().positive().max(10_000).optional(),
+});
 
 /** The caller may not read that channel. */
 export class ReadDeniedError extends CotalError {
@@ -173,21 +177,7 @@ export class MeshService {
         join: (args, caller) => svc.join(caller, parseArgs(z.object({ channel: ChannelName }), args, "join arguments").channel),
         leave: (args, caller) => svc.leave(caller, parseArgs(z.object({ channel: ChannelName }), args, "leave arguments").channel),
         roster: async () => svc.rosterSnapshot(),
-        history: (args, caller) =>
-          svc.history(
-            caller,
-            parseArgs(
-              z.object({
-                channel: ChannelName,
-                sinceMs: z.number().int().optional(),
-                afterSeq: z.number().int().positive().optional(),
-                beforeSeq: z.number().int().positive().optional(),
-                limit: z.number().int().positive().max(10_000).optional(),
-              }),
-              args,
-              "history arguments",
-            ),
-          ),
+        history: (args, caller) => svc.history(caller, parseArgs(HistoryArgs, args, "history arguments")),
         channels: async () => svc.channels(),
         mint: (args, caller) =>
           svc.mint(
@@ -280,24 +270,15 @@ export class MeshService {
     return this.roster.snapshot();
   }
 
-  /** A page of a channel's history, if the caller may read it. */
-  async history(
-    caller: Principal,
-    q: { channel: string; sinceMs?: number; afterSeq?: number; beforeSeq?: number; limit?: number },
-  ): Promise<HistoryPage> {
+  /**
+   * A page of a channel's history, if the caller may read it: read from the stream page by
+   * page (at most one page in memory), at most HISTORY_PAGE_BYTES of encoded JSON.
+   */
+  async history(caller: Principal, q: HistoryQuery & { channel: string }): Promise<HistoryPage> {
     const allowed = this.opts.authorizeRead ? await this.opts.authorizeRead(caller, q.channel) : true;
     if (!allowed) throw new ReadDeniedError(q.channel);
-    const all = await readHistory(this.js, this.space, q.channel, q, this.log);
-    const items: HistoryItem[] = [];
-    let bytes = 0;
-    for (const item of all) {
-      const size = JSON.stringify(item).length;
-      if (items.length > 0 && bytes + size > HISTORY_PAGE_BYTES) break;
-      items.push(item);
-      bytes += size;
-    }
-    const more = items.length < all.length;
-    return { items, more, ...(more ? { nextAfterSeq: items[items.length - 1]!.seq + 1 } : {}) };
+    const { channel, ...query } = q;
+    return readHistoryPage(this.js, this.space, channel, query, HISTORY_PAGE_BOUNDS, this.log);
   }
 
   /**

@@ -1,11 +1,15 @@
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { names, Presence, PRESENCE, type PresenceStatus } from "../schemas/index.js";
+import { z } from "zod";
+import { describeIssues, names, parsePrincipal, Presence, PRESENCE, PrincipalId, type PresenceStatus } from "../schemas/index.js";
+import { PermissionDeniedError } from "./errors.js";
+import { permissionViolation } from "./js-errors.js";
 import type { Logger } from "./log.js";
 
 /** One roster row: the last presence record and whether it is still live. */
 export interface RosterEntry {
   id: string;
+  /** The actor of `id` (the verified key), never the card's self-declared name. */
   name: string;
   role?: string;
   status: PresenceStatus;
@@ -21,6 +25,9 @@ export interface RosterSnapshotItem {
   ageMs: number;
   deleted: boolean;
 }
+
+/** A snapshot item off the wire; its presence is validated by Roster.update like any record. */
+const SnapshotItem = z.object({ id: z.string(), presence: z.unknown(), ageMs: z.number().nonnegative(), deleted: z.boolean() });
 
 /**
  * A live view of presence. A key older than the liveness window, deleted, or written as
@@ -44,11 +51,23 @@ export class Roster {
     this.stops.push(() => clearInterval(sweep));
   }
 
-  /** Record a presence write (validated; a record that is not its key's own is dropped). */
+  /**
+   * Record a presence write. Validated: a key that is not a principal id, a record that is not
+   * a Presence (e.g. a publish ack that landed on the subject), or a card whose id is not its
+   * key is dropped with a log line.
+   */
   update(key: string, data: unknown, seenAt = Date.now()): void {
+    if (!PrincipalId.safeParse(key).success) {
+      this.log.warn({ key }, "dropped a presence record under a key that is not a principal id");
+      return;
+    }
     const parsed = Presence.safeParse(data);
-    if (!parsed.success || parsed.data.card.id !== key) {
-      this.log.warn({ key }, "dropped a presence record that is malformed or not its key's own");
+    if (!parsed.success) {
+      this.log.warn({ key, issues: describeIssues(parsed.error).slice(0, 5) }, "dropped a malformed presence record");
+      return;
+    }
+    if (parsed.data.card.id !== key) {
+      this.log.warn({ key, claimed: parsed.data.card.id }, "dropped a presence record whose card id disagrees with its key");
       return;
     }
     const current = this.records.get(key);
@@ -70,12 +89,26 @@ export class Roster {
     return [...this.records.entries()].map(([id, r]) => ({ id, presence: r.presence, ageMs: now - r.seenAt, deleted: r.deleted }));
   }
 
-  /** Merge a snapshot taken elsewhere. */
-  load(items: RosterSnapshotItem[], now = Date.now()): void {
-    for (const i of items) {
-      this.update(i.id, i.presence, now - i.ageMs);
-      if (i.deleted) this.remove(i.id);
+  /** Merge a snapshot taken elsewhere (validated item by item: a bad item is dropped, logged). */
+  load(items: unknown, now = Date.now()): void {
+    if (!Array.isArray(items)) {
+      this.log.warn({ got: typeof items }, "dropped a roster snapshot that is not a list");
+      return;
     }
+    for (const raw of items) {
+      const i = SnapshotItem.safeParse(raw);
+      if (!i.success) {
+        this.log.warn({ issues: describeIssues(i.error).slice(0, 5) }, "dropped a malformed roster snapshot item");
+        continue;
+      }
+      this.update(i.data.id, i.data.presence, now - i.data.ageMs);
+      if (i.data.deleted) this.remove(i.data.id);
+    }
+  }
+
+  /** The logger this view reports dropped records on. */
+  get logger(): Logger {
+    return this.log;
   }
 
   /** Register a cleanup to run on stop(). */
@@ -112,7 +145,7 @@ export class Roster {
         const status: PresenceStatus = stale ? "offline" : r.presence.status;
         return {
           id,
-          name: r.presence.card.name,
+          name: parsePrincipal(id).actor,
           ...(r.presence.card.role ? { role: r.presence.card.role } : {}),
           status,
           presence: r.presence,
@@ -171,18 +204,30 @@ export async function followPresence(
   nc: NatsConnection,
   space: string,
   roster: Roster,
-  snapshot: () => Promise<RosterSnapshotItem[]>,
+  snapshot: () => Promise<unknown>,
+  log: Logger = roster.logger,
 ): Promise<void> {
   const prefix = `$KV.${names.presenceBucket(space)}.`;
   const sub = nc.subscribe(`${prefix}>`, {
-    callback: (_err, msg) => {
+    callback: (err, msg) => {
+      if (err) {
+        // Terminal for the subscription: the view stops following live presence.
+        const denied = permissionViolation(err);
+        log.error({ err: denied ? new PermissionDeniedError("subscribe", denied.subject, err) : err }, "presence subscription ended; the roster no longer follows live presence");
+        return;
+      }
       const key = msg.subject.slice(prefix.length);
       const op = msg.headers?.get("KV-Operation");
       if (op === "DEL" || op === "PURGE") roster.remove(key);
       else roster.update(key, decodeJson(msg.data));
     },
   });
+  try {
+    await nc.flush();
+    roster.load(await snapshot());
+  } catch (err) {
+    sub.unsubscribe();
+    throw err;
+  }
   roster.onStop(() => sub.unsubscribe());
-  await nc.flush();
-  roster.load(await snapshot());
 }
