@@ -8,7 +8,7 @@ import {
   type StreamConfig,
 } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { filters, names, PRESENCE } from "../schemas/index.js";
+import { filters, LIMITS, names, PRESENCE } from "../schemas/index.js";
 import { StreamConflictError } from "./errors.js";
 import { isStreamNotFound } from "./js-errors.js";
 
@@ -20,7 +20,36 @@ export interface SpaceOptions {
   chatPerSubject?: number;
   /** JetStream dedupe window for Nats-Msg-Id, ms. Default 2 minutes. */
   duplicateWindowMs?: number;
+  /** Storage limits (`cotal up --max-…`); unset fields take STORAGE_DEFAULTS. */
+  limits?: Partial<StorageLimits>;
 }
+
+/**
+ * What one space may store. Every stream refuses new messages when full (discard new): the
+ * sender gets a refusal naming the limit and nothing already stored is dropped to make room.
+ */
+export interface StorageLimits {
+  /** Bytes each of CHAT_, DM_, TASK_, SEATS_ may hold. */
+  chatBytes: number;
+  dmBytes: number;
+  taskBytes: number;
+  seatsBytes: number;
+  /**
+   * DMs (and anycasts) one sender may have waiting, unconsumed, for one recipient (role). DM_
+   * and TASK_ are work queues: a handed-over, acked message leaves the stream.
+   */
+  backlogPerSender: number;
+}
+export const STORAGE_DEFAULTS: StorageLimits = {
+  chatBytes: 1024 ** 3,
+  dmBytes: 512 * 1024 ** 2,
+  taskBytes: 256 * 1024 ** 2,
+  seatsBytes: 128 * 1024 ** 2,
+  backlogPerSender: 10_000,
+};
+
+/** Largest stored message: the envelope limit plus room for headers. */
+export const MAX_STORED_MESSAGE_BYTES = LIMITS.maxMessageBytes + 8 * 1024;
 
 /** What ensureSpace did to each stream and bucket. */
 export interface ProvisionReport {
@@ -33,12 +62,16 @@ const nanos = (ms: number) => ms * 1_000_000;
 
 /** The streams of a space (DESIGN §5), by name. */
 export function spaceStreams(space: string, opts: SpaceOptions = {}): Array<Partial<StreamConfig> & { name: string; subjects: string[] }> {
+  const limits = { ...STORAGE_DEFAULTS, ...opts.limits };
   const common = {
     storage: StorageType.File,
     num_replicas: opts.replicas ?? 1,
     duplicate_window: nanos(opts.duplicateWindowMs ?? 120_000),
-    discard: DiscardPolicy.Old,
+    discard: DiscardPolicy.New,
+    max_msg_size: MAX_STORED_MESSAGE_BYTES,
   };
+  // One sender cannot fill a recipient's queue: its (recipient, sender) subject is capped.
+  const backlog = { max_msgs_per_subject: limits.backlogPerSender, discard_new_per_subject: true };
   return [
     {
       ...common,
@@ -46,6 +79,7 @@ export function spaceStreams(space: string, opts: SpaceOptions = {}): Array<Part
       subjects: [filters.kind(space, "chat")],
       retention: RetentionPolicy.Limits,
       max_msgs_per_subject: opts.chatPerSubject ?? 1000,
+      max_bytes: limits.chatBytes,
       allow_direct: true,
       description: "Cotal channel posts",
     },
@@ -53,15 +87,19 @@ export function spaceStreams(space: string, opts: SpaceOptions = {}): Array<Part
       ...common,
       name: names.dmStream(space),
       subjects: [filters.kind(space, "inst")],
-      retention: RetentionPolicy.Limits,
+      retention: RetentionPolicy.Workqueue,
+      max_bytes: limits.dmBytes,
+      ...backlog,
       allow_direct: false,
-      description: "Cotal direct messages (private: no direct get)",
+      description: "Cotal direct messages (private: no direct get; a handed-over DM leaves the stream)",
     },
     {
       ...common,
       name: names.taskStream(space),
       subjects: [filters.kind(space, "svc")],
       retention: RetentionPolicy.Workqueue,
+      max_bytes: limits.taskBytes,
+      ...backlog,
       description: "Cotal anycast work queue",
     },
     {
@@ -69,18 +107,19 @@ export function spaceStreams(space: string, opts: SpaceOptions = {}): Array<Part
       name: names.seatsStream(space),
       subjects: [filters.kind(space, "seat")],
       retention: RetentionPolicy.Limits,
+      max_bytes: limits.seatsBytes,
       description: "Cotal seat history (event-sourced)",
     },
   ];
 }
 
 /** KV buckets of a space, with their TTLs (0 = keep). */
-export function spaceBuckets(space: string): Array<{ name: string; ttlMs: number; history: number }> {
+export function spaceBuckets(space: string): Array<{ name: string; ttlMs: number; history: number; clientsWrite: boolean }> {
   return [
-    { name: names.presenceBucket(space), ttlMs: PRESENCE.livenessMs, history: 1 },
-    { name: names.channelsBucket(space), ttlMs: 0, history: 5 },
-    { name: names.membersBucket(space), ttlMs: 0, history: 1 },
-    { name: names.managersBucket(space), ttlMs: 10_000, history: 1 },
+    { name: names.presenceBucket(space), ttlMs: PRESENCE.livenessMs, history: 1, clientsWrite: true },
+    { name: names.channelsBucket(space), ttlMs: 0, history: 5, clientsWrite: false },
+    { name: names.membersBucket(space), ttlMs: 0, history: 1, clientsWrite: false },
+    { name: names.managersBucket(space), ttlMs: 10_000, history: 1, clientsWrite: true },
   ];
 }
 
@@ -96,7 +135,17 @@ function conflicts(want: Partial<StreamConfig>, have: StreamConfig): string[] {
 }
 
 /** Fields Cotal reconciles in place when they drift. */
-const RECONCILED = ["max_msgs_per_subject", "allow_direct", "duplicate_window", "discard", "description"] as const;
+const RECONCILED = [
+  "max_msgs_per_subject",
+  "discard_new_per_subject",
+  "max_bytes",
+  "max_msg_size",
+  "allow_direct",
+  "duplicate_window",
+  "discard",
+  "description",
+  "allow_rollup_hdrs",
+] as const;
 
 async function ensureStream(jsm: JetStreamManager, want: Partial<StreamConfig> & { name: string }, report: ProvisionReport) {
   let have: StreamConfig | undefined;
@@ -142,12 +191,19 @@ export async function ensureSpace(nc: NatsConnection, space: string, opts: Space
       if (!isStreamNotFound(err)) throw err;
       exists = false;
     }
-    if (exists) {
-      report.unchanged.push(b.name);
-      continue;
+    if (!exists) {
+      await kvm.create(b.name, { history: b.history, replicas: opts.replicas ?? 1, ...(b.ttlMs ? { ttl: b.ttlMs } : {}) });
+      report.created.push(b.name);
     }
-    await kvm.create(b.name, { history: b.history, replicas: opts.replicas ?? 1, ...(b.ttlMs ? { ttl: b.ttlMs } : {}) });
-    report.created.push(b.name);
+    // A client's write with `Nats-Rollup: all` on its own key would wipe the whole bucket.
+    // Buckets clients write (presence, managers) take no rollups; Cotal never purges them.
+    const config = (await jsm.streams.info(stream)).config;
+    if (b.clientsWrite && config.allow_rollup_hdrs) {
+      await jsm.streams.update(stream, { ...config, allow_rollup_hdrs: false });
+      if (exists) report.updated.push(b.name);
+    } else if (exists) {
+      report.unchanged.push(b.name);
+    }
   }
   return report;
 }
