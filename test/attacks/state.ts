@@ -2,7 +2,7 @@ import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { expect } from "vitest";
 import { names, type Principal } from "../../schemas/index.js";
-import { TestMesh } from "../harness/mesh.js";
+import type { TestMesh } from "../harness/mesh.js";
 import { until } from "../harness/until.js";
 
 /** What an attack must not change: streams, their per-subject counts, consumers, identity records. */
