@@ -52,7 +52,7 @@ describe("provisioning a space", () => {
       const err = await ensureSpace(nc, "clash").catch((e: unknown) => e);
       expect(err).toBeInstanceOf(StreamConflictError);
       expect(String(err)).toMatch(/subjects are \[elsewhere\.>\], Cotal needs \[cotal\.clash\.inst\.>\]/);
-      expect(String(err)).toMatch(/retention is interest, Cotal needs limits/);
+      expect(String(err)).toMatch(/retention is interest, Cotal needs workqueue/);
       expect(String(err)).toMatch(/will not recreate it/);
       expect((await jsm.streams.info("DM_clash")).config.subjects).toEqual(["elsewhere.>"]);
     } finally {
