@@ -1,8 +1,32 @@
 // Mutation testing (`npm run test:mutation`; not part of `npm test` or CI): Stryker changes
 // one operator, condition or literal at a time in the files below and checks that some test
 // fails. Results and how to read them: docs/testing.md.
+//
+// The mutated files are used by nearly every test, so a mutant run against the whole suite
+// costs minutes. Each folder set is therefore measured against the tests written for it
+// (`testFiles`), one set per run: COTAL_MUTATE=schemas|connector|broker (default schemas).
 import os from "node:os";
 import path from "node:path";
+
+const SETS = {
+  schemas: {
+    mutate: ["schemas/*.ts", "!schemas/index.ts"],
+    testFiles: ["test/schemas/*.test.ts"],
+  },
+  connector: {
+    // The seat's inbox and everything that acks mail: hook receipts (control socket) and MCP receipts.
+    mutate: ["connector/inbox.ts", "connector/receipts.ts", "connector/control-server.ts"],
+    testFiles: ["test/connector/*.test.ts"],
+  },
+  broker: {
+    mutate: ["broker/verify.ts", "broker/control.ts", "broker/mesh-service.ts"],
+    testFiles: ["test/mesh/*.test.ts", "test/auth/*.test.ts"],
+  },
+};
+
+const name = process.env.COTAL_MUTATE ?? "schemas";
+const set = SETS[name];
+if (!set) throw new Error(`COTAL_MUTATE=${name}: use one of ${Object.keys(SETS).join(", ")}`);
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {
@@ -10,27 +34,19 @@ export default {
   vitest: { configFile: "vitest.mutation.config.ts", related: true },
   // Each mutant runs only the tests that reached it in the initial run.
   coverageAnalysis: "perTest",
-  // Mutants in module-level code (zod schemas, alphabets) would each rerun every test that
-  // imports the file — most of the suite. They are left out; docs/testing.md says what that hides.
+  // Mutants in module-level code (zod schemas, alphabets, constants) would each rerun every
+  // test of the set; they are left out (docs/testing.md says what that hides).
   ignoreStatic: true,
   // Two cores, and the tests start real nats-servers: one mutant at a time (raise it with --concurrency).
   concurrency: 1,
-  mutate: [
-    "schemas/*.ts",
-    "!schemas/index.ts",
-    "broker/verify.ts",
-    "broker/control.ts",
-    "broker/mesh-service.ts",
-    "connector/inbox.ts",
-    "connector/receipts.ts",
-    "connector/control-server.ts",
-  ],
+  mutate: set.mutate,
+  testFiles: set.testFiles,
   ignorePatterns: ["dist", "coverage", ".cotal", "plugin/bin", "bench"],
   // The sandbox lives outside the project, so lint, typecheck and `vitest run` never see it.
-  tempDirName: path.join(os.tmpdir(), "cotal-stryker"),
+  tempDirName: path.join(os.tmpdir(), `cotal-stryker-${name}`),
   timeoutMS: 20_000,
   reporters: ["clear-text", "progress", "html", "json"],
-  htmlReporter: { fileName: "coverage/mutation/mutation.html" },
-  jsonReporter: { fileName: "coverage/mutation/mutation.json" },
+  htmlReporter: { fileName: `coverage/mutation/${name}.html` },
+  jsonReporter: { fileName: `coverage/mutation/${name}.json` },
   thresholds: { high: 80, low: 70, break: null },
 };
