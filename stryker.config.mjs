@@ -7,6 +7,7 @@
 // (`testFiles`), one set per run: COTAL_MUTATE=schemas|connector|broker (default schemas).
 import os from "node:os";
 import path from "node:path";
+import process from "node:process";
 
 const SETS = {
   schemas: {
