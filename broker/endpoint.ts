@@ -36,7 +36,7 @@ import { ConsumerLostError, JoinFailedError, NotJoinedError, PermissionDeniedErr
 import { verifiedName, type HistoryItem, type HistoryQuery } from "./history.js";
 import { isTransientPublishError, permissionViolation } from "./js-errors.js";
 import { logger, type Logger } from "./log.js";
-import { MESH_ENDPOINT, memberKeys, type HistoryPage, type JoinReply, type RegisterReply } from "./mesh-service.js";
+import { MESH_ENDPOINT, type HistoryPage, type JoinReply, type LookupReply, type RegisterReply } from "./mesh-service.js";
 import { followPresence, Roster, type RosterEntry, type RosterSnapshotItem } from "./roster.js";
 import type { ResolvedChannel } from "./channel-registry.js";
 import { verifyEnvelope, type VerifiedMessage } from "./verify.js";
@@ -57,6 +57,11 @@ export interface EndpointOptions extends MeshAddress {
   heartbeatMs?: number;
   /** How long a send keeps retrying an unacknowledged publish, ms (default 30 000). */
   publishTimeoutMs?: number;
+  /**
+   * Waits before each attempt to re-create a durable consumer that stopped, ms (default
+   * 0, 250, 1 000, 3 000, 10 000); after the last failed attempt it is reported `lost`.
+   */
+  reestablishDelaysMs?: readonly number[];
 }
 
 /**
@@ -151,7 +156,6 @@ export class Endpoint {
     readonly space: string,
     private readonly opts: EndpointOptions,
     private readonly presenceKv: KV,
-    private readonly membersKv: KV,
     channelsKv: KV,
     readonly log: Logger,
   ) {
@@ -203,13 +207,9 @@ export class Endpoint {
   static async over(nc: NatsConnection, opts: EndpointOptions): Promise<Endpoint> {
     const kvm = new Kvm(nc);
     const open = (name: string) => kvm.open(name, { bindOnly: true });
-    const [presence, members, channels] = await Promise.all([
-      open(names.presenceBucket(opts.space)),
-      open(names.membersBucket(opts.space)),
-      open(names.channelsBucket(opts.space)),
-    ]);
+    const [presence, channels] = await Promise.all([open(names.presenceBucket(opts.space)), open(names.channelsBucket(opts.space))]);
     const log = logger("endpoint", { space: opts.space, me: `${opts.owner ?? "local"}.${opts.name}` });
-    return new Endpoint(nc, opts.space, opts, presence, members, channels, log);
+    return new Endpoint(nc, opts.space, opts, presence, channels, log);
   }
 
   /**
@@ -387,11 +387,12 @@ export class Endpoint {
     const m = this.envelope({ to: toId }, content, opts);
     const ack = await this.publish(dmSubject(this.space, recipient, this.me), m);
     if (!this.registered.has(toId)) {
-      const entry = await this.membersKv.get(memberKeys.dm(recipient)).catch(() => null);
-      if (!entry || entry.operation !== "PUT") {
+      // Only the mesh service reads the members bucket; it says whether the inbox exists.
+      const found = await this.mesh<LookupReply>("lookup", { name: toId }).catch(() => undefined);
+      if (found && !found.dm) {
         return { ...ack, text: `stored seq ${ack.seq}; recipient has not joined yet; it will be delivered on first join` };
       }
-      this.registered.add(toId);
+      if (found) this.registered.add(toId);
     }
     const entries = await this.rosterAfterStore();
     if (!entries) return { ...ack, text: `stored seq ${ack.seq}; recipient status unknown at send (the mesh service did not answer)` };
@@ -653,7 +654,7 @@ export class Endpoint {
         this.setConsumerState(key, { stream, durable, state: "re-establishing", since: Date.now() });
         let lastErr: unknown = ended;
         let next: typeof current | undefined;
-        for (const delay of REESTABLISH_DELAYS_MS) {
+        for (const delay of this.opts.reestablishDelaysMs ?? REESTABLISH_DELAYS_MS) {
           if (delay) await new Promise((r) => setTimeout(r, delay));
           if (stopped || this.nc.isClosed()) return;
           try {

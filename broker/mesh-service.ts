@@ -28,7 +28,7 @@ import { HISTORY_PAGE_BOUNDS, readHistoryPage, type HistoryPage, type HistoryQue
 import { isConsumerNotFound } from "./js-errors.js";
 import { logger, type Logger } from "./log.js";
 import { ensureSpace, type SpaceOptions } from "./provision.js";
-import { IdentityRegistry, PROFILES, revokeUsers, SERVICE_PRINCIPALS, signUser, type AuthStore, type IdentitySpec } from "./auth/index.js";
+import { clientsAccount, IdentityRegistry, PROFILES, revokeUsers, SERVICE_PRINCIPALS, signUser, type AuthStore, type IdentitySpec } from "./auth/index.js";
 import { Roster, watchPresence, type RosterSnapshotItem } from "./roster.js";
 
 /** The control endpoint name of the mesh service. */
@@ -117,6 +117,21 @@ export interface RegisterReply {
   dmCreated: boolean;
 }
 
+/** Reply of `lookup`: does this name have a DM inbox (has it ever registered or been provisioned)? */
+export interface LookupReply {
+  principal: string;
+  dm: boolean;
+}
+
+/** The credential does not hold the role it asked to register. */
+export class RoleNotGrantedError extends CotalError {
+  constructor(role: string, granted: string | undefined) {
+    super("role-not-granted", `This credential does not hold the role ${role}${granted ? ` (it holds ${granted})` : " (it holds none)"}.`, {
+      remedy: "Roles come from the credential: ask the mesh admin for one minted with --role, or leave the role out.",
+    });
+  }
+}
+
 /** Reply of `join`. */
 export interface JoinReply {
   durable: string;
@@ -173,7 +188,8 @@ export class MeshService {
       space,
       MESH_ENDPOINT,
       {
-        register: (args, caller) => svc.register(caller, parseArgs(z.object({ role: RoleName.optional() }), args, "register arguments").role),
+        register: async (args, caller) => svc.register(caller, await svc.grantedRole(caller, parseArgs(z.object({ role: RoleName.optional() }), args, "register arguments").role)),
+        lookup: (args) => svc.lookup(parsePrincipal(parseArgs(z.object({ name: z.string().min(1).max(200) }), args, "lookup arguments").name)),
         join: (args, caller) => svc.join(caller, parseArgs(z.object({ channel: ChannelName }), args, "join arguments").channel),
         leave: (args, caller) => svc.leave(caller, parseArgs(z.object({ channel: ChannelName }), args, "leave arguments").channel),
         roster: async () => svc.rosterSnapshot(),
@@ -227,6 +243,27 @@ export class MeshService {
     }
     this.log.info({ who: principalId(who), role, dmCreated }, "registered");
     return { dm, dmCreated, ...(anycast ? { anycast } : {}) };
+  }
+
+  /**
+   * The role a caller may register. On an open mesh, whatever it asks. With static auth the role
+   * comes from the credential: asking for another is refused, asking for none gets none.
+   */
+  async grantedRole(caller: Principal, asked: string | undefined): Promise<string | undefined> {
+    if (!this.opts.auth || asked === undefined) return asked;
+    const rec = await this.identities.get(caller);
+    if (!rec) {
+      // Cotal's own service identities are not in the registry and hold no role.
+      throw new RoleNotGrantedError(asked, undefined);
+    }
+    if (rec.role !== asked) throw new RoleNotGrantedError(asked, rec.role);
+    return asked;
+  }
+
+  /** Whether `who` has a DM inbox; the members bucket itself stays private to this service. */
+  async lookup(who: Principal): Promise<LookupReply> {
+    const e = await this.members.get(memberKeys.dm(who));
+    return { principal: principalId(who), dm: !!e && e.operation === "PUT" };
   }
 
   /** Create a durable channel membership from the join watermark; idempotent. */
@@ -299,7 +336,7 @@ export class MeshService {
       allowPublish: req.allowPublish,
       ...(req.role ? { role: req.role } : {}),
     };
-    const user = await signUser(spec, req.userPub, auth.store.signingKey(this.space), auth.store.accountKey(this.space).getPublicKey(), req.expiresInMs);
+    const user = await signUser(spec, req.userPub, auth.store.signingKey(this.space), auth.store.accountKey(clientsAccount(this.space)).getPublicKey(), req.expiresInMs);
     await this.identities.add(
       who,
       { profile: req.profile, allowSubscribe: req.allowSubscribe, allowPublish: req.allowPublish, ...(req.role ? { role: req.role } : {}) },

@@ -120,7 +120,8 @@ async function up(root: MeshRoot, req: UpRequest): Promise<UpReport> {
     natsState = "started";
   }
 
-  const nc = await connectMesh({ server: info.server, creds: req.creds, name: "cotal-up" });
+  // Streams live in the data account: only the mesh service's credential may create them.
+  const nc = await connectMesh({ server: info.server, creds: auth ? auth.meshCreds : req.creds, name: "cotal-up" });
   let provision: ProvisionReport;
   try {
     provision = await ensureSpace(nc, info.space);

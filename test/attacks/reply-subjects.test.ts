@@ -108,7 +108,8 @@ describe.each(withDurable)("%s: an ack of its own message", (profile) => {
       expect(m, "the bait DM arrives on the attacker's own inbox").not.toBeNull();
       const own = dmSubject(SPACE, who, localPrincipal("alice"));
       const before = await snapshot(mesh);
-      nc.publish(m!.reply, "+ACK", { reply: target });
+      // The ack subject the broker handed out with the message (JsMsg implementations expose it).
+      nc.publish((m as unknown as { reply: string }).reply, "+ACK", { reply: target });
       // The acked DM leaves the work queue: that is the only change.
       const jsm = await mesh.dataJsm();
       await until(async () => (await jsm.consumers.info(names.dmStream(SPACE), durables.dm(who))).num_ack_pending === 0, 10_000, "the ack to land");
