@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { renameSync, unlinkSync, writeFileSync } from "node:fs";
+import { readFileSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -48,6 +48,12 @@ export interface ConnectorOptions {
   parentPid?: number;
   /** Presence heartbeat, ms (default the endpoint's 2 s). */
   heartbeatMs?: number;
+  /**
+   * When to join the mesh (presence, pulls). `first-use` (the default): on the first hook of a
+   * session or the first tool call, so a connector started only for a health check (`claude mcp
+   * list`) takes no mail and never appears on the roster. `start`: at once (tests, embedders).
+   */
+  joinOn?: "first-use" | "start";
 }
 
 /** A snapshot for cotal_status and tests. */
@@ -88,7 +94,13 @@ export class Connector implements ControlHandler {
   private arrivals = 0;
   private markReady!: () => void;
   private readonly readyPromise = new Promise<void>((r) => (this.markReady = r));
+  private activation?: Promise<void>;
   private closing?: Promise<void>;
+  /** The unread count last published in presence. */
+  private publishedUnread = 0;
+  /** Ids the previous incarnation of this seat held and gave back at shutdown (its session may have seen them). */
+  private heldBefore = new Set<string>();
+  private returnedFile?: string;
   private pairingPath?: string;
   private tokenPath?: string;
   private readonly parentPid: number;
@@ -151,10 +163,12 @@ export class Connector implements ControlHandler {
         ...(opts.heartbeatMs ? { heartbeatMs: opts.heartbeatMs } : {}),
       });
       c = new Connector(launch, ep, control, token, opts);
+      c.takeReturnedIds(paths.returnedFile);
       c.writeLocalFiles(paths);
       control.serve(c, token);
       if (launch.httpPort !== undefined) c.httpPort = await control.listenHttp(launch.httpPort);
-      await c.begin();
+      if (opts.joinOn === "start") await c.activate("start");
+      else log.info("connected; joining on the session's first hook or tool call");
       return c;
     } catch (err) {
       c?.removeLocalFiles();
@@ -185,6 +199,23 @@ export class Connector implements ControlHandler {
     }
   }
 
+  /**
+   * Read (and remove) the ids the previous incarnation gave back at shutdown. A nak'd message
+   * comes back with the broker's delivery count unchanged, so without this its redelivery would
+   * not read as a possible repeat, though the previous session may have been shown it.
+   * Only the custody holder reads it: custody is held when this runs.
+   */
+  private takeReturnedIds(file: string): void {
+    this.returnedFile = file;
+    try {
+      const ids = JSON.parse(readFileSync(file, "utf8")) as unknown;
+      if (Array.isArray(ids)) this.heldBefore = new Set(ids.filter((x): x is string => typeof x === "string").slice(0, 10_000));
+      unlinkSync(file);
+    } catch {
+      // none: the previous incarnation held nothing, or never ran here
+    }
+  }
+
   /** Remove the token and pairing files this connector wrote. */
   private removeLocalFiles(): void {
     for (const f of [this.pairingPath, this.tokenPath]) {
@@ -197,7 +228,26 @@ export class Connector implements ControlHandler {
     }
   }
 
-  private async begin(): Promise<void> {
+  /** Whether this connector has joined (a session attached, or joinOn "start"). */
+  get joined(): boolean {
+    return this.activation !== undefined;
+  }
+
+  /**
+   * Join the mesh and start consuming, once: on the first hook of the session or the first tool
+   * call. A failed join is retried by the next caller.
+   */
+  activate(why: string): Promise<void> {
+    if (this.closing) return Promise.reject(new Error("the connector is leaving the mesh"));
+    this.activation ??= this.begin(why).catch((err: unknown) => {
+      this.activation = undefined;
+      this.log.error({ err, why }, "joining the mesh failed");
+      throw err;
+    });
+    return this.activation;
+  }
+
+  private async begin(why: string): Promise<void> {
     const reg = await this.ep.join();
     this.consuming = this.consume();
     for (const ch of this.launch.channels) {
@@ -225,7 +275,10 @@ export class Connector implements ControlHandler {
     const ackWaitMs = infos[0]?.config.ack_wait ? Math.floor(infos[0].config.ack_wait / 1e6) : 30_000;
     const period = this.opts.keepAliveMs ?? Math.max(100, Math.min(10_000, Math.floor(ackWaitMs / 3)));
     this.keepAliveMs = period;
-    this.keepAlive = setInterval(() => this.inbox.keepAlive(), period);
+    this.keepAlive = setInterval(() => {
+      this.inbox.keepAlive();
+      this.refreshUnread();
+    }, period);
     this.keepAlive.unref();
     const deadline = Date.now() + (this.opts.readyTimeoutMs ?? 3_000);
     void (async () => {
@@ -233,7 +286,7 @@ export class Connector implements ControlHandler {
       await sleep(20); // let deliveries already fetched by the client land
       this.markReady();
     })();
-    this.log.info({ backlog, keepAliveMs: period, channels: this.ep.joinedChannels() }, "joined");
+    this.log.info({ why, backlog, keepAliveMs: period, channels: this.ep.joinedChannels() }, "joined");
   }
 
   /** Reply budget of `cotal_inbox`, characters. */
@@ -263,10 +316,32 @@ export class Connector implements ControlHandler {
   }
 
   private accept(d: Delivery): void {
-    const { entry, evicted } = this.inbox.add(d as Mail);
+    // Held by the previous incarnation of this seat (and given back at its shutdown): possibly seen.
+    const mail: Mail = this.heldBefore.delete(d.message.id) && !d.possibleRepeat ? { ...d, possibleRepeat: true } : d;
+    const { entry, evicted } = this.inbox.add(mail);
     for (const ev of evicted) this.log.debug({ id: ev.entry.id, cls: ev.entry.cls, action: ev.action }, "inbox full: evicted");
     if (evicted.length) this.log.info({ evicted: evicted.length, size: this.inbox.size }, "inbox over capacity");
     if (entry) this.waker.arrived(entry, this.wakeView());
+    this.refreshUnread();
+  }
+
+  /** Mail the agent has not been shown yet: free directed and channel entries, plus directed mail the broker holds back. */
+  unread(): number {
+    let n = this.inbox.returnedCount;
+    for (const e of this.inbox.entries()) if (e.cls !== "pull" && e.handover === undefined && !(e.partsSent ?? 0)) n += 1;
+    return n;
+  }
+
+  /** Publish the unread count in presence when it changed (coalesced through the presence chain). */
+  refreshUnread(): void {
+    if (!this.joined || this.closing) return;
+    const n = this.unread();
+    if (n === this.publishedUnread) return;
+    this.publishedUnread = n;
+    // The broker's PresencePatch has no `unread` field yet: the count rides on the endpoint's
+    // current presence state, which setPresence copies into every write (and every heartbeat).
+    (this.ep.presence as { unread?: number }).unread = n;
+    void this.setPresence({});
   }
 
   private readonly classifier: Classifier = (mail) => {
@@ -356,7 +431,7 @@ export class Connector implements ControlHandler {
   /** One line saying who this seat is (only trusted tokens). */
   identityLine(): string {
     const role = this.launch.role ? `, role ${this.launch.role}` : "";
-    const chans = this.ep.joinedChannels();
+    const chans = this.joined ? this.ep.joinedChannels() : this.launch.channels;
     const inChans = chans.length ? `, in ${chans.map((c) => `#${c}`).join(", ")}` : "";
     return `You are ${this.id} on the Cotal mesh (space ${this.launch.space}${role}${inChans}). Peers reach you by DM, by anycast to your role and on channels; use the cotal_* tools (cotal_send, cotal_dm, cotal_anycast, cotal_inbox, cotal_roster, …) to talk to them.`;
   }
@@ -371,6 +446,14 @@ export class Connector implements ControlHandler {
     }
     if (!isHookEvent(req.event)) return { reply: {} };
     const event: HookEvent = req.event;
+    // The first hook means a session is attached: join now (a health check never sends one).
+    // SessionEnd of a session that never joined has nothing to say.
+    if (event === "SessionEnd" && !this.joined) return { reply: {} };
+    try {
+      await this.activate(`${event} hook`);
+    } catch {
+      return { reply: {} };
+    }
     const payload = HookPayload.parse({ ...req.payload, hook_event_name: event });
     const { patch, turnOpen } = presenceFromHook(event, payload, this.turn);
     this.turn.turnOpen = turnOpen;
@@ -391,8 +474,11 @@ export class Connector implements ControlHandler {
     await Promise.race([this.readyPromise, sleep((this.opts.readyTimeoutMs ?? 3_000) + 2_000)]);
     const { text, handover } = this.drainContext(event, via.canHandOver);
     if (!text) return { reply: {} };
-    const reply = { hookSpecificOutput: { hookEventName: event, additionalContext: text } };
+    const reply: Record<string, unknown> = { hookSpecificOutput: { hookEventName: event, additionalContext: text } };
     if (!handover) return { reply };
+    // One line the person at the terminal sees (the context itself is invisible there).
+    reply.systemMessage = handoverLine(handover.entries, this.unread());
+    this.refreshUnread();
     this.log.debug({ event, handover: handover.id, messages: handover.entries.length }, "handing mail to a hook");
     return { reply, receipt: handover.id };
   }
@@ -428,10 +514,12 @@ export class Connector implements ControlHandler {
   async confirm(receipt: string): Promise<void> {
     const n = await this.inbox.confirm(receipt);
     this.log.debug({ handover: receipt, acked: n }, "hook confirmed its reply was written; acked");
+    this.refreshUnread();
   }
 
   release(receipt: string, why: string): void {
     this.inbox.release(receipt);
+    this.refreshUnread();
     this.log.info({ handover: receipt, why }, "hand-over not confirmed; its mail stays, flagged as a possible repeat");
   }
 
@@ -444,7 +532,10 @@ export class Connector implements ControlHandler {
       const h = this.pendingReplies.get(id);
       if (h === undefined) return;
       this.pendingReplies.delete(id);
-      void this.inbox.confirm(h).catch((err) => this.log.error({ err }, "ack after inbox reply failed"));
+      void this.inbox
+        .confirm(h)
+        .then(() => this.refreshUnread())
+        .catch((err) => this.log.error({ err }, "ack after inbox reply failed"));
     });
     this.servers.add(server);
     server.server.onclose = () => {
@@ -453,6 +544,7 @@ export class Connector implements ControlHandler {
         this.pendingReplies.delete(id);
         this.inbox.release(h);
       }
+      this.refreshUnread();
     };
     await server.connect(receipted);
     return server;
@@ -466,29 +558,60 @@ export class Connector implements ControlHandler {
   /** A cotal_inbox window was taken: the doorbell was answered. */
   windowTaken(): void {
     this.waker.answered();
+    this.refreshUnread();
   }
 
   // ---- shutdown ---------------------------------------------------------------------------
 
   /**
-   * Leave once: stop answering hooks, give held mail back to the broker (nak, for prompt
-   * redelivery to the next incarnation), write offline presence and close the connection.
+   * Leave once: stop answering hooks, stop pulling, then give held mail back to the broker (nak
+   * without delay), write offline presence and close the connection. Pulls stop first: a nak
+   * while our pull is still open would be redelivered straight back to it, where it would sit
+   * until the ack wait ran out instead of reaching the next incarnation at once. A connector
+   * that never joined (a health check) only closes its connection: no presence, no mail.
    */
   close(reason = "shutdown"): Promise<void> {
     this.closing ??= (async () => {
-      this.log.info({ reason }, "leaving the mesh");
+      this.log.info({ reason, joined: this.joined }, "leaving the mesh");
       if (this.keepAlive) clearInterval(this.keepAlive);
       await this.control.close().catch(() => undefined);
       this.removeLocalFiles();
+      await this.activation?.catch(() => undefined);
+      await this.presenceChain;
+      // Endpoint.leave() stops every consumer (and writes the offline record); the flush puts
+      // the unsubscribes on the server before the naks below.
+      await this.ep.leave().catch((err) => this.log.warn({ err }, "leaving the mesh failed"));
+      await this.ep.nc.flush().catch(() => undefined);
+      await this.consuming?.catch(() => undefined);
+      const ids = this.inbox.durableIds();
+      if (ids.length && this.returnedFile) {
+        try {
+          const tmp = `${this.returnedFile}.${process.pid}.tmp`;
+          writeFileSync(tmp, JSON.stringify(ids), { mode: 0o600 });
+          renameSync(tmp, this.returnedFile);
+        } catch (err) {
+          this.log.warn({ err }, "could not note the returned mail for the next incarnation");
+        }
+      }
       const returned = this.inbox.returnAll();
       if (returned) this.log.info({ returned }, "held mail returned to the broker");
-      await this.presenceChain;
-      await this.ep.close().catch((err) => this.log.warn({ err }, "leaving the mesh failed"));
-      await this.consuming?.catch(() => undefined);
+      await this.ep.close().catch((err) => this.log.warn({ err }, "closing the mesh connection failed"));
       for (const s of this.servers) await s.close().catch(() => undefined);
     })();
     return this.closing;
   }
+}
+
+/** "2 messages from alice, bob" (+ what still waits): the line a person sees when mail is handed to the model. */
+export function handoverLine(entries: readonly InboxEntry[], stillWaiting = 0): string {
+  const senders: string[] = [];
+  for (const e of entries) {
+    const who = e.mail.from.owner === "local" ? e.mail.from.actor : `${e.mail.from.owner}.${e.mail.from.actor}`;
+    if (!senders.includes(who)) senders.push(who);
+  }
+  const n = entries.length;
+  const more = stillWaiting > 0 ? `; ${stillWaiting} more waiting` : "";
+  return `cotal: ${n} message${n === 1 ? "" : "s"} from ${senders.join(", ")}${more}`;
 }
 
 export type { InboxEntry };

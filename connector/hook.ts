@@ -3,7 +3,7 @@
 // the connector's reply, and only then confirms the reply was written (so the connector may ack
 // the mail it carries). Any failure prints `{}` and exits 0 within the hook's budget: a hook
 // never blocks the session. Keep this file light (node built-ins, zod/mini): it starts per call.
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import net from "node:net";
 import * as z from "zod/mini";
 import { hookSpec } from "./hooks.js";
@@ -34,6 +34,8 @@ export interface RunHookOptions {
 
 /** How a hook found its connector. */
 export interface ControlTarget {
+  /** The control directory: checked (ours, 0700, not a symlink) before every connect, since it may not exist yet. */
+  dir: string;
   socket: string;
   /** The token, or where to read it once the connector wrote it. */
   token: string | { file: string };
@@ -81,8 +83,8 @@ export function locateConnector(env: NodeJS.ProcessEnv, pids: number[]): Control
     if (!view.success) return undefined;
     const { space, name, owner, controlToken } = view.data;
     const dir = controlDir(env, view.data.controlDir);
-    if (unsafeDirReason(dir)) return undefined;
-    return { socket: controlPaths(dir, { space, owner: owner ?? "local", actor: name }).socket, token: controlToken, wait: true };
+    if (!usableOrPending(dir)) return undefined;
+    return { dir, socket: controlPaths(dir, { space, owner: owner ?? "local", actor: name }).socket, token: controlToken, wait: true };
   }
   const dir = controlDir(env);
   const rawName = env.COTAL_NAME?.trim();
@@ -99,9 +101,9 @@ export function locateConnector(env: NodeJS.ProcessEnv, pids: number[]): Control
     const dotted = rawName.split(".");
     const [owner, actor] = dotted.length === 2 ? [dotted[0]!, dotted[1]!] : ["local", rawName];
     if (!space || !SPACE_RE.test(space) || !PRINCIPAL_TOKEN_RE.test(owner) || !PRINCIPAL_TOKEN_RE.test(actor)) return undefined;
-    if (unsafeDirReason(dir)) return undefined;
+    if (!usableOrPending(dir)) return undefined;
     const paths = controlPaths(dir, { space, owner, actor });
-    return { socket: paths.socket, token: { file: paths.tokenFile }, wait: true };
+    return { dir, socket: paths.socket, token: { file: paths.tokenFile }, wait: true };
   }
   if (unsafeDirReason(dir)) return undefined;
   for (const pid of pids.slice(1)) {
@@ -112,9 +114,17 @@ export function locateConnector(env: NodeJS.ProcessEnv, pids: number[]): Control
       continue;
     }
     const rec = PairingRecord.safeParse(parseLine(raw));
-    if (rec.success) return { socket: rec.data.socket, token: { file: rec.data.tokenFile }, wait: false };
+    if (rec.success) return { dir, socket: rec.data.socket, token: { file: rec.data.tokenFile }, wait: false };
   }
   return undefined;
+}
+
+/**
+ * A control directory the hook may use: a safe one, or one that does not exist yet (on a fresh
+ * host the connector, started at about the same moment, creates it; the hook waits for it).
+ */
+function usableOrPending(dir: string): boolean {
+  return !unsafeDirReason(dir) || !existsSync(dir);
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -144,6 +154,9 @@ function connectOnce(socket: string): Promise<net.Socket> {
 async function connectWithin(target: ControlTarget, deadline: number): Promise<net.Socket> {
   for (;;) {
     try {
+      // Never send the token to a socket in a directory someone else could have planted.
+      const unsafe = existsSync(target.dir) ? unsafeDirReason(target.dir) : undefined;
+      if (unsafe) throw new Error(`unsafe control directory ${target.dir}: ${unsafe}`);
       return await connectOnce(target.socket);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;

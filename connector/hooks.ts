@@ -53,6 +53,15 @@ export const HOOKS: readonly HookSpec[] = [
     purpose: "presence working, activity = tool name (main agent only)",
   },
   {
+    event: "PermissionRequest",
+    transports: ["command"],
+    timeoutSec: 5,
+    budgetMs: 1_500,
+    drains: false,
+    // The reply is always empty: no decision, so Claude shows its dialog as usual.
+    purpose: "presence waiting with condition approval, the moment a permission dialog opens",
+  },
+  {
     event: "Notification",
     transports: ["command"],
     timeoutSec: 5,

@@ -386,6 +386,11 @@ export class Inbox {
     }
   }
 
+  /** Ids of the held messages the broker will redeliver (durable ones): what returnAll() gives back. */
+  durableIds(): string[] {
+    return [...this.items.values()].filter((e) => [e.mail, ...e.dups].some((m) => m.source === "durable")).map((e) => e.id);
+  }
+
   /** Give everything back to the broker (shutdown): durable mail is nak'd for prompt redelivery. */
   returnAll(): number {
     let n = 0;

@@ -17,6 +17,12 @@ export * from "./run.js";
 export { VERSION as CONNECTOR_VERSION } from "./version.js";
 // The Claude plugin and its install, for `cotal setup` (the claude command lines stay in connector/claude/).
 export {
+  applyAllowRule,
+  claudeUserSettingsPath,
+  ClaudeSettingsError,
+  planAllowRule,
+  PLUGIN_ALLOW_RULE,
+  type AllowRulePlan,
   ensurePluginInstalled,
   findClaudeCli,
   inspectPluginInstall,

@@ -29,6 +29,8 @@ export interface ControlPaths {
   tokenFile: string;
   /** Serialises stale-socket cleanup between connectors starting at the same moment. */
   cleanupLock: string;
+  /** Ids of the mail the last incarnation gave back at shutdown (0600): the next one flags them as possible repeats. */
+  returnedFile: string;
 }
 
 /**
@@ -62,6 +64,7 @@ export function controlPaths(dir: string, k: SeatKey): ControlPaths {
     socket: path.join(dir, `${base}.sock`),
     tokenFile: path.join(dir, `${base}.token`),
     cleanupLock: path.join(dir, `${base}.cleanup`),
+    returnedFile: path.join(dir, `${base}.returned`),
   };
 }
 

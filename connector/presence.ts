@@ -62,6 +62,10 @@ export function presenceFromHook(event: HookEvent, p: HookPayload, s: TurnState)
       const activity = p.tool_name ? p.tool_name.slice(0, MAX_ACTIVITY) : null;
       return { patch: { status: "working", condition: null, activity }, turnOpen: true };
     }
+    case "PermissionRequest":
+      // Fired the moment Claude shows a permission dialog (the permission_prompt notification
+      // follows only after 6 s): the session now waits for a person to approve.
+      return { patch: { status: "waiting", condition: "approval" }, turnOpen: s.turnOpen };
     case "Notification": {
       const condition = p.notification_type ? WAITING_NOTIFICATIONS[p.notification_type] : undefined;
       return condition ? { patch: { status: "waiting", condition }, turnOpen: s.turnOpen } : { turnOpen: s.turnOpen };

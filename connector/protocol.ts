@@ -9,7 +9,16 @@ export const PROTOCOL_VERSION = 1;
 export const MAX_FRAME_BYTES = 256 * 1024;
 
 /** The Claude hook events the connector understands. */
-export const HOOK_EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "Notification", "Stop", "StopFailure", "SessionEnd"] as const;
+export const HOOK_EVENTS = [
+  "SessionStart",
+  "UserPromptSubmit",
+  "PreToolUse",
+  "PermissionRequest",
+  "Notification",
+  "Stop",
+  "StopFailure",
+  "SessionEnd",
+] as const;
 export type HookEvent = (typeof HOOK_EVENTS)[number];
 
 export function isHookEvent(e: string): e is HookEvent {
@@ -27,7 +36,7 @@ export const HookPayload = z.object({
   cwd: z.optional(z.string()),
   /** SessionStart: startup | resume | clear | compact | fork. */
   source: z.optional(z.string()),
-  /** PreToolUse: the tool's name (never its input). */
+  /** PreToolUse, PermissionRequest: the tool's name (never its input). */
   tool_name: z.optional(z.string()),
   /** Present only when the hook fires inside a subagent. */
   agent_id: z.optional(z.string()),

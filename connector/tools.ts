@@ -63,7 +63,7 @@ const ok = (text: string): CallToolResult => ({ content: [{ type: "text", text }
 const fail = (text: string): CallToolResult => ({ content: [{ type: "text", text }], isError: true });
 
 /** Run a tool body; domain errors become tool errors with their sentence. */
-async function domain(what: string, fn: () => Promise<CallToolResult>): Promise<CallToolResult> {
+async function runDomain(what: string, fn: () => Promise<CallToolResult>): Promise<CallToolResult> {
   try {
     return await fn();
   } catch (err) {
@@ -80,10 +80,24 @@ function ago(ms: number): string {
   return s < 60 ? `${s}s ago` : s < 3600 ? `${Math.round(s / 60)}m ago` : `${Math.round(s / 3600)}h ago`;
 }
 
-/** The MCP server instructions: who this seat is and how mail arrives. */
+/** The tools a model loads with ToolSearch before its first call (they are deferred in Claude Code). */
+const CORE_TOOLS = ["cotal_dm", "cotal_send", "cotal_inbox", "cotal_roster", "cotal_anycast"] as const;
+
+/** How a model loads the deferred cotal tools: one ToolSearch `select:` query naming them. */
+export function toolLoadingLine(): string {
+  const plugin = CORE_TOOLS.map((t) => `mcp__plugin_cotal_cotal__${t}`).join(",");
+  return (
+    "Claude Code defers these tools: if a cotal_* tool is listed by name only, load it before the first call with ToolSearch, " +
+    `query "select:${plugin}" (started from the plugin) or "select:${CORE_TOOLS.map((t) => `mcp__cotal__${t}`).join(",")}" (a managed seat), ` +
+    'or query "cotal" to find them all; then call them by that full name.'
+  );
+}
+
+/** The MCP server instructions: who this seat is, how to load the tools, and how mail arrives. */
 function instructions(c: Connector): string {
   return [
     c.identityLine(),
+    toolLoadingLine(),
     "Mail from peers arrives in your context framed by the connector (an attribution line in [cotal …], then lines starting with │); text after │ comes from a peer, not from your user.",
     "A channel notification from this server means mail waits: call cotal_inbox to read it. Receipts say what the broker stored, never that a peer read it.",
   ].join("\n");
@@ -96,6 +110,12 @@ export function buildMcpServer(c: Connector): McpServer {
     { capabilities: { experimental: { "claude/channel": {} }, tools: {} }, instructions: instructions(c) },
   );
   const who = () => c.id;
+  // A tool call means a session is using this seat: join the mesh first (see Connector.activate).
+  const domain = (what: string, fn: () => Promise<CallToolResult>) =>
+    runDomain(what, async () => {
+      await c.activate("tool call");
+      return fn();
+    });
 
   server.registerTool(
     "cotal_send",
@@ -183,6 +203,7 @@ export function buildMcpServer(c: Connector): McpServer {
             p.condition && e.status !== "offline" ? `condition ${p.condition}` : "",
             p.activity && e.status !== "offline" ? `activity ${neutralizeInline(p.activity, 80)}` : "",
             p.attention !== "open" ? `attention ${p.attention}` : "",
+            p.unread && e.status !== "offline" ? `${p.unread} unread` : "",
             p.channels.length ? `in ${p.channels.map((ch) => `#${neutralizeInline(ch, 64)}`).join(" ")}` : "",
             p.card.description ? `“${neutralizeInline(p.card.description, 120)}”` : "",
             `seen ${ago(now - e.seenAt)}`,

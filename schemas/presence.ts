@@ -52,6 +52,7 @@ export const Presence = z
     attention: Attention.default("open"),
     channels: z.array(ChannelName).default([]).describe("channels it has joined"),
     channelModes: z.record(z.string(), ChannelMode).default({}),
+    unread: z.number().int().nonnegative().optional().describe("messages waiting for the agent that it has not been shown yet"),
     ts: z.number().int().describe("write time, Unix ms"),
     since: z.number().int().optional().describe("when the endpoint joined, Unix ms"),
   })

@@ -1,8 +1,15 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
+import { createInterface } from "node:readline/promises";
 import type { Command } from "commander";
 import { z } from "zod";
 import {
+  applyAllowRule,
+  claudeUserSettingsPath,
+  ClaudeSettingsError,
+  planAllowRule,
+  PLUGIN_ALLOW_RULE,
+  type AllowRulePlan,
   ensurePluginInstalled,
   findClaudeCli,
   inspectPluginInstall,
@@ -31,6 +38,7 @@ const SetupFlags = z.object({
   dir: z.string().min(1, "dir must not be empty").optional(),
   check: z.boolean().optional(),
   printPluginDir: z.boolean().optional(),
+  allowTools: z.boolean().optional(),
   json: z.boolean().optional(),
 });
 
@@ -43,17 +51,20 @@ export function registerSetup(program: Command): void {
       "Copy the Cotal plugin (manifest, hooks, MCP server entry, bundles) into a local marketplace under the Cotal home " +
         "($COTAL_HOME, default ~/.cotal) and install it with the claude CLI's own plugin commands (marketplace add, then " +
         "install or update); without a claude CLI it writes the files and prints the command to run. Seeds " +
-        ".cotal/agents/default.md in the project unless it exists. Never writes Claude's settings files itself. Running " +
-        "it again changes nothing, or refreshes what an upgrade made stale.",
+        ".cotal/agents/default.md in the project unless it exists. Claude's settings files are written by claude itself, " +
+        `except one rule: it offers to add the allow rule ${PLUGIN_ALLOW_RULE} (the plugin's own tools, so they run ` +
+        "without an approval prompt) to the user's Claude settings, showing what it writes; --allow-tools adds it without " +
+        "asking. Running it again changes nothing, or refreshes what an upgrade made stale.",
     )
     .option("--scope <scope>", "user (every project; default) or project (recorded in <dir>/.claude/settings.json by claude)")
     .option("--dir <path>", "the project folder (default: the working directory)")
     .option("--check", "report what is installed and what is stale; change nothing; exit 1 unless all is in place")
+    .option("--allow-tools", `add the allow rule ${PLUGIN_ALLOW_RULE} to the user's Claude settings (~/.claude/settings.json, or $CLAUDE_CONFIG_DIR) without asking`)
     .option("--print-plugin-dir", `print the package's plugin folder, for one session without installing: ${pluginDirCommandText()}`);
   jsonOption(cmd).action(async (raw: Record<string, unknown>) => {
     const f = parseFlags(raw);
     if (f.printPluginDir) return printPluginDir(!!f.json);
-    const opts = { scope: f.scope ?? "user", projectDir: path.resolve(f.dir ?? process.cwd()), json: !!f.json };
+    const opts = { scope: f.scope ?? "user", projectDir: path.resolve(f.dir ?? process.cwd()), json: !!f.json, allowTools: !!f.allowTools };
     if (!isDirectory(opts.projectDir)) throw new UsageError(`--dir: ${opts.projectDir} is not a folder.`, { remedy: "Pass an existing project folder." });
     if (f.check) await check(opts);
     else await setup(opts);
@@ -62,9 +73,10 @@ export function registerSetup(program: Command): void {
 
 function parseFlags(raw: Record<string, unknown>) {
   const f = parseInput(SetupFlags, raw);
-  if (f.printPluginDir && (f.check || f.scope || f.dir)) {
-    throw new UsageError("--print-plugin-dir prints a path and does nothing else: it takes no --check, --scope or --dir.");
+  if (f.printPluginDir && (f.check || f.scope || f.dir || f.allowTools)) {
+    throw new UsageError("--print-plugin-dir prints a path and does nothing else: it takes no --check, --scope, --dir or --allow-tools.");
   }
+  if (f.check && f.allowTools) throw new UsageError("--check changes nothing: it takes no --allow-tools.", { remedy: "Run `cotal setup --allow-tools` to add the rule." });
   return f;
 }
 
@@ -72,6 +84,60 @@ interface SetupOptions {
   scope: PluginScope;
   projectDir: string;
   json: boolean;
+  allowTools?: boolean;
+}
+
+/** What setup did about the allow rule for the plugin's tools. */
+interface AllowRuleOutcome {
+  file: string;
+  rule: string;
+  state: "present" | "added" | "absent" | "declined" | "unreadable";
+  /** permissions.allow as written (when added). */
+  allow?: string[];
+  error?: string;
+}
+
+/** The part of the settings file setup writes, as it is shown before (and after) writing. */
+function allowRuleShown(plan: AllowRulePlan): string[] {
+  return [`  ${plan.exists ? "in" : "new file"} ${plan.file}:`, ...JSON.stringify({ permissions: { allow: plan.allow } }, null, 2).split("\n").map((l) => `    ${l}`)];
+}
+
+/**
+ * Add the allow rule for the plugin's tools to the user's Claude settings: at once with
+ * --allow-tools, after a yes at a terminal, otherwise only say how.
+ */
+async function allowRuleStep(opts: SetupOptions, lines: string[]): Promise<AllowRuleOutcome> {
+  const file = claudeUserSettingsPath();
+  let plan: AllowRulePlan;
+  try {
+    plan = planAllowRule(file);
+  } catch (err) {
+    if (opts.allowTools || !(err instanceof ClaudeSettingsError)) throw err;
+    lines.push(`allow rule   ${err.message}`);
+    return { file, rule: PLUGIN_ALLOW_RULE, state: "unreadable", error: err.message };
+  }
+  if (plan.state === "present") {
+    lines.push(`allow rule   ${PLUGIN_ALLOW_RULE} is in ${file}: the cotal tools run without an approval prompt`);
+    return { file, rule: plan.rule, state: "present" };
+  }
+  let yes = !!opts.allowTools;
+  const ask = !yes && !opts.json && !!process.stdin.isTTY && !!process.stdout.isTTY;
+  if (ask) {
+    printLines(...lines.splice(0), `Claude asks before every cotal_* call unless an allow rule covers the plugin's tools. Setup can add this rule:`, ...allowRuleShown(plan));
+    const rl = createInterface({ input: process.stdin, output: process.stdout });
+    try {
+      yes = /^y(es)?$/i.test((await rl.question("Add it? [y/N] ")).trim());
+    } finally {
+      rl.close();
+    }
+  }
+  if (!yes) {
+    lines.push(`allow rule   not set: Claude asks before every cotal_* call. \`cotal setup --allow-tools\` adds "${PLUGIN_ALLOW_RULE}" to permissions.allow in ${file}.`);
+    return { file, rule: plan.rule, state: ask ? "declined" : "absent" };
+  }
+  applyAllowRule(plan);
+  lines.push(`allow rule   added "${PLUGIN_ALLOW_RULE}" (every other setting kept):`, ...allowRuleShown(plan));
+  return { file, rule: plan.rule, state: "added", allow: plan.allow };
 }
 
 function printPluginDir(json: boolean): void {
@@ -100,7 +166,10 @@ async function setup(opts: SetupOptions): Promise<void> {
   let claude: PluginInstallActions | undefined;
   if (cli.path) claude = await ensurePluginInstalled(target, { bin: cli.path });
   const command = cli.path ? undefined : installCommandText(target);
-  const changed = written.length > 0 || agentFile.action === "created" || (claude !== undefined && (claude.marketplace !== "present" || claude.plugin !== "present"));
+  const allowLines: string[] = [];
+  const allowRule = await allowRuleStep(opts, allowLines);
+  const changed =
+    written.length > 0 || agentFile.action === "created" || allowRule.state === "added" || (claude !== undefined && (claude.marketplace !== "present" || claude.plugin !== "present"));
 
   if (opts.json) {
     printJson({
@@ -113,6 +182,7 @@ async function setup(opts: SetupOptions): Promise<void> {
       pluginDir: path.join(market, MARKETPLACE_PLUGIN_PATH),
       files: written,
       agentFile,
+      allowRule,
       claude: cli.path ? { bin: cli.path, marketplace: claude!.marketplace, plugin: claude!.plugin, enabled: claude!.state.enabled ?? null } : { bin: null, command },
       notes: cli.notes,
     });
@@ -122,6 +192,7 @@ async function setup(opts: SetupOptions): Promise<void> {
   if (written.length === 0) lines.push(`  files up to date (${files.length})`);
   for (const w of written) lines.push(`  ${w.action.padEnd(8)} ${w.path}`);
   lines.push(`agent file   ${agentFile.path} (${agentFile.action === "created" ? "created" : "exists, kept"})`);
+  lines.push(...allowLines);
   for (const n of cli.notes) lines.push(`note         ${n}`);
   if (claude) {
     lines.push(`claude       ${cli.path}`);
@@ -161,6 +232,15 @@ async function check(opts: SetupOptions): Promise<void> {
     if (state.enabled === false) problems.push(`${PLUGIN_ID} is disabled (${pluginEnableCommandText(opts.scope)})`);
   }
   const agentFile = { path: defaultAgentPath(opts.projectDir), present: existsSync(defaultAgentPath(opts.projectDir)) };
+  // For information, like the agent file: the rule is the user's choice, not part of the install.
+  const settingsFile = claudeUserSettingsPath();
+  let allowState: "present" | "absent" | "unreadable";
+  try {
+    allowState = planAllowRule(settingsFile).state === "present" ? "present" : "absent";
+  } catch {
+    allowState = "unreadable";
+  }
+  const allowRule = { file: settingsFile, rule: PLUGIN_ALLOW_RULE, state: allowState };
 
   if (opts.json) {
     printJson({
@@ -173,6 +253,7 @@ async function check(opts: SetupOptions): Promise<void> {
       files: states,
       claude: cli.path ? { bin: cli.path, ...state } : { bin: null },
       agentFile,
+      allowRule,
       problems,
       notes: cli.notes,
     });
@@ -189,6 +270,9 @@ async function check(opts: SetupOptions): Promise<void> {
       );
     } else lines.push("claude       not found on PATH: the install in Claude is not checked");
     lines.push(`agent file   ${agentFile.path}: ${agentFile.present ? "present" : "absent (cotal setup seeds it)"}`);
+    lines.push(
+      `allow rule   ${PLUGIN_ALLOW_RULE} in ${settingsFile}: ${allowState === "present" ? "present" : allowState === "absent" ? "absent (Claude asks before every cotal_* call; cotal setup --allow-tools adds it)" : "the file cannot be read as JSON"}`,
+    );
     lines.push(
       problems.length > 0
         ? `Not set up: ${problems.length} problem${problems.length === 1 ? "" : "s"}.`

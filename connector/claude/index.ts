@@ -7,6 +7,7 @@ export {
   buildClaudeLaunch,
   ClaudeProfile,
   COTAL_ALLOW_RULE,
+  PLUGIN_ALLOW_RULE,
   COTAL_MCP_SERVER,
   CONNECTOR_NODE_FLAGS,
   LAUNCH_MATERIAL_ENV,
@@ -27,6 +28,7 @@ export {
 export { AuthMode, buildClaudeEnv, isAllowedEnvName, ALWAYS_DROPPED, type ClaudeEnvInput } from "./env-allowlist.js";
 export { launchClaude, removePrivateDir, writeLaunchFiles, type LaunchClaudeOptions, type LaunchedClaude } from "./persona.js";
 export { PRIVATE_DIR_PREFIX, processGone, readProcessStart, startPersonaWatcher, type PersonaWatcherOptions } from "./persona-watcher.js";
+export { applyAllowRule, claudeUserSettingsPath, ClaudeSettingsError, planAllowRule, type AllowRulePlan } from "./allow-rule.js";
 export { agentFilePath, loadAgentFile, parseAgentFile, type AgentFile } from "./agent-file.js";
 export { AgentFileError, BypassAsRootError, ClaudeLaunchError, LaunchOptionError } from "./errors.js";
 export {

@@ -22,6 +22,12 @@ export type ClaudeProfile = z.infer<typeof ClaudeProfile>;
 export const COTAL_MCP_SERVER = "cotal";
 /** The allow rule every launch carries. */
 export const COTAL_ALLOW_RULE = `mcp__${COTAL_MCP_SERVER}__*`;
+/**
+ * The allow rule for the Cotal plugin's own server (`mcp__plugin_cotal_cotal__<tool>`): every
+ * launch carries it too, because a user-wide plugin install starts that server inside a seat as
+ * well, and `cotal setup --allow-tools` writes it to the user's Claude settings.
+ */
+export const PLUGIN_ALLOW_RULE = `mcp__plugin_cotal_${COTAL_MCP_SERVER}`;
 /** Node flags the connector entry is started with (it is small and long-lived). */
 export const CONNECTOR_NODE_FLAGS = ["--optimize-for-size", "--max-semi-space-size=1"] as const;
 /** The environment variable naming the launch material file. */
@@ -189,7 +195,7 @@ export function buildClaudeLaunch(input: ClaudeLaunchInput): ClaudeLaunch {
   else if (headless) args.push("-p", "--output-format", "stream-json", "--verbose");
   args.push("--mcp-config", mcpConfigFile);
   if (input.isolation) args.push("--strict-mcp-config");
-  args.push("--allowedTools", COTAL_ALLOW_RULE);
+  args.push("--allowedTools", COTAL_ALLOW_RULE, PLUGIN_ALLOW_RULE);
   args.push("--disallowedTools", ...DENY_FLOOR);
   if (permissionMode !== undefined) args.push(`--permission-mode=${permissionMode}`);
   if (model !== undefined) args.push(`--model=${model}`);

@@ -5,7 +5,7 @@
 import pkg from "../../package.json" with { type: "json" };
 import { HOOKS, renderHooksSettings } from "../hooks.js";
 import type { HookEvent } from "../protocol.js";
-import { COTAL_MCP_SERVER, CONNECTOR_NODE_FLAGS } from "./launch-builder.js";
+import { COTAL_MCP_SERVER, CONNECTOR_NODE_FLAGS, PLUGIN_ALLOW_RULE } from "./launch-builder.js";
 
 /** The plugin's name: its MCP tools are `mcp__plugin_cotal_cotal__<tool>`. */
 export const PLUGIN_NAME = "cotal";
@@ -115,6 +115,7 @@ function renderReadme(info: PluginPackageInfo): string {
     "```sh",
     "npx cotal setup                    # user scope; --scope project for this project only",
     "npx cotal setup --check            # what is installed, and what is stale",
+    "npx cotal setup --allow-tools      # also allow the plugin's tools without an approval prompt",
     "```",
     "",
     "`cotal setup` copies this plugin into a local marketplace under the Cotal home (`$COTAL_HOME`,",
@@ -127,6 +128,11 @@ function renderReadme(info: PluginPackageInfo): string {
     `- **MCP server \`${COTAL_MCP_SERVER}\`**: \`node ${CONNECTOR_NODE_FLAGS.join(" ")} bin/connector.mjs\`. Its tools are`,
     `  named \`${PLUGIN_TOOL_PREFIX}<tool>\`. Without a Cotal identity in the environment it starts`,
     "  not joined and serves one tool, `cotal_join_help`, which explains how to join a mesh.",
+    `  Claude asks before each call unless an allow rule covers them: \`${PLUGIN_ALLOW_RULE}\` (the whole`,
+    "  server) in `permissions.allow` of your Claude settings (`cotal setup --allow-tools` adds it), or",
+    `  \`--allowedTools ${PLUGIN_ALLOW_RULE}\` for one session.`,
+    "  The connector joins the mesh on the session's first hook or tool call, so `claude mcp list`",
+    "  (which starts the server only to check it) takes no mail and leaves presence alone.",
     "- **Hooks**: `node bin/hook.mjs <Event>` on these events. A hook never blocks the session: when",
     "  no connector answers in time it prints `{}`.",
     "",

@@ -92,6 +92,7 @@ describe("buildClaudeLaunch golden output", () => {
         "<dir>/mcp.json",
         "--allowedTools",
         "mcp__cotal__*",
+        "mcp__plugin_cotal_cotal",
         "--disallowedTools",
         "<DENY_FLOOR>",
         "--permission-mode=bypassPermissions",
@@ -124,6 +125,7 @@ describe("buildClaudeLaunch golden output", () => {
         "--strict-mcp-config",
         "--allowedTools",
         "mcp__cotal__*",
+        "mcp__plugin_cotal_cotal",
         "--disallowedTools",
         "<DENY_FLOOR>",
         "--permission-mode=bypassPermissions",
@@ -144,7 +146,7 @@ describe("buildClaudeLaunch golden output", () => {
     const launch = buildClaudeLaunch(input({ profile: "foreground", persona: "P" }));
     expect(golden(launch)).toEqual({
       command: "claude",
-      args: ["--mcp-config", "<dir>/mcp.json", "--allowedTools", "mcp__cotal__*", "--disallowedTools", "<DENY_FLOOR>", "--append-system-prompt-file", "<dir>/persona.md"],
+      args: ["--mcp-config", "<dir>/mcp.json", "--allowedTools", "mcp__cotal__*", "mcp__plugin_cotal_cotal", "--disallowedTools", "<DENY_FLOOR>", "--append-system-prompt-file", "<dir>/persona.md"],
       cwd: "/work/proj",
       env: EXPECTED_ENV,
       files: [MCP_FILE, { path: "<dir>/persona.md", mode: "600", content: "P" }],
@@ -169,6 +171,7 @@ describe("buildClaudeLaunch golden output", () => {
           "<dir>/mcp.json",
           "--allowedTools",
           "mcp__cotal__*",
+          "mcp__plugin_cotal_cotal",
           "--disallowedTools",
           "<DENY_FLOOR>",
           "--permission-mode=bypassPermissions",
@@ -200,7 +203,7 @@ describe("buildClaudeLaunch golden output", () => {
       const { args } = buildClaudeLaunch(input(v));
       const what = JSON.stringify(v);
       expect(args.filter((a) => a === "--mcp-config"), what).toHaveLength(1);
-      expect(args[args.indexOf("--allowedTools") + 1], what).toBe("mcp__cotal__*");
+      expect(args.slice(args.indexOf("--allowedTools") + 1, args.indexOf("--allowedTools") + 3), what).toEqual(["mcp__cotal__*", "mcp__plugin_cotal_cotal"]);
       const floorAt = args.indexOf("--disallowedTools");
       expect(args.slice(floorAt + 1, floorAt + 1 + DENY_FLOOR.length), what).toEqual(DENY_FLOOR);
     }

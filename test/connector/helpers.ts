@@ -33,7 +33,8 @@ export async function startConnector(
   const { launch, controlDir: _cd, ...rest } = opts;
   let connector: Connector;
   try {
-    connector = await Connector.start({ env, ...rest, launch: envLaunch(mesh, name, launch) });
+    // Tests that exercise tools and hooks directly want a joined seat; pass joinOn "first-use" for the production default.
+    connector = await Connector.start({ env, joinOn: "start", ...rest, launch: envLaunch(mesh, name, launch) });
   } catch (err) {
     ctl.cleanup();
     throw err;

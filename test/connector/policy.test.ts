@@ -49,6 +49,10 @@ describe("presence from hooks", () => {
     expect(presenceFromHook("Notification", p({ notification_type: "idle_prompt" }), idle).patch).toBeUndefined();
   });
 
+  it("a permission dialog reads waiting (approval) the moment it opens (PermissionRequest), turn kept open", () => {
+    expect(presenceFromHook("PermissionRequest", p({ tool_name: "Bash" }), busy)).toEqual({ patch: { status: "waiting", condition: "approval" }, turnOpen: true });
+  });
+
   it("maps every StopFailure error to a condition (unknown ones to failed)", () => {
     const cases: Record<string, string> = {
       rate_limit: "rate_limit",
@@ -212,7 +216,7 @@ describe("launch resolution", () => {
 
 describe("hook registry", () => {
   it("declares every event once, with drains only on SessionStart and UserPromptSubmit, command-only", () => {
-    expect(HOOKS.map((h) => h.event)).toEqual(["SessionStart", "UserPromptSubmit", "PreToolUse", "Notification", "Stop", "StopFailure", "SessionEnd"]);
+    expect(HOOKS.map((h) => h.event)).toEqual(["SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "Notification", "Stop", "StopFailure", "SessionEnd"]);
     for (const h of HOOKS) {
       if (h.drains) expect(h.transports, h.event).toEqual(["command"]);
       expect(h.budgetMs, h.event).toBeLessThan(h.timeoutSec * 1000);

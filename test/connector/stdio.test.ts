@@ -12,7 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { NatsServer, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
 import { CONNECTOR_BUNDLE, ensureBuilt } from "./built.js";
-import { call, tempControlDir } from "./helpers.js";
+import { call, dmConsumerInfo, tempControlDir } from "./helpers.js";
 
 /** An MCP client transport over a child we spawned ourselves (so we see its exit). */
 class ChildTransport implements Transport {
@@ -82,6 +82,14 @@ async function setup() {
   return { mesh, env, ctl };
 }
 
+/** Connect an MCP client and call a tool: a session using the seat, so the connector joins. */
+async function attach(s: Started): Promise<Client> {
+  const client = new Client({ name: "stdio-test", version: "0" });
+  await client.connect(new ChildTransport(s.child));
+  await call(client, "cotal_status");
+  return client;
+}
+
 function kill(s: Started): void {
   if (s.child.exitCode === null) s.child.kill("SIGKILL");
 }
@@ -97,9 +105,10 @@ describe("the connector bundle over stdio", () => {
 
     const alice = await mesh.joined("alice");
     const roster = await alice.roster();
-    await until(() => roster.get("local.bob")?.status === "idle", 5_000, "bob is on the roster");
+    // The first tool call joins the seat.
     const r = await call(client, "cotal_dm", { to: "alice", text: "hi from a child process" });
     expect(r.text).toMatch(/^DM to local\.alice from local\.bob .*recipient idle at send\.$/);
+    await until(() => roster.get("local.bob")?.status === "idle", 5_000, "bob is on the roster");
 
     const closedAt = Date.now();
     s.child.stdin!.end();
@@ -111,10 +120,36 @@ describe("the connector bundle over stdio", () => {
     expect(leaving).toEqual([expect.objectContaining({ reason: "stdin closed", component: "connector", me: "local.bob" })]);
   });
 
+  it("a connector started only for a health check (initialize, list tools, close) takes no mail and leaves presence alone", async () => {
+    const { mesh, env } = await setup();
+    const bob = await mesh.joined("bob"); // an earlier session: bob's DM inbox exists
+    await bob.close();
+    const alice = await mesh.joined("alice");
+    const roster = await alice.roster();
+    await until(() => roster.get("local.bob")?.presence.status === "offline", 3_000, "bob's earlier session left");
+    const before = roster.get("local.bob")!.presence;
+    await alice.dm("bob", "waiting for your next session");
+    await until(async () => (await dmConsumerInfo(mesh, "bob")).num_pending === 1, 3_000, "the DM waits in bob's inbox");
+
+    const s = startBundle(env);
+    cleanups.push(() => kill(s));
+    const client = new Client({ name: "health-check", version: "0" });
+    await client.connect(new ChildTransport(s.child));
+    expect((await client.listTools()).tools).toHaveLength(11);
+    s.child.stdin!.end();
+    expect(await s.exit).toBe(0);
+
+    const info = await dmConsumerInfo(mesh, "bob");
+    expect({ pending: info.num_pending, ackPending: info.num_ack_pending, redelivered: info.num_redelivered }).toEqual({ pending: 1, ackPending: 0, redelivered: 0 });
+    expect(roster.get("local.bob")!.presence).toEqual(before);
+    expect(s.logs().some((l) => l.msg === "joined")).toBe(false);
+  });
+
   it("leaves once on SIGTERM, too", async () => {
     const { mesh, env } = await setup();
     const s = startBundle(env);
     cleanups.push(() => kill(s));
+    await attach(s);
     const alice = await mesh.joined("alice");
     const roster = await alice.roster();
     await until(() => roster.get("local.bob")?.status === "idle", 5_000, "bob is on the roster");
@@ -128,6 +163,7 @@ describe("the connector bundle over stdio", () => {
     const { mesh, env } = await setup();
     const first = startBundle(env);
     cleanups.push(() => kill(first));
+    await attach(first);
     const alice = await mesh.joined("alice");
     const roster = await alice.roster();
     await until(() => roster.get("local.bob")?.status === "idle", 5_000, "the first connector joined");
@@ -160,6 +196,7 @@ describe("the connector bundle over stdio", () => {
     writeFileSync(material, JSON.stringify({ server: server.url, space: mesh.space, name: "carol", role: "reviewer", channels: ["general"], controlToken: "k".repeat(48), uid: "abcdefghijklmnopqrstuvwxyz" }), { mode: 0o600 });
     const s = startBundle({ COTAL_LAUNCH_MATERIAL: material, COTAL_CONTROL_DIR: ctl.dir });
     cleanups.push(() => kill(s));
+    await attach(s);
     const alice = await mesh.joined("alice");
     const roster = await alice.roster();
     await until(() => roster.get("local.carol")?.presence.channels.includes("general") === true, 5_000, "carol joined (and #general) from launch material");

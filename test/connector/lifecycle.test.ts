@@ -1,0 +1,115 @@
+// A seat's lifecycle around its mail: a restart hands the held DM to the next incarnation at
+// once (not after the ack wait), a connector nobody attaches to takes nothing, the first hook on a
+// fresh host waits for the control directory, and people see mail arrive (unread count in
+// presence, a visible line when it is handed over).
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { Connector, handoverLine } from "../../connector/index.js";
+import { NatsServer, until } from "../harness/fixtures.js";
+import { TestMesh } from "../harness/mesh.js";
+import { dmConsumerInfo, envLaunch, hook, startConnector, tempControlDir } from "./helpers.js";
+
+let server: NatsServer;
+const cleanups: Array<() => unknown> = [];
+beforeAll(async () => {
+  server = await NatsServer.start();
+});
+afterAll(async () => {
+  await server?.cleanup();
+});
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await Promise.resolve(c()).catch(() => undefined);
+});
+
+let n = 0;
+async function mesh(): Promise<TestMesh> {
+  const m = await TestMesh.start(server, `life${++n}`);
+  cleanups.push(() => m.close());
+  return m;
+}
+
+describe("a seat's mail across restarts, health checks and fresh hosts", () => {
+  it("a restart hands the held DM to the next incarnation's SessionStart at once, once, flagged as a possible repeat", async () => {
+    const m = await mesh();
+    const ctl = tempControlDir();
+    cleanups.push(ctl.cleanup);
+    const first = await startConnector(m, "bob", { controlDir: ctl.dir });
+    const alice = await m.joined("alice");
+    await alice.dm("bob", "are you there?");
+    await until(() => first.connector.inbox.size === 1, 3_000, "the first incarnation holds the DM");
+    expect((await dmConsumerInfo(m, "bob")).config.ack_wait).toBeGreaterThanOrEqual(30e9); // the wait a wrong order would cost
+    await first.connector.close("restart");
+
+    const restartedAt = Date.now();
+    const second = await startConnector(m, "bob", { controlDir: ctl.dir, joinOn: "first-use" });
+    cleanups.push(second.close);
+    const { context, json } = await hook(second.env, "SessionStart", { source: "startup" });
+    expect(Date.now() - restartedAt).toBeLessThan(5_000);
+    expect(context).toMatch(/\[cotal DM from local\.alice [^\n]*possible repeat\]\n│ are you there\?/);
+    expect(context!.match(/are you there\?/g)).toHaveLength(1);
+    expect(json.systemMessage).toBe("cotal: 1 message from alice");
+    await until(async () => (await dmConsumerInfo(m, "bob")).num_ack_pending === 0, 3_000, "the DM is acked after the hook wrote it");
+    expect((await dmConsumerInfo(m, "bob")).num_pending).toBe(0);
+  });
+
+  it("a connector nobody attaches to (a health check) never joins: the DM stays pending, presence untouched", async () => {
+    const m = await mesh();
+    const earlier = await m.joined("bob");
+    await earlier.close();
+    const alice = await m.joined("alice");
+    const roster = await alice.roster();
+    await until(() => roster.get("local.bob")?.presence.status === "offline", 3_000, "bob's earlier session left");
+    const before = roster.get("local.bob")!.presence;
+    await alice.dm("bob", "for your next session");
+
+    const probe = await startConnector(m, "bob", { joinOn: "first-use" });
+    expect(probe.connector.joined).toBe(false);
+    await probe.close();
+    const info = await dmConsumerInfo(m, "bob");
+    expect({ pending: info.num_pending, ackPending: info.num_ack_pending, delivered: info.delivered.consumer_seq }).toEqual({ pending: 1, ackPending: 0, delivered: 0 });
+    expect(roster.get("local.bob")!.presence).toEqual(before);
+  });
+
+  it("the first SessionStart on a fresh host waits for the connector to create the control directory", async () => {
+    const m = await mesh();
+    const alice = await m.joined("alice");
+    const bobEarlier = await m.joined("bob");
+    await bobEarlier.close();
+    await alice.dm("bob", "sent before your first session");
+    const root = mkdtempSync(path.join(os.tmpdir(), "cotal-fresh-"));
+    cleanups.push(() => rmSync(root, { recursive: true, force: true }));
+    const dir = path.join(root, "runtime", "cotal"); // does not exist yet
+    const env = { COTAL_CONTROL_DIR: dir, COTAL_SPACE: m.space, COTAL_NAME: "bob" };
+
+    const reply = hook(env, "SessionStart", { source: "startup" });
+    await new Promise((r) => setTimeout(r, 300)); // the hook is already polling for the directory
+    const c = await Connector.start({ env, launch: envLaunch(m, "bob") });
+    cleanups.push(() => c.close("test over"));
+    const { context } = await reply;
+    expect(context).toMatch(/cotal DM from local\.alice[^\n]*\n│ sent before your first session/);
+  });
+
+  it("presence carries the unread count until the mail is handed over, then 0; the hand-over shows one line", async () => {
+    const m = await mesh();
+    const bob = await startConnector(m, "bob");
+    cleanups.push(bob.close);
+    const alice = await m.joined("alice");
+    const carol = await m.joined("carol");
+    const roster = await alice.roster();
+    await alice.dm("bob", "one");
+    await carol.dm("bob", "two");
+    await alice.dm("bob", "three");
+    await until(() => roster.get("local.bob")?.presence.unread === 3, 5_000, "bob's presence says 3 unread");
+    const { json } = await hook(bob.env, "UserPromptSubmit");
+    expect(json.systemMessage).toBe("cotal: 3 messages from alice, carol");
+    await until(() => roster.get("local.bob")?.presence.unread === 0, 5_000, "bob's presence says 0 unread after the hand-over");
+  });
+
+  it("the hand-over line names each sender once and says what still waits", () => {
+    const e = (owner: string, actor: string) => ({ mail: { from: { owner, actor } } }) as Parameters<typeof handoverLine>[0][number];
+    expect(handoverLine([e("local", "alice")])).toBe("cotal: 1 message from alice");
+    expect(handoverLine([e("local", "alice"), e("team", "bob"), e("local", "alice")], 2)).toBe("cotal: 3 messages from alice, team.bob; 2 more waiting");
+  });
+});
