@@ -21,7 +21,7 @@ const SETS = {
   },
   broker: {
     mutate: ["broker/verify.ts", "broker/control.ts", "broker/mesh-service.ts"],
-    testFiles: ["test/mesh/*.test.ts", "test/auth/*.test.ts"],
+    testFiles: ["test/mesh/*.test.ts", "test/auth/*.test.ts", "test/attacks/*.test.ts"],
   },
 };
 

@@ -1,0 +1,139 @@
+// The control rail's refusals, each with its code and outcome: a caller's name comes from the
+// subject and the body must agree, a late request is not run, unknown commands and malformed
+// requests are not run, and a handler's failure says whether it may have run (issue #9).
+import { randomUUID } from "node:crypto";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
+import {
+  callControl,
+  ControlCallError,
+  logger,
+  MeshServiceUnavailableError,
+  serveControl,
+} from "../../broker/index.js";
+import { controlSubject, CotalError, localPrincipal } from "../../schemas/index.js";
+import { NatsServer } from "../harness/nats-server.js";
+import { connect } from "@nats-io/transport-node";
+
+const alice = localPrincipal("alice");
+// The rail itself, on an open server in both suite modes (who may publish what is test/auth's).
+let nats: NatsServer;
+beforeAll(async () => {
+  nats = await NatsServer.start();
+});
+afterAll(async () => {
+  await nats?.cleanup();
+});
+const conns: NatsConnection[] = [];
+afterEach(async () => {
+  await Promise.all(conns.splice(0).map((c) => c.close().catch(() => undefined)));
+});
+
+async function conn(nats: NatsServer): Promise<NatsConnection> {
+  const nc = await connect({ servers: nats.url });
+  conns.push(nc);
+  return nc;
+}
+
+/** Serve an echo endpoint `ep` in space `rail`; `ran` counts handler runs. */
+async function echo(nats: NatsServer) {
+  const nc = await conn(nats);
+  const ran: Array<{ args: Record<string, unknown>; caller: string }> = [];
+  serveControl(
+    nc,
+    "rail",
+    "ep1",
+    {
+      echo: async (args, caller) => {
+        ran.push({ args, caller: `${caller.owner}.${caller.actor}` });
+        return { echoed: args, caller };
+      },
+      refuse: async () => {
+        throw new CotalError("nope", "Refused for a reason.");
+      },
+      crash: async () => {
+        throw new Error("boom");
+      },
+      crashOdd: async () => {
+        throw "a string";
+      },
+    },
+    logger("rail-test"),
+  );
+  await nc.flush();
+  return { ran };
+}
+
+/** Send a raw request body to a control subject and parse the reply. */
+async function raw(nc: NatsConnection, subject: string, body: string): Promise<Record<string, unknown>> {
+  const msg = await nc.request(subject, new TextEncoder().encode(body), { timeout: 3_000 });
+  return JSON.parse(new TextDecoder().decode(msg.data)) as Record<string, unknown>;
+}
+
+const subject = (command: string, caller = alice) => controlSubject("rail", "ep1", "one", command, caller);
+const body = (over: Record<string, unknown> = {}) => JSON.stringify({ id: "r1", deadline: Date.now() + 5_000, caller: "local.alice", args: {}, ...over });
+
+describe("the control rail", () => {
+  test("a call runs the handler with the caller from the subject and returns its data", async () => {
+    const { ran } = await echo(nats);
+    const nc = await conn(nats);
+    const r = await callControl(nc, "rail", "ep1", "echo", alice, { x: 1 });
+    expect(r).toEqual({ echoed: { x: 1 }, caller: alice });
+    expect(ran).toEqual([{ args: { x: 1 }, caller: "local.alice" }]);
+  });
+
+  test("refusals carry their code, the request id and outcome not-executed, and the handler never runs", async () => {
+    const { ran } = await echo(nats);
+    const nc = await conn(nats);
+    const cases: Array<[string, string, { id: string; code: string }]> = [
+      ["a body naming another caller", body({ caller: "local.mallory" }), { id: "r1", code: "forged-caller" }],
+      ["a deadline already passed", body({ deadline: Date.now() - 1_000 }), { id: "r1", code: "deadline-passed" }],
+      ["a body that is not JSON", "{nope", { id: "", code: "invalid-request" }],
+      ["a body without a caller", JSON.stringify({ id: "r1", deadline: Date.now() + 5_000, args: {} }), { id: "", code: "invalid-request" }],
+    ];
+    for (const [what, b, expected] of cases) {
+      const r = await raw(nc, subject("echo"), b);
+      expect(r, what).toMatchObject({ id: expected.id, ok: false, error: { code: expected.code, outcome: "not-executed" } });
+    }
+    const unknown = await raw(nc, subject("nosuch"), body());
+    expect(unknown).toMatchObject({ id: "r1", ok: false, error: { code: "unknown-command", message: "unknown command nosuch", outcome: "not-executed" } });
+    expect(ran).toEqual([]);
+  });
+
+  test("a domain refusal keeps its code and says not-executed; a crash says the outcome is unknown", async () => {
+    await echo(nats);
+    const nc = await conn(nats);
+    const refused = await callControl(nc, "rail", "ep1", "refuse", alice).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ControlCallError);
+    expect(refused).toMatchObject({ code: "nope", outcome: "not-executed", command: "refuse" });
+    expect(String((refused as Error).message)).toContain("Refused for a reason.");
+    const crashed = await callControl(nc, "rail", "ep1", "crash", alice).catch((e: unknown) => e);
+    expect(crashed).toMatchObject({ code: "internal", outcome: "unknown" });
+    expect(String((crashed as Error).message)).toContain("boom");
+    const odd = await callControl(nc, "rail", "ep1", "crashOdd", alice).catch((e: unknown) => e);
+    expect(odd).toMatchObject({ code: "internal", outcome: "unknown" });
+    expect(String((odd as Error).message)).toContain("a string");
+  });
+
+  test("a reply that is not a control reply is a bad-reply with an unknown outcome", async () => {
+    const nc = await conn(nats);
+    const fake = await conn(nats);
+    fake.subscribe("cotal.rail.ep.fake.one.*.*.*", {
+      callback: (_e, m) => void m.respond(new TextEncoder().encode(m.subject.includes(".notjson.") ? "<html>" : JSON.stringify({ hello: randomUUID() }))),
+    });
+    await fake.flush();
+    for (const command of ["notjson", "shape"]) {
+      const err = await callControl(nc, "rail", "fake", command, alice).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ControlCallError);
+      expect(err).toMatchObject({ code: "bad-reply", outcome: "unknown" });
+    }
+  });
+
+  test("nobody serving the endpoint: the mesh service is unavailable, said at once", async () => {
+    const nc = await conn(nats);
+    const started = Date.now();
+    const err = await callControl(nc, "rail", "absent", "echo", alice, {}, 10_000).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(MeshServiceUnavailableError);
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+});
