@@ -469,10 +469,14 @@ export class Connector implements ControlHandler {
       void this.setPresence(patch);
     }
     if (event === "Stop" || event === "StopFailure") this.waker.idle(this.wakeView());
-    if (event !== "SessionStart" && event !== "UserPromptSubmit") return { reply: {} };
+    if (event !== "SessionStart" && event !== "UserPromptSubmit") {
+      this.log.debug({ event }, "hook answered");
+      return { reply: {} };
+    }
 
     await Promise.race([this.readyPromise, sleep((this.opts.readyTimeoutMs ?? 3_000) + 2_000)]);
     const { text, handover } = this.drainContext(event, via.canHandOver);
+    if (!handover) this.log.debug({ event, mail: 0 }, "hook answered");
     if (!text) return { reply: {} };
     const reply: Record<string, unknown> = { hookSpecificOutput: { hookEventName: event, additionalContext: text } };
     if (!handover) return { reply };

@@ -40,7 +40,11 @@ describe("a seat's mail across restarts, health checks and fresh hosts", () => {
     await alice.dm("bob", "are you there?");
     await until(() => first.connector.inbox.size === 1, 3_000, "the first incarnation holds the DM");
     expect((await dmConsumerInfo(m, "bob")).config.ack_wait).toBeGreaterThanOrEqual(30e9); // the wait a wrong order would cost
+    const deliveredBefore = (await dmConsumerInfo(m, "bob")).delivered.consumer_seq;
     await first.connector.close("restart");
+    // Given back, and not redelivered under the leaving connector's pull: no delivery since.
+    const afterClose = await dmConsumerInfo(m, "bob");
+    expect({ delivered: afterClose.delivered.consumer_seq, waiting: afterClose.num_waiting }).toEqual({ delivered: deliveredBefore, waiting: 0 });
 
     const restartedAt = Date.now();
     const second = await startConnector(m, "bob", { controlDir: ctl.dir, joinOn: "first-use" });
