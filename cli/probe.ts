@@ -1,14 +1,16 @@
-import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { callControl, connectMesh, MESH_ENDPOINT, SERVICE_PRINCIPALS, type MeshAddress } from "../broker/index.js";
 
-/** True when a server answers at `addr` and its JetStream answers an account-info request. */
+/**
+ * True when a server answers at `addr` with this credential (a round trip). JetStream itself is
+ * not asked: a static mesh's clients account has none of its own (docs/security.md), and the
+ * data account's JetStream is proven by provisioning.
+ */
 export async function serverAnswers(addr: MeshAddress, timeoutMs = 2_000): Promise<boolean> {
   let nc: NatsConnection | undefined;
   try {
     nc = await connectMesh({ ...addr, name: "cotal-probe" });
-    const jsm = await jetstreamManager(nc, { timeout: timeoutMs });
-    await jsm.getAccountInfo();
+    await Promise.race([nc.flush(), new Promise((_, reject) => setTimeout(() => reject(new Error("no answer")), timeoutMs).unref())]);
     return true;
   } catch {
     return false;

@@ -30,7 +30,8 @@ export class MeshSession {
   static async open(target: MeshTarget, requireSpace = true): Promise<MeshSession> {
     const nc = await connectMesh({ server: target.server, creds: target.creds, name: "cotal-cli" });
     try {
-      const jsm = await jetstreamManager(nc);
+      // No `$JS.API.INFO` probe: a static mesh's clients account reaches streams by import only.
+      const jsm = await jetstreamManager(nc, { checkAPI: false });
       const session = new MeshSession(target, nc, jsm, jetstream(nc));
       if (requireSpace && !(await session.spaceExists())) throw new SpaceNotProvisionedError(target.space, target.server);
       return session;

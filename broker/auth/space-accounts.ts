@@ -42,7 +42,6 @@ export function clientServices(space: string): ServiceSubject[] {
     { name: "channels", subject: kv(names.channelsBucket(space)) },
     { name: "managers", subject: kv(names.managersBucket(space)) },
     // Read-only JetStream API (status, channel registry, pending counts for the operator tool).
-    { name: "js-info", subject: "$JS.API.INFO" },
     { name: "stream-info", subject: "$JS.API.STREAM.INFO.*" },
     { name: "stream-names", subject: "$JS.API.STREAM.NAMES" },
     { name: "stream-msg-get", subject: "$JS.API.STREAM.MSG.GET.*" },
