@@ -12,7 +12,8 @@ import process from "node:process";
 const SETS = {
   schemas: {
     mutate: ["schemas/*.ts", "!schemas/index.ts"],
-    testFiles: ["test/schemas/*.test.ts"],
+    // subject-patterns.ts is held against the builders by the permissions property test (no server).
+    testFiles: ["test/schemas/*.test.ts", "test/auth/permissions-property.test.ts"],
   },
   connector: {
     // The seat's inbox and everything that acks mail: hook receipts (control socket) and MCP receipts.
