@@ -1,12 +1,12 @@
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
-import { credsPrincipal, isPermissionDenied, PROFILES, readCredsFile, requestCredential, requestRevoke, writeSecret } from "../../broker/index.js";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { connectMesh, credsPrincipal, isPermissionDenied, PROFILES, readCredsFile, requestCredential, requestRevoke, writeSecret } from "../../broker/index.js";
 import { jsonOption, meshOptions, resolveTarget, type MeshTarget } from "../context.js";
 import { CommandFailedError, UsageError } from "../errors.js";
 import { cliLog } from "../logging.js";
 import { printJson, printLines } from "../output.js";
-import { withSession } from "../session.js";
 import { actingName, channelName, duration, parseInput, token } from "../validate.js";
 
 const list = z
@@ -53,8 +53,8 @@ export function registerMint(program: Command): void {
     const target = resolveTarget(raw);
     const out = f.out ? resolve(f.out) : target.root ? resolve(target.root.dir, "creds", `${f.name}.creds`) : resolve(`${f.name}.creds`);
     const { reply, creds } = await asMinter(target, "mint", () =>
-      withSession(target, (s) =>
-        requestCredential(s.nc, target.space, {
+      withConnection(target, (nc) =>
+        requestCredential(nc, target.space, {
           name: f.name,
           profile: f.profile,
           allowSubscribe: f.allowSubscribe,
@@ -84,11 +84,24 @@ export function registerMint(program: Command): void {
   jsonOption(meshOptions(revoke)).action(async (name: string, raw: Record<string, unknown>) => {
     const f = parseInput(z.object({ name: actingName("name"), json: z.boolean().optional() }), { ...raw, name });
     const target = resolveTarget(raw);
-    const r = await asMinter(target, "revoke", () => withSession(target, (s) => requestRevoke(s.nc, target.space, f.name)));
+    const r = await asMinter(target, "revoke", () => withConnection(target, (nc) => requestRevoke(nc, target.space, f.name)));
     if (r.revoked === 0) throw new UsageError(`No credential was ever minted for ${r.principal}.`, { remedy: "Check the name (`cotal roster`)." });
     if (f.json) printJson(r);
     else printLines(`revoked ${r.revoked} credential${r.revoked === 1 ? "" : "s"} of ${r.principal}`);
   });
+}
+
+/**
+ * Mint and revoke are control calls to the mesh service: they need a connection, not the
+ * space's JetStream (which a static mesh keeps in an account clients are not in).
+ */
+async function withConnection<T>(target: MeshTarget, fn: (nc: NatsConnection) => Promise<T>): Promise<T> {
+  const nc = await connectMesh({ server: target.server, creds: target.creds, name: "cotal-cli" });
+  try {
+    return await fn(nc);
+  } finally {
+    await nc.close().catch(() => undefined);
+  }
 }
 
 /** A broker permission refusal anywhere in an error's cause chain. */
