@@ -488,7 +488,9 @@ export class Endpoint {
       if (reply.created && config.replay) {
         backfilled = this.pushHistory(await this.readHistory(channel, { sinceMs, beforeSeq: reply.watermark }));
       }
-      const stop = await this.consumeDurable(names.chatStream(this.space), reply.durable, async () => (await this.mesh<JoinReply>("join", { channel })).durable);
+      const stop = await this.consumeDurable(names.chatStream(this.space), reply.durable, async () => (await this.mesh<JoinReply>("join", { channel })).durable).catch((err: unknown) => {
+        throw err instanceof CotalError ? err : new JoinFailedError(`binding the membership ${reply.durable} of channel ${channel}`, err);
+      });
       this.memberships.set(channel, { channel, class: "durable", stop });
     } else {
       const buffered: VerifiedMessage[] = [];
