@@ -634,7 +634,7 @@ export class Endpoint {
           done = true;
         }
       })();
-      const pull = `$JS.API.CONSUMER.MSG.NEXT.${stream}.${name}`;
+      const pull = `${this.js.getOptions().apiPrefix ?? "$JS.API"}.CONSUMER.MSG.NEXT.${stream}.${name}`;
       this.refusedSubjects.delete(pull);
       await this.nc.flush(); // a refused SUB or pull is answered before the PONG…
       await new Promise((r) => setImmediate(r)); // …and handled once pending callbacks ran
