@@ -12,6 +12,15 @@ import { until } from "../harness/until.js";
 
 const run = promisify(execFile);
 
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function shellQuote(s: string): string {
   return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
 }
@@ -115,15 +124,17 @@ export class TmuxClaude {
     }
   }
 
-  /** Kill the tmux server (SIGHUP to claude, which closes its MCP servers' stdin). */
+  /** Kill the tmux server (SIGHUP to claude, which closes its MCP servers' stdin) and wait until claude is gone. */
   async kill(): Promise<void> {
+    const pid = await this.panePid().catch(() => undefined);
     await this.tmux("kill-server").catch(() => undefined);
+    if (pid) await until(() => !alive(pid), 15_000, `claude (pid ${pid}) exits after its tmux session was killed`).catch(() => undefined);
   }
 
   /** Kill and remove the temp dir (HOME and cwd when they were made here). */
   async cleanup(): Promise<void> {
     await this.kill();
-    rmSync(this.root, { recursive: true, force: true });
+    rmSync(this.root, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
   }
 
   /** Read a file under HOME (e.g. `.claude/settings.json`). */
