@@ -85,5 +85,12 @@ describe("the verified identity is what is shown", () => {
     expect(roster.get("local.alice")?.status).toBe("working");
     expect(roster.get("local.carol")?.presence.card.id).toBe("local.carol");
     expect(roster.entries().filter((e) => e.name === "carol")).toHaveLength(1);
+
+    // The mesh service's view (a KV watch: the ack was stored as a value) drops them too, and still serves its snapshot.
+    await until(() => logs.some((l) => l.component === "mesh-service" && l.msg === "dropped a malformed presence record" && l.key === "local.alice"), 5_000, "the mesh service logs the dropped ack");
+    const erin = await mesh.joined("erin");
+    const erinView = await erin.roster();
+    expect(erinView.entries().map((e) => e.name)).toEqual(["alice", "bob", "carol", "erin"]);
+    expect(erinView.get("local.alice")?.status).toBe("working");
   });
 });
