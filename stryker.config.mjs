@@ -43,7 +43,7 @@ export default {
   concurrency: 1,
   mutate: set.mutate,
   testFiles: set.testFiles,
-  ignorePatterns: ["dist", "coverage", ".cotal", "plugin/bin", "bench"],
+  ignorePatterns: ["dist", "coverage", ".cotal", "plugin/bin"],
   // The sandbox lives outside the project, so lint, typecheck and `vitest run` never see it.
   tempDirName: path.join(os.tmpdir(), `cotal-stryker-${name}`),
   timeoutMS: 20_000,
