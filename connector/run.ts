@@ -18,6 +18,8 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv): Omit<ConnectorOptions, "
   return {
     env,
     ...(capacity || nakDelayMs ? { inbox: { ...(capacity ? { capacity } : {}), ...(nakDelayMs ? { nakDelayMs } : {}) } } : {}),
+    // "start": join at once instead of on the session's first hook or tool call (benchmarks, embedders).
+    ...(env.COTAL_JOIN_ON === "start" ? { joinOn: "start" as const } : {}),
   };
 }
 

@@ -145,6 +145,17 @@ describe("the connector bundle over stdio", () => {
     expect(s.logs().some((l) => l.msg === "joined")).toBe(false);
   });
 
+  it("joins at start, with no session attached, when COTAL_JOIN_ON=start", async () => {
+    const { mesh, env } = await setup();
+    const alice = await mesh.joined("alice");
+    const roster = await alice.roster();
+    const s = startBundle({ ...env, COTAL_JOIN_ON: "start" });
+    cleanups.push(() => kill(s));
+    await until(() => roster.get("local.bob")?.status === "idle", 5_000, "bob joined without any hook or tool call");
+    s.child.stdin!.end();
+    expect(await s.exit).toBe(0);
+  });
+
   it("leaves once on SIGTERM, too", async () => {
     const { mesh, env } = await setup();
     const s = startBundle(env);
