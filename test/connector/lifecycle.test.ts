@@ -5,26 +5,22 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { Connector, handoverLine } from "../../connector/index.js";
 import { NatsServer, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
-import { dmConsumerInfo, envLaunch, hook, startConnector, tempControlDir } from "./helpers.js";
+import { dmConsumerInfo, envLaunch, hook, mcpClient, startConnector, tempControlDir } from "./helpers.js";
 
-let server: NatsServer;
 const cleanups: Array<() => unknown> = [];
-beforeAll(async () => {
-  server = await NatsServer.start();
-});
-afterAll(async () => {
-  await server?.cleanup();
-});
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await Promise.resolve(c()).catch(() => undefined);
 });
 
 let n = 0;
+/** A mesh on its own small server (each test's streams stay within one server's JetStream limits). */
 async function mesh(): Promise<TestMesh> {
+  const server = await NatsServer.start();
+  cleanups.push(() => server.cleanup());
   const m = await TestMesh.start(server, `life${++n}`);
   cleanups.push(() => m.close());
   return m;
@@ -109,6 +105,18 @@ describe("a seat's mail across restarts, health checks and fresh hosts", () => {
     const { json } = await hook(bob.env, "UserPromptSubmit");
     expect(json.systemMessage).toBe("cotal: 3 messages from alice, carol");
     await until(() => roster.get("local.bob")?.presence.unread === 0, 5_000, "bob's presence says 0 unread after the hand-over");
+  });
+
+  it("the MCP instructions tell the model how to load the deferred tools (ToolSearch select: with their full names)", async () => {
+    const m = await mesh();
+    const bob = await startConnector(m, "bob", { joinOn: "first-use" });
+    cleanups.push(bob.close);
+    const { client, close } = await mcpClient(bob.connector);
+    cleanups.push(close);
+    const text = client.getInstructions() ?? "";
+    expect(text).toContain("You are local.bob on the Cotal mesh");
+    expect(text).toMatch(/ToolSearch, query "select:mcp__plugin_cotal_cotal__cotal_dm,[^"]*" \(started from the plugin\) or "select:mcp__cotal__cotal_dm,/);
+    expect(bob.connector.joined).toBe(false); // serving MCP (initialize) is not a session using the seat
   });
 
   it("the hand-over line names each sender once and says what still waits", () => {

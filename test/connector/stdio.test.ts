@@ -8,7 +8,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { NatsServer, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
 import { CONNECTOR_BUNDLE, ensureBuilt } from "./built.js";
@@ -59,14 +59,11 @@ function startBundle(env: Record<string, string>): Started {
   return { child, exit, logs, stderr: () => stderr };
 }
 
+/** This test's server (each test gets its own, so its streams stay within one server's JetStream limits). */
 let server: NatsServer;
 const cleanups: Array<() => unknown> = [];
-beforeAll(async () => {
+beforeAll(() => {
   ensureBuilt();
-  server = await NatsServer.start();
-});
-afterAll(async () => {
-  await server?.cleanup();
 });
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await Promise.resolve(c()).catch(() => undefined);
@@ -74,6 +71,9 @@ afterEach(async () => {
 
 let n = 0;
 async function setup() {
+  const own = await NatsServer.start();
+  server = own;
+  cleanups.push(() => own.cleanup());
   const mesh = await TestMesh.start(server, `stdio${++n}`);
   cleanups.push(() => mesh.close());
   const ctl = tempControlDir();
