@@ -67,7 +67,7 @@ export const HOOKS: readonly HookSpec[] = [
     timeoutSec: 5,
     budgetMs: 1_500,
     drains: false,
-    purpose: "presence waiting with condition approval or input",
+    purpose: "presence waiting with condition approval or input; idle_prompt clears a stale waiting or working",
   },
   {
     event: "Stop",

@@ -67,6 +67,13 @@ export function presenceFromHook(event: HookEvent, p: HookPayload, s: TurnState)
       // follows only after 6 s): the session now waits for a person to approve.
       return { patch: { status: "waiting", condition: "approval" }, turnOpen: s.turnOpen };
     case "Notification": {
+      // Claude sends idle_prompt only when the session sits idle at its input (no turn running, no
+      // dialog open) past its idle threshold (60 s by default). It is the one signal after an
+      // interrupted turn (Escape at a permission dialog fires no Stop): clear a stale waiting or
+      // working. An idle seat keeps its condition (a failure's cause stays visible).
+      if (p.notification_type === "idle_prompt") {
+        return s.status === "idle" ? { turnOpen: false } : { patch: { status: "idle", condition: null, activity: null }, turnOpen: false };
+      }
       const condition = p.notification_type ? WAITING_NOTIFICATIONS[p.notification_type] : undefined;
       return condition ? { patch: { status: "waiting", condition }, turnOpen: s.turnOpen } : { turnOpen: s.turnOpen };
     }

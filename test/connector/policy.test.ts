@@ -49,6 +49,13 @@ describe("presence from hooks", () => {
     expect(presenceFromHook("Notification", p({ notification_type: "idle_prompt" }), idle).patch).toBeUndefined();
   });
 
+  it("idle_prompt (idle at the input, no dialog) clears a stale waiting or working, and leaves an idle seat's condition alone", () => {
+    const waiting = { turnOpen: true, status: "waiting" as const };
+    expect(presenceFromHook("Notification", p({ notification_type: "idle_prompt" }), waiting)).toEqual({ patch: { status: "idle", condition: null, activity: null }, turnOpen: false });
+    expect(presenceFromHook("Notification", p({ notification_type: "idle_prompt" }), busy).patch).toEqual({ status: "idle", condition: null, activity: null });
+    expect(presenceFromHook("Notification", p({ notification_type: "idle_prompt" }), idle)).toEqual({ turnOpen: false });
+  });
+
   it("a permission dialog reads waiting (approval) the moment it opens (PermissionRequest), turn kept open", () => {
     expect(presenceFromHook("PermissionRequest", p({ tool_name: "Bash" }), busy)).toEqual({ patch: { status: "waiting", condition: "approval" }, turnOpen: true });
   });

@@ -25,8 +25,12 @@ function shellQuote(s: string): string {
   return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
-/** A HOME in which the interactive TUI starts straight at its input screen for `cwd`. */
-export function seedHome(home: string, cwd: string, settings: Record<string, unknown> = {}): void {
+/**
+ * A HOME in which the interactive TUI starts straight at its input screen for `cwd`. `settings`
+ * go to `~/.claude/settings.json`, `config` to the global config `~/.claude.json` (for example
+ * `messageIdleNotifThresholdMs`, after which an idle session sends the idle_prompt notification).
+ */
+export function seedHome(home: string, cwd: string, settings: Record<string, unknown> = {}, config: Record<string, unknown> = {}): void {
   mkdirSync(path.join(home, ".claude"), { recursive: true });
   writeFileSync(
     path.join(home, ".claude.json"),
@@ -36,6 +40,7 @@ export function seedHome(home: string, cwd: string, settings: Record<string, unk
       customApiKeyResponses: { approved: [DUMMY_API_KEY.slice(-20)], rejected: [] },
       bypassPermissionsModeAccepted: true,
       projects: { [cwd]: { hasTrustDialogAccepted: true, hasCompletedProjectOnboarding: true } },
+      ...config,
     }),
   );
   writeFileSync(path.join(home, ".claude", "settings.json"), JSON.stringify({ skipDangerousModePermissionPrompt: true, ...settings }, null, 2));
@@ -49,6 +54,8 @@ export interface TmuxClaudeOptions {
   /** HOME (seeded by the caller, or fresh and seeded here). */
   home?: string;
   cwd?: string;
+  /** Extra global config (`~/.claude.json`) when the HOME is seeded here. */
+  config?: Record<string, unknown>;
 }
 
 /** One interactive claude in a detached tmux session on a private tmux server. */
@@ -65,7 +72,7 @@ export class TmuxClaude {
     const cwd = opts.cwd ?? path.join(root, "work");
     mkdirSync(cwd, { recursive: true });
     const home = opts.home ?? path.join(root, "home");
-    if (!opts.home) seedHome(home, cwd);
+    if (!opts.home) seedHome(home, cwd, {}, opts.config);
     const env = { ...claudeEnv({ baseUrl: opts.baseUrl, home, env: opts.env }), TERM: "xterm-256color" };
     const command = ["env", "-i", ...Object.entries(env).map(([k, v]) => `${k}=${v}`), claudeBin(), ...opts.args].map(shellQuote).join(" ");
     const t = new TmuxClaude(path.join(root, "tmux.sock"), home, cwd, root);
