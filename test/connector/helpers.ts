@@ -87,11 +87,14 @@ export async function hook(
 
 const managers = new WeakMap<TestMesh, Promise<JetStreamManager>>();
 
-/** Consumer info of a principal's DM durable (ack state), read over the mesh's operator connection. */
+/**
+ * Consumer info of a principal's DM durable (ack state), read over the mesh service's connection:
+ * on a static mesh the streams live in the data account, which only the mesh service is in.
+ */
 export async function dmConsumerInfo(mesh: TestMesh, actor: string): Promise<ConsumerInfo> {
   let jsm = managers.get(mesh);
   if (!jsm) {
-    jsm = mesh.rawConnection().then((nc) => jetstreamManager(nc));
+    jsm = jetstreamManager(mesh.serviceConnection);
     managers.set(mesh, jsm);
   }
   return (await jsm).consumers.info(`DM_${mesh.space}`, `dm_local-${actor}`);
