@@ -1,7 +1,8 @@
 import { closeSync, fstatSync, openSync, readFileSync } from "node:fs";
 import { fromSeed } from "@nats-io/nkeys";
 import { connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
-import { assertToken, CotalError, ValidationError } from "../schemas/index.js";
+import { assertToken, CotalError, parsePrincipal, ValidationError, type Principal } from "../schemas/index.js";
+import { SERVICE_PRINCIPALS } from "./auth/permissions.js";
 import { InsecureSecretError } from "./auth/secret-files.js";
 import { MeshUnavailableError } from "./errors.js";
 
@@ -162,4 +163,10 @@ export async function connectMesh(addr: MeshAddress): Promise<NatsConnection> {
   } catch (cause) {
     throw new MeshUnavailableError(servers, cause);
   }
+}
+
+/** Who a connection made with `creds` is on the control rail: the credential's principal, else the host's CLI. */
+export function credsCaller(creds: string | undefined): Principal {
+  const id = creds ? credsPrincipal(readFileSync(creds)) : undefined;
+  return id ? parsePrincipal(id) : SERVICE_PRINCIPALS.cli;
 }

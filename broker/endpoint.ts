@@ -30,6 +30,7 @@ import {
 import { inboxPrefix } from "./auth/permissions.js";
 import { ChannelRegistry } from "./channel-registry.js";
 import { connectMesh, type MeshAddress } from "./connect.js";
+import { jetStreamConnection, JS_OPTIONS } from "./js-access.js";
 import { callControl } from "./control.js";
 import { DeliveryQueue, IdLedger, type Delivery, type DeliverySource } from "./delivery.js";
 import { ConsumerLostError, JoinFailedError, NotJoinedError, PermissionDeniedError, UnknownMentionError } from "./errors.js";
@@ -133,6 +134,8 @@ export class Endpoint {
   readonly deliveries = new DeliveryQueue();
   readonly channels: ChannelRegistry;
   private readonly js: JetStreamClient;
+  /** The connection JetStream handles of this endpoint use (see jetStreamConnection). */
+  readonly jsConnection: NatsConnection;
   private readonly ledger = new IdLedger();
   private readonly memberships = new Map<string, ChannelMembership>();
   private readonly stoppers: Array<() => void> = [];
@@ -163,7 +166,8 @@ export class Endpoint {
     this.me = principal(opts.owner ?? "local", opts.name);
     this.id = principalId(this.me);
     if (opts.role) assertToken("name", "role", opts.role);
-    this.js = jetstream(nc);
+    this.jsConnection = jetStreamConnection(nc, opts.creds);
+    this.js = jetstream(this.jsConnection, JS_OPTIONS);
     this.watchRefusals();
     this.channels = new ChannelRegistry(channelsKv);
     this.card = AgentCard.parse({
@@ -205,7 +209,7 @@ export class Endpoint {
 
   /** An endpoint over an existing connection (it does not own the connection). */
   static async over(nc: NatsConnection, opts: EndpointOptions): Promise<Endpoint> {
-    const kvm = new Kvm(nc);
+    const kvm = new Kvm(jetstream(jetStreamConnection(nc, opts.creds), JS_OPTIONS));
     const open = (name: string) => kvm.open(name, { bindOnly: true });
     const [presence, channels] = await Promise.all([open(names.presenceBucket(opts.space)), open(names.channelsBucket(opts.space))]);
     const log = logger("endpoint", { space: opts.space, me: `${opts.owner ?? "local"}.${opts.name}` });

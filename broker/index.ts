@@ -4,6 +4,7 @@ export * from "./errors.js";
 export * from "./js-errors.js";
 export * from "./nats-binary.js";
 export * from "./connect.js";
+export * from "./js-access.js";
 export * from "./provision.js";
 export * from "./control.js";
 export * from "./mesh-service.js";

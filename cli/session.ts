@@ -6,7 +6,19 @@ import {
 } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ChannelRegistry, connectMesh, isStreamNotFound, Roster, watchPresence } from "../broker/index.js";
+import {
+  callControl,
+  ChannelRegistry,
+  connectMesh,
+  credsCaller,
+  followPresence,
+  isStreamNotFound,
+  jetStreamConnection,
+  JS_OPTIONS,
+  MESH_ENDPOINT,
+  Roster,
+  watchPresence,
+} from "../broker/index.js";
 import { names } from "../schemas/index.js";
 import { SpaceNotProvisionedError } from "./errors.js";
 import type { MeshTarget } from "./context.js";
@@ -24,15 +36,17 @@ export class MeshSession {
     readonly nc: NatsConnection,
     readonly jsm: JetStreamManager,
     readonly js: JetStreamClient,
+    /** In a static space's clients account: it creates no consumers (no KV watch). */
+    private readonly clientAccount: boolean,
   ) {}
 
   /** Connect; with `requireSpace` (the default), refuse a space that was never provisioned. */
   static async open(target: MeshTarget, requireSpace = true): Promise<MeshSession> {
     const nc = await connectMesh({ server: target.server, creds: target.creds, name: "cotal-cli" });
     try {
-      // No `$JS.API.INFO` probe: a static mesh's clients account reaches streams by import only.
-      const jsm = await jetstreamManager(nc, { checkAPI: false });
-      const session = new MeshSession(target, nc, jsm, jetstream(nc));
+      // A static mesh's clients account reaches JetStream only by import, under its own prefix.
+      const jsnc = jetStreamConnection(nc, target.creds);
+      const session = new MeshSession(target, nc, await jetstreamManager(jsnc, JS_OPTIONS), jetstream(jsnc, JS_OPTIONS), jsnc !== nc);
       if (requireSpace && !(await session.spaceExists())) throw new SpaceNotProvisionedError(target.space, target.server);
       return session;
     } catch (err) {
@@ -55,7 +69,7 @@ export class MeshSession {
   /** Open one of the space's KV buckets; a missing bucket means the space was never provisioned. */
   async bucket(name: string): Promise<KV> {
     try {
-      return await new Kvm(this.nc).open(name, { bindOnly: true });
+      return await new Kvm(this.js).open(name, { bindOnly: true });
     } catch (cause) {
       throw new SpaceNotProvisionedError(this.target.space, this.target.server, cause);
     }
@@ -65,10 +79,15 @@ export class MeshSession {
   async roster(): Promise<Roster> {
     if (!this.rosterView) {
       const log = cliLog("roster");
-      const kv = await this.bucket(names.presenceBucket(this.target.space));
       const roster = new Roster(log);
       this.rosterView = roster;
-      await watchPresence(kv, roster, log);
+      if (!this.clientAccount) {
+        await watchPresence(await this.bucket(names.presenceBucket(this.target.space)), roster, log);
+      } else {
+        // A client credential creates no consumers: a snapshot from the mesh service, then live writes.
+        const space = this.target.space;
+        await followPresence(this.nc, space, roster, () => callControl(this.nc, space, MESH_ENDPOINT, "roster", credsCaller(this.target.creds)), log);
+      }
     }
     return this.rosterView;
   }

@@ -5,7 +5,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { RequestId } from "@modelcontextprotocol/sdk/types.js";
-import { Endpoint, logger, type Delivery, type Logger, type PresencePatch } from "../broker/index.js";
+import { Endpoint, JS_OPTIONS, logger, type Delivery, type Logger, type PresencePatch } from "../broker/index.js";
 import { durables, names, principal, principalId, type Attention, type ChannelMode, type Principal } from "../schemas/index.js";
 import type { ControlHandler } from "./control-server.js";
 import { ControlServer } from "./control-server.js";
@@ -257,8 +257,7 @@ export class Connector implements ControlHandler {
         this.log.warn({ err, channel: ch }, "could not join a launch channel");
       }
     }
-    // checkAPI off: an agent credential may not call $JS.API.INFO, only its own consumers' INFO.
-    const jsm = await jetstreamManager(this.ep.nc, { checkAPI: false });
+    const jsm = await jetstreamManager(this.ep.jsConnection, JS_OPTIONS);
     const backlogOf = async (stream: string, durable: string) => {
       try {
         return await jsm.consumers.info(stream, durable);

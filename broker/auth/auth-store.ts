@@ -176,7 +176,7 @@ export class AuthStore {
       const space = account.slice("clients/".length);
       // No JetStream here: every stream lives in the data account, reached only by import.
       return {
-        limits: { ...CONNECTION_LIMITS, mem_storage: 0, disk_storage: 0, streams: 0, consumer: 0 },
+        limits: CONNECTION_LIMITS,
         signing_keys: [this.signingKey(space).getPublicKey()],
         imports: clientImports(space, this.accountKey(space).getPublicKey()),
         ...revoked,

@@ -1,5 +1,5 @@
 import type { Permissions } from "@nats-io/jwt";
-import { assertChannel, durables, names, patterns, type Principal } from "../../schemas/index.js";
+import { assertChannel, durables, JS_API, names, patterns, type Principal } from "../../schemas/index.js";
 
 /** Credential profiles (DESIGN §13). */
 export const PROFILES = ["agent", "observer", "admin", "mesh", "cli", "manager"] as const;
@@ -92,7 +92,7 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
       // (`cotal send --as`), reads everything and configures channels. It can reach no more of
       // JetStream than the clients account imports (read-only API, binds, acks).
       return {
-        pub: { allow: [patterns.space(space), "$JS.API.>", "$JS.ACK.>", presenceAll, patterns.bucketKeys(names.channelsBucket(space))] },
+        pub: { allow: [patterns.space(space), `${JS_API}.>`, "$JS.ACK.>", presenceAll] },
         sub: { allow: ["_INBOX.>", patterns.space(space), presenceAll] },
       };
     case "manager":

@@ -1,5 +1,5 @@
 import type { Export, Import } from "@nats-io/jwt";
-import { assertToken, names, ROOT } from "../../schemas/index.js";
+import { assertToken, JS_API, names, ROOT } from "../../schemas/index.js";
 
 /**
  * The account layout of one space in static mode (docs/security.md, "Account isolation").
@@ -42,13 +42,13 @@ export function clientServices(space: string): ServiceSubject[] {
     { name: "channels", subject: kv(names.channelsBucket(space)) },
     { name: "managers", subject: kv(names.managersBucket(space)) },
     // Read-only JetStream API (status, channel registry, pending counts for the operator tool).
-    { name: "stream-info", subject: "$JS.API.STREAM.INFO.*" },
-    { name: "stream-names", subject: "$JS.API.STREAM.NAMES" },
-    { name: "stream-msg-get", subject: "$JS.API.STREAM.MSG.GET.*" },
+    { name: "stream-info", subject: `${JS_API}.STREAM.INFO.*` },
+    { name: "stream-names", subject: `${JS_API}.STREAM.NAMES` },
+    { name: "stream-msg-get", subject: `${JS_API}.STREAM.MSG.GET.*` },
     // Binding a durable: info, pull (its answer is many messages) and ack.
     ...boundStreams(space).flatMap((s) => [
-      { name: `info-${s}`, subject: `$JS.API.CONSUMER.INFO.${s}.*` },
-      { name: `next-${s}`, subject: `$JS.API.CONSUMER.MSG.NEXT.${s}.*`, stream: true },
+      { name: `info-${s}`, subject: `${JS_API}.CONSUMER.INFO.${s}.*` },
+      { name: `next-${s}`, subject: `${JS_API}.CONSUMER.MSG.NEXT.${s}.*`, stream: true },
       { name: `ack-${s}`, subject: `$JS.ACK.${s}.>` },
     ]),
   ];
@@ -61,7 +61,11 @@ export function dataExports(space: string): Export[] {
   );
 }
 
-/** The clients account's imports of the data account's services (same subjects, no remap). */
+/**
+ * The clients account's imports of the data account's services, under the same subjects. Never
+ * remapped: on nats-server 2.9.10 an answer aimed at a remapped wildcard import crashes the
+ * server (a panic in its subject transform), and any client can aim answers.
+ */
 export function clientImports(space: string, dataAccountPub: string): Import[] {
   return clientServices(space).map((s) => ({ name: s.name, subject: s.subject, account: dataAccountPub, type: "service" }) as Import);
 }

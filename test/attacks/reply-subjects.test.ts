@@ -2,10 +2,9 @@ import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { Endpoint, MintRequest } from "../../broker/index.js";
-import { callControl } from "../../broker/index.js";
+import { callControl, jetStreamConnection, JS_OPTIONS } from "../../broker/index.js";
 import { controlSubject, dmSubject, durables, encodeMessage, localPrincipal, names, type Principal } from "../../schemas/index.js";
 import { TestMesh } from "../harness/mesh.js";
-import { until } from "../harness/until.js";
 import { expectUnchanged, revokeStillCuts, snapshot } from "./state.js";
 
 /**
@@ -15,6 +14,7 @@ import { expectUnchanged, revokeStillCuts, snapshot } from "./state.js";
  * identity records; and that revoking the attacker afterwards still cuts it.
  */
 const SPACE = "atk";
+const API = "$JS.API";
 let mesh: TestMesh;
 let alice: Endpoint;
 let bob: Endpoint;
@@ -51,6 +51,10 @@ function targets(me: Principal): string[] {
     `$JS.API.CONSUMER.DELETE.${names.taskStream(SPACE)}.${durables.anycast("reviewer")}`,
     `$JS.API.CONSUMER.DELETE.${names.dmStream(SPACE)}.${durables.dm(localPrincipal("bob"))}`,
     `$JS.API.CONSUMER.MSG.NEXT.${names.dmStream(SPACE)}.${durables.dm(localPrincipal("bob"))}`,
+    // Imported read-only API (an answer landing there must not re-cross, nor crash the server).
+    `${API}.STREAM.MSG.GET.KV_${names.membersBucket(SPACE)}`,
+    `${API}.STREAM.INFO.${names.dmStream(SPACE)}`,
+    `$JS.ACK.${names.dmStream(SPACE)}.${durables.dm(localPrincipal("bob"))}.1.1.1.1.0`,
     `cotal.${SPACE}.chat.local.bob.general`,
     `cotal.${SPACE}.inst.local.bob.local.alice`,
     `$KV.${names.membersBucket(SPACE)}.id.${me.owner}.${me.actor}`,
@@ -58,11 +62,11 @@ function targets(me: Principal): string[] {
   ];
 }
 
-async function attacker(profile: string): Promise<{ who: Principal; nc: NatsConnection }> {
+async function attacker(profile: string): Promise<{ who: Principal; nc: NatsConnection; creds: string }> {
   const name = `mallory${n++}`;
   const creds = await mesh.mint(PROFILES[profile]!(name));
   const who = localPrincipal(name);
-  return { who, nc: await mesh.connection(creds, `_INBOX.local.${name}`) };
+  return { who, creds, nc: await mesh.connection(creds, `_INBOX.local.${name}`) };
 }
 
 const pull = JSON.stringify({ batch: 1, no_wait: true });
@@ -70,17 +74,17 @@ const withDurable = ["agent", "scoped reader"] as const;
 
 describe.each(withDurable)("%s: a pull on its own durable", (profile) => {
   test("with the reply aimed anywhere else changes nothing", async () => {
-    const { who, nc } = await attacker(profile);
+    const { who, nc, creds } = await attacker(profile);
     const dm = names.dmStream(SPACE);
     const durable = durables.dm(who);
-    const consumer = await jetstream(nc).consumers.get(dm, durable);
+    const consumer = await jetstream(jetStreamConnection(nc, creds), JS_OPTIONS).consumers.get(dm, durable);
     const own = dmSubject(SPACE, who, localPrincipal("alice"));
     for (const target of targets(who)) {
       await alice.dm(who.actor, `bait for ${target}`);
       const before = await snapshot(mesh);
       const info = () => mesh.dataJsm().then((j) => j.consumers.info(dm, durable));
       const pendingBefore = (await info()).num_ack_pending;
-      nc.publish(`$JS.API.CONSUMER.MSG.NEXT.${dm}.${durable}`, pull, { reply: target });
+      nc.publish(`${API}.CONSUMER.MSG.NEXT.${dm}.${durable}`, pull, { reply: target });
       // Pulls on one durable are served in order, so after an ordinary pull the aimed one was
       // processed. Either JetStream ignored it (nobody listens at the target) and the ordinary
       // pull gets the bait, or the bait went to a live listener of the target in the clients
@@ -100,8 +104,8 @@ describe.each(withDurable)("%s: a pull on its own durable", (profile) => {
 
 describe.each(withDurable)("%s: an ack of its own message", (profile) => {
   test("with the ack confirmation aimed anywhere else changes nothing", async () => {
-    const { who, nc } = await attacker(profile);
-    const consumer = await jetstream(nc).consumers.get(names.dmStream(SPACE), durables.dm(who));
+    const { who, nc, creds } = await attacker(profile);
+    const consumer = await jetstream(jetStreamConnection(nc, creds), JS_OPTIONS).consumers.get(names.dmStream(SPACE), durables.dm(who));
     for (const target of targets(who)) {
       await alice.dm(who.actor, `bait for ${target}`);
       const m = await consumer.next({ expires: 5_000 });
@@ -110,9 +114,13 @@ describe.each(withDurable)("%s: an ack of its own message", (profile) => {
       const before = await snapshot(mesh);
       // The ack subject the broker handed out with the message (JsMsg implementations expose it).
       nc.publish((m as unknown as { reply: string }).reply, "+ACK", { reply: target });
-      // The acked DM leaves the work queue: that is the only change.
-      const jsm = await mesh.dataJsm();
-      await until(async () => (await jsm.consumers.info(names.dmStream(SPACE), durables.dm(who))).num_ack_pending === 0, 10_000, "the ack to land");
+      // Acks on one consumer are processed in order: once a later, confirmed ack is back, the
+      // aimed one was processed too (it acked the bait, or the server dropped it).
+      await alice.dm(who.actor, `proof for ${target}`);
+      const proof = await consumer.next({ expires: 5_000 });
+      expect(proof && new TextDecoder().decode(proof.data)).toContain(`proof for ${target}`);
+      await proof!.ackAck();
+      // Only the attacker's own DMs may have left the work queue.
       await expectUnchanged(mesh, before, [own]);
     }
     await revokeStillCuts(mesh, who, nc);
@@ -122,15 +130,19 @@ describe.each(withDurable)("%s: an ack of its own message", (profile) => {
 describe.each(withDurable)("%s: a JetStream publish of its own DM", (profile) => {
   test("with the publish ack aimed anywhere else stores the DM and changes nothing else", async () => {
     const { who, nc } = await attacker(profile);
-    const subject = dmSubject(SPACE, localPrincipal("alice"), who);
+    // To a name nobody consumes, so the stored count is the attacker's alone.
+    const subject = dmSubject(SPACE, localPrincipal("ghost"), who);
     const jsm = await mesh.dataJsm();
     const stored = async () => (await jsm.streams.info(names.dmStream(SPACE), { subjects_filter: subject })).state.subjects?.[subject] ?? 0;
+    const body = () => encodeMessage({ id: `m-${n++}`, ts: new Date().toISOString(), space: SPACE, from: { id: `local.${who.actor}`, name: who.actor }, to: "local.ghost", parts: [{ kind: "text", text: "hi" }] } as never);
     for (const target of targets(who)) {
       const before = await snapshot(mesh);
       const had = await stored();
-      const body = encodeMessage({ id: `m-${n++}`, ts: new Date().toISOString(), space: SPACE, from: { id: `local.${who.actor}`, name: who.actor }, to: "local.alice", parts: [{ kind: "text", text: "hi" }] } as never);
-      nc.publish(subject, body, { reply: target });
-      await until(async () => (await stored()) === had + 1, 10_000, "the DM to be stored");
+      nc.publish(subject, body(), { reply: target });
+      // Publishes to one stream are stored in order: once a later, acknowledged publish is back,
+      // the aimed one was stored (or dropped by the server) first.
+      await jetstream(nc).publish(subject, body());
+      expect([had + 1, had + 2]).toContain(await stored());
       await expectUnchanged(mesh, before, [subject]);
     }
     await revokeStillCuts(mesh, who, nc);

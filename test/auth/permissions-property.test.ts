@@ -19,6 +19,8 @@ import {
  * other principal are refused. Randomised over names, channels and roles, seeded for repeatability.
  */
 const SPACE = "prop";
+/** Clients reach JetStream's API under their account's import prefix. */
+const API = "$JS.API";
 
 function rng(seed: number): () => number {
   let s = seed >>> 0;
@@ -43,10 +45,11 @@ function agentTraffic(who: Principal, channels: string[], role: string, peer: Pr
       anycastSubject(SPACE, token(rng(1)), who),
       ...["register", "join", "leave", "roster", "history", "channels", "lookup", "ping"].map((c) => controlSubject(SPACE, "mesh", "one", c, who)),
       patterns.presenceKey(SPACE, who),
-      `$JS.API.CONSUMER.MSG.NEXT.${names.dmStream(SPACE)}.${durables.dm(who)}`,
+      `${API}.CONSUMER.INFO.${names.dmStream(SPACE)}.${durables.dm(who)}`,
+      `${API}.CONSUMER.MSG.NEXT.${names.dmStream(SPACE)}.${durables.dm(who)}`,
       `$JS.ACK.${names.dmStream(SPACE)}.${durables.dm(who)}.1.2.3.4.5`,
-      `$JS.API.CONSUMER.MSG.NEXT.${names.taskStream(SPACE)}.${durables.anycast(role)}`,
-      ...channels.map((ch) => `$JS.API.CONSUMER.MSG.NEXT.${names.chatStream(SPACE)}.${durables.channel(who, ch)}`),
+      `${API}.CONSUMER.MSG.NEXT.${names.taskStream(SPACE)}.${durables.anycast(role)}`,
+      ...channels.map((ch) => `${API}.CONSUMER.MSG.NEXT.${names.chatStream(SPACE)}.${durables.channel(who, ch)}`),
     ],
     sub: [`_INBOX.${who.owner}.${who.actor}.abc`, ...channels.map((ch) => chatSubject(SPACE, peer, ch)), patterns.presenceKey(SPACE, peer)],
   };
@@ -64,6 +67,8 @@ describe("permissions follow the subject grammar", () => {
       const perms = permissionsFor(spec);
       const mine = agentTraffic(who, channels, role, other);
       for (const s of mine.pub) expect(allows(perms.pub?.allow, s), `${who.actor} may publish ${s}`).toBe(true);
+      // The channel registry is everyone's to read.
+      expect(allows(perms.pub?.allow, `${API}.STREAM.MSG.GET.KV_${names.channelsBucket(SPACE)}`)).toBe(true);
       for (const s of mine.sub) expect(allows(perms.sub?.allow, s), `${who.actor} may subscribe ${s}`).toBe(true);
       // The same traffic built for another principal: refused (except the shared presence read).
       const theirs = agentTraffic(other, channels, `${role}x`, who);
@@ -72,8 +77,10 @@ describe("permissions follow the subject grammar", () => {
       expect(allows(perms.sub?.allow, chatSubject(SPACE, other, `${channels[0]}x`))).toBe(false);
       expect(allows(perms.sub?.allow, dmSubject(SPACE, other, who))).toBe(false);
       // No agent may reach the members bucket or create, delete or purge anything.
-      for (const s of [`$JS.API.STREAM.MSG.GET.KV_${names.membersBucket(SPACE)}`, `$JS.API.CONSUMER.CREATE.${names.dmStream(SPACE)}`, `$JS.API.STREAM.PURGE.${names.dmStream(SPACE)}`]) {
-        expect(allows(perms.pub?.allow, s), s).toBe(false);
+      for (const api of [API]) {
+        for (const s of [`${api}.STREAM.MSG.GET.KV_${names.membersBucket(SPACE)}`, `${api}.CONSUMER.CREATE.${names.dmStream(SPACE)}`, `${api}.STREAM.PURGE.${names.dmStream(SPACE)}`, `${api}.CONSUMER.MSG.NEXT.${names.dmStream(SPACE)}.${durables.dm(localPrincipal("a"))}`]) {
+          expect(allows(perms.pub?.allow, s), s).toBe(false);
+        }
       }
     }
   });
