@@ -1,9 +1,8 @@
 import type { Command } from "commander";
 import { z } from "zod";
-import { readHistory } from "../../broker/index.js";
+import { callControl, credsCaller, MESH_ENDPOINT, type HistoryItem, type HistoryPage } from "../../broker/index.js";
 import { messageText, principalId } from "../../schemas/index.js";
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
-import { cliLog } from "../logging.js";
 import { clock, oneLine, printJson, printLines } from "../output.js";
 import { withSession } from "../session.js";
 import { channelName, duration, parseInput, positiveInt } from "../validate.js";
@@ -35,8 +34,19 @@ export function registerHistory(program: Command): void {
   jsonOption(meshOptions(cmd)).action(async (channel: string, raw: Record<string, unknown>) => {
     const f = parseInput(HistoryFlags, { ...raw, channel }, { channel: "<channel>" });
     const target = resolveTarget(raw);
+    // Through the mesh service, page by page: it enforces the credential's read scope, and no
+    // client credential may create the consumer a direct read needs.
     const items = await withSession(target, async (s) => {
-      return readHistory(s.js, target.space, f.channel, { ...(f.since !== undefined ? { sinceMs: Date.now() - f.since } : {}), limit: f.limit }, cliLog("history"));
+      const caller = credsCaller(target.creds);
+      const query = { channel: f.channel, ...(f.since !== undefined ? { sinceMs: Date.now() - f.since } : {}), limit: f.limit };
+      const out: HistoryItem[] = [];
+      let afterSeq: number | undefined;
+      for (;;) {
+        const page = await callControl<HistoryPage>(s.nc, target.space, MESH_ENDPOINT, "history", caller, { ...query, ...(afterSeq !== undefined ? { afterSeq } : {}) });
+        out.push(...page.items);
+        if (!page.more || page.nextAfterSeq === undefined) return out;
+        afterSeq = page.nextAfterSeq;
+      }
     });
     if (f.json) {
       printJson(

@@ -306,10 +306,7 @@ describe("without a running mesh", () => {
     expect(r.stderr).toContain("NATS_SERVER_BIN");
   });
 
-  // Known failure since account isolation (issue #9 stays open): right after a foreground `up`,
-  // `cotal status` with the host's cli credential gets "JetStream not enabled for account" from
-  // the clients account; after a detached `up` it works. To be fixed before #9 closes.
-  it.fails("foreground up (static auth by default) stops both processes on Ctrl-C", async () => {
+  it("foreground up (static auth by default) stops both processes on Ctrl-C", async () => {
     const project = await newProject();
     const port = await freePort();
     const up = CotalProcess.spawn(["up", "--port", String(port)], { cwd: project });
