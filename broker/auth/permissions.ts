@@ -92,7 +92,7 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
       // (`cotal send --as`), reads everything and configures channels. It can reach no more of
       // JetStream than the clients account imports (read-only API, binds, acks).
       return {
-        pub: { allow: [patterns.space(space), `${JS_API}.>`, "$JS.ACK.>", presenceAll] },
+        pub: { allow: [patterns.space(space), `${JS_API}.>`, "$JS.ACK.>", presenceAll, patterns.bucketKeys(names.channelsBucket(space))] },
         sub: { allow: ["_INBOX.>", patterns.space(space), presenceAll] },
       };
     case "manager":

@@ -6,6 +6,8 @@ import {
   ChannelRegistry,
   Endpoint,
   MeshService,
+  jetStreamConnection,
+  JS_OPTIONS,
   pushSpaceAccounts,
   requestCredential,
   serviceCreds,
@@ -14,12 +16,20 @@ import {
   type EndpointOptions,
   type MeshServiceOptions,
   type MintRequest,
+  type StorageLimits,
 } from "../../broker/index.js";
 import { Kvm } from "@nats-io/kv";
-import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { names, type ChannelConfig } from "../../schemas/index.js";
 import { authStoreOf, startStaticServer } from "./mesh-mode.js";
 import type { NatsServer } from "./nats-server.js";
+
+/**
+ * Stream sizes of test spaces. JetStream reserves each stream's byte limit against the server's
+ * storage, so the production defaults (about 1.9 GB a space) would let only a few spaces share
+ * one test server. A test that needs more passes `limits`.
+ */
+export const TEST_STORAGE: Partial<StorageLimits> = { chatBytes: 64 * 1024 ** 2, dmBytes: 32 * 1024 ** 2, taskBytes: 16 * 1024 ** 2, seatsBytes: 16 * 1024 ** 2 };
 
 /** Channels agents are minted for when the suite runs in static mode. */
 export const STATIC_TEST_CHANNELS = ["general", "builds", "lobby", "notes", "empty"];
@@ -113,7 +123,8 @@ export class TestMesh {
       reconnectTimeWait: 250,
       ...(meshCreds ? { authenticator: credsAuthenticator(readFileSync(meshCreds)) } : {}),
     });
-    const service = await MeshService.start(nc, space, { ...opts, ...(auth ? { auth: { store: auth.store, server: server.url } } : {}) });
+    const limits = { ...TEST_STORAGE, ...opts.limits };
+    const service = await MeshService.start(nc, space, { ...opts, limits, ...(auth ? { auth: { store: auth.store, server: server.url } } : {}) });
     return new TestMesh(server, space, nc, service, auth);
   }
 
@@ -138,7 +149,7 @@ export class TestMesh {
   /** Configure a channel as an operator would (`cotal channels set`). */
   async setChannel(channel: string, patch: Partial<ChannelConfig>): Promise<void> {
     const nc = await this.rawConnection();
-    const kv = await new Kvm(nc).open(names.channelsBucket(this.space));
+    const kv = await new Kvm(jetstream(jetStreamConnection(nc, this.auth?.cliCreds), JS_OPTIONS)).open(names.channelsBucket(this.space), { bindOnly: true });
     await new ChannelRegistry(kv).set(channel, patch);
   }
 
