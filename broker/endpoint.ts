@@ -33,9 +33,9 @@ import { connectMesh, type MeshAddress } from "./connect.js";
 import { jetStreamConnection, JS_OPTIONS } from "./js-access.js";
 import { callControl } from "./control.js";
 import { DeliveryQueue, IdLedger, type Delivery, type DeliverySource } from "./delivery.js";
-import { ConsumerLostError, JoinFailedError, NotJoinedError, PermissionDeniedError, UnknownMentionError } from "./errors.js";
+import { ConsumerLostError, JoinFailedError, NotJoinedError, PermissionDeniedError, StorageLimitError, UnknownMentionError } from "./errors.js";
 import { verifiedName, type HistoryItem, type HistoryQuery } from "./history.js";
-import { isTransientPublishError, permissionViolation } from "./js-errors.js";
+import { isStorageRefusal, isTransientPublishError, permissionViolation } from "./js-errors.js";
 import { logger, type Logger } from "./log.js";
 import { MESH_ENDPOINT, type HistoryPage, type JoinReply, type LookupReply, type RegisterReply } from "./mesh-service.js";
 import { followPresence, Roster, type RosterEntry, type RosterSnapshotItem } from "./roster.js";
@@ -457,6 +457,7 @@ export class Endpoint {
         const ack = await this.js.publish(subject, bytes, { msgID: m.id, timeout: 5_000 });
         return { id: m.id, stream: ack.stream, seq: ack.seq, duplicate: ack.duplicate };
       } catch (err) {
+        if (isStorageRefusal(err)) throw new StorageLimitError(subject, (err as Error).message, err);
         if (!isTransientPublishError(err) || Date.now() >= deadline || this.nc.isClosed()) throw err;
         this.log.debug({ err: (err as Error).message, attempt, id: m.id }, "publish not acknowledged; retrying with the same id");
         await new Promise((r) => setTimeout(r, Math.min(100 * 2 ** attempt, 1_000)));

@@ -119,3 +119,17 @@ export class ConsumerLostError extends CotalError {
     });
   }
 }
+
+/** The broker refused to store a message: a storage limit is reached. Nothing was stored. */
+export class StorageLimitError extends CotalError {
+  constructor(subject: string, detail: string, cause?: unknown) {
+    super("storage-limit", `The mesh refused to store this message (${detail}); nothing was stored, and what is stored is kept.`, {
+      remedy:
+        "A recipient's backlog from you, or a stream, is full: wait until waiting messages are handed over, or raise the limit " +
+        "(`cotal down`, then `cotal up --dm-backlog N` / `--dm-bytes SIZE` / `--chat-bytes SIZE`).",
+      cause,
+    });
+    this.subject = subject;
+  }
+  readonly subject: string;
+}

@@ -53,8 +53,17 @@ export function isConnectionClosed(err: unknown): boolean {
  * A publish whose outcome is unknown (no ack arrived, or the stream had no responder during a
  * restart): retrying with the same Nats-Msg-Id is safe. A refusal or closed connection is not.
  */
+/**
+ * The stream refused to store a message because a limit is reached: per-subject backlog,
+ * stream bytes or messages (10077, "store failed"), or storage resources (10047). Final: a
+ * retry would be refused the same way.
+ */
+export function isStorageRefusal(err: unknown): boolean {
+  return err instanceof JetStreamApiError && (err.code === 10077 || err.code === 10047);
+}
+
 export function isTransientPublishError(err: unknown): boolean {
-  if (isPermissionDenied(err) || isConnectionClosed(err)) return false;
+  if (isPermissionDenied(err) || isConnectionClosed(err) || isStorageRefusal(err)) return false;
   return isTimeout(err) || isNoResponders(err) || (err instanceof JetStreamApiError && err.status === 503);
 }
 

@@ -8,6 +8,7 @@ import {
   type StreamConfig,
 } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { z } from "zod";
 import { filters, LIMITS, names, PRESENCE } from "../schemas/index.js";
 import { StreamConflictError } from "./errors.js";
 import { isStreamNotFound } from "./js-errors.js";
@@ -47,6 +48,18 @@ export const STORAGE_DEFAULTS: StorageLimits = {
   seatsBytes: 128 * 1024 ** 2,
   backlogPerSender: 10_000,
 };
+
+/** Storage limits as configuration (`cotal up` flags, mesh.json, `mesh serve --limits`). */
+export const StorageLimitsInput = z
+  .object({
+    chatBytes: z.number().int().positive(),
+    dmBytes: z.number().int().positive(),
+    taskBytes: z.number().int().positive(),
+    seatsBytes: z.number().int().positive(),
+    backlogPerSender: z.number().int().positive(),
+  })
+  .partial()
+  .strict();
 
 /** Largest stored message: the envelope limit plus room for headers. */
 export const MAX_STORED_MESSAGE_BYTES = LIMITS.maxMessageBytes + 8 * 1024;

@@ -1,5 +1,5 @@
 import { mkdirSync } from "node:fs";
-import { connectMesh, ensureSpace, type ProvisionReport } from "../broker/index.js";
+import { connectMesh, ensureSpace, type AccountStorageLimits, type ProvisionReport, type StorageLimits } from "../broker/index.js";
 import { DEFAULT_SPACE } from "./context.js";
 import { CommandFailedError, UsageError } from "./errors.js";
 import { acquireLock, claimStore, releaseStaleStore, StoreInUseError, storeLockHolder, type StoreLockRecord } from "./lock.js";
@@ -20,6 +20,10 @@ export interface UpRequest {
   host?: string | undefined;
   storeDir?: string | undefined;
   creds?: string | undefined;
+  /** Stream limits (kept in mesh.json for later runs); unset: the last run's, then the defaults. */
+  limits?: Partial<StorageLimits> | undefined;
+  /** Static mode: the data account's JetStream storage (kept in the auth store). */
+  account?: Partial<AccountStorageLimits> | undefined;
 }
 
 /** What `cotal up` found and did. */
@@ -56,7 +60,7 @@ export async function bringUp(root: MeshRoot, req: UpRequest): Promise<UpReport>
 async function up(root: MeshRoot, req: UpRequest): Promise<UpReport> {
   const notes: string[] = [];
   const prev = root.readInfo();
-  const auth = req.mode === "static" ? await prepareStaticAuth(root, req.space ?? prev?.space ?? DEFAULT_SPACE) : undefined;
+  const auth = req.mode === "static" ? await prepareStaticAuth(root, req.space ?? prev?.space ?? DEFAULT_SPACE, req.account) : undefined;
   // Commands on the mesh host connect with its own operator-side credential unless told otherwise.
   if (auth && !req.creds) req = { ...req, creds: auth.cliCreds };
   const natsFile = root.pidFile("nats-server");
@@ -114,7 +118,8 @@ async function up(root: MeshRoot, req: UpRequest): Promise<UpReport> {
     }
     writeRecord(natsFile, started.record);
     if (port === "auto") notes.push(`port ${wanted} on ${host} is in use; nats-server listens on ${started.port} instead`);
-    info = { server: started.url, space, mode: req.mode, host, port: started.port, storeDir, startedAt: new Date().toISOString() };
+    const limits = { ...prev?.limits, ...req.limits };
+    info = { server: started.url, space, mode: req.mode, host, port: started.port, storeDir, startedAt: new Date().toISOString(), ...(Object.keys(limits).length ? { limits } : {}) };
     root.writeInfo(info);
     nats = started.record;
     natsState = "started";
@@ -124,7 +129,7 @@ async function up(root: MeshRoot, req: UpRequest): Promise<UpReport> {
   const nc = await connectMesh({ server: info.server, creds: auth ? auth.meshCreds : req.creds, name: "cotal-up" });
   let provision: ProvisionReport;
   try {
-    provision = await ensureSpace(nc, info.space);
+    provision = await ensureSpace(nc, info.space, info.limits ? { limits: info.limits } : {});
   } finally {
     await nc.close().catch(() => undefined);
   }
@@ -136,6 +141,7 @@ async function up(root: MeshRoot, req: UpRequest): Promise<UpReport> {
     space: info.space,
     creds: req.creds,
     ...(auth ? { serviceCreds: auth.meshCreds, authDir: root.authDir } : {}),
+    ...(info.limits ? { limits: info.limits } : {}),
   };
   let svcState: UpReport["meshService"]["state"];
   let svc: ProcessRecord;
@@ -243,6 +249,7 @@ function refuseConflicts(root: MeshRoot, prev: MeshInfo, req: UpRequest): void {
   if (req.host !== undefined && req.host !== prev.host) diffs.push(`--host ${req.host} (it listens on ${prev.host})`);
   if (req.space !== undefined && req.space !== prev.space) diffs.push(`--space ${req.space} (it serves ${prev.space})`);
   if (req.storeDir !== undefined && req.storeDir !== prev.storeDir) diffs.push(`--store-dir ${req.storeDir} (it stores in ${prev.storeDir})`);
+  if (req.limits && JSON.stringify({ ...prev.limits, ...req.limits }) !== JSON.stringify(prev.limits ?? {})) diffs.push(`storage limits ${JSON.stringify(req.limits)} (it runs with ${JSON.stringify(prev.limits ?? "the defaults")})`);
   if (req.mode !== prev.mode) diffs.push(`${req.mode === "open" ? "--open" : "static auth (no --open)"} (it runs ${prev.mode})`);
   if (diffs.length) {
     throw new UsageError(`The mesh in ${root.dir} is already running with other settings: ${diffs.join(", ")}.`, {

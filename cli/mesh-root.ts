@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { z } from "zod";
+import { StorageLimitsInput } from "../broker/index.js";
 import { describeIssues, SpaceName } from "../schemas/index.js";
 import { CommandFailedError } from "./errors.js";
 import { MeshMode } from "./mode.js";
@@ -20,6 +21,8 @@ export const MeshInfo = z.object({
   storeDir: z.string().min(1),
   /** When the current nats-server was started, ISO 8601. */
   startedAt: z.iso.datetime({ offset: true }),
+  /** Storage limits set with `cotal up --…-bytes/--dm-backlog` (unset: the defaults). */
+  limits: StorageLimitsInput.optional(),
 });
 export type MeshInfo = z.infer<typeof MeshInfo>;
 

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { closeSync, openSync, realpathSync } from "node:fs";
-import { connectMesh } from "../broker/index.js";
+import { connectMesh, type StorageLimits } from "../broker/index.js";
 import { childEnv } from "./child-env.js";
 import { CommandFailedError } from "./errors.js";
 import { serviceLogLevel } from "./logging.js";
@@ -18,6 +18,8 @@ export interface ServiceTarget {
   /** Static meshes: the mesh service's own credential and the auth folder it mints from. */
   serviceCreds?: string | undefined;
   authDir?: string | undefined;
+  /** Stream limits the service provisions with (`cotal up --…-bytes`). */
+  limits?: Partial<StorageLimits> | undefined;
 }
 
 /** The command line that runs this very CLI (node, its flags, the bundle). */
@@ -38,6 +40,7 @@ export async function startMeshService(root: MeshRoot, t: ServiceTarget, timeout
     node!, ...rest, "mesh", "serve", "--server", t.server, "--space", t.space,
     ...(t.serviceCreds ? ["--creds", t.serviceCreds] : t.creds ? ["--creds", t.creds] : []),
     ...(t.authDir ? ["--auth-dir", t.authDir] : []),
+    ...(t.limits ? ["--limits", JSON.stringify(t.limits)] : []),
   ];
   const logPath = root.log("mesh-service");
   const out = openSync(logPath, "a");

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { AuthStore, pushSpaceAccounts, serviceCreds, writeSecret } from "../broker/index.js";
+import { AuthStore, pushSpaceAccounts, serviceCreds, writeSecret, type AccountStorageLimits } from "../broker/index.js";
 import type { MeshRoot } from "./mesh-root.js";
 
 /** What a static mesh needs before its server starts. */
@@ -20,9 +20,9 @@ export interface StaticAuth {
  * and the service credentials of the mesh service and this host's CLI. A second run reuses
  * them. The mesh service mints every other credential at run time.
  */
-export async function prepareStaticAuth(root: MeshRoot, space: string): Promise<StaticAuth> {
+export async function prepareStaticAuth(root: MeshRoot, space: string, account: Partial<AccountStorageLimits> = {}): Promise<StaticAuth> {
   const store = await AuthStore.open(root.authDir);
-  const { created } = await store.ensureSpace(space);
+  const { created } = await store.ensureSpace(space, account);
   const creds = { cli: root.credsFile(space, "cli"), mesh: root.credsFile(space, "mesh") };
   for (const who of ["cli", "mesh"] as const) {
     if (!created && existsSync(creds[who])) continue;

@@ -56,6 +56,19 @@ export const duration = z.string().transform((text, ctx) => {
 });
 
 /** A positive integer flag given as text. */
+/** A size in bytes: a whole number with an optional unit (KB, MB, GB: powers of 1000; KiB, MiB, GiB: of 1024). */
+export const byteSize = (what: string) =>
+  z.string().transform((text, ctx) => {
+    const m = /^(\d+)\s*(B|KB|KiB|MB|MiB|GB|GiB|TB|TiB)?$/i.exec(text.trim());
+    const units: Record<string, number> = { b: 1, kb: 1e3, kib: 1024, mb: 1e6, mib: 1024 ** 2, gb: 1e9, gib: 1024 ** 3, tb: 1e12, tib: 1024 ** 4 };
+    const bytes = m ? Number(m[1]) * units[(m[2] ?? "b").toLowerCase()]! : NaN;
+    if (!Number.isSafeInteger(bytes) || bytes <= 0) {
+      ctx.addIssue({ code: "custom", message: `${what} must be a size such as 512MiB, 2GiB or 1000000 (bytes), not ${JSON.stringify(text)}` });
+      return z.NEVER;
+    }
+    return bytes;
+  });
+
 export const positiveInt = (what: string) =>
   z
     .string()

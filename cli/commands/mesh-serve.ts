@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { z } from "zod";
-import { AuthStore, connectMesh, MeshService } from "../../broker/index.js";
+import { AuthStore, connectMesh, MeshService, StorageLimitsInput } from "../../broker/index.js";
 import { credsOption } from "../context.js";
 import { EXIT } from "../errors.js";
 import { cliLog, useServiceLogLevel } from "../logging.js";
@@ -11,6 +11,18 @@ const ServeFlags = z.object({
   space: token("space", "space"),
   creds: z.string().optional(),
   authDir: z.string().optional(),
+  limits: z
+    .string()
+    .transform((s, ctx) => {
+      try {
+        return JSON.parse(s) as unknown;
+      } catch {
+        ctx.addIssue({ code: "custom", message: "--limits must be JSON" });
+        return z.NEVER;
+      }
+    })
+    .pipe(StorageLimitsInput)
+    .optional(),
 });
 
 /**
@@ -26,12 +38,16 @@ export function registerMeshServe(program: Command): void {
     .requiredOption("--space <name>", "space to serve")
     .addOption(credsOption())
     .option("--auth-dir <dir>", "static meshes: the .cotal/auth folder the service mints and revokes with")
+    .option("--limits <json>", "storage limits to provision with (as `cotal up` writes them)")
     .action(async (raw: Record<string, unknown>) => {
       const f = parseInput(ServeFlags, raw);
       useServiceLogLevel();
       const log = cliLog("mesh-serve", { space: f.space });
       const nc = await connectMesh({ server: f.server, creds: f.creds, name: `cotal-mesh-service-${f.space}` });
-      const svc = await MeshService.start(nc, f.space, f.authDir ? { auth: { store: await AuthStore.open(f.authDir), server: f.server } } : {});
+      const svc = await MeshService.start(nc, f.space, {
+        ...(f.limits ? { limits: f.limits } : {}),
+        ...(f.authDir ? { auth: { store: await AuthStore.open(f.authDir), server: f.server } } : {}),
+      });
       log.info({ server: f.server, pid: process.pid }, "mesh service running");
       const signal = await new Promise<string>((resolve) => {
         for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.once(sig, () => resolve(sig));

@@ -9,7 +9,7 @@ import { findMeshRoot, MeshRoot } from "../mesh-root.js";
 import { chooseMode } from "../mode.js";
 import { note, printJson, printLines, warn } from "../output.js";
 import { isRunning, readRecord, removeRecord, stopProcess, type ProcessRecord } from "../pid-file.js";
-import { host, parseInput, port, token } from "../validate.js";
+import { byteSize, host, parseInput, port, positiveInt, token } from "../validate.js";
 
 const UpFlags = z.object({
   open: z.boolean().optional(),
@@ -20,6 +20,13 @@ const UpFlags = z.object({
   detach: z.boolean().optional(),
   creds: z.string().optional(),
   json: z.boolean().optional(),
+  chatBytes: byteSize("--chat-bytes").optional(),
+  dmBytes: byteSize("--dm-bytes").optional(),
+  taskBytes: byteSize("--task-bytes").optional(),
+  seatLogBytes: byteSize("--seat-log-bytes").optional(),
+  dmBacklog: positiveInt("--dm-backlog").optional(),
+  maxDisk: byteSize("--max-disk").optional(),
+  maxMemory: byteSize("--max-memory").optional(),
 });
 
 /** `cotal up`: start (or find, or repair) the mesh of this project. */
@@ -40,6 +47,13 @@ export function registerUp(program: Command): void {
     .option("--store-dir <dir>", "JetStream store folder (default .cotal/jetstream)")
     .option("--detach", "start in the background and return")
     .addOption(credsOption())
+    .option("--chat-bytes <size>", "most bytes of channel posts stored (default 1GiB); full: new posts are refused")
+    .option("--dm-bytes <size>", "most bytes of waiting DMs stored (default 512MiB)")
+    .option("--task-bytes <size>", "most bytes of waiting anycasts stored (default 256MiB)")
+    .option("--seat-log-bytes <size>", "most bytes of the seat log (default 128MiB)")
+    .option("--dm-backlog <n>", "most DMs (anycasts) one sender may have waiting for one recipient (role) (default 10000)")
+    .option("--max-disk <size>", "static mode: JetStream disk the space may use in all (default 4GiB)")
+    .option("--max-memory <size>", "static mode: JetStream memory the space may use in all (default 256MiB)")
     .option("--json", "print what was found and done as JSON")
     .action(async (raw: Record<string, unknown>) => {
       const flags = parseInput(UpFlags, raw);
@@ -54,6 +68,14 @@ export function registerUp(program: Command): void {
         host: flags.host,
         storeDir: flags.storeDir ? resolve(flags.storeDir) : undefined,
         creds: flags.creds ? checkCreds(flags.creds, process.cwd()) : defaultCreds(root, prev),
+        limits: definedOnly({
+          chatBytes: flags.chatBytes,
+          dmBytes: flags.dmBytes,
+          taskBytes: flags.taskBytes,
+          seatsBytes: flags.seatLogBytes,
+          backlogPerSender: flags.dmBacklog,
+        }),
+        account: definedOnly({ diskBytes: flags.maxDisk, memoryBytes: flags.maxMemory }),
       });
       if (flags.json) printJson({ ...report, warnings: choice.warnings, detached: !!flags.detach });
       else printLines(...describeUp(report));
@@ -65,6 +87,12 @@ export function registerUp(program: Command): void {
       }
       await attach(root);
     });
+}
+
+/** The object without its undefined fields, or undefined when none is left. */
+function definedOnly<T extends Record<string, number | undefined>>(o: T): { [K in keyof T]?: number } | undefined {
+  const kept = Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+  return Object.keys(kept).length ? (kept as { [K in keyof T]?: number }) : undefined;
 }
 
 /** The human report of `cotal up`. */
