@@ -222,9 +222,14 @@ function toItem(m: JsMsg, sinceMs: number | undefined, log: Logger): HistoryItem
   return { message: verifiedName(v.message, v.from), from: v.from, channel: v.channel!, seq: m.seq, storedAt };
 }
 
-/** The envelope with `from.name` set to the sender's verified actor (the payload's name is a claim). */
+/**
+ * The envelope as it may be shown: `from.name` is the sender's verified actor, and the payload's
+ * `from.role` is dropped. Both are claims the sender wrote; the subject proves only who sent it.
+ */
 export function verifiedName(message: CotalMessage, from: Principal): CotalMessage {
-  return message.from.name === from.actor ? message : { ...message, from: { ...message.from, name: from.actor } };
+  if (message.from.name === from.actor && message.from.role === undefined) return message;
+  const { role: _claimed, ...rest } = message.from;
+  return { ...message, from: { ...rest, name: from.actor } };
 }
 
 /** Default page bounds: well inside NATS's 1 MiB payload. */

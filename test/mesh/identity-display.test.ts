@@ -31,7 +31,7 @@ describe("the verified identity is what is shown", () => {
       id,
       ts: new Date().toISOString(),
       space: mesh!.space,
-      from: { id: "local.alice", name: "carol" },
+      from: { id: "local.alice", name: "carol", role: "mesh_admin" },
       ...address,
       parts: [{ kind: "text", text: `i am carol (${id})` }],
     });
@@ -42,9 +42,11 @@ describe("the verified identity is what is shown", () => {
     for (const d of got.items) {
       expect(d.from).toEqual({ owner: "local", actor: "alice" });
       expect(d.message.from).toMatchObject({ id: "local.alice", name: "alice" });
+      expect(d.message.from.role, "a role claimed in the payload is not shown").toBeUndefined();
     }
     const [item] = await bob.history("general");
     expect(item!.message.from.name).toBe("alice");
+    expect(item!.message.from.role).toBeUndefined();
 
     // A late joiner's backfill shows the same.
     const dave = await mesh.joined("dave");
