@@ -168,11 +168,15 @@ describe("an open mesh, hardened", () => {
     expect(mention.stderr).toContain("--mention needs the roster");
     expect(mention.stderr).toContain("nothing was sent");
     expect(mention.stderr).toContain("cotal up");
+    // History is served by the mesh service (it enforces read scope): without it, say so.
+    const down = await cotal("history", "general", "--json");
+    expect(down.code).toBe(3);
+    expect(down.stderr).toContain("mesh service");
+    ok(await cotal("up", "--detach", "--open")); // repair: what was sent meanwhile was stored
     const h = await cotal("history", "general", "--json");
     const texts = h.json<Array<{ text: string }>>().map((m) => m.text);
     expect(texts).toContain("still stored");
     expect(texts).not.toContain("hey");
-    ok(await cotal("up", "--detach", "--open")); // repair for the next test
   });
 
   it("down with a garbage mesh-service.json and no nats-server.json still stops both", async () => {
