@@ -63,6 +63,11 @@ export interface EndpointOptions extends MeshAddress {
    * 0, 250, 1 000, 3 000, 10 000); after the last failed attempt it is reported `lost`.
    */
   reestablishDelaysMs?: readonly number[];
+  /**
+   * Who really acts through this endpoint when it is not `name` (the operator's credential acting
+   * for a person): every message says so in `sentBy`, and the presence card in `meta.sentBy`.
+   */
+  impersonatedBy?: string;
 }
 
 /**
@@ -176,7 +181,7 @@ export class Endpoint {
       ...(opts.role ? { role: opts.role } : {}),
       ...(opts.description ? { description: opts.description } : {}),
       tags: opts.tags ?? [],
-      meta: opts.meta ?? {},
+      meta: { ...opts.meta, ...(opts.impersonatedBy ? { sentBy: opts.impersonatedBy } : {}) },
     });
   }
 
@@ -442,6 +447,7 @@ export class Endpoint {
       parts: typeof content === "string" ? [{ kind: "text", text: content }] : content,
       ...(opts.replyTo ? { replyTo: opts.replyTo } : {}),
       ...(opts.contextId ? { contextId: opts.contextId } : {}),
+      ...(this.opts.impersonatedBy ? { sentBy: this.opts.impersonatedBy } : {}),
     };
   }
 

@@ -1,5 +1,5 @@
 import type { Delivery, ProvisionReport, RosterEntry } from "../broker/index.js";
-import { messageText, principalId, type ChannelConfig } from "../schemas/index.js";
+import { messageText, principalId, type ChannelConfig, type CotalMessage } from "../schemas/index.js";
 import { formatDuration } from "../schemas/index.js";
 import { ago, clock, oneLine, table } from "./output.js";
 
@@ -12,9 +12,14 @@ export function formatProvision(p: ProvisionReport): string {
   return parts.length ? `streams and buckets: ${parts.join(", ")}` : "streams and buckets up to date";
 }
 
+/** A sender as people should read it: `alice`, or `alice (sent by the operator local.cotal_cli)`. */
+export function senderLabel(m: Pick<CotalMessage, "from" | "sentBy">): string {
+  return `${oneLine(m.from.name)}${m.sentBy ? ` (sent by the operator ${oneLine(m.sentBy)})` : ""}`;
+}
+
 /** One line for a delivered message, e.g. `12:00:01 #general alice: hi` or `… dm alice: hi`. */
 export function formatDelivery(d: Delivery): string {
-  const who = oneLine(d.message.from.name);
+  const who = senderLabel(d.message);
   const text = oneLine(messageText(d.message)) || `(${d.message.parts.map((p) => p.kind).join(", ")})`;
   const where = d.kind === "channel" ? `#${oneLine(d.channel ?? "?")}` : d.kind === "dm" ? "dm" : `ask ${oneLine(d.role ?? "?")}`;
   const flags = [d.historical ? "[history]" : "", d.possibleRepeat ? "[repeat?]" : ""].filter(Boolean).join(" ");

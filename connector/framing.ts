@@ -16,6 +16,8 @@ export interface FrameInput {
   from: string;
   /** The sender's role, if it declared one. */
   fromRole?: string;
+  /** Who really sent it on the sender's behalf (the operator's `--impersonate`). */
+  sentBy?: string;
   /** The role an anycast was addressed to. */
   toRole?: string;
   channel?: string;
@@ -120,7 +122,8 @@ function describePart(p: Part): string[] {
 /** The attribution line of a message: kind, sender, channel or role, time, id, flags. */
 export function frameHeader(m: FrameInput, extra?: string): string {
   const from = neutralizeInline(m.from, 140);
-  const role = m.fromRole ? ` (role ${neutralizeInline(m.fromRole, 64)})` : "";
+  const role =
+    (m.fromRole ? ` (role ${neutralizeInline(m.fromRole, 64)})` : "") + (m.sentBy ? ` (sent by the operator ${neutralizeInline(m.sentBy, 140)})` : "");
   let what: string;
   if (m.kind === "dm") what = `DM from ${from}${role}`;
   else if (m.kind === "anycast") what = `anycast to role ${neutralizeInline(m.toRole ?? "?", 64)} from ${from}${role}`;

@@ -114,6 +114,7 @@ export function frameInput(e: Pick<InboxEntry, "mail" | "mentionsYou" | "possibl
     kind: e.mail.kind,
     from: `${e.mail.from.owner}.${e.mail.from.actor}`,
     ...(m.from.role ? { fromRole: m.from.role } : {}),
+    ...(m.sentBy ? { sentBy: m.sentBy } : {}),
     ...(e.mail.role ? { toRole: e.mail.role } : {}),
     ...(e.mail.channel ? { channel: e.mail.channel } : {}),
     id: m.id,

@@ -353,7 +353,7 @@ export function buildMcpServer(c: Connector): McpServer {
 }
 
 function historyFrame(m: CotalMessage, from: string, channel: string) {
-  return { kind: "channel" as const, from, ...(m.from.role ? { fromRole: m.from.role } : {}), channel, id: m.id, ts: m.ts, parts: m.parts, historical: true };
+  return { kind: "channel" as const, from, ...(m.from.role ? { fromRole: m.from.role } : {}), ...(m.sentBy ? { sentBy: m.sentBy } : {}), channel, id: m.id, ts: m.ts, parts: m.parts, historical: true };
 }
 
 /** The MCP server of a connector that is not joined: one tool explaining how to join. */

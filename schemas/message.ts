@@ -51,6 +51,9 @@ export const CotalMessage = z
     parts: z.array(Part).min(1),
     replyTo: z.string().optional(),
     contextId: z.string().optional(),
+    sentBy: PrincipalId.optional().describe(
+      "Cotal addition: set when someone other than `from` sent it on from's behalf (the operator with `cotal send --impersonate`): who really sent it",
+    ),
   })
   .refine((m) => [m.channel, m.to, m.toService].filter((v) => v !== undefined).length === 1, {
     message: "exactly one of channel, to or toService must be set",

@@ -4,7 +4,7 @@ import type { Endpoint, RosterEntry } from "../../broker/index.js";
 import { connectAs } from "../acting.js";
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
 import { EXIT } from "../errors.js";
-import { defaultActorName } from "../identity.js";
+import { actingIdentity } from "../acting-identity.js";
 import { deliveryJson, formatDelivery, rosterJson } from "../format.js";
 import { cliLog } from "../logging.js";
 import { clock, note, oneLine, printJsonLine, printLines } from "../output.js";
@@ -12,6 +12,7 @@ import { actingName, channelName, parseInput, token } from "../validate.js";
 
 const ListenFlags = z.object({
   as: actingName("--as name").optional(),
+  impersonate: z.boolean().optional(),
   channel: z.array(channelName).default([]),
   role: token("name", "role").optional(),
   json: z.boolean().optional(),
@@ -28,14 +29,19 @@ export function registerListen(program: Command): void {
         "acknowledged only after it was printed, so one that was never printed is delivered again next time. " +
         "Ctrl-C leaves (you show as offline).",
     )
-    .option("--as <name>", "who listens (default: your OS user name)")
+    .option("--as <name>", "who listens (default: the credential's own name)")
+    .option("--impersonate", "with the operator's credential: listen as --as on purpose (its presence says so)")
     .option("--channel <name>", "join a channel (repeatable)", (v: string, prev: string[] = []) => [...prev, v])
     .option("--role <role>", "hold a role: receive anycasts to it");
   jsonOption(meshOptions(cmd)).action(async (raw: Record<string, unknown>) => {
     const f = parseInput(ListenFlags, raw, { as: "--as", channel: "--channel", role: "--role" });
     const target = resolveTarget(raw);
-    const name = f.as ?? defaultActorName();
-    const ep = await connectAs(target, name, { ...(f.role ? { role: f.role } : {}), description: "a person using cotal listen" });
+    const who = actingIdentity(target, f.as, f.impersonate);
+    const ep = await connectAs(target, who.name, {
+      ...(f.role ? { role: f.role } : {}),
+      ...(who.impersonatedBy ? { impersonatedBy: who.impersonatedBy } : {}),
+      description: "a person using cotal listen",
+    });
     await listen(ep, f.channel, !!f.json);
   });
 }

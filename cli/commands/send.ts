@@ -4,12 +4,13 @@ import { MeshServiceUnavailableError, type Endpoint, type Receipt } from "../../
 import { connectAs } from "../acting.js";
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
 import { MeshServiceDownError, UsageError } from "../errors.js";
-import { defaultActorName } from "../identity.js";
+import { actingIdentity } from "../acting-identity.js";
 import { printJson, printLines } from "../output.js";
 import { actingName, actorName, channelName, parseInput, token } from "../validate.js";
 
 const Common = z.object({
   as: actingName("--as name").optional(),
+  impersonate: z.boolean().optional(),
   json: z.boolean().optional(),
   text: z.string().min(1, "the message text must not be empty"),
 });
@@ -31,7 +32,8 @@ export function registerSend(program: Command): void {
     .description("post on a channel")
     .argument("<channel>", "channel name, e.g. general or team.backend")
     .argument("<text...>", "the message (several words are joined with spaces)")
-    .option("--as <name>", "who sends (default: your OS user name)")
+    .option("--as <name>", "who sends (default: the credential's own name)")
+    .option("--impersonate", "with the operator's credential: send as --as on purpose (marked as sent by the operator)")
     .option("--mention <names>", "comma-separated names to wake (each must be in the roster)");
   jsonOption(meshOptions(msg)).action(async (channel: string, words: string[], raw: Record<string, unknown>) => {
     const f = parseInput(
@@ -40,7 +42,7 @@ export function registerSend(program: Command): void {
       ARG_LABELS,
     );
     const mentions = f.mention ? parseMentions(f.mention) : undefined;
-    await sendAs(raw, f.as, f.json, async (ep) => {
+    await sendAs(raw, f, f.json, async (ep) => {
       if (mentions) await rosterForMentions(ep);
       return ep.send(f.channel, f.text, mentions ? { mentions } : {});
     });
@@ -51,10 +53,11 @@ export function registerSend(program: Command): void {
     .description("send a direct message to one person or agent")
     .argument("<name>", "recipient's name")
     .argument("<text...>", "the message")
-    .option("--as <name>", "who sends (default: your OS user name)");
+    .option("--as <name>", "who sends (default: the credential's own name)")
+    .option("--impersonate", "with the operator's credential: send as --as on purpose (marked as sent by the operator)");
   jsonOption(meshOptions(dm)).action(async (name: string, words: string[], raw: Record<string, unknown>) => {
     const f = parseInput(Common.extend({ name: actorName("recipient name") }), { ...raw, name, text: words.join(" ") }, ARG_LABELS);
-    await sendAs(raw, f.as, f.json, (ep) => ep.dm(f.name, f.text));
+    await sendAs(raw, f, f.json, (ep) => ep.dm(f.name, f.text));
   });
 
   const ask = send
@@ -62,10 +65,11 @@ export function registerSend(program: Command): void {
     .description("send to any one holder of a role (anycast)")
     .argument("<role>", "the role, e.g. reviewer")
     .argument("<text...>", "the message")
-    .option("--as <name>", "who sends (default: your OS user name)");
+    .option("--as <name>", "who sends (default: the credential's own name)")
+    .option("--impersonate", "with the operator's credential: send as --as on purpose (marked as sent by the operator)");
   jsonOption(meshOptions(ask)).action(async (role: string, words: string[], raw: Record<string, unknown>) => {
     const f = parseInput(Common.extend({ role: token("name", "role") }), { ...raw, role, text: words.join(" ") }, ARG_LABELS);
-    await sendAs(raw, f.as, f.json, (ep) => ep.anycast(f.role, f.text));
+    await sendAs(raw, f, f.json, (ep) => ep.anycast(f.role, f.text));
   });
 }
 
@@ -95,10 +99,10 @@ function parseMentions(list: string): string[] {
   return names;
 }
 
-async function sendAs(raw: Record<string, unknown>, as: string | undefined, json: boolean | undefined, fn: (ep: Endpoint) => Promise<Receipt>): Promise<void> {
+async function sendAs(raw: Record<string, unknown>, f: { as?: string | undefined; impersonate?: boolean | undefined }, json: boolean | undefined, fn: (ep: Endpoint) => Promise<Receipt>): Promise<void> {
   const target = resolveTarget(raw);
-  const name = as ?? defaultActorName();
-  const ep = await connectAs(target, name);
+  const who = actingIdentity(target, f.as, f.impersonate);
+  const ep = await connectAs(target, who.name, who.impersonatedBy ? { impersonatedBy: who.impersonatedBy } : {});
   try {
     // Storing needs only the broker: with the mesh service down the message is still stored,
     // and the receipt says presence was unknown at send. Only --mention needs the roster first.

@@ -67,12 +67,38 @@ describe("a static mesh from the CLI", () => {
     expect(denied.code).not.toBe(0);
     expect(denied.stderr).toMatch(/Permissions Violation|permission/i);
     const forged = await cotal("send", "msg", "general", "I am bob", "--as", "bob", "--creds", minted.creds);
-    expect(forged.code).not.toBe(0);
+    expect(forged.code).toBe(2);
+    expect(forged.stderr).toContain("This credential is local.alice's: it cannot act as bob");
 
     const h = await cotal("history", "general", "--json");
     ok(h);
     expect(JSON.stringify(h.json())).toContain("hello from alice");
     expect(JSON.stringify(h.json())).not.toContain("I am bob");
+  });
+
+  it("the operator speaks for a name only with --impersonate, and every view says so", async () => {
+    const bare = await cotal("send", "dm", "dave", "from the operator", "--as", "carol");
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toContain("Add --impersonate to do it on purpose");
+    const dave = (await cotal("mint", "dave", "--profile", "agent", "--allow-subscribe", "general", "--provision", "--json")).json<{ creds: string }>();
+    const listen = CotalProcess.spawn(["listen", "--channel", "general", "--creds", dave.creds], { cwd: project });
+    try {
+      await until(() => listen.stderr.includes("Listening as local.dave"), 15_000, `listen to start\n${listen.stderr}`);
+      ok(await cotal("send", "dm", "dave", "on carol's behalf", "--as", "carol", "--impersonate"));
+      await until(() => listen.lines.some((l) => l.includes("on carol's behalf")), 10_000, "dave's listener to print the DM");
+      expect(listen.lines.find((l) => l.includes("on carol's behalf"))).toContain("dm carol (sent by the operator local.cotal_cli): on carol's behalf");
+    } finally {
+      await listen.stop("SIGINT").catch(() => undefined);
+    }
+    ok(await cotal("send", "msg", "general", "a post for carol", "--as", "carol", "--impersonate"));
+    const h = await cotal("history", "general");
+    expect(h.stdout).toContain("carol (sent by the operator local.cotal_cli): a post for carol");
+    const json = (await cotal("history", "general", "--json")).json<Array<{ text: string; message: { sentBy?: string } }>>();
+    expect(json.find((m) => m.text === "a post for carol")?.message.sentBy).toBe("local.cotal_cli");
+    // A minted credential cannot impersonate at all.
+    const agent = await cotal("send", "msg", "general", "x", "--impersonate", "--creds", dave.creds);
+    expect(agent.code).toBe(2);
+    expect(agent.stderr).toContain("--impersonate needs the mesh host's operator credential");
   });
 
   it("an observer cannot be scoped; mint explains what to use instead", async () => {

@@ -32,12 +32,12 @@ describe("storage limits from cotal up", () => {
     ok(await cotal("up", "--detach", "--port", String(await freePort()), "--dm-backlog", "3", "--dm-bytes", "8MiB"));
     const info = JSON.parse(readFileSync(join(project, ".cotal", "mesh.json"), "utf8")) as { limits?: Record<string, number> };
     expect(info.limits).toEqual({ backlogPerSender: 3, dmBytes: 8 * 1024 ** 2 });
-    for (let i = 0; i < 3; i++) ok(await cotal("send", "dm", "ghost", `waiting ${i}`, "--as", "alice"));
-    const refused = await cotal("send", "dm", "ghost", "one too many", "--as", "alice");
+    for (let i = 0; i < 3; i++) ok(await cotal("send", "dm", "ghost", `waiting ${i}`, "--as", "alice", "--impersonate"));
+    const refused = await cotal("send", "dm", "ghost", "one too many", "--as", "alice", "--impersonate");
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toMatch(/maximum messages per subject exceeded/);
     // Another recipient is a separate backlog.
-    ok(await cotal("send", "dm", "carol", "still fine", "--as", "alice"));
+    ok(await cotal("send", "dm", "carol", "still fine", "--as", "alice", "--impersonate"));
     const status = (await cotal("status", "--json")).json<{ streams: Array<{ name: string; messages: number }> }>();
     expect(status.streams.find((s) => s.name === "DM_default")?.messages).toBe(4);
   });

@@ -56,6 +56,8 @@ describe("framing", () => {
   it("puts sender, channel and flags in the single attribution line", () => {
     const h = frameHeader({ ...base, kind: "channel", channel: "team.backend", fromRole: "reviewer", mentionsYou: true, possibleRepeat: true, historical: true });
     expect(h).toBe("[cotal #team.backend from local.alice (role reviewer) · 2025-01-02T03:04:05.000Z · id m-1 · mentions you · from history · possible repeat]");
+    const op = frameHeader({ ...base, kind: "dm", sentBy: "local.cotal_cli" });
+    expect(op).toContain("DM from local.alice (sent by the operator local.cotal_cli)");
     expect(frameHeader({ ...base, kind: "anycast", toRole: "builder" })).toContain("anycast to role builder from local.alice");
   });
 
