@@ -296,16 +296,26 @@ export class Endpoint {
   /** Leave gracefully: a final offline record, consumers stopped, deliveries closed. */
   async leave(): Promise<void> {
     if (!this.joined) return;
+    this.stopConsuming();
     this.joined = false;
     this.registration = undefined;
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.presenceState = { ...this.presenceState, status: "offline" };
     await this.writePresence().catch((err) => this.log.warn({ err }, "final presence write failed"));
+    this.deliveries.close();
+  }
+
+  /**
+   * Stop every pull and live subscription, still joined (presence unchanged). A seat shutting
+   * down calls this first, then hands back what it holds, then leaves: handed-back mail can then
+   * only go to the next incarnation, never back to this one's still-open pull.
+   */
+  stopConsuming(): void {
     for (const m of this.memberships.values()) m.stop();
     this.memberships.clear();
     for (const stop of this.stoppers.splice(0)) stop();
     this.consumerStates.clear();
-    this.deliveries.close();
+    this.deliveries.close(); // what is already queued still drains
   }
 
   /** Leave (if joined) and close the connection. */

@@ -581,11 +581,11 @@ export class Connector implements ControlHandler {
       this.removeLocalFiles();
       await this.activation?.catch(() => undefined);
       await this.presenceChain;
-      // Endpoint.leave() stops every consumer (and writes the offline record); the flush puts
-      // the unsubscribes on the server before the naks below.
-      await this.ep.leave().catch((err) => this.log.warn({ err }, "leaving the mesh failed"));
+      // Stop pulling first; the flush puts the unsubscribes on the server before the naks below,
+      // so returned mail goes to the next incarnation. Then hand it back, then leave (offline).
+      this.ep.stopConsuming();
       await this.ep.nc.flush().catch(() => undefined);
-      await this.consuming?.catch(() => undefined);
+      await this.consuming?.catch(() => undefined); // what was already delivered is in the inbox
       const ids = this.inbox.durableIds();
       if (ids.length && this.returnedFile) {
         try {
@@ -598,6 +598,7 @@ export class Connector implements ControlHandler {
       }
       const returned = this.inbox.returnAll();
       if (returned) this.log.info({ returned }, "held mail returned to the broker");
+      await this.ep.leave().catch((err) => this.log.warn({ err }, "leaving the mesh failed"));
       await this.ep.close().catch((err) => this.log.warn({ err }, "closing the mesh connection failed"));
       for (const s of this.servers) await s.close().catch(() => undefined);
     })();
