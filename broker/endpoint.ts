@@ -375,6 +375,21 @@ export class Endpoint {
         view.stop();
         throw err;
       }
+      // Static meshes: someone who appears after the snapshot shows a role only once the mesh
+      // service said which role their credential holds.
+      const asking = new Set<string>();
+      const verify = () => {
+        for (const id of view.unverifiedRoles()) {
+          if (asking.has(id)) continue;
+          asking.add(id);
+          void this.mesh<LookupReply>("lookup", { name: id })
+            .then((r) => r.registeredRole !== undefined && view.setRegisteredRole(id, r.registeredRole))
+            .catch((err) => this.log.debug({ err, id }, "could not look up a registered role"))
+            .finally(() => asking.delete(id));
+        }
+      };
+      view.onChange(verify);
+      verify();
       this.rosterView = view;
     }
     return this.rosterView;

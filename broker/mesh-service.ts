@@ -121,6 +121,8 @@ export interface RegisterReply {
 export interface LookupReply {
   principal: string;
   dm: boolean;
+  /** Static meshes: the role its credential holds (null: none). */
+  registeredRole?: string | null;
 }
 
 /** The credential does not hold the role it asked to register. */
@@ -192,7 +194,7 @@ export class MeshService {
         lookup: (args) => svc.lookup(parsePrincipal(parseArgs(z.object({ name: z.string().min(1).max(200) }), args, "lookup arguments").name)),
         join: (args, caller) => svc.join(caller, parseArgs(z.object({ channel: ChannelName }), args, "join arguments").channel),
         leave: (args, caller) => svc.leave(caller, parseArgs(z.object({ channel: ChannelName }), args, "leave arguments").channel),
-        roster: async () => svc.rosterSnapshot(),
+        roster: () => svc.rosterSnapshot(),
         history: (args, caller) => svc.history(caller, parseArgs(HistoryArgs, args, "history arguments")),
         channels: async () => svc.channels(),
         mint: (args, caller) =>
@@ -263,7 +265,7 @@ export class MeshService {
   /** Whether `who` has a DM inbox; the members bucket itself stays private to this service. */
   async lookup(who: Principal): Promise<LookupReply> {
     const e = await this.members.get(memberKeys.dm(who));
-    return { principal: principalId(who), dm: !!e && e.operation === "PUT" };
+    return { principal: principalId(who), dm: !!e && e.operation === "PUT", ...(this.opts.auth ? { registeredRole: await this.registeredRole(who) } : {}) };
   }
 
   /** Create a durable channel membership from the join watermark; idempotent. */
@@ -303,8 +305,16 @@ export class MeshService {
   }
 
   /** The roster as this service sees it (endpoints load it, then follow live writes). */
-  rosterSnapshot(): RosterSnapshotItem[] {
-    return this.roster.snapshot();
+  async rosterSnapshot(): Promise<RosterSnapshotItem[]> {
+    const items = this.roster.snapshot();
+    if (!this.opts.auth) return items;
+    // Static meshes: the role each credential holds, so no card can claim another.
+    return Promise.all(items.map(async (i) => ({ ...i, registeredRole: await this.registeredRole(parsePrincipal(i.id)) })));
+  }
+
+  /** The role `who`'s credential holds; null for none (and for Cotal's own service identities). */
+  private async registeredRole(who: Principal): Promise<string | null> {
+    return (await this.identities.get(who).catch(() => undefined))?.role ?? null;
   }
 
   /**

@@ -24,10 +24,21 @@ export interface RosterSnapshotItem {
   presence: Presence;
   ageMs: number;
   deleted: boolean;
+  /**
+   * Static meshes: the role the identity's credential holds (null: none). When a snapshot carries
+   * it, the roster shows only registered roles, never the role a card claims for itself.
+   */
+  registeredRole?: string | null;
 }
 
 /** A snapshot item off the wire; its presence is validated by Roster.update like any record. */
-const SnapshotItem = z.object({ id: z.string(), presence: z.unknown(), ageMs: z.number().nonnegative(), deleted: z.boolean() });
+const SnapshotItem = z.object({
+  id: z.string(),
+  presence: z.unknown(),
+  ageMs: z.number().nonnegative(),
+  deleted: z.boolean(),
+  registeredRole: z.string().nullable().optional(),
+});
 
 /**
  * A live view of presence. A key older than the liveness window, deleted, or written as
@@ -41,6 +52,8 @@ export class Roster {
   private readonly listeners = new Set<(entries: RosterEntry[]) => void>();
   private readonly stops: Array<() => void> = [];
   private lastOnline = new Set<string>();
+  /** Registered roles (static meshes), once a snapshot said roles are verified; null: none. */
+  private registeredRoles: Map<string, string | null> | undefined;
 
   constructor(
     private readonly log: Logger,
@@ -101,9 +114,28 @@ export class Roster {
         this.log.warn({ issues: describeIssues(i.error).slice(0, 5) }, "dropped a malformed roster snapshot item");
         continue;
       }
+      if (i.data.registeredRole !== undefined) this.setRegisteredRole(i.data.id, i.data.registeredRole);
       this.update(i.data.id, i.data.presence, now - i.data.ageMs);
       if (i.data.deleted) this.remove(i.data.id);
     }
+  }
+
+  /** Record the role `id`'s credential holds (null: none); from then on, only registered roles show. */
+  setRegisteredRole(id: string, role: string | null): void {
+    (this.registeredRoles ??= new Map()).set(id, role);
+    this.emit();
+  }
+
+  /** Ids seen whose registered role is not known yet (empty where roles are not verified). */
+  unverifiedRoles(): string[] {
+    const known = this.registeredRoles;
+    return known ? [...this.records.keys()].filter((id) => !known.has(id)) : [];
+  }
+
+  /** The role to show: the registered one where roles are verified, else the card's. */
+  private roleOf(id: string, card: Presence["card"]): string | undefined {
+    if (!this.registeredRoles) return card.role;
+    return this.registeredRoles.get(id) ?? undefined;
   }
 
   /** The logger this view reports dropped records on. */
@@ -146,7 +178,7 @@ export class Roster {
         return {
           id,
           name: parsePrincipal(id).actor,
-          ...(r.presence.card.role ? { role: r.presence.card.role } : {}),
+          ...(this.roleOf(id, r.presence.card) ? { role: this.roleOf(id, r.presence.card)! } : {}),
           status,
           presence: r.presence,
           seenAt: r.seenAt,

@@ -63,7 +63,7 @@ describe("a seat's mail across restarts, health checks and fresh hosts", () => {
     // the order it sent them (one connection's order is kept): the nak must come before "offline".
     const watcher = await m.rawConnection();
     const seen: string[] = [];
-    const acks = watcher.subscribe(`$JS.ACK.DM_${m.space}.dm_local-bob.>`, { callback: (_e, msg) => seen.push(`ack ${msg.string().split(" ")[0]}`) });
+    const acks = watcher.subscribe(`$JS.ACK.DM_${m.space}.dm_local-bob.>`, { callback: (_e, msg) => void seen.push(`ack ${msg.string().split(" ")[0]}`) });
     const presence = watcher.subscribe(`$KV.cotal_presence_${m.space}.local.bob`, {
       callback: (_e, msg) => void (msg.string().includes('"status":"offline"') && seen.push("offline")),
     });

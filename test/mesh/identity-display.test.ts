@@ -8,6 +8,7 @@ import { chatSubject, dmSubject, encodeMessage, localPrincipal, names, type Cota
 import { collect } from "../harness/deliveries.js";
 import { expect, test, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
+import { meshMode } from "../harness/mesh-mode.js";
 
 let mesh: TestMesh | undefined;
 afterEach(async () => {
@@ -94,5 +95,31 @@ describe("the verified identity is what is shown", () => {
     const erinView = await erin.roster();
     expect(erinView.entries().map((e) => e.name)).toEqual(["alice", "bob", "carol", "erin"]);
     expect(erinView.get("local.alice")?.status).toBe("working");
+  });
+
+  test("a role shown on the roster is the one the credential holds, never one a card claims", async ({ nats }) => {
+    mesh = await TestMesh.start(nats, "roles");
+    const mallory = await mesh.joined("mallory", { heartbeatMs: 600_000 });
+    await mesh.joined("rita", { role: "reviewer" });
+    const bob = await mesh.joined("bob");
+    const roster = await bob.roster();
+    await until(() => roster.entries().length === 3, 5_000, "bob sees three peers");
+    expect(roster.get("local.rita")?.role).toBe("reviewer");
+    // mallory holds no role but writes one into her own card (all she may write).
+    const kv = await new Kvm(mallory.nc).open(names.presenceBucket(mesh.space), { bindOnly: true });
+    const card = { id: "local.mallory", name: "mallory", role: "mesh_admin", tags: [], meta: {} };
+    await kv.put("local.mallory", JSON.stringify({ card, status: "working", attention: "open", channels: [], channelModes: {}, ts: Date.now() }));
+    await until(() => roster.get("local.mallory")?.status === "working", 5_000, "bob sees mallory's claim");
+    // A late joiner's view (fed by the mesh service's snapshot) says the same.
+    const late = await (await mesh.joined("late")).roster();
+    await until(() => late.get("local.mallory")?.status === "working", 5_000, "the late joiner sees mallory");
+    if (meshMode() === "static") {
+      expect(roster.get("local.mallory")?.role, "a claimed role is not shown").toBeUndefined();
+      expect(late.get("local.mallory")?.role).toBeUndefined();
+      expect(late.get("local.rita")?.role).toBe("reviewer");
+    } else {
+      // An open mesh verifies nothing: the card's role is all there is.
+      expect(roster.get("local.mallory")?.role).toBe("mesh_admin");
+    }
   });
 });
