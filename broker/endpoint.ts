@@ -119,6 +119,8 @@ export interface PresencePatch {
   activity?: string | null;
   attention?: Attention;
   channelModes?: Record<string, ChannelMode>;
+  /** Directed messages held for the agent and not yet handed over (shown on the roster). */
+  unread?: number;
 }
 
 interface ChannelMembership {
@@ -339,6 +341,7 @@ export class Endpoint {
       if (patch.activity === null) delete next.activity;
       else next.activity = patch.activity;
     }
+    if (patch.unread !== undefined) next.unread = patch.unread;
     this.presenceState = next;
     if (this.joined || next.status === "offline") await this.writePresence();
   }

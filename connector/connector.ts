@@ -337,10 +337,7 @@ export class Connector implements ControlHandler {
     const n = this.unread();
     if (n === this.publishedUnread) return;
     this.publishedUnread = n;
-    // The broker's PresencePatch has no `unread` field yet: the count rides on the endpoint's
-    // current presence state, which setPresence copies into every write (and every heartbeat).
-    (this.ep.presence as { unread?: number }).unread = n;
-    void this.setPresence({});
+    void this.setPresence({ unread: n });
   }
 
   private readonly classifier: Classifier = (mail) => {
