@@ -165,8 +165,13 @@ export async function connectMesh(addr: MeshAddress): Promise<NatsConnection> {
   }
 }
 
+/** The principal id a `.creds` file was minted for (undefined: no file, or not a Cotal credential). */
+export function credsFileOwner(creds: string | undefined): string | undefined {
+  return creds ? credsPrincipal(readFileSync(creds)) : undefined;
+}
+
 /** Who a connection made with `creds` is on the control rail: the credential's principal, else the host's CLI. */
 export function credsCaller(creds: string | undefined): Principal {
-  const id = creds ? credsPrincipal(readFileSync(creds)) : undefined;
+  const id = credsFileOwner(creds);
   return id ? parsePrincipal(id) : SERVICE_PRINCIPALS.cli;
 }

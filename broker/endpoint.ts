@@ -34,7 +34,7 @@ import { jetStreamConnection, JS_OPTIONS } from "./js-access.js";
 import { callControl } from "./control.js";
 import { DeliveryQueue, IdLedger, type Delivery, type DeliverySource } from "./delivery.js";
 import { ConsumerLostError, JoinFailedError, NotJoinedError, PermissionDeniedError, StorageLimitError, UnknownMentionError } from "./errors.js";
-import { verifiedName, type HistoryItem, type HistoryQuery } from "./history.js";
+import { collectHistory, verifiedName, type HistoryItem, type HistoryQuery } from "./history.js";
 import { isStorageRefusal, isTransientPublishError, permissionViolation } from "./js-errors.js";
 import { logger, type Logger } from "./log.js";
 import { MESH_ENDPOINT, type HistoryPage, type JoinReply, type LookupReply, type RegisterReply } from "./mesh-service.js";
@@ -602,19 +602,8 @@ export class Endpoint {
    * History is served by the mesh service (which enforces read scope), page by page. With
    * `limit`, later pages run to the current end, so the newest N are kept at the end.
    */
-  private async readHistory(channel: string, q: HistoryQuery): Promise<HistoryItem[]> {
-    const out: HistoryItem[] = [];
-    let page = await this.mesh<HistoryPage>("history", { channel, ...q });
-    out.push(...page.items);
-    while (page.more && page.nextAfterSeq !== undefined) {
-      page = await this.mesh<HistoryPage>("history", {
-        channel,
-        afterSeq: page.nextAfterSeq,
-        ...(q.beforeSeq !== undefined ? { beforeSeq: q.beforeSeq } : {}),
-      });
-      out.push(...page.items);
-    }
-    return q.limit !== undefined ? out.slice(-q.limit) : out;
+  private readHistory(channel: string, q: HistoryQuery): Promise<HistoryItem[]> {
+    return collectHistory(channel, q, (args) => this.mesh<HistoryPage>("history", args));
   }
 
   // ---- receiving -----------------------------------------------------------------------

@@ -236,24 +236,17 @@ export function verifiedName(message: CotalMessage, from: Principal): CotalMessa
 export const HISTORY_PAGE_BOUNDS: HistoryPageBounds = { maxBytes: 768 * 1024, maxItems: 1_000 };
 
 /**
- * Read a channel's stored posts page by page, oldest first, until the query is exhausted (so
- * memory grows with the result: the mesh service serves one page per call instead). `limit`
- * keeps the newest N.
+ * A channel's posts, oldest first, collected page by page from `page` (the mesh service's
+ * `history` command, which enforces read scope and bounds each page). The first page positions
+ * the query; later ones continue after it up to `beforeSeq`. `limit` keeps the newest N.
  */
-export async function readHistory(
-  js: JetStreamClient,
-  space: string,
-  channel: string,
-  q: HistoryQuery,
-  log: Logger,
-  bounds: HistoryPageBounds = HISTORY_PAGE_BOUNDS,
-): Promise<HistoryItem[]> {
+export async function collectHistory(channel: string, q: HistoryQuery, page: (args: Record<string, unknown>) => Promise<HistoryPage>): Promise<HistoryItem[]> {
   const out: HistoryItem[] = [];
-  let page = await readHistoryPage(js, space, channel, q, bounds, log);
-  out.push(...page.items);
-  while (page.more && page.nextAfterSeq !== undefined) {
-    page = await readHistoryPage(js, space, channel, { afterSeq: page.nextAfterSeq, ...(q.beforeSeq !== undefined ? { beforeSeq: q.beforeSeq } : {}) }, bounds, log);
-    out.push(...page.items);
+  let p = await page({ channel, ...q });
+  out.push(...p.items);
+  while (p.more && p.nextAfterSeq !== undefined) {
+    p = await page({ channel, afterSeq: p.nextAfterSeq, ...(q.beforeSeq !== undefined ? { beforeSeq: q.beforeSeq } : {}) });
+    out.push(...p.items);
   }
   return q.limit !== undefined ? out.slice(-q.limit) : out;
 }

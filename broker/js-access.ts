@@ -1,8 +1,7 @@
-import { readFileSync } from "node:fs";
 import { TimeoutError, type Msg, type NatsConnection, type Payload, type RequestOptions } from "@nats-io/transport-node";
 import { JS_API, principalId } from "../schemas/index.js";
 import { SERVICE_PRINCIPALS } from "./auth/permissions.js";
-import { credsPrincipal } from "./connect.js";
+import { credsFileOwner } from "./connect.js";
 
 /** JetStream handles for a connection: never probe `$JS.API.INFO` (clients may not call it). */
 export const JS_OPTIONS = { checkAPI: false } as const;
@@ -23,7 +22,7 @@ const NOT_ENABLED = 10039;
  * wildcard import crashes the server.
  */
 export function jetStreamConnection(nc: NatsConnection, creds: string | undefined): NatsConnection {
-  const who = creds ? credsPrincipal(readFileSync(creds)) : undefined;
+  const who = credsFileOwner(creds);
   if (who === undefined || who === principalId(SERVICE_PRINCIPALS.mesh)) return nc; // open mesh or data account
   return new Proxy(nc, {
     get(target, prop) {

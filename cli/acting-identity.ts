@@ -1,5 +1,4 @@
-import { readFileSync } from "node:fs";
-import { credsPrincipal, SERVICE_PRINCIPALS } from "../broker/index.js";
+import { credsFileOwner, SERVICE_PRINCIPALS } from "../broker/index.js";
 import { parsePrincipal, principalId } from "../schemas/index.js";
 import type { MeshTarget } from "./context.js";
 import { UsageError } from "./errors.js";
@@ -19,7 +18,7 @@ export interface ActingIdentity {
  * open mesh (no credentials) nothing is verified: `--as` or the OS user name, as given.
  */
 export function actingIdentity(target: MeshTarget, as: string | undefined, impersonate: boolean | undefined): ActingIdentity {
-  const owner = target.creds ? credsPrincipal(readFileSync(target.creds)) : undefined;
+  const owner = credsFileOwner(target.creds);
   if (owner === undefined) {
     if (impersonate) throw new UsageError("--impersonate needs a credential: an open mesh verifies no names.", { remedy: "Leave --impersonate out." });
     return { name: as ?? defaultActorName() };

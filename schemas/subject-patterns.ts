@@ -42,14 +42,14 @@ export const patterns = {
   presenceAll: (space: string) => `$KV.${names.presenceBucket(space)}.>`,
   /** Every key of a bucket, as KV write subjects. */
   bucketKeys: (bucket: string) => `$KV.${bucket}.>`,
-  /** Reading one message of a bucket's stream by key, through JetStream API prefix `api`. */
-  bucketGet: (bucket: string, api = JS_API) => `${api}.STREAM.MSG.GET.KV_${bucket}`,
+  /** Reading one message of a bucket's stream by key. */
+  bucketGet: (bucket: string) => `${JS_API}.STREAM.MSG.GET.KV_${bucket}`,
   /** The reply inbox of one identity: nobody may read another's replies (or its pulls). */
   inbox: (p: Principal) => `_INBOX.${who(p)}.>`,
   /** Binding one durable: its info, its pulls and its acks (never create or delete). */
-  bindDurable: (stream: string, durable: string, api = JS_API) => [
-    `${api}.CONSUMER.INFO.${stream}.${durable}`,
-    `${api}.CONSUMER.MSG.NEXT.${stream}.${durable}`,
+  bindDurable: (stream: string, durable: string) => [
+    `${JS_API}.CONSUMER.INFO.${stream}.${durable}`,
+    `${JS_API}.CONSUMER.MSG.NEXT.${stream}.${durable}`,
     `$JS.ACK.${stream}.${durable}.>`,
   ],
 };

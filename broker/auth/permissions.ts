@@ -1,5 +1,5 @@
 import type { Permissions } from "@nats-io/jwt";
-import { assertChannel, durables, JS_API, names, patterns, type Principal } from "../../schemas/index.js";
+import { assertChannel, durables, filters, JS_API, names, patterns, type Principal } from "../../schemas/index.js";
 
 /** Credential profiles (DESIGN §13). */
 export const PROFILES = ["agent", "observer", "admin", "mesh", "cli", "manager"] as const;
@@ -99,7 +99,7 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
       return {
         pub: {
           allow: [
-            `${patterns.space(space).slice(0, -1)}seat.>`,
+            filters.kind(space, "seat"),
             patterns.callAs(space, MESH, "register", who),
             ...meshReads(space, who),
             patterns.bucketKeys(names.managersBucket(space)),

@@ -1,5 +1,5 @@
 import type { Export, Import } from "@nats-io/jwt";
-import { assertToken, JS_API, names, ROOT } from "../../schemas/index.js";
+import { JS_API, names, patterns } from "../../schemas/index.js";
 
 /**
  * The account layout of one space in static mode (docs/security.md, "Account isolation").
@@ -37,7 +37,7 @@ export function clientServices(space: string): ServiceSubject[] {
   return [
     // Posts, DMs, anycasts, the seat log and the control rail: the stream stores, the mesh
     // service answers; both answer on the import's private reply.
-    { name: "cotal", subject: `${ROOT}.${assertToken("space", "space", space)}.>` },
+    { name: "cotal", subject: patterns.space(space) },
     { name: "presence", subject: kv(names.presenceBucket(space)) },
     { name: "channels", subject: kv(names.channelsBucket(space)) },
     { name: "managers", subject: kv(names.managersBucket(space)) },

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { z } from "zod";
-import { callControl, credsCaller, MESH_ENDPOINT, type HistoryItem, type HistoryPage } from "../../broker/index.js";
+import { callControl, collectHistory, credsCaller, MESH_ENDPOINT, type HistoryPage } from "../../broker/index.js";
 import { messageText, principalId } from "../../schemas/index.js";
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
 import { senderLabel } from "../format.js";
@@ -37,17 +37,10 @@ export function registerHistory(program: Command): void {
     const target = resolveTarget(raw);
     // Through the mesh service, page by page: it enforces the credential's read scope, and no
     // client credential may create the consumer a direct read needs.
-    const items = await withSession(target, async (s) => {
+    const items = await withSession(target, (s) => {
       const caller = credsCaller(target.creds);
-      const query = { channel: f.channel, ...(f.since !== undefined ? { sinceMs: Date.now() - f.since } : {}), limit: f.limit };
-      const out: HistoryItem[] = [];
-      let afterSeq: number | undefined;
-      for (;;) {
-        const page = await callControl<HistoryPage>(s.nc, target.space, MESH_ENDPOINT, "history", caller, { ...query, ...(afterSeq !== undefined ? { afterSeq } : {}) });
-        out.push(...page.items);
-        if (!page.more || page.nextAfterSeq === undefined) return out;
-        afterSeq = page.nextAfterSeq;
-      }
+      const query = { ...(f.since !== undefined ? { sinceMs: Date.now() - f.since } : {}), limit: f.limit };
+      return collectHistory(f.channel, query, (args) => callControl<HistoryPage>(s.nc, target.space, MESH_ENDPOINT, "history", caller, args));
     });
     if (f.json) {
       printJson(
