@@ -1,4 +1,4 @@
-import { Endpoint, isPermissionDenied, type EndpointOptions } from "../broker/index.js";
+import { Endpoint, type EndpointOptions } from "../broker/index.js";
 import type { MeshTarget } from "./context.js";
 import { MeshSession } from "./session.js";
 
@@ -9,11 +9,7 @@ import { MeshSession } from "./session.js";
  * such (exit 3) rather than as a raw JetStream error.
  */
 export async function connectAs(target: MeshTarget, name: string, extra: Partial<EndpointOptions> = {}): Promise<Endpoint> {
-  try {
-    const session = await MeshSession.open(target);
-    await session.close();
-  } catch (err) {
-    if (!isPermissionDenied(err)) throw err;
-  }
+  const session = await MeshSession.open(target);
+  await session.close();
   return Endpoint.connect({ ...extra, server: target.server, space: target.space, creds: target.creds, name });
 }

@@ -12,6 +12,7 @@ import {
   connectMesh,
   credsCaller,
   followPresence,
+  isPermissionDenied,
   isStreamNotFound,
   jetStreamConnection,
   JS_OPTIONS,
@@ -44,7 +45,7 @@ export class MeshSession {
   static async open(target: MeshTarget, requireSpace = true): Promise<MeshSession> {
     const nc = await connectMesh({ server: target.server, creds: target.creds, name: "cotal-cli" });
     try {
-      // A static mesh's clients account reaches JetStream only by import, under its own prefix.
+      // A static mesh's clients account reaches JetStream only by import (see jetStreamConnection).
       const jsnc = jetStreamConnection(nc, target.creds);
       const session = new MeshSession(target, nc, await jetstreamManager(jsnc, JS_OPTIONS), jetstream(jsnc, JS_OPTIONS), jsnc !== nc);
       if (requireSpace && !(await session.spaceExists())) throw new SpaceNotProvisionedError(target.space, target.server);
@@ -55,13 +56,18 @@ export class MeshSession {
     }
   }
 
-  /** Whether the space was provisioned on this server (its CHAT_ stream exists). */
+  /**
+   * Whether the space was provisioned on this server (its CHAT_ stream exists). A credential that
+   * may not look (an agent's, an observer's) cannot tell: then the mesh service's answers speak
+   * for the space, and this says yes.
+   */
   async spaceExists(): Promise<boolean> {
     try {
       await this.jsm.streams.info(names.chatStream(this.target.space));
       return true;
     } catch (err) {
       if (isStreamNotFound(err)) return false;
+      if (isPermissionDenied(err)) return true;
       throw err;
     }
   }

@@ -74,6 +74,13 @@ describe("a static mesh from the CLI", () => {
     ok(h);
     expect(JSON.stringify(h.json())).toContain("hello from alice");
     expect(JSON.stringify(h.json())).not.toContain("I am bob");
+    // alice reads history with her own credential, within her scope only (the mesh service serves it).
+    const mine = await cotal("history", "general", "--json", "--creds", minted.creds);
+    ok(mine);
+    expect(JSON.stringify(mine.json())).toContain("hello from alice");
+    const outside = await cotal("history", "secret", "--creds", minted.creds);
+    expect(outside.code).not.toBe(0);
+    expect(outside.stderr).toContain("Not allowed to read channel secret");
   });
 
   it("the operator speaks for a name only with --impersonate, and every view says so", async () => {
