@@ -74,3 +74,13 @@ export function isTransientPublishError(err: unknown): boolean {
 export function isPullStatus(err: unknown, code: number): boolean {
   return err instanceof JetStreamError && (err as { code?: unknown }).code === code;
 }
+
+/** A publish carrying `Nats-Expected-Last-Subject-Sequence` met a subject that moved on: the writer's view is stale. */
+export function isWrongLastSequence(err: unknown): boolean {
+  return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamWrongLastSequence;
+}
+
+/** A direct read asked for a message the stream does not hold (past the end, or deleted). */
+export function isNoMessageFound(err: unknown): boolean {
+  return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.NoMessageFound;
+}

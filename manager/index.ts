@@ -1,2 +1,5 @@
 /** Manager: spawns, supervises and fences seats. */
-export {};
+export * from "./errors.js";
+export * from "./lifecycle-uid.js";
+export * from "./seat-log.js";
+export * from "./seat-table.js";

@@ -10,15 +10,33 @@ const base = {
   manager: z.string().optional().describe("the manager instance that wrote it"),
 };
 
+/** The runtimes a manager can animate a seat with (DESIGN §10). */
+export const SeatRuntime = z.enum(["process", "tmux", "pty"]);
+export type SeatRuntime = z.infer<typeof SeatRuntime>;
+
+/** The agents a manager can launch. */
+export const SeatAgent = z.enum(["echo", "claude"]);
+export type SeatAgent = z.infer<typeof SeatAgent>;
+
 /** The manager's event-sourced seat history (SEATS_<space>, subject `…seat.<o>.<a>`). */
 export const SeatEvent = z
   .discriminatedUnion("type", [
-    z.object({ type: z.literal("requested"), ...base, persona: z.string().optional(), by: PrincipalId.optional() }),
-    z.object({ type: z.literal("launched"), ...base, pid: z.number().int().optional(), runtime: z.string() }),
+    z.object({
+      type: z.literal("requested"),
+      ...base,
+      agent: SeatAgent.default("claude"),
+      persona: z.string().optional(),
+      role: z.string().optional(),
+      by: PrincipalId.optional(),
+      requestId: z.string().optional().describe("the spawn request's id: the same id returns the first result"),
+    }),
+    z.object({ type: z.literal("launched"), ...base, pid: z.number().int().optional(), startTime: z.string().optional(), runtime: z.string() }),
     z.object({ type: z.literal("joined"), ...base }),
     z.object({ type: z.literal("exited"), ...base, code: z.number().int().nullable(), signal: z.string().nullable(), output: z.string().optional() }),
+    z.object({ type: z.literal("restarted"), ...base, reason: z.string() }),
     z.object({ type: z.literal("fenced"), ...base, reason: z.string() }),
     z.object({ type: z.literal("retired"), ...base, reason: z.string() }),
   ])
   .describe("One event of a seat's history.");
 export type SeatEvent = z.infer<typeof SeatEvent>;
+export type SeatEventInput = z.input<typeof SeatEvent>;

@@ -1,0 +1,60 @@
+// The seat log is the manager's fence (DESIGN §10): every append names the seat's last sequence,
+// so JetStream refuses a writer whose view is stale, and a restarted manager rebuilds its table
+// by replaying. Run with the operator's CLI credential on a static mesh (the manager's reach).
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { jetStreamConnection, logger } from "../../broker/index.js";
+import { newLifecycleUid, SeatLog, StaleSeatLogError, projectSeat } from "../../manager/index.js";
+import { TestMesh } from "../harness/mesh.js";
+
+let mesh: TestMesh;
+let log: SeatLog;
+beforeAll(async () => {
+  mesh = await TestMesh.startStatic("seats");
+  const nc = await mesh.rawConnection();
+  log = await SeatLog.open(jetStreamConnection(nc, mesh.cliCreds), mesh.space, logger("test"));
+});
+afterAll(async () => {
+  await mesh?.close();
+});
+
+const [U1, U2, U3, U9] = [newLifecycleUid(), newLifecycleUid(), newLifecycleUid(), newLifecycleUid()];
+const base = (seat: string, uid: string) => ({ seat, uid, epoch: 0, ts: Date.now(), manager: "m1" });
+
+describe("seat log", () => {
+  test("appends in order; a writer with a stale view is refused by JetStream", async () => {
+    const s1 = await log.append({ type: "requested", ...base("local.alice", U1), agent: "echo" }, 0);
+    const s2 = await log.append({ type: "launched", ...base("local.alice", U1), runtime: "process", pid: 42 }, s1);
+    // A second writer still believing the log ends at s1 (a zombie manager) is fenced.
+    const stale = await log.append({ type: "retired", ...base("local.alice", U1), reason: "zombie" }, s1).catch((e: unknown) => e);
+    expect(stale).toBeInstanceOf(StaleSeatLogError);
+    expect((stale as StaleSeatLogError).code).toBe("stale-seat-log");
+    // So is one that thinks the seat has no history at all.
+    await expect(log.append({ type: "requested", ...base("local.alice", U9), agent: "echo" }, 0)).rejects.toBeInstanceOf(StaleSeatLogError);
+    // Another seat's log is independent.
+    await log.append({ type: "requested", ...base("local.bob", U2), agent: "claude" }, 0);
+    const s3 = await log.append({ type: "joined", ...base("local.alice", U1) }, s2);
+
+    const table = await log.replay();
+    expect([...table.keys()].sort()).toEqual(["local.alice", "local.bob"]);
+    const alice = projectSeat(table.get("local.alice")!)!;
+    expect(alice).toMatchObject({ state: "joined", uid: U1, runtime: "process", pid: 42, agent: "echo", lastSeq: s3 });
+    expect(projectSeat(table.get("local.bob")!)).toMatchObject({ state: "requested", agent: "claude" });
+  });
+
+  test("a record that is not a seat event is skipped on replay, not fatal", async () => {
+    const nc = await mesh.rawConnection();
+    await jetStreamConnection(nc, mesh.cliCreds).request(`cotal.${mesh.space}.seat.local.junk`, new TextEncoder().encode("{not json"), { timeout: 5_000 });
+    const table = await log.replay();
+    expect(table.has("local.junk")).toBe(false);
+    expect(table.has("local.alice")).toBe(true);
+  });
+
+  test("events of an older incarnation do not move the new one", async () => {
+    const t = await log.replay();
+    const last = t.get("local.bob")!.lastSeq;
+    const s = await log.append({ type: "requested", ...base("local.bob", U3), agent: "echo" }, last);
+    const s2 = await log.append({ type: "exited", ...base("local.bob", U2), code: 1, signal: null }, s);
+    const bob = projectSeat((await log.replay()).get("local.bob")!)!;
+    expect(bob).toMatchObject({ uid: U3, state: "requested", lastSeq: s2 });
+  });
+});
