@@ -5,6 +5,7 @@ import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import {
   AgentCard,
   anycastSubject,
+  COTAL_PROTOCOL_VERSION,
   assertChannel,
   assertToken,
   chatSubject,
@@ -19,13 +20,15 @@ import {
   principalId,
   type Attention,
   type ChannelClass,
+  type CardKind,
   type ChannelMode,
-  type ConditionCode,
+  type Condition,
   type CotalMessage,
   type Part,
   type Presence,
   type PresenceStatus,
   type Principal,
+  type Skill,
 } from "../schemas/index.js";
 import { inboxPrefix } from "./auth/permissions.js";
 import { ChannelRegistry } from "./channel-registry.js";
@@ -53,7 +56,13 @@ export interface EndpointOptions extends MeshAddress {
   role?: string;
   description?: string;
   tags?: string[];
+  /** Card `meta`: free-form facts; use the reserved keys (RESERVED_META_KEYS) for what they name. */
   meta?: Record<string, string>;
+  /** Card kind: `agent` for a model-driven seat, `endpoint` (the default) for any other program. */
+  kind?: CardKind;
+  skills?: Skill[];
+  /** The seat incarnation, written in presence as `lifecycleUid`. */
+  lifecycleUid?: string;
   /** Presence heartbeat period, ms (default 2 000). */
   heartbeatMs?: number;
   /** How long a send keeps retrying an unacknowledged publish, ms (default 30 000). */
@@ -112,16 +121,26 @@ export interface Receipt {
   text: string;
 }
 
-/** Live presence fields an endpoint may change. */
+/**
+ * Live presence fields an endpoint may change. `statusSince` moves when status or activity
+ * changes, `activitySince` when activity changes; a heartbeat moves neither.
+ */
 export interface PresencePatch {
   status?: PresenceStatus;
-  condition?: ConditionCode | null;
+  /** Set (its `since` defaults to now, or stays when the code is unchanged) or clear (null). */
+  condition?: Condition | null;
   activity?: string | null;
   attention?: Attention;
+  /** Per channel; `normal` removes the channel from the record (absent means normal on the wire). */
   channelModes?: Record<string, ChannelMode>;
   /** Directed messages held for the agent and not yet handed over (shown on the roster). */
   unread?: number;
+  /** Real progress happened now (a prompt, a tool call, a finished turn): moves `activeAt`. */
+  active?: boolean;
 }
+
+/** The presence fields an endpoint keeps between heartbeats. */
+export type PresenceState = Omit<Presence, "ts" | "card" | "channels" | "since">;
 
 interface ChannelMembership {
   channel: string;
@@ -157,7 +176,7 @@ export class Endpoint {
   private readonly refusedSubjects = new Map<string, PermissionDeniedError>();
   /** Recipients whose inbox exists (an inbox, once created, stays): saves a lookup per DM. */
   private readonly registered = new Set<string>();
-  private presenceState: Omit<Presence, "ts" | "card" | "channels"> = { status: "idle", attention: "open", channelModes: {} };
+  private presenceState: PresenceState = { status: "idle", attention: "open", channelModes: {} };
   private card: AgentCard;
   private since = Date.now();
 
@@ -180,10 +199,15 @@ export class Endpoint {
     this.card = AgentCard.parse({
       id: this.id,
       name: opts.name,
+      kind: opts.kind ?? "endpoint",
+      owner: this.me.owner,
+      actor: this.me.actor,
       ...(opts.role ? { role: opts.role } : {}),
       ...(opts.description ? { description: opts.description } : {}),
       tags: opts.tags ?? [],
+      ...(opts.skills?.length ? { skills: opts.skills } : {}),
       meta: { ...opts.meta, ...(opts.impersonatedBy ? { sentBy: opts.impersonatedBy } : {}) },
+      protocolVersion: COTAL_PROTOCOL_VERSION,
     });
   }
 
@@ -246,6 +270,7 @@ export class Endpoint {
       const reply = await this.mesh<RegisterReply>("register", roleArgs);
       this.joined = true;
       this.since = Date.now();
+      this.presenceState = { ...this.presenceState, statusSince: this.since };
       step = "writing presence";
       await this.writePresence();
       const beat = setInterval(() => void this.writePresence().catch((err) => this.log.warn({ err }, "presence write failed")), this.opts.heartbeatMs ?? PRESENCE.heartbeatMs);
@@ -302,7 +327,7 @@ export class Endpoint {
     this.joined = false;
     this.registration = undefined;
     if (this.heartbeat) clearInterval(this.heartbeat);
-    this.presenceState = { ...this.presenceState, status: "offline" };
+    this.presenceState = { ...this.presenceState, status: "offline", statusSince: Date.now() };
     await this.writePresence().catch((err) => this.log.warn({ err }, "final presence write failed"));
     this.deliveries.close();
   }
@@ -329,21 +354,18 @@ export class Endpoint {
 
   /** Update this endpoint's presence (written at once and on every heartbeat). */
   async setPresence(patch: PresencePatch): Promise<void> {
-    const next = { ...this.presenceState };
-    if (patch.status) next.status = patch.status;
-    if (patch.attention) next.attention = patch.attention;
-    if (patch.channelModes) next.channelModes = { ...next.channelModes, ...patch.channelModes };
-    if (patch.condition !== undefined) {
-      if (patch.condition === null) delete next.condition;
-      else next.condition = patch.condition;
-    }
-    if (patch.activity !== undefined) {
-      if (patch.activity === null) delete next.activity;
-      else next.activity = patch.activity;
-    }
-    if (patch.unread !== undefined) next.unread = patch.unread;
-    this.presenceState = next;
-    if (this.joined || next.status === "offline") await this.writePresence();
+    this.presenceState = nextPresence(this.presenceState, patch, Date.now());
+    if (this.joined || this.presenceState.status === "offline") await this.writePresence();
+  }
+
+  /** The card's `meta` as written. */
+  get cardMeta(): Readonly<Record<string, string>> {
+    return this.card.meta;
+  }
+
+  /** Add facts to the card's `meta` (e.g. `sessionId` once a session is known); written with the next heartbeat. */
+  setCardMeta(meta: Record<string, string>): void {
+    this.card = AgentCard.parse({ ...this.card, meta: { ...this.card.meta, ...meta } });
   }
 
   /** This endpoint's current presence fields. */
@@ -355,7 +377,8 @@ export class Endpoint {
     const record: Presence = {
       card: this.card,
       ...this.presenceState,
-      ...(status ? { status } : {}),
+      ...(status && status !== this.presenceState.status ? { status, statusSince: Date.now() } : {}),
+      ...(this.opts.lifecycleUid ? { lifecycleUid: this.opts.lifecycleUid } : {}),
       channels: [...this.memberships.keys()],
       ts: Date.now(),
       since: this.since,
@@ -467,11 +490,11 @@ export class Endpoint {
   private envelope(address: Pick<CotalMessage, "channel" | "to" | "toService">, content: Content, opts: SendOptions): CotalMessage {
     return {
       id: opts.id ?? randomUUID(),
-      ts: new Date().toISOString(),
+      ts: Date.now(),
       space: this.space,
       from: { id: this.id, name: this.opts.name, ...(this.opts.role ? { role: this.opts.role } : {}) },
       ...address,
-      ...(opts.mentions?.length ? { mentions: opts.mentions } : {}),
+      ...(opts.mentions?.length ? { mentions: opts.mentions.map((n) => n.toLowerCase()) } : {}),
       parts: typeof content === "string" ? [{ kind: "text", text: content }] : content,
       ...(opts.replyTo ? { replyTo: opts.replyTo } : {}),
       ...(opts.contextId ? { contextId: opts.contextId } : {}),
@@ -767,4 +790,39 @@ export class Endpoint {
     if (!jsMsg) ledger.settle(id);
     this.deliveries.push(delivery);
   }
+}
+
+/**
+ * Apply a presence patch at `now`. statusSince moves only when status or activity changes,
+ * activitySince only when activity changes, activeAt only on `active`; a condition keeps its
+ * `since` while its code stays; channel mode `normal` leaves the record (absent means normal).
+ */
+export function nextPresence(prev: PresenceState, patch: PresencePatch, now: number): PresenceState {
+  const next: PresenceState = { ...prev, channelModes: { ...prev.channelModes } };
+  const statusChanged = patch.status !== undefined && patch.status !== prev.status;
+  const activityChanged = patch.activity !== undefined && (patch.activity ?? undefined) !== prev.activity;
+  if (patch.status) next.status = patch.status;
+  if (patch.attention) next.attention = patch.attention;
+  for (const [ch, mode] of Object.entries(patch.channelModes ?? {})) {
+    if (mode === "normal") delete next.channelModes[ch];
+    else next.channelModes[ch] = mode;
+  }
+  if (patch.condition === null) delete next.condition;
+  else if (patch.condition) {
+    const since = patch.condition.since ?? (prev.condition?.code === patch.condition.code ? prev.condition.since : undefined) ?? now;
+    next.condition = { ...patch.condition, since };
+  }
+  if (activityChanged) {
+    if (patch.activity) {
+      next.activity = patch.activity;
+      next.activitySince = now;
+    } else {
+      delete next.activity;
+      delete next.activitySince;
+    }
+  }
+  if (statusChanged || activityChanged) next.statusSince = now;
+  if (patch.unread !== undefined) next.unread = patch.unread;
+  if (patch.active) next.activeAt = now;
+  return next;
 }

@@ -50,6 +50,7 @@ export interface RosterRow {
   name: string;
   role?: string;
   status: string;
+  /** The condition's code (e.g. `rate_limit`), while one is set. */
   condition?: string;
   activity?: string;
   attention: string;
@@ -66,7 +67,7 @@ export function rosterJson(e: RosterEntry, now = Date.now()): RosterRow {
     name: e.name,
     ...(e.role ? { role: e.role } : {}),
     status: e.status,
-    ...(e.presence.condition ? { condition: e.presence.condition } : {}),
+    ...(e.presence.condition ? { condition: e.presence.condition.code } : {}),
     ...(e.presence.activity ? { activity: e.presence.activity } : {}),
     attention: e.presence.attention,
     channels: e.presence.channels,

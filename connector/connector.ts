@@ -152,14 +152,15 @@ export class Connector implements ControlHandler {
         ...(launch.creds ? { creds: launch.creds } : {}),
         ...(launch.description ? { description: launch.description } : {}),
         ...(launch.tags ? { tags: launch.tags } : {}),
+        kind: "agent",
         meta: {
           ...(launch.meta ?? {}),
-          kind: "claude-code",
+          connector: "claude-code",
           host: os.hostname(),
           cwd: process.cwd(),
           pid: String(process.pid),
-          ...(launch.uid ? { uid: launch.uid } : {}),
         },
+        ...(launch.uid ? { lifecycleUid: launch.uid } : {}),
         ...(opts.heartbeatMs ? { heartbeatMs: opts.heartbeatMs } : {}),
       });
       c = new Connector(launch, ep, control, token, opts);
@@ -417,7 +418,7 @@ export class Connector implements ControlHandler {
       status: p.status,
       attention: this.attention,
       ...(p.activity ? { activity: p.activity } : {}),
-      ...(p.condition ? { condition: p.condition } : {}),
+      ...(p.condition ? { condition: p.condition.code } : {}),
       channels: this.ep.joinedChannels(),
       channelModes: Object.fromEntries(this.modes),
       inbox: this.inbox.counts(),
@@ -451,6 +452,7 @@ export class Connector implements ControlHandler {
       return { reply: {} };
     }
     const payload = HookPayload.parse({ ...req.payload, hook_event_name: event });
+    if (payload.session_id && this.ep.cardMeta.sessionId !== payload.session_id) this.ep.setCardMeta({ sessionId: payload.session_id.slice(0, 200) });
     const { patch, turnOpen } = presenceFromHook(event, payload, this.turn);
     this.turn.turnOpen = turnOpen;
     if (event === "SessionStart") {

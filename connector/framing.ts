@@ -22,8 +22,8 @@ export interface FrameInput {
   toRole?: string;
   channel?: string;
   id: string;
-  /** Send time as the sender stamped it (ISO 8601). */
-  ts: string;
+  /** Send time as the sender stamped it (epoch ms; shown as ISO 8601). */
+  ts: number;
   parts: readonly Part[];
   /** The agent may have seen it already (a redelivery, or a hand-over that was not confirmed). */
   possibleRepeat?: boolean;
@@ -102,21 +102,27 @@ function describePart(p: Part): string[] {
     case "text":
       return neutralizeText((p as { text: string }).text);
     case "data": {
-      const d = p as { data: unknown; mimeType?: string };
-      const mime = d.mimeType ? ` ${neutralizeInline(d.mimeType, 80)}` : "";
-      return [`(data${mime}) ${neutralizeInline(JSON.stringify(d.data) ?? "null", 100_000)}`];
+      const d = p as { data: unknown; mediaType?: string };
+      const media = d.mediaType ? ` ${neutralizeInline(d.mediaType, 80)}` : "";
+      return [`(data${media}) ${neutralizeInline(JSON.stringify(d.data) ?? "null", 100_000)}`];
     }
     case "artifact": {
-      const a = p as { sha256: string; size: number; name?: string; mimeType?: string; bucket?: string };
-      const name = a.name ? `${neutralizeInline(a.name, 120)}, ` : "";
+      const a = p as { name: string; mediaType: string; size: number; digest: string; bucket?: string };
       const where = a.bucket ? `, in ${neutralizeInline(a.bucket, 120)}` : "";
-      return [`(artifact ${name}${a.size} bytes, sha256 ${neutralizeInline(a.sha256, 64)}${where})`];
+      return [`(artifact ${neutralizeInline(a.name, 120)}, ${neutralizeInline(a.mediaType, 80)}, ${a.size} bytes, ${neutralizeInline(a.digest, 71)}${where})`];
     }
     default: {
-      const size = Buffer.byteLength(JSON.stringify((p as { data?: unknown }).data ?? null));
-      return [`(extension ${neutralizeInline(p.kind, 80)}, ${size} bytes of data)`];
+      const { kind, ...fields } = p;
+      const size = Buffer.byteLength(JSON.stringify(fields));
+      return [`(extension ${neutralizeInline(kind, 80)}, ${size} bytes of fields)`];
     }
   }
+}
+
+/** Epoch ms as ISO 8601 (a time no Date can hold reads as `?`). */
+function isoTime(ms: number): string {
+  const d = new Date(ms);
+  return Number.isNaN(d.getTime()) ? "?" : d.toISOString();
 }
 
 /** The attribution line of a message: kind, sender, channel or role, time, id, flags. */
@@ -135,7 +141,7 @@ export function frameHeader(m: FrameInput, extra?: string): string {
     extra ? neutralizeInline(extra, 80) : "",
   ].filter((f) => f !== "");
   const tail = flags.length ? ` · ${flags.join(" · ")}` : "";
-  return `${HEADER_OPEN}${what} · ${neutralizeInline(m.ts, 40)} · id ${neutralizeInline(m.id, 128)}${tail}]`;
+  return `${HEADER_OPEN}${what} · ${isoTime(m.ts)} · id ${neutralizeInline(m.id, 128)}${tail}]`;
 }
 
 /** The body lines of a message, each starting with the gutter. */

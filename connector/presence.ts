@@ -1,7 +1,7 @@
 // Presence derived from Claude hooks (pure): what each hook event means for status,
-// condition and activity. Activity carries a tool name only, never arguments.
+// condition, activity and progress. Activity carries a tool name only, never arguments.
 import type { PresencePatch } from "../broker/index.js";
-import type { ConditionCode, PresenceStatus } from "../schemas/index.js";
+import type { Condition, ConditionCode, PresenceStatus } from "../schemas/index.js";
 import type { HookEvent, HookPayload } from "./protocol.js";
 
 /** What the connector knows of the session between hooks. */
@@ -34,6 +34,11 @@ export function stopFailureCondition(error: string | undefined): ConditionCode {
   return (error !== undefined && STOP_FAILURE_CONDITIONS[error]) || "failed";
 }
 
+/** A condition reported by a hook: its code, `source` naming the hook, and the hook's own word for it. */
+function fromHook(event: HookEvent, code: ConditionCode, word?: string): Condition {
+  return { code, source: `hook:${event}`, ...(word ? { message: word.slice(0, 200) } : {}) };
+}
+
 /** Notification types that mean the session waits for a person, and why. */
 export const WAITING_NOTIFICATIONS: Readonly<Record<string, ConditionCode>> = {
   permission_prompt: "approval",
@@ -56,16 +61,17 @@ export function presenceFromHook(event: HookEvent, p: HookPayload, s: TurnState)
       // A compaction fires SessionStart inside a turn: the session is not idle then.
       return s.turnOpen ? { turnOpen: true } : { patch: { status: "idle", condition: null, activity: null }, turnOpen: false };
     case "UserPromptSubmit":
-      return { patch: { status: "working", condition: null, activity: null }, turnOpen: true };
+      return { patch: { status: "working", condition: null, activity: null, active: true }, turnOpen: true };
     case "PreToolUse": {
-      if (p.agent_id) return { turnOpen: s.turnOpen };
+      // A subagent's tool call is progress, but says nothing of the main session's status.
+      if (p.agent_id) return { patch: { active: true }, turnOpen: s.turnOpen };
       const activity = p.tool_name ? p.tool_name.slice(0, MAX_ACTIVITY) : null;
-      return { patch: { status: "working", condition: null, activity }, turnOpen: true };
+      return { patch: { status: "working", condition: null, activity, active: true }, turnOpen: true };
     }
     case "PermissionRequest":
       // Fired the moment Claude shows a permission dialog (the permission_prompt notification
       // follows only after 6 s): the session now waits for a person to approve.
-      return { patch: { status: "waiting", condition: "approval" }, turnOpen: s.turnOpen };
+      return { patch: { status: "waiting", condition: fromHook(event, "approval", p.tool_name) }, turnOpen: s.turnOpen };
     case "Notification": {
       // Claude sends idle_prompt only when the session sits idle at its input (no turn running, no
       // dialog open) past its idle threshold (60 s by default). It is the one signal after an
@@ -74,13 +80,13 @@ export function presenceFromHook(event: HookEvent, p: HookPayload, s: TurnState)
       if (p.notification_type === "idle_prompt") {
         return s.status === "idle" ? { turnOpen: false } : { patch: { status: "idle", condition: null, activity: null }, turnOpen: false };
       }
-      const condition = p.notification_type ? WAITING_NOTIFICATIONS[p.notification_type] : undefined;
-      return condition ? { patch: { status: "waiting", condition }, turnOpen: s.turnOpen } : { turnOpen: s.turnOpen };
+      const code = p.notification_type ? WAITING_NOTIFICATIONS[p.notification_type] : undefined;
+      return code ? { patch: { status: "waiting", condition: fromHook(event, code, p.notification_type) }, turnOpen: s.turnOpen } : { turnOpen: s.turnOpen };
     }
     case "Stop":
-      return { patch: { status: "idle", condition: null, activity: null }, turnOpen: false };
+      return { patch: { status: "idle", condition: null, activity: null, active: true }, turnOpen: false };
     case "StopFailure":
-      return { patch: { status: "idle", condition: stopFailureCondition(p.error), activity: null }, turnOpen: false };
+      return { patch: { status: "idle", condition: fromHook(event, stopFailureCondition(p.error), p.error), activity: null }, turnOpen: false };
     case "SessionEnd":
       return { patch: { status: "offline", activity: null }, turnOpen: false };
   }

@@ -200,7 +200,7 @@ export function buildMcpServer(c: Connector): McpServer {
             `${neutralizeInline(e.id, 140)}${e.id === c.id ? " (you)" : ""}`,
             e.status,
             e.role ? `role ${neutralizeInline(e.role, 64)}` : "",
-            p.condition && e.status !== "offline" ? `condition ${p.condition}` : "",
+            p.condition && e.status !== "offline" ? `condition ${p.condition.code}${p.condition.message ? ` (${neutralizeInline(p.condition.message, 80)})` : ""}` : "",
             p.activity && e.status !== "offline" ? `activity ${neutralizeInline(p.activity, 80)}` : "",
             p.attention !== "open" ? `attention ${p.attention}` : "",
             p.unread && e.status !== "offline" ? `${p.unread} unread` : "",

@@ -14,43 +14,58 @@ export const EndpointRef = z
   .describe("A reference to an endpoint (agent, person or service) on the mesh.");
 export type EndpointRef = z.infer<typeof EndpointRef>;
 
+/** The protocol version this implementation speaks; every card it writes carries it. Earlier (no version advertised) = "0.1". */
+export const COTAL_PROTOCOL_VERSION = "0.2";
+
 export const TextPart = z.object({ kind: z.literal("text"), text: z.string() }).describe("Plain text.");
 export const DataPart = z
-  .object({ kind: z.literal("data"), data: z.json(), mimeType: z.string().optional() })
+  .object({
+    kind: z.literal("data"),
+    data: z.json(),
+    mediaType: z.string().optional().describe("Cotal addition: the media type of `data`, e.g. application/json"),
+  })
   .describe("Structured JSON data.");
+/** `sha256:` and 64 lowercase hex characters. */
+export const ARTIFACT_DIGEST = /^sha256:[a-f0-9]{64}$/;
 export const ArtifactPart = z
   .object({
     kind: z.literal("artifact"),
-    sha256: z.string().regex(/^[a-f0-9]{64}$/, "sha256 must be 64 lowercase hex characters"),
+    name: z.string().min(1),
+    mediaType: z.string().min(1),
+    digest: z.string().regex(ARTIFACT_DIGEST, "digest must be \"sha256:\" and 64 lowercase hex characters"),
     size: z.number().int().nonnegative(),
-    name: z.string().optional(),
-    mimeType: z.string().optional(),
-    bucket: z.string().optional().describe("Object Store bucket holding the bytes"),
+    bucket: z.string().optional().describe("Cotal addition: the Object Store bucket holding the bytes"),
   })
-  .describe("A reference to bytes stored in the JetStream Object Store.");
+  .describe("A reference to stored bytes, named by their digest.");
+const PART_KIND_MESSAGE = "kind must be text, data, artifact, or a reverse-DNS extension kind such as ag-ui.frame";
 /** Reverse-DNS kinds (at least one dot) are extensions, e.g. `ag-ui.frame`. */
-export const EXTENSION_KIND = /^[a-z0-9][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)+$/;
+export const EXTENSION_KIND = /^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$/;
 export const ExtensionPart = z
-  .object({ kind: z.string().regex(EXTENSION_KIND, "extension kinds are reverse-DNS names such as ag-ui.frame"), data: z.json() })
-  .describe("An extension part named by a reverse-DNS kind, e.g. `ag-ui.frame`.");
+  // abort: a kind that is not an extension must not hide a built-in part's own error (zod
+  // reports only the union branches that did not abort).
+  .looseObject({ kind: z.string().regex(EXTENSION_KIND, { message: PART_KIND_MESSAGE, abort: true }) })
+  .describe("An extension part named by a reverse-DNS kind, e.g. `ag-ui.frame`; any other fields are its own and are kept.");
 export const Part = z.union([TextPart, DataPart, ArtifactPart, ExtensionPart]);
 export type Part = z.infer<typeof Part>;
 
-/** The message envelope (DESIGN §4). Unknown fields are ignored. */
+/** Message time: epoch milliseconds. */
+const EpochMs = z.number().int().nonnegative();
+
+/** The message envelope. Unknown fields are ignored (stripped). */
 export const CotalMessage = z
   .object({
     id: z.string().min(1).max(LIMITS.maxIdLength).regex(/^\S+$/, "id must not contain whitespace")
       .describe("unique id; also the JetStream Nats-Msg-Id, so republishing dedupes"),
-    ts: z.iso.datetime({ offset: true }).describe("send time, ISO 8601"),
+    ts: EpochMs.describe("send time, epoch milliseconds"),
     space: SpaceName,
     from: EndpointRef,
     channel: ChannelName.optional().describe("set on channel posts"),
     to: PrincipalId.optional().describe("set on DMs: the recipient's principal id"),
     toService: RoleName.optional().describe("set on anycasts: the role"),
-    mentions: z.array(z.string().min(1)).max(LIMITS.maxMentions).optional().describe("names of peers to wake"),
+    mentions: z.array(z.string().min(1)).max(LIMITS.maxMentions).optional().describe("lowercased names of peers to wake; omitted when empty"),
     parts: z.array(Part).min(1),
-    replyTo: z.string().optional(),
-    contextId: z.string().optional(),
+    replyTo: z.string().optional().describe("Cotal addition: the id this message answers"),
+    contextId: z.string().optional().describe("Cotal addition: a conversation thread id"),
     sentBy: PrincipalId.optional().describe(
       "Cotal addition: set when someone other than `from` sent it on from's behalf (the operator with `cotal send --impersonate`): who really sent it",
     ),
@@ -58,17 +73,45 @@ export const CotalMessage = z
   .refine((m) => [m.channel, m.to, m.toService].filter((v) => v !== undefined).length === 1, {
     message: "exactly one of channel, to or toService must be set",
   })
+  // The refinement above, said in JSON Schema for the exported document.
+  .meta({ oneOf: [{ required: ["channel"] }, { required: ["to"] }, { required: ["toService"] }] })
   .describe("A Cotal message: a channel post, a DM or an anycast.");
 export type CotalMessage = z.infer<typeof CotalMessage>;
+
+/**
+ * Messages stored before protocol 0.2 carry `ts` as an ISO 8601 string: readers accept it and
+ * normalise it to epoch ms (writers always write the number).
+ */
+function normaliseLegacyTs(json: unknown): unknown {
+  if (typeof json !== "object" || json === null || Array.isArray(json)) return json;
+  const ts = (json as { ts?: unknown }).ts;
+  if (typeof ts !== "string" || !z.iso.datetime({ offset: true }).safeParse(ts).success) return json;
+  return { ...json, ts: Date.parse(ts) };
+}
 
 /** The text of a message's text parts, joined. */
 export function messageText(m: Pick<CotalMessage, "parts">): string {
   return m.parts.flatMap((p) => (p.kind === "text" && "text" in p ? [p.text] : [])).join("\n");
 }
 
-/** Render zod issues as short "path: message" strings. */
+/**
+ * Render zod issues as short "path: message" strings. A failed union (a part) is reported by the
+ * branch its `kind` selected, so the message names the field that is wrong (`parts.0.digest`),
+ * not just "invalid input".
+ */
 export function describeIssues(error: z.ZodError): string[] {
-  return error.issues.map((i) => (i.path.length ? `${i.path.join(".")}: ${i.message}` : i.message));
+  return error.issues.flatMap((i) => issueLines(i, []));
+}
+
+function issueLines(i: z.core.$ZodIssue, prefix: PropertyKey[]): string[] {
+  const path = [...prefix, ...i.path];
+  if (i.code === "invalid_union" && i.errors.length) {
+    const chosen = i.errors.find((branch) => branch.length > 0 && !branch.some((b) => b.path[0] === "kind"));
+    if (chosen) return chosen.flatMap((b) => issueLines(b, path));
+    const onKind = i.errors.flat().filter((b) => b.path[0] === "kind");
+    if (onKind.length) return [`${[...path, "kind"].map(String).join(".")}: ${onKind[onKind.length - 1]!.message}`];
+  }
+  return [path.length ? `${path.map(String).join(".")}: ${i.message}` : i.message];
 }
 
 /** Encode a message for the wire, refusing invalid or oversize messages. */
@@ -89,7 +132,7 @@ export function decodeMessage(data: Uint8Array): CotalMessage {
   } catch (cause) {
     throw new ValidationError("message", ["payload is not valid JSON"], { cause });
   }
-  const parsed = CotalMessage.safeParse(json);
+  const parsed = CotalMessage.safeParse(normaliseLegacyTs(json));
   if (!parsed.success) throw new ValidationError("message", describeIssues(parsed.error));
   return parsed.data;
 }

@@ -2,15 +2,41 @@ import { z } from "zod";
 import { PrincipalId } from "./principal.js";
 import { ChannelName, RoleName } from "./tokens.js";
 
-/** What an endpoint says about itself (DESIGN §7). */
+/** `agent`: a model-driven seat (a Claude session); `endpoint`: any other program (CLI, mesh service, bot). */
+export const CardKind = z.enum(["agent", "endpoint"]);
+export type CardKind = z.infer<typeof CardKind>;
+
+/** One thing an endpoint can do for others. */
+export const Skill = z.object({
+  id: z.string().min(1).max(128),
+  name: z.string().min(1).max(128),
+  description: z.string().max(1000).optional(),
+});
+export type Skill = z.infer<typeof Skill>;
+
+/**
+ * Reserved `meta` keys: every writer uses these names for these facts. Other keys are free.
+ * `connector` names the runtime (e.g. `claude-code`), `sessionId` its session.
+ */
+export const RESERVED_META_KEYS = ["connector", "model", "provider", "host", "cwd", "repo", "branch", "sessionId"] as const;
+
+/** What an endpoint says about itself. */
 export const AgentCard = z
   .object({
     id: PrincipalId,
     name: z.string().min(1).max(128),
+    kind: CardKind,
+    owner: z.string().min(1).max(64).optional().describe("the owner token of the principal"),
+    actor: z.string().min(1).max(64).optional().describe("the actor token of the principal"),
     role: RoleName.optional(),
     description: z.string().max(1000).optional(),
     tags: z.array(z.string().max(64)).max(32).default([]),
-    meta: z.record(z.string(), z.string().max(1000)).default({}).describe("free-form facts such as model, cwd, host"),
+    skills: z.array(Skill).max(64).optional(),
+    meta: z
+      .record(z.string(), z.string().max(1000))
+      .default({})
+      .describe(`free-form facts; reserved keys: ${RESERVED_META_KEYS.join(", ")}`),
+    protocolVersion: z.string().max(32).optional().describe("the Cotal protocol version the writer speaks, e.g. 0.2"),
   })
   .describe("An endpoint's self-description, shown in the roster.");
 export type AgentCard = z.infer<typeof AgentCard>;
@@ -24,37 +50,61 @@ export const ConditionCode = z.enum([
   "overloaded",
   "auth",
   "billing",
-  "request",
-  "model",
-  "server",
+  "budget",
   "context",
-  "failed",
+  "model",
+  "request",
+  "server",
+  "retrying",
   "approval",
   "input",
+  "failed",
 ]);
 export type ConditionCode = z.infer<typeof ConditionCode>;
+
+/** A condition: its code, since when (epoch ms), what reported it and its own words. */
+export const Condition = z.object({
+  code: ConditionCode,
+  message: z.string().max(1000).optional(),
+  since: z.number().int().nonnegative().optional().describe("when the condition began, epoch ms"),
+  source: z.string().max(200).optional().describe("what reported it, e.g. hook:StopFailure"),
+});
+export type Condition = z.infer<typeof Condition>;
 
 /** open: wake on anything; dnd: wake on nothing (mail waits); focus: wake only on directed mail. */
 export const Attention = z.enum(["open", "dnd", "focus"]);
 export type Attention = z.infer<typeof Attention>;
 
-/** normal: wake on posts; quiet: deliver without waking; muted: do not deliver. */
+/**
+ * How a channel reaches an agent (the API value). normal: wake on posts; quiet: deliver without
+ * waking; muted: do not deliver. On the wire only quiet and muted are written (PresenceChannelMode):
+ * a channel absent from `channelModes` is normal.
+ */
 export const ChannelMode = z.enum(["normal", "quiet", "muted"]);
 export type ChannelMode = z.infer<typeof ChannelMode>;
+export const PresenceChannelMode = z.enum(["quiet", "muted"]);
+export type PresenceChannelMode = z.infer<typeof PresenceChannelMode>;
 
-/** The presence record an endpoint writes under its own key every heartbeat. */
+const EpochMs = z.number().int().nonnegative();
+
+/** The presence record an endpoint writes under its own key every heartbeat. Unknown fields are ignored. */
 export const Presence = z
   .object({
     card: AgentCard,
     status: PresenceStatus,
-    condition: ConditionCode.optional(),
+    ts: EpochMs.describe("time of this heartbeat, epoch ms"),
+    condition: Condition.optional(),
+    statusSince: EpochMs.optional().describe("when the current status (or activity) began, epoch ms; a heartbeat does not move it"),
     activity: z.string().max(200).optional().describe("what it is doing, e.g. a tool name (never arguments)"),
+    activitySince: EpochMs.optional().describe("when the current activity began, epoch ms"),
+    activeAt: EpochMs.optional().describe("last real progress (a prompt, a tool call, a finished turn), epoch ms"),
     attention: Attention.default("open"),
-    channels: z.array(ChannelName).default([]).describe("channels it has joined"),
-    channelModes: z.record(z.string(), ChannelMode).default({}),
-    unread: z.number().int().nonnegative().optional().describe("messages waiting for the agent that it has not been shown yet"),
-    ts: z.number().int().describe("write time, Unix ms"),
-    since: z.number().int().optional().describe("when the endpoint joined, Unix ms"),
+    channelModes: z.record(z.string(), PresenceChannelMode).default({}).describe("channels not in normal mode; absent means normal"),
+    lifecycleUid: z.string().max(64).optional().describe("the seat incarnation writing this record"),
+    environment: z.json().optional().describe("where the endpoint runs (free-form)"),
+    channels: z.array(ChannelName).default([]).describe("Cotal addition: channels it has joined"),
+    unread: z.number().int().nonnegative().optional().describe("Cotal addition: messages waiting for the agent that it has not been shown yet"),
+    since: EpochMs.optional().describe("Cotal addition: when the endpoint joined, epoch ms"),
   })
   .describe("One endpoint's live presence (KV cotal_presence_<space>, key <owner>.<actor>).");
 export type Presence = z.infer<typeof Presence>;

@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { hostname } from "node:os";
 import { z } from "zod";
 import type { Endpoint, RosterEntry } from "../../broker/index.js";
 import { connectAs } from "../acting.js";
@@ -41,6 +42,7 @@ export function registerListen(program: Command): void {
       ...(f.role ? { role: f.role } : {}),
       ...(who.impersonatedBy ? { impersonatedBy: who.impersonatedBy } : {}),
       description: "a person using cotal listen",
+      meta: { connector: "cotal-cli", host: hostname() },
     });
     await listen(ep, f.channel, !!f.json);
   });
@@ -71,13 +73,13 @@ async function listen(ep: Endpoint, channels: string[], json: boolean): Promise<
     const now = Date.now();
     for (const e of entries) {
       if (e.id === ep.id) continue;
-      const key = `${e.status}|${e.presence.condition ?? ""}|${e.presence.activity ?? ""}`;
+      const key = `${e.status}|${e.presence.condition?.code ?? ""}|${e.presence.activity ?? ""}`;
       const before = shown.get(e.id);
       if (before === key || (before === undefined && e.status === "offline")) continue;
       shown.set(e.id, key);
       if (json) printJsonLine({ type: "roster", ...rosterJson(e, now) });
       else {
-        const extra = [e.presence.condition, e.presence.activity].filter(Boolean).map((s) => oneLine(s!)).join(", ");
+        const extra = [e.presence.condition?.code, e.presence.activity].filter(Boolean).map((s) => oneLine(s!)).join(", ");
         printLines(`${clock(now)} roster ${oneLine(e.name)}${e.role ? ` (${oneLine(e.role)})` : ""} is ${e.status}${extra ? `: ${extra}` : ""}`);
       }
     }

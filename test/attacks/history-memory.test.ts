@@ -61,7 +61,7 @@ describe("history with bounded memory", () => {
     const subject = chatSubject(SPACE, alice, "general");
     const filler = "x".repeat(POST_BYTES);
     const post = (i: number): Uint8Array => {
-      const m: CotalMessage = { id: `big-${i}`, ts: new Date().toISOString(), space: SPACE, from: { id: "local.alice", name: "alice" }, channel: "general", parts: [{ kind: "text", text: `${i} ${filler}` }] };
+      const m: CotalMessage = { id: `big-${i}`, ts: Date.now(), space: SPACE, from: { id: "local.alice", name: "alice" }, channel: "general", parts: [{ kind: "text", text: `${i} ${filler}` }] };
       return new TextEncoder().encode(JSON.stringify(m));
     };
     let lastSeq = 0;

@@ -33,7 +33,7 @@ async function mallory(profile: "agent" | "observer" = "agent"): Promise<{ nc: N
 }
 
 function dm(from: string, to: string, text: string): CotalMessage {
-  return { id: `m-${n++}-${Math.random().toString(36).slice(2)}`, ts: new Date().toISOString(), space: SPACE, from: { id: `local.${from}`, name: from }, to: `local.${to}`, parts: [{ kind: "text", text }] } as CotalMessage;
+  return { id: `m-${n++}-${Math.random().toString(36).slice(2)}`, ts: Date.now(), space: SPACE, from: { id: `local.${from}`, name: from }, to: `local.${to}`, parts: [{ kind: "text", text }] } as CotalMessage;
 }
 
 /** The broker refused it (permission) or nothing in the clients account serves it: never a timeout. */

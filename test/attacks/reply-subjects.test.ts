@@ -134,7 +134,7 @@ describe.each(withDurable)("%s: a JetStream publish of its own DM", (profile) =>
     const subject = dmSubject(SPACE, localPrincipal("ghost"), who);
     const jsm = await mesh.dataJsm();
     const stored = async () => (await jsm.streams.info(names.dmStream(SPACE), { subjects_filter: subject })).state.subjects?.[subject] ?? 0;
-    const body = () => encodeMessage({ id: `m-${n++}`, ts: new Date().toISOString(), space: SPACE, from: { id: `local.${who.actor}`, name: who.actor }, to: "local.ghost", parts: [{ kind: "text", text: "hi" }] } as never);
+    const body = () => encodeMessage({ id: `m-${n++}`, ts: Date.now(), space: SPACE, from: { id: `local.${who.actor}`, name: who.actor }, to: "local.ghost", parts: [{ kind: "text", text: "hi" }] } as never);
     for (const target of targets(who)) {
       const before = await snapshot(mesh);
       const had = await stored();

@@ -44,7 +44,7 @@ async function refused(op: () => Promise<unknown>): Promise<void> {
 }
 
 function message(from: string, address: Partial<CotalMessage>, text = "forged"): CotalMessage {
-  return { id: `m-${Math.random().toString(36).slice(2)}`, ts: new Date().toISOString(), space: SPACE, from: { id: from, name: from.split(".")[1]! }, parts: [{ kind: "text", text }], ...address } as CotalMessage;
+  return { id: `m-${Math.random().toString(36).slice(2)}`, ts: Date.now(), space: SPACE, from: { id: from, name: from.split(".")[1]! }, parts: [{ kind: "text", text }], ...address } as CotalMessage;
 }
 
 async function storedOn(subject: string): Promise<number> {

@@ -120,7 +120,7 @@ export function fakeMail(
   const from = opts.from ?? "alice";
   const message: CotalMessage = {
     id,
-    ts: new Date(1_700_000_000_000 + fakeSeq).toISOString(),
+    ts: 1_700_000_000_000 + fakeSeq,
     space: "t",
     from: { id: `local.${from}`, name: from },
     ...(kind === "channel" ? { channel: opts.channel ?? "general" } : kind === "dm" ? { to: "local.bob" } : { toService: "reviewer" }),

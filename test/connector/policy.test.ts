@@ -28,15 +28,15 @@ describe("presence from hooks", () => {
 
   it("walks idle → working → idle through a turn, activity carrying the tool name only", () => {
     expect(presenceFromHook("SessionStart", p({ source: "startup" }), idle)).toEqual({ patch: { status: "idle", condition: null, activity: null }, turnOpen: false });
-    expect(presenceFromHook("UserPromptSubmit", p(), idle)).toEqual({ patch: { status: "working", condition: null, activity: null }, turnOpen: true });
-    expect(presenceFromHook("PreToolUse", p({ tool_name: "Bash" }), busy)).toEqual({ patch: { status: "working", condition: null, activity: "Bash" }, turnOpen: true });
-    expect(presenceFromHook("Stop", p(), busy)).toEqual({ patch: { status: "idle", condition: null, activity: null }, turnOpen: false });
+    expect(presenceFromHook("UserPromptSubmit", p(), idle)).toEqual({ patch: { status: "working", condition: null, activity: null, active: true }, turnOpen: true });
+    expect(presenceFromHook("PreToolUse", p({ tool_name: "Bash" }), busy)).toEqual({ patch: { status: "working", condition: null, activity: "Bash", active: true }, turnOpen: true });
+    expect(presenceFromHook("Stop", p(), busy)).toEqual({ patch: { status: "idle", condition: null, activity: null, active: true }, turnOpen: false });
     expect(presenceFromHook("SessionEnd", p({ reason: "other" }), idle)).toEqual({ patch: { status: "offline", activity: null }, turnOpen: false });
   });
 
-  it("a first main-agent tool call starts a turn; a subagent's tool call changes nothing", () => {
+  it("a first main-agent tool call starts a turn; a subagent's tool call is progress and nothing else", () => {
     expect(presenceFromHook("PreToolUse", p({ tool_name: "Read" }), idle).patch?.status).toBe("working");
-    expect(presenceFromHook("PreToolUse", p({ tool_name: "Read", agent_id: "a1" }), idle)).toEqual({ turnOpen: false });
+    expect(presenceFromHook("PreToolUse", p({ tool_name: "Read", agent_id: "a1" }), idle)).toEqual({ patch: { active: true }, turnOpen: false });
   });
 
   it("SessionStart inside an open turn (a compaction) does not claim idle", () => {
@@ -44,8 +44,14 @@ describe("presence from hooks", () => {
   });
 
   it("maps notifications to waiting with a condition, and ignores informational ones", () => {
-    expect(presenceFromHook("Notification", p({ notification_type: "permission_prompt" }), busy).patch).toEqual({ status: "waiting", condition: "approval" });
-    expect(presenceFromHook("Notification", p({ notification_type: "elicitation_dialog" }), busy).patch).toEqual({ status: "waiting", condition: "input" });
+    expect(presenceFromHook("Notification", p({ notification_type: "permission_prompt" }), busy).patch).toEqual({
+      status: "waiting",
+      condition: { code: "approval", source: "hook:Notification", message: "permission_prompt" },
+    });
+    expect(presenceFromHook("Notification", p({ notification_type: "elicitation_dialog" }), busy).patch).toEqual({
+      status: "waiting",
+      condition: { code: "input", source: "hook:Notification", message: "elicitation_dialog" },
+    });
     expect(presenceFromHook("Notification", p({ notification_type: "idle_prompt" }), idle).patch).toBeUndefined();
   });
 
@@ -57,7 +63,10 @@ describe("presence from hooks", () => {
   });
 
   it("a permission dialog reads waiting (approval) the moment it opens (PermissionRequest), turn kept open", () => {
-    expect(presenceFromHook("PermissionRequest", p({ tool_name: "Bash" }), busy)).toEqual({ patch: { status: "waiting", condition: "approval" }, turnOpen: true });
+    expect(presenceFromHook("PermissionRequest", p({ tool_name: "Bash" }), busy)).toEqual({
+      patch: { status: "waiting", condition: { code: "approval", source: "hook:PermissionRequest", message: "Bash" } },
+      turnOpen: true,
+    });
   });
 
   it("maps every StopFailure error to a condition (unknown ones to failed)", () => {
@@ -76,7 +85,10 @@ describe("presence from hooks", () => {
       something_new: "failed",
     };
     for (const [error, condition] of Object.entries(cases)) expect(stopFailureCondition(error), error).toBe(condition);
-    expect(presenceFromHook("StopFailure", p({ error: "rate_limit" }), busy)).toEqual({ patch: { status: "idle", condition: "rate_limit", activity: null }, turnOpen: false });
+    expect(presenceFromHook("StopFailure", p({ error: "rate_limit" }), busy)).toEqual({
+      patch: { status: "idle", condition: { code: "rate_limit", source: "hook:StopFailure", message: "rate_limit" }, activity: null },
+      turnOpen: false,
+    });
   });
 
   it("relays only the fields the connector needs, never tool arguments or prompts", () => {

@@ -211,7 +211,11 @@ describe("the connector bundle over stdio", () => {
     const alice = await mesh.joined("alice");
     const roster = await alice.roster();
     await until(() => roster.get("local.carol")?.presence.channels.includes("general") === true, 5_000, "carol joined (and #general) from launch material");
-    expect(roster.get("local.carol")?.presence).toMatchObject({ card: { role: "reviewer", meta: { uid: "abcdefghijklmnopqrstuvwxyz", kind: "claude-code" } }, channels: ["general"] });
+    expect(roster.get("local.carol")?.presence).toMatchObject({
+      card: { kind: "agent", owner: "local", actor: "carol", role: "reviewer", protocolVersion: "0.2", meta: { connector: "claude-code" } },
+      lifecycleUid: "abcdefghijklmnopqrstuvwxyz",
+      channels: ["general"],
+    });
     s.child.stdin!.end();
     expect(await s.exit).toBe(0);
   });

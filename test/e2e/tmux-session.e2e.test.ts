@@ -159,7 +159,7 @@ describe("an interactive session started with the README's launch line", () => {
       await t.submit("write the file");
       await t.waitFor(PROMPT_ON_SCREEN, 30_000, "the permission dialog");
       const shownAt = Date.now();
-      await until(() => roster.get("local.erin")?.status === "waiting" && roster.get("local.erin")?.presence.condition === "approval", 10_000, "erin reads waiting (approval)");
+      await until(() => roster.get("local.erin")?.status === "waiting" && roster.get("local.erin")?.presence.condition?.code === "approval", 10_000, "erin reads waiting (approval)");
       // From the PermissionRequest hook, not the permission_prompt notification Claude sends after 6 s.
       expect(Date.now() - shownAt).toBeLessThan(5_000);
       expect((await cliRoster()).find((r) => r.id === "local.erin")).toMatchObject({ status: "waiting", condition: "approval" });

@@ -16,7 +16,7 @@ const enc = (o: unknown) => new TextEncoder().encode(JSON.stringify(o));
 function msg(address: Partial<CotalMessage>, over: Partial<CotalMessage> = {}): CotalMessage {
   return {
     id: `m-${Math.random().toString(36).slice(2)}`,
-    ts: new Date().toISOString(),
+    ts: Date.now(),
     space: "demo",
     from: { id: "local.alice", name: "alice" },
     parts: [{ kind: "text", text: "hi" }],

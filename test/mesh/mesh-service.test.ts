@@ -36,7 +36,7 @@ async function storePost(m: TestMesh, text: string): Promise<void> {
   const from = localPrincipal("poster");
   await jetstream(m.serviceConnection).publish(
     chatSubject(m.space, from, "general"),
-    encodeMessage({ id: `p-${text}`, ts: new Date().toISOString(), space: m.space, from: { id: "local.poster", name: "poster" }, channel: "general", parts: [{ kind: "text", text }] }),
+    encodeMessage({ id: `p-${text}`, ts: Date.now(), space: m.space, from: { id: "local.poster", name: "poster" }, channel: "general", parts: [{ kind: "text", text }] }),
   );
 }
 

@@ -13,7 +13,7 @@ import {
 
 const base = {
   id: "m1",
-  ts: new Date(0).toISOString(),
+  ts: 0,
   space: "demo",
   from: { id: "local.alice", name: "alice" },
   parts: [{ kind: "text", text: "hi" }],
@@ -27,7 +27,7 @@ describe("CotalMessage", () => {
       parts: [
         { kind: "text", text: "hello" },
         { kind: "data", data: { a: [1, 2] } },
-        { kind: "artifact", sha256: "a".repeat(64), size: 10 },
+        { kind: "artifact", name: "report.pdf", mediaType: "application/pdf", digest: `sha256:${"a".repeat(64)}`, size: 10 },
         { kind: "ag-ui.frame", data: { type: "RUN_STARTED" } },
       ],
     });

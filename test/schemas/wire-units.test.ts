@@ -90,7 +90,7 @@ describe("durable names", () => {
 });
 
 describe("messages on the wire", () => {
-  const base = { id: "m1", ts: "2026-01-01T00:00:00.000Z", space: "demo", from: { id: "local.alice", name: "alice" }, channel: "g" };
+  const base = { id: "m1", ts: 1_767_225_600_000, space: "demo", from: { id: "local.alice", name: "alice" }, channel: "g" };
   /** A message whose encoding is exactly `bytes` long. */
   function ofSize(bytes: number): CotalMessage {
     const empty = encodeMessage(CotalMessage.parse({ ...base, parts: [{ kind: "text", text: "" }] })).byteLength;
