@@ -1,10 +1,10 @@
 import { closeSync, fstatSync, openSync, readFileSync } from "node:fs";
 import { fromSeed } from "@nats-io/nkeys";
-import { connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
+import { AuthorizationError, connect, credsAuthenticator, UserAuthenticationExpiredError, type NatsConnection } from "@nats-io/transport-node";
 import { assertToken, CotalError, parsePrincipal, ValidationError, type Principal } from "../schemas/index.js";
 import { SERVICE_PRINCIPALS } from "./auth/permissions.js";
 import { InsecureSecretError } from "./auth/secret-files.js";
-import { MeshUnavailableError } from "./errors.js";
+import { AuthenticationRefusedError, MeshUnavailableError } from "./errors.js";
 
 /** Where a mesh is and how to authenticate to it. */
 export interface MeshAddress {
@@ -161,8 +161,46 @@ export async function connectMesh(addr: MeshAddress): Promise<NatsConnection> {
       ...(creds ? { authenticator: credsAuthenticator(creds) } : {}),
     });
   } catch (cause) {
+    if (cause instanceof AuthorizationError || cause instanceof UserAuthenticationExpiredError) {
+      // The server says only "Authorization Violation": what the credential itself shows is the best reason.
+      const exp = creds ? credsClaims(creds)?.exp : undefined;
+      const reason = !creds ? "no-credential" : cause instanceof UserAuthenticationExpiredError || (exp !== undefined && exp * 1000 <= Date.now()) ? "expired" : "refused";
+      throw new AuthenticationRefusedError(servers, reason, cause);
+    }
     throw new MeshUnavailableError(servers, cause);
   }
+}
+
+/** What a credential's user JWT says of itself (unverified: the server is the judge). */
+export interface CredsClaims {
+  /** The principal id (`<owner>.<actor>`). */
+  name?: string;
+  /** The user's public key (revocations name it). */
+  sub?: string;
+  /** Expiry, seconds since the epoch. */
+  exp?: number;
+  /** Cotal's tags: `cotal-space:<space>`, `cotal-profile:<profile>` (credentials minted since #12). */
+  tags: string[];
+  /** Subjects it may publish on. */
+  pubAllow: string[];
+  /** Subjects it may subscribe to. */
+  subAllow: string[];
+}
+
+/** Decode the user JWT of a `.creds` file's bytes; undefined when there is none. */
+export function credsClaims(creds: Uint8Array): CredsClaims | undefined {
+  const p = decodeSegment(JWT_BLOCK.exec(new TextDecoder().decode(creds))?.[1]?.split(".")[1]);
+  if (!p) return undefined;
+  const nats = (p.nats ?? {}) as { tags?: unknown; pub?: { allow?: unknown }; sub?: { allow?: unknown } };
+  const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
+  return {
+    ...(typeof p.name === "string" ? { name: p.name } : {}),
+    ...(typeof p.sub === "string" ? { sub: p.sub } : {}),
+    ...(typeof p.exp === "number" ? { exp: p.exp } : {}),
+    tags: strings(nats.tags),
+    pubAllow: strings(nats.pub?.allow),
+    subAllow: strings(nats.sub?.allow),
+  };
 }
 
 /** The principal id a `.creds` file was minted for (undefined: no file, or not a Cotal credential). */

@@ -4,9 +4,24 @@ import { CotalError } from "../schemas/index.js";
 export class MeshUnavailableError extends CotalError {
   constructor(server: string, cause: unknown) {
     super("mesh-unavailable", `Cannot reach the mesh at ${server}.`, {
-      remedy: "Start it with `cotal up` (or pass --server / COTAL_SERVER), and check --creds / COTAL_CREDS.",
+      remedy: "Nothing answers there: start the mesh with `cotal up` on its host, or check --server / COTAL_SERVER.",
       cause,
     });
+  }
+}
+
+/**
+ * The server refused the credential at connect. nats-server says only "Authorization
+ * Violation"; `reason` is what the client could tell: no credential was given, it is
+ * expired, or it was refused (revoked, or not a credential of this mesh).
+ */
+export class AuthenticationRefusedError extends CotalError {
+  constructor(
+    readonly server: string,
+    readonly reason: "no-credential" | "expired" | "refused",
+    cause: unknown,
+  ) {
+    super("authentication-refused", `The mesh at ${server} refused the credential (${reason}).`, { cause });
   }
 }
 

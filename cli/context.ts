@@ -3,7 +3,8 @@ import { resolve } from "node:path";
 import { Option, type Command } from "commander";
 import { z } from "zod";
 import { parseMeshLink, serverUrl, type MeshAddress } from "../broker/index.js";
-import { MeshNotFoundError, UsageError } from "./errors.js";
+import { credentialScope, setActiveTarget } from "./credential.js";
+import { MeshNotFoundError, SpaceNotProvisionedError, UsageError, WrongSpaceError } from "./errors.js";
 import { findMeshRoot, type MeshInfo, type MeshRoot } from "./mesh-root.js";
 import { parseInput, token } from "./validate.js";
 
@@ -65,7 +66,8 @@ export function resolveTarget(flags: MeshFlags, cwd: string = process.cwd()): Me
     try {
       if (f.server.startsWith("cotal://")) linkSpace = parseMeshLink(f.server).space;
       server = serverUrl(f.server);
-      new URL(server);
+      const protocol = new URL(server).protocol;
+      if (protocol !== "nats:" && protocol !== "tls:") throw new Error(`${protocol}// is not a NATS address`);
     } catch (cause) {
       throw new UsageError(`Invalid input: --server: ${JSON.stringify(f.server)} is not a server address.`, {
         remedy: "Use nats://host:port, host:port or cotal://host:port/space.",
@@ -78,7 +80,14 @@ export function resolveTarget(flags: MeshFlags, cwd: string = process.cwd()): Me
   server ??= info?.server;
   if (!server) throw new MeshNotFoundError(cwd);
   const space = f.space ?? linkSpace ?? info?.space ?? DEFAULT_SPACE;
-  return { server, space, creds: creds ?? defaultCreds(root, info, space), root, info };
+  const used = creds ?? defaultCreds(root, info, space);
+  setActiveTarget({ space, creds: used, authDir: root && info?.mode === "static" ? root.authDir : undefined });
+  // A credential names its space: acting in another is refused here, not after a hang or a raw refusal.
+  const scope = used ? credentialScope(used) : undefined;
+  if (scope?.space && scope.space !== space) throw new WrongSpaceError(scope, space);
+  // On the mesh host of a static mesh every provisioned space has the operator's credential.
+  if (!used && root && info?.mode === "static" && !creds) throw new SpaceNotProvisionedError(space, server);
+  return { server, space, creds: used, root, info };
 }
 
 /**

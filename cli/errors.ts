@@ -1,16 +1,32 @@
+import { PermissionViolationError } from "@nats-io/transport-node";
 import { CotalError, InvalidTokenError, PayloadTooLargeError, ValidationError } from "../schemas/index.js";
-import { InsecureSecretError, InvalidCredsError, MeshServiceUnavailableError, MeshUnavailableError, UnknownMentionError } from "../broker/index.js";
+import {
+  AuthenticationRefusedError,
+  AuthStore,
+  clientsAccount,
+  InsecureSecretError,
+  InvalidCredsError,
+  MeshServiceUnavailableError,
+  MeshUnavailableError,
+  PermissionDeniedError,
+  UnknownMentionError,
+} from "../broker/index.js";
+import { activeTarget, credentialLabel, credentialScope, type CredentialScope } from "./credential.js";
 
 /**
- * Exit codes of every `cotal` command (documented in docs/cli.md):
- * 0 done; 1 the operation failed; 2 the input was wrong (fix the command line);
- * 3 no mesh was found, or it did not answer.
+ * Exit codes of every `cotal` command (documented in docs/cli.md, "Output, logs and exit codes"):
+ * 0 done; 1 the operation failed; 2 the input was wrong (fix the command line); 3 no mesh was
+ * found or the server cannot be reached; 4 the server refused the credential; 5 the credential
+ * may not do this; 6 the mesh service did not answer.
  */
 export const EXIT = {
   ok: 0,
   failed: 1,
   usage: 2,
   unreachable: 3,
+  authentication: 4,
+  permission: 5,
+  meshService: 6,
 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
@@ -44,6 +60,56 @@ export class MeshServiceDownError extends CotalError {
   }
 }
 
+/** The credential is for another space than the one the command acts in. Exit code 4. */
+export class WrongSpaceError extends CotalError {
+  constructor(scope: CredentialScope, space: string) {
+    super("wrong-space", `${capital(credentialLabel(scope))} was minted for space ${JSON.stringify(scope.space)}, not ${JSON.stringify(space)}.`, {
+      remedy: `Leave --space out (or pass --space ${scope.space}), or use a credential minted for ${space} (\`cotal mint NAME --space ${space}\` on the mesh host).`,
+    });
+  }
+}
+
+/** What this credential's profile may not do, said before anything is sent. Exit code 5. */
+export class ProfileRefusedError extends CotalError {
+  constructor(scope: CredentialScope | undefined, whatItMayNot: string) {
+    super("permission-refused", `${capital(credentialLabel(scope))} may not ${whatItMayNot}.`, {
+      remedy: `${scope?.profile ? profileMay(scope.profile) + " " : ""}Use a credential whose profile allows it (see \`cotal mint --help\`), or ask the mesh admin.`,
+    });
+  }
+}
+
+/**
+ * Refuse, before anything is sent, a command the credential's profile cannot do (`allowed`
+ * lists the profiles that may; `operator` is the mesh host's own credential). A credential
+ * that does not say its profile, and open meshes (no credential), pass: the broker decides.
+ */
+export function requireProfile(creds: string | undefined, allowed: readonly string[], whatItMayNot: string): void {
+  const scope = creds ? credentialScope(creds) : undefined;
+  if (scope?.profile && !allowed.includes(scope.profile)) throw new ProfileRefusedError(scope, whatItMayNot);
+}
+
+/** Profiles that act as someone: send and listen (observers and admins only read). */
+export const SENDERS = ["agent", "operator", "manager"] as const;
+
+/** What each profile may do, for refusals. */
+export function profileMay(profile: string): string {
+  const may: Record<string, string> = {
+    agent: "An agent credential posts on its --allow-publish channels, DMs and anycasts as itself, and reads its --allow-subscribe channels, its DMs, the roster and history within that scope.",
+    observer: "An observer credential reads every channel, history and the roster; it sends nothing and has no DMs.",
+    admin: "An admin credential reads everything, including DMs and anycasts; it sends nothing.",
+    operator: "The operator credential acts for people (--impersonate), reads everything and configures channels.",
+  };
+  return may[profile] ?? "";
+}
+
+function capital(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
+function isPermission(err: unknown): err is PermissionDeniedError | PermissionViolationError | ProfileRefusedError {
+  return err instanceof PermissionDeniedError || err instanceof PermissionViolationError || err instanceof ProfileRefusedError;
+}
+
 /** The exit code an error maps to. */
 export function exitCodeOf(err: unknown): ExitCode {
   if (
@@ -57,20 +123,64 @@ export function exitCodeOf(err: unknown): ExitCode {
   ) {
     return EXIT.usage;
   }
-  if (err instanceof MeshNotFoundError || err instanceof SpaceNotProvisionedError || err instanceof MeshUnavailableError || err instanceof MeshServiceUnavailableError || err instanceof MeshServiceDownError) {
-    return EXIT.unreachable;
-  }
+  if (err instanceof AuthenticationRefusedError || err instanceof WrongSpaceError) return EXIT.authentication;
+  if (isPermission(err) || (err instanceof CotalError && isPermission(err.cause))) return EXIT.permission;
+  if (err instanceof MeshServiceUnavailableError || err instanceof MeshServiceDownError) return EXIT.meshService;
+  if (err instanceof MeshNotFoundError || err instanceof SpaceNotProvisionedError || err instanceof MeshUnavailableError) return EXIT.unreachable;
   return EXIT.failed;
 }
 
-/** One or two lines for stderr: what went wrong (the message already carries the remedy). */
+/** One or two lines for stderr: what went wrong and the fix that fits. */
 export function describeError(err: unknown): string {
+  if (err instanceof AuthenticationRefusedError) return `cotal: ${authRefusal(err)}`;
+  const denied = err instanceof PermissionDeniedError || err instanceof PermissionViolationError ? err : err instanceof CotalError && (err.cause instanceof PermissionDeniedError || err.cause instanceof PermissionViolationError) ? err.cause : undefined;
+  if (denied) return `cotal: ${permissionRefusal(denied)}`;
   if (err instanceof CotalError) {
     const cause = err.cause instanceof Error && !(err.cause instanceof CotalError) ? ` (${err.cause.message})` : "";
     return `cotal: ${err.message}${cause}`;
   }
   if (err instanceof Error) return `cotal: ${err.message}`;
   return `cotal: ${String(err)}`;
+}
+
+function activeScope(): CredentialScope | undefined {
+  const creds = activeTarget()?.creds;
+  return creds ? credentialScope(creds) : undefined;
+}
+
+function permissionRefusal(err: PermissionDeniedError | PermissionViolationError): string {
+  const scope = activeScope();
+  const op = err.operation === "subscription" || err.operation === "subscribe" ? "subscribe to" : "publish on";
+  const may = scope?.profile ? ` ${profileMay(scope.profile)}` : "";
+  return `${capital(credentialLabel(scope))} may not ${op} ${err.subject}: the broker refused it.${may} Use a credential whose profile allows it (\`cotal mint --help\`), or ask the mesh admin.`;
+}
+
+/** The sentence for a refused credential: nats-server says only "Authorization Violation". */
+function authRefusal(err: AuthenticationRefusedError): string {
+  const scope = activeScope();
+  const label = credentialLabel(scope);
+  const renew = `Ask the mesh admin for a new one (\`cotal mint ${scope?.principal?.split(".")[1] ?? "NAME"} --replace …\` on the mesh host), then pass it with --creds.`;
+  switch (err.reason) {
+    case "no-credential":
+      return `The mesh at ${err.server} requires a credential and none was given. Pass --creds FILE (or set COTAL_CREDS) with one minted by \`cotal mint\` on the mesh host.`;
+    case "expired":
+      return `The mesh at ${err.server} refused ${label}: it expired${scope?.expiresAt ? ` at ${new Date(scope.expiresAt).toISOString()}` : ""}. ${renew}`;
+    case "refused": {
+      const why = revokedHere(scope) ? "it was revoked" : "it was revoked, or it was minted by another mesh";
+      return `The mesh at ${err.server} refused ${label}: ${why}. ${renew}`;
+    }
+  }
+}
+
+/** On the mesh host, whether the space's clients account revoked this credential's key. */
+function revokedHere(scope: CredentialScope | undefined): boolean {
+  const t = activeTarget();
+  if (!t?.authDir || !scope?.userPub) return false;
+  try {
+    return scope.userPub in (AuthStore.existing(t.authDir)?.revocations(clientsAccount(t.space)) ?? {});
+  } catch {
+    return false;
+  }
 }
 
 /** The server answers but the space was never provisioned on it. Exit code 3. */

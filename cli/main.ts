@@ -13,7 +13,7 @@ import { registerSetup } from "./commands/setup.js";
 import { registerStatus } from "./commands/status.js";
 import { registerUp } from "./commands/up.js";
 import { describeError, EXIT, exitCodeOf } from "./errors.js";
-import { cliLog, initCliLogging } from "./logging.js";
+import { initCliLogging } from "./logging.js";
 import { safeLines } from "./output.js";
 import { VERSION } from "./version.js";
 
@@ -22,6 +22,8 @@ export function buildProgram(): Command {
   const program = new Command("cotal")
     .description("Cotal: an agent mesh on NATS JetStream. Agents join a space as peers, with presence, channels, DMs and anycast.")
     .version(VERSION)
+    .option("--log-format <format>", "logs on stderr as text (short lines) or json (default: text on a terminal, json otherwise)")
+    .option("--debug", "log at debug level, with stack traces")
     .showHelpAfterError()
     .exitOverride();
   registerUp(program);
@@ -39,7 +41,8 @@ export function buildProgram(): Command {
   registerMeshServe(program);
   program.addHelpText(
     "after",
-    "\nExit codes: 0 done, 1 failed, 2 bad input (fix the command line), 3 no mesh found or it did not answer.\n" +
+    "\nExit codes: 0 done, 1 failed, 2 bad input (fix the command line), 3 no mesh found or the server cannot be reached, " +
+      "4 the server refused the credential, 5 the credential may not do this, 6 the mesh service did not answer.\n" +
       "Without --server/--space (or COTAL_SERVER/COTAL_SPACE), commands use the mesh of the nearest .cotal/ folder at or above the working directory.",
   );
   return program;
@@ -47,7 +50,15 @@ export function buildProgram(): Command {
 
 /** Run the CLI and exit with its code. */
 export async function main(argv: string[]): Promise<void> {
-  initCliLogging();
+  // Logging is set up before commander parses (errors while parsing are logged too).
+  const format = argv.find((a, i) => argv[i - 1] === "--log-format") ?? argv.find((a) => a.startsWith("--log-format="))?.slice(13);
+  const debug = argv.includes("--debug");
+  if (format !== undefined && format !== "text" && format !== "json") {
+    process.stderr.write(`cotal: Invalid input: --log-format: use text or json (got ${JSON.stringify(format)}).\n`);
+    process.exitCode = EXIT.usage;
+    return;
+  }
+  initCliLogging({ format, debug });
   let code: number = EXIT.ok;
   try {
     await buildProgram().parseAsync(argv);
@@ -59,7 +70,7 @@ export async function main(argv: string[]): Promise<void> {
     } else {
       code = exitCodeOf(err);
       process.stderr.write(safeLines(describeError(err)) + "\n");
-      cliLog("main").debug({ err }, "command failed");
+      if (debug && err instanceof Error && err.stack) process.stderr.write(err.stack + "\n");
     }
   }
   process.exitCode = code;

@@ -16,7 +16,6 @@ import {
   isStreamNotFound,
   jetStreamConnection,
   JS_OPTIONS,
-  MESH_ENDPOINT,
   Roster,
   watchPresence,
 } from "../broker/index.js";
@@ -92,7 +91,7 @@ export class MeshSession {
       } else {
         // A client credential creates no consumers: a snapshot from the mesh service, then live writes.
         const space = this.target.space;
-        await followPresence(this.nc, space, roster, () => callControl(this.nc, space, MESH_ENDPOINT, "roster", credsCaller(this.target.creds)), log);
+        await followPresence(this.nc, space, roster, () => callControl(this.nc, space, "roster", credsCaller(this.target.creds)), log);
       }
     }
     return this.rosterView;

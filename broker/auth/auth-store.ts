@@ -47,6 +47,11 @@ export class AuthStore {
     return store;
   }
 
+  /** The store at `dir` if it was initialised, without creating anything (read-only use). */
+  static existing(dir: string): AuthStore | undefined {
+    return AuthStore.exists(dir) ? new AuthStore(dir) : undefined;
+  }
+
   /** True when `dir` holds an initialised store. */
   static exists(dir: string): boolean {
     return secretExists(join(dir, "operator.nk"));

@@ -33,6 +33,11 @@ export function checkMintSpec(spec: IdentitySpec): void {
   }
 }
 
+/** The tags a credential carries: `cotal-space:<space>` and `cotal-profile:<profile>`. */
+export function credsTags(spec: Pick<IdentitySpec, "space" | "profile">): string[] {
+  return [`cotal-space:${spec.space}`, `cotal-profile:${spec.profile}`];
+}
+
 /**
  * Sign a user JWT for `userPub` with the space's signing key. The user's seed never reaches
  * the signer: callers generate the key pair where the credential will live.
@@ -53,7 +58,8 @@ export async function signUser(
     principalId(spec.who),
     fromPublic(userPub),
     fromPublic(accountPub),
-    { ...permissionsFor(spec), ...(viaSigningKey ? { issuer_account: accountPub } : {}) },
+    // Tags let a client name its own space and profile in a refusal; the server does not read them.
+    { ...permissionsFor(spec), tags: credsTags(spec), ...(viaSigningKey ? { issuer_account: accountPub } : {}) },
     { signer: signingKey, ...(exp ? { exp } : {}) },
   );
   return { jwt, userPub, issuedAt, ...(exp ? { expiresAt: exp * 1000 } : {}) };

@@ -6,7 +6,7 @@ import { jsonOption, meshOptions, resolveTarget } from "../context.js";
 import { ago, printJson, printLines } from "../output.js";
 import { isConsumerNotFound, isStreamNotFound } from "../../broker/index.js";
 import { withSession, type MeshSession } from "../session.js";
-import { SpaceNotProvisionedError } from "../errors.js";
+import { requireProfile, SpaceNotProvisionedError } from "../errors.js";
 import { actorName, parseInput } from "../validate.js";
 
 /** What `cotal deliver pending` reports for one recipient's DM inbox. */
@@ -44,6 +44,7 @@ export function registerDeliver(program: Command): void {
   jsonOption(meshOptions(pending)).action(async (name: string, raw: Record<string, unknown>) => {
     const f = parseInput(z.object({ name: actorName("recipient name"), json: z.boolean().optional() }), { ...raw, name }, { name: "<name>" });
     const target = resolveTarget(raw);
+    requireProfile(target.creds, ["operator"], "read the state of DM inboxes (only the mesh host's operator credential can; run `cotal deliver pending` there)");
     const report = await withSession(target, (s) => inboxState(s, target.space, f.name));
     if (f.json) printJson(report);
     else printLines(...describePending(report));

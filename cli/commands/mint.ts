@@ -2,9 +2,10 @@ import { resolve } from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { connectMesh, credsPrincipal, isPermissionDenied, PROFILES, readCredsFile, requestCredential, requestRevoke, writeSecret } from "../../broker/index.js";
+import { connectMesh, isPermissionDenied, PROFILES, requestCredential, requestRevoke, writeSecret } from "../../broker/index.js";
 import { jsonOption, meshOptions, resolveTarget, type MeshTarget } from "../context.js";
-import { CommandFailedError, UsageError } from "../errors.js";
+import { credentialScope } from "../credential.js";
+import { ProfileRefusedError, requireProfile, UsageError } from "../errors.js";
 import { cliLog } from "../logging.js";
 import { printJson, printLines } from "../output.js";
 import { actingName, channelName, duration, parseInput, token } from "../validate.js";
@@ -110,27 +111,19 @@ function deniedSomewhere(err: unknown): boolean {
   return false;
 }
 
+const ONLY_OPERATOR = (what: string) => `${what} (only the mesh host's operator credential can; run \`cotal ${what}\` there, without --creds or COTAL_CREDS)`;
+
 /**
  * Run a mint or revoke; a credential whose profile may not do it (an agent's, an observer's)
- * is told so, instead of the broker's raw permission refusal on the JetStream API.
+ * is told so before anything is sent, or, should the broker refuse it, instead of the raw refusal.
  */
 async function asMinter<T>(target: MeshTarget, what: "mint" | "revoke", fn: () => Promise<T>): Promise<T> {
+  requireProfile(target.creds, ["operator"], ONLY_OPERATOR(what));
   try {
     return await fn();
   } catch (err) {
     if (!deniedSomewhere(err)) throw err;
     cliLog("mint").debug({ err }, `${what} refused by the broker`);
-    let who = target.creds ?? "this connection";
-    if (target.creds) {
-      try {
-        const principal = credsPrincipal(readCredsFile(target.creds));
-        if (principal) who = `${target.creds} (${principal})`;
-      } catch {
-        // the connection worked with it; naming the file is enough
-      }
-    }
-    throw new CommandFailedError(`The credential ${who} may not ${what}: its profile has no right to. Only the mesh host's operator credential can ${what}.`, {
-      remedy: `Run \`cotal ${what}\` on the mesh host, in its project folder, without --creds or COTAL_CREDS (it then uses the host's own operator credential).`,
-    });
+    throw new ProfileRefusedError(target.creds ? credentialScope(target.creds) : undefined, ONLY_OPERATOR(what));
   }
 }

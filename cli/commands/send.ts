@@ -3,7 +3,7 @@ import { z } from "zod";
 import { MeshServiceUnavailableError, type Endpoint, type Receipt } from "../../broker/index.js";
 import { connectAs } from "../acting.js";
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
-import { MeshServiceDownError, UsageError } from "../errors.js";
+import { MeshServiceDownError, requireProfile, SENDERS, UsageError } from "../errors.js";
 import { actingIdentity } from "../acting-identity.js";
 import { printJson, printLines } from "../output.js";
 import { actingName, actorName, channelName, parseInput, token } from "../validate.js";
@@ -101,6 +101,7 @@ function parseMentions(list: string): string[] {
 
 async function sendAs(raw: Record<string, unknown>, f: { as?: string | undefined; impersonate?: boolean | undefined }, json: boolean | undefined, fn: (ep: Endpoint) => Promise<Receipt>): Promise<void> {
   const target = resolveTarget(raw);
+  requireProfile(target.creds, SENDERS, "send messages (post, DM or anycast)");
   const who = actingIdentity(target, f.as, f.impersonate);
   const ep = await connectAs(target, who.name, who.impersonatedBy ? { impersonatedBy: who.impersonatedBy } : {});
   try {

@@ -49,10 +49,11 @@ describe("a static mesh from the CLI", () => {
     expect(r.json()).toMatchObject({ mode: "static", authRequired: true, reachable: true, meshService: { answering: true } });
   });
 
-  it("a client without credentials is refused", async () => {
+  it("a client without credentials is refused: authentication (exit 4), not 'start the mesh'", async () => {
     const r = await runCotal(["roster", "--server", `nats://127.0.0.1:${port}`, "--space", "default"], { cwd: tmpdir(), env: cleanEnv() });
-    expect(r.code).toBe(3);
-    expect(r.stderr).toMatch(/Cannot reach the mesh|Authorization/);
+    expect(r.code).toBe(4);
+    expect(r.stderr).toContain("requires a credential and none was given");
+    expect(r.stderr).not.toContain("cotal up");
   });
 
   it("mint writes a 0600 credential; the agent acts as itself within its scope only", async () => {

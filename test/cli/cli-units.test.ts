@@ -16,7 +16,7 @@ import { oneLine } from "../../cli/output.js";
 import { isRunning, parseStartTime, processStartTime, recordOf, stopProcess } from "../../cli/pid-file.js";
 import { actorName, duration, parseInput, port } from "../../cli/validate.js";
 import { InvalidTokenError } from "../../schemas/index.js";
-import { MeshUnavailableError } from "../../broker/index.js";
+import { AuthenticationRefusedError, MeshServiceUnavailableError, MeshUnavailableError, PermissionDeniedError } from "../../broker/index.js";
 import { projectRoot } from "../harness/cli.js";
 import { until } from "../harness/until.js";
 
@@ -108,10 +108,13 @@ describe("flag validation", () => {
     expect(parseInput(schema, { port: "4333", since: "90s" })).toEqual({ port: 4333, since: 90_000 });
   });
 
-  it("maps errors to exit codes: 2 bad input, 3 unreachable, 1 otherwise", () => {
+  it("maps errors to exit codes: 2 bad input, 3 unreachable, 4 credential refused, 5 not permitted, 6 mesh service silent, 1 otherwise", () => {
     expect(exitCodeOf(new UsageError("x"))).toBe(2);
     expect(exitCodeOf(new InvalidTokenError("actor name", "a.b", "letters"))).toBe(2);
     expect(exitCodeOf(new MeshUnavailableError("nats://x:1", new Error("refused")))).toBe(3);
+    expect(exitCodeOf(new AuthenticationRefusedError("nats://x:1", "expired", new Error("Authorization Violation")))).toBe(4);
+    expect(exitCodeOf(new PermissionDeniedError("publish", "cotal.s.chat.x"))).toBe(5);
+    expect(exitCodeOf(new MeshServiceUnavailableError("ping", new Error("timeout")))).toBe(6);
     expect(exitCodeOf(new Error("boom"))).toBe(1);
   });
 });

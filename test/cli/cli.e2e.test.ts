@@ -122,7 +122,7 @@ describe("a detached mesh", () => {
     process.kill(dead, "SIGKILL");
     await until(() => !pidAlive(dead), 5_000, `mesh service pid ${dead} to die`);
     const down = await cotal("status", "--json");
-    expect(down.code).toBe(3); // reachable server, silent mesh service
+    expect(down.code).toBe(6); // reachable server, silent mesh service
     expect(down.json<{ meshService: { answering: boolean } }>().meshService.answering).toBe(false);
 
     const r = await cotal("up", "--open", "--detach", "--json");

@@ -164,13 +164,13 @@ describe("an open mesh, hardened", () => {
     ok(dm);
     expect(dm.stdout).toMatch(/^stored seq \d+/);
     const mention = await cotal("send", "msg", "general", "hey", "--as", "alice", "--mention", "bob");
-    expect(mention.code).toBe(3);
+    expect(mention.code).toBe(6);
     expect(mention.stderr).toContain("--mention needs the roster");
     expect(mention.stderr).toContain("nothing was sent");
     expect(mention.stderr).toContain("cotal up");
     // History is served by the mesh service (it enforces read scope): without it, say so.
     const down = await cotal("history", "general", "--json");
-    expect(down.code).toBe(3);
+    expect(down.code).toBe(6);
     expect(down.stderr).toContain("mesh service");
     ok(await cotal("up", "--detach", "--open")); // repair: what was sent meanwhile was stored
     const h = await cotal("history", "general", "--json");
