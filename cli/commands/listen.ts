@@ -4,7 +4,7 @@ import { z } from "zod";
 import type { Endpoint, RosterEntry } from "../../broker/index.js";
 import { connectAs } from "../acting.js";
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
-import { EXIT } from "../errors.js";
+import { CommandFailedError, EXIT, requireProfile, SENDERS } from "../errors.js";
 import { actingIdentity } from "../acting-identity.js";
 import { deliveryJson, formatDelivery, rosterJson } from "../format.js";
 import { cliLog } from "../logging.js";
@@ -16,8 +16,12 @@ const ListenFlags = z.object({
   impersonate: z.boolean().optional(),
   channel: z.array(channelName).default([]),
   role: token("name", "role").optional(),
+  takeover: z.boolean().optional(),
   json: z.boolean().optional(),
 });
+
+/** How long `listen` keeps retrying a lost connection before it leaves (exit 3). */
+const RECONNECT_GRACE_MS = 10_000;
 
 /** `cotal listen`: join as a person and print what arrives. */
 export function registerListen(program: Command): void {
@@ -33,27 +37,43 @@ export function registerListen(program: Command): void {
     .option("--as <name>", "who listens (default: the credential's own name)")
     .option("--impersonate", "with the operator's credential: listen as --as on purpose (its presence says so)")
     .option("--channel <name>", "join a channel (repeatable)", (v: string, prev: string[] = []) => [...prev, v])
-    .option("--role <role>", "hold a role: receive anycasts to it");
+    .option("--role <role>", "hold a role: receive anycasts to it")
+    .option("--takeover", "if this name is already listening elsewhere, take over: the other listen leaves");
   jsonOption(meshOptions(cmd)).action(async (raw: Record<string, unknown>) => {
     const f = parseInput(ListenFlags, raw, { as: "--as", channel: "--channel", role: "--role" });
     const target = resolveTarget(raw);
+    requireProfile(target.creds, SENDERS, "join the mesh as someone (listen): it reads with `cotal history` and `cotal roster`");
     const who = actingIdentity(target, f.as, f.impersonate);
+    const since = String(Date.now());
     const ep = await connectAs(target, who.name, {
       ...(f.role ? { role: f.role } : {}),
       ...(who.impersonatedBy ? { impersonatedBy: who.impersonatedBy } : {}),
       description: "a person using cotal listen",
-      meta: { connector: "cotal-cli", host: hostname() },
+      meta: { connector: "cotal-cli", host: hostname(), [LISTEN_SINCE]: since },
     });
-    await listen(ep, f.channel, !!f.json);
+    await listen(ep, f.channel, !!f.json, { since, takeover: !!f.takeover, server: target.server });
   });
 }
 
-async function listen(ep: Endpoint, channels: string[], json: boolean): Promise<void> {
+/** The card `meta` key a listener marks itself with (when it started, epoch ms): a newer one took over. */
+const LISTEN_SINCE = "listenSince";
+
+async function listen(ep: Endpoint, channels: string[], json: boolean, opts: { since: string; takeover: boolean; server: string }): Promise<void> {
   const log = cliLog("listen", { me: ep.id });
+  // Two listeners of one name would split its DMs between them without a word: refuse, or take over on purpose.
+  const before = (await ep.roster()).get(ep.id);
+  if (before && before.status !== "offline" && !opts.takeover) {
+    await ep.close().catch(() => undefined);
+    throw new CommandFailedError(`${ep.id} is already listening${before.presence.card.meta?.host ? ` on ${before.presence.card.meta.host}` : ""}: a second listen would split its DMs with the first.`, {
+      remedy: "Stop the other `cotal listen`, or pass --takeover to make it leave.",
+    });
+  }
   let stopping: Promise<void> | undefined;
   const stop = (code: number): Promise<void> =>
     (stopping ??= (async () => {
-      await ep.close().catch((err) => log.warn({ err }, "leaving failed"));
+      // Leaving is bounded: with the mesh gone there is nobody to tell.
+      const left = ep.close().catch((err) => log.warn({ err }, "leaving failed"));
+      await Promise.race([left, new Promise((r) => setTimeout(r, 5_000).unref())]);
       if (json) printJsonLine({ type: "left", as: ep.id });
       else note(`Left the mesh as ${ep.id}.`);
       process.exitCode = code;
@@ -61,10 +81,11 @@ async function listen(ep: Endpoint, channels: string[], json: boolean): Promise<
   for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(sig, () => void stop(EXIT.ok));
   ep.nc.closed().then((err) => {
     if (err && !stopping) {
-      log.error({ err }, "connection to the mesh closed");
+      note(`The connection to the mesh closed: ${err.message}`);
       void stop(EXIT.unreachable);
     }
   });
+  void watchConnection(ep, opts.server, () => void stop(EXIT.unreachable));
 
   await ep.join();
   const roster = await ep.roster();
@@ -72,7 +93,14 @@ async function listen(ep: Endpoint, channels: string[], json: boolean): Promise<
   const showRoster = (entries: RosterEntry[]) => {
     const now = Date.now();
     for (const e of entries) {
-      if (e.id === ep.id) continue;
+      if (e.id === ep.id) {
+        const newer = Number(e.presence.card.meta?.[LISTEN_SINCE] ?? 0);
+        if (newer > Number(opts.since) && e.status !== "offline" && !stopping) {
+          note(`Another \`cotal listen --takeover\` now listens as ${ep.id}; leaving.`);
+          void stop(EXIT.ok);
+        }
+        continue;
+      }
       const key = `${e.status}|${e.presence.condition?.code ?? ""}|${e.presence.activity ?? ""}`;
       const before = shown.get(e.id);
       if (before === key || (before === undefined && e.status === "offline")) continue;
@@ -84,13 +112,13 @@ async function listen(ep: Endpoint, channels: string[], json: boolean): Promise<
       }
     }
   };
-  showRoster(roster.entries());
-  roster.onChange(showRoster);
-
   const joined: Array<{ channel: string; class: string; backfilled: number }> = [];
   for (const channel of channels) joined.push({ channel, ...(await ep.joinChannel(channel)) });
   if (json) printJsonLine({ type: "ready", as: ep.id, space: ep.space, channels: joined });
   else note(`Listening as ${ep.id}${channels.length ? ` on ${channels.map((c) => `#${c}`).join(", ")}` : ""}; Ctrl-C to leave.`);
+  // Roster lines come after `ready`, so a reader knows the join finished before anything else.
+  showRoster(roster.entries());
+  roster.onChange(showRoster);
 
   for await (const d of ep.deliveries) {
     if (json) printJsonLine(deliveryJson(d));
@@ -102,4 +130,25 @@ async function listen(ep: Endpoint, channels: string[], json: boolean): Promise<
     }
   }
   await stop(EXIT.ok);
+}
+
+/**
+ * One line when the connection drops and one when it is back; after RECONNECT_GRACE_MS without
+ * the mesh (stopped by `cotal down`, say) `listen` says so and leaves, instead of retrying forever.
+ */
+async function watchConnection(ep: Endpoint, server: string, giveUp: () => void): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  for await (const s of ep.nc.status()) {
+    if (s.type === "disconnect" && !timer) {
+      note(`Lost the connection to the mesh at ${server}; retrying for ${RECONNECT_GRACE_MS / 1000} s (Ctrl-C to leave).`);
+      timer = setTimeout(() => {
+        note(`The mesh at ${server} did not come back (stopped with \`cotal down\`?); leaving. Run \`cotal status\` on the mesh host.`);
+        giveUp();
+      }, RECONNECT_GRACE_MS);
+    } else if (s.type === "reconnect" && timer) {
+      clearTimeout(timer);
+      timer = undefined;
+      note("Reconnected to the mesh.");
+    }
+  }
 }
