@@ -133,6 +133,9 @@ export function exitCodeOf(err: unknown): ExitCode {
 /** One or two lines for stderr: what went wrong and the fix that fits. */
 export function describeError(err: unknown): string {
   if (err instanceof AuthenticationRefusedError) return `cotal: ${authRefusal(err)}`;
+  if (err instanceof PayloadTooLargeError) {
+    return `cotal: The message is ${err.size} bytes, over the limit of ${err.limit} bytes (${Math.floor(err.limit / 1024)} KiB); nothing was sent. Send large content as a file with \`--attach FILE\` (stored in the mesh, fetched with \`cotal fetch\`), or split the text.`;
+  }
   const denied = err instanceof PermissionDeniedError || err instanceof PermissionViolationError ? err : err instanceof CotalError && (err.cause instanceof PermissionDeniedError || err.cause instanceof PermissionViolationError) ? err.cause : undefined;
   if (denied) return `cotal: ${permissionRefusal(denied)}`;
   if (err instanceof CotalError) {

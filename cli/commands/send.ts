@@ -5,6 +5,7 @@ import { connectAs } from "../acting.js";
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
 import { MeshServiceDownError, requireProfile, SENDERS, UsageError } from "../errors.js";
 import { actingIdentity } from "../acting-identity.js";
+import { messageText } from "../message-text.js";
 import { printJson, printLines } from "../output.js";
 import { actingName, actorName, channelName, parseInput, token } from "../validate.js";
 
@@ -31,14 +32,15 @@ export function registerSend(program: Command): void {
     .command("msg")
     .description("post on a channel")
     .argument("<channel>", "channel name, e.g. general or team.backend")
-    .argument("<text...>", "the message (several words are joined with spaces)")
+    .argument("[text...]", "the message (several words are joined with spaces; `-` reads standard input)")
     .option("--as <name>", "who sends (default: the credential's own name)")
     .option("--impersonate", "with the operator's credential: send as --as on purpose (marked as sent by the operator)")
+    .option("--file <path>", "send the contents of a text file as the message")
     .option("--mention <names>", "comma-separated names to wake (each must be in the roster)");
   jsonOption(meshOptions(msg)).action(async (channel: string, words: string[], raw: Record<string, unknown>) => {
     const f = parseInput(
       Common.extend({ channel: channelName, mention: z.string().optional() }),
-      { ...raw, channel, text: words.join(" ") },
+      { ...raw, channel, text: await messageText(words, raw.file as string | undefined) },
       ARG_LABELS,
     );
     const mentions = f.mention ? parseMentions(f.mention) : undefined;
@@ -52,11 +54,12 @@ export function registerSend(program: Command): void {
     .command("dm")
     .description("send a direct message to one person or agent")
     .argument("<name>", "recipient's name")
-    .argument("<text...>", "the message")
+    .argument("[text...]", "the message (`-` reads standard input)")
     .option("--as <name>", "who sends (default: the credential's own name)")
-    .option("--impersonate", "with the operator's credential: send as --as on purpose (marked as sent by the operator)");
+    .option("--impersonate", "with the operator's credential: send as --as on purpose (marked as sent by the operator)")
+    .option("--file <path>", "send the contents of a text file as the message");
   jsonOption(meshOptions(dm)).action(async (name: string, words: string[], raw: Record<string, unknown>) => {
-    const f = parseInput(Common.extend({ name: actorName("recipient name") }), { ...raw, name, text: words.join(" ") }, ARG_LABELS);
+    const f = parseInput(Common.extend({ name: actorName("recipient name") }), { ...raw, name, text: await messageText(words, raw.file as string | undefined) }, ARG_LABELS);
     await sendAs(raw, f, f.json, (ep) => ep.dm(f.name, f.text));
   });
 
@@ -64,11 +67,12 @@ export function registerSend(program: Command): void {
     .command("ask")
     .description("send to any one holder of a role (anycast)")
     .argument("<role>", "the role, e.g. reviewer")
-    .argument("<text...>", "the message")
+    .argument("[text...]", "the message (`-` reads standard input)")
     .option("--as <name>", "who sends (default: the credential's own name)")
-    .option("--impersonate", "with the operator's credential: send as --as on purpose (marked as sent by the operator)");
+    .option("--impersonate", "with the operator's credential: send as --as on purpose (marked as sent by the operator)")
+    .option("--file <path>", "send the contents of a text file as the message");
   jsonOption(meshOptions(ask)).action(async (role: string, words: string[], raw: Record<string, unknown>) => {
-    const f = parseInput(Common.extend({ role: token("name", "role") }), { ...raw, role, text: words.join(" ") }, ARG_LABELS);
+    const f = parseInput(Common.extend({ role: token("name", "role") }), { ...raw, role, text: await messageText(words, raw.file as string | undefined) }, ARG_LABELS);
     await sendAs(raw, f, f.json, (ep) => ep.anycast(f.role, f.text));
   });
 }
