@@ -1,6 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
+import type { z } from "zod";
 import {
+  assertToken,
+  CONTROL_COMMANDS,
   ControlReply,
   ControlRequest,
   controlSubject,
@@ -8,7 +11,12 @@ import {
   describeIssues,
   parseSubject,
   principalId,
+  type ControlTable,
+  type Outcome,
   type Principal,
+  type TableArgs,
+  type TableParsedArgs,
+  type TableReplyData,
 } from "../schemas/index.js";
 import { ConnectionClosedError, ControlCallError, MeshServiceUnavailableError, PermissionDeniedError } from "./errors.js";
 import { isConnectionClosed, isNoResponders, isTimeout, permissionViolation } from "./js-errors.js";
@@ -17,26 +25,35 @@ import type { Logger } from "./log.js";
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
+/** How a control call is made. */
+export interface ControlCallOptions {
+  /** How long to wait for the reply; also the request's deadline (default 5 s). */
+  timeoutMs?: number;
+  /** `one` (any instance, the default) or an instance id. */
+  target?: string;
+}
+
 /**
- * Call `command` on `endpoint` (any instance) as `caller`; resolves with the reply's data.
+ * Call `command` on `endpoint` as `caller`; resolves with the reply's data, unchecked (the
+ * envelope is checked). Prefer a typed caller (callControl, controlCaller), which checks the data.
  * Fails with a typed error: MeshServiceUnavailableError when nobody serves the subject
  * (`no-responders`) or no reply came in time (`timeout`); PermissionDeniedError naming the
  * subject when the broker refused this credential; ConnectionClosedError when the connection
  * is closed; ControlCallError when the callee answered with an error (its `outcome` says
- * whether the work was done).
+ * whether the work was done) or the reply is not a control reply (`bad-reply`).
  */
-export async function callControl<T = unknown>(
+export async function requestControl(
   nc: NatsConnection,
   space: string,
   endpoint: string,
   command: string,
   caller: Principal,
   args: Record<string, unknown> = {},
-  timeoutMs = 5_000,
-  target = "one",
-): Promise<T> {
+  opts: ControlCallOptions = {},
+): Promise<unknown> {
+  const timeoutMs = opts.timeoutMs ?? 5_000;
   const req: ControlRequest = { id: randomUUID(), deadline: Date.now() + timeoutMs, caller: principalId(caller), args };
-  const subject = controlSubject(space, endpoint, target, command, caller);
+  const subject = controlSubject(space, endpoint, opts.target ?? "one", command, caller);
   let msg: Msg;
   try {
     msg = await nc.request(subject, enc.encode(JSON.stringify(req)), { timeout: timeoutMs });
@@ -55,8 +72,55 @@ export async function callControl<T = unknown>(
     const e = parsed.data.error;
     throw new ControlCallError(command, e.code, e.message, e.outcome);
   }
-  return parsed.data.data as T;
+  return parsed.data.data;
 }
+
+/** The arguments after `caller`: args may be left out when the command needs none. */
+export type ControlCallRest<T extends ControlTable, C extends keyof T> =
+  Record<string, never> extends TableArgs<T, C>
+    ? [args?: TableArgs<T, C>, opts?: ControlCallOptions]
+    : [args: TableArgs<T, C>, opts?: ControlCallOptions];
+
+/** A control caller typed by a command table. */
+export type ControlCaller<T extends ControlTable> = <C extends keyof T & string>(
+  nc: NatsConnection,
+  space: string,
+  command: C,
+  caller: Principal,
+  ...rest: ControlCallRest<T, C>
+) => Promise<TableReplyData<T, C>>;
+
+/**
+ * A caller for the commands of `table`: the endpoint comes from the table, and the reply's data
+ * is checked against the command's reply schema. Data that does not match is a ControlCallError
+ * `bad-reply` naming the command and the field (outcome unknown: the callee said it ran, but
+ * what it returned cannot be trusted).
+ */
+export function controlCaller<T extends ControlTable>(table: T): ControlCaller<T> {
+  return async function call<C extends keyof T & string>(
+    nc: NatsConnection,
+    space: string,
+    command: C,
+    caller: Principal,
+    ...rest: ControlCallRest<T, C>
+  ): Promise<TableReplyData<T, C>> {
+    const [args, opts] = rest as [Record<string, unknown> | undefined, ControlCallOptions | undefined];
+    const spec = table[command]!;
+    const data = await requestControl(nc, space, spec.endpoint, command, caller, args ?? {}, opts);
+    const r = spec.reply.safeParse(data);
+    if (!r.success) {
+      throw new ControlCallError(command, "bad-reply", `the reply does not match the ${command} reply schema: ${describeIssues(r.error).join("; ")}`, "unknown");
+    }
+    return r.data as TableReplyData<T, C>;
+  };
+}
+
+/**
+ * Call one of Cotal's control commands (CONTROL_COMMANDS), typed by its name:
+ * `callControl(nc, space, "join", me, { channel })` resolves with the checked `join` reply.
+ * Errors as requestControl, plus `bad-reply` when the data does not match the command's schema.
+ */
+export const callControl: ControlCaller<typeof CONTROL_COMMANDS> = controlCaller(CONTROL_COMMANDS);
 
 /** Map a failed control request to a typed error, decided by nats.js error types, never by text. */
 export function classifyRequestError(cause: unknown, what: string): Error {
@@ -78,25 +142,38 @@ export function isReplyInbox(reply: string | undefined): reply is string {
   return reply.split(".").every((t) => t !== "" && t !== "*" && t !== ">");
 }
 
-/** A control command handler: receives validated args and the caller taken from the subject. */
-export type ControlHandler = (args: Record<string, unknown>, caller: Principal) => Promise<unknown>;
+/** The handler of one command of `T`: receives the checked args and the caller taken from the subject. */
+export type ControlHandler<T extends ControlTable, C extends keyof T> = (args: TableParsedArgs<T, C>, caller: Principal) => Promise<z.input<T[C]["reply"]>>;
+
+/** A handler for every command of `T`. */
+export type ControlHandlers<T extends ControlTable> = { [C in keyof T]: ControlHandler<T, C> };
 
 /**
- * Serve control commands for `endpoint` on the `one` target (queue group, so several instances
- * share the load). The caller is taken from the subject and must agree with the request body.
- * Handlers throw CotalError for domain failures; the reply carries code, message and outcome.
- * A request whose reply subject is not an inbox (see isReplyInbox) is dropped unexecuted.
+ * Serve the commands of `table` (all of `endpoint`) on the `one` target (queue group, so several
+ * instances share the load). The caller is taken from the subject and must agree with the
+ * request body. Args are checked against the command's schema before the handler runs
+ * (`invalid-args`, naming the field; not executed). Handlers throw CotalError for domain
+ * failures; the reply carries code, message and outcome. The handler's data is checked against
+ * the reply schema before it is sent: a mismatch is a bug, logged and answered `internal`
+ * naming the field (outcome executed: the handler ran to the end). A request whose reply
+ * subject is not an inbox (see isReplyInbox) is dropped unexecuted.
  */
-export function serveControl(
+export function serveControl<T extends ControlTable>(
   nc: NatsConnection,
   space: string,
   endpoint: string,
-  handlers: Record<string, ControlHandler>,
+  table: T,
+  handlers: ControlHandlers<T>,
   log: Logger,
+  opts: { target?: string } = {},
 ): Subscription {
-  const subject = `cotal.${space}.ep.${endpoint}.one.*.*.*`;
+  const strays = Object.entries(table).filter(([, spec]) => spec.endpoint !== endpoint);
+  if (strays.length) throw new Error(`serveControl(${endpoint}): the table holds commands of other endpoints: ${strays.map(([c, s]) => `${c} (${s.endpoint})`).join(", ")}`);
+  // `one` is served as a queue group (any instance); an instance id only by that instance.
+  const target = opts.target ?? "one";
+  const subject = `cotal.${space}.ep.${endpoint}.${assertToken("name", "control target", target)}.*.*.*`;
   return nc.subscribe(subject, {
-    queue: endpoint,
+    ...(target === "one" ? { queue: endpoint } : {}),
     callback: (err, msg) => {
       if (err) {
         // Terminal for this subscription: the service no longer serves the rail.
@@ -118,8 +195,7 @@ export function serveControl(
       return;
     }
     const reply = (r: ControlReply) => msg.respond(enc.encode(JSON.stringify(r)));
-    const fail = (id: string, code: string, message: string, outcome: "executed" | "not-executed" | "unknown") =>
-      reply({ id, ok: false, error: { code, message, outcome } });
+    const fail = (id: string, code: string, message: string, outcome: Outcome) => reply({ id, ok: false, error: { code, message, outcome } });
     const parsedSubject = parseSubject(msg.subject);
     if (parsedSubject.kind !== "ep") return fail("", "bad-subject", "malformed control subject", "not-executed");
     let body: ControlRequest;
@@ -135,15 +211,25 @@ export function serveControl(
       return fail(body.id, "forged-caller", "caller in the body disagrees with the subject", "not-executed");
     }
     if (body.deadline < Date.now()) return fail(body.id, "deadline-passed", "the request's deadline passed before it was served", "not-executed");
-    const handler = handlers[parsedSubject.command];
-    if (!handler) return fail(body.id, "unknown-command", `unknown command ${parsedSubject.command}`, "not-executed");
+    const command = parsedSubject.command;
+    const spec = Object.hasOwn(table, command) ? table[command] : undefined;
+    if (!spec) return fail(body.id, "unknown-command", `unknown command ${command}`, "not-executed");
+    const args = spec.args.safeParse(body.args);
+    if (!args.success) return fail(body.id, "invalid-args", `Invalid ${command} arguments: ${describeIssues(args.error).join("; ")}.`, "not-executed");
+    let data: unknown;
     try {
-      const data = await handler(body.args, parsedSubject.from);
-      reply({ id: body.id, ok: true, data });
+      data = await (handlers[command] as ControlHandler<ControlTable, string>)(args.data, parsedSubject.from);
     } catch (err) {
       if (err instanceof CotalError) return fail(body.id, err.code, err.message, "not-executed");
-      log.error({ err, command: parsedSubject.command }, "control handler failed");
-      fail(body.id, "internal", err instanceof Error ? err.message : String(err), "unknown");
+      log.error({ err, command }, "control handler failed");
+      return fail(body.id, "internal", err instanceof Error ? err.message : String(err), "unknown");
     }
+    const checked = spec.reply.safeParse(data);
+    if (!checked.success) {
+      const issues = describeIssues(checked.error);
+      log.error({ command, issues }, "control handler's reply does not match its schema; answered internal");
+      return fail(body.id, "internal", `the ${command} reply does not match its schema: ${issues.join("; ")}`, "executed");
+    }
+    reply({ id: body.id, ok: true, data: checked.data });
   }
 }

@@ -6,21 +6,13 @@ import {
   type JetStreamManager,
   type JsMsg,
 } from "@nats-io/jetstream";
-import { filters, names, type CotalMessage, type Principal } from "../schemas/index.js";
+import { filters, names, type CotalMessage, type HistoryArgs, type HistoryItem, type HistoryPage, type Principal } from "../schemas/index.js";
 import { isPullStatus } from "./js-errors.js";
 import type { Logger } from "./log.js";
 import { verifyEnvelope } from "./verify.js";
 
-/** One stored channel post. */
-export interface HistoryItem {
-  /** The stored envelope; `from.name` is the verified sender's actor, never the payload's claim. */
-  message: CotalMessage;
-  from: Principal;
-  channel: string;
-  seq: number;
-  /** Server time it was stored, Unix ms. */
-  storedAt: number;
-}
+/** One stored channel post, and a page of them (the `history` command's reply, schemas/control-commands.ts). */
+export type { HistoryItem, HistoryPage } from "../schemas/index.js";
 
 /** Which stored posts to read. */
 export interface HistoryQuery {
@@ -32,14 +24,6 @@ export interface HistoryQuery {
   beforeSeq?: number;
   /** Keep the newest N (of those the other bounds select). */
   limit?: number;
-}
-
-/** One page of stored posts, oldest first. */
-export interface HistoryPage {
-  items: HistoryItem[];
-  /** More posts follow: ask again with `afterSeq = nextAfterSeq` (and the same `beforeSeq`). */
-  more: boolean;
-  nextAfterSeq?: number;
 }
 
 /** What one page may hold. */
@@ -240,7 +224,7 @@ export const HISTORY_PAGE_BOUNDS: HistoryPageBounds = { maxBytes: 768 * 1024, ma
  * `history` command, which enforces read scope and bounds each page). The first page positions
  * the query; later ones continue after it up to `beforeSeq`. `limit` keeps the newest N.
  */
-export async function collectHistory(channel: string, q: HistoryQuery, page: (args: Record<string, unknown>) => Promise<HistoryPage>): Promise<HistoryItem[]> {
+export async function collectHistory(channel: string, q: HistoryQuery, page: (args: HistoryArgs) => Promise<HistoryPage>): Promise<HistoryItem[]> {
   const out: HistoryItem[] = [];
   let p = await page({ channel, ...q });
   out.push(...p.items);

@@ -8,27 +8,31 @@ import {
 } from "@nats-io/jetstream";
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
-import { z } from "zod";
 import {
-  ChannelName,
-  describeIssues,
   durables,
   filters,
+  MESH_COMMANDS,
   names,
   parsePrincipal,
   CotalError,
   principalId,
-  RoleName,
-  ValidationError,
+  type HistoryArgs,
+  type HistoryPage,
+  type JoinReply,
+  type LookupReply,
+  type MintReply,
   type Principal,
+  type RegisterReply,
+  type RevokeReply,
+  type TableParsedArgs,
 } from "../schemas/index.js";
 import { ChannelRegistry, type ResolvedChannel } from "./channel-registry.js";
 import { serveControl } from "./control.js";
-import { HISTORY_PAGE_BOUNDS, readHistoryPage, type HistoryPage, type HistoryQuery } from "./history.js";
+import { HISTORY_PAGE_BOUNDS, readHistoryPage } from "./history.js";
 import { isConsumerNotFound } from "./js-errors.js";
 import { logger, type Logger } from "./log.js";
 import { ensureSpace, type SpaceOptions } from "./provision.js";
-import { clientsAccount, IdentityRegistry, PROFILES, revokeUsers, SERVICE_PRINCIPALS, signUser, type AuthStore, type IdentitySpec } from "./auth/index.js";
+import { clientsAccount, IdentityRegistry, revokeUsers, SERVICE_PRINCIPALS, signUser, type AuthStore, type IdentitySpec } from "./auth/index.js";
 import { Roster, watchPresence, type RosterSnapshotItem } from "./roster.js";
 
 /** The control endpoint name of the mesh service. */
@@ -68,15 +72,6 @@ export interface MeshServiceOptions extends SpaceOptions {
   auth?: { store: AuthStore; server: string };
 }
 
-/** Reply of `mint`. */
-export interface MintReply {
-  principal: string;
-  jwt: string;
-  userPub: string;
-  expiresAt?: number;
-  provisioned?: RegisterReply;
-}
-
 /** Only the mesh host's own CLI credential may mint and revoke. */
 export class NotAllowedError extends CotalError {
   constructor(what: string) {
@@ -86,20 +81,11 @@ export class NotAllowedError extends CotalError {
   }
 }
 
-/** Reply of `history`: one page of stored posts, oldest first (defined beside the reader). */
-export type { HistoryPage } from "./history.js";
+/** Replies of the mesh commands, by the names callers know (the table in schemas/ defines them). */
+export type { HistoryPage, JoinReply, LookupReply, MintReply, RegisterReply } from "../schemas/index.js";
 
 /** Largest history page, in encoded UTF-8 bytes of its JSON: well inside NATS's 1 MiB payload. */
 export const HISTORY_PAGE_BYTES = HISTORY_PAGE_BOUNDS.maxBytes;
-
-/** Arguments of `history`. Times must be valid dates (Unix ms, 0 … 8.64e15). */
-const HistoryArgs = z.object({
-  channel: ChannelName,
-  sinceMs: z.number().int().min(0).max(8.64e15).optional(),
-  afterSeq: z.number().int().positive().optional(),
-  beforeSeq: z.number().int().positive().optional(),
-  limit: z.number().int().positive().max(10_000).optional(),
-});
 
 /** The caller may not read that channel. */
 export class ReadDeniedError extends CotalError {
@@ -108,21 +94,6 @@ export class ReadDeniedError extends CotalError {
       remedy: "Ask the mesh admin for a credential whose --allow-subscribe includes it.",
     });
   }
-}
-
-/** Reply of `register`. */
-export interface RegisterReply {
-  dm: string;
-  anycast?: string;
-  dmCreated: boolean;
-}
-
-/** Reply of `lookup`: does this name have a DM inbox (has it ever registered or been provisioned)? */
-export interface LookupReply {
-  principal: string;
-  dm: boolean;
-  /** Static meshes: the role its credential holds (null: none). */
-  registeredRole?: string | null;
 }
 
 /** The credential does not hold the role it asked to register. */
@@ -134,21 +105,7 @@ export class RoleNotGrantedError extends CotalError {
   }
 }
 
-/** Reply of `join`. */
-export interface JoinReply {
-  durable: string;
-  created: boolean;
-  /** First stream sequence the membership delivers; history before it is backfill. */
-  watermark: number;
-}
-
 const nanos = (ms: number) => ms * 1_000_000;
-
-function parseArgs<T extends z.ZodType>(schema: T, args: unknown, what: string): z.infer<T> {
-  const r = schema.safeParse(args);
-  if (!r.success) throw new ValidationError(what, describeIssues(r.error));
-  return r.data;
-}
 
 /**
  * The mesh service of one space: provisions it, and creates the durable consumers agents may
@@ -189,33 +146,17 @@ export class MeshService {
       nc,
       space,
       MESH_ENDPOINT,
+      MESH_COMMANDS,
       {
-        register: async (args, caller) => svc.register(caller, await svc.grantedRole(caller, parseArgs(z.object({ role: RoleName.optional() }), args, "register arguments").role)),
-        lookup: (args) => svc.lookup(parsePrincipal(parseArgs(z.object({ name: z.string().min(1).max(200) }), args, "lookup arguments").name)),
-        join: (args, caller) => svc.join(caller, parseArgs(z.object({ channel: ChannelName }), args, "join arguments").channel),
-        leave: (args, caller) => svc.leave(caller, parseArgs(z.object({ channel: ChannelName }), args, "leave arguments").channel),
+        register: async (args, caller) => svc.register(caller, await svc.grantedRole(caller, args.role)),
+        lookup: (args) => svc.lookup(parsePrincipal(args.name)),
+        join: (args, caller) => svc.join(caller, args.channel),
+        leave: (args, caller) => svc.leave(caller, args.channel),
         roster: () => svc.rosterSnapshot(),
-        history: (args, caller) => svc.history(caller, parseArgs(HistoryArgs, args, "history arguments")),
-        channels: async () => svc.channels(),
-        mint: (args, caller) =>
-          svc.mint(
-            caller,
-            parseArgs(
-              z.object({
-                name: z.string(),
-                profile: z.enum(PROFILES),
-                allowSubscribe: z.array(ChannelName).default([]),
-                allowPublish: z.array(ChannelName).default([]),
-                role: RoleName.optional(),
-                provision: z.boolean().default(false),
-                expiresInMs: z.number().int().positive().optional(),
-                userPub: z.string().regex(/^U[A-Z2-7]{55}$/, "userPub must be a user public nkey"),
-              }),
-              args,
-              "mint arguments",
-            ),
-          ),
-        revoke: (args, caller) => svc.revoke(caller, parseArgs(z.object({ name: z.string() }), args, "revoke arguments").name),
+        history: (args, caller) => svc.history(caller, args),
+        channels: () => svc.channels(),
+        mint: (args, caller) => svc.mint(caller, args),
+        revoke: (args, caller) => svc.revoke(caller, args.name),
         ping: async () => ({ space, pid: process.pid }),
       },
       log,
@@ -321,7 +262,7 @@ export class MeshService {
    * A page of a channel's history, if the caller may read it: read from the stream page by
    * page (at most one page in memory), at most HISTORY_PAGE_BYTES of encoded JSON.
    */
-  async history(caller: Principal, q: HistoryQuery & { channel: string }): Promise<HistoryPage> {
+  async history(caller: Principal, q: HistoryArgs): Promise<HistoryPage> {
     const allowed = this.opts.authorizeRead ? await this.opts.authorizeRead(caller, q.channel) : true;
     if (!allowed) throw new ReadDeniedError(q.channel);
     const { channel, ...query } = q;
@@ -332,10 +273,7 @@ export class MeshService {
    * Sign a credential for `userPub` (generated where the credential will live, so its seed
    * never travels). Optionally pre-create the identity's DM durable and role queue.
    */
-  async mint(
-    caller: Principal,
-    req: { name: string; profile: IdentitySpec["profile"]; allowSubscribe: string[]; allowPublish: string[]; role?: string | undefined; provision: boolean; expiresInMs?: number | undefined; userPub: string },
-  ): Promise<MintReply> {
+  async mint(caller: Principal, req: TableParsedArgs<typeof MESH_COMMANDS, "mint">): Promise<MintReply> {
     const auth = this.requireOperator(caller, "mint credentials");
     const who = parsePrincipal(req.name);
     const spec: IdentitySpec = {
@@ -359,7 +297,7 @@ export class MeshService {
   }
 
   /** Revoke every credential issued to `name`: live connections are cut, new ones refused. */
-  async revoke(caller: Principal, name: string): Promise<{ principal: string; revoked: number }> {
+  async revoke(caller: Principal, name: string): Promise<RevokeReply> {
     const auth = this.requireOperator(caller, "revoke credentials");
     const who = parsePrincipal(name);
     const rec = await this.identities.get(who);

@@ -1,5 +1,6 @@
 import type { NatsConnection } from "@nats-io/transport-node";
-import { callControl, connectMesh, MESH_ENDPOINT, SERVICE_PRINCIPALS, type MeshAddress } from "../broker/index.js";
+import { callControl, connectMesh, SERVICE_PRINCIPALS, type MeshAddress } from "../broker/index.js";
+import type { ControlReplyData, Principal } from "../schemas/index.js";
 
 /**
  * True when a server answers at `addr` with this credential (a round trip). JetStream itself is
@@ -20,15 +21,12 @@ export async function serverAnswers(addr: MeshAddress, timeoutMs = 2_000): Promi
 }
 
 /** What the mesh service said when pinged. */
-export interface ServicePing {
-  space: string;
-  pid: number;
-}
+export type ServicePing = ControlReplyData<"ping">;
 
-/** Ping the space's mesh service on the control rail; undefined when none answers in time. */
-export async function pingMeshService(nc: NatsConnection, space: string, timeoutMs = 1_500): Promise<ServicePing | undefined> {
+/** Ping the space's mesh service on the control rail as `caller` (default: the host's CLI); undefined when none answers in time. */
+export async function pingMeshService(nc: NatsConnection, space: string, timeoutMs = 1_500, caller: Principal = SERVICE_PRINCIPALS.cli): Promise<ServicePing | undefined> {
   try {
-    return await callControl<ServicePing>(nc, space, MESH_ENDPOINT, "ping", SERVICE_PRINCIPALS.cli, {}, timeoutMs);
+    return await callControl(nc, space, "ping", caller, {}, { timeoutMs });
   } catch {
     return undefined;
   }

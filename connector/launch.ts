@@ -4,44 +4,13 @@ import { parseMeshLink } from "../broker/index.js";
 import {
   ChannelName,
   describeIssues,
-  LifecycleUid,
+  LaunchMaterial,
   LOCAL_OWNER,
   PrincipalToken,
   RoleName,
   SpaceName,
 } from "../schemas/index.js";
 import { LaunchError } from "./errors.js";
-
-/**
- * The launch material file (path in `COTAL_LAUNCH_MATERIAL`, mode 0600), written by the manager
- * or by `cotal spawn`: who the seat is, where the mesh is, and the per-launch control token.
- */
-export const LaunchMaterial = z
-  .strictObject({
-    v: z.literal(1).default(1),
-    server: z.string().min(1).describe("nats://host:port, host:port or cotal://host:port/space"),
-    space: SpaceName,
-    /** The actor name; the principal is `<owner>.<name>`. */
-    name: PrincipalToken,
-    owner: PrincipalToken.default(LOCAL_OWNER),
-    role: RoleName.optional(),
-    channels: z.array(ChannelName).max(64).default([]),
-    /** Path of the seat's `.creds` file (auth meshes). */
-    creds: z.string().min(1).optional(),
-    /** Lifecycle uid of this seat incarnation. */
-    uid: LifecycleUid.optional(),
-    /** Per-launch secret hooks present to the control endpoint. */
-    controlToken: z.string().min(32).max(512),
-    /** Where the control socket goes (default: the per-user control directory). */
-    controlDir: z.string().min(1).optional(),
-    /** Also serve hooks over loopback HTTP on this port (0 = an ephemeral port). */
-    httpPort: z.number().int().min(0).max(65535).optional(),
-    description: z.string().max(1000).optional(),
-    tags: z.array(z.string().max(64)).max(32).optional(),
-    meta: z.record(z.string(), z.string().max(1000)).optional(),
-  })
-  .describe("A seat's launch material (COTAL_LAUNCH_MATERIAL).");
-export type LaunchMaterial = z.infer<typeof LaunchMaterial>;
 
 /** A seat's identity and connection, from either launch form. */
 export interface Launch {

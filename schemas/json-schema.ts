@@ -2,6 +2,7 @@ import { z } from "zod";
 import { AgentFrontmatter } from "./agent-file.js";
 import { ChannelConfig } from "./channel.js";
 import { ControlReply, ControlRequest } from "./control.js";
+import { CONTRACT_WIRE_TYPES } from "./contract-wire-types.js";
 import { CotalMessage, EndpointRef, Part } from "./message.js";
 import { AgentCard, Presence } from "./presence.js";
 import { SeatEvent } from "./seat-log.js";
@@ -18,6 +19,7 @@ export const WIRE_TYPES = {
   ControlReply,
   SeatEvent,
   AgentFrontmatter,
+  ...CONTRACT_WIRE_TYPES,
 } as const;
 
 /** Render the JSON Schema documents (file name → pretty JSON text) from the zod source. */

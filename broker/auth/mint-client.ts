@@ -26,11 +26,11 @@ export async function requestCredential(
   req: MintRequest,
 ): Promise<{ creds: Uint8Array; reply: MintReply }> {
   const kp = createUser();
-  const reply = await callControl<MintReply>(nc, space, "mesh", "mint", SERVICE_PRINCIPALS.cli, { ...req, userPub: kp.getPublicKey() });
+  const reply = await callControl(nc, space, "mint", SERVICE_PRINCIPALS.cli, { ...req, userPub: kp.getPublicKey() });
   return { creds: fmtCreds(reply.jwt, kp), reply };
 }
 
 /** Ask the mesh service to revoke every credential issued to `name`. */
 export async function requestRevoke(nc: NatsConnection, space: string, name: string): Promise<{ principal: string; revoked: number }> {
-  return callControl(nc, space, "mesh", "revoke", SERVICE_PRINCIPALS.cli, { name });
+  return callControl(nc, space, "revoke", SERVICE_PRINCIPALS.cli, { name });
 }

@@ -1,9 +1,8 @@
 import type { Permissions } from "@nats-io/jwt";
-import { assertChannel, durables, filters, JS_API, names, patterns, type Principal } from "../../schemas/index.js";
+import { assertChannel, durables, filters, JS_API, names, patterns, type Principal, type Profile } from "../../schemas/index.js";
 
-/** Credential profiles (DESIGN §13). */
-export const PROFILES = ["agent", "observer", "admin", "mesh", "cli", "manager"] as const;
-export type Profile = (typeof PROFILES)[number];
+/** Credential profiles (DESIGN §13): defined with the control commands, whose `mint` names them. */
+export { PROFILES, type Profile } from "../../schemas/index.js";
 
 /** Principals of Cotal's own services (names starting `cotal_` are reserved). */
 export const SERVICE_PRINCIPALS = {

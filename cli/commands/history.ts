@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { z } from "zod";
-import { callControl, collectHistory, credsCaller, MESH_ENDPOINT, type HistoryPage } from "../../broker/index.js";
+import { callControl, collectHistory, credsCaller } from "../../broker/index.js";
 import { messageText, principalId } from "../../schemas/index.js";
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
 import { senderLabel } from "../format.js";
@@ -40,7 +40,7 @@ export function registerHistory(program: Command): void {
     const items = await withSession(target, (s) => {
       const caller = credsCaller(target.creds);
       const query = { ...(f.since !== undefined ? { sinceMs: Date.now() - f.since } : {}), limit: f.limit };
-      return collectHistory(f.channel, query, (args) => callControl<HistoryPage>(s.nc, target.space, MESH_ENDPOINT, "history", caller, args));
+      return collectHistory(f.channel, query, (args) => callControl(s.nc, target.space, "history", caller, args));
     });
     if (f.json) {
       printJson(

@@ -41,7 +41,7 @@ describe("the mesh service replies only to a proper inbox", () => {
       nc.publish(controlSubject(mesh.space, MESH_ENDPOINT, "one", command, mallory), JSON.stringify(req), { reply: purge });
     }
     // The service reads its rail in order: once a proper call after them is answered, all four were handled.
-    await expect(callControl(nc, mesh.space, MESH_ENDPOINT, "ping", mallory)).resolves.toMatchObject({ space: mesh.space });
+    await expect(callControl(nc, mesh.space, "ping", mallory)).resolves.toMatchObject({ space: mesh.space });
     await until(() => logs.filter((l) => l.reply === purge).length === 4, 5_000, "the service logs each dropped request");
     const dropped = logs.filter((l) => l.reply === purge);
     expect(dropped.every((l) => l.level === 40 && l.caller === "local.mallory")).toBe(true);

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { jetstream } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterEach, describe } from "vitest";
-import { callControl, HISTORY_PAGE_BYTES, MESH_ENDPOINT, type HistoryPage } from "../../broker/index.js";
+import { callControl, HISTORY_PAGE_BYTES } from "../../broker/index.js";
 import { chatSubject, localPrincipal, messageText, type CotalMessage } from "../../schemas/index.js";
 import { BUNDLES, ensureBuilt } from "../harness/build.js";
 import { cleanEnv } from "../harness/cli.js";
@@ -53,7 +53,7 @@ describe("history with bounded memory", () => {
 
     nc = await connect({ servers: nats.url, maxReconnectAttempts: 0 });
     const caller = localPrincipal("reader");
-    await until(async () => (await callControl(nc!, SPACE, MESH_ENDPOINT, "ping", caller, {}, 1_000)) !== undefined, 20_000, "the mesh service answers a ping");
+    await until(async () => (await callControl(nc!, SPACE, "ping", caller, {}, { timeoutMs: 1_000 })) !== undefined, 20_000, "the mesh service answers a ping");
 
     // 1,000 posts of 250 KB, published raw by a client with the rights (an open mesh).
     const js = jetstream(nc);
@@ -71,13 +71,13 @@ describe("history with bounded memory", () => {
     }
     const before = memoryOf(pid);
 
-    const newest = await callControl<HistoryPage>(nc, SPACE, MESH_ENDPOINT, "history", caller, { channel: "general", limit: 1 }, 30_000);
+    const newest = await callControl(nc, SPACE, "history", caller, { channel: "general", limit: 1 }, { timeoutMs: 30_000 });
     expect(newest.items.map((h) => h.seq)).toEqual([lastSeq]);
     expect(messageText(newest.items[0]!.message).startsWith(`${POSTS - 1} `)).toBe(true);
     expect(newest.more).toBe(false);
     const afterNewest = memoryOf(pid);
 
-    const first = await callControl<HistoryPage>(nc, SPACE, MESH_ENDPOINT, "history", caller, { channel: "general" }, 30_000);
+    const first = await callControl(nc, SPACE, "history", caller, { channel: "general" }, { timeoutMs: 30_000 });
     expect(first.items.length).toBeGreaterThanOrEqual(2);
     expect(first.items.map((h) => messageText(h.message).split(" ")[0])).toEqual(first.items.map((_, i) => String(i)));
     expect(first.more).toBe(true);

@@ -110,7 +110,7 @@ describe("roles and presence come from the credential", () => {
   test("an agent cannot register a role its credential does not hold, and no role queue is created", async () => {
     const { nc, name } = await mallory();
     const before = await snapshot(mesh);
-    await expect(callControl(nc, SPACE, "mesh", "register", localPrincipal(name), { role: "mesh_admin" })).rejects.toThrow(/does not hold the role mesh_admin/);
+    await expect(callControl(nc, SPACE, "register", localPrincipal(name), { role: "mesh_admin" })).rejects.toThrow(/does not hold the role mesh_admin/);
     await expectUnchanged(mesh, before);
   });
 

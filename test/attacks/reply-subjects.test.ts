@@ -159,7 +159,7 @@ describe.each(Object.keys(PROFILES))("%s: a control call to the mesh service", (
       nc.publish(ping, req(`aimed-${target}`), { reply: target });
       // The service answers calls in order: a later ping on the caller's own inbox comes back
       // only after the aimed one was answered.
-      await callControl(nc, SPACE, "mesh", "ping", who);
+      await callControl(nc, SPACE, "ping", who);
       await expectUnchanged(mesh, before);
     }
     await revokeStillCuts(mesh, who, nc);
@@ -172,7 +172,7 @@ describe.each(Object.keys(PROFILES))("%s: a control call to the mesh service", (
     for (let i = 0; i < 1_000; i++) {
       nc.publish(ping, JSON.stringify({ id: `flood-${i}`, deadline: Date.now() + 30_000, caller: `local.${who.actor}`, args: {} }), { reply: `cotal.${SPACE}.chat.local.bob.general` });
     }
-    await callControl(nc, SPACE, "mesh", "ping", who, {}, 30_000);
+    await callControl(nc, SPACE, "ping", who, {}, { timeoutMs: 30_000 });
     await expectUnchanged(mesh, before);
     await revokeStillCuts(mesh, who, nc);
   });
@@ -185,7 +185,7 @@ test("after answers aimed at its identity record, an agent's read scope and revo
   const forged = JSON.stringify({ profile: "admin", allowSubscribe: [], allowPublish: [], users: [] });
   nc.publish(ping, forged, { reply: record });
   nc.publish(record, forged);
-  await callControl(nc, SPACE, "mesh", "ping", who);
-  await expect(callControl(nc, SPACE, "mesh", "history", who, { channel: "general" })).rejects.toThrow(/Not allowed to read channel general/);
+  await callControl(nc, SPACE, "ping", who);
+  await expect(callControl(nc, SPACE, "history", who, { channel: "general" })).rejects.toThrow(/Not allowed to read channel general/);
   await revokeStillCuts(mesh, who, nc);
 });

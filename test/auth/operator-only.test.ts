@@ -32,7 +32,7 @@ afterAll(async () => {
 });
 
 function mintArgs(name: string) {
-  return { name, profile: "admin", allowSubscribe: [], allowPublish: [], provision: true, userPub: createUser().getPublicKey() };
+  return { name, profile: "admin" as const, allowSubscribe: [], allowPublish: [], provision: true, userPub: createUser().getPublicKey() };
 }
 
 /** Refused by the broker (permission) or by the mesh service (not-allowed); a timeout is not a refusal. */
@@ -62,7 +62,7 @@ async function issuedTo(name: string): Promise<number> {
 describe("only the operator mints and revokes", () => {
   test("an agent credential asking to mint is refused, and nothing is minted or provisioned", async () => {
     const nc = await mesh.connection(eveCreds, "_INBOX.local.eve");
-    const err = await callControl(nc, SPACE, "mesh", "mint", eve, mintArgs("sneaky"), 2_000).catch((e: unknown) => e);
+    const err = await callControl(nc, SPACE, "mint", eve, mintArgs("sneaky"), { timeoutMs: 2_000 }).catch((e: unknown) => e);
     expectRefused(err);
     expect(await consumerExists(names.dmStream(SPACE), durables.dm(localPrincipal("sneaky")))).toBe(false);
     expect(await issuedTo("sneaky")).toBe(0);
@@ -71,7 +71,7 @@ describe("only the operator mints and revokes", () => {
   test("an agent credential asking to revoke another identity is refused, and that identity keeps its credential", async () => {
     const victimCreds = await mesh.mint({ name: "victim", profile: "agent" });
     const nc = await mesh.connection(eveCreds, "_INBOX.local.eve");
-    const err = await callControl(nc, SPACE, "mesh", "revoke", eve, { name: "victim" }, 2_000).catch((e: unknown) => e);
+    const err = await callControl(nc, SPACE, "revoke", eve, { name: "victim" }, { timeoutMs: 2_000 }).catch((e: unknown) => e);
     expectRefused(err);
     const victim = await mesh.connection(victimCreds, "_INBOX.local.victim");
     await victim.flush();
@@ -83,10 +83,10 @@ describe("only the operator mints and revokes", () => {
     const cli = await mesh.connection(mesh.cliCreds);
     const victimCreds = await mesh.mint({ name: "victim2", profile: "agent" });
     for (const caller of [localPrincipal("alice"), SERVICE_PRINCIPALS.mesh]) {
-      const minted = await callControl(cli, SPACE, "mesh", "mint", caller, mintArgs("sneaky2")).catch((e: unknown) => e);
+      const minted = await callControl(cli, SPACE, "mint", caller, mintArgs("sneaky2")).catch((e: unknown) => e);
       expect(minted).toBeInstanceOf(ControlCallError);
       expect(minted).toMatchObject({ code: "not-allowed", outcome: "not-executed" });
-      const revoked = await callControl(cli, SPACE, "mesh", "revoke", caller, { name: "victim2" }).catch((e: unknown) => e);
+      const revoked = await callControl(cli, SPACE, "revoke", caller, { name: "victim2" }).catch((e: unknown) => e);
       expect(revoked).toMatchObject({ code: "not-allowed", outcome: "not-executed" });
     }
     expect(await consumerExists(names.dmStream(SPACE), durables.dm(localPrincipal("sneaky2")))).toBe(false);
@@ -95,7 +95,7 @@ describe("only the operator mints and revokes", () => {
     await victim.flush();
     expect(victim.isClosed()).toBe(false);
     // The operator itself may.
-    const ok = await callControl<{ principal: string }>(cli, SPACE, "mesh", "mint", SERVICE_PRINCIPALS.cli, mintArgs("legit"));
+    const ok = await callControl(cli, SPACE, "mint", SERVICE_PRINCIPALS.cli, mintArgs("legit"));
     expect(ok.principal).toBe("local.legit");
     expect(await issuedTo("legit")).toBe(1);
   });
@@ -105,9 +105,9 @@ describe("only the operator mints and revokes", () => {
     const open = await TestMesh.start(server, "openmint");
     try {
       const nc = await open.rawConnection();
-      const err = await callControl(nc, "openmint", "mesh", "mint", SERVICE_PRINCIPALS.cli, mintArgs("x")).catch((e: unknown) => e);
+      const err = await callControl(nc, "openmint", "mint", SERVICE_PRINCIPALS.cli, mintArgs("x")).catch((e: unknown) => e);
       expect(err).toMatchObject({ code: "open-mesh" });
-      expect(await callControl(nc, "openmint", "mesh", "revoke", SERVICE_PRINCIPALS.cli, { name: "x" }).catch((e: unknown) => e)).toMatchObject({ code: "open-mesh" });
+      expect(await callControl(nc, "openmint", "revoke", SERVICE_PRINCIPALS.cli, { name: "x" }).catch((e: unknown) => e)).toMatchObject({ code: "open-mesh" });
     } finally {
       await open.close();
       await server.cleanup();
@@ -118,19 +118,19 @@ describe("only the operator mints and revokes", () => {
 describe("joining a channel needs read access to it", () => {
   test("an agent joining a channel outside its --allow-subscribe is read-denied and no membership is created", async () => {
     const nc = await mesh.connection(eveCreds, "_INBOX.local.eve");
-    const err = await callControl(nc, SPACE, "mesh", "join", eve, { channel: "general" }).catch((e: unknown) => e);
+    const err = await callControl(nc, SPACE, "join", eve, { channel: "general" }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ControlCallError);
     expect(err).toMatchObject({ code: "read-denied", outcome: "not-executed" });
     expect(await consumerExists(names.chatStream(SPACE), durables.channel(eve, "general"))).toBe(false);
     // A channel it may read: joined, with its consumer.
-    const joined = await callControl<{ durable: string; created: boolean }>(nc, SPACE, "mesh", "join", eve, { channel: "lobby" });
+    const joined = await callControl(nc, SPACE, "join", eve, { channel: "lobby" });
     expect(joined).toMatchObject({ durable: durables.channel(eve, "lobby"), created: true });
     expect(await consumerExists(names.chatStream(SPACE), durables.channel(eve, "lobby"))).toBe(true);
   });
 
   test("the service checks read access itself: a join sent in another agent's name for a channel it may not read is refused", async () => {
     const cli = await mesh.connection(mesh.cliCreds);
-    const err = await callControl(cli, SPACE, "mesh", "join", eve, { channel: "builds" }).catch((e: unknown) => e);
+    const err = await callControl(cli, SPACE, "join", eve, { channel: "builds" }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: "read-denied" });
     expect(await consumerExists(names.chatStream(SPACE), durables.channel(eve, "builds"))).toBe(false);
   });

@@ -18,23 +18,23 @@ describe("control call failures are told apart", () => {
   test("no mesh service, a silent one, a closed connection", async ({ nats }) => {
     mesh = await TestMesh.start(nats, "ctlerr");
     const bob = await mesh.endpoint("bob");
-    await expect(callControl(bob.nc, mesh.space, MESH_ENDPOINT, "ping", bob.me)).resolves.toMatchObject({ space: mesh.space });
+    await expect(callControl(bob.nc, mesh.space, "ping", bob.me)).resolves.toMatchObject({ space: mesh.space });
 
     await mesh.service.stop();
-    const down = await callControl(bob.nc, mesh.space, MESH_ENDPOINT, "ping", bob.me, {}, 2_000).catch((e: unknown) => e);
+    const down = await callControl(bob.nc, mesh.space, "ping", bob.me, {}, { timeoutMs: 2_000 }).catch((e: unknown) => e);
     expect(down).toBeInstanceOf(MeshServiceUnavailableError);
     // Across the static mesh's account import a missing responder may only show as silence.
     if (meshMode() === "open") expect((down as MeshServiceUnavailableError).reason).toBe("no-responders");
 
     const silent = mesh.serviceConnection.subscribe(`cotal.${mesh.space}.ep.mesh.one.*.*.*`, { queue: MESH_ENDPOINT });
     await mesh.serviceConnection.flush();
-    const late = await callControl(bob.nc, mesh.space, MESH_ENDPOINT, "ping", bob.me, {}, 300).catch((e: unknown) => e);
+    const late = await callControl(bob.nc, mesh.space, "ping", bob.me, {}, { timeoutMs: 300 }).catch((e: unknown) => e);
     silent.unsubscribe();
     expect(late).toBeInstanceOf(MeshServiceUnavailableError);
     expect((late as MeshServiceUnavailableError).reason).toBe("timeout");
 
     await bob.nc.close();
-    await expect(callControl(bob.nc, mesh.space, MESH_ENDPOINT, "ping", bob.me)).rejects.toBeInstanceOf(ConnectionClosedError);
+    await expect(callControl(bob.nc, mesh.space, "ping", bob.me)).rejects.toBeInstanceOf(ConnectionClosedError);
   });
 
   test.runIf(meshMode() === "static")("a command the credential may not call is a refusal naming the subject", async ({ nats }) => {
@@ -42,7 +42,7 @@ describe("control call failures are told apart", () => {
     setLogDestination({ write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
     mesh = await TestMesh.start(nats, "ctlperm");
     const bob = await mesh.endpoint("bob");
-    const err = await callControl(bob.nc, mesh.space, MESH_ENDPOINT, "revoke", bob.me, { name: "alice" }).catch((e: unknown) => e);
+    const err = await callControl(bob.nc, mesh.space, "revoke", bob.me, { name: "alice" }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(PermissionDeniedError);
     expect(err).not.toBeInstanceOf(MeshServiceUnavailableError);
     expect((err as PermissionDeniedError).subject).toBe(`cotal.${mesh.space}.ep.mesh.one.revoke.local.bob`);

@@ -4,8 +4,9 @@
 import { randomUUID } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
+import { z } from "zod";
 import {
-  callControl,
+  controlCaller,
   ControlCallError,
   logger,
   MeshServiceUnavailableError,
@@ -16,6 +17,22 @@ import { NatsServer } from "../harness/nats-server.js";
 import { connect } from "@nats-io/transport-node";
 
 const alice = localPrincipal("alice");
+
+/** The rail's test commands: `ep1` echoes and fails on purpose; `fake` and `absent` are served by nobody real. */
+const anyReply = z.unknown();
+const RAIL = {
+  echo: { endpoint: "ep1", summary: "echo", args: z.object({ x: z.number().optional() }), reply: z.object({ echoed: z.record(z.string(), z.unknown()), caller: z.object({ owner: z.string(), actor: z.string() }) }) },
+  refuse: { endpoint: "ep1", summary: "refuse", args: z.object({}), reply: anyReply },
+  crash: { endpoint: "ep1", summary: "crash", args: z.object({}), reply: anyReply },
+  crashOdd: { endpoint: "ep1", summary: "crash oddly", args: z.object({}), reply: anyReply },
+} as const;
+const FAKE = {
+  notjson: { endpoint: "fake", summary: "", args: z.object({}), reply: anyReply },
+  shape: { endpoint: "fake", summary: "", args: z.object({}), reply: anyReply },
+  absent: { endpoint: "absent", summary: "", args: z.object({}), reply: anyReply },
+} as const;
+const callControl = controlCaller(RAIL);
+const callFake = controlCaller(FAKE);
 // The rail itself, on an open server in both suite modes (who may publish what is test/auth's).
 let nats: NatsServer;
 beforeAll(async () => {
@@ -38,11 +55,12 @@ async function conn(nats: NatsServer): Promise<NatsConnection> {
 /** Serve an echo endpoint `ep` in space `rail`; `ran` counts handler runs. */
 async function echo(nats: NatsServer) {
   const nc = await conn(nats);
-  const ran: Array<{ args: Record<string, unknown>; caller: string }> = [];
+  const ran: Array<{ args: { x?: number | undefined }; caller: string }> = [];
   serveControl(
     nc,
     "rail",
     "ep1",
+    RAIL,
     {
       echo: async (args, caller) => {
         ran.push({ args, caller: `${caller.owner}.${caller.actor}` });
@@ -77,7 +95,7 @@ describe("the control rail", () => {
   test("a call runs the handler with the caller from the subject and returns its data", async () => {
     const { ran } = await echo(nats);
     const nc = await conn(nats);
-    const r = await callControl(nc, "rail", "ep1", "echo", alice, { x: 1 });
+    const r = await callControl(nc, "rail", "echo", alice, { x: 1 });
     expect(r).toEqual({ echoed: { x: 1 }, caller: alice });
     expect(ran).toEqual([{ args: { x: 1 }, caller: "local.alice" }]);
   });
@@ -103,14 +121,14 @@ describe("the control rail", () => {
   test("a domain refusal keeps its code and says not-executed; a crash says the outcome is unknown", async () => {
     await echo(nats);
     const nc = await conn(nats);
-    const refused = await callControl(nc, "rail", "ep1", "refuse", alice).catch((e: unknown) => e);
+    const refused = await callControl(nc, "rail", "refuse", alice).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(ControlCallError);
     expect(refused).toMatchObject({ code: "nope", outcome: "not-executed", command: "refuse" });
     expect(String((refused as Error).message)).toContain("Refused for a reason.");
-    const crashed = await callControl(nc, "rail", "ep1", "crash", alice).catch((e: unknown) => e);
+    const crashed = await callControl(nc, "rail", "crash", alice).catch((e: unknown) => e);
     expect(crashed).toMatchObject({ code: "internal", outcome: "unknown" });
     expect(String((crashed as Error).message)).toContain("boom");
-    const odd = await callControl(nc, "rail", "ep1", "crashOdd", alice).catch((e: unknown) => e);
+    const odd = await callControl(nc, "rail", "crashOdd", alice).catch((e: unknown) => e);
     expect(odd).toMatchObject({ code: "internal", outcome: "unknown" });
     expect(String((odd as Error).message)).toContain("a string");
   });
@@ -122,8 +140,8 @@ describe("the control rail", () => {
       callback: (_e, m) => void m.respond(new TextEncoder().encode(m.subject.includes(".notjson.") ? "<html>" : JSON.stringify({ hello: randomUUID() }))),
     });
     await fake.flush();
-    for (const command of ["notjson", "shape"]) {
-      const err = await callControl(nc, "rail", "fake", command, alice).catch((e: unknown) => e);
+    for (const command of ["notjson", "shape"] as const) {
+      const err = await callFake(nc, "rail", command, alice).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(ControlCallError);
       expect(err).toMatchObject({ code: "bad-reply", outcome: "unknown" });
     }
@@ -132,7 +150,7 @@ describe("the control rail", () => {
   test("nobody serving the endpoint: the mesh service is unavailable, said at once", async () => {
     const nc = await conn(nats);
     const started = Date.now();
-    const err = await callControl(nc, "rail", "absent", "echo", alice, {}, 10_000).catch((e: unknown) => e);
+    const err = await callFake(nc, "rail", "absent", alice, {}, { timeoutMs: 10_000 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(MeshServiceUnavailableError);
     expect(Date.now() - started).toBeLessThan(5_000);
   });

@@ -1,8 +1,8 @@
 // History is served page by page: every stored post exactly once, oldest first, each page
 // within its byte bound measured in encoded UTF-8 bytes (not string length).
 import { afterEach, describe } from "vitest";
-import { callControl, ControlCallError, HISTORY_PAGE_BYTES, MESH_ENDPOINT, type Endpoint, type HistoryPage } from "../../broker/index.js";
-import { messageText } from "../../schemas/index.js";
+import { callControl, ControlCallError, HISTORY_PAGE_BYTES, type Endpoint, type HistoryPage } from "../../broker/index.js";
+import { messageText, type HistoryArgs } from "../../schemas/index.js";
 import { expect, test } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
 
@@ -14,8 +14,8 @@ afterEach(async () => {
 
 const utf8 = (v: unknown) => Buffer.byteLength(JSON.stringify(v), "utf8");
 
-function history(ep: Endpoint, args: Record<string, unknown>): Promise<HistoryPage> {
-  return callControl<HistoryPage>(ep.nc, ep.space, MESH_ENDPOINT, "history", ep.me, args);
+function history(ep: Endpoint, args: HistoryArgs): Promise<HistoryPage> {
+  return callControl(ep.nc, ep.space, "history", ep.me, args);
 }
 
 describe("history pages", () => {
@@ -78,7 +78,7 @@ describe("history pages", () => {
     for (const sinceMs of [9e15, -1, 1.5]) {
       const err = await history(bob, { channel: "general", sinceMs }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(ControlCallError);
-      expect((err as ControlCallError).code).toBe("invalid-input");
+      expect((err as ControlCallError).code).toBe("invalid-args");
     }
   });
 });

@@ -17,7 +17,7 @@ import {
   type ConsumerStatus,
   type MeshServiceOptions,
 } from "../../broker/index.js";
-import { CotalError, names } from "../../schemas/index.js";
+import { CotalError, MESH_COMMANDS, names } from "../../schemas/index.js";
 import { collect } from "../harness/deliveries.js";
 import { expect, test, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
@@ -46,6 +46,7 @@ async function fakeService(m: TestMesh) {
     m.serviceConnection,
     m.space,
     MESH_ENDPOINT,
+    { register: MESH_COMMANDS.register, roster: MESH_COMMANDS.roster },
     { register: async () => ({ dm: "dm_local-bob_missing", dmCreated: false }), roster: async () => [] },
     logger("fake-mesh-service"),
   );

@@ -4,7 +4,7 @@
 import { AckPolicy, DeliverPolicy, jetstream, type ConsumerInfo } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { afterEach, describe } from "vitest";
-import { ACK_WAIT_MS, callControl, isConsumerNotFound, MAX_ACK_PENDING, SERVICE_PRINCIPALS } from "../../broker/index.js";
+import { ACK_WAIT_MS, callControl, isConsumerNotFound, MAX_ACK_PENDING, requestControl, SERVICE_PRINCIPALS } from "../../broker/index.js";
 import { chatSubject, durables, encodeMessage, filters, localPrincipal, names, type Principal } from "../../schemas/index.js";
 import { expect, test } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
@@ -129,7 +129,7 @@ describe("the mesh service on the control rail", () => {
     mesh = await TestMesh.start(nats, "svcargs");
     const nc = await mesh.rawConnection();
     const call = (command: string, args: Record<string, unknown>) =>
-      callControl(nc, mesh!.space, "mesh", command, SERVICE_PRINCIPALS.cli, args).catch((e: unknown) => e);
+      requestControl(nc, mesh!.space, "mesh", command, SERVICE_PRINCIPALS.cli, args).catch((e: unknown) => e);
     for (const [command, args, what] of [
       ["join", { channel: "a..b" }, "join arguments"],
       ["leave", {}, "leave arguments"],
@@ -138,7 +138,7 @@ describe("the mesh service on the control rail", () => {
       ["lookup", { name: "" }, "lookup arguments"],
     ] as const) {
       const err = await call(command, args);
-      expect(err, command).toMatchObject({ code: "invalid-input", outcome: "not-executed" });
+      expect(err, command).toMatchObject({ code: "invalid-args", outcome: "not-executed" });
       expect(String((err as Error).message), command).toContain(`Invalid ${what}`);
     }
     expect(await consumer(mesh, names.chatStream(mesh.space), durables.channel(SERVICE_PRINCIPALS.cli, "general"))).toBeUndefined();
@@ -148,10 +148,10 @@ describe("the mesh service on the control rail", () => {
     mesh = await TestMesh.start(nats, "svcping");
     const nc = await mesh.rawConnection();
     const caller = SERVICE_PRINCIPALS.cli;
-    expect(await callControl(nc, mesh.space, "mesh", "ping", caller)).toEqual({ space: "svcping", pid: process.pid });
-    const roster = await callControl<Array<{ id?: string }>>(nc, mesh.space, "mesh", "roster", caller);
+    expect(await callControl(nc, mesh.space, "ping", caller)).toEqual({ space: "svcping", pid: process.pid });
+    const roster = await callControl(nc, mesh.space, "roster", caller);
     expect(Array.isArray(roster)).toBe(true);
-    const channels = await callControl<unknown[]>(nc, mesh.space, "mesh", "channels", caller);
+    const channels = await callControl(nc, mesh.space, "channels", caller);
     expect(Array.isArray(channels)).toBe(true);
   });
 });

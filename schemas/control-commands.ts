@@ -1,0 +1,208 @@
+import { z } from "zod";
+import { ChannelConfig } from "./channel.js";
+import { CotalMessage } from "./message.js";
+import { PrincipalId } from "./principal.js";
+import { ChannelName, PrincipalToken, RoleName, SpaceName } from "./tokens.js";
+
+/**
+ * One control command: which endpoint serves it, the shape of its `args` and of the `data` of
+ * a successful reply. The callee validates args before running anything (`invalid-args`) and
+ * its own reply before sending it (`internal`); the caller validates the reply (`bad-reply`).
+ */
+export interface ControlCommandSpec {
+  /** The endpoint token of the control subject (`cotal.<space>.ep.<endpoint>.…`). */
+  readonly endpoint: string;
+  /** One line for the docs. */
+  readonly summary: string;
+  readonly args: z.ZodType<Record<string, unknown>>;
+  readonly reply: z.ZodType;
+}
+
+/** Command name → spec. The command name is the command token of the control subject. */
+export type ControlTable = Record<string, ControlCommandSpec>;
+
+/** Credential profiles (docs/security.md#profiles). */
+export const PROFILES = ["agent", "observer", "admin", "mesh", "cli", "manager"] as const;
+export type Profile = (typeof PROFILES)[number];
+
+/** A principal named by `<owner>.<actor>` or a bare actor (owner `local`). */
+export const PrincipalName = z
+  .string()
+  .regex(/^[A-Za-z0-9_]{1,64}(\.[A-Za-z0-9_]{1,64})?$/, "name must be an actor name or <owner>.<actor>, each of letters, digits and '_'")
+  .describe("an actor name (owner `local`) or a principal id `<owner>.<actor>`");
+
+/** Unix milliseconds of a valid date (0 … 8.64e15). */
+const UnixMs = z.number().int().min(0).max(8.64e15);
+const Seq = z.number().int().positive().describe("a stream sequence");
+const NoArgs = z.object({}).describe("no arguments");
+
+const RegisterReply = z
+  .object({
+    dm: z.string().min(1).describe("the caller's DM durable"),
+    dmCreated: z.boolean().describe("created by this call (false: it existed)"),
+    anycast: z.string().min(1).optional().describe("the role's anycast durable, when a role was registered"),
+  })
+  .describe("The caller's inbox (and role queue) exist.");
+
+const RosterItem = z.object({
+  id: PrincipalId,
+  presence: z.unknown().describe("a Presence record (Presence.schema.json); readers validate each row, so one bad row does not void the snapshot"),
+  ageMs: z.number().nonnegative().describe("how long ago the record was written"),
+  deleted: z.boolean(),
+  registeredRole: RoleName.nullable().optional().describe("static meshes: the role the credential holds (null: none)"),
+});
+
+const HistoryItem = z.object({
+  message: CotalMessage.describe("the stored envelope; `from.name` is the verified sender's actor"),
+  from: z.object({ owner: PrincipalToken, actor: PrincipalToken }).describe("the sender, from the subject"),
+  channel: ChannelName,
+  seq: Seq,
+  storedAt: UnixMs.describe("server time it was stored"),
+});
+
+const ResolvedChannel = z.object({
+  name: ChannelName,
+  config: ChannelConfig.describe("effective settings (the channel's own over the space defaults)"),
+  configured: z.boolean().describe("the channel has its own record"),
+});
+
+/**
+ * The mesh service's commands (`endpoint = mesh`). Args objects ignore unknown fields (a newer
+ * caller's extra field reaches an older service harmlessly).
+ */
+export const MESH_COMMANDS = {
+  register: {
+    endpoint: "mesh",
+    summary: "create (once) the caller's DM inbox and, with a role, the role's anycast queue",
+    args: z.object({ role: RoleName.optional().describe("static meshes: must be the credential's role") }),
+    reply: RegisterReply,
+  },
+  lookup: {
+    endpoint: "mesh",
+    summary: "whether a name has a DM inbox yet",
+    args: z.object({ name: PrincipalName }),
+    reply: z.object({
+      principal: PrincipalId,
+      dm: z.boolean().describe("the name has a DM inbox"),
+      registeredRole: RoleName.nullable().optional().describe("static meshes: the role its credential holds (null: none)"),
+    }),
+  },
+  join: {
+    endpoint: "mesh",
+    summary: "create the caller's durable membership of a channel, from the join watermark; idempotent",
+    args: z.object({ channel: ChannelName }),
+    reply: z.object({
+      durable: z.string().min(1),
+      created: z.boolean(),
+      watermark: Seq.describe("first stream sequence the membership delivers; history before it is backfill"),
+    }),
+  },
+  leave: {
+    endpoint: "mesh",
+    summary: "end the caller's durable membership of a channel",
+    args: z.object({ channel: ChannelName }),
+    reply: z.object({ left: z.boolean().describe("a membership existed and was deleted") }),
+  },
+  roster: {
+    endpoint: "mesh",
+    summary: "a snapshot of the presence records, to load before following live writes",
+    args: NoArgs,
+    reply: z.array(RosterItem),
+  },
+  history: {
+    endpoint: "mesh",
+    summary: "one page (≤ 768 KiB) of a channel's stored posts, oldest first; read scope enforced",
+    args: z.object({
+      channel: ChannelName,
+      sinceMs: UnixMs.optional().describe("only posts stored at or after this time"),
+      afterSeq: Seq.optional().describe("only posts at or after this sequence"),
+      beforeSeq: Seq.optional().describe("only posts before this sequence"),
+      limit: z.number().int().positive().max(10_000).optional().describe("keep the newest N"),
+    }),
+    reply: z.object({
+      items: z.array(HistoryItem),
+      more: z.boolean().describe("more posts follow: ask again with afterSeq = nextAfterSeq"),
+      nextAfterSeq: Seq.optional(),
+    }),
+  },
+  channels: {
+    endpoint: "mesh",
+    summary: "the configured channels with their effective settings",
+    args: NoArgs,
+    reply: z.array(ResolvedChannel),
+  },
+  mint: {
+    endpoint: "mesh",
+    summary: "sign a credential for a user key generated by the caller (operator credential only)",
+    args: z.object({
+      name: PrincipalName,
+      profile: z.enum(PROFILES),
+      allowSubscribe: z.array(ChannelName).default([]),
+      allowPublish: z.array(ChannelName).default([]),
+      role: RoleName.optional(),
+      provision: z.boolean().default(false).describe("also create the DM inbox, role queue and channel memberships"),
+      expiresInMs: z.number().int().positive().optional(),
+      userPub: z.string().regex(/^U[A-Z2-7]{55}$/, "userPub must be a user public nkey"),
+    }),
+    reply: z.object({
+      principal: PrincipalId,
+      jwt: z.string().min(1).describe("the user JWT; the caller adds its seed to make a .creds file"),
+      userPub: z.string().min(1),
+      expiresAt: UnixMs.optional(),
+      provisioned: RegisterReply.optional(),
+    }),
+  },
+  revoke: {
+    endpoint: "mesh",
+    summary: "revoke every credential minted for a name (operator credential only)",
+    args: z.object({ name: PrincipalName }),
+    reply: z.object({ principal: PrincipalId, revoked: z.number().int().nonnegative().describe("credentials revoked") }),
+  },
+  ping: {
+    endpoint: "mesh",
+    summary: "is the mesh service up",
+    args: NoArgs,
+    reply: z.object({ space: SpaceName, pid: z.number().int().positive() }),
+  },
+} as const satisfies ControlTable;
+
+/**
+ * Every control command Cotal defines, by name (names are unique across endpoints). The
+ * manager's commands (spawn, despawn, stop, ps, status) join this table under their endpoint.
+ */
+export const CONTROL_COMMANDS = { ...MESH_COMMANDS } as const satisfies ControlTable;
+export type ControlCommand = keyof typeof CONTROL_COMMANDS;
+
+/** What a caller passes for a command of `T` (defaults may be left out). */
+export type TableArgs<T extends ControlTable, C extends keyof T> = z.input<T[C]["args"]>;
+/** What a handler of a command of `T` receives (defaults filled in). */
+export type TableParsedArgs<T extends ControlTable, C extends keyof T> = z.output<T[C]["args"]>;
+/** The data of a successful reply to a command of `T`. */
+export type TableReplyData<T extends ControlTable, C extends keyof T> = z.output<T[C]["reply"]>;
+
+export type ControlArgs<C extends ControlCommand> = TableArgs<typeof CONTROL_COMMANDS, C>;
+export type ControlReplyData<C extends ControlCommand> = TableReplyData<typeof CONTROL_COMMANDS, C>;
+
+export type RegisterReply = ControlReplyData<"register">;
+export type LookupReply = ControlReplyData<"lookup">;
+export type JoinReply = ControlReplyData<"join">;
+export type HistoryArgs = ControlArgs<"history">;
+export type HistoryPage = ControlReplyData<"history">;
+export type HistoryItem = HistoryPage["items"][number];
+export type MintArgs = ControlArgs<"mint">;
+export type MintReply = ControlReplyData<"mint">;
+export type RevokeReply = ControlReplyData<"revoke">;
+export type PingReply = ControlReplyData<"ping">;
+
+/**
+ * The JSON Schema documents of every command, by file stem: `control.<command>.args` and
+ * `control.<command>.reply` (docs/schema/).
+ */
+export function controlWireTypes(table: ControlTable = CONTROL_COMMANDS): Record<string, z.ZodType> {
+  return Object.fromEntries(
+    Object.entries(table).flatMap(([command, spec]) => [
+      [`control.${command}.args`, spec.args.describe(`Arguments of the ${spec.endpoint} endpoint's \`${command}\` command: ${spec.summary}.`)],
+      [`control.${command}.reply`, spec.reply.describe(`Reply data of \`${command}\` (the \`data\` of a ControlReply with ok: true).`)],
+    ]),
+  );
+}
