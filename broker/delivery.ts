@@ -32,7 +32,7 @@ export interface Delivery {
   ack(): Promise<void>;
   /** Not handled now: redeliver after `delayMs`. */
   nak(delayMs?: number): void;
-  /** Never deliver again (e.g. malformed). */
+  /** Never deliver again (e.g. malformed); `reason` is logged, not sent (servers before 2.10 ignore a +TERM with text). */
   term(reason?: string): void;
   /** Still holding it: reset the broker's ack timer. */
   working(): void;

@@ -1,4 +1,4 @@
-import { decodeMessage, parseSubject, principalId, type CotalMessage, type Principal } from "../schemas/index.js";
+import { decodeMessage, parseSubject, principalId, ValidationError, type CotalMessage, type Principal } from "../schemas/index.js";
 import type { Logger } from "./log.js";
 
 /** A message whose envelope agrees with its subject. */
@@ -25,7 +25,8 @@ export function verifyEnvelope(subject: string, data: Uint8Array, log: Logger): 
   try {
     message = decodeMessage(data);
   } catch (err) {
-    log.warn({ subject, err: (err as Error).message }, "dropped a malformed message");
+    // The issues name the field that does not conform (e.g. `parts.0.digest`).
+    log.warn({ subject, err: (err as Error).message, ...(err instanceof ValidationError ? { issues: err.issues } : {}) }, "dropped a malformed message");
     return undefined;
   }
   const sender = "from" in parsed ? parsed.from : undefined;

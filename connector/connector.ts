@@ -344,7 +344,9 @@ export class Connector implements ControlHandler {
   private readonly classifier: Classifier = (mail) => {
     if (mail.kind !== "channel") return { cls: "directed", mentionsYou: false };
     const mentions = mail.message.mentions ?? [];
-    const mentionsYou = mentions.some((n) => n === this.me.actor || n === this.id);
+    // Mentions are lowercased on the wire; names need not be.
+    const mine = [this.me.actor.toLowerCase(), this.id.toLowerCase()];
+    const mentionsYou = mentions.some((n) => mine.includes(n.toLowerCase()));
     const mode = (mail.channel && this.modes.get(mail.channel)) || "normal";
     if (mode === "muted" || mail.historical) return { cls: "pull", mentionsYou };
     return { cls: mentionsYou ? "directed" : "channel", mentionsYou };
