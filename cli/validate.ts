@@ -45,8 +45,15 @@ export const channelName = z
   .max(255, "channel must be at most 255 characters")
   .regex(/^[A-Za-z0-9_-]{1,64}(\.[A-Za-z0-9_-]{1,64})*$/, `channel must be dot-separated segments of ${ALPHABETS.name.text}`);
 
-/** A duration flag (`30s`, `15m`, `1h`, `7d`) parsed into milliseconds. */
+/**
+ * A duration flag (`30s`, `15m`, `1h`, `7d`) parsed into milliseconds. A unit is required on
+ * every flag: a bare `5` would be read as milliseconds by parseDuration, which nobody means.
+ */
 export const duration = z.string().transform((text, ctx) => {
+  if (/^\s*\d+(\.\d+)?\s*$/.test(text)) {
+    ctx.addIssue({ code: "custom", message: `a bare number has no unit; write it with one, such as ${text.trim()}s, ${text.trim()}m or ${text.trim()}h` });
+    return z.NEVER;
+  }
   try {
     return parseDuration(text);
   } catch (err) {

@@ -2,7 +2,9 @@ import { resolve } from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { connectMesh, isPermissionDenied, PROFILES, requestCredential, requestRevoke, writeSecret } from "../../broker/index.js";
+import { existsSync } from "node:fs";
+import { checkMintSpec, connectMesh, isPermissionDenied, MintRefusedError, PROFILES, requestCredential, requestRevoke, writeSecret } from "../../broker/index.js";
+import { localPrincipal } from "../../schemas/index.js";
 import { jsonOption, meshOptions, resolveTarget, type MeshTarget } from "../context.js";
 import { credentialScope } from "../credential.js";
 import { ProfileRefusedError, requireProfile, UsageError } from "../errors.js";
@@ -27,6 +29,7 @@ const MintFlags = z.object({
   provision: z.boolean().optional(),
   out: z.string().min(1).optional(),
   expiresIn: duration.optional(),
+  replace: z.boolean().optional(),
   json: z.boolean().optional(),
 });
 
@@ -48,11 +51,26 @@ export function registerMint(program: Command): void {
     .option("--role <role>", "agent: the role whose anycasts it may take")
     .option("--provision", "create its DM inbox (and role queue, channel memberships) now, so it can bind at once")
     .option("--out <file>", "where to write the .creds file (default .cotal/creds/<name>.creds next to the mesh)")
-    .option("--expires-in <duration>", "expiry, e.g. 24h or 7d (default: no expiry)");
+    .option("--expires-in <duration>", "expiry: a number and a unit, e.g. 90s, 24h or 7d (default: no expiry)")
+    .option("--replace", "the name already has a credential: revoke every old one, then write the new one");
   jsonOption(meshOptions(mint)).action(async (name: string, raw: Record<string, unknown>) => {
-    const f = parseInput(MintFlags, { ...raw, name });
+    const f = parseInput(MintFlags, { ...raw, name }, { name: "<name>" });
+    // Refused here, as bad input (exit 2), what the mesh service would refuse.
+    try {
+      checkMintSpec({ space: "-", who: localPrincipal(f.name), profile: f.profile, allowSubscribe: f.allowSubscribe, allowPublish: f.allowPublish });
+    } catch (err) {
+      if (err instanceof MintRefusedError) throw new UsageError(`Invalid input: ${err.message}`);
+      throw err;
+    }
     const target = resolveTarget(raw);
     const out = f.out ? resolve(f.out) : target.root ? resolve(target.root.dir, "creds", `${f.name}.creds`) : resolve(`${f.name}.creds`);
+    // Minting again must not leave the old credential valid behind a silently overwritten file.
+    if (existsSync(out) && !f.replace) {
+      throw new UsageError(`${out} already holds a credential; minting ${f.name} again would leave the old one valid.`, {
+        remedy: `Pass --replace to revoke every old credential of ${f.name} and write a new one, or --out another file.`,
+      });
+    }
+    const replaced = f.replace ? await asMinter(target, "revoke", () => withConnection(target, (nc) => requestRevoke(nc, target.space, f.name))) : undefined;
     const { reply, creds } = await asMinter(target, "mint", () =>
       withConnection(target, (nc) =>
         requestCredential(nc, target.space, {
@@ -67,7 +85,14 @@ export function registerMint(program: Command): void {
       ),
     );
     writeSecret(out, creds);
-    const result = { principal: reply.principal, profile: f.profile, creds: out, expiresAt: reply.expiresAt ? new Date(reply.expiresAt).toISOString() : null, provisioned: !!reply.provisioned };
+    const result = {
+      principal: reply.principal,
+      profile: f.profile,
+      creds: out,
+      expiresAt: reply.expiresAt ? new Date(reply.expiresAt).toISOString() : null,
+      provisioned: !!reply.provisioned,
+      revoked: replaced?.revoked ?? 0,
+    };
     if (f.json) printJson(result);
     else
       printLines(
@@ -75,6 +100,7 @@ export function registerMint(program: Command): void {
         `creds:     ${out} (mode 0600)`,
         ...(result.expiresAt ? [`expires:   ${result.expiresAt}`] : []),
         ...(result.provisioned ? ["inbox:     provisioned"] : []),
+        ...(replaced ? [`replaced:  revoked ${replaced.revoked} old credential${replaced.revoked === 1 ? "" : "s"} of ${result.principal}`] : []),
       );
   });
 
@@ -83,7 +109,7 @@ export function registerMint(program: Command): void {
     .summary("revoke every credential of a name: live connections are cut, new ones refused")
     .description("Revoke every credential minted for <name> on the running server, without a restart.");
   jsonOption(meshOptions(revoke)).action(async (name: string, raw: Record<string, unknown>) => {
-    const f = parseInput(z.object({ name: actingName("name"), json: z.boolean().optional() }), { ...raw, name });
+    const f = parseInput(z.object({ name: actingName("name"), json: z.boolean().optional() }), { ...raw, name }, { name: "<name>" });
     const target = resolveTarget(raw);
     const r = await asMinter(target, "revoke", () => withConnection(target, (nc) => requestRevoke(nc, target.space, f.name)));
     if (r.revoked === 0) throw new UsageError(`No credential was ever minted for ${r.principal}.`, { remedy: "Check the name (`cotal roster`)." });
