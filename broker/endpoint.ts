@@ -18,6 +18,9 @@ import {
   PRESENCE,
   principal,
   principalId,
+  type CONTROL_COMMANDS,
+  type ControlCommand,
+  type ControlReplyData,
   type Attention,
   type ChannelClass,
   type CardKind,
@@ -34,14 +37,14 @@ import { inboxPrefix } from "./auth/permissions.js";
 import { ChannelRegistry } from "./channel-registry.js";
 import { connectMesh, type MeshAddress } from "./connect.js";
 import { jetStreamConnection, JS_OPTIONS } from "./js-access.js";
-import { callControl } from "./control.js";
+import { callControl, type ControlCallRest } from "./control.js";
 import { DeliveryQueue, IdLedger, type Delivery, type DeliverySource } from "./delivery.js";
 import { ConsumerLostError, JoinFailedError, NotJoinedError, PermissionDeniedError, StorageLimitError, UnknownMentionError } from "./errors.js";
 import { collectHistory, verifiedName, type HistoryItem, type HistoryQuery } from "./history.js";
 import { isStorageRefusal, isTransientPublishError, permissionViolation } from "./js-errors.js";
 import { logger, type Logger } from "./log.js";
-import { MESH_ENDPOINT, type HistoryPage, type JoinReply, type LookupReply, type RegisterReply } from "./mesh-service.js";
-import { followPresence, Roster, type RosterEntry, type RosterSnapshotItem } from "./roster.js";
+import type { RegisterReply } from "./mesh-service.js";
+import { followPresence, Roster, type RosterEntry } from "./roster.js";
 import type { ResolvedChannel } from "./channel-registry.js";
 import { verifyEnvelope, type VerifiedMessage } from "./verify.js";
 
@@ -267,7 +270,7 @@ export class Endpoint {
     const hadRoster = this.rosterView !== undefined;
     let step = "registering with the mesh service";
     try {
-      const reply = await this.mesh<RegisterReply>("register", roleArgs);
+      const reply = await this.mesh("register", roleArgs);
       this.joined = true;
       this.since = Date.now();
       this.presenceState = { ...this.presenceState, statusSince: this.since };
@@ -279,10 +282,10 @@ export class Endpoint {
       step = "loading the roster";
       await this.roster();
       step = `binding the DM inbox ${reply.dm}`;
-      await this.consumeDurable(names.dmStream(this.space), reply.dm, async () => (await this.mesh<RegisterReply>("register", roleArgs)).dm);
+      await this.consumeDurable(names.dmStream(this.space), reply.dm, async () => (await this.mesh("register", roleArgs)).dm);
       if (reply.anycast) {
         step = `binding the role queue ${reply.anycast}`;
-        await this.consumeDurable(names.taskStream(this.space), reply.anycast, async () => (await this.mesh<RegisterReply>("register", roleArgs)).anycast ?? reply.anycast!);
+        await this.consumeDurable(names.taskStream(this.space), reply.anycast, async () => (await this.mesh("register", roleArgs)).anycast ?? reply.anycast!);
       }
       this.registration = reply;
       return reply;
@@ -396,7 +399,7 @@ export class Endpoint {
     if (!this.rosterView) {
       const view = new Roster(this.log);
       try {
-        await followPresence(this.nc, this.space, view, () => this.mesh<RosterSnapshotItem[]>("roster"));
+        await followPresence(this.nc, this.space, view, () => this.mesh("roster"));
       } catch (err) {
         view.stop();
         throw err;
@@ -408,7 +411,7 @@ export class Endpoint {
         for (const id of view.unverifiedRoles()) {
           if (asking.has(id)) continue;
           asking.add(id);
-          void this.mesh<LookupReply>("lookup", { name: id })
+          void this.mesh("lookup", { name: id })
             .then((r) => r.registeredRole !== undefined && view.setRegisteredRole(id, r.registeredRole))
             .catch((err) => this.log.debug({ err, id }, "could not look up a registered role"))
             .finally(() => asking.delete(id));
@@ -422,8 +425,8 @@ export class Endpoint {
   }
 
   /** Call the mesh service as this endpoint. */
-  private mesh<T>(command: string, args: Record<string, unknown> = {}): Promise<T> {
-    return callControl<T>(this.nc, this.space, MESH_ENDPOINT, command, this.me, args);
+  private mesh<C extends ControlCommand>(command: C, ...rest: ControlCallRest<typeof CONTROL_COMMANDS, C>): Promise<ControlReplyData<C>> {
+    return callControl(this.nc, this.space, command, this.me, ...rest);
   }
 
   // ---- sending -------------------------------------------------------------------------
@@ -448,7 +451,7 @@ export class Endpoint {
     const ack = await this.publish(dmSubject(this.space, recipient, this.me), m);
     if (!this.registered.has(toId)) {
       // Only the mesh service reads the members bucket; it says whether the inbox exists.
-      const found = await this.mesh<LookupReply>("lookup", { name: toId }).catch(() => undefined);
+      const found = await this.mesh("lookup", { name: toId }).catch(() => undefined);
       if (found && !found.dm) {
         return { ...ack, text: `stored seq ${ack.seq}; recipient has not joined yet; it will be delivered on first join` };
       }
@@ -546,11 +549,11 @@ export class Endpoint {
     const sinceMs = Date.now() - config.windowSeconds * 1000;
     let backfilled = 0;
     if (config.class === "durable") {
-      const reply = await this.mesh<JoinReply>("join", { channel });
+      const reply = await this.mesh("join", { channel });
       if (reply.created && config.replay) {
         backfilled = this.pushHistory(await this.readHistory(channel, { sinceMs, beforeSeq: reply.watermark }));
       }
-      const stop = await this.consumeDurable(names.chatStream(this.space), reply.durable, async () => (await this.mesh<JoinReply>("join", { channel })).durable).catch((err: unknown) => {
+      const stop = await this.consumeDurable(names.chatStream(this.space), reply.durable, async () => (await this.mesh("join", { channel })).durable).catch((err: unknown) => {
         throw err instanceof CotalError ? err : new JoinFailedError(`binding the membership ${reply.durable} of channel ${channel}`, err);
       });
       this.memberships.set(channel, { channel, class: "durable", stop });
@@ -618,7 +621,7 @@ export class Endpoint {
 
   /** Configured channels and their settings. */
   listChannels(): Promise<ResolvedChannel[]> {
-    return this.mesh<ResolvedChannel[]>("channels");
+    return this.mesh("channels");
   }
 
   /**
@@ -626,7 +629,7 @@ export class Endpoint {
    * `limit`, later pages run to the current end, so the newest N are kept at the end.
    */
   private readHistory(channel: string, q: HistoryQuery): Promise<HistoryItem[]> {
-    return collectHistory(channel, q, (args) => this.mesh<HistoryPage>("history", args));
+    return collectHistory(channel, q, (args) => this.mesh("history", args));
   }
 
   // ---- receiving -----------------------------------------------------------------------
