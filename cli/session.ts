@@ -18,6 +18,7 @@ import {
   JS_OPTIONS,
   Roster,
   watchPresence,
+  type ResolvedChannel,
 } from "../broker/index.js";
 import { names } from "../schemas/index.js";
 import { SpaceNotProvisionedError } from "./errors.js";
@@ -95,6 +96,20 @@ export class MeshSession {
       }
     }
     return this.rosterView;
+  }
+
+  /**
+   * Every configured channel. A client credential may not watch the registry's keys (that needs a
+   * consumer): the mesh service lists them on the control rail instead.
+   */
+  async configuredChannels(): Promise<ResolvedChannel[]> {
+    if (!this.clientAccount) return (await this.channels()).list();
+    return callControl(this.nc, this.target.space, "channels", credsCaller(this.target.creds));
+  }
+
+  /** Whether this session's credential is a client's (it reaches only the read-only JetStream API). */
+  get isClient(): boolean {
+    return this.clientAccount;
   }
 
   async channels(): Promise<ChannelRegistry> {

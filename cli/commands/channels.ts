@@ -2,7 +2,10 @@ import type { Command } from "commander";
 import { z } from "zod";
 import { CHANNEL_DEFAULTS_KEY, filters, names, parseSubject, type ChannelConfig } from "../../schemas/index.js";
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
-import { UsageError } from "../errors.js";
+import { isPermissionDenied } from "../../broker/index.js";
+import { requireProfile, UsageError } from "../errors.js";
+
+const CONFIGURE = "change channel settings (only the mesh host's operator credential can; run `cotal channels` there)";
 import { channelRow } from "../format.js";
 import { printJson, printLines, table } from "../output.js";
 import { withSession, type MeshSession } from "../session.js";
@@ -53,11 +56,15 @@ export function registerChannels(program: Command): void {
     const result = await withSession(target, async (s) => {
       const registry = await s.channels();
       const defaults = await registry.defaults();
-      const configured = await registry.list();
-      const posts = await postCounts(s, target.space);
-      const all = new Set([...configured.map((c) => c.name), ...posts.keys()]);
-      const rows = await Promise.all([...all].sort().map((n) => registry.get(n)));
-      return { defaults, channels: rows.map((r) => ({ ...r, posts: posts.get(r.name) ?? 0 })) };
+      const configured = await s.configuredChannels();
+      // Post counts need the stream's info, which only the operator's credential may read.
+      const posts = await postCounts(s, target.space).catch((err: unknown) => {
+        if (isPermissionDenied(err)) return undefined;
+        throw err;
+      });
+      const all = new Set([...configured.map((c) => c.name), ...(posts?.keys() ?? [])]);
+      const rows = await Promise.all([...all].sort().map((n) => configured.find((c) => c.name === n) ?? registry.get(n)));
+      return { defaults, channels: rows.map((r) => ({ ...r, posts: posts ? (posts.get(r.name) ?? 0) : null })) };
     });
     if (f.json) {
       printJson(result);
@@ -68,7 +75,7 @@ export function registerChannels(program: Command): void {
         ["CHANNEL", "CLASS", "REPLAY", "WINDOW", "POSTS", "DESCRIPTION"],
         [
           withPosts(channelRow("(defaults)", result.defaults, true), "-"),
-          ...result.channels.map((c) => withPosts(channelRow(c.name, c.config, c.configured), String(c.posts))),
+          ...result.channels.map((c) => withPosts(channelRow(c.name, c.config, c.configured), c.posts === null ? "-" : String(c.posts))),
         ],
       ),
     );
@@ -82,6 +89,7 @@ export function registerChannels(program: Command): void {
       throw new UsageError("Nothing to set.", { remedy: "Pass at least one of --replay, --no-replay, --window, --class, --description, --instructions." });
     }
     const target = resolveTarget(raw);
+    requireProfile(target.creds, ["operator"], CONFIGURE);
     const config = await withSession(target, async (s) => (await s.channels()).set(f.name, patch));
     if (f.json) printJson({ name: f.name, config });
     else printLines(...table(["CHANNEL", "CLASS", "REPLAY", "WINDOW", "DESCRIPTION"], [channelRow(f.name, config, true)]));
@@ -94,6 +102,7 @@ export function registerChannels(program: Command): void {
     const f = parseInput(SettingFlags, raw);
     const patch = patchOf(f);
     const target = resolveTarget(raw);
+    if (Object.keys(patch).length) requireProfile(target.creds, ["operator"], CONFIGURE);
     const config = await withSession(target, async (s) => {
       const registry = await s.channels();
       return Object.keys(patch).length ? registry.set(CHANNEL_DEFAULTS_KEY, patch) : registry.defaults();

@@ -8,7 +8,8 @@ import { rosterJson, rosterTable, type RosterRow } from "../format.js";
 import { printJson, printLines } from "../output.js";
 import { isRunning, readRecord } from "../pid-file.js";
 import { pingMeshService } from "../probe.js";
-import { isStreamNotFound } from "../../broker/index.js";
+import { credsCaller, isPermissionDenied, isStreamNotFound } from "../../broker/index.js";
+import { credentialLabel, credentialScope } from "../credential.js";
 import { MeshSession } from "../session.js";
 import { parseInput } from "../validate.js";
 
@@ -35,6 +36,8 @@ export interface StatusReport {
   processes?: { natsServer: ProcessStatus; meshService: ProcessStatus };
   meshService?: { answering: boolean; pid?: number };
   streams: StreamStatus[];
+  /** Set when the credential may not read stream state (every profile but the operator's). */
+  streamsHidden?: string;
   roster: RosterRow[];
 }
 
@@ -51,7 +54,7 @@ export function registerStatus(program: Command): void {
     .description(
       "Show the mesh this folder belongs to (or the one named by --server/--space): whether the server answers, " +
         "whether its mesh service answers, the space's streams with their message counts, and the roster. " +
-        "Exits 3 when the server or its mesh service does not answer.",
+        "Exits 3 when the server cannot be reached, 6 when its mesh service does not answer.",
     );
   jsonOption(meshOptions(cmd)).action(async (raw: Record<string, unknown>) => {
     const flags = parseInput(z.object({ json: z.boolean().optional() }).passthrough(), raw);
@@ -59,7 +62,8 @@ export function registerStatus(program: Command): void {
     const report = await collectStatus(target);
     if (flags.json) printJson(report);
     else printLines(...describeStatus(report));
-    if (!report.reachable || !report.meshService?.answering) process.exitCode = EXIT.unreachable;
+    if (!report.reachable) process.exitCode = EXIT.unreachable;
+    else if (!report.meshService?.answering) process.exitCode = EXIT.meshService;
   });
 }
 
@@ -93,18 +97,24 @@ async function collectStatus(t: MeshTarget): Promise<StatusReport> {
   try {
     report.reachable = true;
     report.authRequired = session.nc.info?.auth_required ?? false;
-    const ping = await pingMeshService(session.nc, t.space);
+    const ping = await pingMeshService(session.nc, t.space, undefined, credsCaller(t.creds));
     report.meshService = ping ? { answering: true, pid: ping.pid } : { answering: false };
     for (const name of STREAMS.map((f) => f(t.space))) {
       try {
         const info = await session.jsm.streams.info(name);
         report.streams.push({ name, exists: true, messages: info.state.messages, bytes: info.state.bytes, consumers: info.state.consumer_count });
       } catch (err) {
+        if (isPermissionDenied(err)) {
+          report.streamsHidden = `${credentialLabel(t.creds ? credentialScope(t.creds) : undefined)} may not read stream state`;
+          report.streams = [];
+          break;
+        }
         if (!isStreamNotFound(err)) throw err;
         report.streams.push({ name, exists: false });
       }
     }
-    if (report.streams.every((s) => s.exists)) {
+    // A client credential's roster comes from the mesh service: without it there is none to show.
+    if ((report.meshService.answering || !session.isClient) && report.streams.every((s) => s.exists)) {
       const now = Date.now();
       report.roster = (await session.roster()).entries(now).map((e) => rosterJson(e, now));
     }
@@ -124,12 +134,12 @@ function describeStatus(r: StatusReport): string[] {
     const p = (s: ProcessStatus) => (s.pid === undefined ? "not started" : `pid ${s.pid} ${s.running ? "running" : "NOT running"}`);
     lines.push(`processes:    nats-server ${p(r.processes.natsServer)}; mesh service ${p(r.processes.meshService)}`);
   }
-  if (r.meshService) lines.push(`mesh service: ${r.meshService.answering ? `answering (pid ${r.meshService.pid})` : "NOT answering (run `cotal up` to repair it)"}`);
+  if (r.meshService) lines.push(`mesh service: ${r.meshService.answering ? `answering (pid ${r.meshService.pid})` : "NOT answering (run `cotal up --detach` on the mesh host to repair it)"}`);
   if (!r.reachable) {
     lines.push("", "Start it with `cotal up` (or check --server / COTAL_SERVER).");
     return lines;
   }
-  lines.push("", "streams:");
+  lines.push("", `streams:${r.streamsHidden ? `      not shown (${r.streamsHidden})` : ""}`);
   for (const s of r.streams) lines.push(`  ${s.name.padEnd(24)} ${s.exists ? `${s.messages} message${s.messages === 1 ? "" : "s"}` : "MISSING (run `cotal up`)"}`);
   lines.push("", `roster (${r.roster.filter((e) => e.status !== "offline").length} online, ${r.roster.length} known):`);
   if (r.roster.length === 0) lines.push("  nobody has joined yet");
