@@ -528,7 +528,9 @@ export class Endpoint {
   private async checkMentions(mentions: string[]): Promise<void> {
     const roster = await this.roster();
     const entries = roster.entries();
-    const unknown = mentions.filter((n) => !entries.some((e) => e.name === n || e.id === n) && !roster.known(n));
+    // Mentions go out lowercased, so a name matches whatever its case.
+    const seen = (n: string) => entries.some((e) => e.name.toLowerCase() === n.toLowerCase() || e.id.toLowerCase() === n.toLowerCase());
+    const unknown = mentions.filter((n) => !seen(n) && !roster.known(n));
     if (unknown.length) throw new UnknownMentionError(unknown);
   }
 

@@ -18,6 +18,7 @@ import {
   type Wake,
   type WakeView,
 } from "../../connector/index.js";
+import { nextPresence, type PresenceState } from "../../broker/index.js";
 import { ALPHABETS, type Attention } from "../../schemas/index.js";
 import { fakeMail } from "./helpers.js";
 
@@ -94,6 +95,39 @@ describe("presence from hooks", () => {
   it("relays only the fields the connector needs, never tool arguments or prompts", () => {
     const raw = { session_id: "s", hook_event_name: "PreToolUse", tool_name: "Bash", tool_input: { command: "rm -rf /" }, prompt: "secret", tool_use_id: "t" };
     expect(trimPayload(raw)).toEqual({ session_id: "s", hook_event_name: "PreToolUse", tool_name: "Bash" });
+  });
+});
+
+describe("presence times (nextPresence)", () => {
+  const start: PresenceState = { status: "working", statusSince: 100, activity: "Bash", activitySince: 100, attention: "open", channelModes: { general: "quiet" } };
+
+  it("a heartbeat-like patch (same status, same activity) moves neither statusSince nor activitySince", () => {
+    expect(nextPresence(start, { status: "working", activity: "Bash", unread: 2 }, 500)).toEqual({ ...start, unread: 2 });
+  });
+
+  it("a new activity moves statusSince and activitySince; clearing it removes activitySince", () => {
+    expect(nextPresence(start, { activity: "Edit" }, 500)).toMatchObject({ activity: "Edit", activitySince: 500, statusSince: 500 });
+    const cleared = nextPresence(start, { activity: null }, 600);
+    expect(cleared).not.toHaveProperty("activity");
+    expect(cleared).not.toHaveProperty("activitySince");
+    expect(cleared.statusSince).toBe(600);
+  });
+
+  it("a new status moves statusSince; progress moves activeAt only", () => {
+    expect(nextPresence(start, { status: "idle" }, 700).statusSince).toBe(700);
+    expect(nextPresence(start, { active: true }, 800)).toEqual({ ...start, activeAt: 800 });
+  });
+
+  it("a condition keeps its since while the code stays, and gets a new one when the code changes", () => {
+    const a = nextPresence(start, { condition: { code: "rate_limit", source: "hook:StopFailure" } }, 1_000);
+    expect(a.condition).toEqual({ code: "rate_limit", source: "hook:StopFailure", since: 1_000 });
+    expect(nextPresence(a, { condition: { code: "rate_limit", source: "hook:StopFailure" } }, 2_000).condition?.since).toBe(1_000);
+    expect(nextPresence(a, { condition: { code: "overloaded" } }, 3_000).condition).toEqual({ code: "overloaded", since: 3_000 });
+    expect(nextPresence(a, { condition: null }, 4_000)).not.toHaveProperty("condition");
+  });
+
+  it("channel mode normal leaves the record: the wire carries quiet and muted only", () => {
+    expect(nextPresence(start, { channelModes: { general: "normal", ops: "muted" } }, 1).channelModes).toEqual({ ops: "muted" });
   });
 });
 
