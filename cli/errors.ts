@@ -4,6 +4,7 @@ import {
   AuthenticationRefusedError,
   AuthStore,
   clientsAccount,
+  ControlCallError,
   InsecureSecretError,
   InvalidCredsError,
   MeshServiceUnavailableError,
@@ -106,6 +107,9 @@ function capital(s: string): string {
   return s.charAt(0).toUpperCase() + s.slice(1);
 }
 
+/** Control-rail error codes that mean "this credential may not", not "it failed". */
+const REFUSAL_CODES = new Set(["read-denied", "not-allowed", "role-not-granted", "permission-denied"]);
+
 function isPermission(err: unknown): err is PermissionDeniedError | PermissionViolationError | ProfileRefusedError {
   return err instanceof PermissionDeniedError || err instanceof PermissionViolationError || err instanceof ProfileRefusedError;
 }
@@ -125,6 +129,8 @@ export function exitCodeOf(err: unknown): ExitCode {
   }
   if (err instanceof AuthenticationRefusedError || err instanceof WrongSpaceError) return EXIT.authentication;
   if (isPermission(err) || (err instanceof CotalError && isPermission(err.cause))) return EXIT.permission;
+  // The mesh service's own refusals of this caller (a channel it may not read, a name it may not mint).
+  if (err instanceof ControlCallError && REFUSAL_CODES.has(err.code)) return EXIT.permission;
   if (err instanceof MeshServiceUnavailableError || err instanceof MeshServiceDownError) return EXIT.meshService;
   if (err instanceof MeshNotFoundError || err instanceof SpaceNotProvisionedError || err instanceof MeshUnavailableError) return EXIT.unreachable;
   return EXIT.failed;

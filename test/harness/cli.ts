@@ -34,16 +34,19 @@ export interface CliOptions {
   cwd: string;
   env?: NodeJS.ProcessEnv;
   timeoutMs?: number;
+  /** Written to the command's standard input, which is then closed (default: no stdin). */
+  input?: string | Buffer;
 }
 
 /** Run `cotal <args>` to completion. */
 export function runCotal(args: string[], opts: CliOptions): Promise<CliResult> {
-  return run(process.execPath, [cotalBundle, ...args], { cwd: opts.cwd, env: opts.env ?? cleanEnv(), timeoutMs: opts.timeoutMs ?? 30_000 });
+  return run(process.execPath, [cotalBundle, ...args], { cwd: opts.cwd, env: opts.env ?? cleanEnv(), timeoutMs: opts.timeoutMs ?? 30_000, input: opts.input });
 }
 
-function run(cmd: string, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number }): Promise<CliResult> {
+function run(cmd: string, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number; input?: string | Buffer | undefined }): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env, stdio: [opts.input === undefined ? "ignore" : "pipe", "pipe", "pipe"] });
+    if (opts.input !== undefined) child.stdin!.end(opts.input);
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
