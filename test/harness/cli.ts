@@ -49,8 +49,8 @@ function run(cmd: string, args: string[], opts: { cwd: string; env: NodeJS.Proce
     if (opts.input !== undefined) child.stdin!.end(opts.input);
     let stdout = "";
     let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
-    child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
+    child.stdout!.setEncoding("utf8").on("data", (c: string) => (stdout += c));
+    child.stderr!.setEncoding("utf8").on("data", (c: string) => (stderr += c));
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
       reject(new Error(`\`${args.join(" ")}\` did not finish within ${opts.timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
