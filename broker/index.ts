@@ -12,6 +12,8 @@ export * from "./delivery.js";
 export * from "./roster.js";
 export * from "./channel-registry.js";
 export * from "./history.js";
+export * from "./artifacts.js";
+export * from "./stream-scan.js";
 export * from "./verify.js";
 export * from "./endpoint.js";
 export * from "./auth/index.js";

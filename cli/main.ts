@@ -4,6 +4,7 @@ import { registerDeliver } from "./commands/deliver.js";
 import { registerDown } from "./commands/down.js";
 import { registerHistory } from "./commands/history.js";
 import { registerListen } from "./commands/listen.js";
+import { registerLogs } from "./commands/logs.js";
 import { registerMeshServe } from "./commands/mesh-serve.js";
 import { registerMint } from "./commands/mint.js";
 import { registerHook } from "./commands/hook.js";
@@ -12,6 +13,8 @@ import { registerSend } from "./commands/send.js";
 import { registerSetup } from "./commands/setup.js";
 import { registerStatus } from "./commands/status.js";
 import { registerUp } from "./commands/up.js";
+import { registerManager } from "./commands/manager.js";
+import { registerSeats } from "./commands/seats.js";
 import { describeError, EXIT, exitCodeOf } from "./errors.js";
 import { initCliLogging } from "./logging.js";
 import { safeLines } from "./output.js";
@@ -29,6 +32,7 @@ export function buildProgram(): Command {
   registerUp(program);
   registerDown(program);
   registerStatus(program);
+  registerLogs(program);
   registerSend(program);
   registerListen(program);
   registerHistory(program);
@@ -38,6 +42,8 @@ export function buildProgram(): Command {
   registerMint(program);
   registerHook(program);
   registerSetup(program);
+  registerSeats(program);
+  registerManager(program);
   registerMeshServe(program);
   program.addHelpText(
     "after",

@@ -3,3 +3,8 @@ export * from "./errors.js";
 export * from "./lifecycle-uid.js";
 export * from "./seat-log.js";
 export * from "./seat-table.js";
+export * from "./launch-material-file.js";
+export * from "./echo-agent.js";
+export * from "./process-start-time.js";
+export * from "./process-runtime.js";
+export * from "./manager-service.js";

@@ -1,6 +1,6 @@
-import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type MsgRequest } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { isNoMessageFound, isWrongLastSequence, JS_OPTIONS, type Logger } from "../broker/index.js";
+import { isWrongLastSequence, JS_OPTIONS, scanStream, type Logger } from "../broker/index.js";
 import { describeIssues, filters, names, parsePrincipal, SeatEvent, seatSubject, type SeatEventInput } from "../schemas/index.js";
 import { StaleSeatLogError } from "./errors.js";
 
@@ -47,21 +47,15 @@ export class SeatLog {
     const out = new Map<string, SeatHistory>();
     const stream = names.seatsStream(this.space);
     const all = filters.kind(this.space, "seat");
-    for (let seq = 1; ; ) {
-      let m;
-      try {
-        // STREAM.MSG.GET with next_by_subj (nats-server 2.9+): the first message at or after seq,
-        // so a gap (a deleted record) does not end the replay. nats.js types it for direct gets only.
-        m = await this.jsm.streams.getMessage(stream, { seq, next_by_subj: all } as unknown as MsgRequest);
-      } catch (err) {
-        if (isNoMessageFound(err)) break;
-        throw err;
-      }
-      if (!m) break;
-      seq = m.seq + 1;
+    for await (const m of scanStream(this.jsm, stream, all)) {
       const parsed = SeatEvent.safeParse(safeJson(m.data));
       if (!parsed.success) {
         this.log.warn({ seq: m.seq, subject: m.subject, problems: describeIssues(parsed.error) }, "seat log record skipped: not a seat event");
+        continue;
+      }
+      // The subject names the seat (the broker checked who may write it); a body naming another is a forgery.
+      if (seatSubject(this.space, parsePrincipal(parsed.data.seat)) !== m.subject) {
+        this.log.warn({ seq: m.seq, subject: m.subject, seat: parsed.data.seat }, "seat log record skipped: its seat disagrees with its subject");
         continue;
       }
       const h = out.get(parsed.data.seat) ?? { seat: parsed.data.seat, events: [], lastSeq: 0 };

@@ -1,5 +1,6 @@
 import { controlWireTypes } from "./control-commands.js";
 import { LaunchMaterial } from "./launch-material.js";
+import { MANAGER_COMMANDS } from "./manager-commands.js";
 
-/** The control rail's commands (args and reply of each) and the launch material, for docs/schema/. */
-export const CONTRACT_WIRE_TYPES = { ...controlWireTypes(), LaunchMaterial } as const;
+/** The control rail's commands (args and reply of each, mesh and manager) and the launch material, for docs/schema/. */
+export const CONTRACT_WIRE_TYPES = { ...controlWireTypes(), ...controlWireTypes(MANAGER_COMMANDS), LaunchMaterial } as const;

@@ -16,3 +16,4 @@ export * from "./seat-log.js";
 export * from "./agent-file.js";
 export * from "./json-schema.js";
 export * from "./subject-patterns.js";
+export * from "./manager-commands.js";

@@ -91,8 +91,14 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
       // (`cotal send --as`), reads everything and configures channels. It can reach no more of
       // JetStream than the clients account imports (read-only API, binds, acks).
       return {
-        pub: { allow: [patterns.space(space), `${JS_API}.>`, "$JS.ACK.>", presenceAll, patterns.bucketKeys(names.channelsBucket(space))] },
+        // It also runs the mesh host's manager: heartbeats in the managers bucket.
+        pub: {
+          allow: [patterns.space(space), `${JS_API}.>`, "$JS.ACK.>", presenceAll, patterns.bucketKeys(names.channelsBucket(space)), patterns.bucketKeys(names.managersBucket(space))],
+        },
         sub: { allow: ["_INBOX.>", patterns.space(space), presenceAll] },
+        // The mesh host's manager runs with it: it answers the requests it receives, once each,
+        // on the requester's reply subject, and may publish on no other inbox.
+        resp: { max: 1, ttl: 0 },
       };
     case "manager":
       return {

@@ -1,0 +1,109 @@
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { homedir, hostname } from "node:os";
+import { join, resolve } from "node:path";
+import type { Command } from "commander";
+import { z } from "zod";
+import { connectMesh, credsCaller, jetStreamConnection } from "../../broker/index.js";
+import { ManagerInstance } from "../../schemas/index.js";
+import { ManagerService, readLaunchMaterial, runEchoAgent } from "../../manager/index.js";
+import { childEnv } from "../child-env.js";
+import { meshOptions, resolveTarget, type MeshTarget } from "../context.js";
+import { EXIT, UsageError } from "../errors.js";
+import { cliLog, useServiceLogLevel } from "../logging.js";
+import { selfCommand } from "../service-process.js";
+import { parseInput } from "../validate.js";
+
+const ManagerFlags = z.object({
+  instance: ManagerInstance.optional(),
+  stateDir: z.string().min(1).optional(),
+  maxSeats: z.coerce.number().int().positive().max(1000).optional(),
+});
+
+/** Where a manager keeps its instance id and seat folders: beside the mesh on its host, else under ~/.cotal. */
+export function managerStateDir(target: MeshTarget, flag?: string): string {
+  if (flag) return resolve(flag);
+  return target.root ? join(target.root.dir, "manager") : join(homedir(), ".cotal", "manager", target.space);
+}
+
+/** The instance id kept in the state dir (created once: `<host>-<4 hex>`), or the one asked for. */
+export function managerInstance(stateDir: string, asked?: string): string {
+  const file = join(stateDir, "instance");
+  if (asked) {
+    mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+    writeFileSync(file, `${asked}\n`, { mode: 0o600 });
+    return asked;
+  }
+  if (existsSync(file)) return ManagerInstance.parse(readFileSync(file, "utf8").trim());
+  const host = hostname().replace(/[^A-Za-z0-9_-]/g, "-").slice(0, 40) || "host";
+  const id = `${host}-${randomBytes(2).toString("hex")}`;
+  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  writeFileSync(file, `${id}\n`, { mode: 0o600 });
+  return id;
+}
+
+/** Run a manager until SIGTERM/SIGINT (seats keep running; a restarted manager adopts them). */
+async function runManager(target: MeshTarget, f: z.infer<typeof ManagerFlags>): Promise<void> {
+  useServiceLogLevel();
+  const stateDir = managerStateDir(target, f.stateDir);
+  const instance = managerInstance(stateDir, f.instance);
+  const log = cliLog("manager", { space: target.space, instance });
+  const nc = await connectMesh({ server: target.server, creds: target.creds, name: `cotal-manager-${instance}` });
+  const svc = await ManagerService.start(nc, {
+    space: target.space,
+    server: target.server,
+    stateDir,
+    instance,
+    mints: target.creds !== undefined,
+    jsConnection: jetStreamConnection(nc, target.creds),
+    agentCommand: (agent) => [...selfCommand(), "agent", agent],
+    seatEnv: (extra) => childEnv(extra),
+    ...(f.maxSeats ? { maxSeats: f.maxSeats } : {}),
+    log,
+  });
+  log.info({ pid: process.pid, stateDir }, "manager running");
+  const signal = await new Promise<string>((res) => {
+    for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.once(sig, () => res(sig));
+    void nc.closed().then((err) => res(err ? `connection closed: ${err.message}` : "connection closed"));
+  });
+  log.info({ signal }, "manager stopping");
+  if (process.env.COTAL_MANAGER_STOP_SEATS === "1") await svc.stopWithSeats(credsCaller(target.creds));
+  else await svc.stop();
+  if (!nc.isClosed()) await nc.drain().catch(() => nc.close());
+  process.exitCode = signal.startsWith("SIG") ? EXIT.ok : EXIT.failed;
+}
+
+/** `cotal manager`, and the hidden `cotal agent <agent>` seat processes it starts. */
+export function registerManager(program: Command): void {
+  const cmd = program
+    .command("manager")
+    .summary("run a manager on this host: it spawns, supervises and fences seats")
+    .description(
+      "Run this host's manager until Ctrl-C. It registers in the space's manager list under a stable instance id " +
+        "(kept in its state dir), serves spawn, stop, ps and status, and records every seat's life in the seat log. " +
+        "Seats keep running when the manager stops; a restarted manager adopts them.",
+    )
+    .option("--instance <id>", "instance id to register as (default: the one in the state dir, created once)")
+    .option("--state-dir <dir>", "where the instance id and seat folders live (default: .cotal/manager beside the mesh, else ~/.cotal/manager/<space>)")
+    .option("--max-seats <n>", "how many seats this manager runs at most (default 32)");
+  meshOptions(cmd).action(async (raw: Record<string, unknown>) => {
+    const f = parseInput(ManagerFlags, raw);
+    await runManager(resolveTarget(raw), f);
+  });
+
+  const agent = program.command("agent", { hidden: true }).description("internal: seat processes a manager starts");
+  agent
+    .command("echo")
+    .description("the built-in echo agent: joins with COTAL_LAUNCH_MATERIAL and answers DMs with the same text")
+    .action(async () => {
+      useServiceLogLevel();
+      const file = process.env.COTAL_LAUNCH_MATERIAL;
+      if (!file) throw new UsageError("COTAL_LAUNCH_MATERIAL is not set.", { remedy: "Seats are started by a manager (`cotal spawn --agent echo`)." });
+      const material = readLaunchMaterial(file);
+      const log = cliLog("echo", { space: material.space, name: material.name });
+      const stop = new Promise((res) => {
+        for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.once(sig, res);
+      });
+      await runEchoAgent(material, log, stop);
+    });
+}

@@ -1,0 +1,48 @@
+import { Endpoint, type Delivery, type Logger } from "../broker/index.js";
+import { messageText, principalId, type LaunchMaterial } from "../schemas/index.js";
+
+/**
+ * The built-in echo agent (for demos, tests and benchmarks without a model): joins with its
+ * launch material and answers every DM and anycast with a DM back to the sender, `echo: <text>`.
+ * Resolves when `stop` resolves (the process's SIGTERM), after leaving the mesh.
+ */
+export async function runEchoAgent(m: LaunchMaterial, log: Logger, stop: Promise<unknown>): Promise<void> {
+  const ep = await Endpoint.connect({
+    server: m.server,
+    space: m.space,
+    name: m.name,
+    owner: m.owner,
+    ...(m.role ? { role: m.role } : {}),
+    ...(m.creds ? { creds: m.creds } : {}),
+    ...(m.uid ? { lifecycleUid: m.uid } : {}),
+    kind: "agent",
+    description: m.description ?? "echo agent: answers DMs and anycasts with the same text",
+    meta: { connector: "cotal-echo", ...(m.meta ?? {}) },
+  });
+  try {
+    await ep.join();
+    for (const ch of m.channels) await ep.joinChannel(ch);
+    log.info({ seat: ep.id, uid: m.uid }, "echo agent joined");
+    const answering = answer(ep, log);
+    await stop;
+    ep.stopConsuming();
+    await answering.catch(() => undefined);
+  } finally {
+    await ep.close();
+  }
+}
+
+async function answer(ep: Endpoint, log: Logger): Promise<void> {
+  for await (const d of ep.deliveries) await echo(ep, d, log);
+}
+
+async function echo(ep: Endpoint, d: Delivery, log: Logger): Promise<void> {
+  if (d.kind === "channel") return d.ack();
+  try {
+    await ep.dm(principalId(d.from), `echo: ${messageText(d.message)}`, { replyTo: d.message.id });
+    await d.ack();
+  } catch (err) {
+    log.warn({ err, id: d.message.id }, "echo failed; the message will be redelivered");
+    d.nak(1_000);
+  }
+}

@@ -1,0 +1,359 @@
+import { hostname } from "node:os";
+import { Kvm, type KV } from "@nats-io/kv";
+import { jetstream } from "@nats-io/jetstream";
+import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import { MANAGER_COMMANDS, SeatEvent, names, patterns, type Principal, type SeatAgent, type SeatView, type TableParsedArgs } from "../schemas/index.js";
+import { JS_OPTIONS, serveControl, type Logger } from "../broker/index.js";
+import { SeatRefusedError, StaleSeatLogError } from "./errors.js";
+import { newLifecycleUid } from "./lifecycle-uid.js";
+import { adoptSeatProcess, logTailOf, type SeatExit, type SeatProcess } from "./process-runtime.js";
+import { launchSeat, prepareSeat, retireSeatFiles, seatDir, type LauncherOptions, type SeatFiles } from "./seat-launcher.js";
+import { SeatLog } from "./seat-log.js";
+import { applyEvent, holdsName, projectSeat, type SeatRecord } from "./seat-table.js";
+import { join } from "node:path";
+
+type Args<C extends keyof typeof MANAGER_COMMANDS> = TableParsedArgs<typeof MANAGER_COMMANDS, C>;
+
+export interface ManagerOptions extends LauncherOptions {
+  /** This manager's instance id (stable across restarts: kept in its state dir by the CLI). */
+  instance: string;
+  /** The connection JetStream requests go over (see broker jetStreamConnection). */
+  jsConnection: NatsConnection;
+  maxSeats?: number;
+  /** How long a launched seat has to appear in presence before it is reported `uncertain` (default 30 s). */
+  readinessMs?: number;
+  /** Restarts allowed within `windowMs` before a crash-looping seat is retired (default 3 in 60 s). */
+  restarts?: number;
+  windowMs?: number;
+  heartbeatMs?: number;
+  log: Logger;
+}
+
+interface Live {
+  proc: SeatProcess;
+  files: SeatFiles;
+  joinedEpoch?: number;
+  stopping: boolean;
+  restartsAt: number[];
+}
+
+/**
+ * The manager of one host (DESIGN §10): serves spawn, stop, ps and status on the control rail
+ * (any manager, or this instance by id), keeps every seat's life in the seat log, supervises the
+ * processes it started, and re-adopts them after its own restart.
+ */
+export class ManagerService {
+  private readonly seats = new Map<string, SeatRecord>();
+  private readonly live = new Map<string, Live>();
+  private readonly subs: Subscription[] = [];
+  private heartbeat?: NodeJS.Timeout;
+  private beatFailing = false;
+  /** Set by stop(): this instance writes nothing more (a successor may own the log now). */
+  private stopped = false;
+  private readonly startedAt = Date.now();
+  /** Serialises changes to the table and the log (one writer per seat at a time). */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  private constructor(
+    private readonly nc: NatsConnection,
+    private readonly o: ManagerOptions,
+    private readonly seatLog: SeatLog,
+    private readonly managers: KV,
+  ) {}
+
+  static async start(nc: NatsConnection, o: ManagerOptions): Promise<ManagerService> {
+    const seatLog = await SeatLog.open(o.jsConnection, o.space, o.log);
+    const managers = await new Kvm(jetstream(o.jsConnection, JS_OPTIONS)).open(names.managersBucket(o.space), { bindOnly: true });
+    const m = new ManagerService(nc, o, seatLog, managers);
+    await m.rebuild();
+    m.watchPresence();
+    for (const target of ["one", o.instance]) {
+      m.subs.push(
+        serveControl(nc, o.space, "manager", MANAGER_COMMANDS, {
+          spawn: (args, caller) => m.serial(() => m.spawn(args, caller)),
+          stop: (args, caller) => m.serial(() => m.stopSeat(args.name, caller)),
+          ps: async (args) => ({ instance: o.instance, seats: m.view(args.all) }),
+          status: async () => m.status(),
+        }, o.log, { target }),
+      );
+    }
+    await m.beat();
+    m.heartbeat = setInterval(() => void m.beat(), o.heartbeatMs ?? 3_000);
+    await nc.flush();
+    return m;
+  }
+
+  /** Stop serving and heartbeating. Seats keep running: a restarted manager adopts them. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    for (const s of this.subs.splice(0)) s.unsubscribe();
+    await this.queue.catch(() => undefined);
+    await this.managers.delete(this.o.instance).catch(() => undefined);
+  }
+
+  /** Stop every seat this manager runs (retiring them), then the service: `cotal down`. */
+  async stopWithSeats(caller: Principal): Promise<void> {
+    for (const r of [...this.seats.values()]) {
+      if (r.manager === this.o.instance && holdsName(r)) await this.serial(() => this.stopSeat(nameOf(r.seat), caller)).catch((err) => this.o.log.warn({ err, seat: r.seat }, "stop failed"));
+    }
+    await this.stop();
+  }
+
+  private serial<T>(f: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(f, f);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  private async beat(): Promise<void> {
+    const status = this.status();
+    try {
+      await this.managers.put(this.o.instance, JSON.stringify({ ...status, ts: Date.now() }));
+      if (this.beatFailing) this.o.log.info("manager heartbeat works again");
+      this.beatFailing = false;
+    } catch (err) {
+      // Once per outage, not every beat.
+      if (!this.beatFailing) this.o.log.warn({ err }, "manager heartbeat failed: `cotal ps` will not list this manager until it works");
+      this.beatFailing = true;
+    }
+  }
+
+  private status() {
+    return {
+      instance: this.o.instance,
+      host: hostname(),
+      pid: process.pid,
+      seats: [...this.seats.values()].filter((r) => r.manager === this.o.instance && holdsName(r)).length,
+      maxSeats: this.o.maxSeats ?? 32,
+      startedAt: this.startedAt,
+    };
+  }
+
+  /** Replay the log; adopt this instance's seats whose process still runs, relaunch the rest. */
+  private async rebuild(): Promise<void> {
+    for (const h of (await this.seatLog.replay()).values()) {
+      const r = projectSeat(h);
+      if (r) this.seats.set(r.seat, r);
+    }
+    for (const r of this.seats.values()) {
+      if (r.manager !== this.o.instance || !["launched", "joined", "requested"].includes(r.state)) continue;
+      const files = this.filesOf(r);
+      const proc = r.pid !== undefined && r.startTime ? adoptSeatProcess(r.pid, r.startTime, files.log) : undefined;
+      if (proc) {
+        this.o.log.info({ seat: r.seat, pid: r.pid }, "re-adopted a running seat");
+        this.watch(r.seat, { proc, files, stopping: false, restartsAt: [], ...(r.state === "joined" ? { joinedEpoch: r.epoch } : {}) });
+      } else {
+        await this.serial(() => this.onExit(r.seat, { proc: deadProcess(), files, stopping: false, restartsAt: [] }, { code: null, signal: null }, "the process was gone when the manager restarted"));
+      }
+    }
+  }
+
+  private filesOf(r: SeatRecord): SeatFiles {
+    const dir = seatDir(this.o.stateDir, nameOf(r.seat));
+    return { dir, material: join(dir, "launch.json"), log: join(dir, "seat.log"), creds: join(dir, `${r.uid}.creds`) };
+  }
+
+  /** Append to the seat's log and fold the event into the table; a stale view is the fence. */
+  private async append(seat: string, event: Parameters<SeatLog["append"]>[0]): Promise<SeatRecord> {
+    const before = this.seats.get(seat);
+    const seq = await this.seatLog.append({ manager: this.o.instance, ...event }, before?.lastSeq ?? 0);
+    const after = applyEvent(before, SeatEvent.parse({ manager: this.o.instance, ...event }));
+    if (!after) throw new Error(`seat log event ${event.type} for ${seat} has no incarnation to apply to`);
+    const next = { ...after, lastSeq: seq };
+    this.seats.set(seat, next);
+    return next;
+  }
+
+  private async spawn(a: Args<"spawn">, caller: Principal) {
+    if (a.agent !== "echo") {
+      throw new SeatRefusedError("agent-unavailable", `This manager cannot launch ${a.agent} seats yet; nothing was started.`, "Use --agent echo; managed Claude seats are not built yet (see docs/manager.md).");
+    }
+    if (a.runtime !== "process") {
+      throw new SeatRefusedError("runtime-unavailable", `Runtime ${a.runtime} is not available on this manager; nothing was started.`, "Use --runtime process (tmux and pty seats are not built yet).");
+    }
+    if (a.requestId) {
+      const first = [...this.seats.values()].find((r) => r.requestId === a.requestId);
+      if (first) return this.identity(first);
+    }
+    const mine = [...this.seats.values()].filter((r) => r.manager === this.o.instance && holdsName(r)).length;
+    if (mine >= (this.o.maxSeats ?? 32)) {
+      throw new SeatRefusedError("seat-limit", `Manager ${this.o.instance} already runs ${mine} seats (its limit); nothing was started.`, "Stop a seat (`cotal stop --name N`), spawn on another manager (`--on`), or start this one with a higher --max-seats.");
+    }
+    const uid = newLifecycleUid();
+    const { name, seat } = await this.claimName(a.name ?? a.agent, { uid, agent: a.agent, role: a.role, caller, requestId: a.requestId });
+    let files: SeatFiles;
+    try {
+      files = await prepareSeat(this.nc, this.o, { name, uid, role: a.role, channels: a.channels });
+    } catch (err) {
+      await this.append(seat, { type: "retired", seat, uid, epoch: 0, ts: Date.now(), reason: `could not be prepared: ${(err as Error).message}` });
+      throw err;
+    }
+    await this.start(seat, a.agent, files, 0, []);
+    return this.identity(this.seats.get(seat)!);
+  }
+
+  /**
+   * Claim `base` (or `base_2`, `base_3`…) by appending `requested` to its log: the append's
+   * expected sequence makes two managers claiming one name at once fail all but one.
+   */
+  private async claimName(base: string, r: { uid: string; agent: SeatAgent; role?: string | undefined; caller: Principal; requestId?: string | undefined }) {
+    for (let n = 1; n <= 99; n++) {
+      const name = n === 1 ? base : `${base}_${n}`;
+      const seat = `local.${name}`;
+      const held = this.seats.get(seat);
+      if (held && holdsName(held)) continue;
+      try {
+        await this.append(seat, {
+          type: "requested", seat, uid: r.uid, epoch: 0, ts: Date.now(), agent: r.agent,
+          ...(r.role ? { role: r.role } : {}), by: `${r.caller.owner}.${r.caller.actor}`, ...(r.requestId ? { requestId: r.requestId } : {}),
+        });
+        return { name, seat };
+      } catch (err) {
+        if (!(err instanceof StaleSeatLogError)) throw err;
+        await this.refresh(seat); // another manager wrote it: learn what, then try the next number
+      }
+    }
+    throw new SeatRefusedError("name-taken", `Every name from ${base} to ${base}_99 is held; nothing was started.`, "Stop seats you no longer need, or pick another --name.");
+  }
+
+  private async refresh(seat: string): Promise<void> {
+    const h = (await this.seatLog.replay()).get(seat);
+    const r = h && projectSeat(h);
+    if (r) this.seats.set(seat, r);
+  }
+
+  private async start(seat: string, agent: SeatAgent, files: SeatFiles, epoch: number, restartsAt: number[]): Promise<void> {
+    const r = this.seats.get(seat)!;
+    const proc = launchSeat(this.o, agent, files);
+    await this.append(seat, { type: "launched", seat, uid: r.uid, epoch, ts: Date.now(), runtime: "process", ...(proc.pid > 0 ? { pid: proc.pid } : {}), ...(proc.startTime ? { startTime: proc.startTime } : {}) });
+    this.watch(seat, { proc, files, stopping: false, restartsAt });
+  }
+
+  private watch(seat: string, l: Live): void {
+    this.live.set(seat, l);
+    void l.proc.exited.then((exit) => {
+      if (this.stopped || this.live.get(seat) !== l || l.stopping) return;
+      return this.serial(() => this.onExit(seat, l, exit));
+    }).catch((err) => this.o.log.error({ err, seat }, "seat exit handling failed"));
+  }
+
+  /** A seat's process ended on its own: record it, then restart, or retire a seat that never joined or loops. */
+  private async onExit(seat: string, l: Live, exit: SeatExit, why?: string): Promise<void> {
+    this.live.delete(seat);
+    const r = this.seats.get(seat);
+    if (!r || !holdsName(r)) return;
+    const output = why ?? logTailOf(l.files.log);
+    await this.append(seat, { type: "exited", seat, uid: r.uid, epoch: r.epoch, ts: Date.now(), code: exit.code, signal: exit.signal, ...(output ? { output } : {}) });
+    const windowMs = this.o.windowMs ?? 60_000;
+    const recent = [...l.restartsAt.filter((t) => Date.now() - t < windowMs), Date.now()];
+    const joined = r.state === "joined" || l.joinedEpoch !== undefined;
+    let reason: string | undefined;
+    if (!joined) reason = `failed: ${describeExit(exit)} before it joined`;
+    else if (recent.length > (this.o.restarts ?? 3)) reason = `crash loop: exited ${recent.length} times within ${Math.round(windowMs / 1000)} s, last ${describeExit(exit)}`;
+    if (reason) {
+      await this.retire(seat, reason);
+      return;
+    }
+    const rr = await this.append(seat, { type: "restarted", seat, uid: r.uid, epoch: r.epoch + 1, ts: Date.now(), reason: describeExit(exit) });
+    await this.start(seat, rr.agent, l.files, rr.epoch, recent);
+  }
+
+  private async retire(seat: string, reason: string): Promise<number> {
+    const r = this.seats.get(seat)!;
+    let revoked = 0;
+    try {
+      revoked = await retireSeatFiles(this.nc, this.o, nameOf(seat));
+    } finally {
+      await this.append(seat, { type: "retired", seat, uid: r.uid, epoch: r.epoch, ts: Date.now(), reason });
+    }
+    return revoked;
+  }
+
+  private async stopSeat(name: string, caller: Principal) {
+    const seat = `local.${name}`;
+    const r = this.seats.get(seat);
+    if (!r || !holdsName(r)) throw new SeatRefusedError("no-such-seat", `No seat named ${name} runs on manager ${this.o.instance}; nothing was stopped.`, "See `cotal ps` for the seats and the manager each runs on.");
+    if (r.manager !== this.o.instance) throw new SeatRefusedError("not-mine", `Seat ${name} runs on manager ${r.manager ?? "unknown"}, not ${this.o.instance}; nothing was stopped.`, `Call it there: \`cotal stop --name ${name} --on ${r.manager ?? "<instance>"}\`.`);
+    const l = this.live.get(seat);
+    let stopped = false;
+    if (l) {
+      l.stopping = true;
+      const exit = await l.proc.stop();
+      this.live.delete(seat);
+      stopped = true;
+      await this.append(seat, { type: "exited", seat, uid: r.uid, epoch: r.epoch, ts: Date.now(), code: exit.code, signal: exit.signal });
+    }
+    const revoked = await this.retire(seat, `stopped by ${caller.owner}.${caller.actor}`);
+    return { seat, uid: r.uid, stopped, revoked };
+  }
+
+  /** Presence says a launched seat's incarnation joined: record it once per epoch. */
+  private watchPresence(): void {
+    const sub = this.nc.subscribe(patterns.presenceAll(this.o.space), {
+      callback: (_err, msg) => {
+        let p: { status?: string; lifecycleUid?: string };
+        try {
+          p = JSON.parse(new TextDecoder().decode(msg.data)) as typeof p;
+        } catch {
+          return;
+        }
+        const seat = msg.subject.split(".").slice(-2).join(".");
+        const r = this.seats.get(seat);
+        const l = this.live.get(seat);
+        if (!r || !l || r.state !== "launched" || p.lifecycleUid !== r.uid || p.status === "offline") return;
+        l.joinedEpoch = r.epoch;
+        void this.serial(async () => {
+          const now = this.seats.get(seat);
+          if (now?.state === "launched" && now.uid === r.uid) await this.append(seat, { type: "joined", seat, uid: r.uid, epoch: r.epoch, ts: Date.now() });
+        }).catch((err) => this.o.log.warn({ err, seat }, "joined record failed"));
+      },
+    });
+    this.subs.push(sub);
+  }
+
+  private identity(r: SeatRecord) {
+    return { seat: r.seat, name: nameOf(r.seat), uid: r.uid, instance: r.manager ?? this.o.instance, state: this.stateOf(r) };
+  }
+
+  private stateOf(r: SeatRecord): SeatView["state"] {
+    if (r.state === "launched" && Date.now() - r.since > (this.o.readinessMs ?? 30_000)) return "uncertain";
+    return r.state;
+  }
+
+  private view(all: boolean): SeatView[] {
+    return [...this.seats.values()]
+      .filter((r) => r.manager === this.o.instance && (all || holdsName(r)))
+      .map((r) => ({
+        seat: r.seat,
+        name: nameOf(r.seat),
+        uid: r.uid,
+        epoch: r.epoch,
+        state: this.stateOf(r),
+        agent: r.agent,
+        instance: this.o.instance,
+        ...(r.role ? { role: r.role } : {}),
+        ...(r.runtime ? { runtime: r.runtime as SeatView["runtime"] } : {}),
+        ...(r.pid !== undefined ? { pid: r.pid } : {}),
+        ...(r.exit ? { exit: r.exit } : {}),
+        ...(r.reason ? { reason: r.reason } : {}),
+        requestedAt: r.requestedAt,
+        since: r.since,
+        restarts: this.live.get(r.seat)?.restartsAt.length ?? 0,
+      }));
+  }
+}
+
+function nameOf(seat: string): string {
+  return seat.slice(seat.indexOf(".") + 1);
+}
+
+function describeExit(e: SeatExit): string {
+  return e.signal ? `killed by ${e.signal}` : e.code === null ? "gone (exit status unknown)" : `exit code ${e.code}`;
+}
+
+/** A process that is already gone (for a seat found dead at restart). */
+function deadProcess(): SeatProcess {
+  const exited = Promise.resolve({ code: null, signal: null });
+  return { pid: -1, startTime: undefined, exited, stop: () => exited };
+}

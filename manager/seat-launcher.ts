@@ -1,0 +1,91 @@
+import { mkdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { requestCredential, requestRevoke, writeSecret } from "../broker/index.js";
+import type { SeatAgent } from "../schemas/index.js";
+import { newControlToken, writeLaunchMaterial } from "./launch-material-file.js";
+import { startSeatProcess, type SeatProcess } from "./process-runtime.js";
+
+/** What the launcher needs from the manager that runs it. */
+export interface LauncherOptions {
+  space: string;
+  /** The server URL seats connect to. */
+  server: string;
+  /** Seat folders go under `<stateDir>/seats/<name>`. */
+  stateDir: string;
+  /** Static meshes: mint a credential per incarnation (the manager holds the operator's credential). */
+  mints: boolean;
+  /** The command line that runs `agent` with COTAL_LAUNCH_MATERIAL (the CLI's hidden `cotal agent <agent>`). */
+  agentCommand: (agent: SeatAgent) => string[];
+  /** The environment a seat starts with (the CLI's allow-list), plus what is added here. */
+  seatEnv: (extra: Record<string, string>) => NodeJS.ProcessEnv;
+}
+
+/** One seat incarnation's files: launch material, credential, log. */
+export interface SeatFiles {
+  dir: string;
+  material: string;
+  creds?: string;
+  log: string;
+}
+
+/** The folder a seat's files live in. */
+export function seatDir(stateDir: string, name: string): string {
+  return join(stateDir, "seats", name);
+}
+
+/**
+ * Prepare an incarnation: mint its credential (static meshes) and write its launch material,
+ * both 0600 in the seat's own 0700 folder.
+ */
+export async function prepareSeat(
+  nc: NatsConnection,
+  o: LauncherOptions,
+  seat: { name: string; uid: string; role?: string | undefined; channels: string[] },
+): Promise<SeatFiles> {
+  const dir = seatDir(o.stateDir, seat.name);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const files: SeatFiles = { dir, material: join(dir, "launch.json"), log: join(dir, "seat.log") };
+  if (o.mints) {
+    const { creds } = await requestCredential(nc, o.space, {
+      name: seat.name,
+      profile: "agent",
+      allowSubscribe: seat.channels,
+      allowPublish: seat.channels,
+      ...(seat.role ? { role: seat.role } : {}),
+    });
+    files.creds = join(dir, `${seat.uid}.creds`);
+    writeSecret(files.creds, creds);
+  }
+  writeLaunchMaterial(files.material, {
+    server: o.server,
+    space: o.space,
+    name: seat.name,
+    ...(seat.role ? { role: seat.role } : {}),
+    channels: seat.channels,
+    ...(files.creds ? { creds: files.creds } : {}),
+    uid: seat.uid,
+    controlToken: newControlToken(),
+  });
+  return files;
+}
+
+/** Start the incarnation's process (the `process` runtime). */
+export function launchSeat(o: LauncherOptions, agent: SeatAgent, files: SeatFiles): SeatProcess {
+  return startSeatProcess({
+    argv: o.agentCommand(agent),
+    env: o.seatEnv({ COTAL_LAUNCH_MATERIAL: files.material }),
+    cwd: files.dir,
+    logFile: files.log,
+  });
+}
+
+/**
+ * Fence a retired incarnation off the broker: revoke every credential of the name (static
+ * meshes), then remove its folder (launch material, credential, log). Call only once its process is gone.
+ */
+export async function retireSeatFiles(nc: NatsConnection, o: LauncherOptions, name: string): Promise<number> {
+  const revoked = o.mints ? (await requestRevoke(nc, o.space, name)).revoked : 0;
+  rmSync(seatDir(o.stateDir, name), { recursive: true, force: true });
+  return revoked;
+}

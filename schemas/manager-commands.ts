@@ -1,0 +1,80 @@
+import { z } from "zod";
+import { PrincipalId } from "./principal.js";
+import { SeatAgent, SeatRuntime } from "./seat-log.js";
+import { ChannelName, LifecycleUid, PrincipalToken, RoleName } from "./tokens.js";
+
+/** A manager instance id (kept in its state dir): letters, digits, `_` and `-`. */
+export const ManagerInstance = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,64}$/, "instance must be 1-64 letters, digits, '_' or '-'")
+  .describe("a manager instance id");
+
+/** Where a seat stands as its manager reports it: the log's state, plus `uncertain` (launched, not joined within the readiness window). */
+export const SeatStateName = z.enum(["requested", "launched", "joined", "exited", "fenced", "retired", "uncertain"]);
+
+/** One seat as `ps` reports it. */
+export const SeatView = z.object({
+  seat: PrincipalId,
+  name: PrincipalToken,
+  uid: LifecycleUid,
+  epoch: z.number().int().nonnegative(),
+  state: SeatStateName,
+  agent: SeatAgent,
+  instance: ManagerInstance,
+  role: RoleName.optional(),
+  runtime: SeatRuntime.optional(),
+  pid: z.number().int().optional(),
+  exit: z.object({ code: z.number().int().nullable(), signal: z.string().nullable(), output: z.string().optional() }).optional(),
+  reason: z.string().optional().describe("why it was fenced or retired"),
+  requestedAt: z.number().int(),
+  since: z.number().int().describe("when it entered this state, Unix ms"),
+  restarts: z.number().int().nonnegative().describe("restarts in the current policy window"),
+});
+export type SeatView = z.infer<typeof SeatView>;
+
+const ManagerStatus = z.object({
+  instance: ManagerInstance,
+  host: z.string(),
+  pid: z.number().int(),
+  seats: z.number().int().nonnegative().describe("seats holding a name (not retired)"),
+  maxSeats: z.number().int().positive(),
+  startedAt: z.number().int(),
+});
+
+/**
+ * The manager's commands (`endpoint = manager`), served both as a queue group (target `one`:
+ * any manager) and under each instance id (`--on <instance>`).
+ */
+export const MANAGER_COMMANDS = {
+  spawn: {
+    endpoint: "manager",
+    summary: "admit, mint, write launch material and start a seat; replies at once with the identity",
+    args: z.object({
+      agent: SeatAgent.default("echo"),
+      name: PrincipalToken.optional().describe("default: the agent's name; taken names get _2, _3…"),
+      role: RoleName.optional(),
+      channels: z.array(ChannelName).max(64).default([]),
+      runtime: SeatRuntime.default("process"),
+      requestId: z.string().min(1).max(128).optional().describe("the same id returns the first result"),
+    }),
+    reply: z.object({ seat: PrincipalId, name: PrincipalToken, uid: LifecycleUid, instance: ManagerInstance, state: SeatStateName }),
+  },
+  stop: {
+    endpoint: "manager",
+    summary: "stop a seat's process, retire the incarnation, revoke its credential and free the name",
+    args: z.object({ name: PrincipalToken }),
+    reply: z.object({ seat: PrincipalId, uid: LifecycleUid, stopped: z.boolean().describe("a process was running and was stopped"), revoked: z.number().int().nonnegative() }),
+  },
+  ps: {
+    endpoint: "manager",
+    summary: "this manager's seats, projected from the seat log plus presence",
+    args: z.object({ all: z.boolean().default(false).describe("include retired seats") }),
+    reply: z.object({ instance: ManagerInstance, seats: z.array(SeatView) }),
+  },
+  status: {
+    endpoint: "manager",
+    summary: "this manager's instance, host and seat count",
+    args: z.object({}),
+    reply: ManagerStatus,
+  },
+} as const;

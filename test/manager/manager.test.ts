@@ -1,0 +1,185 @@
+// The manager (issue #13) on a static mesh with real minted credentials and real seat processes
+// (the built `cotal agent echo`): spawn → joined, the seat answers a DM, ps shows it, stop
+// retires it and its credential is refused by the broker, the name is free again; a restarted
+// manager re-adopts a running seat from the log; a seat that exits at once is `failed` with its
+// output, one that never joins is `uncertain`, one that keeps dying is retired as a crash loop.
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { ControlCallError, controlCaller, jetStreamConnection, logger, PermissionDeniedError, permissionViolation } from "../../broker/index.js";
+import { ManagerService, type ManagerOptions } from "../../manager/index.js";
+import { localPrincipal, MANAGER_COMMANDS, messageText, type SeatView } from "../../schemas/index.js";
+import { buildCli, cotalBundle } from "../harness/cli.js";
+import { TestMesh } from "../harness/mesh.js";
+import { until } from "../harness/until.js";
+
+const callManager = controlCaller(MANAGER_COMMANDS);
+const operator = localPrincipal("cotal_cli");
+
+let mesh: TestMesh;
+let nc: NatsConnection;
+const dirs: string[] = [];
+const managers: ManagerService[] = [];
+
+beforeAll(async () => {
+  await buildCli();
+  mesh = await TestMesh.startStatic("mgr");
+  nc = await mesh.rawConnection();
+}, 120_000);
+afterAll(async () => {
+  for (const m of managers) await m.stopWithSeats(operator).catch(() => undefined);
+  await mesh?.close();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+async function manager(instance: string, over: Partial<ManagerOptions> = {}, stateDir?: string): Promise<ManagerService> {
+  const dir = stateDir ?? mkdtempSync(join(tmpdir(), "cotal-mgr-"));
+  if (!stateDir) dirs.push(dir);
+  const m = await ManagerService.start(nc, {
+    space: mesh.space,
+    server: mesh.server.url,
+    stateDir: dir,
+    instance,
+    mints: true,
+    jsConnection: jetStreamConnection(nc, mesh.cliCreds),
+    agentCommand: (agent) => [process.execPath, cotalBundle, "agent", agent],
+    seatEnv: (extra) => ({ PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", COTAL_LOG_LEVEL: "warn", ...extra }),
+    log: logger("test-manager"),
+    heartbeatMs: 500,
+    ...over,
+  });
+  managers.push(m);
+  return m;
+}
+
+async function seat(instance: string, name: string): Promise<SeatView | undefined> {
+  const ps = await callManager(nc, mesh.space, "ps", operator, { all: true }, { target: instance });
+  return ps.seats.filter((s) => s.name === name).sort((a, b) => b.requestedAt - a.requestedAt)[0];
+}
+
+async function untilState(instance: string, name: string, state: SeatView["state"], ms = 30_000): Promise<SeatView> {
+  let last: SeatView | undefined;
+  await until(async () => (last = await seat(instance, name))?.state === state, ms, `${name} on ${instance} to be ${state} (last: ${JSON.stringify(last)})`, 100);
+  return last!;
+}
+
+describe("manager", () => {
+  test("an echo seat: spawn → joined, answers a DM, ps shows it; stop retires it, its credential is refused, its name is free", async () => {
+    const m1 = await manager("m1");
+    const id = await callManager(nc, mesh.space, "spawn", operator, { agent: "echo", name: "echo1" }, { target: "m1" });
+    expect(id).toMatchObject({ name: "echo1", seat: "local.echo1", instance: "m1" });
+    const joined = await untilState("m1", "echo1", "joined");
+    expect(joined.pid).toBeGreaterThan(0);
+
+    const alice = await mesh.joined("alice");
+    await alice.dm("local.echo1", "hello seat");
+    const it = alice.deliveries[Symbol.asyncIterator]();
+    const got = await it.next();
+    expect(messageText(got.value!.message)).toBe("echo: hello seat");
+    expect(got.value!.kind).toBe("dm");
+
+    // Keep a copy of its credential to prove the broker refuses it after stop.
+    const seatDir = join(dirs.at(-1)!, "seats", "echo1");
+    const credsFile = readdirSync(seatDir).find((f) => f.endsWith(".creds"))!;
+    const creds = readFileSync(join(seatDir, credsFile));
+
+    const stopped = await callManager(nc, mesh.space, "stop", operator, { name: "echo1" }, { target: "m1", timeoutMs: 30_000 });
+    expect(stopped).toMatchObject({ stopped: true });
+    expect(stopped.revoked).toBeGreaterThanOrEqual(1);
+    expect((await seat("m1", "echo1"))?.state).toBe("retired");
+    expect(existsSync(seatDir)).toBe(false);
+    await expect(connect({ servers: mesh.server.url, authenticator: credsAuthenticator(creds), maxReconnectAttempts: 0 })).rejects.toThrow(/Authorization/i);
+
+    // The name is free again: a new incarnation gets it, not echo1_2.
+    const again = await callManager(nc, mesh.space, "spawn", operator, { agent: "echo", name: "echo1" }, { target: "m1" });
+    expect(again.name).toBe("echo1");
+    expect(again.uid).not.toBe(id.uid);
+    await untilState("m1", "echo1", "joined");
+    // A taken name is numbered.
+    const second = await callManager(nc, mesh.space, "spawn", operator, { agent: "echo", name: "echo1" }, { target: "m1" });
+    expect(second.name).toBe("echo1_2");
+    await untilState("m1", "echo1_2", "joined");
+    await m1.stopWithSeats(operator);
+  }, 120_000);
+
+  test("the same request id returns the first result; --on routes to the named manager", async () => {
+    await manager("m2");
+    await manager("m3");
+    const a = await callManager(nc, mesh.space, "spawn", operator, { agent: "echo", name: "twin", requestId: "req-1" }, { target: "m3" });
+    const b = await callManager(nc, mesh.space, "spawn", operator, { agent: "echo", name: "twin", requestId: "req-1" }, { target: "m3" });
+    expect(b).toMatchObject({ name: a.name, uid: a.uid, instance: "m3" });
+    await untilState("m3", "twin", "joined");
+    expect(await seat("m2", "twin")).toBeUndefined();
+    const any = await callManager(nc, mesh.space, "spawn", operator, { agent: "echo", name: "anyone" });
+    expect(["m2", "m3"]).toContain(any.instance);
+  }, 120_000);
+
+  test("a restarted manager rebuilds its table from the log and re-adopts the running seat", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "cotal-mgr-"));
+    dirs.push(dir);
+    const first = await manager("m4", {}, dir);
+    await callManager(nc, mesh.space, "spawn", operator, { agent: "echo", name: "keeper" }, { target: "m4" });
+    const before = await untilState("m4", "keeper", "joined");
+    await first.stop(); // the seat keeps running
+    managers.splice(managers.indexOf(first), 1);
+    await manager("m4", {}, dir);
+    const after = await untilState("m4", "keeper", "joined");
+    expect(after).toMatchObject({ uid: before.uid, pid: before.pid, epoch: before.epoch });
+    // And it still answers.
+    const bob = await mesh.joined("bob");
+    await bob.dm("local.keeper", "still there?");
+    const got = await bob.deliveries[Symbol.asyncIterator]().next();
+    expect(messageText(got.value!.message)).toBe("echo: still there?");
+  }, 120_000);
+
+  test("a seat that exits at once is failed with its output and retired; one that never joins is uncertain", async () => {
+    await manager("m5", {
+      agentCommand: () => [process.execPath, "-e", "console.error('no model configured'); process.exit(3)"],
+    });
+    await callManager(nc, mesh.space, "spawn", operator, { agent: "echo", name: "dud" }, { target: "m5" });
+    const dud = await untilState("m5", "dud", "retired");
+    expect(dud.reason).toMatch(/failed: exit code 3 before it joined/);
+    expect(dud.exit?.output).toContain("no model configured");
+
+    await manager("m6", { agentCommand: () => [process.execPath, "-e", "setTimeout(() => {}, 120000)"], readinessMs: 300 });
+    await callManager(nc, mesh.space, "spawn", operator, { agent: "echo", name: "mute" }, { target: "m6" });
+    const mute = await untilState("m6", "mute", "uncertain", 10_000);
+    expect(mute.pid).toBeGreaterThan(0); // kept, not torn down
+  }, 60_000);
+
+  test("a seat that keeps dying after it joined is restarted, then retired as a crash loop", async () => {
+    await manager("m7", { restarts: 2, windowMs: 60_000 });
+    await callManager(nc, mesh.space, "spawn", operator, { agent: "echo", name: "flaky" }, { target: "m7" });
+    for (let i = 0; i < 3; i++) {
+      const s = await untilState("m7", "flaky", "joined");
+      process.kill(s.pid!, "SIGKILL");
+      await until(async () => { const now = await seat("m7", "flaky"); return now?.pid !== s.pid || now?.state === "retired"; }, 20_000, `flaky's process ${s.pid} to be replaced or retired`, 100);
+    }
+    const flaky = await untilState("m7", "flaky", "retired");
+    expect(flaky.reason).toMatch(/crash loop: exited 3 times/);
+  }, 120_000);
+
+  test("a refused spawn says nothing was started", async () => {
+    await manager("m8", { maxSeats: 1 });
+    await callManager(nc, mesh.space, "spawn", operator, { agent: "echo", name: "only" }, { target: "m8" });
+    const err = await callManager(nc, mesh.space, "spawn", operator, { agent: "echo", name: "more" }, { target: "m8" }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ControlCallError);
+    expect((err as ControlCallError).code).toBe("seat-limit");
+    expect((err as ControlCallError).outcome).toBe("not-executed");
+    expect((err as Error).message).toMatch(/nothing was started/);
+  });
+
+  test("an agent's credential can neither call a manager nor write the seat log (the broker refuses)", async () => {
+    const creds = await mesh.mint({ name: "mallory", profile: "agent", allowSubscribe: ["general"], allowPublish: ["general"] });
+    const agentNc = await mesh.connection(creds);
+    const mallory = localPrincipal("mallory");
+    await expect(callManager(agentNc, mesh.space, "spawn", mallory, { agent: "echo", name: "evil" })).rejects.toBeInstanceOf(PermissionDeniedError);
+    await expect(callManager(agentNc, mesh.space, "ps", mallory, { all: true })).rejects.toBeInstanceOf(PermissionDeniedError);
+    const forged = await jetStreamConnection(agentNc, creds)
+      .request(`cotal.${mesh.space}.seat.local.mallory`, new TextEncoder().encode("{}"), { timeout: 2_000 })
+      .catch((e: unknown) => e);
+    expect(permissionViolation(forged)).toBeDefined();
+  });
+});
