@@ -261,13 +261,11 @@ export class ManagerService {
 
   private async retire(seat: string, reason: string): Promise<number> {
     const r = this.seats.get(seat)!;
-    let revoked = 0;
     try {
-      revoked = await retireSeatFiles(this.nc, this.o, nameOf(seat));
+      return await retireSeatFiles(this.nc, this.o, nameOf(seat));
     } finally {
       await this.append(seat, { type: "retired", seat, uid: r.uid, epoch: r.epoch, ts: Date.now(), reason });
     }
-    return revoked;
   }
 
   private async stopSeat(name: string, caller: Principal) {
