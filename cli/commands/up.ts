@@ -45,7 +45,7 @@ export function registerUp(program: Command): void {
     .option("--port <n>", "client port (default 4222; if it is taken and --port is not given, a free one)")
     .option("--host <host>", "address to listen on (default 127.0.0.1)")
     .option("--store-dir <dir>", "JetStream store folder (default .cotal/jetstream)")
-    .option("--detach", "start in the background and return")
+    .option("-d, --detach", "start in the background and return")
     .addOption(credsOption())
     .option("--chat-bytes <size>", "most bytes of channel posts stored (default 1GiB); full: new posts are refused")
     .option("--dm-bytes <size>", "most bytes of waiting DMs stored (default 512MiB)")
@@ -80,9 +80,14 @@ export function registerUp(program: Command): void {
       if (flags.json) printJson({ ...report, warnings: choice.warnings, detached: !!flags.detach });
       else printLines(...describeUp(report));
       if (flags.detach) return;
-      const startedSomething = report.natsServer.state !== "running" || report.meshService.state !== "running";
-      if (!startedSomething) {
-        note("The mesh was already running; it keeps running in the background (`cotal down` stops it).");
+      // A mesh whose nats-server was already running was started in the background: repairing its
+      // mesh service does not make this terminal its owner (Ctrl-C here must not stop it).
+      if (report.natsServer.state === "running") {
+        note(
+          report.meshService.state === "running"
+            ? "The mesh was already running; it keeps running in the background (`cotal down` stops it)."
+            : "The mesh runs in the background; repaired it without attaching (`cotal down` stops it).",
+        );
         return;
       }
       await attach(root);

@@ -1,0 +1,96 @@
+import { closeSync, existsSync, openSync, readSync, statSync } from "node:fs";
+import type { Command } from "commander";
+import { z } from "zod";
+import { MeshNotFoundError } from "../errors.js";
+import { findMeshRoot, type MeshRoot } from "../mesh-root.js";
+import { note } from "../output.js";
+import { parseInput, positiveInt } from "../validate.js";
+
+const COMPONENTS = ["nats-server", "mesh-service"] as const;
+type Component = (typeof COMPONENTS)[number];
+
+const LogsFlags = z.object({
+  component: z.enum(COMPONENTS, { message: "component must be nats-server or mesh-service" }).optional(),
+  lines: positiveInt("--lines").default(50),
+  follow: z.boolean().optional(),
+});
+
+/** `cotal logs`: what the background processes of this project's mesh wrote. */
+export function registerLogs(program: Command): void {
+  program
+    .command("logs")
+    .summary("show the logs of the mesh's nats-server and mesh service")
+    .description(
+      "Print the last lines of the logs the background processes of this project's mesh write in .cotal/logs/ " +
+        "(nats-server.log, mesh-service.log); with --follow, keep printing what they add until Ctrl-C.",
+    )
+    .argument("[component]", "nats-server or mesh-service (default: both)")
+    .option("--lines <n>", "how many of the last lines to print (default 50)")
+    .option("-f, --follow", "keep printing new lines until Ctrl-C")
+    .action(async (component: string | undefined, raw: Record<string, unknown>) => {
+      const f = parseInput(LogsFlags, { ...raw, component }, { component: "[component]" });
+      const root = findMeshRoot();
+      if (!root) throw new MeshNotFoundError(process.cwd());
+      const which: readonly Component[] = f.component ? [f.component] : COMPONENTS;
+      const prefix = which.length > 1;
+      const offsets = new Map<Component, number>();
+      for (const c of which) offsets.set(c, printTail(root, c, f.lines, prefix));
+      if (!f.follow) return;
+      await follow(root, which, offsets, prefix);
+    });
+}
+
+/** Print the last `lines` lines of a component's log; returns the size read up to. */
+function printTail(root: MeshRoot, c: Component, lines: number, prefix: boolean): number {
+  const file = root.log(c);
+  if (!existsSync(file)) {
+    note(`${c}: no log yet (${file}); \`cotal up\` starts the mesh.`);
+    return 0;
+  }
+  const { text, size } = readFrom(file, 0);
+  const all = text.split("\n");
+  if (all.at(-1) === "") all.pop();
+  write(all.slice(-lines), c, prefix);
+  return size;
+}
+
+function readFrom(file: string, offset: number): { text: string; size: number } {
+  const size = statSync(file).size;
+  const start = size < offset ? 0 : offset; // truncated or rotated: read it again from the start
+  const buf = Buffer.alloc(size - start);
+  const fd = openSync(file, "r");
+  try {
+    readSync(fd, buf, 0, buf.length, start);
+  } finally {
+    closeSync(fd);
+  }
+  return { text: buf.toString("utf8"), size };
+}
+
+function write(lines: string[], c: Component, prefix: boolean): void {
+  if (lines.length) process.stdout.write(lines.map((l) => (prefix ? `${c} | ${l}` : l)).join("\n") + "\n");
+}
+
+/** Poll the logs (they are appended by other processes) until SIGINT/SIGTERM. */
+async function follow(root: MeshRoot, which: readonly Component[], offsets: Map<Component, number>, prefix: boolean): Promise<void> {
+  const partial = new Map<Component, string>();
+  await new Promise<void>((resolve) => {
+    const timer = setInterval(() => {
+      for (const c of which) {
+        const file = root.log(c);
+        if (!existsSync(file)) continue;
+        const { text, size } = readFrom(file, offsets.get(c) ?? 0);
+        offsets.set(c, size);
+        const parts = ((partial.get(c) ?? "") + text).split("\n");
+        partial.set(c, parts.pop() ?? "");
+        write(parts, c, prefix);
+      }
+    }, 300);
+    for (const sig of ["SIGINT", "SIGTERM"] as const) {
+      process.once(sig, () => {
+        clearInterval(timer);
+        resolve();
+      });
+    }
+  });
+}
