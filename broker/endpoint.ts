@@ -439,8 +439,9 @@ export class Endpoint {
     const ack = await this.publish(chatSubject(this.space, this.me, channel), m);
     const entries = await this.rosterAfterStore();
     if (!entries) return { ...ack, text: `stored seq ${ack.seq} on ${channel}; presence unknown at send (the mesh service did not answer)` };
-    const online = entries.filter((e) => e.status !== "offline" && e.id !== this.id).length;
-    return { ...ack, text: `stored seq ${ack.seq} on ${channel}; ${online} other endpoint${online === 1 ? "" : "s"} online at send` };
+    // Who could read it now: the channel's members (their presence lists it), not every endpoint online.
+    const online = entries.filter((e) => e.status !== "offline" && e.id !== this.id && e.presence.channels.includes(channel)).length;
+    return { ...ack, text: `stored seq ${ack.seq} on ${channel}; ${online} other member${online === 1 ? "" : "s"} of #${channel} online at send` };
   }
 
   /** Send a DM to `to` (an actor name, or `<owner>.<actor>`). */

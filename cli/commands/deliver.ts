@@ -46,7 +46,8 @@ export function registerDeliver(program: Command): void {
     const target = resolveTarget(raw);
     requireProfile(target.creds, ["operator"], "read the state of DM inboxes (only the mesh host's operator credential can; run `cotal deliver pending` there)");
     const report = await withSession(target, (s) => inboxState(s, target.space, f.name));
-    if (f.json) printJson(report);
+    // Every key is always there: what does not apply is null, not missing.
+    if (f.json) printJson({ lastDeliveredSeq: null, oldestUnacked: null, waiting: null, ...report });
     else printLines(...describePending(report));
   });
 }

@@ -45,7 +45,8 @@ export function registerRoster(program: Command): void {
       });
     });
     if (f.json) printJson(rows);
-    else if (rows.length === 0) printLines("Nobody has joined this space yet.");
+    // Presence of those who left expires, so an empty roster cannot tell "never" from "all gone".
+    else if (rows.length === 0) printLines("Nobody is here: no one has presence in this space now.");
     else printLines(...rosterTableWithUnread(rows));
   });
 }

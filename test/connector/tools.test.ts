@@ -57,7 +57,7 @@ describe("connector MCP tools", () => {
     const got = collect(carol);
     const r = await call(client, "cotal_send", { channel: "general", text: "build is green" });
     expect(r.isError).toBe(false);
-    expect(r.text).toMatch(/^Posted on #general as local\.bob \(id [\w-]+\): stored seq \d+ on general; 1 other endpoint online at send\.$/);
+    expect(r.text).toMatch(/^Posted on #general as local\.bob \(id [\w-]+\): stored seq \d+ on general; 1 other member of #general online at send\.$/);
     expect(r.text).not.toMatch(/delivered|read/);
     await until(() => got.length === 1, 5_000, "carol gets bob's post");
     expect(got[0]).toMatchObject({ kind: "channel", from: { owner: "local", actor: "bob" }, channel: "general" });

@@ -229,7 +229,7 @@ describe("the connector with the real claude CLI", () => {
       ["mcp__cotal__cotal_send", false],
       ["mcp__cotal__cotal_dm", false],
     ]);
-    expect(results[0]!.text).toMatch(/^Posted on #general as local\.bob \(id [\w-]+\): stored seq \d+ on general; 2 other endpoints online at send\.$/);
+    expect(results[0]!.text).toMatch(/^Posted on #general as local\.bob \(id [\w-]+\): stored seq \d+ on general; 2 other members of #general online at send\.$/);
     expect(results[1]!.text).toMatch(/^DM to local\.alice from local\.bob \(id [\w-]+\): stored seq \d+; recipient idle at send\.$/);
     for (const r of results) expect(r.text).not.toMatch(/deliver|read by/);
 

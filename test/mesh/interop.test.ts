@@ -27,7 +27,7 @@ describe("the interop scenario", () => {
 
     // a channel post reaches subscribers (not its sender)
     const post = await alice.send("general", "hello all");
-    expect(post.text).toMatch(/^stored seq \d+ on general; 2 other endpoints online at send$/);
+    expect(post.text).toMatch(/^stored seq \d+ on general; 2 other members of #general online at send$/);
     await until(() => got.bob.texts().includes("hello all") && got.carol.texts().includes("hello all"), 5_000, "bob and carol get the post");
     expect(got.alice.texts()).not.toContain("hello all");
 
