@@ -1,6 +1,6 @@
 // What `cotal setup` does on disk: the local marketplace under the Cotal home (the rendered
 // plugin tree plus the bundles), the seeded agent file, and the comparison `--check` reports.
-// Claude itself is driven through connector/ (the claude command lines live in connector/claude/).
+// Claude itself is driven through connector/ (claude command lines are built only in claude/).
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmdirSync, statSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";

@@ -15,7 +15,7 @@ export * from "./connector.js";
 export * from "./tools.js";
 export * from "./run.js";
 export { VERSION as CONNECTOR_VERSION } from "./version.js";
-// The Claude plugin and its install, for `cotal setup` (the claude command lines stay in connector/claude/).
+// The Claude plugin and its install, for `cotal setup` (claude command lines are built only in claude/ and the plugin installer).
 export {
   applyAllowRule,
   claudeUserSettingsPath,

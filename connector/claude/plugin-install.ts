@@ -1,11 +1,11 @@
 // The `claude plugin …` commands `cotal setup` runs, and the ones it prints. They live here, next
-// to the launch builder, because nothing outside connector/claude/ builds a claude command line.
+// to the launch builder, because nothing outside the Claude binding builds a claude command line.
 import { spawn } from "node:child_process";
 import { accessSync, constants, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { CotalError } from "../../schemas/index.js";
-import { ALWAYS_DROPPED } from "./env-allowlist.js";
+import { ALWAYS_DROPPED } from "../../claude/index.js";
 import { PLUGIN_ID, PLUGIN_MARKETPLACE } from "./plugin.js";
 
 /** Where a plugin install is recorded: Claude's user settings, or the project's `.claude/settings.json`. */

@@ -5,7 +5,7 @@
 import pkg from "../../package.json" with { type: "json" };
 import { HOOKS, renderHooksSettings } from "../hooks.js";
 import type { HookEvent } from "../protocol.js";
-import { COTAL_MCP_SERVER, CONNECTOR_NODE_FLAGS, PLUGIN_ALLOW_RULE } from "./launch-builder.js";
+import { COTAL_MCP_SERVER, CONNECTOR_NODE_FLAGS, PLUGIN_ALLOW_RULE } from "../../claude/index.js";
 
 /** The plugin's name: its MCP tools are `mcp__plugin_cotal_cotal__<tool>`. */
 export const PLUGIN_NAME = "cotal";

@@ -1,19 +1,23 @@
-// Architectural rules as tests: dependencies point one way (cli → manager, connector → broker
-// → schemas), and a component reaches another only through its one public entry (index.ts).
+// Architectural rules as tests: dependencies point one way (cli → manager, connector → claude,
+// broker → schemas), and a component reaches another only through its one public entry
+// (index.ts): a sub-folder's own index (e.g. connector/claude/) is no door for other components.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const COMPONENTS = ["schemas", "broker", "connector", "manager", "cli"] as const;
+const COMPONENTS = ["schemas", "broker", "claude", "connector", "manager", "cli"] as const;
 type Component = (typeof COMPONENTS)[number];
 const ALLOWED: Record<Component, Component[]> = {
   schemas: [],
   broker: ["schemas"],
-  connector: ["broker", "schemas"],
-  manager: ["broker", "schemas"],
-  cli: ["manager", "connector", "broker", "schemas"],
+  // The Claude binding (launch builder, env allow-list, deny floor, persona privacy): the manager
+  // starts seats with it and the connector ships the plugin with it, so it sits below both.
+  claude: ["schemas"],
+  connector: ["claude", "broker", "schemas"],
+  manager: ["claude", "broker", "schemas"],
+  cli: ["manager", "connector", "claude", "broker", "schemas"],
 };
 
 function sources(dir: string): string[] {
@@ -38,7 +42,7 @@ describe("architecture", () => {
     expect(crossing.length).toBeGreaterThan(20);
   });
 
-  it("dependencies point one way: cli → manager, connector → broker → schemas", () => {
+  it("dependencies point one way: cli → manager, connector → claude, broker → schemas", () => {
     const wrong = crossing.filter((e) => !ALLOWED[e.component].includes(e.to as Component));
     expect(wrong.map((e) => `${e.file} imports ${e.target}`)).toEqual([]);
   });

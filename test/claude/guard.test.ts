@@ -1,4 +1,5 @@
-// Architectural guard: nothing outside connector/claude/ builds a `claude` command line. Every
+// Architectural guard: nothing outside the Claude binding (claude/, and the plugin installer in
+// connector/claude/, which runs `claude plugin …`) builds a `claude` command line. Every
 // start of Claude goes through buildClaudeLaunch, so the MCP wiring, the allow rule, the deny
 // floor and persona privacy cannot drift (test/harness/claude-runner.ts is the test harness
 // and is not scanned).
@@ -8,8 +9,8 @@ import ts from "typescript";
 import { describe, expect, it } from "vitest";
 import { projectRoot } from "../harness/claude-runner.js";
 
-const SCANNED_DIRS = ["schemas", "broker", "connector", "manager", "cli"];
-const EXEMPT_DIR = path.join("connector", "claude") + path.sep;
+const SCANNED_DIRS = ["schemas", "broker", "claude", "connector", "manager", "cli"];
+const EXEMPT_DIRS = ["claude" + path.sep, path.join("connector", "claude") + path.sep];
 
 /** Flags only a Claude session command line has. */
 const CLAUDE_FLAG =
@@ -67,16 +68,16 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
-describe("guard: only connector/claude/ builds a claude command line", () => {
+describe("guard: only the Claude binding builds a claude command line", () => {
   it("no scanned source file constructs one", () => {
-    const files = SCANNED_DIRS.flatMap((d) => sourceFiles(path.join(projectRoot, d))).filter((f) => !path.relative(projectRoot, f).startsWith(EXEMPT_DIR));
+    const files = SCANNED_DIRS.flatMap((d) => sourceFiles(path.join(projectRoot, d))).filter((f) => !EXEMPT_DIRS.some((d) => path.relative(projectRoot, f).startsWith(d)));
     expect(files.length).toBeGreaterThan(0);
     const violations = files.flatMap((file) => findClaudeCommandLines(readFileSync(file, "utf8"), file).map((f) => `${path.relative(projectRoot, file)}:${f.line}: ${f.what}`));
-    expect(violations, "build Claude command lines with buildClaudeLaunch (connector/claude/) instead").toEqual([]);
+    expect(violations, "build Claude command lines with buildClaudeLaunch (claude/) instead").toEqual([]);
   });
 
   it("the builder itself is where the flags live (so the scan would see them if they moved)", () => {
-    const builder = readFileSync(path.join(projectRoot, "connector", "claude", "launch-builder.ts"), "utf8");
+    const builder = readFileSync(path.join(projectRoot, "claude", "launch-builder.ts"), "utf8");
     expect(findClaudeCommandLines(builder).length).toBeGreaterThan(0);
   });
 

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
-import { PrincipalToken, SpaceName } from "../../schemas/index.js";
+import { PrincipalToken, SpaceName } from "../schemas/index.js";
 import { DENY_FLOOR } from "./deny-floor.js";
 import { buildClaudeEnv, type AuthMode } from "./env-allowlist.js";
 import { BypassAsRootError, ClaudeLaunchError, LaunchOptionError } from "./errors.js";

@@ -1,4 +1,4 @@
-import { CotalError } from "../../schemas/index.js";
+import { CotalError } from "../schemas/index.js";
 
 /** A launch option (`--opt key=value` or an agent file's `launchOptions`) that the builder refuses. */
 export class LaunchOptionError extends CotalError {

@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { isMap, isScalar, LineCounter, parseDocument } from "yaml";
-import { AgentFrontmatter } from "../../schemas/index.js";
+import { AgentFrontmatter } from "../schemas/index.js";
 import { AgentFileError } from "./errors.js";
 
 /** A parsed, validated agent file. */

@@ -5,7 +5,7 @@
 import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { CotalError } from "../../schemas/index.js";
+import { CotalError } from "../schemas/index.js";
 import { PLUGIN_ALLOW_RULE } from "./launch-builder.js";
 
 /** Rules that already allow every plugin tool (the server rule, or its wildcard form). */

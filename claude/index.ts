@@ -1,0 +1,34 @@
+/**
+ * The Claude binding: the one launch builder (argv, env, launch files) for every way Cotal
+ * starts Claude, the environment allow-list, the deny floor, persona privacy (private files and
+ * the watcher that removes them), and agent files. Its own floor (it depends on schemas only),
+ * so the manager, which starts seats, and the connector, which ships the plugin, both use it.
+ */
+export {
+  buildClaudeLaunch,
+  ClaudeProfile,
+  COTAL_ALLOW_RULE,
+  PLUGIN_ALLOW_RULE,
+  COTAL_MCP_SERVER,
+  CONNECTOR_NODE_FLAGS,
+  LAUNCH_MATERIAL_ENV,
+  type ClaudeLaunch,
+  type ClaudeLaunchInput,
+  type LaunchFile,
+} from "./launch-builder.js";
+export { DENY_FLOOR } from "./deny-floor.js";
+export {
+  normaliseOptionKey,
+  PASS_THROUGH_OPTIONS,
+  PERMISSION_MODES,
+  RESERVED_OPTIONS,
+  validateLaunchOptions,
+  type LaunchOptionValue,
+  type PermissionMode,
+} from "./launch-options.js";
+export { AuthMode, buildClaudeEnv, isAllowedEnvName, ALWAYS_DROPPED, type ClaudeEnvInput } from "./env-allowlist.js";
+export { launchClaude, removePrivateDir, writeLaunchFiles, type LaunchClaudeOptions, type LaunchedClaude } from "./persona.js";
+export { PRIVATE_DIR_PREFIX, processGone, readProcessStart, startPersonaWatcher, type PersonaWatcherOptions } from "./persona-watcher.js";
+export { applyAllowRule, claudeUserSettingsPath, ClaudeSettingsError, planAllowRule, type AllowRulePlan } from "./allow-rule.js";
+export { agentFilePath, loadAgentFile, parseAgentFile, type AgentFile } from "./agent-file.js";
+export { AgentFileError, BypassAsRootError, ClaudeLaunchError, LaunchOptionError } from "./errors.js";
