@@ -1,0 +1,128 @@
+// docs/cli.md stays in step with `--help`: for every command and subcommand the built CLI lists,
+// each flag its --help shows appears in that command's section of docs/cli.md, and each flag the
+// section's usage blocks and flag tables name is one the command (or a subcommand) really has.
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { buildCli, cotalBundle, projectRoot } from "../harness/cli.js";
+
+/** Options every command has through the root program, documented once. */
+const GLOBAL = new Set(["--help", "--version", "--log-format", "--debug"]);
+
+function help(path: string[]): string {
+  return execFileSync(process.execPath, [cotalBundle, ...path, "--help"], { encoding: "utf8", env: { ...process.env, COLUMNS: "200" } });
+}
+
+/** The lines of one `Name:` block of commander's help. */
+function block(text: string, name: string): string[] {
+  const lines = text.split("\n");
+  const start = lines.findIndex((l) => l === `${name}:`);
+  if (start < 0) return [];
+  const out: string[] = [];
+  for (const l of lines.slice(start + 1)) {
+    if (l.trim() === "" || !l.startsWith(" ")) break;
+    out.push(l);
+  }
+  return out;
+}
+
+function flagsOf(text: string): string[] {
+  return block(text, "Options").flatMap((l) => {
+    const m = /^\s{2}(?:-\w, )?(--[a-z][a-z0-9-]*)/.exec(l);
+    return m ? [m[1]!] : [];
+  });
+}
+
+function subcommandsOf(text: string): string[] {
+  return block(text, "Commands").flatMap((l) => {
+    const m = /^\s{2}([a-z][a-z0-9-]*)/.exec(l);
+    return m && m[1] !== "help" ? [m[1]!] : [];
+  });
+}
+
+interface Cmd {
+  path: string[];
+  flags: string[];
+}
+
+function walk(path: string[]): Cmd[] {
+  const text = help(path);
+  return [{ path, flags: flagsOf(text) }, ...subcommandsOf(text).flatMap((s) => walk([...path, s]))];
+}
+
+/** docs/cli.md's sections by the commands of their heading (`## \`cotal deliver pending\``; one heading may name several). */
+function sections(md: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const parts = md.split(/^## /m).slice(1);
+  for (const p of parts) {
+    const heading = p.split("\n")[0]!;
+    if (!heading.startsWith("`cotal ")) continue;
+    for (const m of heading.matchAll(/`cotal ([a-z][a-z -]*)`/g)) out.set(m[1]!.trim(), p);
+  }
+  return out;
+}
+
+/** The flags a section names where it defines them: its usage code blocks and its flag tables. */
+function definedFlags(section: string): Set<string> {
+  const out = new Set<string>();
+  for (const code of section.match(/```[\s\S]*?```/g) ?? []) {
+    for (const line of code.split("\n").filter((l) => /^\s*cotal /.test(l) || /^\s+\[/.test(l))) for (const f of line.match(/--[a-z][a-z0-9-]*/g) ?? []) out.add(f);
+  }
+  for (const row of section.split("\n").filter((l) => l.startsWith("| `--"))) out.add(/--[a-z][a-z0-9-]*/.exec(row)![0]);
+  return out;
+}
+
+let commands: Cmd[];
+let docs: Map<string, string>;
+
+beforeAll(() => {
+  buildCli();
+  commands = walk([]).filter((c) => c.path.length > 0);
+  docs = sections(readFileSync(join(projectRoot, "docs", "cli.md"), "utf8"));
+}, 120_000);
+
+describe("docs/cli.md is in step with --help", () => {
+  it("walked the CLI's commands", () => {
+    expect(commands.length).toBeGreaterThan(15);
+  });
+
+  it("every command and subcommand has a section, and every flag of its --help is in it", () => {
+    const missing: string[] = [];
+    for (const c of commands) {
+      const hasSubcommands = commands.some((o) => o.path.length > c.path.length && c.path.every((p, i) => o.path[i] === p));
+      if (hasSubcommands && c.flags.every((f) => GLOBAL.has(f))) continue; // `deliver`: its subcommands carry the docs
+      const section = sectionFor(c.path);
+      if (!section) {
+        missing.push(`cotal ${c.path.join(" ")}: no "## \`cotal ${c.path[0]}\`" section`);
+        continue;
+      }
+      for (const f of c.flags) if (!GLOBAL.has(f) && !new RegExp(`${f}(?![a-z0-9-])`).test(section)) missing.push(`cotal ${c.path.join(" ")} ${f}`);
+    }
+    expect(missing).toEqual([]);
+  });
+
+  it("every flag a section's usage and tables name is a flag of that command", () => {
+    const extra: string[] = [];
+    for (const [name, section] of docs) {
+      // A section shared by several commands (one heading naming them all) may name any of their flags.
+      const names = [...docs].filter(([, s]) => s === section).map(([n]) => n.split(" "));
+      const own = new Set(commands.filter((c) => names.some((path) => path.every((p, i) => c.path[i] === p))).flatMap((c) => c.flags));
+      if (!commands.some((c) => c.path.join(" ") === name)) {
+        extra.push(`section cotal ${name}: no such command`);
+        continue;
+      }
+      for (const f of definedFlags(section)) if (!own.has(f) && !GLOBAL.has(f)) extra.push(`cotal ${name} ${f}`);
+    }
+    expect(extra).toEqual([]);
+  });
+});
+
+/** The section of the longest heading that is a prefix of `path` (`send msg` lives under `cotal send`). */
+function sectionFor(path: string[]): string | undefined {
+  for (let n = path.length; n > 0; n--) {
+    const s = docs.get(path.slice(0, n).join(" "));
+    if (s) return s;
+  }
+  return undefined;
+}
