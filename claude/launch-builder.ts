@@ -54,6 +54,14 @@ export interface ClaudeLaunchInput {
   connectorEntry: string;
   /** Only Cotal's MCP server: `--strict-mcp-config` (the user's other MCP servers are not loaded). */
   isolation?: boolean;
+  /**
+   * Load Cotal's plugin tree (`--plugin-dir`): its MCP server and its hooks, which a managed
+   * interactive seat needs for mail hand-over and presence. Replaces the `--mcp-config` wiring
+   * (the plugin's server is the connector; tools `mcp__plugin_cotal_cotal__*`).
+   */
+  pluginDir?: string;
+  /** More allow rules (an agent file's allow-list), after Cotal's own. */
+  allowedTools?: readonly string[];
   /** The launcher's environment (default `process.env`); the child gets only the allow-list of it. */
   parentEnv?: Readonly<Record<string, string | undefined>>;
   /** Default `subscription`. */
@@ -110,6 +118,8 @@ export interface ClaudeLaunch {
 }
 
 const PERSONA_FILE = "persona.md";
+/** A Claude permission rule: `Tool` or `Tool(specifier)`, tool names like `mcp__server__tool` included. */
+const ALLOW_RULE = /^[A-Za-z][\w-]*(\*)?(\([^()\n]*\))?$/;
 const MCP_CONFIG_FILE = "mcp.json";
 
 /** Build the command line, environment and launch files for one Claude start. Pure apart from a random directory name (and reading `jsonSchemaFile`). */
@@ -130,6 +140,7 @@ export function buildClaudeLaunch(input: ClaudeLaunchInput): ClaudeLaunch {
     ["working directory", input.cwd],
     ["connector entry", input.connectorEntry],
     ["launch material path", input.identity.launchMaterialPath],
+    ...(input.pluginDir !== undefined ? ([["plugin directory", input.pluginDir]] as const) : []),
   ] as const) {
     if (!path.isAbsolute(p)) throw new ClaudeLaunchError(`The ${what} must be an absolute path, not ${JSON.stringify(p)}.`);
   }
@@ -141,6 +152,14 @@ export function buildClaudeLaunch(input: ClaudeLaunchInput): ClaudeLaunch {
     });
   }
 
+  for (const rule of input.allowedTools ?? []) {
+    // A rule is a tool name, optionally with a specifier: never something Claude would read as a flag.
+    if (!ALLOW_RULE.test(rule)) {
+      throw new ClaudeLaunchError(`The allow rule ${JSON.stringify(rule)} is not a permission rule.`, {
+        remedy: "Write allow rules as a tool name, optionally with a specifier: Read, Bash(npm test:*), mcp__server__tool.",
+      });
+    }
+  }
   const options = validateLaunchOptions(input.launchOptions ?? {});
   const take = (flag: string, fromInput: string | undefined): string | undefined => {
     const opt = options.get(flag);
@@ -160,7 +179,9 @@ export function buildClaudeLaunch(input: ClaudeLaunchInput): ClaudeLaunch {
   const optMode = options.get("permission-mode");
   const skip = (options.get("dangerously-skip-permissions")?.argv.length ?? 0) > 0;
   const managed = profile !== "foreground";
-  const permissionMode = optMode ? String(optMode.value) : skip ? undefined : managed ? "bypassPermissions" : undefined;
+  // Managed profiles run `dontAsk`: what the allow rules name runs, anything else is refused (no
+  // one would answer a prompt). Bypass only when the agent file or launch options ask for it.
+  const permissionMode = optMode ? String(optMode.value) : skip ? undefined : managed ? "dontAsk" : undefined;
   if (optMode) options.delete("permission-mode");
   const bypass = permissionMode === "bypassPermissions" || skip;
   const sandbox = input.sandbox ?? parentEnv.IS_SANDBOX === "1";
@@ -171,7 +192,7 @@ export function buildClaudeLaunch(input: ClaudeLaunchInput): ClaudeLaunch {
   if (!path.isAbsolute(runtimeDir)) throw new ClaudeLaunchError(`The runtime directory must be an absolute path, not ${JSON.stringify(runtimeDir)}.`);
   const privateDir = path.join(runtimeDir, `${PRIVATE_DIR_PREFIX}${space.data}-${name.data}-${randomBytes(6).toString("hex")}`);
   const mcpConfigFile = path.join(privateDir, MCP_CONFIG_FILE);
-  const files: LaunchFile[] = [
+  const files: LaunchFile[] = input.pluginDir !== undefined ? [] : [
     {
       path: mcpConfigFile,
       mode: 0o600,
@@ -193,9 +214,10 @@ export function buildClaudeLaunch(input: ClaudeLaunchInput): ClaudeLaunch {
   const args: string[] = [];
   if (profile === "run") args.push("-p", "--output-format", "json");
   else if (headless) args.push("-p", "--output-format", "stream-json", "--verbose");
-  args.push("--mcp-config", mcpConfigFile);
+  if (input.pluginDir !== undefined) args.push("--plugin-dir", input.pluginDir);
+  else args.push("--mcp-config", mcpConfigFile);
   if (input.isolation) args.push("--strict-mcp-config");
-  args.push("--allowedTools", COTAL_ALLOW_RULE, PLUGIN_ALLOW_RULE);
+  args.push("--allowedTools", COTAL_ALLOW_RULE, PLUGIN_ALLOW_RULE, ...(input.allowedTools ?? []));
   args.push("--disallowedTools", ...DENY_FLOOR);
   if (permissionMode !== undefined) args.push(`--permission-mode=${permissionMode}`);
   if (model !== undefined) args.push(`--model=${model}`);

@@ -82,7 +82,7 @@ const MCP_FILE = {
 };
 
 describe("buildClaudeLaunch golden output", () => {
-  it("an interactive managed seat: MCP wiring, allow rule, deny floor, bypass mode, persona by file", () => {
+  it("an interactive managed seat: MCP wiring, allow rule, deny floor, dontAsk mode, persona by file", () => {
     const launch = buildClaudeLaunch(input({ persona: "You are Alice, the reviewer.", model: "opus", agent: "reviewer" }));
     expect(launch.privateDir).toMatch(/^\/run\/user\/1000\/cotal-claude-team-alice-[0-9a-f]{12}$/);
     expect(golden(launch)).toEqual({
@@ -95,7 +95,7 @@ describe("buildClaudeLaunch golden output", () => {
         "mcp__plugin_cotal_cotal",
         "--disallowedTools",
         "<DENY_FLOOR>",
-        "--permission-mode=bypassPermissions",
+        "--permission-mode=dontAsk",
         "--model=opus",
         "--agent=reviewer",
         "--append-system-prompt-file",
@@ -105,7 +105,7 @@ describe("buildClaudeLaunch golden output", () => {
       env: EXPECTED_ENV,
       files: [MCP_FILE, { path: "<dir>/persona.md", mode: "600", content: "You are Alice, the reviewer." }],
       stdin: undefined,
-      permissionMode: "bypassPermissions",
+      permissionMode: "dontAsk",
     });
   });
 
@@ -128,7 +128,7 @@ describe("buildClaudeLaunch golden output", () => {
         "mcp__plugin_cotal_cotal",
         "--disallowedTools",
         "<DENY_FLOOR>",
-        "--permission-mode=bypassPermissions",
+        "--permission-mode=dontAsk",
         "--append-system-prompt-file",
         "<dir>/persona.md",
         "--max-turns=5",
@@ -138,7 +138,7 @@ describe("buildClaudeLaunch golden output", () => {
       env: EXPECTED_ENV,
       files: [MCP_FILE, { path: "<dir>/persona.md", mode: "600", content: "P" }],
       stdin: "Start your shift.",
-      permissionMode: "bypassPermissions",
+      permissionMode: "dontAsk",
     });
   });
 
@@ -174,14 +174,14 @@ describe("buildClaudeLaunch golden output", () => {
           "mcp__plugin_cotal_cotal",
           "--disallowedTools",
           "<DENY_FLOOR>",
-          "--permission-mode=bypassPermissions",
+          "--permission-mode=dontAsk",
           '--json-schema={"type":"object","properties":{"answer":{"type":"string"}}}',
         ],
         cwd: "/work/proj",
         env: { ...EXPECTED_ENV, ANTHROPIC_API_KEY: "sk-ant-stray-key" },
         files: [MCP_FILE],
         stdin: "What is 6 × 7?",
-        permissionMode: "bypassPermissions",
+        permissionMode: "dontAsk",
       });
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -232,6 +232,26 @@ describe("buildClaudeLaunch golden output", () => {
     const skip = buildClaudeLaunch(input({ launchOptions: { dangerouslySkipPermissions: true } }));
     expect(skip.args.some((a) => a.startsWith("--permission-mode"))).toBe(false);
     expect(skip.args).toContain("--dangerously-skip-permissions");
+  });
+
+  it("a managed seat as root needs no sandbox: dontAsk is the default, bypass only when asked for", () => {
+    expect(buildClaudeLaunch(input({ isRoot: true })).permissionMode).toBe("dontAsk");
+    expect(buildClaudeLaunch(input({ profile: "run", prompt: "x", isRoot: true })).permissionMode).toBe("dontAsk");
+  });
+
+  it("with the plugin tree: --plugin-dir instead of --mcp-config, no mcp.json; an agent file's allow rules follow Cotal's", () => {
+    const launch = buildClaudeLaunch(input({ pluginDir: "/opt/cotal/plugin", allowedTools: ["Read", "Bash(npm test:*)", "mcp__github__*"] }));
+    expect(launch.args.slice(0, 2)).toEqual(["--plugin-dir", "/opt/cotal/plugin"]);
+    expect(launch.args).not.toContain("--mcp-config");
+    expect(launch.files).toEqual([]);
+    const at = launch.args.indexOf("--allowedTools");
+    expect(launch.args.slice(at + 1, at + 6)).toEqual(["mcp__cotal__*", "mcp__plugin_cotal_cotal", "Read", "Bash(npm test:*)", "mcp__github__*"]);
+  });
+
+  it("refuses an allow rule that is not a permission rule (a flag smuggled in as a rule)", () => {
+    expect(() => buildClaudeLaunch(input({ allowedTools: ["--dangerously-skip-permissions"] }))).toThrow(ClaudeLaunchError);
+    expect(() => buildClaudeLaunch(input({ allowedTools: ["Read Write"] }))).toThrow(ClaudeLaunchError);
+    expect(() => buildClaudeLaunch(input({ pluginDir: "plugin" }))).toThrow(ClaudeLaunchError);
   });
 
   it("no persona means no persona file and no prompt flag", () => {
@@ -324,7 +344,7 @@ describe("buildClaudeLaunch refusals", () => {
   });
 
   it("refuses a managed seat in bypass mode as root outside a sandbox, naming both remedies", () => {
-    const err = refuse({ isRoot: true, parentEnv: { ...PARENT_ENV } });
+    const err = refuse({ isRoot: true, parentEnv: { ...PARENT_ENV }, launchOptions: { "permission-mode": "bypassPermissions" } });
     expect(err).toBeInstanceOf(BypassAsRootError);
     const message = (err as Error).message;
     expect(message).toContain("IS_SANDBOX=1");
@@ -333,21 +353,22 @@ describe("buildClaudeLaunch refusals", () => {
   });
 
   it("says why when IS_SANDBOX is set to something Claude does not accept", () => {
-    const err = refuse({ isRoot: true, parentEnv: { ...PARENT_ENV, IS_SANDBOX: "yes" } });
+    const err = refuse({ isRoot: true, parentEnv: { ...PARENT_ENV, IS_SANDBOX: "yes" }, launchOptions: { "permission-mode": "bypassPermissions" } });
     expect(err).toBeInstanceOf(BypassAsRootError);
     expect((err as Error).message).toContain('IS_SANDBOX is "yes"');
   });
 
   it("refuses dangerously-skip-permissions as root outside a sandbox too, in any profile", () => {
     expect(refuse({ profile: "foreground", isRoot: true, launchOptions: { "dangerously-skip-permissions": true } })).toBeInstanceOf(BypassAsRootError);
-    expect(refuse({ profile: "run", prompt: "x", isRoot: true })).toBeInstanceOf(BypassAsRootError);
+    expect(refuse({ profile: "run", prompt: "x", isRoot: true, launchOptions: { "permission-mode": "bypassPermissions" } })).toBeInstanceOf(BypassAsRootError);
   });
 
   it("lets root run bypass in a sandbox (IS_SANDBOX=1 set for the child), or another mode without one", () => {
-    const sandboxed = buildClaudeLaunch(input({ isRoot: true, sandbox: true }));
+    const bypass = { "permission-mode": "bypassPermissions" } as const;
+    const sandboxed = buildClaudeLaunch(input({ isRoot: true, sandbox: true, launchOptions: bypass }));
     expect(sandboxed.env.IS_SANDBOX).toBe("1");
     expect(sandboxed.permissionMode).toBe("bypassPermissions");
-    const inherited = buildClaudeLaunch(input({ isRoot: true, parentEnv: { ...PARENT_ENV, IS_SANDBOX: "1" } }));
+    const inherited = buildClaudeLaunch(input({ isRoot: true, parentEnv: { ...PARENT_ENV, IS_SANDBOX: "1" }, launchOptions: bypass }));
     expect(inherited.env.IS_SANDBOX).toBe("1");
     expect(buildClaudeLaunch(input({ isRoot: true, launchOptions: { "permission-mode": "dontAsk" } })).permissionMode).toBe("dontAsk");
     expect(buildClaudeLaunch(input({ isRoot: true, profile: "foreground" })).permissionMode).toBeUndefined();

@@ -88,7 +88,8 @@ describe("the run profile on the real CLI", () => {
         { reply: [...DESTRUCTIVE, CONTROL].map((command) => ({ tool: "Bash", input: { command, description: "probe" } })) },
         { afterToolResult: "Bash", reply: [{ tool: "StructuredOutput", input: { answer: "42" } }] },
       ],
-      { prompt: "What is six times seven?", jsonSchemaFile: schema },
+      // Bypass on purpose: the deny floor must hold even there (runs default to dontAsk).
+      { prompt: "What is six times seven?", jsonSchemaFile: schema, launchOptions: { "permission-mode": "bypassPermissions" } },
       (launch) => {
         mkdirSync(path.join(launch.cwd, "victim"));
         return launch;

@@ -94,6 +94,8 @@ describe("a headless seat through the builder, real claude CLI", () => {
       headless: true,
       persona,
       prompt: "Start your shift.",
+      // Bypass on purpose: the deny floor must hold even there (seats default to dontAsk).
+      launchOptions: { "permission-mode": "bypassPermissions" },
       cwd: dirs.cwd,
       identity: { name: "alice", space: "team", launchMaterialPath: dirs.material },
       connectorEntry: tinyServer,
