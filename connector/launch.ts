@@ -1,6 +1,6 @@
 import { readFileSync, statSync } from "node:fs";
 import { z } from "zod";
-import { parseMeshLink } from "../broker/index.js";
+import { credsClaims, parseMeshLink } from "../broker/index.js";
 import {
   ChannelName,
   describeIssues,
@@ -44,7 +44,7 @@ const HOW_TO_JOIN =
 
 /**
  * Decide how this connector joins: from launch material, from the environment (selected by
- * COTAL_NAME), or not at all. Setting both forms, an unsafe or invalid material file, or an
+ * COTAL_NAME, or by COTAL_CREDS naming a minted credential), or not at all. Setting both forms, an unsafe or invalid material file, or an
  * incomplete environment is refused. COTAL_SERVER/COTAL_SPACE alone (as the CLI uses them) do
  * not select the hand-started form: the connector starts not joined and says what is missing.
  */
@@ -57,7 +57,8 @@ export function resolveLaunch(env: NodeJS.ProcessEnv = process.env): LaunchResol
     });
   }
   if (materialPath) return { kind: "launch", launch: readLaunchMaterial(materialPath) };
-  if ((env.COTAL_NAME ?? "").trim() !== "") return { kind: "launch", launch: launchFromEnv(env) };
+  // A minted credential (COTAL_CREDS) names who it is, so it selects the hand-started form too.
+  if ((env.COTAL_NAME ?? "").trim() !== "" || credsDefaults(env.COTAL_CREDS?.trim()).COTAL_NAME) return { kind: "launch", launch: launchFromEnv(env) };
   if (envSet.length) return { kind: "none", note: `${envSet.join(", ")} ${envSet.length === 1 ? "is" : "are"} set, but COTAL_NAME is not: the connector needs a name to join.` };
   return { kind: "none" };
 }
@@ -112,6 +113,31 @@ export function readLaunchMaterial(file: string): Launch {
   };
 }
 
+/**
+ * COTAL_NAME, COTAL_SPACE and COTAL_CHANNELS as a minted credential implies them: its principal,
+ * its space tag, and the channels it may read (`cotal.<space>.chat.*.*.<channel>` in its
+ * subscribe permissions). Nothing for a file that cannot be read or is not a Cotal credential.
+ */
+export function credsDefaults(creds: string | undefined): Record<string, string> {
+  if (!creds) return {};
+  let claims;
+  try {
+    claims = credsClaims(readFileSync(creds));
+  } catch {
+    return {};
+  }
+  if (!claims?.name) return {};
+  const space = claims.tags.find((t) => t.startsWith("cotal-space:"))?.slice("cotal-space:".length);
+  const channels = space
+    ? claims.subAllow.flatMap((s) => (s.startsWith(`cotal.${space}.chat.*.*.`) ? [s.slice(`cotal.${space}.chat.*.*.`.length)] : [])).filter((c) => !c.includes("*") && !c.includes(">"))
+    : [];
+  return {
+    COTAL_NAME: claims.name,
+    ...(space ? { COTAL_SPACE: space } : {}),
+    ...(channels.length ? { COTAL_CHANNELS: channels.join(",") } : {}),
+  };
+}
+
 const EnvLaunch = z.object({
   server: z.string().min(1, "COTAL_SERVER is required"),
   space: SpaceName,
@@ -124,10 +150,13 @@ const EnvLaunch = z.object({
 
 /** The hand-started form: COTAL_SERVER, COTAL_SPACE, COTAL_NAME (+ ROLE, CHANNELS, CREDS). */
 export function launchFromEnv(env: NodeJS.ProcessEnv): Launch {
-  const get = (k: string) => {
+  const given = (k: string) => {
     const v = env[k]?.trim();
     return v ? v : undefined;
   };
+  // A minted credential names its principal, space and readable channels: what is not set comes from it.
+  const fromCreds = credsDefaults(given("COTAL_CREDS"));
+  const get = (k: string) => given(k) ?? fromCreds[k];
   let server = get("COTAL_SERVER");
   let space = get("COTAL_SPACE");
   if (server?.startsWith("cotal://")) {
