@@ -287,7 +287,7 @@ describe("presence from hooks", () => {
     roster.onChange(() => {
       const p = roster.get("local.bob")?.presence;
       if (!p) return;
-      const s = [p.status, p.activity ?? "", p.condition ?? ""].join("/");
+      const s = [p.status, p.activity ?? "", p.condition?.code ?? ""].join("/");
       if (seen.at(-1) !== s) seen.push(s);
     });
     const step = async (event: string, payload: Record<string, unknown>, want: string) => {

@@ -69,7 +69,7 @@ describe("the verified identity is what is shown", () => {
 
     // alice rewrites her own presence key with a card named carol (all she may write).
     const kv = await new Kvm(alice.nc).open(names.presenceBucket(mesh.space), { bindOnly: true });
-    const card = { id: "local.alice", name: "carol", tags: [], meta: {} };
+    const card = { id: "local.alice", name: "carol", kind: "agent", tags: [], meta: {} };
     await kv.put("local.alice", JSON.stringify({ card, status: "working", attention: "open", channels: [], channelModes: {}, ts: Date.now() }));
     await until(() => roster.get("local.alice")?.status === "working", 5_000, "bob sees alice's new record");
     expect(roster.entries().map((e) => e.name)).toEqual(["alice", "bob", "carol"]);
@@ -107,7 +107,7 @@ describe("the verified identity is what is shown", () => {
     expect(roster.get("local.rita")?.role).toBe("reviewer");
     // mallory holds no role but writes one into her own card (all she may write).
     const kv = await new Kvm(mallory.nc).open(names.presenceBucket(mesh.space), { bindOnly: true });
-    const card = { id: "local.mallory", name: "mallory", role: "mesh_admin", tags: [], meta: {} };
+    const card = { id: "local.mallory", name: "mallory", kind: "agent", role: "mesh_admin", tags: [], meta: {} };
     await kv.put("local.mallory", JSON.stringify({ card, status: "working", attention: "open", channels: [], channelModes: {}, ts: Date.now() }));
     await until(() => roster.get("local.mallory")?.status === "working", 5_000, "bob sees mallory's claim");
     // A late joiner's view (fed by the mesh service's snapshot) says the same.
