@@ -33,6 +33,10 @@ import { applyTree, compareTree, cotalHome, defaultAgentPath, desiredMarketplace
 import { parseInput } from "../validate.js";
 import { VERSION } from "../version.js";
 
+/** How to get Claude Code when no claude CLI is found (it is not a dependency of Cotal). */
+const CLAUDE_HOW_TO =
+  "install Claude Code (`npm install -g @anthropic-ai/claude-code`, or `npm install --save-dev @anthropic-ai/claude-code` and run `npx claude`), or set COTAL_CLAUDE_BIN to its binary";
+
 const SetupFlags = z.object({
   scope: z.enum(PluginScope.options, { message: "scope must be user or project" }).optional(),
   dir: z.string().min(1, "dir must not be empty").optional(),
@@ -205,7 +209,7 @@ async function setup(opts: SetupOptions): Promise<void> {
         : `Nothing changed: the Cotal plugin ${VERSION} is installed (${opts.scope} scope) and up to date.`,
     );
   } else {
-    lines.push("claude       not found on PATH (set COTAL_CLAUDE_BIN to point at it)");
+    lines.push(`claude       not found on PATH: ${CLAUDE_HOW_TO}`);
     lines.push("The plugin files are in place. To finish, run:", `  ${command}`);
   }
   printLines(...lines);
@@ -268,7 +272,7 @@ async function check(opts: SetupOptions): Promise<void> {
       lines.push(
         `  plugin ${PLUGIN_ID} (${opts.scope} scope): ${state.plugin}${state.installedVersion ? ` ${state.installedVersion}` : ""}${state.enabled === false ? ", disabled" : ""}`,
       );
-    } else lines.push("claude       not found on PATH: the install in Claude is not checked");
+    } else lines.push(`claude       not found on PATH, so the install in Claude is not checked: ${CLAUDE_HOW_TO}`);
     lines.push(`agent file   ${agentFile.path}: ${agentFile.present ? "present" : "absent (cotal setup seeds it)"}`);
     lines.push(
       `allow rule   ${PLUGIN_ALLOW_RULE} in ${settingsFile}: ${allowState === "present" ? "present" : allowState === "absent" ? "absent (Claude asks before every cotal_* call; cotal setup --allow-tools adds it)" : "the file cannot be read as JSON"}`,
