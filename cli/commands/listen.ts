@@ -1,3 +1,4 @@
+import { AuthorizationError, UserAuthenticationExpiredError } from "@nats-io/transport-node";
 import type { Command } from "commander";
 import { hostname } from "node:os";
 import { z } from "zod";
@@ -81,8 +82,10 @@ async function listen(ep: Endpoint, channels: string[], json: boolean, opts: { s
   for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(sig, () => void stop(EXIT.ok));
   ep.nc.closed().then((err) => {
     if (err && !stopping) {
-      note(`The connection to the mesh closed: ${err.message}`);
-      void stop(EXIT.unreachable);
+      // The server closes a revoked (or expired) credential's connection with an authorization error.
+      const refused = err instanceof AuthorizationError || err instanceof UserAuthenticationExpiredError;
+      note(refused ? `The mesh refused this credential (${ep.id}): it was revoked or it expired; leaving.` : `The connection to the mesh closed: ${err.message}`);
+      void stop(refused ? EXIT.authentication : EXIT.unreachable);
     }
   });
   void watchConnection(ep, opts.server, () => void stop(EXIT.unreachable));

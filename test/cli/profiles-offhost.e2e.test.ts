@@ -127,6 +127,16 @@ describe("each refused credential says why, with its own exit code", () => {
     expect(onHost.stderr).toMatch(/it was revoked\. /);
   });
 
+  it("a listener whose credential is revoked says so in one line and leaves with exit 4", async () => {
+    ok(await host("mint", "lena", "--profile", "agent", "--allow-subscribe", "general", "--provision", "--out", join(away, "lena.creds")), "mint");
+    const listen = CotalProcess.spawn(["listen", "--json", "--server", server, "--creds", "lena.creds"], { cwd: away });
+    await listen.waitForJson<{ type: string }>((l) => l.type === "ready", 15_000, "listen to be ready");
+    ok(await host("revoke", "lena"), "revoke");
+    expect((await listen.exited).code, listen.stderr).toBe(4);
+    expect(listen.stderr).toContain("The mesh refused this credential (local.lena): it was revoked or it expired; leaving.");
+    expect(listen.stderr).not.toMatch(/\n\s+at /); // no stack trace
+  });
+
   it("an http:// server is refused as bad input", async () => {
     const r = await runCotal(["roster", "--server", server.replace("nats:", "http:"), "--creds", "alice.creds"], { cwd: away, env: cleanEnv() });
     expect(r.code, r.stderr).toBe(2);
