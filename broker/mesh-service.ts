@@ -9,6 +9,7 @@ import {
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import {
+  ARTIFACT_COMMANDS,
   durables,
   filters,
   MESH_COMMANDS,
@@ -26,6 +27,7 @@ import {
   type RevokeReply,
   type TableParsedArgs,
 } from "../schemas/index.js";
+import { ArtifactService } from "./artifacts.js";
 import { ChannelRegistry, type ResolvedChannel } from "./channel-registry.js";
 import { serveControl } from "./control.js";
 import { HISTORY_PAGE_BOUNDS, readHistoryPage } from "./history.js";
@@ -37,6 +39,8 @@ import { Roster, watchPresence, type RosterSnapshotItem } from "./roster.js";
 
 /** The control endpoint name of the mesh service. */
 export const MESH_ENDPOINT = "mesh";
+/** The control endpoint of the artifact commands, also served by the mesh service. */
+export const ARTIFACT_ENDPOINT = "artifact";
 
 /** How long a delivered, unacked message waits before the broker redelivers it. */
 export const ACK_WAIT_MS = 30_000;
@@ -125,7 +129,9 @@ export class MeshService {
     private readonly roster: Roster,
     private readonly registry: ChannelRegistry,
     private readonly identities: IdentityRegistry,
+    private readonly artifacts: ArtifactService,
     private sub?: Subscription,
+    private artifactSub?: Subscription,
   ) {}
 
   /** Provision the space and start serving. */
@@ -141,7 +147,8 @@ export class MeshService {
     const registry = new ChannelRegistry(await kvm.open(names.channelsBucket(space), { bindOnly: true }));
     const identities = new IdentityRegistry(members);
     const authorizeRead = opts.authorizeRead ?? (opts.auth ? (who: Principal, ch: string) => identities.mayRead(who, ch) : undefined);
-    const svc = new MeshService(nc, space, jsm, members, log, { ...opts, ...(authorizeRead ? { authorizeRead } : {}) }, jetstream(nc), roster, registry, identities);
+    const artifacts = await ArtifactService.open(nc, space, log);
+    const svc = new MeshService(nc, space, jsm, members, log, { ...opts, ...(authorizeRead ? { authorizeRead } : {}) }, jetstream(nc), roster, registry, identities, artifacts);
     svc.sub = serveControl(
       nc,
       space,
@@ -158,6 +165,19 @@ export class MeshService {
         mint: (args, caller) => svc.mint(caller, args),
         revoke: (args, caller) => svc.revoke(caller, args.name),
         ping: async () => ({ space, pid: process.pid }),
+      },
+      log,
+    );
+    svc.artifactSub = serveControl(
+      nc,
+      space,
+      ARTIFACT_ENDPOINT,
+      ARTIFACT_COMMANDS,
+      {
+        "artifact-begin": (args, caller) => artifacts.begin(caller, args),
+        "artifact-chunk": (args, caller) => artifacts.chunk(caller, args),
+        "artifact-commit": (args, caller) => artifacts.commit(caller, args),
+        "artifact-get": (args) => artifacts.get(args),
       },
       log,
     );
@@ -321,6 +341,8 @@ export class MeshService {
   async stop(): Promise<void> {
     this.roster.stop();
     this.sub?.unsubscribe();
+    this.artifactSub?.unsubscribe();
+    this.artifacts.stop();
     await this.nc.flush();
   }
 

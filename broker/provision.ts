@@ -1,6 +1,8 @@
 import { Kvm } from "@nats-io/kv";
+import { Objm } from "@nats-io/obj";
 import {
   DiscardPolicy,
+  jetstream,
   jetstreamManager,
   RetentionPolicy,
   StorageType,
@@ -35,6 +37,8 @@ export interface StorageLimits {
   dmBytes: number;
   taskBytes: number;
   seatsBytes: number;
+  /** Bytes the artifacts Object Store (`cotal_artifacts_<space>`) may hold. */
+  artifactsBytes: number;
   /**
    * DMs (and anycasts) one sender may have waiting, unconsumed, for one recipient (role). DM_
    * and TASK_ are work queues: a handed-over, acked message leaves the stream.
@@ -46,6 +50,7 @@ export const STORAGE_DEFAULTS: StorageLimits = {
   dmBytes: 512 * 1024 ** 2,
   taskBytes: 256 * 1024 ** 2,
   seatsBytes: 128 * 1024 ** 2,
+  artifactsBytes: 1024 ** 3,
   backlogPerSender: 10_000,
 };
 
@@ -56,6 +61,7 @@ export const StorageLimitsInput = z
     dmBytes: z.number().int().positive(),
     taskBytes: z.number().int().positive(),
     seatsBytes: z.number().int().positive(),
+    artifactsBytes: z.number().int().positive(),
     backlogPerSender: z.number().int().positive(),
   })
   .partial()
@@ -218,5 +224,31 @@ export async function ensureSpace(nc: NatsConnection, space: string, opts: Space
       report.unchanged.push(b.name);
     }
   }
+  await ensureArtifacts(nc, jsm, space, opts, report);
   return report;
+}
+
+/**
+ * The space's artifacts Object Store (file storage, discard new at `artifactsBytes`). Only the
+ * mesh service reads and writes it: clients have no JetStream (docs/security.md), so they store
+ * and fetch through its `artifact-*` control commands.
+ */
+async function ensureArtifacts(nc: NatsConnection, jsm: JetStreamManager, space: string, opts: SpaceOptions, report: ProvisionReport): Promise<void> {
+  const bucket = names.artifactsBucket(space);
+  const maxBytes = { ...STORAGE_DEFAULTS, ...opts.limits }.artifactsBytes;
+  let have: StreamConfig | undefined;
+  try {
+    have = (await jsm.streams.info(`OBJ_${bucket}`)).config;
+  } catch (err) {
+    if (!isStreamNotFound(err)) throw err;
+  }
+  if (!have) {
+    await new Objm(jetstream(nc)).create(bucket, { storage: StorageType.File, replicas: opts.replicas ?? 1, max_bytes: maxBytes, description: "Cotal artifacts (content-addressed by sha256)" });
+    report.created.push(bucket);
+  } else if (have.max_bytes !== maxBytes || have.discard !== DiscardPolicy.New) {
+    await jsm.streams.update(`OBJ_${bucket}`, { ...have, max_bytes: maxBytes, discard: DiscardPolicy.New });
+    report.updated.push(bucket);
+  } else {
+    report.unchanged.push(bucket);
+  }
 }

@@ -3,6 +3,7 @@ import { registerChannels } from "./commands/channels.js";
 import { registerDeliver } from "./commands/deliver.js";
 import { registerDown } from "./commands/down.js";
 import { registerHistory } from "./commands/history.js";
+import { registerFetch } from "./commands/fetch.js";
 import { registerListen } from "./commands/listen.js";
 import { registerLogs } from "./commands/logs.js";
 import { registerMeshServe } from "./commands/mesh-serve.js";
@@ -36,6 +37,7 @@ export function buildProgram(): Command {
   registerSend(program);
   registerListen(program);
   registerHistory(program);
+  registerFetch(program);
   registerRoster(program);
   registerChannels(program);
   registerDeliver(program);

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ChannelConfig } from "./channel.js";
-import { CotalMessage } from "./message.js";
+import { ARTIFACT_DIGEST, CotalMessage } from "./message.js";
 import { PrincipalId } from "./principal.js";
 import { ChannelName, PrincipalToken, RoleName, SpaceName } from "./tokens.js";
 
@@ -35,6 +35,31 @@ export const PrincipalName = z
 const UnixMs = z.number().int().min(0).max(8.64e15);
 const Seq = z.number().int().positive().describe("a stream sequence");
 const NoArgs = z.object({}).describe("no arguments");
+
+/**
+ * Most raw bytes of one artifact chunk on the control rail (either way). Chunks travel base64 in
+ * the JSON args/reply (one framing for the whole rail, described by JSON Schema): 128 KiB becomes
+ * 174,764 characters, well inside the 264 KiB a stored message may have and NATS's 1 MiB
+ * payload; it is also the Object Store's own chunk size, so a read is one stored chunk.
+ */
+export const ARTIFACT_CHUNK_BYTES = 128 * 1024;
+/** Largest artifact, in bytes (the bucket's own limit may be lower). */
+export const ARTIFACT_MAX_BYTES = 4 * 1024 ** 3;
+
+/** `sha256:` and 64 lowercase hex characters: the artifact's name and its check. */
+export const ArtifactDigest = z.string().regex(ARTIFACT_DIGEST, "digest must be \"sha256:\" and 64 lowercase hex characters");
+const Base64Chunk = z
+  .base64()
+  .max(Math.ceil(ARTIFACT_CHUNK_BYTES / 3) * 4)
+  .describe(`base64 (RFC 4648, padded) of at most ${ARTIFACT_CHUNK_BYTES} bytes`);
+const ArtifactInfo = z.object({
+  digest: ArtifactDigest,
+  size: z.number().int().nonnegative(),
+  name: z.string().min(1).max(255).describe("the file name the uploader gave"),
+  mediaType: z.string().min(1).max(255),
+  bucket: z.string().min(1).describe("the Object Store bucket holding the bytes"),
+  uploader: PrincipalId.optional().describe("who stored it first"),
+});
 
 const RegisterReply = z
   .object({
@@ -167,10 +192,57 @@ export const MESH_COMMANDS = {
 } as const satisfies ControlTable;
 
 /**
+ * Artifact commands (`endpoint = artifact`), served by the mesh service, which alone reaches the
+ * space's Object Store. Their own endpoint lets an agent's credential allow them with one
+ * subject (`…ep.artifact.one.*.<o>.<a>`): a user JWT is sent whole on connect, and the server
+ * refuses a CONNECT line over 4 KiB.
+ */
+export const ARTIFACT_COMMANDS = {
+  "artifact-begin": {
+    endpoint: "artifact",
+    summary: "start storing an artifact (content-addressed): if the space already holds these bytes nothing is sent",
+    args: z.object({
+      digest: ArtifactDigest,
+      size: z.number().int().nonnegative().max(ARTIFACT_MAX_BYTES),
+      name: z.string().min(1).max(255),
+      mediaType: z.string().min(1).max(255),
+    }),
+    reply: z.object({
+      known: z.boolean().describe("the space already holds these bytes: no upload follows"),
+      upload: z.string().min(1).optional().describe("the upload to send chunks to (absent when known)"),
+      chunkBytes: z.number().int().positive().describe("send chunks of at most this many raw bytes"),
+      info: ArtifactInfo.optional().describe("when known: what is stored"),
+    }),
+  },
+  "artifact-chunk": {
+    endpoint: "artifact",
+    summary: "the next chunk of an upload, in order from 0; resending the last one is harmless",
+    args: z.object({ upload: z.string().min(1).max(64), seq: z.number().int().nonnegative(), data: Base64Chunk }),
+    reply: z.object({ received: z.number().int().nonnegative().describe("bytes received so far") }),
+  },
+  "artifact-commit": {
+    endpoint: "artifact",
+    summary: "finish an upload: stored only if the bytes have the digest and size begun with",
+    args: z.object({ upload: z.string().min(1).max(64) }),
+    reply: ArtifactInfo,
+  },
+  "artifact-get": {
+    endpoint: "artifact",
+    summary: "read an artifact chunk by chunk: from the start, then from each reply's `next`, until info.size bytes; the reader checks the sha256",
+    args: z.object({ digest: ArtifactDigest, cursor: z.number().int().positive().optional().describe("the previous reply's `next`") }),
+    reply: z.object({
+      info: ArtifactInfo,
+      data: Base64Chunk.describe("the chunk's bytes, base64; empty past the last chunk"),
+      next: z.number().int().positive().optional().describe("the cursor of the following chunk; the reader stops once it holds info.size bytes"),
+    }),
+  },
+} as const satisfies ControlTable;
+
+/**
  * Every control command Cotal defines, by name (names are unique across endpoints). The
  * manager's commands (spawn, despawn, stop, ps, status) join this table under their endpoint.
  */
-export const CONTROL_COMMANDS = { ...MESH_COMMANDS } as const satisfies ControlTable;
+export const CONTROL_COMMANDS = { ...MESH_COMMANDS, ...ARTIFACT_COMMANDS } as const satisfies ControlTable;
 export type ControlCommand = keyof typeof CONTROL_COMMANDS;
 
 /** What a caller passes for a command of `T` (defaults may be left out). */
@@ -193,6 +265,7 @@ export type MintArgs = ControlArgs<"mint">;
 export type MintReply = ControlReplyData<"mint">;
 export type RevokeReply = ControlReplyData<"revoke">;
 export type PingReply = ControlReplyData<"ping">;
+export type ArtifactInfo = ControlReplyData<"artifact-commit">;
 
 /**
  * The JSON Schema documents of every command, by file stem: `control.<command>.args` and

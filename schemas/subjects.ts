@@ -174,6 +174,7 @@ export const names = {
   channelsBucket: (space: string) => `cotal_channels_${assertToken("space", "space", space)}`,
   membersBucket: (space: string) => `cotal_members_${assertToken("space", "space", space)}`,
   managersBucket: (space: string) => `cotal_managers_${assertToken("space", "space", space)}`,
+  artifactsBucket: (space: string) => `cotal_artifacts_${assertToken("space", "space", space)}`,
   xferBucket: (space: string, instance: string) =>
     `cotal_xfer_${assertToken("space", "space", space)}_${assertToken("name", "instance", instance)}`,
 };

@@ -35,10 +35,11 @@ export function eventsChannel(who: Principal): string {
 
 /** Read-only control calls every identity may make to the mesh service, as itself. */
 function meshReads(space: string, who: Principal): string[] {
-  return ["roster", "history", "channels", "lookup", "ping"].map((c) => patterns.callAs(space, MESH, c, who));
+  return [...["roster", "history", "channels", "lookup", "ping"].map((c) => patterns.callAs(space, MESH, c, who)), patterns.callAs(space, ARTIFACT, "artifact-get", who)];
 }
 
 const MESH = "mesh";
+const ARTIFACT = "artifact";
 
 /**
  * Exact publish/subscribe permissions of a profile, built only from the subject grammar
@@ -59,6 +60,7 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
         patterns.dmFrom(space, who),
         patterns.anycastFrom(space, who),
         ...["register", "join", "leave"].map((c) => patterns.callAs(space, MESH, c, who)),
+        patterns.anyCallAs(space, ARTIFACT, who),
         ...meshReads(space, who),
         patterns.presenceKey(space, who),
         patterns.bucketGet(names.channelsBucket(space)),
@@ -83,8 +85,9 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
       // The mesh service, alone in the data account: provisions, creates durables, mints, and
       // serves the control rail (it answers only on the reply a service import invents).
       return {
-        pub: { allow: ["$JS.API.>", patterns.space(space), "_INBOX.>", "_R_.>", "$KV.>"] },
-        sub: { allow: [patterns.callsTo(space, MESH), "_INBOX.>"] },
+        // `$O.>`: the artifacts Object Store, which only it reads and writes.
+        pub: { allow: ["$JS.API.>", patterns.space(space), "_INBOX.>", "_R_.>", "$KV.>", "$O.>"] },
+        sub: { allow: [patterns.callsTo(space, MESH), patterns.callsTo(space, ARTIFACT), "_INBOX.>"] },
       };
     case "cli":
       // The operator's own tool on the mesh host, in the clients account: acts for people

@@ -1,6 +1,8 @@
+import { constants } from "node:fs";
+import { access } from "node:fs/promises";
 import type { Command } from "commander";
 import { z } from "zod";
-import { MeshServiceUnavailableError, type Endpoint, type Receipt } from "../../broker/index.js";
+import { MeshServiceUnavailableError, putArtifact, type ArtifactPart, type Content, type Endpoint, type Receipt } from "../../broker/index.js";
 import { connectAs } from "../acting.js";
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
 import { MeshServiceDownError, requireProfile, SENDERS, UsageError } from "../errors.js";
@@ -15,6 +17,28 @@ const Common = z.object({
   json: z.boolean().optional(),
   text: z.string().min(1, "the message text must not be empty"),
 });
+
+/** --attach FILE (repeatable): each file becomes an artifact part beside the text, which may then be empty. */
+const Attachable = Common.extend({ text: z.string(), attach: z.array(z.string().min(1)).default([]) });
+const hasContent: [(f: { text: string; attach: string[] }) => boolean, { message: string; path: string[] }] = [
+  (f) => f.text !== "" || f.attach.length > 0,
+  { message: "the message text must not be empty (or give --attach FILE)", path: ["text"] },
+];
+const collect = (v: string, prev: string[] = []) => [...prev, v];
+const ATTACH_HELP = "store FILE in the mesh and send an artifact part naming it (repeatable; `cotal fetch <digest>` reads it)";
+
+/** The content of a send: the text (if any) and one artifact part per --attach file, stored first. */
+async function withAttachments(ep: Endpoint, text: string, files: string[], stored: Array<{ part: ArtifactPart; uploaded: boolean }>): Promise<Content> {
+  for (const file of files) {
+    try {
+      await access(file, constants.R_OK);
+    } catch (cause) {
+      throw new UsageError(`Invalid input: --attach: cannot read ${JSON.stringify(file)} (${(cause as NodeJS.ErrnoException).code ?? "error"}); nothing was sent.`, { remedy: "Name a readable file.", cause });
+    }
+  }
+  for (const file of files) stored.push(await putArtifact(ep, file));
+  return stored.length === 0 ? text : [...(text ? [{ kind: "text" as const, text }] : []), ...stored.map((s) => s.part)];
+}
 
 const ARG_LABELS = { channel: "<channel>", name: "<name>", role: "<role>", text: "<text>", as: "--as" };
 
@@ -36,17 +60,18 @@ export function registerSend(program: Command): void {
     .option("--as <name>", "who sends (default: the credential's own name)")
     .option("--impersonate", "with the operator's credential: send as --as on purpose (marked as sent by the operator)")
     .option("--file <path>", "send the contents of a text file as the message")
-    .option("--mention <names>", "comma-separated names to wake (each must be in the roster)");
+    .option("--mention <names>", "comma-separated names to wake (each must be in the roster)")
+    .option("--attach <file>", ATTACH_HELP, collect);
   jsonOption(meshOptions(msg)).action(async (channel: string, words: string[], raw: Record<string, unknown>) => {
     const f = parseInput(
-      Common.extend({ channel: channelName, mention: z.string().optional() }),
+      Attachable.extend({ channel: channelName, mention: z.string().optional() }).refine(...hasContent),
       { ...raw, channel, text: await messageText(words, raw.file as string | undefined) },
       ARG_LABELS,
     );
     const mentions = f.mention ? parseMentions(f.mention) : undefined;
-    await sendAs(raw, f, f.json, async (ep) => {
+    await sendAs(raw, f, f.json, async (ep, stored) => {
       if (mentions) await rosterForMentions(ep);
-      return ep.send(f.channel, f.text, mentions ? { mentions } : {});
+      return ep.send(f.channel, await withAttachments(ep, f.text, f.attach, stored), mentions ? { mentions } : {});
     });
   });
 
@@ -57,10 +82,11 @@ export function registerSend(program: Command): void {
     .argument("[text...]", "the message (`-` reads standard input)")
     .option("--as <name>", "who sends (default: the credential's own name)")
     .option("--impersonate", "with the operator's credential: send as --as on purpose (marked as sent by the operator)")
-    .option("--file <path>", "send the contents of a text file as the message");
+    .option("--file <path>", "send the contents of a text file as the message")
+    .option("--attach <file>", ATTACH_HELP, collect);
   jsonOption(meshOptions(dm)).action(async (name: string, words: string[], raw: Record<string, unknown>) => {
-    const f = parseInput(Common.extend({ name: actorName("recipient name") }), { ...raw, name, text: await messageText(words, raw.file as string | undefined) }, ARG_LABELS);
-    await sendAs(raw, f, f.json, (ep) => ep.dm(f.name, f.text));
+    const f = parseInput(Attachable.extend({ name: actorName("recipient name") }).refine(...hasContent), { ...raw, name, text: await messageText(words, raw.file as string | undefined) }, ARG_LABELS);
+    await sendAs(raw, f, f.json, async (ep, stored) => ep.dm(f.name, await withAttachments(ep, f.text, f.attach, stored)));
   });
 
   const ask = send
@@ -70,10 +96,11 @@ export function registerSend(program: Command): void {
     .argument("[text...]", "the message (`-` reads standard input)")
     .option("--as <name>", "who sends (default: the credential's own name)")
     .option("--impersonate", "with the operator's credential: send as --as on purpose (marked as sent by the operator)")
-    .option("--file <path>", "send the contents of a text file as the message");
+    .option("--file <path>", "send the contents of a text file as the message")
+    .option("--attach <file>", ATTACH_HELP, collect);
   jsonOption(meshOptions(ask)).action(async (role: string, words: string[], raw: Record<string, unknown>) => {
-    const f = parseInput(Common.extend({ role: token("name", "role") }), { ...raw, role, text: await messageText(words, raw.file as string | undefined) }, ARG_LABELS);
-    await sendAs(raw, f, f.json, (ep) => ep.anycast(f.role, f.text));
+    const f = parseInput(Attachable.extend({ role: token("name", "role") }).refine(...hasContent), { ...raw, role, text: await messageText(words, raw.file as string | undefined) }, ARG_LABELS);
+    await sendAs(raw, f, f.json, async (ep, stored) => ep.anycast(f.role, await withAttachments(ep, f.text, f.attach, stored)));
   });
 }
 
@@ -103,7 +130,12 @@ function parseMentions(list: string): string[] {
   return names;
 }
 
-async function sendAs(raw: Record<string, unknown>, f: { as?: string | undefined; impersonate?: boolean | undefined }, json: boolean | undefined, fn: (ep: Endpoint) => Promise<Receipt>): Promise<void> {
+async function sendAs(
+  raw: Record<string, unknown>,
+  f: { as?: string | undefined; impersonate?: boolean | undefined },
+  json: boolean | undefined,
+  fn: (ep: Endpoint, stored: Array<{ part: ArtifactPart; uploaded: boolean }>) => Promise<Receipt>,
+): Promise<void> {
   const target = resolveTarget(raw);
   requireProfile(target.creds, SENDERS, "send messages (post, DM or anycast)");
   const who = actingIdentity(target, f.as, f.impersonate);
@@ -111,9 +143,10 @@ async function sendAs(raw: Record<string, unknown>, f: { as?: string | undefined
   try {
     // Storing needs only the broker: with the mesh service down the message is still stored,
     // and the receipt says presence was unknown at send. Only --mention needs the roster first.
-    const receipt = await fn(ep);
-    if (json) printJson(receipt);
-    else printLines(receipt.text);
+    const stored: Array<{ part: ArtifactPart; uploaded: boolean }> = [];
+    const receipt = await fn(ep, stored);
+    if (json) printJson(stored.length ? { ...receipt, artifacts: stored.map((s) => ({ ...s.part, uploaded: s.uploaded })) } : receipt);
+    else printLines(receipt.text, ...stored.map((s) => `attached ${s.part.name}: ${s.part.digest} (${s.part.size} bytes${s.uploaded ? "" : ", already stored"})`));
   } finally {
     await ep.close();
   }

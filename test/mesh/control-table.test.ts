@@ -1,11 +1,12 @@
 // One typed contract for the control rail (issue #10 B): every mesh command round-trips through
 // the table in schemas/control-commands.ts on a real mesh; a reply that breaks its schema is a
 // `bad-reply` naming command and field; bad args are `invalid-args` and nothing runs.
+import { createHash } from "node:crypto";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { createUser } from "@nats-io/nkeys";
 import { afterEach, describe } from "vitest";
 import { callControl, ControlCallError, logger, requestControl, SERVICE_PRINCIPALS, serveControl, setLogDestination, type Endpoint } from "../../broker/index.js";
-import { durables, localPrincipal, MESH_COMMANDS, names } from "../../schemas/index.js";
+import { ARTIFACT_CHUNK_BYTES, ARTIFACT_COMMANDS, durables, localPrincipal, MESH_COMMANDS, names } from "../../schemas/index.js";
 import { expect, NatsServer, test } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
 import { meshMode } from "../harness/mesh-mode.js";
@@ -19,11 +20,15 @@ afterEach(async () => {
   await Promise.all(cleanups.splice(0).map((c) => c().catch(() => undefined)));
 });
 
+const HELLO = { digest: `sha256:${createHash("sha256").update("hello").digest("hex")}`, base64: Buffer.from("hello").toString("base64") };
+let upload = "";
+
 type Ctx = { mesh: TestMesh; alice: Endpoint; cli: NatsConnection };
 const isStatic = meshMode() === "static";
 
 /** One round trip per mesh command; the mapped type makes a command without one a compile error. */
-const ROUND_TRIPS: { [C in keyof typeof MESH_COMMANDS]: (ctx: Ctx) => Promise<void> } = {
+const SERVED = { ...MESH_COMMANDS, ...ARTIFACT_COMMANDS };
+const ROUND_TRIPS: { [C in keyof typeof SERVED]: (ctx: Ctx) => Promise<void> } = {
   register: async ({ mesh, alice }) => {
     const r = await callControl(alice.nc, mesh.space, "register", alice.me);
     expect(r).toEqual({ dm: durables.dm(alice.me), dmCreated: false });
@@ -68,13 +73,29 @@ const ROUND_TRIPS: { [C in keyof typeof MESH_COMMANDS]: (ctx: Ctx) => Promise<vo
     if (!isStatic) return void (await expect(call).rejects.toMatchObject({ code: "open-mesh" }));
     expect(await call).toEqual({ principal: "local.bob", revoked: 1 });
   },
+  "artifact-begin": async ({ mesh, alice }) => {
+    const r = await callControl(alice.nc, mesh.space, "artifact-begin", alice.me, { digest: HELLO.digest, size: 5, name: "hello.txt", mediaType: "text/plain" });
+    expect(r).toMatchObject({ known: false, chunkBytes: ARTIFACT_CHUNK_BYTES });
+    upload = r.upload!;
+  },
+  "artifact-chunk": async ({ mesh, alice }) => {
+    expect(await callControl(alice.nc, mesh.space, "artifact-chunk", alice.me, { upload, seq: 0, data: HELLO.base64 })).toEqual({ received: 5 });
+  },
+  "artifact-commit": async ({ mesh, alice }) => {
+    const info = await callControl(alice.nc, mesh.space, "artifact-commit", alice.me, { upload });
+    expect(info).toEqual({ digest: HELLO.digest, size: 5, name: "hello.txt", mediaType: "text/plain", bucket: names.artifactsBucket(mesh.space), uploader: "local.alice" });
+  },
+  "artifact-get": async ({ mesh, alice }) => {
+    const r = await callControl(alice.nc, mesh.space, "artifact-get", alice.me, { digest: HELLO.digest });
+    expect(r).toMatchObject({ data: HELLO.base64, info: { size: 5 } });
+  },
   ping: async ({ mesh, alice }) => {
     expect(await callControl(alice.nc, mesh.space, "ping", alice.me)).toEqual({ space: mesh.space, pid: process.pid });
   },
 };
 
 describe("the control table", () => {
-  test("every mesh command round-trips through the typed table", async ({ nats }) => {
+  test("every command the mesh service serves round-trips through the typed table", async ({ nats }) => {
     mesh = await TestMesh.start(nats, "ctltable");
     const ctx: Ctx = { mesh, alice: await mesh.joined("alice"), cli: await mesh.rawConnection() };
     const ran: string[] = [];
@@ -82,7 +103,7 @@ describe("the control table", () => {
       await roundTrip(ctx);
       ran.push(command);
     }
-    expect(ran.sort()).toEqual(Object.keys(MESH_COMMANDS).sort());
+    expect(ran.sort()).toEqual(Object.keys(SERVED).sort());
   });
 
   test("bad args are invalid-args naming the command and field, and nothing runs", async ({ nats }) => {

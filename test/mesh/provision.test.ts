@@ -11,12 +11,12 @@ describe("provisioning a space", () => {
       const first = await ensureSpace(nc, "prov");
       expect(first.created).toEqual([
         "CHAT_prov", "DM_prov", "TASK_prov", "SEATS_prov",
-        "cotal_presence_prov", "cotal_channels_prov", "cotal_members_prov", "cotal_managers_prov",
+        "cotal_presence_prov", "cotal_channels_prov", "cotal_members_prov", "cotal_managers_prov", "cotal_artifacts_prov",
       ]);
       const second = await ensureSpace(nc, "prov");
       expect(second.created).toEqual([]);
       expect(second.updated).toEqual([]);
-      expect(second.unchanged).toHaveLength(8);
+      expect(second.unchanged).toHaveLength(9);
 
       const jsm = await jetstreamManager(nc);
       const chat = (await jsm.streams.info("CHAT_prov")).config;
@@ -24,6 +24,8 @@ describe("provisioning a space", () => {
       expect(chat.allow_direct).toBe(true);
       expect((await jsm.streams.info("DM_prov")).config.allow_direct).toBe(false);
       expect((await jsm.streams.info("TASK_prov")).config.retention).toBe(RetentionPolicy.Workqueue);
+      const artifacts = (await jsm.streams.info("OBJ_cotal_artifacts_prov")).config;
+      expect({ maxBytes: artifacts.max_bytes, discard: artifacts.discard }).toEqual({ maxBytes: 1024 ** 3, discard: "new" });
     } finally {
       await nc.close();
     }

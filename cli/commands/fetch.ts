@@ -1,0 +1,71 @@
+import { randomBytes } from "node:crypto";
+import { createWriteStream, existsSync, type WriteStream } from "node:fs";
+import { rename, rm } from "node:fs/promises";
+import { basename, dirname, join, resolve } from "node:path";
+import type { Command } from "commander";
+import { z } from "zod";
+import { credsCaller, fetchArtifact } from "../../broker/index.js";
+import { ARTIFACT_DIGEST } from "../../schemas/index.js";
+import { jsonOption, meshOptions, resolveTarget } from "../context.js";
+import { UsageError } from "../errors.js";
+import { printJson, printLines } from "../output.js";
+import { withSession } from "../session.js";
+import { parseInput } from "../validate.js";
+
+const FetchFlags = z.object({
+  digest: z.string().regex(ARTIFACT_DIGEST, 'an artifact digest is "sha256:" and 64 lowercase hex characters (copy it from the message)'),
+  output: z.string().min(1).optional(),
+  json: z.boolean().optional(),
+});
+
+/** Write a chunk, waiting when the stream's buffer is full. */
+function write(out: WriteStream | NodeJS.WriteStream, chunk: Buffer): Promise<void> | void {
+  if (!out.write(chunk)) return new Promise((r) => out.once("drain", () => r()));
+}
+
+/**
+ * `cotal fetch <digest>`: read an artifact through the mesh service and check its sha256. The
+ * bytes go to a temporary file beside the destination and are renamed into place only once
+ * they match: a damaged read leaves nothing behind. `-o -` streams to stdout instead (then a
+ * mismatch is reported after the bytes, with exit 1).
+ */
+export function registerFetch(program: Command): void {
+  const cmd = program
+    .command("fetch")
+    .summary("read an attached file (an artifact) by its digest")
+    .description(
+      "Read the bytes of an artifact (sent with `cotal send … --attach FILE`) and check them against its sha256 digest. " +
+        "Writes to -o FILE, or to the sender's file name in the current folder (never over an existing file); `-o -` writes to standard output.",
+    )
+    .argument("<digest>", "the artifact's digest, sha256:<64 hex>")
+    .option("-o, --output <file>", "where to write the bytes (`-` for standard output)");
+  jsonOption(meshOptions(cmd)).action(async (digest: string, raw: Record<string, unknown>) => {
+    const f = parseInput(FetchFlags, { ...raw, digest }, { digest: "<digest>", output: "--output" });
+    const target = resolveTarget(raw);
+    const toStdout = f.output === "-";
+    const dir = f.output && !toStdout ? dirname(resolve(f.output)) : process.cwd();
+    const temp = join(dir, `.cotal-fetch-${randomBytes(6).toString("hex")}`);
+    const out = toStdout ? process.stdout : createWriteStream(temp, { mode: 0o600 });
+    let dest: string | undefined;
+    try {
+      const info = await withSession(target, (s) => fetchArtifact({ nc: s.nc, space: target.space, me: credsCaller(target.creds) }, f.digest, (c) => write(out, c)));
+      if (toStdout) return;
+      await new Promise<void>((r, reject) => (out as WriteStream).end((err?: Error | null) => (err ? reject(err) : r())));
+      dest = f.output ? resolve(f.output) : join(dir, basename(info.name));
+      // The sender named the file; it must not replace one of ours unless asked with -o.
+      if (!f.output && (existsSync(dest) || info.name !== basename(info.name) || info.name.startsWith("."))) {
+        throw new UsageError(`Not writing ${JSON.stringify(info.name)}: ${existsSync(dest) ? "a file of that name exists here" : "the sender's name is not a plain file name"}.`, {
+          remedy: "Choose where to write it with -o FILE (or -o - for standard output).",
+        });
+      }
+      await rename(temp, dest);
+      if (f.json) printJson({ ...info, path: dest });
+      else printLines(`fetched ${info.name}: ${info.digest} (${info.size} bytes, sha256 checked) → ${dest}`);
+    } finally {
+      if (!toStdout) {
+        (out as WriteStream).destroy();
+        await rm(temp, { force: true }); // gone already after a successful rename
+      }
+    }
+  });
+}

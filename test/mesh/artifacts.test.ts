@@ -1,0 +1,102 @@
+// Artifacts through the mesh service (issue #12): clients have no JetStream, so bytes go in and
+// out of the space's Object Store only over the artifact-* control commands. Content-addressed:
+// known bytes are not sent again; bytes that do not have their declared digest are not kept.
+import { createHash, randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe } from "vitest";
+import { callControl, ControlCallError, fetchArtifact, putArtifact, type Endpoint } from "../../broker/index.js";
+import { names } from "../../schemas/index.js";
+import { expect, test } from "../harness/fixtures.js";
+import { TestMesh } from "../harness/mesh.js";
+
+let mesh: TestMesh | undefined;
+const dirs: string[] = [];
+afterEach(async () => {
+  await mesh?.close();
+  mesh = undefined;
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function tempFile(name: string, bytes: Uint8Array): string {
+  const dir = mkdtempSync(join(tmpdir(), "cotal-art-"));
+  dirs.push(dir);
+  const file = join(dir, name);
+  writeFileSync(file, bytes);
+  return file;
+}
+
+const sha = (b: Uint8Array) => `sha256:${createHash("sha256").update(b).digest("hex")}`;
+
+async function fetchAll(ep: Endpoint, digest: string): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  await fetchArtifact(ep, digest, (c) => void chunks.push(c));
+  return Buffer.concat(chunks);
+}
+
+/** Messages in the artifacts bucket's stream (chunks and metadata), as the data account sees them. */
+async function storedMessages(m: TestMesh): Promise<number> {
+  return (await (await m.dataJsm()).streams.info(`OBJ_${names.artifactsBucket(m.space)}`)).state.messages;
+}
+
+describe("artifacts", () => {
+  test("a file round-trips byte-identical between two agents, and storing it again sends nothing", async ({ nats }) => {
+    mesh = await TestMesh.start(nats, "art");
+    const alice = await mesh.endpoint("alice");
+    const bob = await mesh.endpoint("bob");
+    const bytes = randomBytes(1024 * 1024 + 12_345);
+    const { part, uploaded } = await putArtifact(alice, tempFile("data.bin", bytes));
+    expect(uploaded).toBe(true);
+    expect(part).toEqual({ kind: "artifact", name: "data.bin", mediaType: "application/octet-stream", digest: sha(bytes), size: bytes.length, bucket: names.artifactsBucket(mesh.space) });
+    expect((await fetchAll(bob, part.digest)).equals(bytes)).toBe(true);
+
+    const before = await storedMessages(mesh);
+    const again = await putArtifact(bob, tempFile("copy.bin", bytes));
+    expect(again).toMatchObject({ uploaded: false, part: { digest: part.digest, size: bytes.length, name: "copy.bin" } });
+    expect(await storedMessages(mesh)).toBe(before);
+  });
+
+  test("an empty file is an artifact too", async ({ nats }) => {
+    mesh = await TestMesh.start(nats, "artempty");
+    const alice = await mesh.endpoint("alice");
+    const { part } = await putArtifact(alice, tempFile("empty.txt", new Uint8Array()));
+    expect(part).toMatchObject({ size: 0, mediaType: "text/plain", digest: sha(new Uint8Array()) });
+    expect((await fetchAll(alice, part.digest)).length).toBe(0);
+  });
+
+  test("bytes that do not have the digest begun with are refused at commit and nothing is kept", async ({ nats }) => {
+    mesh = await TestMesh.start(nats, "artlie");
+    const alice = await mesh.endpoint("alice");
+    const claimed = randomBytes(1000);
+    const sent = randomBytes(1000);
+    const before = await storedMessages(mesh);
+    const begun = await callControl(alice.nc, mesh.space, "artifact-begin", alice.me, { digest: sha(claimed), size: 1000, name: "x.bin", mediaType: "application/octet-stream" });
+    await callControl(alice.nc, mesh.space, "artifact-chunk", alice.me, { upload: begun.upload!, seq: 0, data: sent.toString("base64") });
+    const err = await callControl(alice.nc, mesh.space, "artifact-commit", alice.me, { upload: begun.upload! }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ControlCallError);
+    expect(err).toMatchObject({ code: "digest-mismatch", outcome: "not-executed" });
+    expect((err as Error).message).toContain(`not the 1000 bytes of ${sha(claimed)}`);
+    await expect(fetchAll(alice, sha(claimed))).rejects.toMatchObject({ code: "artifact-not-found" });
+    await expect.poll(() => storedMessages(mesh!), { timeout: 5_000 }).toBe(before);
+  });
+
+  test("an upload is its beginner's: another caller's chunks are refused", async ({ nats }) => {
+    mesh = await TestMesh.start(nats, "artown");
+    const alice = await mesh.endpoint("alice");
+    const mallory = await mesh.endpoint("mallory");
+    const bytes = randomBytes(10);
+    const begun = await callControl(alice.nc, mesh.space, "artifact-begin", alice.me, { digest: sha(bytes), size: 10, name: "a", mediaType: "text/plain" });
+    const err = await callControl(mallory.nc, mesh.space, "artifact-chunk", mallory.me, { upload: begun.upload!, seq: 0, data: bytes.toString("base64") }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "unknown-upload" });
+    await callControl(alice.nc, mesh.space, "artifact-chunk", alice.me, { upload: begun.upload!, seq: 0, data: bytes.toString("base64") });
+    expect(await callControl(alice.nc, mesh.space, "artifact-commit", alice.me, { upload: begun.upload! })).toMatchObject({ digest: sha(bytes), uploader: "local.alice" });
+  });
+
+  test("an unknown digest is artifact-not-found; a malformed one is refused before asking", async ({ nats }) => {
+    mesh = await TestMesh.start(nats, "artnone");
+    const alice = await mesh.endpoint("alice");
+    await expect(fetchAll(alice, `sha256:${"0".repeat(64)}`)).rejects.toMatchObject({ code: "artifact-not-found" });
+    await expect(fetchAll(alice, "sha256:XYZ")).rejects.toMatchObject({ code: "invalid-digest" });
+  });
+});
