@@ -24,6 +24,7 @@ const UpFlags = z.object({
   dmBytes: byteSize("--dm-bytes").optional(),
   taskBytes: byteSize("--task-bytes").optional(),
   seatLogBytes: byteSize("--seat-log-bytes").optional(),
+  artifactBytes: byteSize("--artifact-bytes").optional(),
   dmBacklog: positiveInt("--dm-backlog").optional(),
   maxDisk: byteSize("--max-disk").optional(),
   maxMemory: byteSize("--max-memory").optional(),
@@ -51,6 +52,7 @@ export function registerUp(program: Command): void {
     .option("--dm-bytes <size>", "most bytes of waiting DMs stored (default 512MiB)")
     .option("--task-bytes <size>", "most bytes of waiting anycasts stored (default 256MiB)")
     .option("--seat-log-bytes <size>", "most bytes of the seat log (default 128MiB)")
+    .option("--artifact-bytes <size>", "most bytes of attached files (artifacts) stored (default 1GiB)")
     .option("--dm-backlog <n>", "most DMs (anycasts) one sender may have waiting for one recipient (role) (default 10000)")
     .option("--max-disk <size>", "static mode: JetStream disk the space may use in all (default 4GiB)")
     .option("--max-memory <size>", "static mode: JetStream memory the space may use in all (default 256MiB)")
@@ -73,6 +75,7 @@ export function registerUp(program: Command): void {
           dmBytes: flags.dmBytes,
           taskBytes: flags.taskBytes,
           seatsBytes: flags.seatLogBytes,
+          artifactsBytes: flags.artifactBytes,
           backlogPerSender: flags.dmBacklog,
         }),
         account: definedOnly({ diskBytes: flags.maxDisk, memoryBytes: flags.maxMemory }),

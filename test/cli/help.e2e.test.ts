@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { buildCli, runCotal } from "../harness/cli.js";
 
-const commands = ["up", "down", "status", "send", "listen", "history", "roster", "channels", "deliver", "mint", "revoke", "hook"];
+const commands = ["up", "down", "status", "send", "listen", "history", "fetch", "roster", "channels", "deliver", "mint", "revoke", "hook"];
 let cwd: string;
 
 beforeAll(async () => {
