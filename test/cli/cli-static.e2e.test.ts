@@ -124,9 +124,11 @@ describe("a static mesh from the CLI", () => {
       ok(r);
       expect(r.json()).toEqual({ principal: "local.bob", revoked: 1 });
       await until(() => listen.child.exitCode !== null, 15_000, `the revoked listener to be cut off and exit\n${listen.stderr}`);
-      expect(listen.stderr).toContain("Authorization Violation");
+      expect(listen.stderr).toContain("The mesh refused this credential (local.bob): it was revoked or it expired; leaving.");
+      expect(listen.child.exitCode).toBe(4);
       const again = await cotal("roster", "--creds", minted.creds);
-      expect(again.code).not.toBe(0);
+      expect(again.code).toBe(4);
+      expect(again.stderr).toContain("it was revoked. "); // on the mesh host the CLI can tell for sure
     } finally {
       if (listen.child.exitCode === null) await listen.stop("SIGKILL").catch(() => undefined);
     }
