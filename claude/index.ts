@@ -32,3 +32,4 @@ export { PRIVATE_DIR_PREFIX, processGone, readProcessStart, startPersonaWatcher,
 export { applyAllowRule, claudeUserSettingsPath, ClaudeSettingsError, planAllowRule, type AllowRulePlan } from "./allow-rule.js";
 export { agentFilePath, loadAgentFile, parseAgentFile, type AgentFile } from "./agent-file.js";
 export { AgentFileError, BypassAsRootError, ClaudeLaunchError, LaunchOptionError } from "./errors.js";
+export { BLOCKING_SCREENS, classifyScreen, INPUT_SCREEN, seedSeatConfig, type BlockingScreen, type SeatConfigInput } from "./seat-config.js";

@@ -8,3 +8,5 @@ export * from "./echo-agent.js";
 export * from "./process-start-time.js";
 export * from "./process-runtime.js";
 export * from "./manager-service.js";
+export * from "./claude-seat.js";
+export * from "./tmux-runtime.js";

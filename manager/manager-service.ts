@@ -1,16 +1,20 @@
+import { statSync } from "node:fs";
 import { hostname } from "node:os";
+import { isAbsolute, join } from "node:path";
 import { Kvm, type KV } from "@nats-io/kv";
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
-import { MANAGER_COMMANDS, SeatEvent, names, patterns, type Principal, type SeatAgent, type SeatView, type TableParsedArgs } from "../schemas/index.js";
+import { MANAGER_COMMANDS, SeatEvent, names, patterns, type Principal, type SeatAgent, type SeatRuntime, type SeatView, type TableParsedArgs } from "../schemas/index.js";
 import { JS_OPTIONS, serveControl, type Logger } from "../broker/index.js";
 import { SeatRefusedError, StaleSeatLogError } from "./errors.js";
 import { newLifecycleUid } from "./lifecycle-uid.js";
 import { adoptSeatProcess, logTailOf, type SeatExit, type SeatProcess } from "./process-runtime.js";
 import { launchSeat, prepareSeat, retireSeatFiles, seatDir, type LauncherOptions, type SeatFiles } from "./seat-launcher.js";
 import { SeatLog } from "./seat-log.js";
+import { classifyScreen } from "../claude/index.js";
+import { awaitInputScreen, startClaudeSeat, UnexpectedScreenError, type ClaudeSeatOptions } from "./claude-seat.js";
+import { TmuxServer } from "./tmux-runtime.js";
 import { applyEvent, holdsName, projectSeat, type SeatRecord } from "./seat-table.js";
-import { join } from "node:path";
 
 type Args<C extends keyof typeof MANAGER_COMMANDS> = TableParsedArgs<typeof MANAGER_COMMANDS, C>;
 
@@ -26,10 +30,27 @@ export interface ManagerOptions extends LauncherOptions {
   restarts?: number;
   windowMs?: number;
   heartbeatMs?: number;
+  /** What Claude seats run (absent: this manager refuses claude seats, saying why). */
+  claude?: ClaudeSeatOptions;
   log: Logger;
 }
 
+/** The presence fields the manager reads (a seat's own record; only its lifecycle uid is trusted as an id). */
+interface SeatPresence {
+  status?: string;
+  lifecycleUid?: string;
+  unread?: number;
+  attention?: string;
+}
+
+/** What the manager types into an idle seat that holds mail: the turn it starts hands the mail over. */
+export const WAKE_PROMPT = "You have new Cotal mail. Read it and act on it.";
+const WAKE_EVERY_MS = 15_000;
+
 interface Live {
+  /** When the manager last typed a wake prompt (unset once the seat worked). */
+  wokenAt?: number | undefined;
+  waking?: boolean;
   proc: SeatProcess;
   files: SeatFiles;
   joinedEpoch?: number;
@@ -53,13 +74,17 @@ export class ManagerService {
   private readonly startedAt = Date.now();
   /** Serialises changes to the table and the log (one writer per seat at a time). */
   private queue: Promise<unknown> = Promise.resolve();
+  /** The manager's own tmux server: one session per space, a window per seat. */
+  private readonly tmux: TmuxServer;
 
   private constructor(
     private readonly nc: NatsConnection,
     private readonly o: ManagerOptions,
     private readonly seatLog: SeatLog,
     private readonly managers: KV,
-  ) {}
+  ) {
+    this.tmux = new TmuxServer(join(o.stateDir, "tmux.sock"), `cotal-${o.space}`);
+  }
 
   static async start(nc: NatsConnection, o: ManagerOptions): Promise<ManagerService> {
     const seatLog = await SeatLog.open(o.jsConnection, o.space, o.log);
@@ -139,7 +164,12 @@ export class ManagerService {
     for (const r of this.seats.values()) {
       if (r.manager !== this.o.instance || !["launched", "joined", "requested"].includes(r.state)) continue;
       const files = this.filesOf(r);
-      const proc = r.pid !== undefined && r.startTime ? adoptSeatProcess(r.pid, r.startTime, files.log) : undefined;
+      const proc =
+        r.pid === undefined || !r.startTime
+          ? undefined
+          : r.runtime === "tmux"
+            ? this.tmux.adopt(nameOf(r.seat), r.pid, r.startTime)
+            : adoptSeatProcess(r.pid, r.startTime, files.log);
       if (proc) {
         this.o.log.info({ seat: r.seat, pid: r.pid }, "re-adopted a running seat");
         this.watch(r.seat, { proc, files, stopping: false, restartsAt: [], ...(r.state === "joined" ? { joinedEpoch: r.epoch } : {}) });
@@ -166,22 +196,23 @@ export class ManagerService {
   }
 
   private async spawn(a: Args<"spawn">, caller: Principal) {
-    if (a.agent !== "echo") {
-      throw new SeatRefusedError("agent-unavailable", `This manager cannot launch ${a.agent} seats yet; nothing was started.`, "Use --agent echo; managed Claude seats are not built yet (see docs/manager.md).");
-    }
-    if (a.runtime !== "process") {
-      throw new SeatRefusedError("runtime-unavailable", `Runtime ${a.runtime} is not available on this manager; nothing was started.`, "Use --runtime process (tmux and pty seats are not built yet).");
-    }
     if (a.requestId) {
       const first = [...this.seats.values()].find((r) => r.requestId === a.requestId);
       if (first) return this.identity(first);
+    }
+    const runtime = a.runtime ?? (a.agent === "claude" ? "tmux" : "process");
+    await this.admit(a.agent, runtime);
+    const cwd = a.cwd ?? process.cwd();
+    if (!isAbsolute(cwd) || !statSync(cwd, { throwIfNoEntry: false })?.isDirectory()) {
+      throw new SeatRefusedError("bad-cwd", `The working directory ${JSON.stringify(cwd)} is not an absolute path to a folder on ${hostname()}; nothing was started.`, "Pass --cwd with a folder that exists on the manager's host.");
     }
     const mine = [...this.seats.values()].filter((r) => r.manager === this.o.instance && holdsName(r)).length;
     if (mine >= (this.o.maxSeats ?? 32)) {
       throw new SeatRefusedError("seat-limit", `Manager ${this.o.instance} already runs ${mine} seats (its limit); nothing was started.`, "Stop a seat (`cotal stop --name N`), spawn on another manager (`--on`), or start this one with a higher --max-seats.");
     }
     const uid = newLifecycleUid();
-    const { name, seat } = await this.claimName(a.name ?? a.agent, { uid, agent: a.agent, role: a.role, caller, requestId: a.requestId });
+    const spec = { runtime, cwd, channels: a.channels, ...(a.model ? { model: a.model } : {}) };
+    const { name, seat } = await this.claimName(a.name ?? a.agent, { uid, agent: a.agent, role: a.role, caller, requestId: a.requestId, spec });
     let files: SeatFiles;
     try {
       files = await prepareSeat(this.nc, this.o, { name, uid, role: a.role, channels: a.channels });
@@ -189,15 +220,27 @@ export class ManagerService {
       await this.append(seat, { type: "retired", seat, uid, epoch: 0, ts: Date.now(), reason: `could not be prepared: ${(err as Error).message}` });
       throw err;
     }
-    await this.start(seat, a.agent, files, 0, []);
+    await this.start(seat, files, 0, [], a.prompt);
     return this.identity(this.seats.get(seat)!);
+  }
+
+  /** Refuse, before anything runs, an agent or runtime this manager cannot start. */
+  private async admit(agent: SeatAgent, runtime: string): Promise<void> {
+    if (agent === "echo" && runtime !== "process") {
+      throw new SeatRefusedError("runtime-unavailable", `The echo agent runs headless (runtime process), not ${runtime}; nothing was started.`, "Spawn echo seats with --runtime process (the default).");
+    }
+    if (agent === "claude") {
+      if (runtime !== "tmux") throw new SeatRefusedError("runtime-unavailable", `Claude seats run in a terminal the manager owns: runtime ${runtime} is not available; nothing was started.`, "Use --runtime tmux (the default for claude; pty is not built yet).");
+      if (!this.o.claude) throw new SeatRefusedError("agent-unavailable", `Manager ${this.o.instance} cannot start Claude seats (no claude executable or plugin tree configured); nothing was started.`, "Install @anthropic-ai/claude-code where the manager runs (or set COTAL_CLAUDE_BIN), then restart the manager.");
+      await TmuxServer.check();
+    }
   }
 
   /**
    * Claim `base` (or `base_2`, `base_3`…) by appending `requested` to its log: the append's
    * expected sequence makes two managers claiming one name at once fail all but one.
    */
-  private async claimName(base: string, r: { uid: string; agent: SeatAgent; role?: string | undefined; caller: Principal; requestId?: string | undefined }) {
+  private async claimName(base: string, r: { uid: string; agent: SeatAgent; role?: string | undefined; caller: Principal; requestId?: string | undefined; spec: SeatRecord["spec"] }) {
     for (let n = 1; n <= 99; n++) {
       const name = n === 1 ? base : `${base}_${n}`;
       const seat = `local.${name}`;
@@ -207,6 +250,7 @@ export class ManagerService {
         await this.append(seat, {
           type: "requested", seat, uid: r.uid, epoch: 0, ts: Date.now(), agent: r.agent,
           ...(r.role ? { role: r.role } : {}), by: `${r.caller.owner}.${r.caller.actor}`, ...(r.requestId ? { requestId: r.requestId } : {}),
+          ...(r.spec.runtime ? { runtime: r.spec.runtime as SeatRuntime } : {}), ...(r.spec.cwd ? { cwd: r.spec.cwd } : {}), ...(r.spec.model ? { model: r.spec.model } : {}), channels: r.spec.channels,
         });
         return { name, seat };
       } catch (err) {
@@ -223,11 +267,44 @@ export class ManagerService {
     if (r) this.seats.set(seat, r);
   }
 
-  private async start(seat: string, agent: SeatAgent, files: SeatFiles, epoch: number, restartsAt: number[]): Promise<void> {
+  private async start(seat: string, files: SeatFiles, epoch: number, restartsAt: number[], prompt?: string): Promise<void> {
     const r = this.seats.get(seat)!;
-    const proc = launchSeat(this.o, agent, files);
+    if (r.agent === "claude" && this.o.claude) {
+      const { proc, permissionMode } = await startClaudeSeat(this.o.claude, this.tmux, files, { name: nameOf(seat), space: this.o.space, cwd: r.spec.cwd ?? process.cwd(), model: r.spec.model });
+      await this.append(seat, { type: "launched", seat, uid: r.uid, epoch, ts: Date.now(), runtime: "tmux", pid: proc.pid, ...(proc.startTime ? { startTime: proc.startTime } : {}), ...(permissionMode ? { permissionMode } : {}) });
+      const l: Live = { proc, files, stopping: false, restartsAt };
+      this.watch(seat, l);
+      void this.untilReady(seat, l, prompt);
+      return;
+    }
+    const proc = launchSeat(this.o, r.agent, files);
     await this.append(seat, { type: "launched", seat, uid: r.uid, epoch, ts: Date.now(), runtime: "process", ...(proc.pid > 0 ? { pid: proc.pid } : {}), ...(proc.startTime ? { startTime: proc.startTime } : {}) });
     this.watch(seat, { proc, files, stopping: false, restartsAt });
+  }
+
+  /**
+   * An interactive seat must reach its input screen unattended: on a screen it does not expect
+   * it is failed and retired, naming the screen. Once ready, the spawn's prompt is typed in.
+   */
+  private async untilReady(seat: string, l: Live, prompt?: string): Promise<void> {
+    const name = nameOf(seat);
+    try {
+      await awaitInputScreen(this.tmux, name, l.proc, this.o.claude?.screenTimeoutMs);
+      if (prompt && !this.stopped) await this.tmux.type(name, prompt);
+    } catch (err) {
+      if (this.stopped || this.live.get(seat) !== l || l.stopping) return;
+      const why = err instanceof UnexpectedScreenError ? err.message : `its screen could not be read: ${(err as Error).message}`;
+      l.stopping = true;
+      await this.serial(async () => {
+        const exit = await l.proc.stop(2_000);
+        this.live.delete(seat);
+        const r = this.seats.get(seat);
+        if (!r || !holdsName(r)) return;
+        const output = err instanceof UnexpectedScreenError ? err.screen.trimEnd().split("\n").slice(-20).join("\n") : undefined;
+        await this.append(seat, { type: "exited", seat, uid: r.uid, epoch: r.epoch, ts: Date.now(), code: exit.code, signal: exit.signal, ...(output ? { output } : {}) });
+        await this.retire(seat, `failed: ${why}`);
+      }).catch((e: unknown) => this.o.log.error({ err: e, seat }, "failing a seat that did not start failed"));
+    }
   }
 
   private watch(seat: string, l: Live): void {
@@ -243,20 +320,30 @@ export class ManagerService {
     this.live.delete(seat);
     const r = this.seats.get(seat);
     if (!r || !holdsName(r)) return;
-    const output = why ?? logTailOf(l.files.log);
+    const output = why ?? (await this.lastOutput(r, l));
     await this.append(seat, { type: "exited", seat, uid: r.uid, epoch: r.epoch, ts: Date.now(), code: exit.code, signal: exit.signal, ...(output ? { output } : {}) });
     const windowMs = this.o.windowMs ?? 60_000;
     const recent = [...l.restartsAt.filter((t) => Date.now() - t < windowMs), Date.now()];
     const joined = r.state === "joined" || l.joinedEpoch !== undefined;
+    const screen = r.runtime === "tmux" && output ? classifyScreen(output) : undefined;
     let reason: string | undefined;
-    if (!joined) reason = `failed: ${describeExit(exit)} before it joined`;
+    if (!joined) reason = screen?.kind === "blocked" ? `failed: the seat stopped on ${screen.name}, then ${describeExit(exit)}` : `failed: ${describeExit(exit)} before it joined`;
     else if (recent.length > (this.o.restarts ?? 3)) reason = `crash loop: exited ${recent.length} times within ${Math.round(windowMs / 1000)} s, last ${describeExit(exit)}`;
     if (reason) {
       await this.retire(seat, reason);
       return;
     }
     const rr = await this.append(seat, { type: "restarted", seat, uid: r.uid, epoch: r.epoch + 1, ts: Date.now(), reason: describeExit(exit) });
-    await this.start(seat, rr.agent, l.files, rr.epoch, recent);
+    await this.start(seat, l.files, rr.epoch, recent);
+  }
+
+  /** What a seat showed last: its log's tail, or its terminal's last screen (the window is kept until read, then closed). */
+  private async lastOutput(r: SeatRecord, l: Live): Promise<string> {
+    if (r.runtime !== "tmux") return logTailOf(l.files.log);
+    const name = nameOf(r.seat);
+    const screen = (await this.tmux.screen(name, 100)).trimEnd().split("\n").slice(-30).join("\n");
+    await this.tmux.close(name);
+    return screen;
   }
 
   private async retire(seat: string, reason: string): Promise<number> {
@@ -290,16 +377,21 @@ export class ManagerService {
   private watchPresence(): void {
     const sub = this.nc.subscribe(patterns.presenceAll(this.o.space), {
       callback: (_err, msg) => {
-        let p: { status?: string; lifecycleUid?: string };
+        let p: SeatPresence;
         try {
-          p = JSON.parse(new TextDecoder().decode(msg.data)) as typeof p;
+          p = JSON.parse(new TextDecoder().decode(msg.data)) as SeatPresence;
         } catch {
           return;
         }
         const seat = msg.subject.split(".").slice(-2).join(".");
         const r = this.seats.get(seat);
         const l = this.live.get(seat);
-        if (!r || !l || r.state !== "launched" || p.lifecycleUid !== r.uid || p.status === "offline") return;
+        if (!r || !l || p.lifecycleUid !== r.uid || p.status === "offline") return;
+        if (r.state === "joined") {
+          void this.maybeWake(seat, r, l, p).catch((err) => this.o.log.warn({ err, seat }, "wake failed"));
+          return;
+        }
+        if (r.state !== "launched") return;
         l.joinedEpoch = r.epoch;
         void this.serial(async () => {
           const now = this.seats.get(seat);
@@ -308,6 +400,35 @@ export class ManagerService {
       },
     });
     this.subs.push(sub);
+  }
+
+  /**
+   * Wake an idle Claude seat that holds mail its attention lets through: type a short prompt into
+   * its terminal, so the next turn's hook hands the mail over (the channel push is not available
+   * to count on). Never into a seat that is working, waiting (approval or input), has a person
+   * attached, or whose screen is not its empty input screen; at most once per WAKE_EVERY_MS
+   * unless it worked in between.
+   */
+  private async maybeWake(seat: string, r: SeatRecord, l: Live, p: SeatPresence): Promise<void> {
+    if (r.runtime !== "tmux") return;
+    if (p.status === "working" || p.status === "waiting") {
+      l.wokenAt = undefined; // it is busy: the next idle moment may be woken again at once
+      return;
+    }
+    if (p.status !== "idle" || !(typeof p.unread === "number" && p.unread > 0) || p.attention === "dnd") return;
+    if (l.wokenAt !== undefined && Date.now() - l.wokenAt < WAKE_EVERY_MS) return;
+    if (l.waking) return;
+    l.waking = true;
+    try {
+      const name = nameOf(seat);
+      if (await this.tmux.attached()) return;
+      if (classifyScreen(await this.tmux.screen(name)).kind !== "ready") return;
+      await this.tmux.type(name, WAKE_PROMPT);
+      l.wokenAt = Date.now();
+      this.o.log.info({ seat, unread: p.unread }, "woke an idle seat holding mail (typed into its terminal)");
+    } finally {
+      l.waking = false;
+    }
   }
 
   private identity(r: SeatRecord) {
@@ -332,6 +453,9 @@ export class ManagerService {
         instance: this.o.instance,
         ...(r.role ? { role: r.role } : {}),
         ...(r.runtime ? { runtime: r.runtime as SeatView["runtime"] } : {}),
+        ...(r.permissionMode ? { permissionMode: r.permissionMode } : {}),
+        ...(r.runtime === "tmux" && holdsName(r) ? { attach: this.tmux.attachCommand(nameOf(r.seat)) } : {}),
+        ...(this.live.get(r.seat)?.wokenAt !== undefined ? { lastWakeAt: this.live.get(r.seat)!.wokenAt! } : {}),
         ...(r.pid !== undefined ? { pid: r.pid } : {}),
         ...(r.exit ? { exit: r.exit } : {}),
         ...(r.reason ? { reason: r.reason } : {}),

@@ -15,7 +15,10 @@ export interface SeatRecord {
   persona?: string;
   manager?: string;
   requestId?: string;
+  /** Asked for at spawn: what a restart or a re-adoption needs again. */
+  spec: { runtime?: string; cwd?: string; model?: string; channels: string[] };
   runtime?: string;
+  permissionMode?: string;
   pid?: number;
   startTime?: string;
   exit?: { code: number | null; signal: string | null; output?: string };
@@ -48,6 +51,7 @@ export function applyEvent(r: SeatRecord | undefined, e: SeatEvent): SeatRecord 
       ...(e.persona ? { persona: e.persona } : {}),
       ...(e.manager ? { manager: e.manager } : {}),
       ...(e.requestId ? { requestId: e.requestId } : {}),
+      spec: { ...(e.runtime ? { runtime: e.runtime } : {}), ...(e.cwd ? { cwd: e.cwd } : {}), ...(e.model ? { model: e.model } : {}), channels: e.channels ?? [] },
       requestedAt: e.ts,
       since: e.ts,
       lastSeq: 0,
@@ -58,7 +62,14 @@ export function applyEvent(r: SeatRecord | undefined, e: SeatEvent): SeatRecord 
   switch (e.type) {
     case "launched": {
       const { exit: _exit, ...rest } = next;
-      return { ...rest, state: "launched", runtime: e.runtime, ...(e.pid !== undefined ? { pid: e.pid } : {}), ...(e.startTime ? { startTime: e.startTime } : {}) };
+      return {
+        ...rest,
+        state: "launched",
+        runtime: e.runtime,
+        ...(e.pid !== undefined ? { pid: e.pid } : {}),
+        ...(e.startTime ? { startTime: e.startTime } : {}),
+        ...(e.permissionMode ? { permissionMode: e.permissionMode } : {}),
+      };
     }
     case "joined":
       return { ...next, state: "joined" };

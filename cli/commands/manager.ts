@@ -1,17 +1,20 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { homedir, hostname } from "node:os";
-import { join, resolve } from "node:path";
+import { delimiter, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
-import { connectMesh, credsCaller, jetStreamConnection } from "../../broker/index.js";
+import { connectMesh, credsCaller, jetStreamConnection, type Logger } from "../../broker/index.js";
+import { findClaudeCli, PLUGIN_BIN_DIR } from "../../connector/index.js";
 import { ManagerInstance } from "../../schemas/index.js";
-import { ManagerService, readLaunchMaterial, runEchoAgent } from "../../manager/index.js";
+import { ManagerService, readLaunchMaterial, runEchoAgent, type ClaudeSeatOptions } from "../../manager/index.js";
 import { childEnv } from "../child-env.js";
 import { meshOptions, resolveTarget, type MeshTarget } from "../context.js";
 import { EXIT, UsageError } from "../errors.js";
 import { cliLog, useServiceLogLevel } from "../logging.js";
+import { packageRoot } from "../package-root.js";
 import { selfCommand } from "../service-process.js";
+import { packagePluginDir } from "../setup.js";
 import { parseInput } from "../validate.js";
 
 const ManagerFlags = z.object({
@@ -42,6 +45,25 @@ export function managerInstance(stateDir: string, asked?: string): string {
   return id;
 }
 
+/**
+ * What Claude seats run on this host: the claude executable (COTAL_CLAUDE_BIN, PATH, or the one
+ * installed with this package), and this package's connector bundle and plugin tree. Without a
+ * claude executable the manager still runs, and refuses Claude seats saying why.
+ */
+function claudeSeats(log: Logger): { claude?: ClaudeSeatOptions } {
+  const root = packageRoot();
+  const own = join(root, "node_modules", ".bin");
+  const found = findClaudeCli({ ...process.env, PATH: [process.env.PATH ?? "", own].join(delimiter) });
+  for (const n of found.notes) log.warn(n);
+  const pluginDir = packagePluginDir(root);
+  const connectorEntry = join(pluginDir, PLUGIN_BIN_DIR, "connector.mjs");
+  if (!found.path || !existsSync(connectorEntry)) {
+    log.warn({ claude: found.path ?? null, connectorEntry }, "Claude seats are not available on this manager: no claude executable, or the plugin's bundles are not built");
+    return {};
+  }
+  return { claude: { claudePath: found.path, connectorEntry, pluginDir, parentEnv: process.env } };
+}
+
 /** Run a manager until SIGTERM/SIGINT (seats keep running; a restarted manager adopts them). */
 async function runManager(target: MeshTarget, f: z.infer<typeof ManagerFlags>): Promise<void> {
   useServiceLogLevel();
@@ -58,6 +80,7 @@ async function runManager(target: MeshTarget, f: z.infer<typeof ManagerFlags>): 
     jsConnection: jetStreamConnection(nc, target.creds),
     agentCommand: (agent) => [...selfCommand(), "agent", agent],
     seatEnv: (extra) => childEnv(extra),
+    ...claudeSeats(log),
     ...(f.maxSeats ? { maxSeats: f.maxSeats } : {}),
     log,
   });

@@ -61,7 +61,11 @@ async function seat(instance: string, name: string): Promise<SeatView | undefine
 
 async function untilState(instance: string, name: string, state: SeatView["state"], ms = 30_000): Promise<SeatView> {
   let last: SeatView | undefined;
-  await until(async () => (last = await seat(instance, name))?.state === state, ms, `${name} on ${instance} to be ${state} (last: ${JSON.stringify(last)})`, 100);
+  try {
+    await until(async () => (last = await seat(instance, name))?.state === state, ms, `${name} on ${instance} to be ${state}`, 100);
+  } catch (err) {
+    throw new Error(`${(err as Error).message} (last: ${JSON.stringify(last)})`, { cause: err });
+  }
   return last!;
 }
 

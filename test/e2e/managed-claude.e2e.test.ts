@@ -1,0 +1,151 @@
+// Two real interactive Claude seats under the manager's tmux, against the model double, with
+// nobody typing (issue #13): spawn bob, then alice with a prompt; alice's scripted turn DMs bob;
+// bob, idle at his prompt, is woken by the manager (it types into his terminal), his hook hands
+// the DM to the model, which answers with cotal_dm; alice is woken the same way and her model sees
+// the answer. No approval prompt appears on either screen (seats run dontAsk with the cotal tools
+// allowed). A seat whose config is not pre-seeded fails within the bound, naming the screen.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { controlCaller, jetStreamConnection, logger } from "../../broker/index.js";
+import { ManagerService, TmuxServer, WAKE_PROMPT, type ManagerOptions } from "../../manager/index.js";
+import { localPrincipal, MANAGER_COMMANDS, type SeatView } from "../../schemas/index.js";
+import { claudeBin, claudeEnv, projectRoot } from "../harness/claude-runner.js";
+import { buildCli } from "../harness/cli.js";
+import { TestMesh } from "../harness/mesh.js";
+import { allText, isMainLoopRequest, lastUserText, ModelDouble } from "../harness/model-double.js";
+import { until } from "../harness/until.js";
+
+const callManager = controlCaller(MANAGER_COMMANDS);
+const operator = localPrincipal("cotal_cli");
+const DM_TOOL = "mcp__plugin_cotal_cotal__cotal_dm";
+const PROMPT_ON_SCREEN = /Do you want to proceed\?|Esc to cancel · Tab to amend/;
+const OPENING = "Say hello to bob over Cotal.";
+const HELLO = "hello bob, alice here";
+const ANSWER = "hi alice, bob here";
+
+let mesh: TestMesh;
+let nc: NatsConnection;
+let double: ModelDouble;
+let root: string;
+const managers: ManagerService[] = [];
+
+beforeAll(async () => {
+  await buildCli(); // also copies the bundles into plugin/bin
+  root = mkdtempSync(join(tmpdir(), "cotal-managed-claude-"));
+  mesh = await TestMesh.startStatic("crew");
+  nc = await mesh.rawConnection();
+  double = await ModelDouble.start([
+    // Alice's opening turn: DM bob.
+    { when: (r) => lastUserText(r).includes(OPENING), reply: [{ tool: DM_TOOL, input: { to: "bob", text: HELLO } }] },
+    { afterToolResult: DM_TOOL, reply: ["Sent."] },
+    // Bob's woken turn: the hook handed alice's DM over; answer her.
+    { when: (r) => allText(r).includes(HELLO) && !allText(r).includes(OPENING), reply: [{ tool: DM_TOOL, input: { to: "alice", text: ANSWER } }] },
+    { afterToolResult: DM_TOOL, reply: ["Answered."] },
+    // Alice's woken turn: she sees bob's answer.
+    { when: (r) => allText(r).includes(ANSWER) && allText(r).includes(OPENING), reply: ["Got bob's answer."] },
+  ]);
+}, 180_000);
+
+afterAll(async () => {
+  for (const m of managers) await m.stopWithSeats(operator).catch(() => undefined);
+  await double?.close();
+  await mesh?.close();
+  rmSync(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+});
+
+async function manager(instance: string, over: Partial<ManagerOptions> = {}): Promise<{ m: ManagerService; stateDir: string }> {
+  const stateDir = join(root, instance);
+  mkdirSync(stateDir, { recursive: true });
+  const home = join(root, `${instance}-home`);
+  mkdirSync(home, { recursive: true });
+  const m = await ManagerService.start(nc, {
+    space: mesh.space,
+    server: mesh.server.url,
+    stateDir,
+    instance,
+    mints: true,
+    jsConnection: jetStreamConnection(nc, mesh.cliCreds),
+    agentCommand: () => [process.execPath, "-e", "process.exit(1)"],
+    seatEnv: (extra) => extra,
+    claude: {
+      claudePath: claudeBin(),
+      connectorEntry: join(projectRoot, "plugin", "bin", "connector.mjs"),
+      pluginDir: join(projectRoot, "plugin"),
+      parentEnv: claudeEnv({ baseUrl: double.url, home }),
+      screenTimeoutMs: 30_000,
+    },
+    log: logger("test-manager"),
+    heartbeatMs: 1_000,
+    ...over,
+  });
+  managers.push(m);
+  return { m, stateDir };
+}
+
+async function seat(instance: string, name: string): Promise<SeatView | undefined> {
+  const ps = await callManager(nc, mesh.space, "ps", operator, { all: true }, { target: instance });
+  return ps.seats.filter((s) => s.name === name).sort((a, b) => b.requestedAt - a.requestedAt)[0];
+}
+
+async function untilState(instance: string, name: string, states: Array<SeatView["state"]>, ms: number): Promise<SeatView> {
+  let last: SeatView | undefined;
+  try {
+    await until(async () => states.includes((last = await seat(instance, name))?.state ?? "requested"), ms, `${name} to be ${states.join(" or ")}`, 250);
+  } catch (err) {
+    throw new Error(`${(err as Error).message} (last: ${JSON.stringify(last)})`, { cause: err });
+  }
+  return last!;
+}
+
+describe("managed Claude seats under tmux", () => {
+  it("alice DMs bob, bob is woken and answers, alice is woken and sees it; nobody typed, no approval prompt", async () => {
+    const { stateDir } = await manager("host1");
+    const tmux = new TmuxServer(join(stateDir, "tmux.sock"), `cotal-${mesh.space}`);
+    const work = mkdtempSync(join(root, "work-"));
+    await callManager(nc, mesh.space, "spawn", operator, { agent: "claude", name: "bob", cwd: work }, { target: "host1", timeoutMs: 30_000 });
+    const bob = await untilState("host1", "bob", ["joined", "retired"], 90_000);
+    expect(bob.state, JSON.stringify(bob)).toBe("joined");
+    expect(bob).toMatchObject({ runtime: "tmux", permissionMode: "dontAsk" });
+    expect(bob.attach).toEqual(["tmux", "-S", join(stateDir, "tmux.sock"), "attach-session", "-t", `cotal-${mesh.space}:bob`]);
+
+    await callManager(nc, mesh.space, "spawn", operator, { agent: "claude", name: "alice", cwd: work, prompt: OPENING }, { target: "host1", timeoutMs: 30_000 });
+    const alice = await untilState("host1", "alice", ["joined", "retired"], 90_000);
+    expect(alice.state, JSON.stringify(alice)).toBe("joined");
+
+    const sawAnswer = () => double.requests.some((r) => isMainLoopRequest(r) && allText(r).includes(ANSWER) && allText(r).includes(OPENING));
+    try {
+      await until(sawAnswer, 150_000, "alice's model to see bob's answer", 500);
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\n--- alice ---\n${await tmux.screen("alice", 60)}\n--- bob ---\n${await tmux.screen("bob", 60)}`, { cause: err });
+    }
+    // Both were woken by the manager typing into their terminals, not by anyone else.
+    const woken = double.requests.filter((r) => isMainLoopRequest(r) && lastUserText(r).includes(WAKE_PROMPT));
+    expect(woken.length).toBeGreaterThanOrEqual(2);
+    for (const name of ["alice", "bob"]) expect(await tmux.screen(name, 200), name).not.toMatch(PROMPT_ON_SCREEN);
+  }, 400_000);
+
+  it("a seat whose Claude config is not pre-seeded fails within the bound, naming the screen", async () => {
+    // An empty config dir: what a fresh Claude shows first (the first-run screens) stops an unattended seat.
+    const home = join(root, "bare-home");
+    mkdirSync(home, { recursive: true });
+    await manager("host2", {
+      claude: {
+        claudePath: claudeBin(),
+        connectorEntry: join(projectRoot, "plugin", "bin", "connector.mjs"),
+        pluginDir: join(projectRoot, "plugin"),
+        parentEnv: claudeEnv({ baseUrl: double.url, home }),
+        seedConfig: false,
+        screenTimeoutMs: 20_000,
+      },
+    });
+    const work = mkdtempSync(join(root, "work-"));
+    writeFileSync(join(work, "README"), "x");
+    await callManager(nc, mesh.space, "spawn", operator, { agent: "claude", name: "carol", cwd: work }, { target: "host2", timeoutMs: 30_000 });
+    const carol = await untilState("host2", "carol", ["retired"], 60_000);
+    expect(carol.reason).toMatch(/^failed: the seat stopped on the first-run/);
+    expect(carol.exit?.output).toMatch(/Claude Code/);
+  }, 120_000);
+});
