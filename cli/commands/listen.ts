@@ -97,10 +97,13 @@ async function listen(ep: Endpoint, channels: string[], json: boolean, opts: { s
     const now = Date.now();
     for (const e of entries) {
       if (e.id === ep.id) {
-        const newer = Number(e.presence.card.meta?.[LISTEN_SINCE] ?? 0);
-        if (newer > Number(opts.since) && e.status !== "offline" && !stopping) {
+        const theirs = Number(e.presence.card.meta?.[LISTEN_SINCE] ?? 0);
+        if (theirs > Number(opts.since) && e.status !== "offline" && !stopping) {
           note(`Another \`cotal listen --takeover\` now listens as ${ep.id}; leaving.`);
           void stop(EXIT.ok);
+        } else if (theirs < Number(opts.since) && !stopping) {
+          // The listener we took over from wrote last (its goodbye says offline): say we are here.
+          void ep.setPresence({}).catch((err) => log.debug({ err }, "presence write after a takeover failed"));
         }
         continue;
       }

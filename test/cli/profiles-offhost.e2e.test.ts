@@ -173,6 +173,12 @@ describe("duplicates are never silent", () => {
         await third.waitForJson<{ type: string }>((l) => l.type === "ready", 15_000, "the taking-over listen to be ready");
         expect((await first.exited).code).toBe(0);
         expect(first.stderr).toContain("now listens as local.alice; leaving");
+        // The first one's goodbye (offline) does not stand for the one that took over.
+        await until(
+          async () => (await off("olga.creds", ["roster", "--json"])).json<Array<{ id: string; status: string }>>().some((e) => e.id === "local.alice" && e.status !== "offline"),
+          10_000,
+          "alice to show online again after the takeover",
+        );
       } finally {
         await third.stop();
       }
