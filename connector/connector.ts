@@ -454,7 +454,12 @@ export class Connector implements ControlHandler {
       return { reply: {} };
     }
     const payload = HookPayload.parse({ ...req.payload, hook_event_name: event });
-    if (payload.session_id && this.ep.cardMeta.sessionId !== payload.session_id) this.ep.setCardMeta({ sessionId: payload.session_id.slice(0, 200) });
+    // Facts the card's reserved meta keys name, as the session reports them.
+    const facts: Record<string, string> = {
+      ...(payload.session_id ? { sessionId: payload.session_id.slice(0, 200) } : {}),
+      ...(payload.model ? { model: payload.model.slice(0, 200) } : {}),
+    };
+    if (Object.entries(facts).some(([k, v]) => this.ep.cardMeta[k] !== v)) this.ep.setCardMeta(facts);
     const { patch, turnOpen } = presenceFromHook(event, payload, this.turn);
     this.turn.turnOpen = turnOpen;
     if (event === "SessionStart") {

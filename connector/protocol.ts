@@ -36,6 +36,8 @@ export const HookPayload = z.object({
   cwd: z.optional(z.string()),
   /** SessionStart: startup | resume | clear | compact | fork. */
   source: z.optional(z.string()),
+  /** SessionStart: the model the session runs (for the presence card's `meta.model`). */
+  model: z.optional(z.string()),
   /** PreToolUse, PermissionRequest: the tool's name (never its input). */
   tool_name: z.optional(z.string()),
   /** Present only when the hook fires inside a subagent. */
@@ -57,6 +59,7 @@ export const RELAYED_FIELDS = [
   "transcript_path",
   "cwd",
   "source",
+  "model",
   "tool_name",
   "agent_id",
   "notification_type",

@@ -84,12 +84,13 @@ describe("what we write validates against the exported JSON Schemas (ajv)", () =
     const seat = await startConnector(mesh, "bob", { heartbeatMs: 100, launch: { uid: "abcdefghijklmnopqrstuvwxyz" } });
     try {
       const id = seat.connector.id;
+      await hook(seat.env, "SessionStart", { source: "startup", model: "claude-test-model" });
       await hook(seat.env, "UserPromptSubmit");
       await hook(seat.env, "PreToolUse", { tool_name: "Bash" });
       await until(async () => (await presenceOf(mesh!, id)).activity === "Bash", 5_000, "bob's presence shows the tool call");
       const working = await presenceOf(mesh, id);
       expect(validate("Presence", working)).toEqual([]);
-      expect(working.card).toMatchObject({ kind: "agent", meta: { connector: "claude-code", sessionId: "s-test" } });
+      expect(working.card).toMatchObject({ kind: "agent", meta: { connector: "claude-code", sessionId: "s-test", model: "claude-test-model" } });
       expect(working).toMatchObject({ status: "working", lifecycleUid: "abcdefghijklmnopqrstuvwxyz" });
       expect(working.activeAt).toBe(working.activitySince);
 
