@@ -15,6 +15,8 @@ export interface SeatConfigInput {
   apiKey?: string | undefined;
   /** The launcher's environment, to find the user's Claude login to copy (subscription auth). */
   parentEnv?: Readonly<Record<string, string | undefined>>;
+  /** The seat runs bypassPermissions because its agent file asked for it by name: its warning is answered. */
+  bypassAccepted?: boolean;
 }
 
 /** The file names inside a Claude config dir. */
@@ -34,9 +36,11 @@ export function seedSeatConfig(input: SeatConfigInput): string {
     theme: "dark",
     ...(input.apiKey ? { customApiKeyResponses: { approved: [input.apiKey.slice(-20)], rejected: [] } } : {}),
     projects: { [input.cwd]: { hasTrustDialogAccepted: true, hasCompletedProjectOnboarding: true } },
+    ...(input.bypassAccepted ? { bypassPermissionsModeAccepted: true } : {}),
   };
   writeFileSync(path.join(input.dir, GLOBAL_CONFIG), `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
-  writeFileSync(path.join(input.dir, SETTINGS), `${JSON.stringify({}, null, 2)}\n`, { mode: 0o600 });
+  const settings = input.bypassAccepted ? { skipDangerousModePermissionPrompt: true } : {};
+  writeFileSync(path.join(input.dir, SETTINGS), `${JSON.stringify(settings, null, 2)}\n`, { mode: 0o600 });
   const env = input.parentEnv ?? process.env;
   const userDir = env.CLAUDE_CONFIG_DIR || path.join(env.HOME || os.homedir(), ".claude");
   const login = path.join(userDir, CREDENTIALS);

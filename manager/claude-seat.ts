@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { buildClaudeLaunch, classifyScreen, seedSeatConfig, writeLaunchFiles, type AuthMode } from "../claude/index.js";
+import { buildClaudeLaunch, classifyScreen, seedSeatConfig, writeLaunchFiles, type AgentFile, type AuthMode } from "../claude/index.js";
 import type { SeatProcess } from "./process-runtime.js";
 import type { SeatFiles } from "./seat-launcher.js";
 import { writeStartScript, type TmuxServer } from "./tmux-runtime.js";
@@ -31,6 +31,8 @@ export interface ClaudeSeatRequest {
   space: string;
   cwd: string;
   model?: string | undefined;
+  /** The seat's agent file: persona text, subagent, launch options (a permission mode among them) and allow rules. */
+  agentFile?: AgentFile | undefined;
 }
 
 /**
@@ -41,8 +43,6 @@ export interface ClaudeSeatRequest {
 export async function startClaudeSeat(o: ClaudeSeatOptions, tmux: TmuxServer, files: SeatFiles, seat: ClaudeSeatRequest): Promise<{ proc: SeatProcess; permissionMode: string | undefined }> {
   const authMode = o.authMode ?? (o.parentEnv.ANTHROPIC_API_KEY ? "api_key" : "subscription");
   const configDir = join(files.dir, "claude-config");
-  if (o.seedConfig === false) mkdirSync(configDir, { recursive: true, mode: 0o700 });
-  else seedSeatConfig({ dir: configDir, cwd: seat.cwd, apiKey: authMode === "api_key" ? o.parentEnv.ANTHROPIC_API_KEY : undefined, parentEnv: o.parentEnv });
   const launch = buildClaudeLaunch({
     profile: "seat",
     cwd: seat.cwd,
@@ -54,7 +54,25 @@ export async function startClaudeSeat(o: ClaudeSeatOptions, tmux: TmuxServer, fi
     claudePath: o.claudePath,
     runtimeDir: files.dir,
     ...(seat.model ? { model: seat.model } : {}),
+    ...(seat.agentFile
+      ? {
+          ...(seat.agentFile.persona ? { persona: seat.agentFile.persona } : {}),
+          ...(seat.agentFile.frontmatter.agent ? { agent: seat.agentFile.frontmatter.agent } : {}),
+          launchOptions: seat.agentFile.frontmatter.launchOptions,
+          allowedTools: seat.agentFile.frontmatter.allowedTools,
+        }
+      : {}),
   });
+  if (o.seedConfig === false) mkdirSync(configDir, { recursive: true, mode: 0o700 });
+  else {
+    seedSeatConfig({
+      dir: configDir,
+      cwd: seat.cwd,
+      apiKey: authMode === "api_key" ? o.parentEnv.ANTHROPIC_API_KEY : undefined,
+      parentEnv: o.parentEnv,
+      bypassAccepted: launch.permissionMode === "bypassPermissions",
+    });
+  }
   writeLaunchFiles(launch);
   const script = join(files.dir, "start.sh");
   writeStartScript(script, { ...launch.env, TERM: "xterm-256color" }, launch.command, launch.args);

@@ -11,7 +11,7 @@ import { newLifecycleUid } from "./lifecycle-uid.js";
 import { adoptSeatProcess, logTailOf, type SeatExit, type SeatProcess } from "./process-runtime.js";
 import { launchSeat, prepareSeat, retireSeatFiles, seatDir, type LauncherOptions, type SeatFiles } from "./seat-launcher.js";
 import { SeatLog } from "./seat-log.js";
-import { classifyScreen } from "../claude/index.js";
+import { classifyScreen, loadAgentFile } from "../claude/index.js";
 import { awaitInputScreen, startClaudeSeat, UnexpectedScreenError, type ClaudeSeatOptions } from "./claude-seat.js";
 import { TmuxServer } from "./tmux-runtime.js";
 import { applyEvent, holdsName, projectSeat, type SeatRecord } from "./seat-table.js";
@@ -210,17 +210,26 @@ export class ManagerService {
     if (mine >= (this.o.maxSeats ?? 32)) {
       throw new SeatRefusedError("seat-limit", `Manager ${this.o.instance} already runs ${mine} seats (its limit); nothing was started.`, "Stop a seat (`cotal stop --name N`), spawn on another manager (`--on`), or start this one with a higher --max-seats.");
     }
+    // An agent file is read on this host, before anything is claimed: a missing or invalid one refuses the spawn.
+    const fm = a.persona ? loadAgentFile(cwd, a.persona).frontmatter : undefined;
+    const role = a.role ?? fm?.role;
+    const channels = a.channels.length ? a.channels : (fm?.subscribe ?? []);
+    const model = a.model ?? fm?.model;
     const uid = newLifecycleUid();
-    const spec = { runtime, cwd, channels: a.channels, ...(a.model ? { model: a.model } : {}) };
-    const { name, seat } = await this.claimName(a.name ?? a.agent, { uid, agent: a.agent, role: a.role, caller, requestId: a.requestId, spec });
-    let files: SeatFiles;
+    const spec = { runtime, cwd, channels, ...(model ? { model } : {}) };
+    const { name, seat } = await this.claimName(a.name ?? fm?.name ?? a.agent, { uid, agent: a.agent, role, persona: a.persona, caller, requestId: a.requestId, spec });
     try {
-      files = await prepareSeat(this.nc, this.o, { name, uid, role: a.role, channels: a.channels });
+      const files = await prepareSeat(this.nc, this.o, {
+        name, uid, role, channels,
+        allowSubscribe: [...new Set([...channels, ...(fm?.allowSubscribe ?? [])])],
+        allowPublish: [...new Set([...channels, ...(fm?.allowPublish ?? [])])],
+      });
+      await this.start(seat, files, 0, [], a.prompt);
     } catch (err) {
-      await this.append(seat, { type: "retired", seat, uid, epoch: 0, ts: Date.now(), reason: `could not be prepared: ${(err as Error).message}` });
+      const r = this.seats.get(seat);
+      if (r && holdsName(r)) await this.retire(seat, `could not be started: ${(err as Error).message}`).catch((e: unknown) => this.o.log.error({ err: e, seat }, "retiring a seat that could not start failed"));
       throw err;
     }
-    await this.start(seat, files, 0, [], a.prompt);
     return this.identity(this.seats.get(seat)!);
   }
 
@@ -240,7 +249,7 @@ export class ManagerService {
    * Claim `base` (or `base_2`, `base_3`…) by appending `requested` to its log: the append's
    * expected sequence makes two managers claiming one name at once fail all but one.
    */
-  private async claimName(base: string, r: { uid: string; agent: SeatAgent; role?: string | undefined; caller: Principal; requestId?: string | undefined; spec: SeatRecord["spec"] }) {
+  private async claimName(base: string, r: { uid: string; agent: SeatAgent; role?: string | undefined; persona?: string | undefined; caller: Principal; requestId?: string | undefined; spec: SeatRecord["spec"] }) {
     for (let n = 1; n <= 99; n++) {
       const name = n === 1 ? base : `${base}_${n}`;
       const seat = `local.${name}`;
@@ -249,7 +258,7 @@ export class ManagerService {
       try {
         await this.append(seat, {
           type: "requested", seat, uid: r.uid, epoch: 0, ts: Date.now(), agent: r.agent,
-          ...(r.role ? { role: r.role } : {}), by: `${r.caller.owner}.${r.caller.actor}`, ...(r.requestId ? { requestId: r.requestId } : {}),
+          ...(r.role ? { role: r.role } : {}), ...(r.persona ? { persona: r.persona } : {}), by: `${r.caller.owner}.${r.caller.actor}`, ...(r.requestId ? { requestId: r.requestId } : {}),
           ...(r.spec.runtime ? { runtime: r.spec.runtime as SeatRuntime } : {}), ...(r.spec.cwd ? { cwd: r.spec.cwd } : {}), ...(r.spec.model ? { model: r.spec.model } : {}), channels: r.spec.channels,
         });
         return { name, seat };
@@ -270,7 +279,9 @@ export class ManagerService {
   private async start(seat: string, files: SeatFiles, epoch: number, restartsAt: number[], prompt?: string): Promise<void> {
     const r = this.seats.get(seat)!;
     if (r.agent === "claude" && this.o.claude) {
-      const { proc, permissionMode } = await startClaudeSeat(this.o.claude, this.tmux, files, { name: nameOf(seat), space: this.o.space, cwd: r.spec.cwd ?? process.cwd(), model: r.spec.model });
+      const cwd = r.spec.cwd ?? process.cwd();
+      const agentFile = r.persona ? loadAgentFile(cwd, r.persona) : undefined;
+      const { proc, permissionMode } = await startClaudeSeat(this.o.claude, this.tmux, files, { name: nameOf(seat), space: this.o.space, cwd, model: r.spec.model, agentFile });
       await this.append(seat, { type: "launched", seat, uid: r.uid, epoch, ts: Date.now(), runtime: "tmux", pid: proc.pid, ...(proc.startTime ? { startTime: proc.startTime } : {}), ...(permissionMode ? { permissionMode } : {}) });
       const l: Live = { proc, files, stopping: false, restartsAt };
       this.watch(seat, l);

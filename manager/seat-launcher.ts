@@ -41,7 +41,7 @@ export function seatDir(stateDir: string, name: string): string {
 export async function prepareSeat(
   nc: NatsConnection,
   o: LauncherOptions,
-  seat: { name: string; uid: string; role?: string | undefined; channels: string[] },
+  seat: { name: string; uid: string; role?: string | undefined; channels: string[]; allowSubscribe: string[]; allowPublish: string[] },
 ): Promise<SeatFiles> {
   const dir = seatDir(o.stateDir, seat.name);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -50,8 +50,8 @@ export async function prepareSeat(
     const { creds } = await requestCredential(nc, o.space, {
       name: seat.name,
       profile: "agent",
-      allowSubscribe: seat.channels,
-      allowPublish: seat.channels,
+      allowSubscribe: seat.allowSubscribe,
+      allowPublish: seat.allowPublish,
       ...(seat.role ? { role: seat.role } : {}),
     });
     files.creds = join(dir, `${seat.uid}.creds`);

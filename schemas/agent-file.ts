@@ -17,6 +17,11 @@ export const AgentFrontmatter = z
     model: z.string().optional(),
     agent: z.string().optional().describe("a Claude Code subagent name to run as"),
     launchOptions: z.record(z.string(), z.union([z.string(), z.boolean(), z.number()])).default({}),
+    allowedTools: z
+      .array(z.string().min(1).max(200))
+      .max(200)
+      .default([])
+      .describe("Claude permission rules a managed seat may use without asking (it runs dontAsk: anything else is refused), e.g. Read, Bash(npm test:*)"),
     capabilities: z.array(Capability).default([]),
   })
   .describe("Frontmatter of an agent file.");

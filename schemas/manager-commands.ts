@@ -54,6 +54,7 @@ export const MANAGER_COMMANDS = {
     summary: "admit, mint, write launch material and start a seat; replies at once with the identity",
     args: z.object({
       agent: SeatAgent.default("claude"),
+      persona: PrincipalToken.optional().describe("claude seats: an agent file `.cotal/agents/<persona>.md` under the seat's cwd on the manager's host (name, role, channels, model, allowedTools, persona text)"),
       name: PrincipalToken.optional().describe("default: the agent's name; taken names get _2, _3…"),
       role: RoleName.optional(),
       channels: z.array(ChannelName).max(64).default([]),

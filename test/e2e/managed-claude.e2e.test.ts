@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { controlCaller, jetStreamConnection, logger } from "../../broker/index.js";
+import { ControlCallError, controlCaller, jetStreamConnection, logger } from "../../broker/index.js";
 import { ManagerService, TmuxServer, WAKE_PROMPT, type ManagerOptions } from "../../manager/index.js";
 import { localPrincipal, MANAGER_COMMANDS, type SeatView } from "../../schemas/index.js";
 import { claudeBin, claudeEnv, projectRoot } from "../harness/claude-runner.js";
@@ -126,6 +126,22 @@ describe("managed Claude seats under tmux", () => {
     expect(woken.length).toBeGreaterThanOrEqual(2);
     for (const name of ["alice", "bob"]) expect(await tmux.screen(name, 200), name).not.toMatch(PROMPT_ON_SCREEN);
   }, 400_000);
+
+  it("an agent file names the seat, its channels and rules; bypass only because it asks by name, and ps shows it; a missing one refuses the spawn", async () => {
+    const work = mkdtempSync(join(root, "work-"));
+    mkdirSync(join(work, ".cotal", "agents"), { recursive: true });
+    writeFileSync(
+      join(work, ".cotal", "agents", "reviewer.md"),
+      ["---", "name: dora", "subscribe: [general]", "allowedTools: [Read]", "launchOptions:", "  permission-mode: bypassPermissions", "---", "You review diffs.", ""].join("\n"),
+    );
+    await callManager(nc, mesh.space, "spawn", operator, { agent: "claude", persona: "reviewer", cwd: work }, { target: "host1", timeoutMs: 30_000 });
+    const dora = await untilState("host1", "dora", ["joined", "retired"], 90_000);
+    expect(dora, JSON.stringify(dora)).toMatchObject({ state: "joined", permissionMode: "bypassPermissions" });
+    const missing = await callManager(nc, mesh.space, "spawn", operator, { agent: "claude", persona: "nobody", cwd: work }, { target: "host1" }).catch((e: unknown) => e);
+    expect(missing).toBeInstanceOf(ControlCallError);
+    expect(missing).toMatchObject({ outcome: "not-executed" });
+    expect((missing as Error).message).toMatch(/nobody\.md.*no such agent file/);
+  }, 150_000);
 
   it("a seat whose Claude config is not pre-seeded fails within the bound, naming the screen", async () => {
     // An empty config dir: what a fresh Claude shows first (the first-run screens) stops an unattended seat.
