@@ -48,8 +48,8 @@ export const ExtensionPart = z
 export const Part = z.union([TextPart, DataPart, ArtifactPart, ExtensionPart]);
 export type Part = z.infer<typeof Part>;
 
-/** Message time: epoch milliseconds. */
-const EpochMs = z.number().int().nonnegative();
+/** A wire time: epoch milliseconds. */
+export const EpochMs = z.number().int().nonnegative();
 
 /** The message envelope. Unknown fields are ignored (stripped). */
 export const CotalMessage = z

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { EpochMs } from "./message.js";
 import { PrincipalId } from "./principal.js";
 import { ChannelName, RoleName } from "./tokens.js";
 
@@ -66,7 +67,7 @@ export type ConditionCode = z.infer<typeof ConditionCode>;
 export const Condition = z.object({
   code: ConditionCode,
   message: z.string().max(1000).optional(),
-  since: z.number().int().nonnegative().optional().describe("when the condition began, epoch ms"),
+  since: EpochMs.optional().describe("when the condition began, epoch ms"),
   source: z.string().max(200).optional().describe("what reported it, e.g. hook:StopFailure"),
 });
 export type Condition = z.infer<typeof Condition>;
@@ -84,8 +85,6 @@ export const ChannelMode = z.enum(["normal", "quiet", "muted"]);
 export type ChannelMode = z.infer<typeof ChannelMode>;
 export const PresenceChannelMode = z.enum(["quiet", "muted"]);
 export type PresenceChannelMode = z.infer<typeof PresenceChannelMode>;
-
-const EpochMs = z.number().int().nonnegative();
 
 /** The presence record an endpoint writes under its own key every heartbeat. Unknown fields are ignored. */
 export const Presence = z
