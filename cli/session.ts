@@ -21,6 +21,7 @@ import {
   type ResolvedChannel,
 } from "../broker/index.js";
 import { names } from "../schemas/index.js";
+import { credentialScope } from "./credential.js";
 import { SpaceNotProvisionedError } from "./errors.js";
 import type { MeshTarget } from "./context.js";
 import { cliLog } from "./logging.js";
@@ -62,6 +63,7 @@ export class MeshSession {
    * for the space, and this says yes.
    */
   async spaceExists(): Promise<boolean> {
+    if (!this.mayReadStreams) return true; // do not make a call the broker would refuse (and log)
     try {
       await this.jsm.streams.info(names.chatStream(this.target.space));
       return true;
@@ -105,6 +107,16 @@ export class MeshSession {
   async configuredChannels(): Promise<ResolvedChannel[]> {
     if (!this.clientAccount) return (await this.channels()).list();
     return callControl(this.nc, this.target.space, "channels", credsCaller(this.target.creds));
+  }
+
+  /**
+   * Whether this credential may read stream state (`$JS.API.STREAM.INFO`): the operator's may, and
+   * open meshes have no credentials; a minted profile (agent, observer, admin, manager) may not, so
+   * no such call is made for it.
+   */
+  get mayReadStreams(): boolean {
+    const profile = this.target.creds ? credentialScope(this.target.creds)?.profile : undefined;
+    return profile === undefined || profile === "operator";
   }
 
   /** Whether this session's credential is a client's (it reaches only the read-only JetStream API). */

@@ -58,7 +58,7 @@ export function registerChannels(program: Command): void {
       const defaults = await registry.defaults();
       const configured = await s.configuredChannels();
       // Post counts need the stream's info, which only the operator's credential may read.
-      const posts = await postCounts(s, target.space).catch((err: unknown) => {
+      const posts = await (s.mayReadStreams ? postCounts(s, target.space) : Promise.resolve(undefined)).catch((err: unknown) => {
         if (isPermissionDenied(err)) return undefined;
         throw err;
       });

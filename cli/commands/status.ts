@@ -99,13 +99,15 @@ async function collectStatus(t: MeshTarget): Promise<StatusReport> {
     report.authRequired = session.nc.info?.auth_required ?? false;
     const ping = await pingMeshService(session.nc, t.space, undefined, credsCaller(t.creds));
     report.meshService = ping ? { answering: true, pid: ping.pid } : { answering: false };
-    for (const name of STREAMS.map((f) => f(t.space))) {
+    const hidden = () => `${credentialLabel(t.creds ? credentialScope(t.creds) : undefined)} may not read stream state`;
+    if (!session.mayReadStreams) report.streamsHidden = hidden();
+    for (const name of session.mayReadStreams ? STREAMS.map((f) => f(t.space)) : []) {
       try {
         const info = await session.jsm.streams.info(name);
         report.streams.push({ name, exists: true, messages: info.state.messages, bytes: info.state.bytes, consumers: info.state.consumer_count });
       } catch (err) {
         if (isPermissionDenied(err)) {
-          report.streamsHidden = `${credentialLabel(t.creds ? credentialScope(t.creds) : undefined)} may not read stream state`;
+          report.streamsHidden = hidden();
           report.streams = [];
           break;
         }

@@ -1,7 +1,7 @@
 // Off the mesh host: a folder holding nothing but a .creds file. Each profile's credential runs
 // every everyday command and gets either its answer or a refusal that names the profile (exit 5);
 // each kind of refused credential has its own message and exit code (4); nothing hangs.
-import { copyFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -75,6 +75,11 @@ describe("every profile off the mesh host", () => {
         expect(listen.code, listen.stderr).toBe(5);
         expect(listen.stderr).toContain(`The ${p.profile} credential of ${p.principal} may not join the mesh as someone`);
       }
+    });
+
+    it(`${p.profile}: no call is made that the broker refuses (its log shows no violation)`, () => {
+      const log = readFileSync(join(project, ".cotal", "logs", "nats-server.log"), "utf8");
+      expect(log.split("\n").filter((l) => /Violation/.test(l))).toEqual([]);
     });
 
     it(`${p.profile}: operator-only commands are refused, naming the profile (exit 5)`, async () => {
