@@ -209,7 +209,13 @@ export class ArtifactService {
     this.uploads.delete(u.id);
     clearTimeout(u.timer);
     u.controller.close();
-    const o = await u.put;
+    let o: ObjectInfo;
+    try {
+      o = await u.put;
+    } catch (cause) {
+      // The Object Store purged what it had written: nothing is kept (for example the bucket is full).
+      throw new CotalError("upload-failed", `Storing ${u.want.digest} failed: ${cause instanceof Error ? cause.message : String(cause)}; nothing was kept.`, { cause });
+    }
     this.log.info({ upload: u.id, digest: u.want.digest, size: o.size }, "artifact stored");
     return this.info(o);
   }

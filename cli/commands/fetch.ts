@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { createWriteStream, existsSync, type WriteStream } from "node:fs";
-import { rename, rm } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { open, rename, rm, type FileHandle } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
@@ -17,11 +17,6 @@ const FetchFlags = z.object({
   output: z.string().min(1).optional(),
   json: z.boolean().optional(),
 });
-
-/** Write a chunk, waiting when the stream's buffer is full. */
-function write(out: WriteStream | NodeJS.WriteStream, chunk: Buffer): Promise<void> | void {
-  if (!out.write(chunk)) return new Promise((r) => out.once("drain", () => r()));
-}
 
 /**
  * `cotal fetch <digest>`: read an artifact through the mesh service and check its sha256. The
@@ -42,16 +37,24 @@ export function registerFetch(program: Command): void {
   jsonOption(meshOptions(cmd)).action(async (digest: string, raw: Record<string, unknown>) => {
     const f = parseInput(FetchFlags, { ...raw, digest }, { digest: "<digest>", output: "--output" });
     const target = resolveTarget(raw);
-    const toStdout = f.output === "-";
-    const dir = f.output && !toStdout ? dirname(resolve(f.output)) : process.cwd();
+    if (f.output === "-") {
+      await withSession(target, (s) => fetchArtifact({ nc: s.nc, space: target.space, me: credsCaller(target.creds) }, f.digest, (c) => toStdout(c)));
+      return;
+    }
+    const dir = f.output ? dirname(resolve(f.output)) : process.cwd();
     const temp = join(dir, `.cotal-fetch-${randomBytes(6).toString("hex")}`);
-    const out = toStdout ? process.stdout : createWriteStream(temp, { mode: 0o600 });
-    let dest: string | undefined;
+    let fh: FileHandle | undefined;
     try {
-      const info = await withSession(target, (s) => fetchArtifact({ nc: s.nc, space: target.space, me: credsCaller(target.creds) }, f.digest, (c) => write(out, c)));
-      if (toStdout) return;
-      await new Promise<void>((r, reject) => (out as WriteStream).end((err?: Error | null) => (err ? reject(err) : r())));
-      dest = f.output ? resolve(f.output) : join(dir, basename(info.name));
+      const info = await withSession(target, (s) =>
+        fetchArtifact({ nc: s.nc, space: target.space, me: credsCaller(target.creds) }, f.digest, async (c) => {
+          fh ??= await openTemp(temp);
+          await fh.write(c);
+        }),
+      );
+      fh ??= await openTemp(temp); // an empty artifact
+      await fh.close();
+      fh = undefined;
+      const dest = f.output ? resolve(f.output) : join(dir, basename(info.name));
       // The sender named the file; it must not replace one of ours unless asked with -o.
       if (!f.output && (existsSync(dest) || info.name !== basename(info.name) || info.name.startsWith("."))) {
         throw new UsageError(`Not writing ${JSON.stringify(info.name)}: ${existsSync(dest) ? "a file of that name exists here" : "the sender's name is not a plain file name"}.`, {
@@ -62,10 +65,22 @@ export function registerFetch(program: Command): void {
       if (f.json) printJson({ ...info, path: dest });
       else printLines(`fetched ${info.name}: ${info.digest} (${info.size} bytes, sha256 checked) → ${dest}`);
     } finally {
-      if (!toStdout) {
-        (out as WriteStream).destroy();
-        await rm(temp, { force: true }); // gone already after a successful rename
-      }
+      await fh?.close().catch(() => undefined);
+      await rm(temp, { force: true }); // gone already after a successful rename
     }
   });
+}
+
+/** The temporary file, new and private; a destination folder that cannot take it is bad input. */
+async function openTemp(file: string): Promise<FileHandle> {
+  try {
+    return await open(file, "wx", 0o600);
+  } catch (cause) {
+    throw new UsageError(`Cannot write in ${dirname(file)} (${(cause as NodeJS.ErrnoException).code ?? "error"}).`, { remedy: "Choose a writable place with -o FILE.", cause });
+  }
+}
+
+/** Write a chunk to stdout, waiting when its buffer is full. */
+function toStdout(chunk: Buffer): Promise<void> | void {
+  if (!process.stdout.write(chunk)) return new Promise((r) => process.stdout.once("drain", () => r()));
 }

@@ -92,6 +92,9 @@ describe.each(["open", "static"] as const)("attachments on an %s mesh", (mode) =
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("<digest>");
     expect(existsSync(join(project, "never.bin"))).toBe(false);
+    const nowhere = await cotal("fetch", digest, "-o", join("no-such-dir", "x.bin"), ...reader);
+    expect(nowhere.code).toBe(2);
+    expect(nowhere.stderr).toContain("Cannot write in");
   });
 
   it("--attach of a file that does not exist is refused before anything is sent", async () => {
