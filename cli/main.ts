@@ -67,6 +67,7 @@ export async function main(argv: string[]): Promise<void> {
     return;
   }
   initCliLogging({ format, debug });
+  watchdog(argv);
   let code: number = EXIT.ok;
   try {
     await buildProgram().parseAsync(argv);
@@ -84,6 +85,22 @@ export async function main(argv: string[]): Promise<void> {
   process.exitCode = code;
   // Commands close what they open; should a library handle linger, do not hang the terminal.
   setTimeout(() => process.exit(code), 2_000).unref();
+}
+
+/**
+ * Commands that ask and answer (not `listen`, `up`, `logs --follow`, `manager`, `fetch`…) have a
+ * bound on each wait; this is the net under them: should one still hang, it says so and exits 1.
+ */
+const SHORT_COMMANDS = new Set(["status", "send", "history", "roster", "channels", "deliver", "mint", "revoke", "down", "ps", "stop"]);
+const WATCHDOG_MS = 120_000;
+
+function watchdog(argv: string[]): void {
+  const command = argv.slice(2).find((a, i, rest) => !a.startsWith("-") && rest[i - 1] !== "--log-format");
+  if (!command || !SHORT_COMMANDS.has(command)) return;
+  setTimeout(() => {
+    process.stderr.write(`cotal: ${command} did not finish within ${WATCHDOG_MS / 1000} s; giving up. This is a bug: run it again with --debug and report what it prints.\n`);
+    process.exit(EXIT.failed);
+  }, WATCHDOG_MS).unref();
 }
 
 await main(process.argv);
