@@ -1,0 +1,67 @@
+// A mesh started with `up -d` stays in the background: a broken one is repaired by `up` without
+// attaching (so Ctrl-C there can never stop it), status's advice says so, and `cotal logs` shows
+// what its processes write, following new lines with --follow.
+import { readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildCli, CotalProcess, freePort, pidAlive, runCotal, type CliResult } from "../harness/cli.js";
+import { until } from "../harness/until.js";
+
+let project: string;
+const cotal = (...args: string[]) => runCotal(args, { cwd: project });
+const ok = (r: CliResult, what: string) => expect(r.code, `${what}: exit code; stderr: ${r.stderr}`).toBe(0);
+const pidOf = (name: string) => (JSON.parse(readFileSync(join(project, ".cotal", "run", `${name}.json`), "utf8")) as { pid: number }).pid;
+
+beforeAll(async () => {
+  await buildCli();
+  project = await mkdtemp(join(tmpdir(), "cotal-detached-"));
+  ok(await cotal("up", "-d", "--open", "--port", String(await freePort())), "up -d");
+}, 60_000);
+
+afterAll(async () => {
+  await cotal("down").catch(() => undefined);
+  await rm(project, { recursive: true, force: true });
+});
+
+describe("a detached mesh", () => {
+  it("logs prints the last lines of both processes' logs, each with its component", async () => {
+    const both = await cotal("logs", "--lines", "3");
+    ok(both, "logs");
+    expect(both.stdout).toMatch(/^nats-server \| /m);
+    expect(both.stdout).toMatch(/^mesh-service \| .*mesh service running/m);
+    const one = await cotal("logs", "mesh-service", "--lines", "1");
+    ok(one, "logs mesh-service");
+    expect(one.stdout.trim().split("\n")).toHaveLength(1);
+    expect(one.stdout).not.toContain("mesh-service | ");
+    const bad = await cotal("logs", "postgres");
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("[component]: component must be nats-server or mesh-service");
+  });
+
+  it("broken: status exits 6 and advises up --detach; up repairs it without attaching; logs --follow shows the new service start", async () => {
+    const follow = CotalProcess.spawn(["logs", "mesh-service", "--follow", "--lines", "1"], { cwd: project });
+    try {
+      await until(() => follow.lines.length >= 1, 10_000, "logs --follow to print the last line");
+      const before = follow.lines.length;
+      const dead = pidOf("mesh-service");
+      process.kill(dead, "SIGKILL");
+      await until(() => !pidAlive(dead), 5_000, `mesh service pid ${dead} to die`);
+
+      const status = await cotal("status");
+      expect(status.code, status.stderr).toBe(6);
+      expect(status.stdout).toContain("NOT answering (run `cotal up --detach` on the mesh host to repair it)");
+
+      // Foreground `up` on a mesh started in the background: repairs and returns (it would hang if it attached).
+      const up = await runCotal(["up", "--open"], { cwd: project, timeoutMs: 30_000 });
+      ok(up, "up");
+      expect(up.stdout).toContain("mesh service: repaired");
+      expect(up.stderr).toContain("repaired it without attaching");
+      ok(await cotal("status"), "status after the repair");
+      await until(() => follow.lines.slice(before).some((l) => l.includes("mesh service running")), 10_000, "logs --follow to show the restarted service");
+    } finally {
+      expect((await follow.stop("SIGINT")).code).toBe(0);
+    }
+  });
+});
