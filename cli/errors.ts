@@ -1,4 +1,4 @@
-import { PermissionViolationError } from "@nats-io/transport-node";
+import type { PermissionViolationError } from "@nats-io/transport-node";
 import { CotalError, InvalidTokenError, PayloadTooLargeError, ValidationError } from "../schemas/index.js";
 import {
   AuthenticationRefusedError,
@@ -10,6 +10,7 @@ import {
   MeshServiceUnavailableError,
   MeshUnavailableError,
   PermissionDeniedError,
+  permissionViolation,
   UnknownMentionError,
 } from "../broker/index.js";
 import { activeTarget, credentialLabel, credentialScope, type CredentialScope } from "./credential.js";
@@ -110,8 +111,8 @@ function capital(s: string): string {
 /** Control-rail error codes that mean "this credential may not", not "it failed". */
 const REFUSAL_CODES = new Set(["read-denied", "not-allowed", "role-not-granted", "permission-denied"]);
 
-function isPermission(err: unknown): err is PermissionDeniedError | PermissionViolationError | ProfileRefusedError {
-  return err instanceof PermissionDeniedError || err instanceof PermissionViolationError || err instanceof ProfileRefusedError;
+function isPermission(err: unknown): boolean {
+  return err instanceof PermissionDeniedError || err instanceof ProfileRefusedError || permissionViolation(err) !== undefined;
 }
 
 /** The exit code an error maps to. */
@@ -142,7 +143,8 @@ export function describeError(err: unknown): string {
   if (err instanceof PayloadTooLargeError) {
     return `cotal: The message is ${err.size} bytes, over the limit of ${err.limit} bytes (${Math.floor(err.limit / 1024)} KiB); nothing was sent. Send large content as a file with \`--attach FILE\` (stored in the mesh, fetched with \`cotal fetch\`), or split the text.`;
   }
-  const denied = err instanceof PermissionDeniedError || err instanceof PermissionViolationError ? err : err instanceof CotalError && (err.cause instanceof PermissionDeniedError || err.cause instanceof PermissionViolationError) ? err.cause : undefined;
+  // The broker's refusal, typed by us or by nats.js (a request error's cause, for a JetStream publish).
+  const denied = err instanceof PermissionDeniedError ? err : err instanceof CotalError && err.cause instanceof PermissionDeniedError ? err.cause : permissionViolation(err);
   if (denied) return `cotal: ${permissionRefusal(denied)}`;
   if (err instanceof CotalError) {
     const cause = err.cause instanceof Error && !(err.cause instanceof CotalError) ? ` (${err.cause.message})` : "";

@@ -142,6 +142,15 @@ describe("each refused credential says why, with its own exit code", () => {
     expect(listen.stderr).not.toMatch(/\n\s+at /); // no stack trace
   });
 
+  it("an agent posting outside its --allow-publish: the broker's refusal names the profile and the subject (exit 5)", async () => {
+    const r = await off("alice.creds", ["send", "msg", "secret", "psst"]);
+    expect(r.code, r.stderr).toBe(5);
+    expect(r.stderr).toContain("The agent credential of local.alice may not publish on cotal.default.chat.local.alice.secret: the broker refused it.");
+    const h = await off("alice.creds", ["history", "secret"]);
+    expect(h.code, h.stderr).toBe(5);
+    expect(h.stderr).toContain("Not allowed to read channel secret");
+  });
+
   it("an http:// server is refused as bad input", async () => {
     const r = await runCotal(["roster", "--server", server.replace("nats:", "http:"), "--creds", "alice.creds"], { cwd: away, env: cleanEnv() });
     expect(r.code, r.stderr).toBe(2);
