@@ -205,6 +205,10 @@ export class AuthStore {
     const preload = accounts.map((a) => `    ${this.accountKey(a).getPublicKey()}: ${this.accountJwt(a)}`).join("\n");
     mkdirSync(resolverDir, { recursive: true, mode: 0o700 });
     return [
+      // A client's CONNECT carries its user JWT, whose permissions grow with its channels and
+      // role: past the default 4 KiB control line the server drops the connection ("maximum
+      // control line exceeded") and the client sees only a timeout.
+      "max_control_line: 65536",
       `operator: ${JSON.stringify(this.path("operator.jwt"))}`,
       `system_account: ${this.accountKey(SYSTEM_ACCOUNT).getPublicKey()}`,
       "resolver: {",
