@@ -59,9 +59,11 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
         ...publish.map((ch) => patterns.postAs(space, who, ch)),
         patterns.dmFrom(space, who),
         patterns.anycastFrom(space, who),
-        ...["register", "join", "leave"].map((c) => patterns.callAs(space, MESH, c, who)),
+        // Any command of the mesh and artifact endpoints, as itself, in two subjects: a user JWT is
+        // sent whole on connect and the server refuses a CONNECT line over 4 KiB. The service
+        // refuses the operator's own commands (mint, revoke) by the caller's principal.
+        patterns.anyCallAs(space, MESH, who),
         patterns.anyCallAs(space, ARTIFACT, who),
-        ...meshReads(space, who),
         patterns.presenceKey(space, who),
         patterns.bucketGet(names.channelsBucket(space)),
         ...patterns.bindDurable(names.dmStream(space), durables.dm(who)),

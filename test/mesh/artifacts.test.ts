@@ -93,6 +93,20 @@ describe("artifacts", () => {
     expect(await callControl(alice.nc, mesh.space, "artifact-commit", alice.me, { upload: begun.upload! })).toMatchObject({ digest: sha(bytes), uploader: "local.alice" });
   });
 
+  test("a full artifacts bucket refuses the upload, saying so, and keeps nothing of it", async ({ nats }) => {
+    mesh = await TestMesh.start(nats, "artfull", { limits: { artifactsBytes: 512 * 1024 } });
+    const alice = await mesh.endpoint("alice");
+    const small = randomBytes(1000);
+    await putArtifact(alice, tempFile("small.bin", small));
+    const before = await storedMessages(mesh);
+    const err = await putArtifact(alice, tempFile("big.bin", randomBytes(2 * 1024 * 1024))).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ControlCallError);
+    expect(err).toMatchObject({ code: "upload-failed" });
+    expect((err as Error).message).toMatch(/maximum bytes|insufficient|exceeded/i);
+    await expect.poll(() => storedMessages(mesh!), { timeout: 5_000 }).toBe(before);
+    expect((await fetchAll(alice, sha(small))).equals(small)).toBe(true);
+  });
+
   test("an unknown digest is artifact-not-found; a malformed one is refused before asking", async ({ nats }) => {
     mesh = await TestMesh.start(nats, "artnone");
     const alice = await mesh.endpoint("alice");
