@@ -1,11 +1,14 @@
+import { spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import { resolve } from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
 import { credsCaller } from "../../broker/index.js";
 import { ChannelName, ManagerInstance, PrincipalToken, RoleName, SeatAgent, SeatRuntime, type SeatView } from "../../schemas/index.js";
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
 import { CommandFailedError, EXIT, UsageError } from "../errors.js";
-import { callManager, seatsOfManagers, type ManagerSeats } from "../managers.js";
+import { callManager, listManagers, seatsOfManagers, type ManagerSeats } from "../managers.js";
 import { ago, oneLine, printJson, printLines, safeLines, table } from "../output.js";
 import { withSession, type MeshSession } from "../session.js";
 import { parseInput } from "../validate.js";
@@ -13,13 +16,17 @@ import { parseInput } from "../validate.js";
 const collect = (v: string, prev: string[] = []) => [...prev, v];
 
 const SpawnFlags = z.object({
+  persona: PrincipalToken.optional(),
   detach: z.boolean().optional(),
+  cwd: z.string().min(1).optional(),
+  model: z.string().min(1).max(200).optional(),
+  prompt: z.string().min(1).optional(),
   on: ManagerInstance.optional(),
   name: PrincipalToken.optional(),
   agent: SeatAgent.default("claude"),
   role: RoleName.optional(),
   channel: z.array(ChannelName).default([]),
-  runtime: SeatRuntime.default("process"),
+  runtime: SeatRuntime.optional(),
   waitMs: z.coerce.number().int().min(0).max(600_000).default(30_000),
   json: z.boolean().optional(),
 });
@@ -50,7 +57,24 @@ function seatRows(results: ManagerSeats[]): string[] {
   return table(["MANAGER", "NAME", "AGENT", "STATE", "ROLE", "PID", "SINCE"], rows.map((r) => r.map(oneLine)));
 }
 
-/** `cotal spawn`, `cotal ps`, `cotal stop`: seats through the managers. */
+/** A manager on this host (its heartbeat names this host), for seats that open in this terminal. */
+async function localManager(s: MeshSession): Promise<string> {
+  const here = (await listManagers(s)).find((m) => m.host === hostname());
+  if (!here) throw new CommandFailedError(`No manager runs on this host (${hostname()}), so a seat cannot open in this terminal.`, { remedy: "Start one (`cotal up` does, or `cotal manager`), or spawn with --detach on another (--on)." });
+  return here.instance;
+}
+
+async function isLocal(s: MeshSession, instance: string): Promise<boolean> {
+  return (await listManagers(s)).some((m) => m.instance === instance && m.host === hostname());
+}
+
+/** Run the seat's attach command in this terminal until the person leaves it. */
+function attachTo(command: readonly string[]): void {
+  const r = spawnSync(command[0]!, command.slice(1), { stdio: "inherit" });
+  if (r.error) throw new CommandFailedError(`Could not open the seat's terminal: ${r.error.message}.`, { remedy: "Install tmux on this host." });
+}
+
+/** `cotal spawn`, `cotal attach`, `cotal ps`, `cotal stop`: seats through the managers. */
 export function registerSeats(program: Command): void {
   const spawn = program
     .command("spawn")
@@ -61,30 +85,53 @@ export function registerSeats(program: Command): void {
         "join: `started` (exit 0), `failed` with its exit and last output (exit 1), or `uncertain` when neither " +
         "happened in time (exit 1; the seat is kept, never torn down behind your back).",
     )
-    .option("-d, --detach", "leave the seat running in the background (required for now)")
+    .argument("[persona]", "claude seats: an agent file .cotal/agents/<persona>.md under --cwd on the manager's host")
+    .option("-d, --detach", "leave the seat running in the background; without it, a Claude seat opens in this terminal and is retired when you leave it")
+    .option("--cwd <dir>", "the seat's working directory on the manager's host (default: this folder when the manager runs here, else the manager's)")
+    .option("--model <model>", "claude seats: the model")
+    .option("--prompt <text>", "claude seats: typed into the session once it is ready")
     .option("--on <instance>", "the manager instance to run it on (see `cotal ps`)")
     .option("--name <name>", "the seat's name (default: the agent's name)")
     .option("--agent <agent>", "what to run: echo (built in, no model) or claude", "claude")
     .option("--role <role>", "a role whose anycasts the seat takes")
     .option("--channel <channel>", "a channel the seat joins (repeatable)", collect)
-    .option("--runtime <runtime>", "process (headless; tmux and pty are not built yet)", "process")
+    .option("--runtime <runtime>", "tmux (default for claude) or process (default for echo); pty is not built yet")
     .option("--wait-ms <ms>", "how long to wait for the seat to join", "30000");
-  jsonOption(meshOptions(spawn)).action(async (raw: Record<string, unknown>) => {
-    const f = parseInput(SpawnFlags, raw);
-    if (!f.detach) throw new UsageError("cotal spawn runs seats in the background only for now.", { remedy: "Add --detach (or -d); `cotal ps` shows it and `cotal stop --name N` stops it." });
+  jsonOption(meshOptions(spawn)).action(async (persona: string | undefined, raw: Record<string, unknown>) => {
+    const f = parseInput(SpawnFlags, { ...raw, ...(persona !== undefined ? { persona } : {}) });
+    if (!f.detach && f.agent !== "claude") throw new UsageError("Only Claude seats open in this terminal; an echo seat runs in the background.", { remedy: "Add --detach (or -d)." });
+    if (!f.detach && f.json) throw new UsageError("--json reports a detached spawn; a seat in this terminal has nothing to print.", { remedy: "Add --detach, or leave out --json." });
     const target = resolveTarget(raw);
     const result = await withSession(target, async (s) => {
       const caller = credsCaller(target.creds);
+      // In the foreground the seat must run on a manager here: its terminal opens in this one.
+      const on = f.on ?? (f.detach ? "one" : await localManager(s));
+      const cwd = f.cwd ? resolve(f.cwd) : on !== "one" && (await isLocal(s, on)) ? process.cwd() : undefined;
       const id = await callManager(s.nc, target.space, "spawn", caller, {
         agent: f.agent,
+        ...(f.persona ? { persona: f.persona } : {}),
         ...(f.name ? { name: f.name } : {}),
         ...(f.role ? { role: f.role } : {}),
         channels: f.channel,
-        runtime: f.runtime,
+        ...(f.runtime ? { runtime: f.runtime } : {}),
+        ...(cwd ? { cwd } : {}),
+        ...(f.model ? { model: f.model } : {}),
+        ...(f.prompt ? { prompt: f.prompt } : {}),
         requestId: randomUUID(),
-      }, { target: f.on ?? "one", timeoutMs: 15_000 });
-      return { ...id, ...(await settle(s, id.instance, id.name, f.waitMs)) };
+      }, { target: on, timeoutMs: 30_000 });
+      const settled = await settle(s, id.instance, id.name, f.waitMs);
+      if (!f.detach && settled.outcome === "started" && settled.seat?.attach) {
+        // Foreground: the seat's terminal is this one until the person leaves it; then the identity is retired.
+        attachTo(settled.seat.attach);
+        await callManager(s.nc, target.space, "stop", caller, { name: id.name }, { target: id.instance, timeoutMs: 30_000 });
+        return { ...id, ...settled, retired: true };
+      }
+      return { ...id, ...settled, retired: false };
     });
+    if (result.retired) {
+      printLines(`${result.name}: left the seat's terminal; it was stopped and its identity retired.`);
+      return;
+    }
     if (f.json) printJson(result);
     else {
       const how = result.outcome === "started" ? "started" : result.outcome === "failed" ? `failed: ${result.seat?.reason ?? result.seat?.state ?? "exited"}` : `uncertain: not joined within ${f.waitMs} ms (kept; see \`cotal ps\`)`;
@@ -92,6 +139,24 @@ export function registerSeats(program: Command): void {
       if (result.outcome === "failed" && result.seat?.exit?.output) printLines(safeLines(result.seat.exit.output));
     }
     if (result.outcome !== "started") process.exitCode = EXIT.failed;
+  });
+
+  const attach = program
+    .command("attach")
+    .summary("open a seat's terminal here (the seat must run on a manager on this host)")
+    .description("Open the terminal of a tmux seat in this one (tmux's detach key, Ctrl-b d, leaves it running). The seat is found with ps, or on the manager named by --on.")
+    .requiredOption("--name <name>", "the seat")
+    .option("--on <instance>", "the manager that runs it");
+  meshOptions(attach).action(async (raw: Record<string, unknown>) => {
+    const f = parseInput(z.object({ name: PrincipalToken, on: ManagerInstance.optional() }), raw);
+    const view = await withSession(resolveTarget(raw), async (s) => {
+      const found = (await seatsOfManagers(s, f.on ? { on: f.on } : {})).flatMap((m) => ("seats" in m ? m.seats : [])).find((v) => v.name === f.name);
+      if (!found) throw new CommandFailedError(`No manager runs a seat named ${f.name}.`, { remedy: "See `cotal ps` for the seats that run." });
+      if (!found.attach) throw new CommandFailedError(`Seat ${f.name} runs headless (runtime ${found.runtime ?? "process"}): it has no terminal to open.`, { remedy: "Spawn Claude seats with --runtime tmux (the default) to attach to them." });
+      if (!(await isLocal(s, found.instance))) throw new CommandFailedError(`Seat ${f.name} runs on manager ${found.instance}, on another host.`, { remedy: `Run \`cotal attach --name ${f.name}\` on that host.` });
+      return found;
+    });
+    attachTo(view.attach!);
   });
 
   const ps = program

@@ -1,0 +1,105 @@
+// The manager through the shipped CLI, as an operator uses it on a secure (static) mesh:
+// `cotal up --detach`, `cotal manager` on the host, `cotal spawn -d --agent echo`, `cotal ps`,
+// a DM answered by the seat, `cotal stop`; a second manager routes by --on; a manager that stops
+// answering is reported by ps (exit 1); an agent's credential may not spawn (exit 5).
+import { existsSync, mkdirSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildCli, cleanEnv, CotalProcess, freePort, runCotal, type CliResult } from "../harness/cli.js";
+import { until } from "../harness/until.js";
+
+let project: string;
+const managers: CotalProcess[] = [];
+const cotal = (...args: string[]) => runCotal(args, { cwd: project, timeoutMs: 60_000 });
+
+function ok(r: CliResult): CliResult {
+  expect(r.code, `exit code; stdout: ${r.stdout}\nstderr: ${r.stderr}`).toBe(0);
+  return r;
+}
+
+interface PsJson {
+  instance: string;
+  seats?: Array<{ name: string; state: string; agent: string; pid?: number }>;
+  error?: string;
+}
+
+function startManager(instance: string): CotalProcess {
+  const stateDir = join(project, `state-${instance}`);
+  mkdirSync(stateDir, { recursive: true });
+  const m = CotalProcess.spawn(["manager", "--instance", instance, "--state-dir", stateDir], { cwd: project, env: cleanEnv({ COTAL_LOG_LEVEL: "warn" }) });
+  managers.push(m);
+  return m;
+}
+
+async function ps(...extra: string[]): Promise<PsJson[]> {
+  const r = await cotal("ps", "--json", ...extra);
+  return JSON.parse(r.stdout) as PsJson[];
+}
+
+beforeAll(async () => {
+  await buildCli();
+  project = await mkdtemp(join(tmpdir(), "cotal-mgr-cli-"));
+  ok(await cotal("up", "--detach", "--port", String(await freePort())));
+}, 120_000);
+
+afterAll(async () => {
+  for (const m of managers) await m.stop("SIGTERM", 20_000).catch(() => undefined);
+  if (existsSync(join(project, ".cotal", "mesh.json"))) await cotal("down").catch(() => undefined);
+  await rm(project, { recursive: true, force: true });
+});
+
+describe("cotal manager, spawn, ps, stop", () => {
+  it("spawns an echo seat that answers a DM, lists it, and stops it", async () => {
+    startManager("hostA");
+    await until(async () => (await ps()).some((m) => m.instance === "hostA"), 20_000, "manager hostA to be listed by ps");
+
+    const spawned = ok(await cotal("spawn", "-d", "--agent", "echo", "--name", "parrot", "--json"));
+    expect(spawned.json()).toMatchObject({ name: "parrot", instance: "hostA", outcome: "started" });
+    const listed = (await ps()).find((m) => m.instance === "hostA");
+    expect(listed?.seats).toEqual([expect.objectContaining({ name: "parrot", state: "joined", agent: "echo" })]);
+    const table = ok(await cotal("ps"));
+    expect(table.stdout).toMatch(/hostA\s+parrot\s+echo\s+joined/);
+
+    // The operator speaks as carol (impersonating, as the README shows) and hears the echo.
+    const listen = CotalProcess.spawn(["listen", "--as", "carol", "--impersonate", "--json"], { cwd: project, env: cleanEnv() });
+    try {
+      await listen.waitForJson((l: { type?: string }) => l.type === "ready", 20_000, "listen ready");
+      ok(await cotal("send", "dm", "parrot", "polly?", "--as", "carol", "--impersonate"));
+      await listen.waitForJson((l: { type?: string; text?: string }) => l.type === "message" && l.text === "echo: polly?", 20_000, "the echo reply");
+    } finally {
+      await listen.stop();
+    }
+
+    const stopped = ok(await cotal("stop", "--name", "parrot"));
+    expect(stopped.stdout).toMatch(/parrot: stopped, retired, 1 credential revoked/);
+    expect((await ps()).find((m) => m.instance === "hostA")?.seats).toEqual([]);
+  }, 120_000);
+
+  it("routes by --on, reports a manager that stops answering, and refuses bad input with exit 2", async () => {
+    const b = startManager("hostB");
+    await until(async () => (await ps()).some((m) => m.instance === "hostB"), 20_000, "manager hostB to be listed");
+    const r = ok(await cotal("spawn", "-d", "--agent", "echo", "--name", "pinned", "--on", "hostB", "--json"));
+    expect(r.json()).toMatchObject({ instance: "hostB", outcome: "started" });
+
+    // Frozen, not gone: its heartbeat is still current, but it answers nothing.
+    b.child.kill("SIGSTOP");
+    try {
+      const res = await cotal("ps");
+      expect(res.code).toBe(1);
+      expect(res.stdout).toMatch(/hostB\s.*manager did not answer/);
+    } finally {
+      b.child.kill("SIGCONT");
+    }
+    expect((await cotal("spawn", "-d", "--agent", "echo", "--name", "bad.name")).code).toBe(2);
+    expect((await cotal("spawn", "--agent", "echo")).code).toBe(2); // echo seats only run detached
+    ok(await cotal("stop", "--name", "pinned"));
+  }, 120_000);
+
+  it("an agent's credential may not spawn: the broker refuses, exit 5", async () => {
+    ok(await cotal("mint", "mallory", "--profile", "agent", "--allow-subscribe", "general", "--allow-publish", "general"));
+    const res = await cotal("spawn", "-d", "--agent", "echo", "--name", "evil", "--creds", join(project, ".cotal", "creds", "mallory.creds"));
+    expect(res.code, res.stderr).toBe(5);
+  }, 60_000);
+});
