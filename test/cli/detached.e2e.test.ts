@@ -64,4 +64,16 @@ describe("a detached mesh", () => {
       expect((await follow.stop("SIGINT")).code).toBe(0);
     }
   });
+
+  it("a listener when the mesh goes down: one line, no repeated log lines, and after 10 s it leaves with exit 3", async () => {
+    const listen = CotalProcess.spawn(["listen", "--json", "--as", "zoe"], { cwd: project });
+    await listen.waitForJson<{ type: string }>((l) => l.type === "ready", 15_000, "listen to be ready");
+    ok(await cotal("down"), "down");
+    const exit = await Promise.race([listen.exited, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`listen still running 25 s after down\n${listen.stderr}`)), 25_000))]);
+    expect(exit.code, listen.stderr).toBe(3);
+    expect(listen.stderr.match(/Lost the connection to the mesh/g)).toHaveLength(1);
+    expect(listen.stderr).toContain("did not come back (stopped with `cotal down`?); leaving.");
+    // The heartbeat fails every 2 s while the mesh is gone: that complaint is written once.
+    expect((listen.stderr.match(/"msg":"presence write failed"/g) ?? []).length).toBeLessThanOrEqual(1);
+  });
 });
