@@ -2,7 +2,7 @@
 // answered in time, the broker refused this credential (naming the subject), or the
 // connection is closed. A refusal is never reported as "mesh service unavailable".
 import { afterEach, describe } from "vitest";
-import { callControl, ConnectionClosedError, MESH_ENDPOINT, MeshServiceUnavailableError, PermissionDeniedError, setLogDestination } from "../../broker/index.js";
+import { callControl, ConnectionClosedError, MESH_ENDPOINT, MeshServiceUnavailableError, PermissionDeniedError, requestControl, setLogDestination } from "../../broker/index.js";
 import { expect, test } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
 import { meshMode } from "../harness/mesh-mode.js";
@@ -42,11 +42,14 @@ describe("control call failures are told apart", () => {
     setLogDestination({ write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
     mesh = await TestMesh.start(nats, "ctlperm");
     const bob = await mesh.endpoint("bob");
-    const err = await callControl(bob.nc, mesh.space, "revoke", bob.me, { name: "alice" }).catch((e: unknown) => e);
+    // An agent may call the manager endpoint not at all: the broker refuses the publish.
+    const err = await requestControl(bob.nc, mesh.space, "manager", "ps", bob.me).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(PermissionDeniedError);
     expect(err).not.toBeInstanceOf(MeshServiceUnavailableError);
-    expect((err as PermissionDeniedError).subject).toBe(`cotal.${mesh.space}.ep.mesh.one.revoke.local.bob`);
+    expect((err as PermissionDeniedError).subject).toBe(`cotal.${mesh.space}.ep.manager.one.ps.local.bob`);
     expect((err as PermissionDeniedError).operation).toBe("publish");
-    expect(logs.some((l) => l.level === 50 && l.subject === `cotal.${mesh!.space}.ep.mesh.one.revoke.local.bob`)).toBe(true);
+    expect(logs.some((l) => l.level === 50 && l.subject === `cotal.${mesh!.space}.ep.manager.one.ps.local.bob`)).toBe(true);
+    // The mesh endpoint is one subject in an agent's credential; the operator's commands are refused by the service.
+    expect(await callControl(bob.nc, mesh.space, "revoke", bob.me, { name: "alice" }).catch((e: unknown) => e)).toMatchObject({ code: "not-allowed", outcome: "not-executed" });
   });
 });
