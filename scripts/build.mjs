@@ -11,6 +11,7 @@ const entries = {
   hook: "connector/hook-main.ts",
   bench: "bench/main.ts",
   "bench-connector": "bench/connector-hook.ts",
+  "bench-manager": "bench/manager.ts",
 };
 
 // ESM bundles of CommonJS dependencies need require/__dirname.
