@@ -26,7 +26,7 @@ export interface StreamStatus {
 export interface StatusReport {
   server: string;
   space: string;
-  /** From mesh.json; unknown when the mesh was named by --server/COTAL_SERVER. */
+  /** From mesh.json; named by --server/COTAL_SERVER, whether the server requires authentication (unknown when unreachable). */
   mode: string;
   reachable: boolean;
   /** Whether the server asks clients to authenticate. */
@@ -97,6 +97,8 @@ async function collectStatus(t: MeshTarget): Promise<StatusReport> {
   try {
     report.reachable = true;
     report.authRequired = session.nc.info?.auth_required ?? false;
+    // Named by --server (no mesh.json here): the server's own answer tells the mode.
+    if (report.mode === "unknown") report.mode = report.authRequired ? "static" : "open";
     const ping = await pingMeshService(session.nc, t.space, undefined, credsCaller(t.creds));
     report.meshService = ping ? { answering: true, pid: ping.pid } : { answering: false };
     const hidden = () => `${credentialLabel(t.creds ? credentialScope(t.creds) : undefined)} may not read stream state`;

@@ -50,7 +50,7 @@ describe("every profile off the mesh host", () => {
       ok(await off(p.creds, ["history", "general"]), "history");
       const status = await off(p.creds, ["status", "--json"]);
       ok(status, "status");
-      expect(status.json()).toMatchObject({ reachable: true, meshService: { answering: true } });
+      expect(status.json()).toMatchObject({ reachable: true, mode: "static", meshService: { answering: true } });
       expect(status.json<{ streamsHidden?: string }>().streamsHidden).toContain(`the ${p.profile} credential of ${p.principal} may not read stream state`);
       const list = await off(p.creds, ["channels", "list", "--json"]);
       ok(list, "channels list");
