@@ -146,6 +146,12 @@ describe("each refused credential says why, with its own exit code", () => {
     const r = await off("alice.creds", ["send", "msg", "secret", "psst"]);
     expect(r.code, r.stderr).toBe(5);
     expect(r.stderr).toContain("The agent credential of local.alice may not publish on cotal.default.chat.local.alice.secret: the broker refused it.");
+    // For people: short text lines, no JSON, no stack (JSON comes with --log-format json or off a terminal).
+    const text = await off("alice.creds", ["send", "msg", "secret", "psst", "--log-format", "text"]);
+    expect(text.code).toBe(5);
+    expect(text.stderr).not.toMatch(/^\{/m);
+    expect(text.stderr).not.toMatch(/\n\s+at /);
+    expect(text.stderr).toMatch(/^cotal: error: the broker refused an operation of this endpoint: /m);
     const h = await off("alice.creds", ["history", "secret"]);
     expect(h.code, h.stderr).toBe(5);
     expect(h.stderr).toContain("Not allowed to read channel secret");
