@@ -97,6 +97,21 @@ describe("cotal manager, spawn, ps, stop", () => {
     ok(await cotal("stop", "--name", "pinned"));
   }, 120_000);
 
+  it("a SIGKILLed manager, started again, rebuilds ps from the seat log and re-adopts its running seat", async () => {
+    const first = startManager("hostC");
+    await until(async () => (await ps()).some((m) => m.instance === "hostC"), 20_000, "manager hostC to be listed");
+    ok(await cotal("spawn", "-d", "--agent", "echo", "--name", "stayer", "--on", "hostC"));
+    const before = (await ps("--on", "hostC"))[0]?.seats?.find((v) => v.name === "stayer");
+    expect(before).toMatchObject({ state: "joined" });
+    first.child.kill("SIGKILL");
+    await first.exited;
+    startManager("hostC");
+    await until(async () => !(await ps("--on", "hostC"))[0]?.error, 20_000, "the restarted hostC to answer");
+    const after = (await ps("--on", "hostC"))[0]?.seats?.find((v) => v.name === "stayer");
+    expect(after).toMatchObject({ state: "joined", pid: before!.pid });
+    ok(await cotal("stop", "--name", "stayer"));
+  }, 120_000);
+
   it("an agent's credential may not spawn: the broker refuses, exit 5", async () => {
     ok(await cotal("mint", "mallory", "--profile", "agent", "--allow-subscribe", "general", "--allow-publish", "general"));
     const res = await cotal("spawn", "-d", "--agent", "echo", "--name", "evil", "--creds", join(project, ".cotal", "creds", "mallory.creds"));
