@@ -5,8 +5,11 @@ import { basename, extname } from "node:path";
 import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { Objm, type ObjectInfo, type ObjectStore } from "@nats-io/obj";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { z } from "zod";
 import {
   ARTIFACT_CHUNK_BYTES,
+  type ARTIFACT_COMMANDS,
+  ArtifactGrant,
   ARTIFACT_DIGEST,
   CotalError,
   names,
@@ -16,9 +19,13 @@ import {
   type ControlReplyData,
   type Part,
   type Principal,
+  type TableParsedArgs,
 } from "../schemas/index.js";
 import { callControl } from "./control.js";
 import type { Logger } from "./log.js";
+
+/** What a begin carries once checked (its audience defaulted). */
+type BeginArgs = TableParsedArgs<typeof ARTIFACT_COMMANDS, "artifact-begin">;
 
 /** An upload with no chunk for this long is dropped (its chunks are purged). */
 export const UPLOAD_IDLE_MS = 60_000;
@@ -27,7 +34,33 @@ export const MAX_UPLOADS_PER_CALLER = 4;
 /** Chunks handed to the Object Store writer but not yet written, per upload. */
 const WRITE_AHEAD_CHUNKS = 4;
 
-const META = { name: "cotal-name", mediaType: "cotal-media-type", uploader: "cotal-uploader" } as const;
+const META = { name: "cotal-name", mediaType: "cotal-media-type", uploader: "cotal-uploader", audience: "cotal-audience" } as const;
+
+/**
+ * What the service needs to decide who may read an artifact (static meshes; without it, an open
+ * mesh, everyone may): the same channel read scope the broker enforces, and a caller's identity.
+ */
+export interface ArtifactAccess {
+  mayReadChannel(caller: Principal, channel: string): boolean | Promise<boolean>;
+  /** The caller's minted identity; undefined for Cotal's own service identities (and unknown names). */
+  identity(caller: Principal): Promise<{ profile: string; role?: string | undefined } | undefined>;
+}
+
+/** The grants recorded on an object (malformed metadata grants nothing). */
+function grantsOf(o: ObjectInfo): ArtifactGrant[] {
+  try {
+    const r = z.array(ArtifactGrant).safeParse(JSON.parse(o.metadata?.[META.audience] ?? "[]"));
+    return r.success ? r.data : [];
+  } catch {
+    return [];
+  }
+}
+
+/** `a` and the grants of `b` it lacks. */
+function mergeGrants(a: ArtifactGrant[], b: ArtifactGrant[]): ArtifactGrant[] {
+  const seen = new Set(a.map((g) => JSON.stringify(g)));
+  return [...a, ...b.filter((g) => !seen.has(JSON.stringify(g)))];
+}
 
 /** An artifact part as Cotal publishes it: `{kind: "artifact", name, mediaType, digest, size, bucket}`. */
 export type ArtifactPart = Extract<Part, { kind: "artifact" }>;
@@ -60,7 +93,7 @@ export class UnknownUploadError extends CotalError {
 interface Upload {
   id: string;
   owner: string;
-  want: ControlArgs<"artifact-begin">;
+  want: BeginArgs;
   hash: Hash;
   received: number;
   nextSeq: number;
@@ -93,12 +126,31 @@ export class ArtifactService {
     private readonly os: ObjectStore,
     private readonly jsm: JetStreamManager,
     private readonly log: Logger,
+    private readonly access: ArtifactAccess | undefined,
   ) {}
 
-  /** Bind the space's artifacts bucket (ensureSpace creates it). */
-  static async open(nc: NatsConnection, space: string, log: Logger): Promise<ArtifactService> {
+  /** Bind the space's artifacts bucket (ensureSpace creates it). Without `access`, everyone may read. */
+  static async open(nc: NatsConnection, space: string, log: Logger, access?: ArtifactAccess): Promise<ArtifactService> {
     const os = await new Objm(jetstream(nc)).open(names.artifactsBucket(space));
-    return new ArtifactService(space, os, await jetstreamManager(nc), log.child({ part: "artifacts" }));
+    return new ArtifactService(space, os, await jetstreamManager(nc), log.child({ part: "artifacts" }), access);
+  }
+
+  /**
+   * May `caller` read this object: its uploader, an admin or Cotal service, or someone a grant
+   * names (a reader of the channel, the principal, a holder of the role).
+   */
+  private async mayRead(caller: Principal, o: ObjectInfo): Promise<boolean> {
+    if (!this.access) return true;
+    const id = principalId(caller);
+    if (o.metadata?.[META.uploader] === id) return true;
+    const who = await this.access.identity(caller);
+    if (who ? who.profile === "admin" : caller.actor.startsWith("cotal_")) return true;
+    for (const g of grantsOf(o)) {
+      if ("to" in g && g.to === id) return true;
+      if ("role" in g && who?.role === g.role) return true;
+      if ("channel" in g && (await this.access.mayReadChannel(caller, g.channel))) return true;
+    }
+    return false;
   }
 
   private get bucket(): string {
@@ -122,10 +174,20 @@ export class ArtifactService {
     return o && !o.deleted && o.digest === objDigest(digest) ? o : undefined;
   }
 
-  async begin(caller: Principal, want: ControlArgs<"artifact-begin">): Promise<ControlReplyData<"artifact-begin">> {
+  async begin(caller: Principal, want: BeginArgs): Promise<ControlReplyData<"artifact-begin">> {
     const known = await this.stored(want.digest);
-    if (known && known.size === want.size) return { known: true, chunkBytes: ARTIFACT_CHUNK_BYTES, info: this.info(known) };
     const owner = principalId(caller);
+    if (known && known.size === want.size && (await this.mayRead(caller, known))) {
+      // One who may read it may share it further: the new audience is added, nothing is sent.
+      const audience = mergeGrants(grantsOf(known), want.audience);
+      if (audience.length !== grantsOf(known).length) await this.os.update(want.digest, { metadata: { ...known.metadata, [META.audience]: JSON.stringify(audience) } });
+      return { known: true, chunkBytes: ARTIFACT_CHUNK_BYTES, info: this.info(known) };
+    }
+    // Bytes the caller may not read yet: it proves it holds them by sending them. The stored
+    // object keeps its uploader and audience, and the caller is added to it.
+    const metadata: Record<string, string> = known
+      ? { ...known.metadata, [META.audience]: JSON.stringify(mergeGrants(grantsOf(known), [...want.audience, { to: owner }])) }
+      : { [META.name]: want.name, [META.mediaType]: want.mediaType, [META.uploader]: owner, [META.audience]: JSON.stringify(want.audience) };
     if ([...this.uploads.values()].filter((u) => u.owner === owner).length >= MAX_UPLOADS_PER_CALLER) {
       throw new CotalError("too-many-uploads", `${owner} already has ${MAX_UPLOADS_PER_CALLER} uploads open.`, { remedy: "Finish or abandon one (it is dropped after a minute idle)." });
     }
@@ -143,7 +205,7 @@ export class ArtifactService {
     );
     const id = randomUUID();
     const put = this.os.put(
-      { name: want.digest, metadata: { [META.name]: want.name, [META.mediaType]: want.mediaType, [META.uploader]: owner }, options: { max_chunk_size: ARTIFACT_CHUNK_BYTES } },
+      { name: want.digest, metadata, options: { max_chunk_size: ARTIFACT_CHUNK_BYTES } },
       stream,
     );
     const upload: Upload = {
@@ -220,10 +282,10 @@ export class ArtifactService {
     return this.info(o);
   }
 
-  /** One chunk of a stored artifact: the first, or the one at or after `cursor`. */
-  async get(args: ControlArgs<"artifact-get">): Promise<ControlReplyData<"artifact-get">> {
+  /** One chunk of a stored artifact: the first, or the one at or after `cursor`. Unreadable reads as absent. */
+  async get(caller: Principal, args: ControlArgs<"artifact-get">): Promise<ControlReplyData<"artifact-get">> {
     const o = await this.stored(args.digest);
-    if (!o) throw new ArtifactNotFoundError(args.digest, this.space);
+    if (!o || !(await this.mayRead(caller, o))) throw new ArtifactNotFoundError(args.digest, this.space);
     const info = this.info(o);
     if (o.size === 0) return { info, data: "" };
     const m = await this.jsm.direct.getMessage(`OBJ_${this.bucket}`, { seq: args.cursor ?? 1, next_by_subj: `$O.${this.bucket}.C.${o.nuid}` });
@@ -288,13 +350,17 @@ export async function fileDigest(file: string): Promise<string> {
  * Content-addressed: when the space already holds these bytes, nothing is sent. The file is
  * read twice (digest, then chunks), never held whole in memory.
  */
-export async function putArtifact(party: ControlParty, file: string, opts: { mediaType?: string; name?: string } = {}): Promise<{ part: ArtifactPart; uploaded: boolean }> {
+export async function putArtifact(
+  party: ControlParty,
+  file: string,
+  opts: { mediaType?: string; name?: string; audience?: ArtifactGrant[] } = {},
+): Promise<{ part: ArtifactPart; uploaded: boolean }> {
   const size = (await stat(file)).size;
   const digest = await fileDigest(file);
   const call = <C extends "artifact-begin" | "artifact-chunk" | "artifact-commit">(command: C, args: ControlArgs<C>) =>
     callControl(party.nc, party.space, command, party.me, args as never, { timeoutMs: 30_000 }) as Promise<ControlReplyData<C>>;
   const meta = { name: opts.name ?? basename(file), mediaType: opts.mediaType ?? mediaTypeOf(file) };
-  const begun = await call("artifact-begin", { digest, size, ...meta });
+  const begun = await call("artifact-begin", { digest, size, ...meta, audience: opts.audience ?? [] });
   const part = (info: ArtifactInfo): ArtifactPart => ({ kind: "artifact", name: meta.name, mediaType: meta.mediaType, digest: info.digest, size: info.size, bucket: info.bucket });
   if (begun.known && begun.info) return { part: part(begun.info), uploaded: false };
   const upload = begun.upload!;

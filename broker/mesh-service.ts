@@ -147,7 +147,12 @@ export class MeshService {
     const registry = new ChannelRegistry(await kvm.open(names.channelsBucket(space), { bindOnly: true }));
     const identities = new IdentityRegistry(members);
     const authorizeRead = opts.authorizeRead ?? (opts.auth ? (who: Principal, ch: string) => identities.mayRead(who, ch) : undefined);
-    const artifacts = await ArtifactService.open(nc, space, log);
+    const artifacts = await ArtifactService.open(
+      nc,
+      space,
+      log,
+      authorizeRead ? { mayReadChannel: authorizeRead, identity: (who) => identities.get(who) } : undefined,
+    );
     const svc = new MeshService(nc, space, jsm, members, log, { ...opts, ...(authorizeRead ? { authorizeRead } : {}) }, jetstream(nc), roster, registry, identities, artifacts);
     svc.sub = serveControl(
       nc,
@@ -177,7 +182,7 @@ export class MeshService {
         "artifact-begin": (args, caller) => artifacts.begin(caller, args),
         "artifact-chunk": (args, caller) => artifacts.chunk(caller, args),
         "artifact-commit": (args, caller) => artifacts.commit(caller, args),
-        "artifact-get": (args) => artifacts.get(args),
+        "artifact-get": (args, caller) => artifacts.get(caller, args),
       },
       log,
     );

@@ -52,6 +52,17 @@ const Base64Chunk = z
   .base64()
   .max(Math.ceil(ARTIFACT_CHUNK_BYTES / 3) * 4)
   .describe(`base64 (RFC 4648, padded) of at most ${ARTIFACT_CHUNK_BYTES} bytes`);
+/**
+ * Who may read an artifact besides its uploader: the readers of a channel, one principal (a DM's
+ * recipient), or the holders of a role (an anycast's). Admins and Cotal's services read all.
+ */
+export const ArtifactGrant = z.union([
+  z.strictObject({ channel: ChannelName }),
+  z.strictObject({ to: PrincipalId }),
+  z.strictObject({ role: RoleName }),
+]);
+export type ArtifactGrant = z.infer<typeof ArtifactGrant>;
+
 const ArtifactInfo = z.object({
   digest: ArtifactDigest,
   size: z.number().int().nonnegative(),
@@ -200,15 +211,20 @@ export const MESH_COMMANDS = {
 export const ARTIFACT_COMMANDS = {
   "artifact-begin": {
     endpoint: "artifact",
-    summary: "start storing an artifact (content-addressed): if the space already holds these bytes nothing is sent",
+    summary: "start storing an artifact (content-addressed): if the space holds these bytes and the caller may read them, nothing is sent",
     args: z.object({
       digest: ArtifactDigest,
       size: z.number().int().nonnegative().max(ARTIFACT_MAX_BYTES),
       name: z.string().min(1).max(255),
       mediaType: z.string().min(1).max(255),
+      audience: z
+        .array(ArtifactGrant)
+        .max(16)
+        .default([])
+        .describe("who may read it besides the uploader (static meshes; an open mesh lets everyone); empty: the uploader only"),
     }),
     reply: z.object({
-      known: z.boolean().describe("the space already holds these bytes: no upload follows"),
+      known: z.boolean().describe("the space holds these bytes and the caller may read them: the audience was added, no upload follows"),
       upload: z.string().min(1).optional().describe("the upload to send chunks to (absent when known)"),
       chunkBytes: z.number().int().positive().describe("send chunks of at most this many raw bytes"),
       info: ArtifactInfo.optional().describe("when known: what is stored"),

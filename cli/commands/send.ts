@@ -2,6 +2,7 @@ import { constants } from "node:fs";
 import { access } from "node:fs/promises";
 import type { Command } from "commander";
 import { z } from "zod";
+import { parsePrincipal, principalId, type ArtifactGrant } from "../../schemas/index.js";
 import { MeshServiceUnavailableError, putArtifact, type ArtifactPart, type Content, type Endpoint, type Receipt } from "../../broker/index.js";
 import { connectAs } from "../acting.js";
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
@@ -28,7 +29,13 @@ const collect = (v: string, prev: string[] = []) => [...prev, v];
 const ATTACH_HELP = "store FILE in the mesh and send an artifact part naming it (repeatable; `cotal fetch <digest>` reads it)";
 
 /** The content of a send: the text (if any) and one artifact part per --attach file, stored first. */
-async function withAttachments(ep: Endpoint, text: string, files: string[], stored: Array<{ part: ArtifactPart; uploaded: boolean }>): Promise<Content> {
+async function withAttachments(
+  ep: Endpoint,
+  text: string,
+  files: string[],
+  stored: Array<{ part: ArtifactPart; uploaded: boolean }>,
+  audience: ArtifactGrant,
+): Promise<Content> {
   for (const file of files) {
     try {
       await access(file, constants.R_OK);
@@ -36,7 +43,8 @@ async function withAttachments(ep: Endpoint, text: string, files: string[], stor
       throw new UsageError(`Invalid input: --attach: cannot read ${JSON.stringify(file)} (${(cause as NodeJS.ErrnoException).code ?? "error"}); nothing was sent.`, { remedy: "Name a readable file.", cause });
     }
   }
-  for (const file of files) stored.push(await putArtifact(ep, file));
+  // The message's readers may fetch the files too (static meshes check it; see docs/security.md).
+  for (const file of files) stored.push(await putArtifact(ep, file, { audience: [audience] }));
   return stored.length === 0 ? text : [...(text ? [{ kind: "text" as const, text }] : []), ...stored.map((s) => s.part)];
 }
 
@@ -71,7 +79,7 @@ export function registerSend(program: Command): void {
     const mentions = f.mention ? parseMentions(f.mention) : undefined;
     await sendAs(raw, f, f.json, async (ep, stored) => {
       if (mentions) await rosterForMentions(ep);
-      return ep.send(f.channel, await withAttachments(ep, f.text, f.attach, stored), mentions ? { mentions } : {});
+      return ep.send(f.channel, await withAttachments(ep, f.text, f.attach, stored, { channel: f.channel }), mentions ? { mentions } : {});
     });
   });
 
@@ -86,7 +94,7 @@ export function registerSend(program: Command): void {
     .option("--attach <file>", ATTACH_HELP, collect);
   jsonOption(meshOptions(dm)).action(async (name: string, words: string[], raw: Record<string, unknown>) => {
     const f = parseInput(Attachable.extend({ name: actorName("recipient name") }).refine(...hasContent), { ...raw, name, text: await messageText(words, raw.file as string | undefined) }, ARG_LABELS);
-    await sendAs(raw, f, f.json, async (ep, stored) => ep.dm(f.name, await withAttachments(ep, f.text, f.attach, stored)));
+    await sendAs(raw, f, f.json, async (ep, stored) => ep.dm(f.name, await withAttachments(ep, f.text, f.attach, stored, { to: principalId(parsePrincipal(f.name)) })));
   });
 
   const ask = send
@@ -100,7 +108,7 @@ export function registerSend(program: Command): void {
     .option("--attach <file>", ATTACH_HELP, collect);
   jsonOption(meshOptions(ask)).action(async (role: string, words: string[], raw: Record<string, unknown>) => {
     const f = parseInput(Attachable.extend({ role: token("name", "role") }).refine(...hasContent), { ...raw, role, text: await messageText(words, raw.file as string | undefined) }, ARG_LABELS);
-    await sendAs(raw, f, f.json, async (ep, stored) => ep.anycast(f.role, await withAttachments(ep, f.text, f.attach, stored)));
+    await sendAs(raw, f, f.json, async (ep, stored) => ep.anycast(f.role, await withAttachments(ep, f.text, f.attach, stored, { role: f.role })));
   });
 }
 

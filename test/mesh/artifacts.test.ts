@@ -6,10 +6,11 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe } from "vitest";
-import { callControl, ControlCallError, fetchArtifact, putArtifact, type Endpoint } from "../../broker/index.js";
-import { names } from "../../schemas/index.js";
+import { callControl, ControlCallError, fetchArtifact, inboxPrefix, putArtifact, type ControlParty, type Endpoint } from "../../broker/index.js";
+import { localPrincipal, names } from "../../schemas/index.js";
 import { expect, test } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
+import { meshMode } from "../harness/mesh-mode.js";
 
 let mesh: TestMesh | undefined;
 const dirs: string[] = [];
@@ -46,7 +47,7 @@ describe("artifacts", () => {
     const alice = await mesh.endpoint("alice");
     const bob = await mesh.endpoint("bob");
     const bytes = randomBytes(1024 * 1024 + 12_345);
-    const { part, uploaded } = await putArtifact(alice, tempFile("data.bin", bytes));
+    const { part, uploaded } = await putArtifact(alice, tempFile("data.bin", bytes), { audience: [{ channel: "general" }] });
     expect(uploaded).toBe(true);
     expect(part).toEqual({ kind: "artifact", name: "data.bin", mediaType: "application/octet-stream", digest: sha(bytes), size: bytes.length, bucket: names.artifactsBucket(mesh.space) });
     expect((await fetchAll(bob, part.digest)).equals(bytes)).toBe(true);
@@ -105,6 +106,41 @@ describe("artifacts", () => {
     expect((err as Error).message).toMatch(/maximum bytes|insufficient|exceeded/i);
     await expect.poll(() => storedMessages(mesh!), { timeout: 5_000 }).toBe(before);
     expect((await fetchAll(alice, sha(small))).equals(small)).toBe(true);
+  });
+
+  test.runIf(meshMode() === "static")("who may fetch: the uploader, the audience, admins; to anyone else the artifact is absent", async ({ nats }) => {
+    mesh = await TestMesh.start(nats, "artwho");
+    const m = mesh;
+    const agent = async (name: string, channels: string[]) => m.endpoint(name, { creds: await m.mint({ name, profile: "agent", allowSubscribe: channels, allowPublish: channels }) });
+    const [alice, bob, carol, eve, lou] = [await agent("alice", ["general"]), await agent("bob", ["general"]), await agent("carol", []), await agent("eve", ["lobby"]), await agent("lou", ["lobby"])];
+    const boss = { nc: await m.connection(await m.mint({ name: "boss", profile: "admin" }), inboxPrefix(localPrincipal("boss"))), space: m.space, me: localPrincipal("boss") };
+    const post = randomBytes(3000);
+    const letter = randomBytes(2000);
+    await putArtifact(alice, tempFile("post.bin", post), { audience: [{ channel: "general" }] });
+    await putArtifact(alice, tempFile("letter.bin", letter), { audience: [{ to: "local.bob" }] });
+    const reads = async (who: ControlParty, bytes: Buffer) =>
+      fetchArtifact(who, sha(bytes), () => undefined).then(
+        () => true,
+        (e: unknown) => (expect(e).toMatchObject({ code: "artifact-not-found" }), false),
+      );
+    expect([await reads(alice, post), await reads(bob, post), await reads(boss, post), await reads(eve, post), await reads(carol, post)]).toEqual([true, true, true, false, false]);
+    expect([await reads(bob, letter), await reads(boss, letter), await reads(carol, letter)]).toEqual([true, true, false]);
+
+    // Eve holds the post's bytes but may not read it: she must send them (proof), then may read and share.
+    expect((await putArtifact(eve, tempFile("post.bin", post), { audience: [{ channel: "lobby" }] })).uploaded).toBe(true);
+    expect([await reads(eve, post), await reads(lou, post), await reads(bob, post)]).toEqual([true, true, true]);
+    // Bob may read the letter, so sharing it with carol sends nothing.
+    expect((await putArtifact(bob, tempFile("letter.bin", letter), { audience: [{ to: "local.carol" }] })).uploaded).toBe(false);
+    expect(await reads(carol, letter)).toBe(true);
+  });
+
+  test.runIf(meshMode() === "open")("an open mesh lets everyone fetch, whatever the audience", async ({ nats }) => {
+    mesh = await TestMesh.start(nats, "artopen");
+    const alice = await mesh.endpoint("alice");
+    const eve = await mesh.endpoint("eve");
+    const bytes = randomBytes(100);
+    await putArtifact(alice, tempFile("a.bin", bytes), { audience: [{ to: "local.bob" }] });
+    expect((await fetchAll(eve, sha(bytes))).equals(bytes)).toBe(true);
   });
 
   test("an unknown digest is artifact-not-found; a malformed one is refused before asking", async ({ nats }) => {
