@@ -56,7 +56,7 @@ export function registerSend(program: Command): void {
     .command("send")
     .summary("send a channel post, a DM or an anycast")
     .description(
-      "Send a message as a person (--as NAME; default: your OS user name). The receipt says what the broker stored " +
+      "Send a message as the credential's own name (with the operator's credential: --as NAME --impersonate). The receipt says what the broker stored " +
         "and what was known of the recipient at send time; it never claims delivery.",
     );
 
