@@ -97,6 +97,7 @@ export class ManagerService {
         serveControl(nc, o.space, "manager", MANAGER_COMMANDS, {
           spawn: (args, caller) => m.serial(() => m.spawn(args, caller)),
           stop: (args, caller) => m.serial(() => m.stopSeat(args.name, caller)),
+          despawn: (args, caller) => m.serial(() => m.stopSeat(args.name, caller)),
           ps: async (args) => ({ instance: o.instance, seats: m.view(args.all) }),
           status: async () => m.status(),
         }, o.log, { target }),
@@ -216,7 +217,7 @@ export class ManagerService {
     const channels = a.channels.length ? a.channels : (fm?.subscribe ?? []);
     const model = a.model ?? fm?.model;
     const uid = newLifecycleUid();
-    const spec = { runtime, cwd, channels, ...(model ? { model } : {}) };
+    const spec = { runtime, cwd, channels, ...(model ? { model } : {}), ...(a.restarts !== undefined ? { restarts: a.restarts } : {}), ...(a.windowMs !== undefined ? { windowMs: a.windowMs } : {}) };
     const { name, seat } = await this.claimName(a.name ?? fm?.name ?? a.agent, { uid, agent: a.agent, role, persona: a.persona, caller, requestId: a.requestId, spec });
     try {
       const files = await prepareSeat(this.nc, this.o, {
@@ -260,6 +261,7 @@ export class ManagerService {
           type: "requested", seat, uid: r.uid, epoch: 0, ts: Date.now(), agent: r.agent,
           ...(r.role ? { role: r.role } : {}), ...(r.persona ? { persona: r.persona } : {}), by: `${r.caller.owner}.${r.caller.actor}`, ...(r.requestId ? { requestId: r.requestId } : {}),
           ...(r.spec.runtime ? { runtime: r.spec.runtime as SeatRuntime } : {}), ...(r.spec.cwd ? { cwd: r.spec.cwd } : {}), ...(r.spec.model ? { model: r.spec.model } : {}), channels: r.spec.channels,
+          ...(r.spec.restarts !== undefined ? { restarts: r.spec.restarts } : {}), ...(r.spec.windowMs !== undefined ? { windowMs: r.spec.windowMs } : {}),
         });
         return { name, seat };
       } catch (err) {
@@ -333,13 +335,13 @@ export class ManagerService {
     if (!r || !holdsName(r)) return;
     const output = why ?? (await this.lastOutput(r, l));
     await this.append(seat, { type: "exited", seat, uid: r.uid, epoch: r.epoch, ts: Date.now(), code: exit.code, signal: exit.signal, ...(output ? { output } : {}) });
-    const windowMs = this.o.windowMs ?? 60_000;
+    const windowMs = r.spec.windowMs ?? this.o.windowMs ?? 60_000;
     const recent = [...l.restartsAt.filter((t) => Date.now() - t < windowMs), Date.now()];
     const joined = r.state === "joined" || l.joinedEpoch !== undefined;
     const screen = r.runtime === "tmux" && output ? classifyScreen(output) : undefined;
     let reason: string | undefined;
     if (!joined) reason = screen?.kind === "blocked" ? `failed: the seat stopped on ${screen.name}, then ${describeExit(exit)}` : `failed: ${describeExit(exit)} before it joined`;
-    else if (recent.length > (this.o.restarts ?? 3)) reason = `crash loop: exited ${recent.length} times within ${Math.round(windowMs / 1000)} s, last ${describeExit(exit)}`;
+    else if (recent.length > (r.spec.restarts ?? this.o.restarts ?? 3)) reason = `crash loop: exited ${recent.length} times within ${Math.round(windowMs / 1000)} s, last ${describeExit(exit)}`;
     if (reason) {
       await this.retire(seat, reason);
       return;

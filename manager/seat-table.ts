@@ -16,7 +16,7 @@ export interface SeatRecord {
   manager?: string;
   requestId?: string;
   /** Asked for at spawn: what a restart or a re-adoption needs again. */
-  spec: { runtime?: string; cwd?: string; model?: string; channels: string[] };
+  spec: { runtime?: string; cwd?: string; model?: string; channels: string[]; restarts?: number; windowMs?: number };
   runtime?: string;
   permissionMode?: string;
   pid?: number;
@@ -51,7 +51,14 @@ export function applyEvent(r: SeatRecord | undefined, e: SeatEvent): SeatRecord 
       ...(e.persona ? { persona: e.persona } : {}),
       ...(e.manager ? { manager: e.manager } : {}),
       ...(e.requestId ? { requestId: e.requestId } : {}),
-      spec: { ...(e.runtime ? { runtime: e.runtime } : {}), ...(e.cwd ? { cwd: e.cwd } : {}), ...(e.model ? { model: e.model } : {}), channels: e.channels ?? [] },
+      spec: {
+        ...(e.runtime ? { runtime: e.runtime } : {}),
+        ...(e.cwd ? { cwd: e.cwd } : {}),
+        ...(e.model ? { model: e.model } : {}),
+        channels: e.channels ?? [],
+        ...(e.restarts !== undefined ? { restarts: e.restarts } : {}),
+        ...(e.windowMs !== undefined ? { windowMs: e.windowMs } : {}),
+      },
       requestedAt: e.ts,
       since: e.ts,
       lastSeq: 0,

@@ -35,6 +35,9 @@ export const SeatView = z.object({
 });
 export type SeatView = z.infer<typeof SeatView>;
 
+const StopArgs = z.object({ name: PrincipalToken });
+const StopReply = z.object({ seat: PrincipalId, uid: LifecycleUid, stopped: z.boolean().describe("a process was running and was stopped"), revoked: z.number().int().nonnegative() });
+
 const ManagerStatus = z.object({
   instance: ManagerInstance,
   host: z.string(),
@@ -62,6 +65,8 @@ export const MANAGER_COMMANDS = {
       cwd: z.string().min(1).max(4096).optional().describe("absolute working directory on the manager's host (default: the manager's state dir's seat folder)"),
       model: z.string().min(1).max(200).optional(),
       prompt: z.string().min(1).max(100_000).optional().describe("claude seats: typed into the session once it is ready"),
+      restarts: z.number().int().min(0).max(100).optional().describe("restarts allowed within windowMs before a crash loop retires the seat (default: the manager's, 3)"),
+      windowMs: z.number().int().min(1_000).max(86_400_000).optional().describe("the restart policy's window (default: the manager's, 60 s)"),
       requestId: z.string().min(1).max(128).optional().describe("the same id returns the first result"),
     }),
     reply: z.object({ seat: PrincipalId, name: PrincipalToken, uid: LifecycleUid, instance: ManagerInstance, state: SeatStateName }),
@@ -69,8 +74,14 @@ export const MANAGER_COMMANDS = {
   stop: {
     endpoint: "manager",
     summary: "stop a seat's process, retire the incarnation, revoke its credential and free the name",
-    args: z.object({ name: PrincipalToken }),
-    reply: z.object({ seat: PrincipalId, uid: LifecycleUid, stopped: z.boolean().describe("a process was running and was stopped"), revoked: z.number().int().nonnegative() }),
+    args: StopArgs,
+    reply: StopReply,
+  },
+  despawn: {
+    endpoint: "manager",
+    summary: "the same as stop (the name DESIGN §10 gives it): stop if running, retire, revoke, free the name",
+    args: StopArgs,
+    reply: StopReply,
   },
   ps: {
     endpoint: "manager",

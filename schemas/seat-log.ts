@@ -33,6 +33,8 @@ export const SeatEvent = z
       cwd: z.string().optional().describe("the seat's working directory on the manager's host"),
       model: z.string().optional(),
       channels: z.array(z.string()).optional(),
+      restarts: z.number().int().nonnegative().optional().describe("its restart policy: restarts allowed within windowMs"),
+      windowMs: z.number().int().positive().optional(),
     }),
     z.object({
       type: z.literal("launched"),

@@ -28,6 +28,8 @@ const SpawnFlags = z.object({
   channel: z.array(ChannelName).default([]),
   runtime: SeatRuntime.optional(),
   waitMs: z.coerce.number().int().min(0).max(600_000).default(30_000),
+  restarts: z.coerce.number().int().min(0).max(100).optional(),
+  restartWindowMs: z.coerce.number().int().min(1_000).max(86_400_000).optional(),
   json: z.boolean().optional(),
 });
 
@@ -96,7 +98,9 @@ export function registerSeats(program: Command): void {
     .option("--role <role>", "a role whose anycasts the seat takes")
     .option("--channel <channel>", "a channel the seat joins (repeatable)", collect)
     .option("--runtime <runtime>", "tmux (default for claude) or process (default for echo); pty is not built yet")
-    .option("--wait-ms <ms>", "how long to wait for the seat to join", "30000");
+    .option("--wait-ms <ms>", "how long to wait for the seat to join", "30000")
+    .option("--restarts <n>", "restarts allowed within --restart-window-ms before a crash loop retires it (default 3)")
+    .option("--restart-window-ms <ms>", "the restart policy's window (default 60000)");
   jsonOption(meshOptions(spawn)).action(async (persona: string | undefined, raw: Record<string, unknown>) => {
     const f = parseInput(SpawnFlags, { ...raw, ...(persona !== undefined ? { persona } : {}) });
     if (!f.detach && f.agent !== "claude") throw new UsageError("Only Claude seats open in this terminal; an echo seat runs in the background.", { remedy: "Add --detach (or -d)." });
@@ -117,6 +121,8 @@ export function registerSeats(program: Command): void {
         ...(cwd ? { cwd } : {}),
         ...(f.model ? { model: f.model } : {}),
         ...(f.prompt ? { prompt: f.prompt } : {}),
+        ...(f.restarts !== undefined ? { restarts: f.restarts } : {}),
+        ...(f.restartWindowMs !== undefined ? { windowMs: f.restartWindowMs } : {}),
         requestId: randomUUID(),
       }, { target: on, timeoutMs: 30_000 });
       const settled = await settle(s, id.instance, id.name, f.waitMs);

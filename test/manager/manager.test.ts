@@ -154,8 +154,8 @@ describe("manager", () => {
   }, 60_000);
 
   test("a seat that keeps dying after it joined is restarted, then retired as a crash loop", async () => {
-    await manager("m7", { restarts: 2, windowMs: 60_000 });
-    await callManager(nc, mesh.space, "spawn", operator, { agent: "echo", name: "flaky" }, { target: "m7" });
+    await manager("m7"); // the manager's default is 3 restarts a minute; this seat asks for 2
+    await callManager(nc, mesh.space, "spawn", operator, { agent: "echo", name: "flaky", restarts: 2, windowMs: 60_000 }, { target: "m7" });
     for (let i = 0; i < 3; i++) {
       const s = await untilState("m7", "flaky", "joined");
       process.kill(s.pid!, "SIGKILL");
@@ -173,6 +173,9 @@ describe("manager", () => {
     expect((err as ControlCallError).code).toBe("seat-limit");
     expect((err as ControlCallError).outcome).toBe("not-executed");
     expect((err as Error).message).toMatch(/nothing was started/);
+    // despawn is stop by its DESIGN name: the seat is retired and the slot is free again.
+    expect(await callManager(nc, mesh.space, "despawn", operator, { name: "only" }, { target: "m8", timeoutMs: 30_000 })).toMatchObject({ stopped: true });
+    await callManager(nc, mesh.space, "spawn", operator, { agent: "echo", name: "more" }, { target: "m8" });
   });
 
   test("an agent's credential can neither call a manager nor write the seat log (the broker refuses)", async () => {
