@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { z } from "zod";
 import { describeIssues } from "../schemas/index.js";
+import { processStartTime } from "../manager/index.js";
 
 /**
  * A process we started, identified by pid AND start time (field 22 of /proc/<pid>/stat, in
@@ -17,31 +18,8 @@ export const ProcessRecord = z.object({
 });
 export type ProcessRecord = z.infer<typeof ProcessRecord>;
 
-/**
- * The start time of a live process (field 22 of /proc/<pid>/stat), or undefined when there is
- * no such process. The command name (field 2) may hold spaces and parentheses, so fields are
- * counted after its last ')'.
- */
-export function processStartTime(pid: number): string | undefined {
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  } catch {
-    return undefined;
-  }
-  return parseStartTime(stat);
-}
-
-/** Field 22 of a /proc/<pid>/stat line. */
-export function parseStartTime(stat: string): string | undefined {
-  const close = stat.lastIndexOf(")");
-  if (close < 0) return undefined;
-  // After ")" come fields 3, 4, …; field 22 is the 20th of them. A zombie has exited.
-  const rest = stat.slice(close + 2).split(" ");
-  if (rest[0] === "Z" || rest[0] === "X") return undefined;
-  const value = rest[19];
-  return value && /^\d+$/.test(value) ? value : undefined;
-}
+// Pid + start time name one process; the /proc reader is the manager's (it adopts seats by it).
+export { parseStartTime, processStartTime } from "../manager/index.js";
 
 /** The record of a process that is running now, by its pid. */
 export function recordOf(pid: number, command: string[]): ProcessRecord {

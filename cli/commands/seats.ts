@@ -70,6 +70,13 @@ async function isLocal(s: MeshSession, instance: string): Promise<boolean> {
   return (await listManagers(s)).some((m) => m.instance === instance && m.host === hostname());
 }
 
+/** The seat named `name` on any manager (or on `on`), or a refusal that says where to look. */
+async function findSeat(s: MeshSession, name: string, on?: string): Promise<SeatView> {
+  const found = (await seatsOfManagers(s, on ? { on } : {})).flatMap((m) => ("seats" in m ? m.seats : [])).find((v) => v.name === name);
+  if (!found) throw new CommandFailedError(`No manager runs a seat named ${name}.`, { remedy: "See `cotal ps` for the seats that run." });
+  return found;
+}
+
 /** Run the seat's attach command in this terminal until the person leaves it. */
 function attachTo(command: readonly string[]): void {
   const r = spawnSync(command[0]!, command.slice(1), { stdio: "inherit" });
@@ -156,8 +163,7 @@ export function registerSeats(program: Command): void {
   meshOptions(attach).action(async (raw: Record<string, unknown>) => {
     const f = parseInput(z.object({ name: PrincipalToken, on: ManagerInstance.optional() }), raw);
     const view = await withSession(resolveTarget(raw), async (s) => {
-      const found = (await seatsOfManagers(s, f.on ? { on: f.on } : {})).flatMap((m) => ("seats" in m ? m.seats : [])).find((v) => v.name === f.name);
-      if (!found) throw new CommandFailedError(`No manager runs a seat named ${f.name}.`, { remedy: "See `cotal ps` for the seats that run." });
+      const found = await findSeat(s, f.name, f.on);
       if (!found.attach) throw new CommandFailedError(`Seat ${f.name} runs headless (runtime ${found.runtime ?? "process"}): it has no terminal to open.`, { remedy: "Spawn Claude seats with --runtime tmux (the default) to attach to them." });
       if (!(await isLocal(s, found.instance))) throw new CommandFailedError(`Seat ${f.name} runs on manager ${found.instance}, on another host.`, { remedy: `Run \`cotal attach --name ${f.name}\` on that host.` });
       return found;
@@ -190,12 +196,7 @@ export function registerSeats(program: Command): void {
     const f = parseInput(z.object({ name: PrincipalToken, on: ManagerInstance.optional(), json: z.boolean().optional() }), raw);
     const target = resolveTarget(raw);
     const r = await withSession(target, async (s) => {
-      let on = f.on;
-      if (!on) {
-        const owner = (await seatsOfManagers(s, {})).find((m) => "seats" in m && m.seats.some((v) => v.name === f.name));
-        if (!owner) throw new CommandFailedError(`No manager runs a seat named ${f.name}.`, { remedy: "See `cotal ps` for the seats that run." });
-        on = owner.instance;
-      }
+      const on = f.on ?? (await findSeat(s, f.name)).instance;
       return callManager(s.nc, target.space, "stop", credsCaller(target.creds), { name: f.name }, { target: on, timeoutMs: 30_000 });
     });
     if (f.json) printJson(r);
