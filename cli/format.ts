@@ -1,5 +1,5 @@
 import type { Delivery, ProvisionReport, RosterEntry } from "../broker/index.js";
-import { messageText, principalId, type ChannelConfig, type CotalMessage } from "../schemas/index.js";
+import { ArtifactPart, messageText, principalId, type ChannelConfig, type CotalMessage } from "../schemas/index.js";
 import { formatDuration } from "../schemas/index.js";
 import { ago, clock, oneLine, table } from "./output.js";
 
@@ -17,10 +17,21 @@ export function senderLabel(m: Pick<CotalMessage, "from" | "sentBy">): string {
   return `${oneLine(m.from.name)}${m.sentBy ? ` (sent by the operator ${oneLine(m.sentBy)})` : ""}`;
 }
 
+/** A message's attached files, ` [build.log, 5242880 bytes, sha256:…]` each: what `cotal fetch <digest>` reads. */
+export function attachmentsLabel(m: Pick<CotalMessage, "parts">): string {
+  return m.parts
+    .flatMap((p) => {
+      const a = ArtifactPart.safeParse(p);
+      return a.success ? [` [${oneLine(a.data.name)}, ${a.data.size} bytes, ${a.data.digest}]`] : [];
+    })
+    .join("");
+}
+
 /** One line for a delivered message, e.g. `12:00:01 #general alice: hi` or `… dm alice: hi`. */
 export function formatDelivery(d: Delivery): string {
   const who = senderLabel(d.message);
-  const text = oneLine(messageText(d.message)) || `(${d.message.parts.map((p) => p.kind).join(", ")})`;
+  const files = attachmentsLabel(d.message);
+  const text = (oneLine(messageText(d.message)) || (files ? "" : `(${d.message.parts.map((p) => p.kind).join(", ")})`)) + files;
   const where = d.kind === "channel" ? `#${oneLine(d.channel ?? "?")}` : d.kind === "dm" ? "dm" : `ask ${oneLine(d.role ?? "?")}`;
   const flags = [d.historical ? "[history]" : "", d.possibleRepeat ? "[repeat?]" : ""].filter(Boolean).join(" ");
   const mentions = d.message.mentions?.length ? ` (mentions ${d.message.mentions.map(oneLine).join(", ")})` : "";

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { callControl, collectHistory, credsCaller } from "../../broker/index.js";
 import { messageText, principalId } from "../../schemas/index.js";
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
-import { senderLabel } from "../format.js";
+import { attachmentsLabel, senderLabel } from "../format.js";
 import { clock, oneLine, printJson, printLines } from "../output.js";
 import { withSession } from "../session.js";
 import { channelName, duration, parseInput, positiveInt } from "../validate.js";
@@ -59,6 +59,6 @@ export function registerHistory(program: Command): void {
       printLines(`No posts on #${f.channel}${f.since !== undefined ? " in that time" : ""}.`);
       return;
     }
-    printLines(...items.map((h) => `${new Date(h.storedAt).toISOString().slice(0, 10)} ${clock(h.storedAt)} #${h.channel} ${senderLabel(h.message)}: ${oneLine(messageText(h.message))}  [seq ${h.seq}]`));
+    printLines(...items.map((h) => `${new Date(h.storedAt).toISOString().slice(0, 10)} ${clock(h.storedAt)} #${h.channel} ${senderLabel(h.message)}: ${oneLine(messageText(h.message))}${attachmentsLabel(h.message)}  [seq ${h.seq}]`));
   });
 }

@@ -53,6 +53,10 @@ describe.each(["open", "static"] as const)("attachments on an %s mesh", (mode) =
     ok(h);
     const parts = h.json<Array<{ message: { parts: unknown[] } }>>().at(-1)!.message.parts;
     expect(parts).toEqual([{ kind: "text", text: "the build log" }, expect.objectContaining({ kind: "artifact", digest, size: bytes.length, name: "big.bin" })]);
+    // The human view names the file and its digest, so a reader knows what to fetch.
+    const shown = await cotal("history", "general", ...reader);
+    ok(shown);
+    expect(shown.stdout).toContain(`the build log [big.bin, ${bytes.length} bytes, ${digest}]`);
   });
 
   it("fetch <digest> -o FILE writes the same bytes, checked; attaching them again sends nothing", async () => {
