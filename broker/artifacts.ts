@@ -27,7 +27,7 @@ import type { Logger } from "./log.js";
 /** What a begin carries once checked (its audience defaulted). */
 type BeginArgs = TableParsedArgs<typeof ARTIFACT_COMMANDS, "artifact-begin">;
 
-/** An upload with no chunk for this long is dropped (its chunks are purged). */
+/** By default an upload with no chunk for this long is dropped (its chunks are purged). */
 export const UPLOAD_IDLE_MS = 60_000;
 /** Uploads one principal may have open at once. */
 export const MAX_UPLOADS_PER_CALLER = 4;
@@ -84,7 +84,7 @@ export class ArtifactDigestMismatchError extends CotalError {
 /** The upload is unknown to the mesh service: never begun, finished, dropped when idle, or another caller's. */
 export class UnknownUploadError extends CotalError {
   constructor(upload: string) {
-    super("unknown-upload", `No upload ${upload} is open for this caller (finished, dropped after ${UPLOAD_IDLE_MS / 1000} s idle, or never begun).`, {
+    super("unknown-upload", `No upload ${upload} is open for this caller (finished, dropped when idle, or never begun).`, {
       remedy: "Begin the upload again with artifact-begin.",
     });
   }
@@ -127,12 +127,16 @@ export class ArtifactService {
     private readonly jsm: JetStreamManager,
     private readonly log: Logger,
     private readonly access: ArtifactAccess | undefined,
+    private readonly idleMs: number,
   ) {}
 
-  /** Bind the space's artifacts bucket (ensureSpace creates it). Without `access`, everyone may read. */
-  static async open(nc: NatsConnection, space: string, log: Logger, access?: ArtifactAccess): Promise<ArtifactService> {
+  /**
+   * Bind the space's artifacts bucket (ensureSpace creates it). Without `access`, everyone may
+   * read. An upload idle for `idleMs` (default UPLOAD_IDLE_MS) is dropped.
+   */
+  static async open(nc: NatsConnection, space: string, log: Logger, access?: ArtifactAccess, idleMs = UPLOAD_IDLE_MS): Promise<ArtifactService> {
     const os = await new Objm(jetstream(nc)).open(names.artifactsBucket(space));
-    return new ArtifactService(space, os, await jetstreamManager(nc), log.child({ part: "artifacts" }), access);
+    return new ArtifactService(space, os, await jetstreamManager(nc), log.child({ part: "artifacts" }), access, idleMs);
   }
 
   /**
@@ -219,7 +223,7 @@ export class ArtifactService {
       controller,
       room: () => ((controller.desiredSize ?? 1) > 0 ? Promise.resolve() : new Promise<void>((r) => (wake = r))),
       put,
-      timer: setTimeout(() => this.abort(upload, new CotalError("upload-idle", "upload dropped: idle")), UPLOAD_IDLE_MS).unref(),
+      timer: setTimeout(() => this.abort(upload, new CotalError("upload-idle", "upload dropped: idle")), this.idleMs).unref(),
     };
     put.catch((err: unknown) => {
       upload.failure = err;

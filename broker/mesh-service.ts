@@ -72,6 +72,8 @@ export interface MeshServiceOptions extends SpaceOptions {
    * identity registry answers, with the same scope the broker enforces on live reads.
    */
   authorizeRead?: (caller: Principal, channel: string) => boolean | Promise<boolean>;
+  /** An artifact upload with no chunk for this long is dropped (default 60 s). */
+  uploadIdleMs?: number;
   /** Static auth: the mesh service mints and revokes credentials with these keys. */
   auth?: { store: AuthStore; server: string };
 }
@@ -152,6 +154,7 @@ export class MeshService {
       space,
       log,
       authorizeRead ? { mayReadChannel: authorizeRead, identity: (who) => identities.get(who) } : undefined,
+      opts.uploadIdleMs,
     );
     const svc = new MeshService(nc, space, jsm, members, log, { ...opts, ...(authorizeRead ? { authorizeRead } : {}) }, jetstream(nc), roster, registry, identities, artifacts);
     svc.sub = serveControl(

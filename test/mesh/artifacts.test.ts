@@ -94,6 +94,20 @@ describe("artifacts", () => {
     expect(await callControl(alice.nc, mesh.space, "artifact-commit", alice.me, { upload: begun.upload! })).toMatchObject({ digest: sha(bytes), uploader: "local.alice" });
   });
 
+  test("an upload left idle is dropped: its chunks are purged and it takes no more", async ({ nats }) => {
+    mesh = await TestMesh.start(nats, "artidle", { uploadIdleMs: 300 });
+    const alice = await mesh.endpoint("alice");
+    const before = await storedMessages(mesh);
+    const bytes = randomBytes(300 * 1024);
+    const begun = await callControl(alice.nc, mesh.space, "artifact-begin", alice.me, { digest: sha(bytes), size: bytes.length, name: "a", mediaType: "text/plain" });
+    const chunk = (seq: number) =>
+      callControl(alice.nc, mesh!.space, "artifact-chunk", alice.me, { upload: begun.upload!, seq, data: bytes.subarray(seq * 131072, (seq + 1) * 131072).toString("base64") });
+    await chunk(0);
+    await chunk(1);
+    await expect.poll(() => chunk(2).catch((e: unknown) => (e as { code?: string }).code), { timeout: 5_000 }).toBe("unknown-upload");
+    await expect.poll(() => storedMessages(mesh!), { timeout: 5_000 }).toBe(before);
+  });
+
   test("a full artifacts bucket refuses the upload, saying so, and keeps nothing of it", async ({ nats }) => {
     mesh = await TestMesh.start(nats, "artfull", { limits: { artifactsBytes: 512 * 1024 } });
     const alice = await mesh.endpoint("alice");
