@@ -8,7 +8,8 @@ import { join } from "node:path";
 import { afterEach, describe } from "vitest";
 import { callControl, ControlCallError, fetchArtifact, inboxPrefix, putArtifact, type ControlParty, type Endpoint } from "../../broker/index.js";
 import { localPrincipal, names } from "../../schemas/index.js";
-import { expect, test } from "../harness/fixtures.js";
+import { connect } from "@nats-io/transport-node";
+import { expect, NatsServer, test } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
 import { meshMode } from "../harness/mesh-mode.js";
 
@@ -155,6 +156,31 @@ describe("artifacts", () => {
     const bytes = randomBytes(100);
     await putArtifact(alice, tempFile("a.bin", bytes), { audience: [{ to: "local.bob" }] });
     expect((await fetchAll(eve, sha(bytes))).equals(bytes)).toBe(true);
+  });
+
+  test("bytes served that do not match the digest are refused by the reader", async () => {
+    // A hand-built artifact endpoint that serves other bytes than the digest names (a damaged store).
+    const server = await NatsServer.start();
+    const nc = await connect({ servers: server.url });
+    try {
+      const claimed = randomBytes(64);
+      const served = randomBytes(64);
+      nc.subscribe("cotal.fake.ep.artifact.one.artifact-get.*.*", {
+        callback: (_e, m) => {
+          const { id } = JSON.parse(new TextDecoder().decode(m.data)) as { id: string };
+          const info = { digest: sha(claimed), size: 64, name: "x", mediaType: "application/octet-stream", bucket: "cotal_artifacts_fake" };
+          m.respond(JSON.stringify({ id, ok: true, data: { info, data: served.toString("base64"), next: 2 } }));
+        },
+      });
+      await nc.flush();
+      const got: Buffer[] = [];
+      const err = await fetchArtifact({ nc, space: "fake", me: localPrincipal("alice") }, sha(claimed), (c) => void got.push(c)).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: "digest-mismatch" });
+      expect((err as Error).message).toContain(`do not match it (64 of 64 bytes, digest ${sha(served)})`);
+    } finally {
+      await nc.close();
+      await server.cleanup();
+    }
   });
 
   test("an unknown digest is artifact-not-found; a malformed one is refused before asking", async ({ nats }) => {
