@@ -9,6 +9,7 @@ import { findNatsServers, startNatsServer } from "./nats-process.js";
 import { isRunning, ProcessRecord, readRecordFile, removeRecord, stopProcess, writeRecord, type RecordRead } from "./pid-file.js";
 import { DEFAULT_PORT, portIsFree } from "./ports.js";
 import { pingMeshService, serverAnswers } from "./probe.js";
+import { ensureManager, stopManager, type ManagerUp } from "./manager-process.js";
 import { findMeshServices, startMeshService } from "./service-process.js";
 import { prepareStaticAuth, publishSpaceAccount } from "./static-auth.js";
 
@@ -35,6 +36,8 @@ export interface UpReport {
   natsServer: { state: "running" | "started"; pid: number; port: number; log: string };
   /** `repaired`: the server was running but its mesh service was not (or did not answer). */
   meshService: { state: "running" | "started" | "repaired" | "restarted"; pid: number; log: string };
+  /** The mesh host's manager (seats: `cotal spawn`). */
+  manager: ManagerUp;
   provision: ProvisionReport;
   /** Things worth telling the user (a port fallback, a stale pid file). */
   notes: string[];
@@ -167,6 +170,7 @@ async function up(root: MeshRoot, req: UpRequest): Promise<UpReport> {
     writeRecord(svcFile, svc);
     svcState = natsState === "started" ? "started" : svcAlive ? "restarted" : "repaired";
   }
+  const manager = await ensureManager(root, { server: info.server, space: info.space, creds: req.creds }, notes);
   return {
     root: root.dir,
     server: info.server,
@@ -174,6 +178,7 @@ async function up(root: MeshRoot, req: UpRequest): Promise<UpReport> {
     mode: info.mode,
     natsServer: { state: natsState, pid: nats.pid, port: info.port, log: root.log("nats-server") },
     meshService: { state: svcState, pid: svc.pid, log: root.log("mesh-service") },
+    manager,
     provision,
     notes,
   };
@@ -284,6 +289,8 @@ async function serviceAnswers(t: { server: string; space: string; creds?: string
 /** What `cotal down` did to each process. */
 export interface DownReport {
   root: string;
+  /** Stopped first: it stops its seats, which need the mesh to say goodbye. */
+  manager: { pid?: number; result: "stopped" | "killed" | "not-running" | "not-recorded" };
   meshService: { pid?: number; result: "stopped" | "killed" | "not-running" | "not-recorded" };
   natsServer: { pid?: number; result: "stopped" | "killed" | "not-running" | "not-recorded" };
 }
@@ -315,6 +322,7 @@ export async function bringDown(root: MeshRoot): Promise<DownReport> {
       removeRecord(file);
       return report;
     };
+    const manager = await stopManager(root);
     const meshService = await stop(root.pidFile("mesh-service"), findMeshServices(root), 10_000);
     const stores = [...new Set([info?.storeDir, root.defaultStoreDir].filter((d): d is string => !!d))];
     const servers = [
@@ -326,7 +334,7 @@ export async function bringDown(root: MeshRoot): Promise<DownReport> {
     ];
     const natsServer = await stop(root.pidFile("nats-server"), uniqueProcesses(servers), 15_000);
     for (const store of stores) releaseStaleStore(store);
-    return { root: root.dir, meshService, natsServer };
+    return { root: root.dir, manager, meshService, natsServer };
   } finally {
     release();
   }

@@ -6,6 +6,9 @@ import { describeIssues, SpaceName } from "../schemas/index.js";
 import { CommandFailedError } from "./errors.js";
 import { MeshMode } from "./mode.js";
 
+/** The background processes of a mesh, by the names of their log and pid files. */
+export type ServiceLog = "nats-server" | "mesh-service" | "manager";
+
 /** The folder that holds a mesh's state, found by walking up from the working directory. */
 export const ROOT_DIR = ".cotal";
 
@@ -49,10 +52,10 @@ export class MeshRoot {
   get defaultStoreDir(): string {
     return join(this.dir, "jetstream");
   }
-  log(name: "nats-server" | "mesh-service"): string {
+  log(name: ServiceLog): string {
     return join(this.logsDir, `${name}.log`);
   }
-  pidFile(name: "nats-server" | "mesh-service"): string {
+  pidFile(name: ServiceLog): string {
     return join(this.runDir, `${name}.json`);
   }
   /** Secrets of a static mesh (0700): operator, accounts, signing keys, service credentials. */

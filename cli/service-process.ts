@@ -1,10 +1,11 @@
 import { spawn } from "node:child_process";
 import { closeSync, openSync, realpathSync } from "node:fs";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { connectMesh, type StorageLimits } from "../broker/index.js";
 import { childEnv } from "./child-env.js";
 import { CommandFailedError } from "./errors.js";
 import { serviceLogLevel } from "./logging.js";
-import type { MeshRoot } from "./mesh-root.js";
+import type { MeshRoot, ServiceLog } from "./mesh-root.js";
 import { logTail } from "./nats-process.js";
 import { findProcesses, isRunning, recordOf, stopProcess, type ProcessRecord } from "./pid-file.js";
 import { pingMeshService } from "./probe.js";
@@ -34,15 +35,33 @@ export function selfCommand(): string[] {
  * `.cotal/logs/mesh-service.log`, and wait until it answers a ping on the control rail.
  */
 export async function startMeshService(root: MeshRoot, t: ServiceTarget, timeoutMs = 20_000): Promise<ProcessRecord> {
-  const [node, ...rest] = selfCommand();
   // Paths only: no secret is ever put on a command line.
-  const argv = [
-    node!, ...rest, "mesh", "serve", "--server", t.server, "--space", t.space,
+  const args = [
+    "mesh", "serve", "--server", t.server, "--space", t.space,
     ...(t.serviceCreds ? ["--creds", t.serviceCreds] : t.creds ? ["--creds", t.creds] : []),
     ...(t.authDir ? ["--auth-dir", t.authDir] : []),
     ...(t.limits ? ["--limits", JSON.stringify(t.limits)] : []),
   ];
-  const logPath = root.log("mesh-service");
+  return startDetached(root, "mesh-service", "the mesh service", args, t, timeoutMs, async (nc) => (await pingMeshService(nc, t.space, 500)) !== undefined);
+}
+
+/**
+ * Start `cotal <args>` detached in the project folder, logging to `.cotal/logs/<log>.log`, and
+ * wait until `answers` says it serves (connected as `t.creds`); a process that exits first, or
+ * never answers, fails with its log's last lines.
+ */
+export async function startDetached(
+  root: MeshRoot,
+  log: ServiceLog,
+  what: string,
+  args: string[],
+  t: Pick<ServiceTarget, "server" | "creds">,
+  timeoutMs: number,
+  answers: (nc: NatsConnection) => Promise<boolean>,
+  env: Record<string, string> = {},
+): Promise<ProcessRecord> {
+  const argv = [...selfCommand(), ...args];
+  const logPath = root.log(log);
   const out = openSync(logPath, "a");
   let exited: string | undefined;
   let record: ProcessRecord;
@@ -51,20 +70,20 @@ export async function startMeshService(root: MeshRoot, t: ServiceTarget, timeout
       detached: true,
       stdio: ["ignore", out, out],
       cwd: root.project,
-      env: childEnv({ COTAL_LOG_LEVEL: serviceLogLevel() }),
+      env: childEnv({ COTAL_LOG_LEVEL: serviceLogLevel(), ...env }),
     });
     child.once("exit", (code, sig) => (exited = sig ? `was killed by ${sig}` : `exited with code ${code}`));
     child.once("error", (err) => (exited = `could not be started: ${err.message}`));
     child.unref();
     if (child.pid === undefined) {
       await new Promise((r) => setTimeout(r, 50));
-      throw failure(`the mesh service ${exited ?? "could not be started"}`, logPath);
+      throw failure(`${what} ${exited ?? "could not be started"}`, logPath);
     }
     try {
       record = recordOf(child.pid, argv);
     } catch {
       await new Promise((r) => setTimeout(r, 100));
-      throw failure(`the mesh service ${exited ?? "exited at once"}`, logPath);
+      throw failure(`${what} ${exited ?? "exited at once"}`, logPath);
     }
   } finally {
     closeSync(out);
@@ -73,15 +92,15 @@ export async function startMeshService(root: MeshRoot, t: ServiceTarget, timeout
   try {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
-      if (exited || !isRunning(record)) throw failure(`the mesh service ${exited ?? "exited"} before it answered`, logPath);
-      if (await pingMeshService(nc, t.space, 500)) return record;
+      if (exited || !isRunning(record)) throw failure(`${what} ${exited ?? "exited"} before it answered`, logPath);
+      if (await answers(nc)) return record;
       await new Promise((r) => setTimeout(r, 100));
     }
   } finally {
     await nc.close().catch(() => undefined);
   }
   await stopProcess(record, 2_000);
-  throw failure(`the mesh service did not answer within ${timeoutMs / 1000} s`, logPath);
+  throw failure(`${what} did not answer within ${timeoutMs / 1000} s`, logPath);
 }
 
 /**

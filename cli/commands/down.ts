@@ -40,5 +40,5 @@ function describeDown(r: DownReport): string[] {
         return `${what}: was not running`;
     }
   };
-  return [`mesh: ${r.root}`, line("mesh service", r.meshService), line("nats-server", r.natsServer)];
+  return [`mesh: ${r.root}`, line("manager", r.manager), line("mesh service", r.meshService), line("nats-server", r.natsServer)];
 }

@@ -6,11 +6,11 @@ import { findMeshRoot, type MeshRoot } from "../mesh-root.js";
 import { note } from "../output.js";
 import { parseInput, positiveInt } from "../validate.js";
 
-const COMPONENTS = ["nats-server", "mesh-service"] as const;
+const COMPONENTS = ["nats-server", "mesh-service", "manager"] as const;
 type Component = (typeof COMPONENTS)[number];
 
 const LogsFlags = z.object({
-  component: z.enum(COMPONENTS, { message: "component must be nats-server or mesh-service" }).optional(),
+  component: z.enum(COMPONENTS, { message: "component must be nats-server, mesh-service or manager" }).optional(),
   lines: positiveInt("--lines").default(50),
   follow: z.boolean().optional(),
 });
@@ -19,12 +19,12 @@ const LogsFlags = z.object({
 export function registerLogs(program: Command): void {
   program
     .command("logs")
-    .summary("show the logs of the mesh's nats-server and mesh service")
+    .summary("show the logs of the mesh's nats-server, mesh service and manager")
     .description(
       "Print the last lines of the logs the background processes of this project's mesh write in .cotal/logs/ " +
-        "(nats-server.log, mesh-service.log); with --follow, keep printing what they add until Ctrl-C.",
+        "(nats-server.log, mesh-service.log, manager.log); with --follow, keep printing what they add until Ctrl-C.",
     )
-    .argument("[component]", "nats-server or mesh-service (default: both)")
+    .argument("[component]", "nats-server, mesh-service or manager (default: all)")
     .option("--lines <n>", "how many of the last lines to print (default 50)")
     .option("-f, --follow", "keep printing new lines until Ctrl-C")
     .action(async (component: string | undefined, raw: Record<string, unknown>) => {

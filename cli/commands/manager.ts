@@ -1,7 +1,5 @@
-import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { homedir, hostname } from "node:os";
-import { delimiter, join, resolve } from "node:path";
+import { existsSync } from "node:fs";
+import { delimiter, join } from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
 import { connectMesh, credsCaller, jetStreamConnection, type Logger } from "../../broker/index.js";
@@ -12,6 +10,7 @@ import { childEnv } from "../child-env.js";
 import { meshOptions, resolveTarget, type MeshTarget } from "../context.js";
 import { EXIT, UsageError } from "../errors.js";
 import { cliLog, useServiceLogLevel } from "../logging.js";
+import { managerInstance, managerStateDir } from "../manager-process.js";
 import { packageRoot } from "../package-root.js";
 import { selfCommand } from "../service-process.js";
 import { packagePluginDir } from "../setup.js";
@@ -21,29 +20,8 @@ const ManagerFlags = z.object({
   instance: ManagerInstance.optional(),
   stateDir: z.string().min(1).optional(),
   maxSeats: z.coerce.number().int().positive().max(1000).optional(),
+  stopSeats: z.boolean().optional(),
 });
-
-/** Where a manager keeps its instance id and seat folders: beside the mesh on its host, else under ~/.cotal. */
-export function managerStateDir(target: MeshTarget, flag?: string): string {
-  if (flag) return resolve(flag);
-  return target.root ? join(target.root.dir, "manager") : join(homedir(), ".cotal", "manager", target.space);
-}
-
-/** The instance id kept in the state dir (created once: `<host>-<4 hex>`), or the one asked for. */
-export function managerInstance(stateDir: string, asked?: string): string {
-  const file = join(stateDir, "instance");
-  if (asked) {
-    mkdirSync(stateDir, { recursive: true, mode: 0o700 });
-    writeFileSync(file, `${asked}\n`, { mode: 0o600 });
-    return asked;
-  }
-  if (existsSync(file)) return ManagerInstance.parse(readFileSync(file, "utf8").trim());
-  const host = hostname().replace(/[^A-Za-z0-9_-]/g, "-").slice(0, 40) || "host";
-  const id = `${host}-${randomBytes(2).toString("hex")}`;
-  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
-  writeFileSync(file, `${id}\n`, { mode: 0o600 });
-  return id;
-}
 
 /**
  * What Claude seats run on this host: the claude executable (COTAL_CLAUDE_BIN, PATH, or the one
@@ -90,7 +68,7 @@ async function runManager(target: MeshTarget, f: z.infer<typeof ManagerFlags>): 
     void nc.closed().then((err) => res(err ? `connection closed: ${err.message}` : "connection closed"));
   });
   log.info({ signal }, "manager stopping");
-  if (process.env.COTAL_MANAGER_STOP_SEATS === "1") await svc.stopWithSeats(credsCaller(target.creds));
+  if (f.stopSeats) await svc.stopWithSeats(credsCaller(target.creds));
   else await svc.stop();
   if (!nc.isClosed()) await nc.drain().catch(() => nc.close());
   process.exitCode = signal.startsWith("SIG") ? EXIT.ok : EXIT.failed;
@@ -108,7 +86,8 @@ export function registerManager(program: Command): void {
     )
     .option("--instance <id>", "instance id to register as (default: the one in the state dir, created once)")
     .option("--state-dir <dir>", "where the instance id and seat folders live (default: .cotal/manager beside the mesh, else ~/.cotal/manager/<space>)")
-    .option("--max-seats <n>", "how many seats this manager runs at most (default 32)");
+    .option("--max-seats <n>", "how many seats this manager runs at most (default 32)")
+    .option("--stop-seats", "stop and retire every seat when the manager stops (`cotal up`'s manager does; by default seats keep running and a restarted manager adopts them)");
   meshOptions(cmd).action(async (raw: Record<string, unknown>) => {
     const f = parseInput(ManagerFlags, raw);
     await runManager(resolveTarget(raw), f);

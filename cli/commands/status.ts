@@ -10,6 +10,8 @@ import { isRunning, readRecord } from "../pid-file.js";
 import { pingMeshService } from "../probe.js";
 import { credsCaller, isPermissionDenied, isStreamNotFound } from "../../broker/index.js";
 import { credentialLabel, credentialScope } from "../credential.js";
+import { listManagers, type ManagerEntry } from "../managers.js";
+import type { ServiceLog } from "../mesh-root.js";
 import { MeshSession } from "../session.js";
 import { parseInput } from "../validate.js";
 
@@ -33,7 +35,9 @@ export interface StatusReport {
   authRequired?: boolean;
   error?: string;
   root?: string;
-  processes?: { natsServer: ProcessStatus; meshService: ProcessStatus };
+  processes?: { natsServer: ProcessStatus; meshService: ProcessStatus; manager: ProcessStatus };
+  /** Managers whose heartbeat is current (`cotal ps` lists their seats). */
+  managers?: ManagerEntry[];
   meshService?: { answering: boolean; pid?: number };
   streams: StreamStatus[];
   /** Set when the credential may not read stream state (every profile but the operator's). */
@@ -80,11 +84,11 @@ async function collectStatus(t: MeshTarget): Promise<StatusReport> {
     roster: [],
   };
   if (t.root) {
-    const proc = (name: "nats-server" | "mesh-service"): ProcessStatus => {
+    const proc = (name: ServiceLog): ProcessStatus => {
       const rec = readRecord(t.root!.pidFile(name));
       return rec ? { pid: rec.pid, running: isRunning(rec) } : { running: false };
     };
-    report.processes = { natsServer: proc("nats-server"), meshService: proc("mesh-service") };
+    report.processes = { natsServer: proc("nats-server"), meshService: proc("mesh-service"), manager: proc("manager") };
   }
   let session: MeshSession;
   try {
@@ -117,6 +121,8 @@ async function collectStatus(t: MeshTarget): Promise<StatusReport> {
         report.streams.push({ name, exists: false });
       }
     }
+    // Only the operator's credential reaches the managers (an agent's may not read their bucket).
+    if (session.mayReadStreams) report.managers = await listManagers(session).catch(() => undefined);
     // A client credential's roster comes from the mesh service: without it there is none to show.
     if ((report.meshService.answering || !session.isClient) && report.streams.every((s) => s.exists)) {
       const now = Date.now();
@@ -136,7 +142,12 @@ function describeStatus(r: StatusReport): string[] {
   lines.push(`mode:         ${r.mode}${r.authRequired !== undefined ? `  (server ${r.authRequired ? "requires" : "does not require"} authentication)` : ""}`);
   if (r.processes) {
     const p = (s: ProcessStatus) => (s.pid === undefined ? "not started" : `pid ${s.pid} ${s.running ? "running" : "NOT running"}`);
-    lines.push(`processes:    nats-server ${p(r.processes.natsServer)}; mesh service ${p(r.processes.meshService)}`);
+    lines.push(`processes:    nats-server ${p(r.processes.natsServer)}; mesh service ${p(r.processes.meshService)}; manager ${p(r.processes.manager)}`);
+  }
+  if (r.managers) {
+    lines.push(
+      `managers:     ${r.managers.length === 0 ? "none (seats need one: `cotal up` starts one here, `cotal manager` on other hosts)" : r.managers.map((m) => `${m.instance} on ${m.host ?? "?"} (${m.seats ?? 0}/${m.maxSeats ?? "?"} seats)`).join(", ")}`,
+    );
   }
   if (r.meshService) lines.push(`mesh service: ${r.meshService.answering ? `answering (pid ${r.meshService.pid})` : "NOT answering (run `cotal up --detach` on the mesh host to repair it)"}`);
   if (!r.reachable) {

@@ -117,14 +117,15 @@ export function describeUp(r: UpReport): string[] {
     `server:       ${r.server}  (nats-server ${nats}, pid ${r.natsServer.pid})`,
     `space:        ${r.space}  (${formatProvision(r.provision)})`,
     `mesh service: ${svc}, pid ${r.meshService.pid}`,
+    `manager:      ${r.manager.instance} ${r.manager.state === "running" ? "already running" : r.manager.state === "restarted" ? "restarted (it did not answer)" : "started"}, pid ${r.manager.pid}  (seats: \`cotal spawn\`)`,
     `mode:         ${r.mode}${r.mode === "open" ? " (no authentication)" : " (authentication required; commands here use .cotal/auth, others need `cotal mint`)"}`,
-    `logs:         ${r.natsServer.log}, ${r.meshService.log}`,
+    `logs:         ${r.natsServer.log}, ${r.meshService.log}, ${r.manager.log}`,
     ...r.notes.map((n) => `note:         ${n}`),
   ];
 }
 
 /**
- * Foreground `up`: stay until Ctrl-C / SIGTERM, then stop the mesh service and nats-server.
+ * Foreground `up`: stay until Ctrl-C / SIGTERM, then stop the manager, the mesh service and nats-server.
  * If either exits on its own, stop the other and exit 1; if `cotal down` stopped them, exit 0.
  */
 async function attach(root: MeshRoot): Promise<void> {
@@ -132,6 +133,8 @@ async function attach(root: MeshRoot): Promise<void> {
   const svcFile = root.pidFile("mesh-service");
   const nats = readRecord(natsFile);
   const svc = readRecord(svcFile);
+  const mgrFile = root.pidFile("manager");
+  const mgr = readRecord(mgrFile);
   if (!nats || !svc) return;
   note("Attached: press Ctrl-C to stop the mesh.");
   // A closed terminal (SIGHUP) must not turn the notes below into a crash that skips the stop.
@@ -146,6 +149,11 @@ async function attach(root: MeshRoot): Promise<void> {
     stopping = true;
     clearInterval(watch);
     note(why);
+    // The manager first: it stops its seats, which say goodbye through the mesh.
+    if (mgr && same(mgrFile, mgr)) {
+      await stopProcess(mgr, 30_000);
+      removeRecord(mgrFile);
+    }
     for (const [file, rec] of [
       [svcFile, svc],
       [natsFile, nats],

@@ -37,7 +37,7 @@ describe("a detached mesh", () => {
     expect(one.stdout).not.toContain("mesh-service | ");
     const bad = await cotal("logs", "postgres");
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain("[component]: component must be nats-server or mesh-service");
+    expect(bad.stderr).toContain("[component]: component must be nats-server, mesh-service or manager");
   });
 
   it("broken: status exits 6 and advises up --detach; up repairs it without attaching; logs --follow shows the new service start", async () => {

@@ -1,5 +1,6 @@
 // The manager through the shipped CLI, as an operator uses it on a secure (static) mesh:
-// `cotal up --detach`, `cotal manager` on the host, `cotal spawn -d --agent echo`, `cotal ps`,
+// `cotal up --detach` (which starts the host's manager), more managers with `cotal manager`,
+// `cotal spawn -d --agent echo`, `cotal ps`, `cotal status`,
 // a DM answered by the seat, `cotal stop`; a second manager routes by --on; a manager that stops
 // answering is reported by ps (exit 1); an agent's credential may not spawn (exit 5).
 import { existsSync, mkdirSync } from "node:fs";
@@ -28,7 +29,7 @@ interface PsJson {
 function startManager(instance: string): CotalProcess {
   const stateDir = join(project, `state-${instance}`);
   mkdirSync(stateDir, { recursive: true });
-  const m = CotalProcess.spawn(["manager", "--instance", instance, "--state-dir", stateDir], { cwd: project, env: cleanEnv({ COTAL_LOG_LEVEL: "warn" }) });
+  const m = CotalProcess.spawn(["manager", "--instance", instance, "--state-dir", stateDir, "--stop-seats"], { cwd: project, env: cleanEnv({ COTAL_LOG_LEVEL: "warn" }) });
   managers.push(m);
   return m;
 }
@@ -51,11 +52,20 @@ afterAll(async () => {
 });
 
 describe("cotal manager, spawn, ps, stop", () => {
+  it("cotal up started the host's manager: status and ps list it, and an unpinned spawn can use it", async () => {
+    const status = ok(await cotal("status"));
+    expect(status.stdout).toMatch(/processes: .*manager pid \d+ running/);
+    expect(status.stdout).toMatch(/managers: +\S+ on /);
+    const r = ok(await cotal("spawn", "-d", "--agent", "echo", "--name", "first", "--json"));
+    expect(r.json()).toMatchObject({ name: "first", outcome: "started" });
+    ok(await cotal("stop", "--name", "first"));
+  }, 60_000);
+
   it("spawns an echo seat that answers a DM, lists it, and stops it", async () => {
     startManager("hostA");
     await until(async () => (await ps()).some((m) => m.instance === "hostA"), 20_000, "manager hostA to be listed by ps");
 
-    const spawned = ok(await cotal("spawn", "-d", "--agent", "echo", "--name", "parrot", "--json"));
+    const spawned = ok(await cotal("spawn", "-d", "--agent", "echo", "--name", "parrot", "--on", "hostA", "--json"));
     expect(spawned.json()).toMatchObject({ name: "parrot", instance: "hostA", outcome: "started" });
     const listed = (await ps()).find((m) => m.instance === "hostA");
     expect(listed?.seats).toEqual([expect.objectContaining({ name: "parrot", state: "joined", agent: "echo" })]);

@@ -1,0 +1,114 @@
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { homedir, hostname } from "node:os";
+import { join, resolve } from "node:path";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { connectMesh, controlCaller, credsCaller } from "../broker/index.js";
+import { MANAGER_COMMANDS, ManagerInstance } from "../schemas/index.js";
+import type { MeshTarget } from "./context.js";
+import type { MeshRoot } from "./mesh-root.js";
+import { findProcesses, isRunning, readRecordFile, removeRecord, stopProcess, writeRecord, type ProcessRecord } from "./pid-file.js";
+import { startDetached } from "./service-process.js";
+
+const callManager = controlCaller(MANAGER_COMMANDS);
+
+/** Where a manager keeps its instance id and seat folders: beside the mesh on its host, else under ~/.cotal. */
+export function managerStateDir(target: Pick<MeshTarget, "root" | "space">, flag?: string): string {
+  if (flag) return resolve(flag);
+  return target.root ? join(target.root.dir, "manager") : join(homedir(), ".cotal", "manager", target.space);
+}
+
+/** The instance id kept in the state dir (created once: `<host>-<4 hex>`), or the one asked for. */
+export function managerInstance(stateDir: string, asked?: string): string {
+  const file = join(stateDir, "instance");
+  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  if (asked) {
+    writeFileSync(file, `${asked}\n`, { mode: 0o600 });
+    return asked;
+  }
+  if (existsSync(file)) return ManagerInstance.parse(readFileSync(file, "utf8").trim());
+  const host = hostname().replace(/[^A-Za-z0-9_-]/g, "-").slice(0, 40) || "host";
+  const id = `${host}-${randomBytes(2).toString("hex")}`;
+  writeFileSync(file, `${id}\n`, { mode: 0o600 });
+  return id;
+}
+
+/** What `cotal up` did about the mesh host's manager. */
+export interface ManagerUp {
+  state: "running" | "started" | "restarted";
+  pid: number;
+  instance: string;
+  log: string;
+}
+
+/**
+ * Keep the mesh host's manager running beside the mesh service (`cotal up`): adopt the recorded
+ * one when it answers, else (re)start `cotal manager` detached, on the operator's credential, with
+ * its state in `.cotal/manager`. It stops its seats when stopped (`cotal down`).
+ */
+export async function ensureManager(root: MeshRoot, t: { server: string; space: string; creds?: string | undefined }, notes: string[]): Promise<ManagerUp> {
+  const stateDir = join(root.dir, "manager");
+  const instance = managerInstance(stateDir);
+  const file = root.pidFile("manager");
+  const read = readRecordFile(file);
+  const rec = read.kind === "ok" && isRunning(read.record) ? read.record : findManagers(root)[0];
+  const answers = async (nc: NatsConnection) => {
+    try {
+      await callManager(nc, t.space, "status", credsCaller(t.creds), {}, { target: instance, timeoutMs: 1_000 });
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  let state: ManagerUp["state"] = "started";
+  if (rec) {
+    const nc = await connectMesh({ server: t.server, creds: t.creds, name: "cotal-up" });
+    const alive = await answers(nc).finally(() => nc.close().catch(() => undefined));
+    if (alive) {
+      writeRecord(file, rec);
+      return { state: "running", pid: rec.pid, instance, log: root.log("manager") };
+    }
+    notes.push(`the manager pid ${rec.pid} was running but did not answer; restarted it`);
+    await stopProcess(rec, 10_000);
+    state = "restarted";
+  }
+  removeRecord(file);
+  const args = ["manager", "--server", t.server, "--space", t.space, "--state-dir", stateDir, "--instance", instance, "--stop-seats", ...(t.creds ? ["--creds", t.creds] : [])];
+  const started = await startDetached(root, "manager", "the manager", args, t, 20_000, answers);
+  writeRecord(file, started);
+  return { state, pid: started.pid, instance, log: root.log("manager") };
+}
+
+/** Stop the mesh host's manager (it stops its seats first); `cotal down`. */
+export async function stopManager(root: MeshRoot): Promise<{ pid?: number; result: "stopped" | "killed" | "not-running" | "not-recorded" }> {
+  const file = root.pidFile("manager");
+  const read = readRecordFile(file);
+  const rec = read.kind === "ok" ? read.record : undefined;
+  const found = findManagers(root).filter((p) => !(rec && p.pid === rec.pid && p.startTime === rec.startTime));
+  let report: Awaited<ReturnType<typeof stopManager>> = rec ? { pid: rec.pid, result: await stopProcess(rec, 30_000) } : { result: "not-recorded" };
+  for (const p of found) {
+    const result = await stopProcess(p, 30_000);
+    if (report.result === "not-recorded" || report.result === "not-running") report = { pid: p.pid, result };
+  }
+  removeRecord(file);
+  return report;
+}
+
+/** Managers of this project running now, by their command line (`cotal manager … --state-dir <.cotal/manager>`). */
+export function findManagers(root: MeshRoot): ProcessRecord[] {
+  let stateDir: string;
+  try {
+    stateDir = realpathSync(join(root.dir, "manager"));
+  } catch {
+    return [];
+  }
+  return findProcesses((argv) => {
+    const i = argv.indexOf("--state-dir");
+    if (!argv.includes("manager") || i < 0) return false;
+    try {
+      return realpathSync(argv[i + 1] ?? "") === stateDir;
+    } catch {
+      return false;
+    }
+  });
+}
