@@ -13,6 +13,7 @@ import {
   dmSubject,
   encodeMessage,
   filters,
+  LIMITS,
   names,
   parsePrincipal,
   PRESENCE,
@@ -444,6 +445,23 @@ export class Endpoint {
     return { ...ack, text: `stored seq ${ack.seq} on ${channel}; ${online} other member${online === 1 ? "" : "s"} of #${channel} online at send` };
   }
 
+  /**
+   * Post `parts` on a channel and return only what the broker stored (no roster, no receipt
+   * text): the event plane's writer. With `expectLastSubjectSequence` the broker stores it only
+   * if the last message on this sender's subject of the channel is at that stream sequence (0:
+   * none yet); otherwise it refuses (`isWrongLastSequence`), so two writers cannot interleave.
+   */
+  async post(channel: string, parts: Part[], opts: { id: string; expectLastSubjectSequence?: number }): Promise<Omit<Receipt, "text">> {
+    assertChannel(channel);
+    const m = this.envelope({ channel }, parts, { id: opts.id });
+    return this.publish(chatSubject(this.space, this.me, channel), m, opts.expectLastSubjectSequence);
+  }
+
+  /** The largest payload the server accepts, bytes (its INFO), capped at the envelope limit. */
+  get maxPayload(): number {
+    return Math.min(this.nc.info?.max_payload ?? LIMITS.maxMessageBytes, LIMITS.maxMessageBytes);
+  }
+
   /** Send a DM to `to` (an actor name, or `<owner>.<actor>`). */
   async dm(to: string, content: Content, opts: SendOptions = {}): Promise<Receipt> {
     const recipient = parsePrincipal(to);
@@ -510,12 +528,12 @@ export class Endpoint {
    * Publish with `Nats-Msg-Id = id`. Transient failures (a broker restart, a lost ack) are
    * retried with the same id until `publishTimeoutMs`: the broker's dedupe makes that safe.
    */
-  private async publish(subject: string, m: CotalMessage): Promise<Omit<Receipt, "text">> {
+  private async publish(subject: string, m: CotalMessage, lastSubjectSequence?: number): Promise<Omit<Receipt, "text">> {
     const bytes = encodeMessage(m);
     const deadline = Date.now() + (this.opts.publishTimeoutMs ?? 30_000);
     for (let attempt = 0; ; attempt++) {
       try {
-        const ack = await this.js.publish(subject, bytes, { msgID: m.id, timeout: 5_000 });
+        const ack = await this.js.publish(subject, bytes, { msgID: m.id, timeout: 5_000, ...(lastSubjectSequence !== undefined ? { expect: { lastSubjectSequence } } : {}) });
         return { id: m.id, stream: ack.stream, seq: ack.seq, duplicate: ack.duplicate };
       } catch (err) {
         if (isStorageRefusal(err)) throw new StorageLimitError(subject, (err as Error).message, err);

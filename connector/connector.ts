@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
+import path from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
@@ -9,6 +10,7 @@ import { Endpoint, JS_OPTIONS, logger, type Delivery, type Logger, type Presence
 import { durables, names, principal, principalId, type Attention, type ChannelMode, type Principal } from "../schemas/index.js";
 import type { ControlHandler } from "./control-server.js";
 import { ControlServer } from "./control-server.js";
+import { EventPlane, type EventPlaneOptions } from "./event-plane.js";
 import { UnsafeControlDirError } from "./errors.js";
 import { Inbox, type Classifier, type Handover, type InboxEntry, type InboxOptions, type Mail, type Selection } from "./inbox.js";
 import type { Launch } from "./launch.js";
@@ -54,6 +56,12 @@ export interface ConnectorOptions {
    * list`) takes no mail and never appears on the roster. `start`: at once (tests, embedders).
    */
   joinOn?: "first-use" | "start";
+  /** Publish the seat's activity on its event plane (default true; the launch's `noEvents` turns it off). */
+  events?: boolean;
+  /** The seat's state dir (default: the launch material's folder, else `<control dir>/<space>.<owner>.<actor>.state`). */
+  stateDir?: string;
+  /** Event plane tuning (tests). */
+  eventPlane?: Pick<EventPlaneOptions, "retryMs" | "pollMs" | "firstWaitMs">;
 }
 
 /** A snapshot for cotal_status and tests. */
@@ -109,6 +117,8 @@ export class Connector implements ControlHandler {
   httpPort?: number;
   /** How often held durable mail is kept alive, ms (a third of the DM durable's ack wait). */
   keepAliveMs = 0;
+  /** The event plane (DESIGN §11), unless turned off; it starts when the connector joins. */
+  plane?: EventPlane;
 
   private constructor(
     readonly launch: Launch,
@@ -164,6 +174,10 @@ export class Connector implements ControlHandler {
         ...(opts.heartbeatMs ? { heartbeatMs: opts.heartbeatMs } : {}),
       });
       c = new Connector(launch, ep, control, token, opts);
+      if (opts.events !== false && !launch.noEvents) {
+        const stateDir = opts.stateDir ?? launch.stateDir ?? path.join(dir, `${launch.space}.${me.owner}.${me.actor}.state`);
+        c.plane = new EventPlane({ ep, dir: path.join(stateDir, "events"), log: c.log.child({ component: "event-plane" }), ...opts.eventPlane });
+      }
       c.takeReturnedIds(paths.returnedFile);
       c.writeLocalFiles(paths);
       control.serve(c, token);
@@ -251,6 +265,7 @@ export class Connector implements ControlHandler {
   private async begin(why: string): Promise<void> {
     const reg = await this.ep.join();
     this.consuming = this.consume();
+    this.plane?.start();
     for (const ch of this.launch.channels) {
       try {
         await this.ep.joinChannel(ch);
@@ -474,6 +489,7 @@ export class Connector implements ControlHandler {
       void this.setPresence(patch);
     }
     if (event === "Stop" || event === "StopFailure") this.waker.idle(this.wakeView());
+    this.notePlane(event, payload);
     if (event !== "SessionStart" && event !== "UserPromptSubmit") {
       this.log.debug({ event }, "hook answered");
       return { reply: {} };
@@ -490,6 +506,18 @@ export class Connector implements ControlHandler {
     this.refreshUnread();
     this.log.debug({ event, handover: handover.id, messages: handover.entries.length }, "handing mail to a hook");
     return { reply, receipt: handover.id };
+  }
+
+  /** Tell the event plane what the hook says (it returns at once: the plane works off the hook's path). */
+  private notePlane(event: HookEvent, payload: HookPayload): void {
+    if (!this.plane) return;
+    if (event === "SessionStart" && payload.session_id) {
+      this.plane.sessionStart({ sessionId: payload.session_id, ...(payload.transcript_path ? { transcriptPath: payload.transcript_path } : {}), ...(payload.source ? { source: payload.source } : {}) });
+    } else if (event === "Stop" || event === "StopFailure") {
+      this.plane.turnEnded(event === "Stop" ? "finished" : "failed");
+    } else {
+      this.plane.poke();
+    }
   }
 
   /** The additionalContext of a draining hook: identity (at SessionStart), framed mail, what still waits. */
@@ -587,6 +615,7 @@ export class Connector implements ControlHandler {
       this.removeLocalFiles();
       await this.activation?.catch(() => undefined);
       await this.presenceChain;
+      await this.plane?.close().catch((err: unknown) => this.log.warn({ err }, "closing the event plane failed"));
       // Stop pulling first; the flush puts the unsubscribes on the server before the naks below,
       // so returned mail goes to the next incarnation. Then hand it back, then leave (offline).
       this.ep.stopConsuming();

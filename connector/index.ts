@@ -43,3 +43,6 @@ export {
   type PluginInstallActions,
   type PluginInstallState,
 } from "./claude/index.js";
+export * from "./agui.js";
+export * from "./event-wal.js";
+export * from "./event-plane.js";

@@ -1,4 +1,5 @@
 import { readFileSync, statSync } from "node:fs";
+import path from "node:path";
 import { z } from "zod";
 import { credsClaims, parseMeshLink } from "../broker/index.js";
 import {
@@ -30,6 +31,10 @@ export interface Launch {
   description?: string;
   tags?: string[];
   meta?: Record<string, string>;
+  /** Publish nothing on the event plane (launch material `noEvents`, `cotal spawn --no-events`). */
+  noEvents?: boolean;
+  /** The seat's state dir (the event plane's WAL goes under it): the launch material's folder. */
+  stateDir?: string;
 }
 
 export type LaunchResolution =
@@ -110,6 +115,8 @@ export function readLaunchMaterial(file: string): Launch {
     ...(m.description ? { description: m.description } : {}),
     ...(m.tags ? { tags: m.tags } : {}),
     ...(m.meta ? { meta: m.meta } : {}),
+    ...(m.noEvents ? { noEvents: true } : {}),
+    stateDir: path.dirname(path.resolve(file)),
   };
 }
 

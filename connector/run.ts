@@ -20,6 +20,9 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv): Omit<ConnectorOptions, "
     ...(capacity || nakDelayMs ? { inbox: { ...(capacity ? { capacity } : {}), ...(nakDelayMs ? { nakDelayMs } : {}) } } : {}),
     // "start": join at once instead of on the session's first hook or tool call (benchmarks, embedders).
     ...(env.COTAL_JOIN_ON === "start" ? { joinOn: "start" as const } : {}),
+    // The event plane: COTAL_EVENTS=off turns it off; COTAL_STATE_DIR says where its WAL goes.
+    ...(env.COTAL_EVENTS === "off" ? { events: false } : {}),
+    ...(env.COTAL_STATE_DIR ? { stateDir: env.COTAL_STATE_DIR } : {}),
   };
 }
 

@@ -17,3 +17,4 @@ export * from "./agent-file.js";
 export * from "./json-schema.js";
 export * from "./subject-patterns.js";
 export * from "./manager-commands.js";
+export * from "./events.js";

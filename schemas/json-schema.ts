@@ -3,6 +3,7 @@ import { AgentFrontmatter } from "./agent-file.js";
 import { ChannelConfig } from "./channel.js";
 import { ControlReply, ControlRequest } from "./control.js";
 import { CONTRACT_WIRE_TYPES } from "./contract-wire-types.js";
+import { AgUiFrame } from "./events.js";
 import { CotalMessage, EndpointRef, Part } from "./message.js";
 import { AgentCard, Presence } from "./presence.js";
 import { SeatEvent } from "./seat-log.js";
@@ -19,6 +20,7 @@ export const WIRE_TYPES = {
   ControlReply,
   SeatEvent,
   AgentFrontmatter,
+  AgUiFrame,
   ...CONTRACT_WIRE_TYPES,
 } as const;
 

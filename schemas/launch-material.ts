@@ -24,6 +24,7 @@ export const LaunchMaterial = z
     description: z.string().max(1000).optional(),
     tags: z.array(z.string().max(64)).max(32).optional(),
     meta: z.record(z.string(), z.string().max(1000)).optional(),
+    noEvents: z.boolean().optional().describe("do not publish the seat's activity on its event plane (`cotal spawn --no-events`)"),
   })
   .describe("A seat's launch material (COTAL_LAUNCH_MATERIAL).");
 export type LaunchMaterial = z.infer<typeof LaunchMaterial>;

@@ -1,6 +1,6 @@
 import type { KV } from "@nats-io/kv";
 import { z } from "zod";
-import { ChannelName, CotalError, describeIssues, principalId, RoleName, type Principal } from "../../schemas/index.js";
+import { ChannelName, CotalError, describeIssues, eventsChannelOf, principalId, RoleName, type Principal } from "../../schemas/index.js";
 import { PROFILES } from "./permissions.js";
 
 /** What the mesh service minted for one principal (kept in the data account only). */
@@ -81,12 +81,13 @@ export class IdentityRegistry {
 
   /**
    * May `who` read `channel`? Cotal's own service identities (`cotal_*`, never minted to
-   * anyone) may; any other name without a record may not.
+   * anyone) may; any other name without a record may not. An agent may read its own event
+   * plane's history (its writer resumes the plane's sequence from it, DESIGN §11).
    */
   async mayRead(who: Principal, channel: string): Promise<boolean> {
     const rec = await this.get(who);
     if (!rec) return who.actor.startsWith("cotal_");
-    if (rec.profile === "agent") return rec.allowSubscribe.includes(channel);
+    if (rec.profile === "agent") return rec.allowSubscribe.includes(channel) || channel === eventsChannelOf(who);
     return true;
   }
 }

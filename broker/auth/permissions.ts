@@ -1,5 +1,5 @@
 import type { Permissions } from "@nats-io/jwt";
-import { assertChannel, durables, filters, JS_API, names, patterns, type Principal, type Profile } from "../../schemas/index.js";
+import { assertChannel, durables, eventsChannelOf, filters, JS_API, names, patterns, type Principal, type Profile } from "../../schemas/index.js";
 
 /** Credential profiles (DESIGN §13): defined with the control commands, whose `mint` names them. */
 export { PROFILES, type Profile } from "../../schemas/index.js";
@@ -30,7 +30,7 @@ export function inboxPrefix(who: Principal): string {
 
 /** The channel an agent publishes its activity events on (DESIGN §11). */
 export function eventsChannel(who: Principal): string {
-  return `events.${who.owner}.${who.actor}`;
+  return eventsChannelOf(who);
 }
 
 /** Read-only control calls every identity may make to the mesh service, as itself. */

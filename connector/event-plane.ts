@@ -1,0 +1,340 @@
+import { closeSync, existsSync, openSync, readSync, statSync } from "node:fs";
+import { isWrongLastSequence, type Endpoint, type Logger } from "../broker/index.js";
+import { AGUI_FRAME_KIND, AGUI_PROTOCOL, eventsChannelOf, frameOf, type AgUiFrame } from "../schemas/index.js";
+import { AgUiMapper, type RunEvent, type RunState } from "./agui.js";
+import { EventWal, type TranscriptCursor, type WalSnapshot } from "./event-wal.js";
+
+/** What a SessionStart hook tells the plane. */
+export interface SessionInfo {
+  sessionId: string;
+  transcriptPath?: string;
+  /** startup | resume | clear | compact (Claude's SessionStart `source`). */
+  source?: string;
+}
+
+export interface EventPlaneOptions {
+  /** The seat's endpoint (posts as itself on `events.<owner>.<actor>`). */
+  ep: Pick<Endpoint, "post" | "history" | "maxPayload" | "me">;
+  /** The WAL directory (under the seat's state dir). */
+  dir: string;
+  log: Logger;
+  /** Wait between attempts while the plane is down, ms (default 1,000). */
+  retryMs?: number;
+  /** How often the transcript is read while a session is attached, ms (default 250). */
+  pollMs?: number;
+  /** How long a new session's transcript may take to appear before a log line says so, ms (default 5,000). */
+  firstWaitMs?: number;
+}
+
+/** Where the plane stands: establishing (reading the broker's last frame), live, halted (a disagreement), closed. */
+export type PlaneStatus = "establishing" | "live" | "halted" | "closed";
+
+/** The message id of a frame: stable across restarts, so a republish dedupes on the broker. */
+export function frameId(owner: string, actor: string, f: Pick<AgUiFrame, "epoch" | "seq">): string {
+  return `agui-${owner}.${actor}-e${f.epoch}-s${f.seq}`;
+}
+
+const READ_CHUNK = 1 << 20;
+const MAX_READ_PER_STEP = 4 << 20;
+
+/**
+ * The event plane of one seat (DESIGN §11): tails the Claude transcript, maps its records to
+ * AG-UI events, writes them as frames to the WAL, and publishes them in order on
+ * `events.<owner>.<actor>` with `Nats-Expected-Last-Subject-Sequence`. Nothing here runs on a
+ * hook's path: hooks only note what happened and return.
+ */
+export class EventPlane {
+  status: PlaneStatus = "establishing";
+  /** Why the plane halted (both sequences named), when it did. */
+  haltReason?: string;
+  readonly channel: string;
+  private wal?: EventWal;
+  private mapper?: AgUiMapper;
+  /** The broker's view once established: last confirmed frame, its stream sequence, this writer's epoch. */
+  private head?: { ackedSeq: number; subjectSeq: number; epoch: number };
+  private loaded?: WalSnapshot;
+  private session?: SessionInfo & { boundary: number; at: number };
+  private turnEnds: Array<"finished" | "failed"> = [];
+  private work: Promise<void> = Promise.resolve();
+  private poll?: NodeJS.Timeout;
+  private wake?: () => void;
+  private publishing?: Promise<void>;
+  private warnedMissing = false;
+  private failing = false;
+  private queued = false;
+
+  constructor(private readonly o: EventPlaneOptions) {
+    this.channel = eventsChannelOf(o.ep.me);
+  }
+
+  /** Read the WAL left by the previous incarnation and start establishing (retried every second until the mesh answers). */
+  start(): void {
+    this.loaded = EventWal.latest(this.o.dir);
+    for (const at of this.loaded?.torn ?? []) this.o.log.warn({ offset: at }, "skipped a torn write-ahead log line");
+    this.poll = setInterval(() => this.kick(), this.o.pollMs ?? 250);
+    this.poll.unref();
+    this.kick();
+  }
+
+  /** A session started (SessionStart hook): where its transcript is and where reading starts. Returns at once. */
+  sessionStart(info: SessionInfo): void {
+    let boundary = 0;
+    // A new session reads from the start; resumed, cleared and compacted ones from here on.
+    if (info.source && info.source !== "startup" && info.transcriptPath) boundary = sizeOf(info.transcriptPath);
+    this.session = { ...info, boundary, at: Date.now() };
+    this.kick();
+  }
+
+  /** The turn ended (Stop: finished; StopFailure: failed). Its run closes once the transcript was read. Returns at once. */
+  turnEnded(how: "finished" | "failed"): void {
+    this.turnEnds.push(how);
+    this.kick();
+  }
+
+  /** Something happened in the session (a prompt, a tool call): read the transcript soon. */
+  poke(): void {
+    this.kick();
+  }
+
+  /** Frames written to the WAL and not yet stored by the broker. */
+  get backlog(): number {
+    return this.wal?.pending.length ?? 0;
+  }
+
+  /** Stop reading; give publishing up to `flushMs` to send what the WAL holds (the rest goes next time). */
+  async close(flushMs = 2_000): Promise<void> {
+    if (this.status === "closed") return;
+    if (this.poll) clearInterval(this.poll);
+    await this.work.catch(() => undefined);
+    const deadline = Date.now() + flushMs;
+    while (this.backlog > 0 && this.status === "live" && Date.now() < deadline) await sleep(20);
+    this.status = "closed";
+    this.wake?.();
+    await this.publishing?.catch(() => undefined);
+    this.wal?.close();
+  }
+
+  /** Queue one step (coalesced: at most one waits behind the running one). */
+  private kick(): void {
+    if (this.status === "closed" || this.status === "halted" || this.queued) return;
+    this.queued = true;
+    this.work = this.work
+      .then(() => {
+        this.queued = false;
+        return this.step();
+      })
+      .catch((err: unknown) => this.o.log.warn({ err }, "event plane step failed; retrying"));
+  }
+
+  private async step(): Promise<void> {
+    if (this.status === "establishing") {
+      if (!(await this.establish())) return;
+    }
+    if (this.status !== "live") return;
+    this.switchSession();
+    if (!this.wal || !this.mapper) return;
+    this.readTranscript();
+    while (this.turnEnds.length) {
+      const how = this.turnEnds.shift()!;
+      this.record(this.mapper.close(how), this.wal.snapshot.cursor);
+    }
+  }
+
+  /** Learn the broker's last frame on the plane and reconcile it with the WAL; false while the mesh is down. */
+  private async establish(): Promise<boolean> {
+    let last;
+    try {
+      last = (await this.o.ep.history(this.channel, { limit: 1 })).at(-1);
+    } catch (err) {
+      this.downOnce(err, "event plane unreachable; retrying every second");
+      await sleep(this.o.retryMs ?? 1_000);
+      return false;
+    }
+    const lastFrame = last ? frameOf(last.message.parts) : undefined;
+    const broker = { seq: lastFrame?.seq ?? 0, subjectSeq: last?.seq ?? 0, epoch: lastFrame?.epoch ?? 0 };
+    const snap = this.loaded;
+    const epoch = Math.max(snap?.epoch ?? 0, broker.epoch) + 1;
+    if (!snap) {
+      this.head = { ackedSeq: broker.seq, subjectSeq: broker.subjectSeq, epoch };
+    } else {
+      const published = snap.pending.find((f) => f.seq === broker.seq);
+      const { owner, actor } = this.o.ep.me;
+      if (snap.ackedSeq === broker.seq && snap.subjectSeq === broker.subjectSeq) {
+        // in step
+      } else if (published && last && last.message.id === frameId(owner, actor, published)) {
+        // Stored before the crash, but the ack never reached the WAL.
+        snap.ackedSeq = broker.seq;
+        snap.subjectSeq = broker.subjectSeq;
+        snap.pending = snap.pending.filter((f) => f.seq > broker.seq);
+      } else {
+        this.halt(
+          `the write-ahead log says frame ${snap.ackedSeq} at stream sequence ${snap.subjectSeq} is the last stored, the broker's last on ${this.channel} is frame ${broker.seq} at stream sequence ${broker.subjectSeq}`,
+        );
+        return false;
+      }
+      this.head = { ackedSeq: snap.ackedSeq, subjectSeq: snap.subjectSeq, epoch };
+      this.open({ ...snap, epoch });
+      // A run the previous incarnation left open is closed: nothing reads as running that is not.
+      this.record(this.mapper!.close("interrupted"), snap.cursor);
+    }
+    this.status = "live";
+    this.failing = false;
+    this.o.log.info({ channel: this.channel, lastFrame: broker.seq, subjectSeq: broker.subjectSeq, epoch }, "event plane established");
+    this.publishing ??= this.publishLoop();
+    return true;
+  }
+
+  private open(snap: WalSnapshot): void {
+    this.wal?.close();
+    this.wal = EventWal.create(this.o.dir, snap);
+    this.mapper = new AgUiMapper(this.wal.snapshot.state);
+  }
+
+  /** Follow the session the last SessionStart named: continue its WAL, or start a new one. */
+  private switchSession(): void {
+    const s = this.session;
+    if (!s || !this.head) return;
+    const cur = this.wal?.snapshot;
+    if (cur && cur.session === s.sessionId && (cur.cursor.transcript ?? undefined) === s.transcriptPath) return;
+    if (cur && cur.session === s.sessionId && !s.transcriptPath) return;
+    if (this.mapper && cur) this.record(this.mapper.close("interrupted"), cur.cursor);
+    const acked = cur ? { ackedSeq: cur.ackedSeq, subjectSeq: cur.subjectSeq } : { ackedSeq: this.head.ackedSeq, subjectSeq: this.head.subjectSeq };
+    const state: RunState = { threadId: s.sessionId, openTools: [] };
+    this.open({
+      session: s.sessionId,
+      cursor: { transcript: s.transcriptPath ?? null, offset: s.boundary },
+      ...acked,
+      epoch: this.head.epoch,
+      state,
+      pending: cur ? [...cur.pending] : [],
+      torn: [],
+    });
+    this.o.log.info({ session: s.sessionId, source: s.source, from: s.boundary }, "event plane follows a session");
+  }
+
+  /** Read complete transcript lines from the cursor and record their events. */
+  private readTranscript(): void {
+    const wal = this.wal!;
+    const cur = wal.snapshot.cursor;
+    if (!cur.transcript) return;
+    if (!existsSync(cur.transcript)) {
+      if (!this.warnedMissing && this.session && Date.now() - this.session.at > (this.o.firstWaitMs ?? 5_000)) {
+        this.warnedMissing = true;
+        this.o.log.warn({ transcript: cur.transcript }, "the session's transcript has not appeared; still waiting for it");
+      }
+      return;
+    }
+    const fd = openSync(cur.transcript, "r");
+    try {
+      let offset = cur.offset;
+      const buf = Buffer.alloc(READ_CHUNK);
+      let carry = Buffer.alloc(0);
+      let carryAt = offset;
+      while (offset - cur.offset < MAX_READ_PER_STEP) {
+        const n = readSync(fd, buf, 0, buf.length, offset);
+        if (n <= 0) break;
+        offset += n;
+        const data = Buffer.concat([carry, buf.subarray(0, n)]);
+        let start = 0;
+        const events: RunEvent[] = [];
+        for (let nl = data.indexOf(10, start); nl >= 0; nl = data.indexOf(10, start)) {
+          const line = data.subarray(start, nl).toString("utf8");
+          const at = carryAt + start;
+          start = nl + 1;
+          if (!line.trim()) continue;
+          let rec: unknown;
+          try {
+            rec = JSON.parse(line);
+          } catch {
+            this.o.log.warn({ offset: at, transcript: cur.transcript }, "skipped a torn transcript line");
+            continue;
+          }
+          events.push(...this.mapper!.map(rec));
+        }
+        carry = Buffer.from(data.subarray(start));
+        carryAt += start;
+        // The cursor moves only past complete lines.
+        this.record(events, { transcript: cur.transcript, offset: carryAt });
+      }
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /** Pack events into frames (one run per frame, each within the server's payload), write them to the WAL, wake the publisher. */
+  private record(events: RunEvent[], cursor: TranscriptCursor): void {
+    const wal = this.wal;
+    if (!wal || !this.head) return;
+    const frames: AgUiFrame[] = [];
+    const budget = this.o.ep.maxPayload - 4_096;
+    let next = Math.max(wal.snapshot.ackedSeq, wal.pending.at(-1)?.seq ?? 0) + 1;
+    let size = 0;
+    for (const { runId, event } of events) {
+      const bytes = Buffer.byteLength(JSON.stringify(event));
+      const last = frames.at(-1);
+      if (last && last.runId === runId && size + bytes < budget) {
+        last.events.push(event);
+        size += bytes + 1;
+        continue;
+      }
+      frames.push({ kind: AGUI_FRAME_KIND, protocol: AGUI_PROTOCOL, threadId: wal.snapshot.state.threadId, runId, epoch: this.head.epoch, seq: next++, events: [event] });
+      size = bytes + 300;
+    }
+    if (!frames.length && cursor.offset === wal.snapshot.cursor.offset) return;
+    wal.append(frames, cursor, this.mapper!.state);
+    if (frames.length) this.wake?.();
+  }
+
+  /** Publish the WAL's frames in order, one at a time, each expecting the last stored one's stream sequence. */
+  private async publishLoop(): Promise<void> {
+    const { owner, actor } = this.o.ep.me;
+    while (this.status === "live") {
+      const wal = this.wal;
+      const frame = wal?.pending[0];
+      if (!wal || !frame) {
+        await new Promise<void>((r) => {
+          this.wake = r;
+          setTimeout(r, 1_000).unref();
+        });
+        continue;
+      }
+      try {
+        const ack = await this.o.ep.post(this.channel, [frame], { id: frameId(owner, actor, frame), expectLastSubjectSequence: wal.snapshot.subjectSeq });
+        wal.ack(frame.seq, ack.seq);
+        this.failing = false;
+      } catch (err) {
+        if (isWrongLastSequence(err)) {
+          const last = await this.o.ep.history(this.channel, { limit: 1 }).catch(() => []);
+          const theirs = last.at(-1);
+          this.halt(`this writer expected stream sequence ${wal.snapshot.subjectSeq} (frame ${wal.snapshot.ackedSeq}) to be the last on ${this.channel}, the broker's last is ${theirs ? `stream sequence ${theirs.seq}${frameOf(theirs.message.parts) ? ` (frame ${frameOf(theirs.message.parts)!.seq})` : ""}` : "unknown"}`);
+          return;
+        }
+        this.downOnce(err, "publishing an event frame failed; the session goes on and the plane retries every second");
+        await sleep(this.o.retryMs ?? 1_000);
+      }
+    }
+  }
+
+  private downOnce(err: unknown, msg: string): void {
+    if (!this.failing) this.o.log.warn({ err: (err as Error)?.message ?? String(err) }, msg);
+    else this.o.log.debug({ err: (err as Error)?.message ?? String(err) }, msg);
+    this.failing = true;
+  }
+
+  private halt(why: string): void {
+    this.status = "halted";
+    this.haltReason = why;
+    this.o.log.error({ channel: this.channel }, `event plane stopped publishing: ${why}`);
+    this.wake?.();
+  }
+}
+
+function sizeOf(file: string): number {
+  try {
+    return statSync(file).size;
+  } catch {
+    return 0;
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,0 +1,181 @@
+// The event plane on a real static-auth nats-server: a seat's agent credential publishes AG-UI
+// frames on events.local.<actor> in order, through its WAL; restarts resume with no gap and no
+// duplicate; a torn transcript line is skipped; a scoped reader sees that plane and nothing else.
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { logger, type Endpoint } from "../../broker/index.js";
+import { EventPlane, streamViolation } from "../../connector/index.js";
+import { frameOf, type AgUiFrame } from "../../schemas/index.js";
+import { until } from "../harness/fixtures.js";
+import { TestMesh } from "../harness/mesh.js";
+
+let mesh: TestMesh;
+let root: string;
+const log = logger("test-event-plane");
+
+beforeAll(async () => {
+  mesh = await TestMesh.startStatic("evt");
+  root = mkdtempSync(path.join(os.tmpdir(), "cotal-evt-"));
+}, 60_000);
+afterAll(async () => {
+  await mesh?.close();
+  rmSync(root, { recursive: true, force: true });
+});
+
+const SECRET = "zebra-4711";
+/** A scripted turn as Claude 2.1.332 writes it: prompt, text, one Bash call and its result, the final text. */
+function turn(n: number): string[] {
+  const u = (k: string) => `${k}-${n}`;
+  return [
+    { type: "user", uuid: u("p"), message: { role: "user", content: `Say hi ${n}` } },
+    { type: "assistant", uuid: u("a1"), message: { role: "assistant", content: [{ type: "text", text: "Let me look." }], stop_reason: "tool_use" } },
+    { type: "assistant", uuid: u("a2"), message: { role: "assistant", content: [{ type: "tool_use", id: u("toolu"), name: "Bash", input: { command: `echo ${SECRET}` } }], stop_reason: "tool_use" } },
+    { type: "user", uuid: u("r"), message: { role: "user", content: [{ type: "tool_result", tool_use_id: u("toolu"), content: SECRET }] }, toolUseResult: { stdout: SECRET } },
+    { type: "assistant", uuid: u("a3"), message: { role: "assistant", content: [{ type: "text", text: "Done." }], stop_reason: "end_turn" } },
+  ].map((r) => JSON.stringify(r) + "\n");
+}
+
+let seats = 0;
+async function seat(): Promise<{ name: string; ep: Endpoint; creds: string; transcript: string; dir: string }> {
+  const name = `seat${++seats}`;
+  const creds = await mesh.mint({ name, profile: "agent", allowSubscribe: ["general"], allowPublish: ["general"], provision: true });
+  const ep = await mesh.endpoint(name, { creds });
+  const dir = path.join(root, name);
+  mkdirSync(dir, { recursive: true });
+  return { name, ep, creds, transcript: path.join(dir, "session.jsonl"), dir };
+}
+
+function plane(ep: Endpoint, dir: string): EventPlane {
+  const p = new EventPlane({ ep, dir: path.join(dir, "events"), log, retryMs: 100, pollMs: 50 });
+  p.start();
+  return p;
+}
+
+/** Every frame stored on the seat's plane, read as an admin would (the mesh service's data account). */
+async function frames(name: string, reader?: Endpoint): Promise<Array<AgUiFrame & { subjectSeq: number; raw: string }>> {
+  const r = reader ?? (await mesh.endpoint(`reader_${name}`, { creds: await mesh.mint({ name: `reader_${name}`, profile: "observer" }) }));
+  const items = await r.history(`events.local.${name}`);
+  return items.map((h) => ({ ...frameOf(h.message.parts)!, subjectSeq: h.seq, raw: JSON.stringify(h.message) }));
+}
+
+const eventsOf = (fs: AgUiFrame[]) => fs.flatMap((f) => f.events.map((e) => ({ ...e, runId: e.type === "RUN_STARTED" ? e.runId : f.runId })));
+
+describe("the event plane", () => {
+  it("publishes a turn as run, text and tool start/end frames in order, never the tool's arguments or result", async () => {
+    const s = await seat();
+    const p = plane(s.ep, s.dir);
+    writeFileSync(s.transcript, "", { mode: 0o600 });
+    p.sessionStart({ sessionId: "sess-1", transcriptPath: s.transcript, source: "startup" });
+    for (const l of turn(1)) appendFileSync(s.transcript, l);
+    await until(async () => (await frames(s.name)).flatMap((f) => f.events).some((e) => e.type === "RUN_FINISHED"), 10_000, "the run finished on the plane");
+    const got = await frames(s.name);
+    expect(got.map((f) => f.seq)).toEqual(got.map((_, i) => i + 1));
+    expect(got.every((f) => f.threadId === "sess-1" && f.epoch === 1)).toBe(true);
+    const types = eventsOf(got).map((e) => e.type);
+    expect(types).toEqual([
+      "RUN_STARTED",
+      "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
+      "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
+      "TOOL_CALL_START", "TOOL_CALL_END",
+      "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
+      "RUN_FINISHED",
+    ]);
+    expect(eventsOf(got).find((e) => e.type === "TOOL_CALL_START")).toMatchObject({ toolCallName: "Bash", toolCallId: "toolu-1" });
+    expect(got.map((f) => f.raw).join("\n")).not.toContain(SECRET);
+    expect(streamViolation(eventsOf(got))).toBeUndefined();
+    await p.close();
+  });
+
+  it("a connector killed mid-turn and restarted leaves no gap, no duplicate, and closes the open run", async () => {
+    const s = await seat();
+    const lines = turn(1);
+    writeFileSync(s.transcript, lines.slice(0, 3).join(""), { mode: 0o600 });
+    const first = plane(s.ep, s.dir);
+    first.sessionStart({ sessionId: "sess-k", transcriptPath: s.transcript, source: "startup" });
+    await until(async () => (await frames(s.name)).flatMap((f) => f.events).some((e) => e.type === "TOOL_CALL_START"), 10_000, "the tool call started on the plane");
+    // Crash: the connection drops with frames still only in the WAL; nothing is closed.
+    await s.ep.close();
+    appendFileSync(s.transcript, lines[3]!);
+    await sleep(300); // the dead writer records the result into its WAL but cannot publish it
+    expect(first.backlog).toBeGreaterThan(0);
+    const ep2 = await mesh.endpoint(s.name, { creds: s.creds });
+    const second = plane(ep2, s.dir);
+    second.sessionStart({ sessionId: "sess-k", transcriptPath: s.transcript, source: "resume" });
+    appendFileSync(s.transcript, lines[4]!);
+    await until(async () => (await frames(s.name)).flatMap((f) => f.events).filter((e) => e.type === "TEXT_MESSAGE_END").length >= 3, 10_000, "the final text arrived");
+    await until(() => second.backlog === 0, 5_000, "the WAL drained");
+    const got = await frames(s.name);
+    expect(got.map((f) => f.seq)).toEqual(got.map((_, i) => i + 1));
+    expect(new Set(got.map((f) => f.subjectSeq)).size).toBe(got.length);
+    expect(got.at(-1)!.epoch).toBe(2);
+    const evs = eventsOf(got);
+    expect(streamViolation(evs)).toBeUndefined();
+    // The tool call ended exactly once; the interrupted run closed; the rest of the turn came in a run of its own.
+    expect(evs.filter((e) => e.type === "TOOL_CALL_END")).toHaveLength(1);
+    expect(evs.filter((e) => e.type === "RUN_ERROR").map((e) => e.message)).toEqual(["run interrupted"]);
+    expect(evs.filter((e) => e.type === "TEXT_MESSAGE_START")).toHaveLength(3);
+    await second.close();
+    await first.close(0);
+  });
+
+  it("skips a torn transcript line with a log line naming its offset; later records still publish", async () => {
+    const s = await seat();
+    const lines = turn(7);
+    const torn = '{"type":"assistant","uuid":"x","message":{"role":"assis\n';
+    writeFileSync(s.transcript, lines[0]! + torn + lines.slice(1).join(""), { mode: 0o600 });
+    const p = plane(s.ep, s.dir);
+    p.sessionStart({ sessionId: "sess-t", transcriptPath: s.transcript, source: "startup" });
+    await until(async () => (await frames(s.name)).flatMap((f) => f.events).some((e) => e.type === "RUN_FINISHED"), 10_000, "the run after the torn line finished");
+    expect(eventsOf(await frames(s.name)).filter((e) => e.type === "TOOL_CALL_START")).toHaveLength(1);
+    await p.close();
+  });
+
+  it("a WAL that disagrees with the broker stops publishing with a message naming both values", async () => {
+    const s = await seat();
+    writeFileSync(s.transcript, turn(1).join(""), { mode: 0o600 });
+    const p = plane(s.ep, s.dir);
+    p.sessionStart({ sessionId: "sess-d", transcriptPath: s.transcript, source: "startup" });
+    await until(async () => p.backlog === 0 && (await frames(s.name)).length > 0, 10_000, "frames stored");
+    await p.close();
+    // Another writer posts on the plane meanwhile.
+    await s.ep.post(`events.local.${s.name}`, [{ kind: "text", text: "someone else" }], { id: "intruder-1" });
+    const again = plane(s.ep, s.dir);
+    await until(() => again.status === "halted", 5_000, "the plane halted");
+    expect(again.haltReason).toMatch(/write-ahead log says frame \d+ at stream sequence \d+ .* broker's last .* frame 0 at stream sequence \d+/);
+    await again.close();
+  });
+
+  it("a scoped reader minted for one plane reads its history and live frames and nothing else", async () => {
+    const s = await seat();
+    const other = await seat();
+    await s.ep.join();
+    await other.ep.send("general", "not for the watcher");
+    const p = plane(s.ep, s.dir);
+    writeFileSync(s.transcript, turn(1).join(""), { mode: 0o600 });
+    p.sessionStart({ sessionId: "sess-w", transcriptPath: s.transcript, source: "startup" });
+    await until(() => p.backlog === 0 && p.status === "live", 10_000, "published");
+    const creds = await mesh.mint({ name: `watcher_${s.name}`, profile: "agent", allowSubscribe: [`events.local.${s.name}`], provision: true });
+    const watcher = await mesh.endpoint(`watcher_${s.name}`, { creds });
+    const history = await frames(s.name, watcher);
+    expect(history.length).toBeGreaterThan(0);
+    await watcher.join();
+    const live: AgUiFrame[] = [];
+    void (async () => {
+      for await (const d of watcher.deliveries) {
+        const f = frameOf(d.message.parts);
+        if (f) live.push(f);
+        d.ack?.();
+      }
+    })();
+    await watcher.joinChannel(`events.local.${s.name}`);
+    appendFileSync(s.transcript, turn(2).join(""));
+    await until(() => live.some((f) => f.events.some((e) => e.type === "RUN_FINISHED" && e.runId === "p-2")), 10_000, "the watcher got the live frames");
+    await expect(watcher.history("general")).rejects.toThrow(/Not allowed to read channel general/);
+    await expect(watcher.history(`events.local.${other.name}`)).rejects.toThrow(/Not allowed to read channel/);
+    await p.close();
+  });
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
