@@ -1,5 +1,6 @@
 import { Command, CommanderError } from "commander";
 import { registerChannels } from "./commands/channels.js";
+import { registerConsole } from "./commands/console.js";
 import { registerDeliver } from "./commands/deliver.js";
 import { registerDown } from "./commands/down.js";
 import { registerHistory } from "./commands/history.js";
@@ -39,6 +40,7 @@ export function buildProgram(): Command {
   registerHistory(program);
   registerFetch(program);
   registerRoster(program);
+  registerConsole(program);
   registerChannels(program);
   registerDeliver(program);
   registerMint(program);

@@ -1,0 +1,94 @@
+import type { Command } from "commander";
+import { z } from "zod";
+import type { RosterEntry } from "../../broker/index.js";
+import { eventsChannelOf, parsePrincipal } from "../../schemas/index.js";
+import { ConsoleFeed, FrameRenderer, plainLines, planesOf, type FeedItem } from "../console-feed.js";
+import { meshOptions, resolveTarget } from "../context.js";
+import { cliLog } from "../logging.js";
+import { clock, note, oneLine, printLines } from "../output.js";
+import { MeshSession } from "../session.js";
+import { actingName, channelName, duration, parseInput } from "../validate.js";
+
+const ConsoleFlags = z.object({
+  plain: z.boolean().optional(),
+  since: duration.default(60 * 60 * 1000),
+  agent: z.array(actingName("--agent name")).default([]),
+  channel: z.array(channelName).default([]),
+});
+
+const repeat = (v: string, prev: string[] = []) => [...prev, v];
+
+/** `cotal console`: the roster, every agent's activity (its event plane) and chosen channels, history first, then live. */
+export function registerConsole(program: Command): void {
+  const cmd = program
+    .command("console")
+    .summary("watch the agents: roster, their activity (event planes) and channels, history then live")
+    .description(
+      "Show the roster (status, condition, activity, unread, since) and what each agent does — turns, what it says, " +
+        "tool calls starting and ending, read from its event plane events.<owner>.<actor> — plus the posts of the " +
+        "channels you name: first what was stored since --since (marked [history]), then live. It reads with the " +
+        "credential you give (a scoped reader sees only its planes) and never shows DMs. --plain, or a stdout that " +
+        "is not a terminal, prints one line per item; otherwise a terminal UI opens (q quits).",
+    )
+    .option("--plain", "one line per item instead of the terminal UI")
+    .option("--since <duration>", "how far back history reaches, e.g. 30m, 1h, 7d", "1h")
+    .option("--agent <name>", "only this agent's activity (repeatable; default every agent on the roster)", repeat)
+    .option("--channel <name>", "also show this channel's posts (repeatable)", repeat);
+  meshOptions(cmd).action(async (raw: Record<string, unknown>) => {
+    const f = parseInput(ConsoleFlags, raw, { since: "--since", agent: "--agent", channel: "--channel" });
+    const target = resolveTarget(raw);
+    const s = await MeshSession.open(target);
+    const plain = f.plain || !process.stdout.isTTY;
+    void plain;
+    await runPlain(s, f);
+  });
+}
+
+/** A roster line: name, status (condition), activity, unread, since; `[stale]` once it went quiet. */
+export function rosterLine(e: RosterEntry, now = Date.now()): string {
+  const p = e.presence;
+  const status = p.condition && e.status !== "offline" ? `${e.status} (${p.condition.code})` : e.status;
+  const bits = [
+    p.activity ? `doing ${oneLine(p.activity)}` : "",
+    p.unread !== undefined && e.status !== "offline" ? `${p.unread} unread` : "",
+    p.statusSince ? `since ${clock(p.statusSince)}` : "",
+  ].filter(Boolean);
+  const stale = e.status === "offline" || now - e.seenAt > 6_000 ? "[stale] " : "";
+  return `${stale}roster ${oneLine(e.name)}${e.role ? ` (${oneLine(e.role)})` : ""} ${status}${bits.length ? `, ${bits.join(", ")}` : ""}`;
+}
+
+async function runPlain(s: MeshSession, f: z.infer<typeof ConsoleFlags>): Promise<void> {
+  const log = cliLog("console");
+  const renderer = new FrameRenderer();
+  const feed = new ConsoleFeed(s, log, (item: FeedItem) => printLines(...plainLines(item, renderer)));
+  const roster = await s.roster();
+  const shown = new Map<string, string>();
+  const showRoster = (entries: RosterEntry[]) => {
+    for (const e of entries) {
+      const line = rosterLine(e);
+      if (shown.get(e.id) === line.replace(/since \S+/, "")) continue;
+      shown.set(e.id, line.replace(/since \S+/, ""));
+      printLines(line);
+    }
+  };
+  showRoster(roster.entries());
+  const planes = f.agent.length ? f.agent.map((a) => eventsChannelOf(parsePrincipal(a))) : planesOf(roster.entries());
+  const sinceMs = Date.now() - f.since;
+  await feed.add([...planes, ...f.channel], sinceMs);
+  note(`Live from here${feed.refused.size ? ` (not readable with this credential: ${[...feed.refused].join(", ")})` : ""}; Ctrl-C to leave.`);
+  roster.onChange((entries) => {
+    showRoster(entries);
+    // A new agent on the roster: follow its plane too (unless --agent chose the planes).
+    if (!f.agent.length) void feed.add(planesOf(entries), sinceMs).catch((err: unknown) => log.debug({ err }, "following a new plane failed"));
+  });
+  let closed = false;
+  s.nc.closed().then((err) => {
+    if (!closed) note(`[stale] The connection to the mesh closed${err ? `: ${err.message}` : ""}; what is shown is no longer live.`);
+  });
+  await new Promise<void>((resolve) => {
+    for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(sig, () => resolve());
+  });
+  closed = true;
+  feed.close();
+  await s.close();
+}

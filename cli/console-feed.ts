@@ -1,0 +1,157 @@
+import type { Subscription } from "@nats-io/transport-node";
+import { callControl, collectHistory, credsCaller, verifyEnvelope, type Logger, type RosterEntry } from "../broker/index.js";
+import { eventsChannelOf, frameOf, messageText, parsePrincipal, patterns, principalId, type AgUiFrame, type CotalMessage, type Principal } from "../schemas/index.js";
+import { clock, oneLine } from "./output.js";
+import type { MeshSession } from "./session.js";
+
+/** One thing the console shows: a post on a channel, or a frame on an agent's event plane. */
+export interface FeedItem {
+  /** Stored (history) or received live. */
+  historical: boolean;
+  at: number;
+  channel: string;
+  from: Principal;
+  message: CotalMessage;
+  /** The frame, when the post is on an event plane and carries one. */
+  frame?: AgUiFrame;
+}
+
+/** A readable timeline line for each event of a frame that a person would want to see (text is shown whole at its end). */
+export class FrameRenderer {
+  private readonly texts = new Map<string, { role: string; text: string }>();
+  private readonly tools = new Map<string, string>();
+
+  lines(who: string, frame: AgUiFrame): Array<{ at: number; text: string }> {
+    const out: Array<{ at: number; text: string }> = [];
+    for (const e of frame.events) {
+      const at = e.timestamp ?? Date.now();
+      const put = (text: string) => out.push({ at, text: `${who} ${text}` });
+      switch (e.type) {
+        case "RUN_STARTED":
+          put(`▶ turn started (${oneLine(frame.runId).slice(0, 12)})`);
+          break;
+        case "RUN_FINISHED":
+          put("■ turn finished");
+          break;
+        case "RUN_ERROR":
+          put(`✗ turn ended: ${oneLine(e.message ?? "run failed")}`);
+          break;
+        case "TEXT_MESSAGE_START":
+          this.texts.set(e.messageId ?? "", { role: e.role ?? "assistant", text: "" });
+          break;
+        case "TEXT_MESSAGE_CONTENT": {
+          const t = this.texts.get(e.messageId ?? "");
+          if (t) t.text += e.delta ?? "";
+          break;
+        }
+        case "TEXT_MESSAGE_END": {
+          const t = this.texts.get(e.messageId ?? "");
+          this.texts.delete(e.messageId ?? "");
+          if (t) put(`${t.role === "user" ? "« prompt" : "» says"}: ${oneLine(t.text).slice(0, 500)}`);
+          break;
+        }
+        case "TOOL_CALL_START":
+          this.tools.set(e.toolCallId ?? "", e.toolCallName ?? "tool");
+          put(`⚙ ${oneLine(e.toolCallName ?? "tool")} started`);
+          break;
+        case "TOOL_CALL_END":
+          put(`⚙ ${oneLine(this.tools.get(e.toolCallId ?? "") ?? "tool")} ended`);
+          this.tools.delete(e.toolCallId ?? "");
+          break;
+      }
+    }
+    return out;
+  }
+}
+
+/** The plain one-line form of a feed item (several lines for a frame). */
+export function plainLines(item: FeedItem, renderer: FrameRenderer): string[] {
+  const mark = item.historical ? "[history] " : "";
+  const who = item.from.owner === "local" ? item.from.actor : principalId(item.from);
+  if (item.frame) return renderer.lines(who, item.frame).map((l) => `${mark}${clock(l.at)} ${l.text}`);
+  return [`${mark}${clock(item.message.ts)} #${oneLine(item.channel)} ${oneLine(item.message.from.name)}: ${oneLine(messageText(item.message)) || `(${item.message.parts.map((p) => p.kind).join(", ")})`}`];
+}
+
+/** The event planes of the agents on a roster. */
+export function planesOf(entries: RosterEntry[]): string[] {
+  return entries.filter((e) => e.presence.card.kind === "agent").map((e) => eventsChannelOf(parsePrincipal(e.id)));
+}
+
+/**
+ * History then live for a set of channels (event planes among them), read the way a client
+ * credential may: history through the mesh service (which enforces the read scope), live posts
+ * by core subscription. Channels the credential may not read are skipped (`refused`). Live
+ * posts that history already showed are dropped by id.
+ */
+export class ConsoleFeed {
+  private readonly subs = new Map<string, Subscription>();
+  private readonly seen = new Set<string>();
+  readonly refused = new Set<string>();
+  private buffering = true;
+  private buffer: FeedItem[] = [];
+
+  constructor(
+    private readonly s: MeshSession,
+    private readonly log: Logger,
+    private readonly emit: (item: FeedItem) => void,
+  ) {}
+
+  /** Add channels: subscribe live first (held back), then print their history since `sinceMs`, then what arrived meanwhile. */
+  async add(channels: string[], sinceMs: number): Promise<void> {
+    const fresh = channels.filter((c) => !this.subs.has(c) && !this.refused.has(c));
+    this.buffering = true;
+    const items: FeedItem[] = [];
+    for (const channel of fresh) {
+      let history;
+      try {
+        history = await collectHistory(channel, { sinceMs }, (args) => callControl(this.s.nc, this.s.target.space, "history", credsCaller(this.s.target.creds), args));
+      } catch (err) {
+        // A scoped credential sees only its own planes: the others are left out, not shown as errors.
+        this.refused.add(channel);
+        this.log.debug({ channel, err: (err as Error).message }, "channel not readable with this credential; left out");
+        continue;
+      }
+      this.subscribe(channel);
+      for (const h of history) items.push({ historical: true, at: h.storedAt, channel, from: h.from, message: h.message, ...frameField(h.message) });
+    }
+    items.sort((a, b) => a.at - b.at);
+    for (const it of items) this.show(it);
+    this.buffering = false;
+    const held = this.buffer.splice(0);
+    for (const it of held) this.show(it);
+  }
+
+  private subscribe(channel: string): void {
+    const sub = this.s.nc.subscribe(patterns.channelPosts(this.s.target.space, channel), {
+      callback: (err, msg) => {
+        if (err) {
+          this.log.debug({ channel, err: err.message }, "live subscription ended");
+          return;
+        }
+        const v = verifyEnvelope(msg.subject, msg.data, this.log);
+        if (!v || v.kind !== "channel" || !v.channel) return;
+        const item: FeedItem = { historical: false, at: v.message.ts, channel: v.channel, from: v.from, message: v.message, ...frameField(v.message) };
+        if (this.buffering) this.buffer.push(item);
+        else this.show(item);
+      },
+    });
+    this.subs.set(channel, sub);
+  }
+
+  private show(item: FeedItem): void {
+    if (this.seen.has(item.message.id)) return;
+    this.seen.add(item.message.id);
+    if (this.seen.size > 100_000) this.seen.clear();
+    this.emit(item);
+  }
+
+  close(): void {
+    for (const s of this.subs.values()) s.unsubscribe();
+    this.subs.clear();
+  }
+}
+
+function frameField(m: CotalMessage): { frame?: AgUiFrame } {
+  const f = frameOf(m.parts);
+  return f ? { frame: f } : {};
+}
