@@ -312,6 +312,9 @@ export class MeshService {
       allowPublish: req.allowPublish,
       ...(req.role ? { role: req.role } : {}),
     };
+    // What happens to the name's earlier credentials is said, not left to be found out: they stay valid.
+    const revoked = auth.store.revocations(clientsAccount(this.space));
+    const othersValid = ((await this.identities.get(who))?.users ?? []).filter((u) => !(u.pub in revoked) && !(u.expiresAt !== undefined && u.expiresAt <= Date.now())).length;
     const user = await signUser(spec, req.userPub, auth.store.signingKey(this.space), auth.store.accountKey(clientsAccount(this.space)).getPublicKey(), req.expiresInMs);
     await this.identities.add(
       who,
@@ -321,7 +324,7 @@ export class MeshService {
     const provisioned = req.provision ? await this.register(who, req.role) : undefined;
     if (req.provision) for (const ch of req.allowSubscribe) await this.join(who, ch);
     this.log.info({ who: principalId(who), profile: req.profile, expiresAt: user.expiresAt }, "minted a credential");
-    return { principal: principalId(who), jwt: user.jwt, userPub: user.userPub, ...(user.expiresAt ? { expiresAt: user.expiresAt } : {}), ...(provisioned ? { provisioned } : {}) };
+    return { principal: principalId(who), jwt: user.jwt, userPub: user.userPub, ...(user.expiresAt ? { expiresAt: user.expiresAt } : {}), ...(provisioned ? { provisioned } : {}), othersValid };
   }
 
   /** Revoke every credential issued to `name`: live connections are cut, new ones refused. */

@@ -186,6 +186,7 @@ export const MESH_COMMANDS = {
       userPub: z.string().min(1),
       expiresAt: UnixMs.optional(),
       provisioned: RegisterReply.optional(),
+      othersValid: z.number().int().nonnegative().optional().describe("other credentials of this name that are still valid (neither revoked nor expired); they stay valid"),
     }),
   },
   revoke: {

@@ -92,6 +92,7 @@ export function registerMint(program: Command): void {
       expiresAt: reply.expiresAt ? new Date(reply.expiresAt).toISOString() : null,
       provisioned: !!reply.provisioned,
       revoked: replaced?.revoked ?? 0,
+      othersValid: reply.othersValid ?? 0,
     };
     if (f.json) printJson(result);
     else
@@ -101,6 +102,9 @@ export function registerMint(program: Command): void {
         ...(result.expiresAt ? [`expires:   ${result.expiresAt}`] : []),
         ...(result.provisioned ? ["inbox:     provisioned"] : []),
         ...(replaced ? [`replaced:  revoked ${replaced.revoked} old credential${replaced.revoked === 1 ? "" : "s"} of ${result.principal}`] : []),
+        ...(result.othersValid
+          ? [`note:      ${result.othersValid} earlier credential${result.othersValid === 1 ? "" : "s"} of ${result.principal} stay${result.othersValid === 1 ? "s" : ""} valid (\`cotal mint ${f.name} --replace\` or \`cotal revoke ${f.name}\` ends them)`]
+          : []),
       );
   });
 

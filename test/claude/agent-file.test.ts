@@ -65,6 +65,7 @@ describe("agent files", () => {
       model: "opus",
       agent: "code-reviewer",
       launchOptions: { "max-turns": 20, effort: "high", verbose: true },
+      allowedTools: [],
       capabilities: ["spawn"],
     });
     expect(agent.persona).toBe("You are the reviewer.\n\nBe kind, be precise.");

@@ -29,9 +29,11 @@ const PROMPT_ON_SCREEN = /Do you want to proceed\?|Esc to cancel · Tab to amend
 function readmeLaunchArgs(): string[] {
   const readme = readFileSync(join(projectRoot, "README.md"), "utf8");
   const block = /### Put a Claude Code session on the mesh\s+```sh\n([\s\S]*?)```/.exec(readme)?.[1];
-  const line = block?.split("\n").find((l) => /^\s*claude\s/.test(l));
+  // The README runs the package's own claude through npx; the test runs the same binary directly.
+  const line = block?.split("\n").find((l) => /^\s*(npx\s+)?claude\s/.test(l));
   if (!line) throw new Error("README.md has no `claude …` line in its 'Put a Claude Code session on the mesh' block");
-  const args = line.trim().split(/\s+/).slice(1);
+  const words = line.trim().split(/\s+/);
+  const args = words.slice(words.indexOf("claude") + 1);
   const at = args.indexOf('"$(npx');
   if (args[at - 1] !== "--plugin-dir" || args.slice(at, at + 4).join(" ") !== '"$(npx cotal setup --print-plugin-dir)"') {
     throw new Error(`unexpected README launch line: ${line}`);
