@@ -68,6 +68,7 @@ export const MANAGER_COMMANDS = {
       restarts: z.number().int().min(0).max(100).optional().describe("restarts allowed within windowMs before a crash loop retires the seat (default: the manager's, 3)"),
       windowMs: z.number().int().min(1_000).max(86_400_000).optional().describe("the restart policy's window (default: the manager's, 60 s)"),
       requestId: z.string().min(1).max(128).optional().describe("the same id returns the first result"),
+      noEvents: z.boolean().optional().describe("claude seats: publish nothing on the seat's event plane (launch material noEvents)"),
     }),
     reply: z.object({ seat: PrincipalId, name: PrincipalToken, uid: LifecycleUid, instance: ManagerInstance, state: SeatStateName }),
   },
