@@ -12,6 +12,7 @@ const entries = {
   bench: "bench/main.ts",
   "bench-connector": "bench/connector-hook.ts",
   "bench-manager": "bench/manager.ts",
+  "bench-wake": "bench/claude-wake.ts",
 };
 
 // ESM bundles of CommonJS dependencies need require/__dirname.
@@ -38,6 +39,8 @@ await Promise.all(
       sourcemap: "linked",
       legalComments: "none",
       banner: { js: banner },
+      // Ink loads React DevTools only when DEV=true; it is not installed: a stub stands in.
+      alias: { "react-devtools-core": "./scripts/no-react-devtools.mjs" },
       logLevel: "warning",
     });
     await chmod(outfile, 0o755);
