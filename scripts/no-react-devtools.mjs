@@ -1,0 +1,3 @@
+// Stands in for react-devtools-core in the bundles: Ink loads it only when DEV=true, and
+// `cotal console` never runs under React DevTools.
+export default { initialize() {}, connectToDevTools() {} };
