@@ -39,7 +39,11 @@ export function registerConsole(program: Command): void {
     const target = resolveTarget(raw);
     const s = await MeshSession.open(target);
     const plain = f.plain || !process.stdout.isTTY;
-    void plain;
+    if (!plain) {
+      const { runConsoleUi } = await import("../console-ui.js");
+      await runConsoleUi(s, { sinceMs: Date.now() - f.since, agents: f.agent, channels: f.channel });
+      return;
+    }
     await runPlain(s, f);
   });
 }

@@ -1,13 +1,14 @@
 // `cotal console --plain` on a static mesh: history of a seat's event plane first (marked
 // [history]), then its live frames as readable timeline lines; a scoped reader sees only its
 // plane; DMs are never shown.
+import { execFileSync } from "node:child_process";
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { logger, type Endpoint } from "../../broker/index.js";
 import { EventPlane } from "../../connector/index.js";
-import { buildCli, cleanEnv, CotalProcess } from "../harness/cli.js";
+import { buildCli, cleanEnv, CotalProcess, cotalBundle } from "../harness/cli.js";
 import { until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
 
@@ -101,6 +102,76 @@ describe("cotal console --plain", () => {
       expect(all).not.toContain("a private DM body");
       expect(all).not.toContain("secret-arg");
       expect(all).not.toContain("secret-result");
+    }
+  }, 90_000);
+});
+
+/** The console's terminal UI in a detached tmux session on a private tmux server. */
+class TmuxConsole {
+  constructor(private readonly socket: string) {}
+  static start(socket: string, args: string[]): TmuxConsole {
+    const env = ["env", "-i", `PATH=${process.env.PATH}`, "TERM=xterm-256color", "LANG=C.UTF-8", `HOME=${root}`];
+    const t = new TmuxConsole(socket);
+    t.tmux("new-session", "-d", "-s", "console", "-x", "200", "-y", "40", "-c", root, [...env, process.execPath, cotalBundle, ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" "));
+    return t;
+  }
+  tmux(...args: string[]): string {
+    return execFileSync("tmux", ["-S", this.socket, ...args], { encoding: "utf8" });
+  }
+  screen(): string {
+    try {
+      return this.tmux("capture-pane", "-p", "-t", "console");
+    } catch {
+      return "";
+    }
+  }
+  async waitFor(re: RegExp, what: string): Promise<string> {
+    let last = "";
+    await until(() => re.test((last = this.screen())), 15_000, `${what}\n--- screen ---\n${last}`);
+    return last;
+  }
+  alive(): boolean {
+    try {
+      this.tmux("has-session", "-t", "console");
+      return true;
+    } catch {
+      return false;
+    }
+  }
+  kill(): void {
+    try {
+      this.tmux("kill-server");
+    } catch {
+      // gone
+    }
+  }
+}
+
+describe("cotal console (terminal UI)", () => {
+  it("shows the roster and the feed, switches to an agent's timeline with the arrow keys, and quits on q", async () => {
+    const dave = await seat("dave");
+    appendFileSync(dave.transcript, turn("test", "Tests pass."));
+    await until(() => dave.plane.backlog === 0 && dave.plane.status === "live", 10_000, "dave's plane published");
+    const creds = await mesh.mint({ name: "olga_tui", profile: "observer" });
+    const t = TmuxConsole.start(path.join(root, "tmux.sock"), ["console", "--server", mesh.server.url, "--space", mesh.space, "--creds", creds, "--agent", "dave", "--agent", "bob"]);
+    try {
+      let screen = await t.waitFor(/dave ».*says: Tests pass\./, "the feed shows dave's reply");
+      expect(screen).toMatch(/Roster/);
+      expect(screen).toMatch(/│ *dave idle/);
+      expect(screen).toMatch(/ feed {2}dave {2}bob /);
+      expect(screen).toMatch(/bob ».*says: Built it\./);
+      expect(screen).not.toContain("secret-arg");
+      // → : dave's own timeline, without bob's lines.
+      t.tmux("send-keys", "-t", "console", "Right");
+      screen = await t.waitFor(/dave ⚙ Bash started/, "dave's timeline");
+      await until(() => !/bob ».*says/.test((screen = t.screen())), 5_000, "bob's lines leave dave's tab");
+      // Live: a new turn appears on the open tab.
+      appendFileSync(dave.transcript, turn("ship", "Shipped."));
+      await t.waitFor(/dave ».*says: Shipped\./, "the live reply on dave's tab");
+      t.tmux("send-keys", "-t", "console", "q");
+      await until(() => !t.alive(), 10_000, "the console quits on q");
+    } finally {
+      t.kill();
     }
   }, 90_000);
 });

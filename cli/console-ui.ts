@@ -1,0 +1,138 @@
+// The terminal UI of `cotal console` (Ink, the React renderer Claude Code itself is built with).
+// React.createElement instead of JSX keeps the build and lint setup unchanged.
+import { Box, render, Text, useApp, useInput, useStdout } from "ink";
+import { createElement as h, useEffect, useState } from "react";
+import type { RosterEntry } from "../broker/index.js";
+import { eventsChannelOf, parsePrincipal, principalId } from "../schemas/index.js";
+import { rosterLine } from "./commands/console.js";
+import { ConsoleFeed, FrameRenderer, plainLines, planesOf, type FeedItem } from "./console-feed.js";
+import { cliLog } from "./logging.js";
+import type { MeshSession } from "./session.js";
+
+/** One rendered line, with what it belongs to (for the tabs). */
+interface Line {
+  agent?: string;
+  channel: string;
+  text: string;
+  historical: boolean;
+}
+
+/** What the UI shows, kept outside React and fed by the console feed and the roster. */
+class ConsoleModel {
+  roster: RosterEntry[] = [];
+  lines: Line[] = [];
+  agents: string[] = [];
+  stale?: string;
+  private readonly listeners = new Set<() => void>();
+  private readonly renderer = new FrameRenderer();
+
+  /** `fixed`: the agents `--agent` named (then only they get tabs). */
+  constructor(
+    readonly channels: string[],
+    private readonly fixed: string[],
+  ) {
+    this.agents = [...fixed];
+  }
+
+  add(item: FeedItem): void {
+    const who = item.from.owner === "local" ? item.from.actor : principalId(item.from);
+    for (const text of plainLines(item, this.renderer)) this.lines.push({ ...(item.frame ? { agent: who } : {}), channel: item.channel, text, historical: item.historical });
+    if (item.frame && !this.fixed.length && !this.agents.includes(who)) this.agents.push(who);
+    if (this.lines.length > 2_000) this.lines.splice(0, this.lines.length - 2_000);
+    this.changed();
+  }
+
+  setRoster(entries: RosterEntry[]): void {
+    this.roster = entries;
+    if (!this.fixed.length) for (const e of entries) if (e.presence.card.kind === "agent" && !this.agents.includes(e.name)) this.agents.push(e.name);
+    this.changed();
+  }
+
+  setStale(why: string): void {
+    this.stale = why;
+    this.changed();
+  }
+
+  get tabs(): string[] {
+    return ["feed", ...this.agents, ...this.channels.map((c) => `#${c}`)];
+  }
+
+  linesOf(tab: string): Line[] {
+    if (tab === "feed") return this.lines;
+    if (tab.startsWith("#")) return this.lines.filter((l) => !l.agent && l.channel === tab.slice(1));
+    return this.lines.filter((l) => l.agent === tab);
+  }
+
+  subscribe(fn: () => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  private changed(): void {
+    for (const fn of this.listeners) fn();
+  }
+}
+
+function App({ model }: { model: ConsoleModel }) {
+  const [, setVersion] = useState(0);
+  const [tab, setTab] = useState(0);
+  const { exit } = useApp();
+  const { stdout } = useStdout();
+  useEffect(() => model.subscribe(() => setVersion((v) => v + 1)), [model]);
+  useInput((input, key) => {
+    const n = model.tabs.length;
+    if (input === "q" || (key.ctrl && input === "c")) exit();
+    else if (key.rightArrow || key.tab) setTab((t) => (t + 1) % n);
+    else if (key.leftArrow) setTab((t) => (t - 1 + n) % n);
+  });
+  const rows = Math.max(10, (stdout.rows ?? 24) - 4);
+  const tabs = model.tabs;
+  const current = tabs[Math.min(tab, tabs.length - 1)] ?? "feed";
+  const lines = model.linesOf(current).slice(-rows);
+  const now = Date.now();
+  return h(
+    Box,
+    { flexDirection: "column" },
+    h(Text, { bold: true }, `cotal console — ${model.stale ? `[stale] ${model.stale}` : "live"}   (←/→ tabs, q quits)`),
+    h(
+      Box,
+      { flexDirection: "row" },
+      h(
+        Box,
+        { flexDirection: "column", width: 44, borderStyle: "single", paddingX: 1 },
+        h(Text, { bold: true }, "Roster"),
+        ...(model.roster.length ? model.roster.map((e) => h(Text, { key: e.id, wrap: "truncate-end", dimColor: e.status === "offline" }, rosterLine(e, now).replace(/^(\[stale\] )?roster /, "$1"))) : [h(Text, { key: "none", dimColor: true }, "nobody here")]),
+      ),
+      h(
+        Box,
+        { flexDirection: "column", flexGrow: 1, borderStyle: "single", paddingX: 1 },
+        h(Text, null, ...tabs.map((t) => h(Text, { key: t, inverse: t === current }, ` ${t} `))),
+        ...lines.map((l, i) => h(Text, { key: i, wrap: "truncate-end", dimColor: l.historical }, l.text)),
+      ),
+    ),
+  );
+}
+
+/** Run the terminal UI until q (or Ctrl-C). */
+export async function runConsoleUi(s: MeshSession, o: { sinceMs: number; agents: string[]; channels: string[] }): Promise<void> {
+  const log = cliLog("console");
+  const model = new ConsoleModel(o.channels, o.agents);
+  const feed = new ConsoleFeed(s, log, (item) => model.add(item));
+  const roster = await s.roster();
+  model.setRoster(roster.entries());
+  const app = render(h(App, { model }), { exitOnCtrlC: false });
+  const planes = o.agents.length ? o.agents.map((a) => eventsChannelOf(parsePrincipal(a))) : planesOf(roster.entries());
+  await feed.add([...planes, ...o.channels], o.sinceMs);
+  roster.onChange((entries) => {
+    model.setRoster(entries);
+    if (!o.agents.length) void feed.add(planesOf(entries), o.sinceMs).catch((err: unknown) => log.debug({ err }, "following a new plane failed"));
+  });
+  // Roster rows age (a seat that went quiet turns stale) without any new record.
+  const tick = setInterval(() => model.setRoster(roster.entries()), 2_000);
+  void s.nc.closed().then((err) => model.setStale(`connection closed${err ? `: ${err.message}` : ""}`));
+  process.once("SIGTERM", () => app.unmount());
+  await app.waitUntilExit();
+  clearInterval(tick);
+  feed.close();
+  await s.close();
+}
