@@ -1,0 +1,77 @@
+// The shipped connector killed (SIGKILL) mid-turn and started again on the same state dir: its
+// event plane resumes at the WAL's cursor with no gap and no duplicate frame, and the run the
+// crash left open is closed.
+import { spawn, type ChildProcess } from "node:child_process";
+import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runHook, streamViolation } from "../../connector/index.js";
+import { frameOf } from "../../schemas/index.js";
+import { NatsServer, until } from "../harness/fixtures.js";
+import { TestMesh } from "../harness/mesh.js";
+import { CONNECTOR_BUNDLE, ensureBuilt } from "./built.js";
+import { tempControlDir } from "./helpers.js";
+
+let server: NatsServer;
+let mesh: TestMesh;
+const ctl = tempControlDir();
+
+beforeAll(async () => {
+  ensureBuilt();
+  server = await NatsServer.start();
+  mesh = await TestMesh.start(server, "evtkill");
+}, 60_000);
+afterAll(async () => {
+  await mesh?.close();
+  await server?.cleanup();
+  ctl.cleanup();
+});
+
+const records = [
+  { type: "user", uuid: "p1", message: { role: "user", content: "Run the tests" } },
+  { type: "assistant", uuid: "a1", message: { role: "assistant", content: [{ type: "text", text: "Running them." }] } },
+  { type: "assistant", uuid: "a2", message: { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "Bash", input: { command: "npm test" } }] } },
+  { type: "user", uuid: "r1", message: { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "ok" }] } },
+  { type: "assistant", uuid: "a3", message: { role: "assistant", content: [{ type: "text", text: "All green." }], stop_reason: "end_turn" } },
+].map((r) => JSON.stringify(r) + "\n");
+
+describe("the event plane across a connector killed mid-turn", () => {
+  it("resumes with no gap and no duplicate frame, and closes the run the crash left open", async () => {
+    const state = path.join(ctl.dir, "state");
+    mkdirSync(state, { recursive: true });
+    const transcript = path.join(ctl.dir, "session.jsonl");
+    writeFileSync(transcript, records.slice(0, 3).join(""));
+    const env = { COTAL_SERVER: server.url, COTAL_SPACE: mesh.space, COTAL_NAME: "bob", COTAL_CONTROL_DIR: ctl.dir, COTAL_STATE_DIR: state, COTAL_JOIN_ON: "start" };
+    const start = (): ChildProcess => spawn(process.execPath, [CONNECTOR_BUNDLE], { env: { PATH: process.env.PATH ?? "", COTAL_LOG_LEVEL: "warn", ...env }, stdio: ["pipe", "ignore", "inherit"] });
+    const hook = (event: string, payload: Record<string, unknown>) => runHook(event, JSON.stringify({ hook_event_name: event, session_id: "sess-1", ...payload }), env, { io: { write: async () => undefined } });
+    const reader = await mesh.endpoint("reader");
+    const stored = async () => (await reader.history("events.local.bob")).map((h) => ({ id: h.message.id, frame: frameOf(h.message.parts)! }));
+    const events = async () => (await stored()).flatMap((s) => s.frame.events.map((e) => ({ ...e, runId: e.runId ?? s.frame.runId })));
+
+    let child = start();
+    await hook("SessionStart", { source: "startup", transcript_path: transcript });
+    await until(async () => (await events()).some((e) => e.type === "TOOL_CALL_START"), 15_000, "the tool call started on the plane");
+    child.kill("SIGKILL");
+    await new Promise((r) => child.once("exit", r));
+
+    appendFileSync(transcript, records.slice(3).join(""));
+    child = start();
+    try {
+      await hook("Stop", {});
+      await until(async () => (await events()).some((e) => e.type === "TEXT_MESSAGE_CONTENT" && e.delta === "All green."), 15_000, "the rest of the turn published after the restart");
+      const frames = await stored();
+      expect(frames.map((f) => f.frame.seq)).toEqual(frames.map((_, i) => i + 1));
+      expect(new Set(frames.map((f) => f.id)).size).toBe(frames.length);
+      expect(frames.at(-1)!.frame.epoch).toBe(2);
+      const evs = await events();
+      expect(streamViolation(evs)).toBeUndefined();
+      expect(evs.filter((e) => e.type === "TOOL_CALL_START")).toHaveLength(1);
+      expect(evs.filter((e) => e.type === "TOOL_CALL_END")).toHaveLength(1);
+      expect(evs.filter((e) => e.type === "RUN_ERROR").map((e) => e.message)).toEqual(["run interrupted"]);
+      expect(evs.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").map((e) => e.delta)).toEqual(["Run the tests", "Running them.", "All green."]);
+    } finally {
+      child.stdin?.end();
+      await new Promise((r) => child.once("exit", r));
+    }
+  }, 60_000);
+});
