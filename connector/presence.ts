@@ -48,6 +48,9 @@ export const WAITING_NOTIFICATIONS: Readonly<Record<string, ConditionCode>> = {
   agent_needs_input: "input",
 };
 
+/** Presence activity of a turn the manager's terminal wake started. */
+export const WOKEN_ACTIVITY = "woken by the manager (terminal)";
+
 /** Longest activity string presence accepts. */
 const MAX_ACTIVITY = 200;
 
@@ -61,7 +64,8 @@ export function presenceFromHook(event: HookEvent, p: HookPayload, s: TurnState)
       // A compaction fires SessionStart inside a turn: the session is not idle then.
       return s.turnOpen ? { turnOpen: true } : { patch: { status: "idle", condition: null, activity: null }, turnOpen: false };
     case "UserPromptSubmit":
-      return { patch: { status: "working", condition: null, activity: null, active: true }, turnOpen: true };
+      // A turn the manager started by typing its wake prompt says so until the first tool call.
+      return { patch: { status: "working", condition: null, activity: p.manager_wake ? WOKEN_ACTIVITY : null, active: true }, turnOpen: true };
     case "PreToolUse": {
       // A subagent's tool call is progress, but says nothing of the main session's status.
       if (p.agent_id) return { patch: { active: true }, turnOpen: s.turnOpen };

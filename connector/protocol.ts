@@ -49,8 +49,16 @@ export const HookPayload = z.object({
   /** SessionEnd: why the session ended. */
   reason: z.optional(z.string()),
   stop_hook_active: z.optional(z.boolean()),
+  /** UserPromptSubmit: the prompt is the manager's wake prompt (derived by the hook; the prompt itself is never relayed). */
+  manager_wake: z.optional(z.boolean()),
 });
 export type HookPayload = z.infer<typeof HookPayload>;
+
+/**
+ * The prompt a Cotal manager types into an idle seat that holds mail (manager WAKE_PROMPT; a test
+ * keeps the two equal: the hook bundle may not import the manager).
+ */
+export const MANAGER_WAKE_PROMPT = "You have new Cotal mail. Read it and act on it.";
 
 /** Keys of HookPayload: the only fields a hook relays. */
 export const RELAYED_FIELDS = [
@@ -66,11 +74,14 @@ export const RELAYED_FIELDS = [
   "error",
   "reason",
   "stop_hook_active",
+  "manager_wake",
 ] as const;
 
 /** Keep only the relayed fields of a raw hook payload (and only if they have the expected type). */
 export function trimPayload(raw: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
+  // Only whether a prompt is the manager's wake prompt leaves the hook, never the prompt.
+  if (raw.hook_event_name === "UserPromptSubmit" && typeof raw.prompt === "string") raw = { ...raw, manager_wake: raw.prompt.trim() === MANAGER_WAKE_PROMPT };
   for (const k of RELAYED_FIELDS) {
     const v = raw[k];
     if (typeof v === "string" ? v.length <= 4096 : typeof v === "boolean") out[k] = v;

@@ -11,6 +11,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ControlCallError, controlCaller, jetStreamConnection, logger } from "../../broker/index.js";
 import { ManagerService, TmuxServer, WAKE_PROMPT, type ManagerOptions } from "../../manager/index.js";
+import { WOKEN_ACTIVITY } from "../../connector/index.js";
 import { localPrincipal, MANAGER_COMMANDS, type SeatView } from "../../schemas/index.js";
 import { claudeBin, claudeEnv, projectRoot } from "../harness/claude-runner.js";
 import { buildCli } from "../harness/cli.js";
@@ -111,6 +112,14 @@ describe("managed Claude seats under tmux", () => {
     expect(bob).toMatchObject({ runtime: "tmux", permissionMode: "dontAsk" });
     expect(bob.attach).toEqual(["tmux", "-S", join(stateDir, "tmux.sock"), "attach-session", "-t", `cotal-${mesh.space}:bob`]);
 
+    // Presence says which wake started bob's turn: a watcher records the activities it shows.
+    const watcher = await mesh.joined("watcher");
+    const roster = await watcher.roster();
+    const bobActivities = new Set<string>();
+    const spy = setInterval(() => {
+      const a = roster.entries().find((e) => e.id === "local.bob")?.presence.activity;
+      if (a) bobActivities.add(a);
+    }, 10);
     await callManager(nc, mesh.space, "spawn", operator, { agent: "claude", name: "alice", cwd: work, prompt: OPENING }, { target: "host1", timeoutMs: 30_000 });
     const alice = await untilState("host1", "alice", ["joined", "retired"], 90_000);
     expect(alice.state, JSON.stringify(alice)).toBe("joined");
@@ -125,6 +134,8 @@ describe("managed Claude seats under tmux", () => {
     const woken = double.requests.filter((r) => isMainLoopRequest(r) && lastUserText(r).includes(WAKE_PROMPT));
     expect(woken.length).toBeGreaterThanOrEqual(2);
     for (const name of ["alice", "bob"]) expect(await tmux.screen(name, 200), name).not.toMatch(PROMPT_ON_SCREEN);
+    clearInterval(spy);
+    expect([...bobActivities]).toContain(WOKEN_ACTIVITY);
   }, 400_000);
 
   it("an agent file names the seat, its channels and rules; bypass only because it asks by name, and ps shows it; a missing one refuses the spawn", async () => {
