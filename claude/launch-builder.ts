@@ -77,6 +77,11 @@ export interface ClaudeLaunchInput {
   prompt?: string;
   /** Runs only: a JSON Schema file for structured output (`--json-schema`). */
   jsonSchemaFile?: string;
+  /**
+   * Runs only: leave Cotal's MCP server out (no `--mcp-config`, no launch material in the
+   * environment). A one-shot run that does not join the mesh needs no connector.
+   */
+  noMesh?: boolean;
   /** Extra parent variables to forward (e.g. SSH_AUTH_SOCK). */
   passEnv?: readonly string[];
   /** The Claude executable (default `claude`, found on PATH). */
@@ -135,6 +140,7 @@ export function buildClaudeLaunch(input: ClaudeLaunchInput): ClaudeLaunch {
     throw new ClaudeLaunchError("A run needs a prompt.", { remedy: "Give the prompt (`cotal run <persona> --prompt …`)." });
   }
   if (input.jsonSchemaFile !== undefined && profile !== "run") throw new ClaudeLaunchError("A JSON schema is a run setting (`cotal run --json-schema FILE`).");
+  if (input.noMesh && profile !== "run") throw new ClaudeLaunchError("Only a run may leave Cotal's MCP server out (noMesh); seats need it.");
 
   for (const [what, p] of [
     ["working directory", input.cwd],
@@ -192,7 +198,7 @@ export function buildClaudeLaunch(input: ClaudeLaunchInput): ClaudeLaunch {
   if (!path.isAbsolute(runtimeDir)) throw new ClaudeLaunchError(`The runtime directory must be an absolute path, not ${JSON.stringify(runtimeDir)}.`);
   const privateDir = path.join(runtimeDir, `${PRIVATE_DIR_PREFIX}${space.data}-${name.data}-${randomBytes(6).toString("hex")}`);
   const mcpConfigFile = path.join(privateDir, MCP_CONFIG_FILE);
-  const files: LaunchFile[] = input.pluginDir !== undefined ? [] : [
+  const files: LaunchFile[] = input.pluginDir !== undefined || input.noMesh ? [] : [
     {
       path: mcpConfigFile,
       mode: 0o600,
@@ -215,7 +221,7 @@ export function buildClaudeLaunch(input: ClaudeLaunchInput): ClaudeLaunch {
   if (profile === "run") args.push("-p", "--output-format", "json");
   else if (headless) args.push("-p", "--output-format", "stream-json", "--verbose");
   if (input.pluginDir !== undefined) args.push("--plugin-dir", input.pluginDir);
-  else args.push("--mcp-config", mcpConfigFile);
+  else if (!input.noMesh) args.push("--mcp-config", mcpConfigFile);
   if (input.isolation) args.push("--strict-mcp-config");
   args.push("--allowedTools", COTAL_ALLOW_RULE, PLUGIN_ALLOW_RULE, ...(input.allowedTools ?? []));
   args.push("--disallowedTools", ...DENY_FLOOR);
@@ -229,7 +235,7 @@ export function buildClaudeLaunch(input: ClaudeLaunchInput): ClaudeLaunch {
     args.push(...opt.argv);
   }
 
-  const set: Record<string, string> = { [LAUNCH_MATERIAL_ENV]: input.identity.launchMaterialPath };
+  const set: Record<string, string> = input.noMesh ? {} : { [LAUNCH_MATERIAL_ENV]: input.identity.launchMaterialPath };
   if (input.sandbox === true) set.IS_SANDBOX = "1";
   const env = buildClaudeEnv({ parentEnv, authMode: input.authMode ?? "subscription", set, passEnv: input.passEnv ?? [] });
   if (input.sandbox === false) delete env.IS_SANDBOX;

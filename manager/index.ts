@@ -10,3 +10,6 @@ export * from "./process-runtime.js";
 export * from "./manager-service.js";
 export * from "./claude-seat.js";
 export * from "./tmux-runtime.js";
+export * from "./budget.js";
+export * from "./run.js";
+export * from "./runs.js";

@@ -14,6 +14,8 @@ import { SeatLog } from "./seat-log.js";
 import { classifyScreen, loadAgentFile } from "../claude/index.js";
 import { awaitInputScreen, startClaudeSeat, UnexpectedScreenError, type ClaudeSeatOptions } from "./claude-seat.js";
 import { TmuxServer } from "./tmux-runtime.js";
+import { RunService } from "./runs.js";
+import type { BudgetCaps } from "./budget.js";
 import { applyEvent, holdsName, projectSeat, type SeatRecord } from "./seat-table.js";
 
 type Args<C extends keyof typeof MANAGER_COMMANDS> = TableParsedArgs<typeof MANAGER_COMMANDS, C>;
@@ -32,6 +34,8 @@ export interface ManagerOptions extends LauncherOptions {
   heartbeatMs?: number;
   /** What Claude seats run (absent: this manager refuses claude seats, saying why). */
   claude?: ClaudeSeatOptions;
+  /** Budget caps for runs (default: COTAL_DAILY_BUDGET_USD / COTAL_TASK_BUDGET_USD from the environment). */
+  budget?: BudgetCaps;
   log: Logger;
 }
 
@@ -76,6 +80,8 @@ export class ManagerService {
   private queue: Promise<unknown> = Promise.resolve();
   /** The manager's own tmux server: one session per space, a window per seat. */
   private readonly tmux: TmuxServer;
+  /** One-shot runs and their budgets (manager/runs.ts). */
+  private runs?: RunService;
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -92,6 +98,8 @@ export class ManagerService {
     const m = new ManagerService(nc, o, seatLog, managers);
     await m.rebuild();
     m.watchPresence();
+    m.runs = await RunService.open(o);
+    const runs = m.runs;
     for (const target of ["one", o.instance]) {
       m.subs.push(
         serveControl(nc, o.space, "manager", MANAGER_COMMANDS, {
@@ -100,6 +108,8 @@ export class ManagerService {
           despawn: (args, caller) => m.serial(() => m.stopSeat(args.name, caller)),
           ps: async (args) => ({ instance: o.instance, seats: m.view(args.all) }),
           status: async () => m.status(),
+          run: (args, caller) => runs.run(args, caller),
+          budget: (args) => runs.budget(args),
         }, o.log, { target }),
       );
     }
@@ -112,6 +122,7 @@ export class ManagerService {
   /** Stop serving and heartbeating. Seats keep running: a restarted manager adopts them. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.runs?.stop();
     if (this.heartbeat) clearInterval(this.heartbeat);
     for (const s of this.subs.splice(0)) s.unsubscribe();
     await this.queue.catch(() => undefined);

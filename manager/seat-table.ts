@@ -88,6 +88,8 @@ export function applyEvent(r: SeatRecord | undefined, e: SeatEvent): SeatRecord 
       return { ...next, state: "fenced", reason: e.reason };
     case "retired":
       return { ...next, state: "retired", reason: e.reason };
+    case "run":
+      return r; // a run's record (its own subject) is not a seat's
   }
 }
 

@@ -17,4 +17,5 @@ export * from "./agent-file.js";
 export * from "./json-schema.js";
 export * from "./subject-patterns.js";
 export * from "./manager-commands.js";
+export * from "./runs.js";
 export * from "./events.js";

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { PrincipalId } from "./principal.js";
+import { BudgetArgs, BudgetReply, RunArgs, RunReply } from "./runs.js";
 import { SeatAgent, SeatRuntime } from "./seat-log.js";
 import { ChannelName, LifecycleUid, PrincipalToken, RoleName } from "./tokens.js";
 
@@ -95,5 +96,17 @@ export const MANAGER_COMMANDS = {
     summary: "this manager's instance, host and seat count",
     args: z.object({}),
     reply: ManagerStatus,
+  },
+  run: {
+    endpoint: "manager",
+    summary: "one-shot headless Claude runs (DESIGN §14): budget gates first, then each run's typed result, recorded with its cost in the seat log",
+    args: RunArgs,
+    reply: RunReply,
+  },
+  budget: {
+    endpoint: "manager",
+    summary: "the budget gauges: today's (UTC) run costs against the daily cap, and per task marker against the task cap",
+    args: BudgetArgs,
+    reply: BudgetReply,
   },
 } as const;

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { PrincipalId } from "./principal.js";
+import { COST_BASIS, ModelSource, RunErrorKind, RunStatus, RunUsage } from "./runs.js";
 import { LifecycleUid } from "./tokens.js";
 
 const base = {
@@ -49,6 +50,23 @@ export const SeatEvent = z
     z.object({ type: z.literal("restarted"), ...base, reason: z.string() }),
     z.object({ type: z.literal("fenced"), ...base, reason: z.string() }),
     z.object({ type: z.literal("retired"), ...base, reason: z.string() }),
+    // A one-shot run (DESIGN §14) on its own subject `…seat.cotal_run.<runId>`: its cost is what budgets add up.
+    z.object({
+      type: z.literal("run"),
+      ...base,
+      status: RunStatus,
+      costUsd: z.number().nonnegative().describe("the Claude CLI's client-side estimate"),
+      costBasis: z.literal(COST_BASIS).optional(),
+      persona: z.string().optional(),
+      model: z.string().optional(),
+      modelSource: ModelSource.optional(),
+      task: z.string().optional().describe("the chain marker the per-task cap counts by"),
+      by: PrincipalId.optional(),
+      usage: RunUsage.optional(),
+      sessionId: z.string().optional(),
+      latencyMs: z.number().int().nonnegative().optional(),
+      errorKind: RunErrorKind.optional(),
+    }),
   ])
   .describe("One event of a seat's history.");
 export type SeatEvent = z.infer<typeof SeatEvent>;

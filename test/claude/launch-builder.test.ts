@@ -188,6 +188,15 @@ describe("buildClaudeLaunch golden output", () => {
     }
   });
 
+  it("a run that does not join the mesh (noMesh) has no Cotal MCP server and no launch material, but keeps dontAsk, the allow rules and the deny floor", () => {
+    const launch = buildClaudeLaunch(input({ profile: "run", prompt: "x", noMesh: true, allowedTools: ["Read"] }));
+    expect(launch.args).not.toContain("--mcp-config");
+    expect(launch.files).toEqual([]);
+    expect(launch.env.COTAL_LAUNCH_MATERIAL).toBeUndefined();
+    expect(launch.args).toEqual(expect.arrayContaining(["--allowedTools", "mcp__cotal__*", "Read", "--disallowedTools", ...DENY_FLOOR, "--permission-mode=dontAsk"]));
+    expect(() => buildClaudeLaunch(input({ profile: "seat", noMesh: true }))).toThrow(/Only a run may leave/);
+  });
+
   it("every profile and mode carries the MCP wiring, the allow rule and the whole deny floor", () => {
     const variants: Array<Partial<ClaudeLaunchInput>> = [
       { profile: "seat" },

@@ -1,0 +1,186 @@
+// One-shot runs (issue #17) with the real `claude` CLI against the model double, through an
+// in-process manager on a static mesh: a run with a JSON schema returns parsed output and the
+// cost the CLI estimated; a run past its timeout returns `timeout` and leaves no process behind;
+// output that violates the schema is `error`; a denied tool is listed; with a daily cap just
+// above the spend, a fan-out of 3 is refused before anything starts while a single run passes.
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { controlCaller, jetStreamConnection, logger } from "../../broker/index.js";
+import { groupAlive, ManagerService, type ManagerOptions } from "../../manager/index.js";
+import { localPrincipal, MANAGER_COMMANDS, principal, type TableArgs } from "../../schemas/index.js";
+import { claudeBin, claudeEnv, projectRoot } from "../harness/claude-runner.js";
+import { buildCli } from "../harness/cli.js";
+import { TestMesh } from "../harness/mesh.js";
+import { allText, lastUserText, ModelDouble, type RecordedRequest } from "../harness/model-double.js";
+import { until } from "../harness/until.js";
+
+const callManager = controlCaller(MANAGER_COMMANDS);
+const operator = localPrincipal("cotal_cli");
+const MODEL = "claude-sonnet-4-5";
+const SCHEMA = { type: "object", properties: { verdict: { type: "string" }, score: { type: "number" } }, required: ["verdict", "score"], additionalProperties: false };
+
+let mesh: TestMesh;
+let nc: NatsConnection;
+let double: ModelDouble;
+let root: string;
+let work: string;
+const managers: ManagerService[] = [];
+
+const asked = (word: string) => (r: RecordedRequest) => lastUserText(r).includes(word);
+
+beforeAll(async () => {
+  await buildCli();
+  root = mkdtempSync(join(tmpdir(), "cotal-runs-"));
+  work = join(root, "work");
+  mkdirSync(join(work, ".cotal", "agents"), { recursive: true });
+  writeFileSync(join(work, ".cotal", "agents", "reviewer.md"), ["---", "name: reviewer", `model: ${MODEL}`, "---", "You review diffs.", ""].join("\n"));
+  mesh = await TestMesh.startStatic("runs");
+  nc = await mesh.rawConnection();
+  double = await ModelDouble.start();
+}, 120_000);
+
+afterAll(async () => {
+  for (const m of managers) await m.stop().catch(() => undefined);
+  await double?.close();
+  await mesh?.close();
+  rmSync(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+});
+
+async function manager(instance: string, over: Partial<ManagerOptions> = {}): Promise<ManagerService> {
+  const stateDir = join(root, instance);
+  mkdirSync(stateDir, { recursive: true });
+  const home = join(root, `${instance}-home`);
+  mkdirSync(home, { recursive: true });
+  const m = await ManagerService.start(nc, {
+    space: mesh.space,
+    server: mesh.server.url,
+    stateDir,
+    instance,
+    mints: true,
+    jsConnection: jetStreamConnection(nc, mesh.cliCreds),
+    agentCommand: () => [process.execPath, "-e", "process.exit(1)"],
+    seatEnv: (extra) => extra,
+    claude: { claudePath: claudeBin(), connectorEntry: join(projectRoot, "plugin", "bin", "connector.mjs"), pluginDir: join(projectRoot, "plugin"), parentEnv: claudeEnv({ baseUrl: double.url, home }) },
+    budget: {},
+    log: logger("test-manager"),
+    ...over,
+  });
+  managers.push(m);
+  return m;
+}
+
+const run = (instance: string, args: TableArgs<typeof MANAGER_COMMANDS, "run">, timeoutMs = 120_000) =>
+  callManager(nc, mesh.space, "run", operator, { cwd: work, ...args }, { target: instance, timeoutMs });
+
+/** Pids of claude processes working in `cwd` (their /proc cwd), with their process groups. */
+function claudeProcessesIn(cwd: string): Array<{ pid: number; pgid: number }> {
+  const out: Array<{ pid: number; pgid: number }> = [];
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${d}/cmdline`, "utf8");
+      if (!cmd.includes("claude")) continue;
+      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (fields[0] === "Z") continue;
+      if (realpathSync(`/proc/${d}/cwd`) !== realpathSync(cwd)) continue;
+      out.push({ pid: Number(d), pgid: Number(fields[2]) });
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return out;
+}
+
+describe("one-shot runs", () => {
+  it("a run with a JSON schema returns parsed output, the cost and usage the CLI reported, and is recorded in today's gauge", async () => {
+    await manager("r1");
+    double.push({ when: asked("REVIEW-OK"), reply: [{ tool: "StructuredOutput", input: { verdict: "ship it", score: 4 } }] });
+    const before = await callManager(nc, mesh.space, "budget", operator, {}, { target: "r1" });
+    const reply = await run("r1", { personas: ["reviewer"], prompt: "REVIEW-OK this diff", jsonSchema: SCHEMA });
+    expect(reply.results).toHaveLength(1);
+    const r = reply.results[0]!;
+    expect(r, JSON.stringify(r)).toMatchObject({ status: "ok", output: { verdict: "ship it", score: 4 }, persona: "reviewer", model: MODEL, modelSource: "agent-file", costBasis: "client-estimate" });
+    expect(r.costUsd).toBeGreaterThan(0);
+    expect(r.usage?.input_tokens).toBeGreaterThan(0);
+    expect(r.sessionId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(r.error).toBeUndefined();
+    const after = await callManager(nc, mesh.space, "budget", operator, {}, { target: "r1" });
+    expect(after.daily.runs).toBe(before.daily.runs + 1);
+    expect(after.daily.spentUsd).toBeCloseTo(before.daily.spentUsd + r.costUsd, 10);
+  }, 180_000);
+
+  it("a run past its timeout returns timeout and leaves no process behind", async () => {
+    double.push({ when: asked("SLOW"), reply: ["too late"], delayMs: 120_000 });
+    const seen = new Map<number, number>();
+    const watching = setInterval(() => {
+      for (const p of claudeProcessesIn(work)) seen.set(p.pid, p.pgid);
+    }, 100);
+    let reply;
+    try {
+      reply = await run("r1", { personas: ["reviewer"], prompt: "SLOW please", timeoutMs: 4_000 });
+    } finally {
+      clearInterval(watching);
+    }
+    const r = reply.results[0]!;
+    expect(r, JSON.stringify(r)).toMatchObject({ status: "timeout", error: { kind: "timeout" } });
+    expect(r.latencyMs).toBeGreaterThanOrEqual(4_000);
+    expect(seen.size, "the run's claude process was seen while it ran").toBeGreaterThan(0);
+    // Returned only once its whole process group was gone: nothing of it is left now.
+    for (const [pid, pgid] of seen) {
+      expect(groupAlive(pgid), `process group ${pgid} still has processes`).toBe(false);
+      expect(() => process.kill(pid, 0), `pid ${pid} still runs`).toThrow();
+    }
+  }, 60_000);
+
+  it("output that violates the schema is an error, distinct from a missing result; a denied tool is listed", async () => {
+    const bad = { tool: "StructuredOutput", input: { verdict: 5 } };
+    // The CLI asks again after each invalid answer, 5 attempts in all (2.1.332), then gives up.
+    double.push(...Array.from({ length: 5 }, () => ({ when: (r: RecordedRequest) => allText(r).includes("REVIEW-BAD"), reply: [bad] })));
+    const violated = (await run("r1", { personas: ["reviewer"], prompt: "REVIEW-BAD this", jsonSchema: SCHEMA })).results[0]!;
+    expect(violated, JSON.stringify(violated)).toMatchObject({ status: "error", error: { kind: "schema-violation" } });
+    expect(violated.error!.message).toMatch(/did not match the JSON schema/);
+    expect(violated.costUsd).toBeGreaterThan(0);
+    expect(double.remainingSteps).toBe(0);
+
+    double.push({ when: asked("REVIEW-TEXT"), reply: ["no structured output here"] });
+    const missing = (await run("r1", { personas: ["reviewer"], prompt: "REVIEW-TEXT this", jsonSchema: SCHEMA })).results[0]!;
+    expect(missing, JSON.stringify(missing)).toMatchObject({ status: "error", error: { kind: "no-result" } });
+
+    double.push({ when: asked("WRITE-IT"), reply: [{ tool: "Write", input: { file_path: join(work, "x.txt"), content: "x" } }] }, { reply: ["could not write"] });
+    const denied = (await run("r1", { personas: ["reviewer"], prompt: "WRITE-IT now", model: "claude-haiku-4-5" })).results[0]!;
+    expect(denied, JSON.stringify(denied)).toMatchObject({ status: "ok", output: expect.any(String), permissionDenials: ["Write"], model: "claude-haiku-4-5", modelSource: "explicit" });
+  }, 180_000);
+
+  it("with a daily cap just above the spend, a fan-out of 3 is refused before anything starts while a single run passes", async () => {
+    const b = await callManager(nc, mesh.space, "budget", operator, {}, { target: "r1" });
+    expect(b.medianRunUsd).toBeGreaterThan(0);
+    const cap = b.daily.spentUsd + b.medianRunUsd * 1.5;
+    await manager("capped", { budget: { dailyUsd: cap } });
+    const mainBefore = double.mainRequests.length;
+    const fanout = await run("capped", { personas: ["reviewer"], prompt: "FANOUT", parallel: 3 });
+    expect(fanout.refused, JSON.stringify(fanout)).toMatchObject({ cap: "daily", capUsd: cap, estimateUsd: b.medianRunUsd * 3 });
+    expect(fanout.refused!.spentUsd).toBeCloseTo(b.daily.spentUsd, 10);
+    expect(fanout.refused!.message).toMatch(/daily cap.*spent.*estimated/);
+    expect(fanout.results.map((r) => r.status)).toEqual(["skipped", "skipped", "skipped"]);
+    expect(double.mainRequests.length, "nothing reached the model").toBe(mainBefore);
+
+    const single = await run("capped", { personas: ["reviewer"], prompt: "SINGLE" });
+    expect(single.refused).toBeUndefined();
+    expect(single.results[0]!.status, JSON.stringify(single.results[0])).toBe("ok");
+    await until(() => double.mainRequests.length > mainBefore, 1_000, "the single run to reach the model");
+    const gauge = await callManager(nc, mesh.space, "budget", operator, {}, { target: "capped" });
+    expect(gauge.daily).toMatchObject({ capUsd: cap, level: expect.stringMatching(/^(critical|stop|warning|info)$/) });
+  }, 180_000);
+
+  it("an agent may not choose where a run works; a missing agent file refuses the request unexecuted", async () => {
+    const agent = principal("local", "alice");
+    const refused = await callManager(nc, mesh.space, "run", agent, { personas: ["reviewer"], prompt: "x", cwd: work }, { target: "r1" }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: "cwd-not-allowed" });
+    const missing = await run("r1", { personas: ["nobody"], prompt: "x" }).catch((e: unknown) => e);
+    expect(missing).toMatchObject({ outcome: "not-executed" });
+  }, 30_000);
+});
