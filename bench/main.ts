@@ -11,6 +11,7 @@ import { findNatsServer, NatsServer } from "../test/harness/nats-server.js";
 import { Scope, now } from "./context.js";
 import { dmLatency } from "./dm-latency.js";
 import { dmThroughput } from "./dm-throughput.js";
+import { eventPlane } from "./event-plane.js";
 import { fanout } from "./fanout.js";
 import { fmt, renderMarkdown, renderTable, type Row } from "./report.js";
 
@@ -26,14 +27,16 @@ const PLAN = QUICK
       latency: { samples: 300, warmup: 50, blocks: 2 },
       throughput: { messages: 4_000, warmup: 500, inflight: 256, rounds: 2 },
       fanout: { members: 50, posts: 40, warmup: 5, blocks: 2 },
+      events: { turns: 200, hooks: 100 },
     }
   : {
       latency: { samples: 5_000, warmup: 500, blocks: 10 },
       throughput: { messages: 20_000, warmup: 2_000, inflight: 256, rounds: 4 },
       fanout: { members: 50, posts: 500, warmup: 50, blocks: 10 },
+      events: { turns: 2_000, hooks: 500 },
     };
 
-const ALL = ["latency", "throughput", "fanout"] as const;
+const ALL = ["latency", "throughput", "fanout", "events"] as const;
 type BenchName = (typeof ALL)[number];
 
 function selected(): Set<BenchName> {
@@ -145,6 +148,37 @@ async function main(): Promise<number> {
         note: "raw members acking with ackAck(), as Cotal's Delivery.ack() does",
       });
       extra.fanout = r;
+    }
+
+    if (which.has("events")) {
+      const p = PLAN.events;
+      step(`event plane: ${p.turns} transcript turns published and rendered; ${p.hooks} PreToolUse hooks per side`);
+      const r = await eventPlane(root, p);
+      rows.push({
+        name: "event frames published, one seat",
+        unit: "frames/s",
+        cotal: r.publish.cotal,
+        raw: r.publish.raw,
+        better: "higher",
+        note: `${r.publish.frames} frames (${r.publish.events} events): transcript → WAL → ordered publishes; raw publishes the same bytes in order with the same expected-sequence header`,
+      });
+      rows.push({
+        name: "event frames rendered, one console",
+        unit: "frames/s",
+        cotal: r.render.cotal,
+        raw: r.render.raw,
+        better: "higher",
+        note: "the same ordered publishes read by cotal console's feed (envelope and frame checks, timeline lines) vs a raw subscriber parsing the JSON, publish start → last frame handled",
+      });
+      rows.push({
+        name: "PreToolUse relay p50, plane on vs off",
+        unit: "ms",
+        cotal: r.hook.planeOn.p50,
+        raw: r.hook.planeOff.p50,
+        better: "lower",
+        note: `the same seat with the plane busy vs COTAL_EVENTS=off (raw column); p99 ${fmt(r.hook.planeOn.p99)} vs ${fmt(r.hook.planeOff.p99)} ms`,
+      });
+      extra.events = r;
     }
 
     step("done");

@@ -1,0 +1,162 @@
+// The event plane (DESIGN §11): frames per second one seat publishes (transcript → WAL →
+// ordered publishes with Nats-Expected-Last-Subject-Sequence) beside a raw client publishing the
+// same frame bytes in order with the same headers; frames per second one console renders
+// (core subscription, envelope check, frame check, timeline lines) beside a raw subscription that
+// only parses the JSON; and what the plane adds to a tool call's hook round trip (PreToolUse
+// relay with the plane busy vs a seat with the plane off).
+import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { logger } from "../broker/index.js";
+import { ConsoleFeed, FrameRenderer, plainLines } from "../cli/console-feed.js";
+import { MeshSession } from "../cli/session.js";
+import { Connector, EventPlane, runHook } from "../connector/index.js";
+import { chatSubject, encodeMessage, eventsChannelOf, frameOf, patterns, type CotalMessage } from "../schemas/index.js";
+import type { Scope } from "./context.js";
+import { summarize, type Summary } from "./stats.js";
+
+export interface EventPlanePlan {
+  /** Turns written to the transcript (each: prompt, text, tool start, tool result, final text). */
+  turns: number;
+  /** PreToolUse hooks timed per side. */
+  hooks: number;
+}
+
+export interface EventPlaneResult {
+  publish: { cotal: number; raw: number; frames: number; events: number };
+  render: { cotal: number; raw: number; frames: number };
+  hook: { planeOn: Summary; planeOff: Summary };
+}
+
+const log = logger("bench-event-plane");
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const ms = (t0: bigint) => Number(process.hrtime.bigint() - t0) / 1e6;
+
+/** Transcript lines of `n` turns, as Claude writes them. */
+function turns(from: number, n: number): string {
+  const out: string[] = [];
+  for (let i = from; i < from + n; i++) {
+    out.push(
+      JSON.stringify({ type: "user", uuid: `p${i}`, message: { role: "user", content: `Step ${i}: run the tests` } }),
+      JSON.stringify({ type: "assistant", uuid: `a${i}`, message: { role: "assistant", content: [{ type: "text", text: "Running the test suite now." }] } }),
+      JSON.stringify({ type: "assistant", uuid: `t${i}`, message: { role: "assistant", content: [{ type: "tool_use", id: `toolu_${i}`, name: "Bash", input: { command: "npm test" } }] } }),
+      JSON.stringify({ type: "user", uuid: `r${i}`, message: { role: "user", content: [{ type: "tool_result", tool_use_id: `toolu_${i}`, content: "ok" }] } }),
+      JSON.stringify({ type: "assistant", uuid: `f${i}`, message: { role: "assistant", content: [{ type: "text", text: "All green." }], stop_reason: "end_turn" } }),
+    );
+  }
+  return out.join("\n") + "\n";
+}
+
+async function until(cond: () => boolean | Promise<boolean>, what: string, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`event-plane bench: ${what} did not happen within ${timeoutMs} ms`);
+    await sleep(5);
+  }
+}
+
+export async function eventPlane(scope: Scope, plan: EventPlanePlan): Promise<EventPlaneResult> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "cotal-bench-evt-"));
+  scope.defer(async () => rmSync(dir, { recursive: true, force: true }));
+
+  // --- publish: one seat's plane, transcript written at once, until every frame is stored.
+  const { ep } = await scope.joined("evseat");
+  const session = await MeshSession.open({ server: scope.url, space: scope.space });
+  scope.defer(() => session.close());
+  const renderer = new FrameRenderer();
+  const seen: CotalMessage[] = [];
+  let lastSeen = 0n;
+  let lastFrameAt = 0n;
+  const finalRun = `p${plan.turns - 1}`;
+  const feed = new ConsoleFeed(session, log, (item) => {
+    if (!item.frame) return;
+    plainLines(item, renderer);
+    seen.push(item.message);
+    lastSeen = process.hrtime.bigint();
+    if (item.frame.runId === finalRun && item.frame.events.some((e) => e.type === "RUN_FINISHED")) lastFrameAt = lastSeen;
+  });
+  scope.defer(async () => feed.close());
+  await feed.add([eventsChannelOf(ep.me)], Date.now());
+  const transcript = path.join(dir, "t.jsonl");
+  writeFileSync(transcript, "");
+  const plane = new EventPlane({ ep, dir: path.join(dir, "events"), log, pollMs: 5 });
+  scope.defer(() => plane.close(0));
+  plane.start();
+  plane.sessionStart({ sessionId: "bench", transcriptPath: transcript, source: "startup" });
+  await until(() => plane.status === "live", "the plane established");
+  const t0 = process.hrtime.bigint();
+  appendFileSync(transcript, turns(0, plan.turns));
+  // The last turn's RUN_FINISHED reached a live subscriber: every frame before it was stored, in order.
+  await until(() => lastFrameAt > 0n && plane.backlog === 0, "all frames stored");
+  const publishMs = Number(lastFrameAt - t0) / 1e6;
+  const frames = seen.length;
+  const events = seen.reduce((n, m) => n + (frameOf(m.parts)?.events.length ?? 0), 0);
+
+  // --- raw: the same frame bytes, published in order with msg id and expected last subject sequence.
+  const raw = await scope.raw("evraw");
+  const subject = chatSubject(scope.space, { owner: "local", actor: "evraw" }, "events.local.evraw");
+  let rawReceived = 0;
+  const sub = raw.nc.subscribe(patterns.channelPosts(scope.space, "events.local.evraw"), { callback: (_e, m) => void (JSON.parse(new TextDecoder().decode(m.data)) && (rawReceived += 1)) });
+  scope.defer(async () => sub.unsubscribe());
+  const payloads = seen.map((m) => encodeMessage({ ...m, from: { id: "local.evraw", name: "evraw" }, channel: "events.local.evraw", id: `raw-${m.id}` }));
+  // The console renders the raw publishes too, beside the raw subscriber: the same stream, two readers.
+  let consoleRendered = 0;
+  let consoleDoneAt = 0n;
+  const rawRenderer = new FrameRenderer();
+  const rawFeed = new ConsoleFeed(session, log, (item) => {
+    if (!item.frame) return;
+    plainLines(item, rawRenderer);
+    if (++consoleRendered === payloads.length) consoleDoneAt = process.hrtime.bigint();
+  });
+  scope.defer(async () => rawFeed.close());
+  await rawFeed.add(["events.local.evraw"], Date.now());
+  const r0 = process.hrtime.bigint();
+  let last = 0;
+  for (const [i, data] of payloads.entries()) {
+    const ack = await raw.js.publish(subject, data, { msgID: `raw-${i}`, expect: { lastSubjectSequence: last } });
+    last = ack.seq;
+  }
+  const rawPublishMs = ms(r0);
+  await until(() => rawReceived >= payloads.length, "the raw subscriber got every frame");
+  const rawRenderMs = ms(r0);
+  await until(() => consoleDoneAt > 0n, "the console rendered every raw frame");
+  const renderMs = Number(consoleDoneAt - r0) / 1e6;
+
+  // --- hook round trip: PreToolUse relay with the plane on (and busy) vs off.
+  const hook = async (events: boolean): Promise<Summary> => {
+    const name = events ? "hookon" : "hookoff";
+    const ctl = mkdtempSync(path.join(dir, `${name}-`));
+    const c = await Connector.start({
+      launch: { source: "env", server: scope.url, space: scope.space, owner: "local", name, channels: [] },
+      env: { COTAL_CONTROL_DIR: ctl },
+      joinOn: "start",
+      pairing: false,
+      events,
+      stateDir: ctl,
+    });
+    scope.defer(() => c.close());
+    const tr = path.join(ctl, "t.jsonl");
+    writeFileSync(tr, "");
+    const env = { COTAL_CONTROL_DIR: ctl, COTAL_SPACE: scope.space, COTAL_NAME: name };
+    const sink = { write: async () => undefined };
+    const payload = (event: string) => JSON.stringify({ hook_event_name: event, session_id: `s-${name}`, transcript_path: tr, source: "startup", tool_name: "Bash" });
+    await runHook("SessionStart", payload("SessionStart"), env, { io: sink });
+    const samples: number[] = [];
+    for (let i = 0; i < plan.hooks; i++) {
+      // A turn's worth of transcript for the plane to chew on between tool calls.
+      if (i % 10 === 0) appendFileSync(tr, turns(i, 5));
+      const h0 = process.hrtime.bigint();
+      await runHook("PreToolUse", payload("PreToolUse"), env, { io: sink });
+      samples.push(ms(h0));
+    }
+    return summarize(samples);
+  };
+  const planeOff = await hook(false);
+  const planeOn = await hook(true);
+
+  return {
+    publish: { cotal: frames / (publishMs / 1000), raw: frames / (rawPublishMs / 1000), frames, events },
+    render: { cotal: frames / (renderMs / 1000), raw: frames / (rawRenderMs / 1000), frames },
+    hook: { planeOn, planeOff },
+  };
+}
