@@ -5,7 +5,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runHook, streamViolation } from "../../connector/index.js";
+import { Connector, optionsFromEnv, readLaunchMaterial, runHook, streamViolation } from "../../connector/index.js";
 import { frameOf } from "../../schemas/index.js";
 import { NatsServer, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
@@ -74,4 +74,27 @@ describe("the event plane across a connector killed mid-turn", () => {
       await new Promise((r) => child.once("exit", r));
     }
   }, 60_000);
+});
+
+describe("turning the event plane off", () => {
+  it("launch material noEvents and COTAL_EVENTS=off leave the seat without a plane; the material's folder is its state dir", async () => {
+    const dir = path.join(ctl.dir, "seat");
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const material = path.join(dir, "launch.json");
+    writeFileSync(material, JSON.stringify({ server: server.url, space: mesh.space, name: "quiet", controlToken: "t".repeat(32), controlDir: ctl.dir, noEvents: true }), { mode: 0o600 });
+    const launch = readLaunchMaterial(material);
+    expect(launch).toMatchObject({ noEvents: true, stateDir: dir });
+    expect(optionsFromEnv({ COTAL_EVENTS: "off" }).events).toBe(false);
+    expect(optionsFromEnv({}).events).toBeUndefined();
+    const off = await Connector.start({ launch, env: { COTAL_CONTROL_DIR: ctl.dir }, joinOn: "start", pairing: false });
+    const on = await Connector.start({ launch: { ...launch, name: "loud", noEvents: false }, env: { COTAL_CONTROL_DIR: ctl.dir }, joinOn: "start", pairing: false });
+    try {
+      expect(off.plane).toBeUndefined();
+      expect(on.plane).toBeDefined();
+      await until(() => on.plane!.status === "live", 5_000, "the plane of the seat that has one is live");
+    } finally {
+      await off.close();
+      await on.close();
+    }
+  }, 30_000);
 });

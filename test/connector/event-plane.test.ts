@@ -147,6 +147,25 @@ describe("the event plane", () => {
     await again.close();
   });
 
+  it("while the mesh is down the seat keeps recording into its WAL; when it is back the plane catches up in order", async () => {
+    const s = await seat();
+    writeFileSync(s.transcript, turn(1).join(""), { mode: 0o600 });
+    const p = plane(s.ep, s.dir);
+    p.sessionStart({ sessionId: "sess-r", transcriptPath: s.transcript, source: "startup" });
+    await until(() => p.backlog === 0 && p.status === "live", 10_000, "turn 1 published");
+    await mesh.server.stop();
+    appendFileSync(s.transcript, turn(2).join("") + turn(3).join(""));
+    await until(() => p.backlog >= 2, 5_000, "turns 2 and 3 wait in the WAL");
+    await mesh.server.restart();
+    await until(() => p.backlog === 0, 20_000, "the plane caught up");
+    const got = await frames(s.name);
+    expect(got.map((f) => f.seq)).toEqual(got.map((_, i) => i + 1));
+    expect(eventsOf(got).filter((e) => e.type === "RUN_FINISHED")).toHaveLength(3);
+    expect(streamViolation(eventsOf(got))).toBeUndefined();
+    expect(p.status).toBe("live");
+    await p.close();
+  }, 60_000);
+
   it("a scoped reader minted for one plane reads its history and live frames and nothing else", async () => {
     const s = await seat();
     const other = await seat();
