@@ -3,6 +3,8 @@ import { join } from "node:path";
 import { buildClaudeLaunch, classifyScreen, seedSeatConfig, writeLaunchFiles, type AgentFile, type AuthMode } from "../claude/index.js";
 import type { SeatProcess } from "./process-runtime.js";
 import type { SeatFiles } from "./seat-launcher.js";
+import { PtySeat } from "./pty-runtime.js";
+import type { SeatTerminal } from "./seat-terminal.js";
 import { writeStartScript, type TmuxServer } from "./tmux-runtime.js";
 
 /** Where a manager finds what a Claude seat runs. */
@@ -36,11 +38,17 @@ export interface ClaudeSeatRequest {
 }
 
 /**
- * Start an interactive Claude seat in a tmux window: a pre-seeded, seat-private Claude config dir,
+ * Start an interactive Claude seat: a pre-seeded, seat-private Claude config dir,
  * the launch built by buildClaudeLaunch (plugin tree, dontAsk, deny floor), and a 0700 start
- * script carrying its environment. Resolves once the window runs (not yet ready: see awaitInputScreen).
+ * script carrying its environment, in a tmux window or on a pty the manager holds. Resolves once it
+ * runs (not yet ready: see awaitInputScreen).
  */
-export async function startClaudeSeat(o: ClaudeSeatOptions, tmux: TmuxServer, files: SeatFiles, seat: ClaudeSeatRequest): Promise<{ proc: SeatProcess; permissionMode: string | undefined }> {
+export async function startClaudeSeat(
+  o: ClaudeSeatOptions,
+  runtime: { tmux: TmuxServer } | { pty: true },
+  files: SeatFiles,
+  seat: ClaudeSeatRequest,
+): Promise<{ proc: SeatProcess; terminal: SeatTerminal; permissionMode: string | undefined }> {
   const authMode = o.authMode ?? (o.parentEnv.ANTHROPIC_API_KEY ? "api_key" : "subscription");
   const configDir = join(files.dir, "claude-config");
   const launch = buildClaudeLaunch({
@@ -76,8 +84,12 @@ export async function startClaudeSeat(o: ClaudeSeatOptions, tmux: TmuxServer, fi
   writeLaunchFiles(launch);
   const script = join(files.dir, "start.sh");
   writeStartScript(script, { ...launch.env, TERM: "xterm-256color" }, launch.command, launch.args);
-  const proc = await tmux.start(seat.name, script, seat.cwd);
-  return { proc, permissionMode: launch.permissionMode };
+  if ("tmux" in runtime) {
+    const proc = await runtime.tmux.start(seat.name, script, seat.cwd);
+    return { proc, terminal: runtime.tmux.terminal(seat.name), permissionMode: launch.permissionMode };
+  }
+  const pty = await PtySeat.start(script, seat.cwd, join(files.dir, "pty.sock"));
+  return { proc: pty.process, terminal: pty, permissionMode: launch.permissionMode };
 }
 
 /** Why a seat did not reach its input screen: the screen it stopped on, named. */
@@ -95,13 +107,13 @@ export class UnexpectedScreenError extends Error {
  * warning, a permission prompt) fails at once, naming it; anything else fails after the bound
  * with the screen's first lines.
  */
-export async function awaitInputScreen(tmux: TmuxServer, name: string, proc: SeatProcess, timeoutMs = 15_000): Promise<void> {
+export async function awaitInputScreen(terminal: SeatTerminal, proc: SeatProcess, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let gone = false;
   void proc.exited.then(() => (gone = true));
   let screen = "";
   while (Date.now() < deadline && !gone) {
-    screen = await tmux.screen(name);
+    screen = await terminal.screen();
     const c = classifyScreen(screen);
     if (c.kind === "ready") return;
     if (c.kind === "blocked") throw new UnexpectedScreenError(c.name, screen);

@@ -13,3 +13,5 @@ export * from "./tmux-runtime.js";
 export * from "./budget.js";
 export * from "./run.js";
 export * from "./runs.js";
+export * from "./pty-runtime.js";
+export * from "./seat-terminal.js";

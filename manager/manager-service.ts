@@ -13,6 +13,8 @@ import { launchSeat, prepareSeat, retireSeatFiles, seatDir, type LauncherOptions
 import { SeatLog } from "./seat-log.js";
 import { classifyScreen, loadAgentFile } from "../claude/index.js";
 import { awaitInputScreen, startClaudeSeat, UnexpectedScreenError, type ClaudeSeatOptions } from "./claude-seat.js";
+import { checkScript } from "./pty-runtime.js";
+import type { SeatTerminal } from "./seat-terminal.js";
 import { TmuxServer } from "./tmux-runtime.js";
 import { RunService } from "./runs.js";
 import type { BudgetCaps } from "./budget.js";
@@ -52,6 +54,8 @@ export const WAKE_PROMPT = "You have new Cotal mail. Read it and act on it.";
 const WAKE_EVERY_MS = 15_000;
 
 interface Live {
+  /** Claude seats: the terminal the manager reads and types into. */
+  terminal?: SeatTerminal;
   /** When the manager last typed a wake prompt (unset once the seat worked). */
   wokenAt?: number | undefined;
   waking?: boolean;
@@ -181,10 +185,16 @@ export class ManagerService {
           ? undefined
           : r.runtime === "tmux"
             ? this.tmux.adopt(nameOf(r.seat), r.pid, r.startTime)
-            : adoptSeatProcess(r.pid, r.startTime, files.log);
+            : r.runtime === "pty"
+              ? undefined // a pty lives with the manager that held it: never adopted
+              : adoptSeatProcess(r.pid, r.startTime, files.log);
       if (proc) {
         this.o.log.info({ seat: r.seat, pid: r.pid }, "re-adopted a running seat");
-        this.watch(r.seat, { proc, files, stopping: false, restartsAt: [], ...(r.state === "joined" ? { joinedEpoch: r.epoch } : {}) });
+        this.watch(r.seat, {
+          proc, files, stopping: false, restartsAt: [],
+          ...(r.runtime === "tmux" ? { terminal: this.tmux.terminal(nameOf(r.seat)) } : {}),
+          ...(r.state === "joined" ? { joinedEpoch: r.epoch } : {}),
+        });
       } else {
         await this.serial(() => this.onExit(r.seat, { proc: deadProcess(), files, stopping: false, restartsAt: [] }, { code: null, signal: null }, "the process was gone when the manager restarted"));
       }
@@ -251,9 +261,10 @@ export class ManagerService {
       throw new SeatRefusedError("runtime-unavailable", `The echo agent runs headless (runtime process), not ${runtime}; nothing was started.`, "Spawn echo seats with --runtime process (the default).");
     }
     if (agent === "claude") {
-      if (runtime !== "tmux") throw new SeatRefusedError("runtime-unavailable", `Claude seats run in a terminal the manager owns: runtime ${runtime} is not available; nothing was started.`, "Use --runtime tmux (the default for claude; pty is not built yet).");
+      if (runtime !== "tmux" && runtime !== "pty") throw new SeatRefusedError("runtime-unavailable", `Claude seats run in a terminal the manager owns (tmux or pty), not ${runtime}; nothing was started.`, "Use --runtime tmux (the default for claude) or --runtime pty.");
       if (!this.o.claude) throw new SeatRefusedError("agent-unavailable", `Manager ${this.o.instance} cannot start Claude seats (no claude executable or plugin tree configured); nothing was started.`, "Install @anthropic-ai/claude-code where the manager runs (or set COTAL_CLAUDE_BIN), then restart the manager.");
-      await TmuxServer.check();
+      if (runtime === "tmux") await TmuxServer.check();
+      else await checkScript();
     }
   }
 
@@ -294,9 +305,12 @@ export class ManagerService {
     if (r.agent === "claude" && this.o.claude) {
       const cwd = r.spec.cwd ?? process.cwd();
       const agentFile = r.persona ? loadAgentFile(cwd, r.persona) : undefined;
-      const { proc, permissionMode } = await startClaudeSeat(this.o.claude, this.tmux, files, { name: nameOf(seat), space: this.o.space, cwd, model: r.spec.model, agentFile });
-      await this.append(seat, { type: "launched", seat, uid: r.uid, epoch, ts: Date.now(), runtime: "tmux", pid: proc.pid, ...(proc.startTime ? { startTime: proc.startTime } : {}), ...(permissionMode ? { permissionMode } : {}) });
-      const l: Live = { proc, files, stopping: false, restartsAt };
+      const runtime = r.spec.runtime === "pty" ? "pty" : "tmux";
+      const { proc, terminal, permissionMode } = await startClaudeSeat(this.o.claude, runtime === "pty" ? { pty: true } : { tmux: this.tmux }, files, {
+        name: nameOf(seat), space: this.o.space, cwd, model: r.spec.model, agentFile,
+      });
+      await this.append(seat, { type: "launched", seat, uid: r.uid, epoch, ts: Date.now(), runtime, pid: proc.pid, ...(proc.startTime ? { startTime: proc.startTime } : {}), ...(permissionMode ? { permissionMode } : {}) });
+      const l: Live = { proc, files, stopping: false, restartsAt, terminal };
       this.watch(seat, l);
       void this.untilReady(seat, l, prompt);
       return;
@@ -311,10 +325,9 @@ export class ManagerService {
    * it is failed and retired, naming the screen. Once ready, the spawn's prompt is typed in.
    */
   private async untilReady(seat: string, l: Live, prompt?: string): Promise<void> {
-    const name = nameOf(seat);
     try {
-      await awaitInputScreen(this.tmux, name, l.proc, this.o.claude?.screenTimeoutMs);
-      if (prompt && !this.stopped) await this.tmux.type(name, prompt);
+      await awaitInputScreen(l.terminal!, l.proc, this.o.claude?.screenTimeoutMs);
+      if (prompt && !this.stopped) await l.terminal!.type(prompt);
     } catch (err) {
       if (this.stopped || this.live.get(seat) !== l || l.stopping) return;
       const why = err instanceof UnexpectedScreenError ? err.message : `its screen could not be read: ${(err as Error).message}`;
@@ -363,10 +376,9 @@ export class ManagerService {
 
   /** What a seat showed last: its log's tail, or its terminal's last screen (the window is kept until read, then closed). */
   private async lastOutput(r: SeatRecord, l: Live): Promise<string> {
-    if (r.runtime !== "tmux") return logTailOf(l.files.log);
-    const name = nameOf(r.seat);
-    const screen = (await this.tmux.screen(name, 100)).trimEnd().split("\n").slice(-30).join("\n");
-    await this.tmux.close(name);
+    if (!l.terminal) return logTailOf(l.files.log);
+    const screen = (await l.terminal.screen(100)).trimEnd().split("\n").slice(-30).join("\n");
+    await l.terminal.close();
     return screen;
   }
 
@@ -434,7 +446,7 @@ export class ManagerService {
    * unless it worked in between.
    */
   private async maybeWake(seat: string, r: SeatRecord, l: Live, p: SeatPresence): Promise<void> {
-    if (r.runtime !== "tmux") return;
+    if (!l.terminal) return;
     if (p.status === "working" || p.status === "waiting") {
       l.wokenAt = undefined; // it is busy: the next idle moment may be woken again at once
       return;
@@ -444,10 +456,9 @@ export class ManagerService {
     if (l.waking) return;
     l.waking = true;
     try {
-      const name = nameOf(seat);
-      if (await this.tmux.attached()) return;
-      if (classifyScreen(await this.tmux.screen(name)).kind !== "ready") return;
-      await this.tmux.type(name, WAKE_PROMPT);
+      if (await l.terminal.attached()) return;
+      if (classifyScreen(await l.terminal.screen()).kind !== "ready") return;
+      await l.terminal.type(WAKE_PROMPT);
       l.wokenAt = Date.now();
       this.o.log.info({ seat, unread: p.unread }, "woke an idle seat holding mail (typed into its terminal)");
     } finally {
@@ -478,7 +489,7 @@ export class ManagerService {
         ...(r.role ? { role: r.role } : {}),
         ...(r.runtime ? { runtime: r.runtime as SeatView["runtime"] } : {}),
         ...(r.permissionMode ? { permissionMode: r.permissionMode } : {}),
-        ...(r.runtime === "tmux" && holdsName(r) ? { attach: this.tmux.attachCommand(nameOf(r.seat)) } : {}),
+        ...(this.live.get(r.seat)?.terminal ? { attach: this.live.get(r.seat)!.terminal!.attachCommand() } : {}),
         ...(this.live.get(r.seat)?.wokenAt !== undefined ? { lastWakeAt: this.live.get(r.seat)!.wokenAt! } : {}),
         ...(r.pid !== undefined ? { pid: r.pid } : {}),
         ...(r.exit ? { exit: r.exit } : {}),

@@ -4,6 +4,7 @@ import { promisify } from "node:util";
 import { SeatRefusedError } from "./errors.js";
 import { processStartTime } from "./process-start-time.js";
 import type { SeatExit, SeatProcess } from "./process-runtime.js";
+import type { SeatTerminal } from "./seat-terminal.js";
 
 const run = promisify(execFile);
 const POLL_MS = 500;
@@ -123,6 +124,17 @@ export class TmuxServer {
   /** Remove a seat's window (after its process is gone). */
   async close(name: string): Promise<void> {
     await this.tmux("kill-window", "-t", this.target(name)).catch(() => undefined);
+  }
+
+  /** The seat `name`'s window as a SeatTerminal. */
+  terminal(name: string): SeatTerminal {
+    return {
+      screen: (history = 0) => this.screen(name, history),
+      type: (text) => this.type(name, text),
+      attached: () => this.attached(),
+      attachCommand: () => this.attachCommand(name),
+      close: () => this.close(name),
+    };
   }
 }
 

@@ -1,5 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { connect } from "node:net";
 import { hostname } from "node:os";
 import { resolve } from "node:path";
 import type { Command } from "commander";
@@ -9,7 +10,8 @@ import { ChannelName, ManagerInstance, PrincipalToken, RoleName, SeatAgent, Seat
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
 import { CommandFailedError, EXIT, UsageError } from "../errors.js";
 import { callManager, listManagers, seatsOfManagers, type ManagerSeats } from "../managers.js";
-import { ago, oneLine, printJson, printLines, safeLines, table } from "../output.js";
+import { PTY_DETACH_KEY } from "../../manager/index.js";
+import { ago, note, oneLine, printJson, printLines, safeLines, table } from "../output.js";
 import { withSession, type MeshSession } from "../session.js";
 import { parseInput } from "../validate.js";
 
@@ -77,10 +79,39 @@ async function findSeat(s: MeshSession, name: string, on?: string): Promise<Seat
   return found;
 }
 
-/** Run the seat's attach command in this terminal until the person leaves it. */
-function attachTo(command: readonly string[]): void {
+/** Open the seat's terminal here until the person leaves it: tmux's own attach, or a relay to a pty seat's socket. */
+async function attachTo(command: readonly string[]): Promise<void> {
+  if (command[0] === "pty") return relayPty(command[1]!);
   const r = spawnSync(command[0]!, command.slice(1), { stdio: "inherit" });
   if (r.error) throw new CommandFailedError(`Could not open the seat's terminal: ${r.error.message}.`, { remedy: "Install tmux on this host." });
+}
+
+/** Relay this terminal to a pty seat's socket; Ctrl-] leaves (the seat keeps running). */
+function relayPty(socketPath: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const sock = connect(socketPath);
+    const stdin = process.stdin;
+    const done = () => {
+      if (stdin.isTTY) stdin.setRawMode(false);
+      stdin.pause();
+      stdin.off("data", onKey);
+      sock.destroy();
+      resolve();
+    };
+    const onKey = (d: Buffer) => {
+      if (d.includes(PTY_DETACH_KEY)) return done();
+      sock.write(d);
+    };
+    sock.once("error", (err) => reject(new CommandFailedError(`Could not open the seat's terminal: ${err.message}.`, { remedy: "Run it on the manager's host, as the manager's user." })));
+    sock.once("connect", () => {
+      if (stdin.isTTY) stdin.setRawMode(true);
+      stdin.on("data", onKey);
+      stdin.resume();
+      note("Attached to the seat (Ctrl-] leaves it running).");
+    });
+    sock.on("data", (d: Buffer) => process.stdout.write(d));
+    sock.once("close", done);
+  });
 }
 
 /** `cotal spawn`, `cotal attach`, `cotal ps`, `cotal stop`: seats through the managers. */
@@ -104,7 +135,7 @@ export function registerSeats(program: Command): void {
     .option("--agent <agent>", "what to run: echo (built in, no model) or claude", "claude")
     .option("--role <role>", "a role whose anycasts the seat takes")
     .option("--channel <channel>", "a channel the seat joins (repeatable)", collect)
-    .option("--runtime <runtime>", "tmux (default for claude) or process (default for echo); pty is not built yet")
+    .option("--runtime <runtime>", "tmux (default for claude), pty (claude, on a pseudo-terminal the manager holds) or process (echo)")
     .option("--wait-ms <ms>", "how long to wait for the seat to join", "30000")
     .option("--restarts <n>", "restarts allowed within --restart-window-ms before a crash loop retires it (default 3)")
     .option("--restart-window-ms <ms>", "the restart policy's window (default 60000)");
@@ -135,7 +166,7 @@ export function registerSeats(program: Command): void {
       const settled = await settle(s, id.instance, id.name, f.waitMs);
       if (!f.detach && settled.outcome === "started" && settled.seat?.attach) {
         // Foreground: the seat's terminal is this one until the person leaves it; then the identity is retired.
-        attachTo(settled.seat.attach);
+        await attachTo(settled.seat.attach);
         await callManager(s.nc, target.space, "stop", caller, { name: id.name }, { target: id.instance, timeoutMs: 30_000 });
         return { ...id, ...settled, retired: true };
       }
@@ -164,11 +195,11 @@ export function registerSeats(program: Command): void {
     const f = parseInput(z.object({ name: PrincipalToken, on: ManagerInstance.optional() }), raw);
     const view = await withSession(resolveTarget(raw), async (s) => {
       const found = await findSeat(s, f.name, f.on);
-      if (!found.attach) throw new CommandFailedError(`Seat ${f.name} runs headless (runtime ${found.runtime ?? "process"}): it has no terminal to open.`, { remedy: "Spawn Claude seats with --runtime tmux (the default) to attach to them." });
+      if (!found.attach) throw new CommandFailedError(`Seat ${f.name} runs headless (runtime ${found.runtime ?? "process"}): it has no terminal to open.`, { remedy: "Claude seats (runtime tmux or pty) have one." });
       if (!(await isLocal(s, found.instance))) throw new CommandFailedError(`Seat ${f.name} runs on manager ${found.instance}, on another host.`, { remedy: `Run \`cotal attach --name ${f.name}\` on that host.` });
       return found;
     });
-    attachTo(view.attach!);
+    await attachTo(view.attach!);
   });
 
   const ps = program

@@ -154,6 +154,19 @@ describe("managed Claude seats under tmux", () => {
     expect((missing as Error).message).toMatch(/nobody\.md.*no such agent file/);
   }, 150_000);
 
+  it("runtime pty: the seat runs on a pseudo-terminal the manager holds; a DM wakes it through that terminal", async () => {
+    const work = mkdtempSync(join(root, "work-"));
+    await callManager(nc, mesh.space, "spawn", operator, { agent: "claude", name: "ptyseat", cwd: work, runtime: "pty" }, { target: "host1", timeoutMs: 30_000 });
+    const seatView = await untilState("host1", "ptyseat", ["joined", "retired"], 90_000);
+    expect(seatView, JSON.stringify(seatView)).toMatchObject({ state: "joined", runtime: "pty", permissionMode: "dontAsk" });
+    expect(seatView.attach?.[0]).toBe("pty");
+    const sender = await mesh.joined("ptysender");
+    await sender.dm("local.ptyseat", "ping over the pty");
+    await until(() => double.requests.some((r) => isMainLoopRequest(r) && allText(r).includes("ping over the pty")), 60_000, "the pty seat's woken turn to carry the DM", 250);
+    const stopped = await callManager(nc, mesh.space, "stop", operator, { name: "ptyseat" }, { target: "host1", timeoutMs: 30_000 });
+    expect(stopped.stopped).toBe(true);
+  }, 150_000);
+
   it("a seat whose Claude config is not pre-seeded fails within the bound, naming the screen", async () => {
     // An empty config dir: what a fresh Claude shows first (the first-run screens) stops an unattended seat.
     const home = join(root, "bare-home");
