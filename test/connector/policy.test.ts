@@ -232,7 +232,8 @@ describe("launch resolution", () => {
     const f = material({ server: "nats://127.0.0.1:1", space: "team", name: "alice", role: "reviewer", channels: ["general"], controlToken: token, uid: "a".repeat(26) });
     expect(resolveLaunch({ COTAL_LAUNCH_MATERIAL: f })).toEqual({
       kind: "launch",
-      launch: { source: "material", server: "nats://127.0.0.1:1", space: "team", owner: "local", name: "alice", role: "reviewer", channels: ["general"], controlToken: token, uid: "a".repeat(26) },
+      // The material's folder is the seat's state dir (the event plane's WAL goes under it).
+      launch: { source: "material", server: "nats://127.0.0.1:1", space: "team", owner: "local", name: "alice", role: "reviewer", channels: ["general"], controlToken: token, uid: "a".repeat(26), stateDir: path.dirname(f) },
     });
   });
 
