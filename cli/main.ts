@@ -17,6 +17,8 @@ import { registerStatus } from "./commands/status.js";
 import { registerUp } from "./commands/up.js";
 import { registerManager } from "./commands/manager.js";
 import { registerSeats } from "./commands/seats.js";
+import { registerRun } from "./commands/run.js";
+import { registerBudget } from "./commands/budget.js";
 import { describeError, EXIT, exitCodeOf } from "./errors.js";
 import { initCliLogging } from "./logging.js";
 import { safeLines } from "./output.js";
@@ -47,6 +49,8 @@ export function buildProgram(): Command {
   registerHook(program);
   registerSetup(program);
   registerSeats(program);
+  registerRun(program);
+  registerBudget(program);
   registerManager(program);
   registerMeshServe(program);
   program.addHelpText(
