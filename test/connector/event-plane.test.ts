@@ -47,6 +47,14 @@ async function seat(): Promise<{ name: string; ep: Endpoint; creds: string; tran
   return { name, ep, creds, transcript: path.join(dir, "session.jsonl"), dir };
 }
 
+/** Write `text` as the seat's transcript and start a plane following session `session` from its start. */
+function recording(s: { ep: Endpoint; dir: string; transcript: string }, session: string, text: string): EventPlane {
+  writeFileSync(s.transcript, text, { mode: 0o600 });
+  const p = plane(s.ep, s.dir);
+  p.sessionStart({ sessionId: session, transcriptPath: s.transcript, source: "startup" });
+  return p;
+}
+
 function plane(ep: Endpoint, dir: string): EventPlane {
   const p = new EventPlane({ ep, dir: path.join(dir, "events"), log, retryMs: 100, pollMs: 50 });
   p.start();
@@ -65,9 +73,7 @@ const eventsOf = (fs: AgUiFrame[]) => fs.flatMap((f) => f.events.map((e) => ({ .
 describe("the event plane", () => {
   it("publishes a turn as run, text and tool start/end frames in order, never the tool's arguments or result", async () => {
     const s = await seat();
-    const p = plane(s.ep, s.dir);
-    writeFileSync(s.transcript, "", { mode: 0o600 });
-    p.sessionStart({ sessionId: "sess-1", transcriptPath: s.transcript, source: "startup" });
+    const p = recording(s, "sess-1", "");
     for (const l of turn(1)) appendFileSync(s.transcript, l);
     await until(async () => (await frames(s.name)).flatMap((f) => f.events).some((e) => e.type === "RUN_FINISHED"), 10_000, "the run finished on the plane");
     const got = await frames(s.name);
@@ -91,9 +97,7 @@ describe("the event plane", () => {
   it("a connector killed mid-turn and restarted leaves no gap, no duplicate, and closes the open run", async () => {
     const s = await seat();
     const lines = turn(1);
-    writeFileSync(s.transcript, lines.slice(0, 3).join(""), { mode: 0o600 });
-    const first = plane(s.ep, s.dir);
-    first.sessionStart({ sessionId: "sess-k", transcriptPath: s.transcript, source: "startup" });
+    const first = recording(s, "sess-k", lines.slice(0, 3).join(""));
     await until(async () => (await frames(s.name)).flatMap((f) => f.events).some((e) => e.type === "TOOL_CALL_START"), 10_000, "the tool call started on the plane");
     // Crash: the connection drops with frames still only in the WAL; nothing is closed.
     await s.ep.close();
@@ -124,9 +128,7 @@ describe("the event plane", () => {
     const s = await seat();
     const lines = turn(7);
     const torn = '{"type":"assistant","uuid":"x","message":{"role":"assis\n';
-    writeFileSync(s.transcript, lines[0]! + torn + lines.slice(1).join(""), { mode: 0o600 });
-    const p = plane(s.ep, s.dir);
-    p.sessionStart({ sessionId: "sess-t", transcriptPath: s.transcript, source: "startup" });
+    const p = recording(s, "sess-t", lines[0]! + torn + lines.slice(1).join(""));
     await until(async () => (await frames(s.name)).flatMap((f) => f.events).some((e) => e.type === "RUN_FINISHED"), 10_000, "the run after the torn line finished");
     expect(eventsOf(await frames(s.name)).filter((e) => e.type === "TOOL_CALL_START")).toHaveLength(1);
     await p.close();
@@ -134,9 +136,7 @@ describe("the event plane", () => {
 
   it("a WAL that disagrees with the broker stops publishing with a message naming both values", async () => {
     const s = await seat();
-    writeFileSync(s.transcript, turn(1).join(""), { mode: 0o600 });
-    const p = plane(s.ep, s.dir);
-    p.sessionStart({ sessionId: "sess-d", transcriptPath: s.transcript, source: "startup" });
+    const p = recording(s, "sess-d", turn(1).join(""));
     await until(async () => p.backlog === 0 && (await frames(s.name)).length > 0, 10_000, "frames stored");
     await p.close();
     // Another writer posts on the plane meanwhile.
@@ -149,9 +149,7 @@ describe("the event plane", () => {
 
   it("while the mesh is down the seat keeps recording into its WAL; when it is back the plane catches up in order", async () => {
     const s = await seat();
-    writeFileSync(s.transcript, turn(1).join(""), { mode: 0o600 });
-    const p = plane(s.ep, s.dir);
-    p.sessionStart({ sessionId: "sess-r", transcriptPath: s.transcript, source: "startup" });
+    const p = recording(s, "sess-r", turn(1).join(""));
     await until(() => p.backlog === 0 && p.status === "live", 10_000, "turn 1 published");
     await mesh.server.stop();
     appendFileSync(s.transcript, turn(2).join("") + turn(3).join(""));
@@ -171,9 +169,7 @@ describe("the event plane", () => {
     const other = await seat();
     await s.ep.join();
     await other.ep.send("general", "not for the watcher");
-    const p = plane(s.ep, s.dir);
-    writeFileSync(s.transcript, turn(1).join(""), { mode: 0o600 });
-    p.sessionStart({ sessionId: "sess-w", transcriptPath: s.transcript, source: "startup" });
+    const p = recording(s, "sess-w", turn(1).join(""));
     await until(() => p.backlog === 0 && p.status === "live", 10_000, "published");
     const creds = await mesh.mint({ name: `watcher_${s.name}`, profile: "agent", allowSubscribe: [`events.local.${s.name}`], provision: true });
     const watcher = await mesh.endpoint(`watcher_${s.name}`, { creds });
