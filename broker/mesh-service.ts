@@ -302,8 +302,8 @@ export class MeshService {
    * never travels). Optionally pre-create the identity's DM durable and role queue.
    */
   async mint(caller: Principal, req: TableParsedArgs<typeof MESH_COMMANDS, "mint">): Promise<MintReply> {
-    const auth = this.requireOperator(caller, "mint credentials");
     const who = parsePrincipal(req.name);
+    const auth = await this.requireMinter(caller, req.profile === "agent" ? undefined : `mint ${req.profile} credentials`, "mint credentials");
     const spec: IdentitySpec = {
       space: this.space,
       who,
@@ -329,13 +329,25 @@ export class MeshService {
 
   /** Revoke every credential issued to `name`: live connections are cut, new ones refused. */
   async revoke(caller: Principal, name: string): Promise<RevokeReply> {
-    const auth = this.requireOperator(caller, "revoke credentials");
     const who = parsePrincipal(name);
     const rec = await this.identities.get(who);
+    const auth = await this.requireMinter(caller, rec?.profile === "agent" ? undefined : `revoke credentials of ${rec ? `a ${rec.profile}` : "a name never minted"}`, "revoke credentials");
     const pubs = rec?.users.map((u) => u.pub) ?? [];
     await revokeUsers(auth.store, auth.server, this.space, pubs);
     this.log.info({ who: principalId(who), revoked: pubs.length }, "revoked credentials");
     return { principal: principalId(who), revoked: pubs.length };
+  }
+
+  /**
+   * The operator's credential may mint and revoke anything; a manager's credential (profile
+   * `manager`) only agent credentials, for the seats it starts on its host. `operatorOnly` names
+   * what the request does beyond that (undefined: an agent credential).
+   */
+  private async requireMinter(caller: Principal, operatorOnly: string | undefined, what: string): Promise<NonNullable<MeshServiceOptions["auth"]>> {
+    if (this.opts.auth && principalId(caller) !== principalId(SERVICE_PRINCIPALS.cli) && operatorOnly === undefined) {
+      if ((await this.identities.get(caller))?.profile === "manager") return this.opts.auth;
+    }
+    return this.requireOperator(caller, operatorOnly ?? what);
   }
 
   private requireOperator(caller: Principal, what: string): NonNullable<MeshServiceOptions["auth"]> {

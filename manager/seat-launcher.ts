@@ -2,7 +2,7 @@ import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { requestCredential, requestRevoke, writeSecret } from "../broker/index.js";
-import type { SeatAgent } from "../schemas/index.js";
+import type { Principal, SeatAgent } from "../schemas/index.js";
 import { newControlToken, writeLaunchMaterial } from "./launch-material-file.js";
 import { startSeatProcess, type SeatProcess } from "./process-runtime.js";
 
@@ -13,8 +13,10 @@ export interface LauncherOptions {
   server: string;
   /** Seat folders go under `<stateDir>/seats/<name>`. */
   stateDir: string;
-  /** Static meshes: mint a credential per incarnation (the manager holds the operator's credential). */
+  /** Static meshes: mint a credential per incarnation (the manager holds the operator's or a `manager` credential). */
   mints: boolean;
+  /** Who the manager calls the mesh service as (its credential's principal; default the operator's tool). */
+  caller?: Principal;
   /** The command line that runs `agent` with COTAL_LAUNCH_MATERIAL (the CLI's hidden `cotal agent <agent>`). */
   agentCommand: (agent: SeatAgent) => string[];
   /** The environment a seat starts with (the CLI's allow-list), plus what is added here. */
@@ -53,7 +55,7 @@ export async function prepareSeat(
       allowSubscribe: seat.allowSubscribe,
       allowPublish: seat.allowPublish,
       ...(seat.role ? { role: seat.role } : {}),
-    });
+    }, o.caller);
     files.creds = join(dir, `${seat.uid}.creds`);
     writeSecret(files.creds, creds);
   }
@@ -85,7 +87,7 @@ export function launchSeat(o: LauncherOptions, agent: SeatAgent, files: SeatFile
  * meshes), then remove its folder (launch material, credential, log). Call only once its process is gone.
  */
 export async function retireSeatFiles(nc: NatsConnection, o: LauncherOptions, name: string): Promise<number> {
-  const revoked = o.mints ? (await requestRevoke(nc, o.space, name)).revoked : 0;
+  const revoked = o.mints ? (await requestRevoke(nc, o.space, name, o.caller)).revoked : 0;
   rmSync(seatDir(o.stateDir, name), { recursive: true, force: true });
   return revoked;
 }

@@ -3,6 +3,7 @@ import { createUser } from "@nats-io/nkeys";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { callControl } from "../control.js";
 import type { MintReply } from "../mesh-service.js";
+import type { Principal } from "../../schemas/index.js";
 import { SERVICE_PRINCIPALS, type Profile } from "./permissions.js";
 
 /** What to mint, as asked by `cotal mint`. */
@@ -24,13 +25,15 @@ export async function requestCredential(
   nc: NatsConnection,
   space: string,
   req: MintRequest,
+  /** Who asks: the operator's tool (default), or a manager's credential minting for its seats. */
+  caller: Principal = SERVICE_PRINCIPALS.cli,
 ): Promise<{ creds: Uint8Array; reply: MintReply }> {
   const kp = createUser();
-  const reply = await callControl(nc, space, "mint", SERVICE_PRINCIPALS.cli, { ...req, userPub: kp.getPublicKey() });
+  const reply = await callControl(nc, space, "mint", caller, { ...req, userPub: kp.getPublicKey() });
   return { creds: fmtCreds(reply.jwt, kp), reply };
 }
 
 /** Ask the mesh service to revoke every credential issued to `name`. */
-export async function requestRevoke(nc: NatsConnection, space: string, name: string): Promise<{ principal: string; revoked: number }> {
-  return callControl(nc, space, "revoke", SERVICE_PRINCIPALS.cli, { name });
+export async function requestRevoke(nc: NatsConnection, space: string, name: string, caller: Principal = SERVICE_PRINCIPALS.cli): Promise<{ principal: string; revoked: number }> {
+  return callControl(nc, space, "revoke", caller, { name });
 }

@@ -64,6 +64,9 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
         // refuses the operator's own commands (mint, revoke) by the caller's principal.
         patterns.anyCallAs(space, MESH, who),
         patterns.anyCallAs(space, ARTIFACT, who),
+        // One-shot runs on any manager (docs/runs.md), as itself: the manager's budget gates
+        // bound what they spend, and it refuses a cwd from anyone but the operator.
+        patterns.callAs(space, "manager", "run", who),
         patterns.presenceKey(space, who),
         patterns.bucketGet(names.channelsBucket(space)),
         ...patterns.bindDurable(names.dmStream(space), durables.dm(who)),
@@ -106,16 +109,22 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
         resp: { max: 1, ttl: 0 },
       };
     case "manager":
+      // A manager on another host: it keeps the seat log, heartbeats, serves the manager rail
+      // (answering each request once), watches presence, and mints/revokes its seats' agent
+      // credentials through the mesh service (which refuses any other profile).
       return {
         pub: {
           allow: [
             filters.kind(space, "seat"),
-            patterns.callAs(space, MESH, "register", who),
+            ...["register", "mint", "revoke"].map((c) => patterns.callAs(space, MESH, c, who)),
             ...meshReads(space, who),
             patterns.bucketKeys(names.managersBucket(space)),
+            `${JS_API}.STREAM.MSG.GET.${names.seatsStream(space)}`,
+            `${JS_API}.STREAM.INFO.KV_${names.managersBucket(space)}`,
           ],
         },
         sub: { allow: [inbox, patterns.callsTo(space, "manager"), presenceAll] },
+        resp: { max: 1, ttl: 0 },
       };
   }
 }

@@ -55,6 +55,7 @@ async function runManager(target: MeshTarget, f: z.infer<typeof ManagerFlags>): 
     stateDir,
     instance,
     mints: target.creds !== undefined,
+    caller: credsCaller(target.creds),
     jsConnection: jetStreamConnection(nc, target.creds),
     agentCommand: (agent) => [...selfCommand(), "agent", agent],
     seatEnv: (extra) => childEnv(extra),

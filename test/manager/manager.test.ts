@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { ControlCallError, controlCaller, jetStreamConnection, logger, PermissionDeniedError, permissionViolation } from "../../broker/index.js";
+import { ControlCallError, controlCaller, inboxPrefix, jetStreamConnection, logger, PermissionDeniedError, permissionViolation, requestCredential, requestRevoke } from "../../broker/index.js";
 import { ManagerService, type ManagerOptions } from "../../manager/index.js";
 import { localPrincipal, MANAGER_COMMANDS, messageText, type SeatView } from "../../schemas/index.js";
 import { buildCli, cotalBundle } from "../harness/cli.js";
@@ -34,10 +34,10 @@ afterAll(async () => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-async function manager(instance: string, over: Partial<ManagerOptions> = {}, stateDir?: string): Promise<ManagerService> {
+async function manager(instance: string, over: Partial<ManagerOptions> = {}, stateDir?: string, conn: NatsConnection = nc): Promise<ManagerService> {
   const dir = stateDir ?? mkdtempSync(join(tmpdir(), "cotal-mgr-"));
   if (!stateDir) dirs.push(dir);
-  const m = await ManagerService.start(nc, {
+  const m = await ManagerService.start(conn, {
     space: mesh.space,
     server: mesh.server.url,
     stateDir: dir,
@@ -176,6 +176,23 @@ describe("manager", () => {
     // despawn is stop by its DESIGN name: the seat is retired and the slot is free again.
     expect(await callManager(nc, mesh.space, "despawn", operator, { name: "only" }, { target: "m8", timeoutMs: 30_000 })).toMatchObject({ stopped: true });
     await callManager(nc, mesh.space, "spawn", operator, { agent: "echo", name: "more" }, { target: "m8" });
+  });
+
+  test("a manager on another host runs on a minted manager credential: it mints and revokes its seats' agent credentials, nothing else", async () => {
+    const creds = await mesh.mint({ name: "remote_mgr", profile: "manager" });
+    const me = localPrincipal("remote_mgr");
+    const remoteNc = await mesh.connection(creds, inboxPrefix(me));
+    await manager("remote", { jsConnection: jetStreamConnection(remoteNc, creds), caller: me }, undefined, remoteNc);
+    const id = await callManager(nc, mesh.space, "spawn", operator, { agent: "echo", name: "faraway" }, { target: "remote" });
+    expect(id.instance).toBe("remote");
+    await untilState("remote", "faraway", "joined");
+    const stopped = await callManager(nc, mesh.space, "stop", operator, { name: "faraway" }, { target: "remote", timeoutMs: 30_000 });
+    expect(stopped.revoked).toBeGreaterThanOrEqual(1);
+    // The mesh service lets a manager's credential mint only agents.
+    const admin = await requestCredential(remoteNc, mesh.space, { name: "sneaky", profile: "admin" }, me).catch((e: unknown) => e);
+    expect(admin).toMatchObject({ code: "not-allowed" });
+    const operatorRevoke = await requestRevoke(remoteNc, mesh.space, "cotal_cli", me).catch((e: unknown) => e);
+    expect(operatorRevoke).toMatchObject({ code: "not-allowed" });
   });
 
   test("an agent's credential can neither call a manager nor write the seat log (the broker refuses)", async () => {
