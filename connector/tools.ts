@@ -10,10 +10,15 @@ import {
   ChannelName,
   CotalError,
   LOCAL_OWNER,
+  MANAGER_COMMANDS,
   parseDuration,
+  PrincipalToken,
   RoleName,
+  TaskMarker,
   type CotalMessage,
+  type RunReply,
 } from "../schemas/index.js";
+import { controlCaller } from "../broker/index.js";
 import type { Connector } from "./connector.js";
 import { frameMessage, neutralizeInline, neutralizeText, GUTTER } from "./framing.js";
 import { JOIN_HELP } from "./launch.js";
@@ -349,7 +354,59 @@ export function buildMcpServer(c: Connector): McpServer {
       }),
   );
 
+  registerRunTool(server, c, who, domain);
+
   return server;
+}
+
+const callManager = controlCaller(MANAGER_COMMANDS);
+
+/**
+ * `cotal_run`: dispatch one-shot headless runs on a manager (docs/runs.md), as this seat, under the
+ * manager's budget gates; the typed results are the tool result. Added beside the other tools
+ * by the runs work (issue #17).
+ */
+function registerRunTool(server: McpServer, c: Connector, who: () => string, domain: (what: string, fn: () => Promise<CallToolResult>) => Promise<CallToolResult>): void {
+  server.registerTool(
+    "cotal_run",
+    {
+      description:
+        "Dispatch a one-shot headless Claude run of an agent file (persona) on a Cotal manager and wait for its typed result: " +
+        "status ok|timeout|error|skipped, output (parsed JSON when jsonSchema is given), cost (the Claude CLI's client-side estimate), " +
+        "usage, session id, latency, the model and where it came from, and tools the run was denied. Budget caps (daily, per task) are checked first.",
+      inputSchema: closed("cotal_run", who, {
+        personas: z.array(PrincipalToken).min(1).max(32).describe("Agent files (.cotal/agents/<persona>.md in the manager's folder) to run."),
+        prompt: z.string().min(1).max(100_000).describe("The prompt each run gets."),
+        jsonSchema: z.record(z.string(), z.unknown()).optional().describe("A JSON Schema object the output must match; it then comes back parsed."),
+        timeout: z.string().min(1).optional().describe("Kill a run after this long: 30s, 5m (default 300s)."),
+        model: z.string().min(1).max(200).optional().describe("The model (default: the agent file's, else Claude's)."),
+        task: TaskMarker.optional().describe("A task marker: runs sharing it share the per-task budget."),
+        parallel: z.number().int().min(1).max(32).optional().describe("Runs of each persona (default 1)."),
+        maxParallel: z.number().int().min(1).max(32).optional().describe("Runs at once, at most (default 4)."),
+      }),
+    },
+    ({ personas, prompt, jsonSchema, timeout, model, task, parallel, maxParallel }) =>
+      domain("dispatch a run", async () => {
+        const timeoutMs = timeout === undefined ? 300_000 : parseDuration(timeout, "timeout");
+        const jobs = personas.length * (parallel ?? 1);
+        const rounds = Math.ceil(jobs / Math.min(maxParallel ?? 4, jobs));
+        const reply = await callManager(c.ep.nc, c.launch.space, "run", c.ep.me, {
+          personas, prompt, timeoutMs,
+          ...(jsonSchema ? { jsonSchema } : {}), ...(model ? { model } : {}), ...(task ? { task } : {}),
+          ...(parallel ? { parallel } : {}), ...(maxParallel ? { maxParallel } : {}),
+        }, { timeoutMs: rounds * (timeoutMs + 15_000) + 15_000 });
+        if (reply.refused) return fail(`${reply.refused.message} (cap $${reply.refused.capUsd}, spent $${reply.refused.spentUsd.toFixed(4)}, estimated $${reply.refused.estimateUsd.toFixed(4)})`);
+        return ok([...reply.results.map(runLine), JSON.stringify(reply.results)].join("\n"));
+      }),
+  );
+}
+
+function runLine(r: RunReply["results"][number]): string {
+  const model = r.model ? `${r.model} (${r.modelSource})` : "Claude's default (default)";
+  const bits = [`${r.persona ?? "run"}: ${r.status}`, `cost $${r.costUsd.toFixed(4)} (client-side estimate)`, `model ${model}`];
+  if (r.permissionDenials.length) bits.push(`denied tools: ${r.permissionDenials.join(", ")}`);
+  if (r.error) bits.push(`${r.error.kind}: ${r.error.message}`);
+  return bits.join("; ");
 }
 
 function historyFrame(m: CotalMessage, from: string, channel: string) {

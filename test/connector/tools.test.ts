@@ -39,11 +39,11 @@ async function seat(name = "bob", opts: Parameters<typeof startConnector>[2] = {
 const collect = (ep: Endpoint): Delivery[] => collectDeliveries(ep).items;
 
 describe("connector MCP tools", () => {
-  it("lists the eleven tools with closed argument schemas and declares the claude/channel capability", async () => {
+  it("lists the twelve tools with closed argument schemas and declares the claude/channel capability", async () => {
     const { client } = await seat();
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual(
-      ["cotal_anycast", "cotal_channel_mode", "cotal_channels", "cotal_dm", "cotal_history", "cotal_inbox", "cotal_join", "cotal_leave", "cotal_roster", "cotal_send", "cotal_status"].sort(),
+      ["cotal_anycast", "cotal_channel_mode", "cotal_channels", "cotal_dm", "cotal_history", "cotal_inbox", "cotal_join", "cotal_leave", "cotal_roster", "cotal_run", "cotal_send", "cotal_status"].sort(),
     );
     for (const t of tools) expect(t.inputSchema.additionalProperties, t.name).toBe(false);
     expect(client.getServerCapabilities()?.experimental).toEqual({ "claude/channel": {} });

@@ -8,12 +8,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { controlCaller, jetStreamConnection, logger } from "../../broker/index.js";
+import { controlCaller, jetStreamConnection, logger, PermissionDeniedError } from "../../broker/index.js";
 import { groupAlive, ManagerService, type ManagerOptions } from "../../manager/index.js";
 import { localPrincipal, MANAGER_COMMANDS, principal, type TableArgs } from "../../schemas/index.js";
 import { claudeBin, claudeEnv, projectRoot } from "../harness/claude-runner.js";
 import { buildCli } from "../harness/cli.js";
-import { TestMesh } from "../harness/mesh.js";
+import { STATIC_TEST_CHANNELS, TestMesh } from "../harness/mesh.js";
+import { call, mcpClient, startConnector } from "../connector/helpers.js";
 import { allText, lastUserText, ModelDouble, type RecordedRequest } from "../harness/model-double.js";
 import { until } from "../harness/until.js";
 
@@ -112,6 +113,32 @@ describe("one-shot runs", () => {
     expect(after.daily.runs).toBe(before.daily.runs + 1);
     expect(after.daily.spentUsd).toBeCloseTo(before.daily.spentUsd + r.costUsd, 10);
   }, 180_000);
+
+  it("from inside a session, cotal_run on an agent's own minted credential dispatches a run under the same gates and returns the typed result", async () => {
+    double.push({ when: asked("TOOL-RUN"), reply: [{ tool: "StructuredOutput", input: { verdict: "fine", score: 1 } }] });
+    const creds = await mesh.mint({ name: "bob", profile: "agent", allowSubscribe: STATIC_TEST_CHANNELS, allowPublish: STATIC_TEST_CHANNELS });
+    const s = await startConnector(mesh, "bob", { launch: { creds } });
+    const m = await mcpClient(s.connector);
+    const here = process.cwd();
+    process.chdir(work); // an agent's run works in the manager's folder
+    try {
+      const r = await call(m.client, "cotal_run", { personas: ["reviewer"], prompt: "TOOL-RUN please", jsonSchema: SCHEMA, timeout: "60s", model: MODEL });
+      expect(r.isError, r.text).toBe(false);
+      const [line, json] = r.text.split("\n");
+      expect(line).toMatch(/^reviewer: ok; cost \$\d+\.\d{4} \(client-side estimate\); model claude-sonnet-4-5 \(explicit\)$/);
+      expect(JSON.parse(json!)).toEqual([expect.objectContaining({ status: "ok", output: { verdict: "fine", score: 1 }, modelSource: "explicit", costBasis: "client-estimate" })]);
+      // It was recorded in the seat log like any other run.
+      const b = await callManager(nc, mesh.space, "budget", operator, {}, { target: "r1" });
+      expect(b.daily.runs).toBeGreaterThanOrEqual(2);
+      // Its credential reaches the run command only: spawn is refused by the broker.
+      const spawn = await callManager(s.connector.ep.nc, mesh.space, "spawn", s.connector.ep.me, { agent: "echo" }, { target: "r1" }).catch((e: unknown) => e);
+      expect(spawn).toBeInstanceOf(PermissionDeniedError);
+    } finally {
+      process.chdir(here);
+      await m.close();
+      await s.close();
+    }
+  }, 120_000);
 
   it("a run past its timeout returns timeout and leaves no process behind", async () => {
     double.push({ when: asked("SLOW"), reply: ["too late"], delayMs: 120_000 });

@@ -42,7 +42,7 @@ describe("control call failures are told apart", () => {
     setLogDestination({ write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
     mesh = await TestMesh.start(nats, "ctlperm");
     const bob = await mesh.endpoint("bob");
-    // An agent may call the manager endpoint not at all: the broker refuses the publish.
+    // An agent may call no manager command but `run` (docs/runs.md): the broker refuses the publish.
     const err = await requestControl(bob.nc, mesh.space, "manager", "ps", bob.me).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(PermissionDeniedError);
     expect(err).not.toBeInstanceOf(MeshServiceUnavailableError);
