@@ -101,10 +101,12 @@ export class EventPlane {
     return this.wal?.pending.length ?? 0;
   }
 
-  /** Stop reading; give publishing up to `flushMs` to send what the WAL holds (the rest goes next time). */
+  /** Read the transcript once more, stop; give publishing up to `flushMs` to send what the WAL holds (the rest goes next time). */
   async close(flushMs = 2_000): Promise<void> {
     if (this.status === "closed") return;
     if (this.poll) clearInterval(this.poll);
+    // One last read: what the session wrote just before it ended goes out too.
+    this.kick();
     await this.work.catch(() => undefined);
     const deadline = Date.now() + flushMs;
     while (this.backlog > 0 && this.status === "live" && Date.now() < deadline) await sleep(20);

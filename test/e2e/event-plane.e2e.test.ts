@@ -32,28 +32,38 @@ afterAll(async () => {
 
 const ARG = "zebra-4711";
 
+/** One `claude -p` session of `name` with the cotal hooks and connector, against `double`. */
+async function session(name: string, double: ModelDouble, prompt: string, env: Record<string, string> = {}) {
+  const dir = path.join(root, name);
+  const ctl = path.join(dir, "ctl");
+  mkdirSync(ctl, { recursive: true, mode: 0o700 });
+  const settings = await writeSettingsFile(dir, { hooks: renderHooksSettings({ command: (e) => nodeCommand(HOOK_BUNDLE, e) }) });
+  const mcp = await writeMcpConfig(dir, { cotal: { type: "stdio", command: process.execPath, args: [CONNECTOR_BUNDLE] } });
+  return runClaude({
+    baseUrl: double.url,
+    prompt,
+    args: ["--mcp-config", mcp, "--strict-mcp-config", "--settings", settings, "--permission-mode", "dontAsk", "--allowedTools", "Bash", "mcp__cotal__*"],
+    env: { COTAL_SERVER: server.url, COTAL_SPACE: mesh.space, COTAL_NAME: name, COTAL_CONTROL_DIR: ctl, COTAL_LOG_FILE: path.join(dir, "connector.log"), COTAL_LOG_LEVEL: "debug", ...env },
+    timeoutMs: 60_000,
+  });
+}
+
+/** The frames stored on `name`'s plane. */
+async function planeOf(name: string) {
+  const reader = await mesh.endpoint(`reader_${name}`);
+  return (await reader.history(`events.local.${name}`)).map((h) => ({ raw: JSON.stringify(h.message), frame: frameOf(h.message.parts)! }));
+}
+
 describe("the event plane with the real claude CLI", () => {
   it("a scripted turn publishes run, text, tool-start and tool-end frames in order on events.local.bob, and no frame holds the tool's argument or result", async () => {
-    const dir = path.join(root, "seat");
-    const ctl = path.join(dir, "ctl");
-    mkdirSync(ctl, { recursive: true, mode: 0o700 });
-    const settings = await writeSettingsFile(dir, { hooks: renderHooksSettings({ command: (e) => nodeCommand(HOOK_BUNDLE, e) }) });
-    const mcp = await writeMcpConfig(dir, { cotal: { type: "stdio", command: process.execPath, args: [CONNECTOR_BUNDLE] } });
     const double = await ModelDouble.start([
       { reply: ["Let me look.", { tool: "Bash", input: { command: `echo ${ARG}`, description: "echo" } }] },
       { reply: ["Done."], afterToolResult: "Bash" },
     ]);
-    const run = await runClaude({
-      baseUrl: double.url,
-      prompt: "Say hi",
-      args: ["--mcp-config", mcp, "--strict-mcp-config", "--settings", settings, "--permission-mode", "dontAsk", "--allowedTools", "Bash", "mcp__cotal__*"],
-      env: { COTAL_SERVER: server.url, COTAL_SPACE: mesh.space, COTAL_NAME: "bob", COTAL_CONTROL_DIR: ctl, COTAL_LOG_FILE: path.join(dir, "connector.log"), COTAL_LOG_LEVEL: "debug" },
-      timeoutMs: 60_000,
-    });
+    const run = await session("bob", double, "Say hi");
     try {
       expect(run.code, run.stderr).toBe(0);
-      const reader = await mesh.endpoint("reader");
-      const stored = async () => (await reader.history("events.local.bob")).map((h) => ({ raw: JSON.stringify(h.message), frame: frameOf(h.message.parts)! }));
+      const stored = () => planeOf("bob");
       // The connector flushes its WAL before it leaves (the session ended with the run).
       await until(async () => (await stored()).some((s) => s.frame.events.some((e) => e.type === "RUN_FINISHED")), 10_000, "RUN_FINISHED on events.local.bob");
       const frames = await stored();
@@ -78,4 +88,27 @@ describe("the event plane with the real claude CLI", () => {
       await cleanupRun(run);
     }
   }, 90_000);
+
+  it("a turn that ends on an API error closes its run with RUN_ERROR and the fixed message 'run failed'", async () => {
+    const double = await ModelDouble.start([
+      {
+        reply: () => {
+          throw new Error("upstream exploded: req_secret_42");
+        },
+      },
+    ]);
+    const run = await session("carol", double, "Say hi", { CLAUDE_CODE_MAX_RETRIES: "0", ANTHROPIC_MAX_RETRIES: "0" });
+    try {
+      await until(async () => (await planeOf("carol")).some((s) => s.frame.events.some((e) => e.type === "RUN_ERROR")), 20_000, `RUN_ERROR on events.local.carol (claude exited ${run.code}: ${run.stdout.slice(0, 300)})`);
+      const frames = await planeOf("carol");
+      const events = frames.flatMap((s) => s.frame.events);
+      expect(events.filter((e) => e.type === "RUN_ERROR").map((e) => e.message)).toEqual(["run failed"]);
+      expect(events.some((e) => e.type === "RUN_FINISHED")).toBe(false);
+      expect(streamViolation(frames.flatMap((s) => s.frame.events.map((e) => ({ ...e, runId: e.runId ?? s.frame.runId }))))).toBeUndefined();
+      for (const s of frames) expect(s.raw).not.toContain("req_secret_42");
+    } finally {
+      await double.close();
+      await cleanupRun(run);
+    }
+  }, 120_000);
 });
