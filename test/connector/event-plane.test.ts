@@ -147,6 +147,31 @@ describe("the event plane", () => {
     await again.close();
   });
 
+  it("a cleared session starts at the boundary captured at SessionStart; a compacted one keeps its cursor; big text is split into frames that fit", async () => {
+    const s = await seat();
+    const p = recording(s, "sess-a", turn(1).join(""));
+    await until(async () => p.backlog === 0 && (await frames(s.name)).length > 0, 10_000, "session a published");
+    // Compaction: same session and transcript; nothing is published twice.
+    p.sessionStart({ sessionId: "sess-a", transcriptPath: s.transcript, source: "compact" });
+    // /clear: a new session id; its transcript already holds what came before the boundary.
+    const cleared = path.join(s.dir, "cleared.jsonl");
+    writeFileSync(cleared, turn(2).join(""));
+    p.sessionStart({ sessionId: "sess-b", transcriptPath: cleared, source: "clear" });
+    await sleep(200);
+    const big = "x".repeat(600_000);
+    appendFileSync(cleared, turn(3).join("") + JSON.stringify({ type: "assistant", uuid: "big", message: { role: "assistant", content: [{ type: "text", text: big }], stop_reason: "end_turn" } }) + "\n");
+    await until(async () => p.backlog === 0 && eventsOf(await frames(s.name)).some((e) => e.type === "RUN_FINISHED" && e.runId === "big"), 10_000, "session b published");
+    const got = await frames(s.name);
+    const evs = eventsOf(got);
+    expect(evs.filter((e) => e.type === "RUN_STARTED").map((e) => e.runId)).toEqual(["p-1", "p-3", "big"]);
+    expect(got.filter((f) => f.threadId === "sess-b").length).toBeGreaterThan(3);
+    expect(Math.max(...got.map((f) => Buffer.byteLength(f.raw)))).toBeLessThanOrEqual(256 * 1024);
+    expect(evs.filter((e) => e.type === "TEXT_MESSAGE_CONTENT" && e.messageId === "big:0").map((e) => e.delta).join("")).toBe(big);
+    expect(streamViolation(evs)).toBeUndefined();
+    expect(got.map((f) => f.seq)).toEqual(got.map((_, i) => i + 1));
+    await p.close();
+  });
+
   it("while the mesh is down the seat keeps recording into its WAL; when it is back the plane catches up in order", async () => {
     const s = await seat();
     const p = recording(s, "sess-r", turn(1).join(""));
