@@ -16,6 +16,9 @@ const ALLOWED = new Set([
   /** Logging of the mesh service (pino level and format). */
   "COTAL_LOG_LEVEL",
   "COTAL_LOG_FORMAT",
+  /** The run budget caps of the manager `cotal up` starts (docs/runs.md). */
+  "COTAL_DAILY_BUDGET_USD",
+  "COTAL_TASK_BUDGET_USD",
 ]);
 
 /** Whether a variable of the caller's environment is passed on to a background process. */

@@ -1,7 +1,8 @@
 // Budget gates (DESIGN §14), as pure policy over the runs the seat log recorded: a daily cap
 // over today's (UTC) run costs and a per-chain cap over the runs sharing a task marker. The
 // estimate for N runs is the median cost of recent runs × N (0 with no history).
-import type { BudgetCap, BudgetGauge, BudgetLevel, BudgetRefusal, SeatEvent } from "../schemas/index.js";
+import { existsSync, readFileSync } from "node:fs";
+import { BudgetConfig, CotalError, describeIssues, type BudgetCap, type BudgetGauge, type BudgetLevel, type BudgetRefusal, type SeatEvent } from "../schemas/index.js";
 
 /** A run as the seat log recorded it. */
 export type RunRecord = Extract<SeatEvent, { type: "run" }>;
@@ -26,6 +27,28 @@ export function capsFromEnv(env: Readonly<Record<string, string | undefined>>): 
     return Number.isFinite(v) && v >= 0 ? v : undefined;
   };
   return { dailyUsd: usd("COTAL_DAILY_BUDGET_USD"), taskUsd: usd("COTAL_TASK_BUDGET_USD") };
+}
+
+/**
+ * The caps a manager enforces: COTAL_DAILY_BUDGET_USD / COTAL_TASK_BUDGET_USD from `env`, else the
+ * mesh's config file (`.cotal/budget.json`, BudgetConfig) when there is one. An invalid file is
+ * refused, naming the field: a manager never runs with a cap it misread.
+ */
+export function budgetCaps(env: Readonly<Record<string, string | undefined>>, configFile?: string): BudgetCaps {
+  let config: BudgetConfig = {};
+  if (configFile && existsSync(configFile)) {
+    let json: unknown;
+    try {
+      json = JSON.parse(readFileSync(configFile, "utf8"));
+    } catch (cause) {
+      throw new CotalError("invalid-budget-config", `The budget config ${configFile} is not valid JSON.`, { remedy: 'Write it as {"dailyUsd": 5, "taskUsd": 1} (either may be left out).', cause });
+    }
+    const parsed = BudgetConfig.safeParse(json);
+    if (!parsed.success) throw new CotalError("invalid-budget-config", `Invalid budget config ${configFile}: ${describeIssues(parsed.error).join("; ")}.`, { remedy: 'Write it as {"dailyUsd": 5, "taskUsd": 1} (either may be left out).' });
+    config = parsed.data;
+  }
+  const fromEnv = capsFromEnv(env);
+  return { dailyUsd: fromEnv.dailyUsd ?? config.dailyUsd, taskUsd: fromEnv.taskUsd ?? config.taskUsd };
 }
 
 /** The UTC day of a Unix ms time, `YYYY-MM-DD`. */

@@ -117,3 +117,12 @@ export const BudgetReply = z.object({
   costBasis: z.literal(COST_BASIS),
 });
 export type BudgetReply = z.infer<typeof BudgetReply>;
+
+/** `.cotal/budget.json` beside the mesh: the caps its managers enforce (the environment's COTAL_*_BUDGET_USD win). */
+export const BudgetConfig = z
+  .strictObject({
+    dailyUsd: z.number().nonnegative().optional().describe("USD per UTC day over every recorded run"),
+    taskUsd: z.number().nonnegative().optional().describe("USD per task marker over its recorded runs"),
+  })
+  .describe("the mesh's run budget caps");
+export type BudgetConfig = z.infer<typeof BudgetConfig>;

@@ -5,7 +5,7 @@ import { z } from "zod";
 import { connectMesh, credsCaller, jetStreamConnection, type Logger } from "../../broker/index.js";
 import { findClaudeCli, PLUGIN_BIN_DIR } from "../../connector/index.js";
 import { ManagerInstance } from "../../schemas/index.js";
-import { ManagerService, readLaunchMaterial, runEchoAgent, type ClaudeSeatOptions } from "../../manager/index.js";
+import { budgetCaps, ManagerService, readLaunchMaterial, runEchoAgent, type ClaudeSeatOptions } from "../../manager/index.js";
 import { childEnv } from "../child-env.js";
 import { meshOptions, resolveTarget, type MeshTarget } from "../context.js";
 import { EXIT, UsageError } from "../errors.js";
@@ -61,6 +61,7 @@ async function runManager(target: MeshTarget, f: z.infer<typeof ManagerFlags>): 
     seatEnv: (extra) => childEnv(extra),
     ...claudeSeats(log),
     ...(f.maxSeats ? { maxSeats: f.maxSeats } : {}),
+    budget: budgetCaps(process.env, target.root ? join(target.root.dir, "budget.json") : undefined),
     log,
   });
   log.info({ pid: process.pid, stateDir }, "manager running");

@@ -1,7 +1,7 @@
 // `cotal run` and `cotal budget` through the shipped CLI on a secure mesh (issue #17): a manager
 // whose Claude is the real CLI against the model double; the run reports the cost and usage the
-// CLI returned, `cotal budget --json` shows them in today's gauge, and a refused fan-out exits 1
-// naming the cap, the spend and the estimate.
+// CLI returned, `cotal budget --json` shows them in today's gauge, and with the mesh's cap
+// (.cotal/budget.json) spent a fan-out exits 1 naming the cap, the spend and the estimate.
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -75,8 +75,9 @@ describe("cotal run and cotal budget", () => {
     expect(text.stdout).toMatch(/^task log-42: /m);
   }, 180_000);
 
-  it("with COTAL_DAILY_BUDGET_USD already spent, a fan-out is refused before it starts, naming the cap, the spend and the estimate (exit 1)", async () => {
-    startManager("capped", { COTAL_DAILY_BUDGET_USD: "0.0001" });
+  it("with the mesh's daily cap (.cotal/budget.json) already spent, a fan-out is refused before it starts, naming the cap, the spend and the estimate (exit 1)", async () => {
+    writeFileSync(join(project, ".cotal", "budget.json"), JSON.stringify({ dailyUsd: 0.0001 }));
+    startManager("capped");
     await listed("capped");
     const mainBefore = double.mainRequests.length;
     const r = await cotal("run", "summarizer", "--prompt", "again", "--parallel", "3", "--on", "capped");

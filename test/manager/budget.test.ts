@@ -1,8 +1,11 @@
 // Budget gates and run results as pure policy (issue #17): the median estimate, the gauge levels,
 // refusals that name the cap, the spend and the estimate, and the mapping of the Claude CLI's JSON
 // result (a schema violation, a missing result, a kill and a timeout each differ).
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { capsFromEnv, checkGates, gauge, headroom, levelOf, medianRunCost, runResultOf, type RunExit, type RunRecord } from "../../manager/index.js";
+import { budgetCaps, capsFromEnv, checkGates, gauge, headroom, levelOf, medianRunCost, runResultOf, type RunExit, type RunRecord } from "../../manager/index.js";
 
 const DAY = Date.UTC(2026, 10, 30, 12);
 const run = (costUsd: number, over: Partial<RunRecord> = {}): RunRecord => ({
@@ -59,6 +62,25 @@ describe("budget policy", () => {
   it("reads the caps from COTAL_DAILY_BUDGET_USD and COTAL_TASK_BUDGET_USD, ignoring what is not a number", () => {
     expect(capsFromEnv({ COTAL_DAILY_BUDGET_USD: "2.5", COTAL_TASK_BUDGET_USD: "x" })).toEqual({ dailyUsd: 2.5, taskUsd: undefined });
     expect(capsFromEnv({})).toEqual({ dailyUsd: undefined, taskUsd: undefined });
+  });
+
+  it("the mesh's .cotal/budget.json gives the caps the environment does not; an invalid one is refused, naming the field", () => {
+    const dir = mkdtempSync(join(tmpdir(), "cotal-budget-"));
+    try {
+      const file = join(dir, "budget.json");
+      expect(budgetCaps({}, file)).toEqual({ dailyUsd: undefined, taskUsd: undefined });
+      writeFileSync(file, JSON.stringify({ dailyUsd: 5, taskUsd: 1 }));
+      expect(budgetCaps({}, file)).toEqual({ dailyUsd: 5, taskUsd: 1 });
+      expect(budgetCaps({ COTAL_DAILY_BUDGET_USD: "2" }, file)).toEqual({ dailyUsd: 2, taskUsd: 1 });
+      writeFileSync(file, JSON.stringify({ dailyUsd: -1 }));
+      expect(() => budgetCaps({}, file)).toThrow(/Invalid budget config .*dailyUsd/);
+      writeFileSync(file, JSON.stringify({ daily: 3 }));
+      expect(() => budgetCaps({}, file)).toThrow(/daily/);
+      writeFileSync(file, "{");
+      expect(() => budgetCaps({}, file)).toThrow(/not valid JSON/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
