@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { closeSync, existsSync, openSync, readSync, statSync } from "node:fs";
 import { isWrongLastSequence, type Endpoint, type Logger } from "../broker/index.js";
 import { AGUI_FRAME_KIND, AGUI_PROTOCOL, eventsChannelOf, frameOf, type AgUiFrame } from "../schemas/index.js";
@@ -29,9 +30,14 @@ export interface EventPlaneOptions {
 /** Where the plane stands: establishing (reading the broker's last frame), live, halted (a disagreement), closed. */
 export type PlaneStatus = "establishing" | "live" | "halted" | "closed";
 
-/** The message id of a frame: stable across restarts, so a republish dedupes on the broker. */
-export function frameId(owner: string, actor: string, f: Pick<AgUiFrame, "epoch" | "seq">): string {
-  return `agui-${owner}.${actor}-e${f.epoch}-s${f.seq}`;
+/**
+ * The message id of a frame: the same for the same frame (a republish after a lost ack dedupes on
+ * the broker), different for another writer's frame of the same number (whose publish must meet
+ * the expected-sequence check, not the dedupe).
+ */
+export function frameId(owner: string, actor: string, f: AgUiFrame): string {
+  const digest = createHash("sha256").update(JSON.stringify(f)).digest("hex").slice(0, 16);
+  return `agui-${owner}.${actor}-e${f.epoch}-s${f.seq}-${digest}`;
 }
 
 const READ_CHUNK = 1 << 20;

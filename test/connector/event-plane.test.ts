@@ -172,6 +172,25 @@ describe("the event plane", () => {
     await p.close();
   });
 
+  it("two writers on one plane cannot interleave: the second one's publish is refused and it stops, naming both sequences", async () => {
+    const s = await seat();
+    const a = plane(s.ep, path.join(s.dir, "a"));
+    const b = plane(s.ep, path.join(s.dir, "b"));
+    await until(() => a.status === "live" && b.status === "live", 5_000, "both writers established on an empty plane");
+    writeFileSync(s.transcript, turn(1).join(""));
+    a.sessionStart({ sessionId: "sess-2w", transcriptPath: s.transcript, source: "startup" });
+    await until(() => a.backlog === 0 && a.status === "live", 5_000, "the first writer stored its frames");
+    const other = path.join(s.dir, "other.jsonl");
+    writeFileSync(other, turn(9).join(""));
+    b.sessionStart({ sessionId: "sess-2w-b", transcriptPath: other, source: "startup" });
+    await until(() => b.status === "halted", 5_000, "the second writer stopped");
+    expect(b.haltReason).toMatch(/expected stream sequence 0 \(frame 0\) to be the last on events\.local\.\w+, the broker's last is stream sequence \d+ \(frame 1\)/);
+    const got = await frames(s.name);
+    expect(got.every((f) => f.threadId === "sess-2w")).toBe(true);
+    await a.close();
+    await b.close();
+  });
+
   it("while the mesh is down the seat keeps recording into its WAL; when it is back the plane catches up in order", async () => {
     const s = await seat();
     const p = recording(s, "sess-r", turn(1).join(""));
