@@ -203,6 +203,18 @@ describe("one-shot runs", () => {
     expect(gauge.daily).toMatchObject({ capUsd: cap, level: expect.stringMatching(/^(critical|stop|warning|info)$/) });
   }, 180_000);
 
+  it("--parallel runs at most maxParallel at once and returns every result", async () => {
+    double.push(...Array.from({ length: 3 }, () => ({ when: asked("PAR-RUN"), reply: ["parallel done"], delayMs: 1_500 })));
+    const reply = await run("r1", { personas: ["reviewer"], prompt: "PAR-RUN now", parallel: 3, maxParallel: 2 });
+    expect(reply.results.map((r) => [r.status, r.output])).toEqual([["ok", "parallel done"], ["ok", "parallel done"], ["ok", "parallel done"]]);
+    expect(new Set(reply.results.map((r) => r.runId)).size).toBe(3);
+    const arrivals = double.mainRequests.filter((r) => lastUserText(r).includes("PAR-RUN")).map((r) => r.receivedAt).sort((a, b) => a - b);
+    expect(arrivals).toHaveLength(3);
+    // Two started together; the third only once one of them had finished its 1.5 s turn.
+    expect(arrivals[1]! - arrivals[0]!).toBeLessThan(1_500);
+    expect(arrivals[2]! - arrivals[0]!).toBeGreaterThanOrEqual(1_400);
+  }, 120_000);
+
   it("an agent may not choose where a run works; a missing agent file refuses the request unexecuted", async () => {
     const agent = principal("local", "alice");
     const refused = await callManager(nc, mesh.space, "run", agent, { personas: ["reviewer"], prompt: "x", cwd: work }, { target: "r1" }).catch((e: unknown) => e);
@@ -210,4 +222,15 @@ describe("one-shot runs", () => {
     const missing = await run("r1", { personas: ["nobody"], prompt: "x" }).catch((e: unknown) => e);
     expect(missing).toMatchObject({ outcome: "not-executed" });
   }, 30_000);
+
+  // Last: the run stops mid-script, so steps it did not play stay at the head of the double's script.
+  it("a run under a cap gets the headroom as --max-budget-usd: a run that costs more stops there as error budget", async () => {
+    const b = await callManager(nc, mesh.space, "budget", operator, {}, { target: "r1" });
+    await manager("tight", { budget: { dailyUsd: b.daily.spentUsd + b.medianRunUsd * 1.5 } });
+    const long = (r: RecordedRequest) => allText(r).includes("LONG-RUN");
+    double.push(...Array.from({ length: 4 }, () => ({ when: long, reply: [{ tool: "Read", input: { file_path: join(work, ".cotal", "agents", "reviewer.md") } }] })));
+    const r = (await run("tight", { personas: ["reviewer"], prompt: "LONG-RUN read it again and again" })).results[0]!;
+    expect(r, JSON.stringify(r)).toMatchObject({ status: "error", error: { kind: "budget" } });
+    expect(r.error!.message).toMatch(/--max-budget-usd/);
+  }, 120_000);
 });
