@@ -9,11 +9,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ControlCallError, controlCaller, jetStreamConnection, logger } from "../../broker/index.js";
-import { ManagerService, TmuxServer, WAKE_PROMPT, type ManagerOptions } from "../../manager/index.js";
+import { ControlCallError, controlCaller } from "../../broker/index.js";
+import { TmuxServer, WAKE_PROMPT, type ClaudeSeatOptions, type ManagerService } from "../../manager/index.js";
 import { WOKEN_ACTIVITY } from "../../connector/index.js";
 import { localPrincipal, MANAGER_COMMANDS, type SeatView } from "../../schemas/index.js";
-import { claudeBin, claudeEnv, projectRoot } from "../harness/claude-runner.js";
+import { startClaudeManager } from "../harness/claude-manager.js";
 import { buildCli } from "../harness/cli.js";
 import { TestMesh } from "../harness/mesh.js";
 import { allText, isMainLoopRequest, lastUserText, ModelDouble } from "../harness/model-double.js";
@@ -57,31 +57,8 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
 });
 
-async function manager(instance: string, over: Partial<ManagerOptions> = {}): Promise<{ m: ManagerService; stateDir: string }> {
-  const stateDir = join(root, instance);
-  mkdirSync(stateDir, { recursive: true });
-  const home = join(root, `${instance}-home`);
-  mkdirSync(home, { recursive: true });
-  const m = await ManagerService.start(nc, {
-    space: mesh.space,
-    server: mesh.server.url,
-    stateDir,
-    instance,
-    mints: true,
-    jsConnection: jetStreamConnection(nc, mesh.cliCreds),
-    agentCommand: () => [process.execPath, "-e", "process.exit(1)"],
-    seatEnv: (extra) => extra,
-    claude: {
-      claudePath: claudeBin(),
-      connectorEntry: join(projectRoot, "plugin", "bin", "connector.mjs"),
-      pluginDir: join(projectRoot, "plugin"),
-      parentEnv: claudeEnv({ baseUrl: double.url, home }),
-      screenTimeoutMs: 30_000,
-    },
-    log: logger("test-manager"),
-    heartbeatMs: 1_000,
-    ...over,
-  });
+async function manager(instance: string, over: { claude?: Partial<ClaudeSeatOptions> } = {}): Promise<{ m: ManagerService; stateDir: string }> {
+  const { m, stateDir } = await startClaudeManager(mesh, nc, { root, instance, baseUrl: double.url, claude: { screenTimeoutMs: 30_000, ...over.claude }, over: { heartbeatMs: 1_000 } });
   managers.push(m);
   return { m, stateDir };
 }
@@ -169,18 +146,7 @@ describe("managed Claude seats under tmux", () => {
 
   it("a seat whose Claude config is not pre-seeded fails within the bound, naming the screen", async () => {
     // An empty config dir: what a fresh Claude shows first (the first-run screens) stops an unattended seat.
-    const home = join(root, "bare-home");
-    mkdirSync(home, { recursive: true });
-    await manager("host2", {
-      claude: {
-        claudePath: claudeBin(),
-        connectorEntry: join(projectRoot, "plugin", "bin", "connector.mjs"),
-        pluginDir: join(projectRoot, "plugin"),
-        parentEnv: claudeEnv({ baseUrl: double.url, home }),
-        seedConfig: false,
-        screenTimeoutMs: 20_000,
-      },
-    });
+    await manager("host2", { claude: { seedConfig: false, screenTimeoutMs: 20_000 } });
     const work = mkdtempSync(join(root, "work-"));
     writeFileSync(join(work, "README"), "x");
     await callManager(nc, mesh.space, "spawn", operator, { agent: "claude", name: "carol", cwd: work }, { target: "host2", timeoutMs: 30_000 });

@@ -8,10 +8,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { controlCaller, jetStreamConnection, logger, PermissionDeniedError } from "../../broker/index.js";
-import { groupAlive, ManagerService, type ManagerOptions } from "../../manager/index.js";
+import { controlCaller, PermissionDeniedError } from "../../broker/index.js";
+import { groupAlive, type ManagerOptions, type ManagerService } from "../../manager/index.js";
 import { localPrincipal, MANAGER_COMMANDS, principal, type TableArgs } from "../../schemas/index.js";
-import { claudeBin, claudeEnv, projectRoot } from "../harness/claude-runner.js";
+import { startClaudeManager } from "../harness/claude-manager.js";
 import { buildCli } from "../harness/cli.js";
 import { STATIC_TEST_CHANNELS, TestMesh } from "../harness/mesh.js";
 import { call, mcpClient, startConnector } from "../connector/helpers.js";
@@ -51,24 +51,7 @@ afterAll(async () => {
 });
 
 async function manager(instance: string, over: Partial<ManagerOptions> = {}): Promise<ManagerService> {
-  const stateDir = join(root, instance);
-  mkdirSync(stateDir, { recursive: true });
-  const home = join(root, `${instance}-home`);
-  mkdirSync(home, { recursive: true });
-  const m = await ManagerService.start(nc, {
-    space: mesh.space,
-    server: mesh.server.url,
-    stateDir,
-    instance,
-    mints: true,
-    jsConnection: jetStreamConnection(nc, mesh.cliCreds),
-    agentCommand: () => [process.execPath, "-e", "process.exit(1)"],
-    seatEnv: (extra) => extra,
-    claude: { claudePath: claudeBin(), connectorEntry: join(projectRoot, "plugin", "bin", "connector.mjs"), pluginDir: join(projectRoot, "plugin"), parentEnv: claudeEnv({ baseUrl: double.url, home }) },
-    budget: {},
-    log: logger("test-manager"),
-    ...over,
-  });
+  const { m } = await startClaudeManager(mesh, nc, { root, instance, baseUrl: double.url, over: { budget: {}, ...over } });
   managers.push(m);
   return m;
 }
