@@ -70,6 +70,9 @@ describe("cotal run and cotal budget", () => {
     expect(after.daily.spentUsd).toBeCloseTo(before.daily.spentUsd + result.costUsd, 10);
     expect(after.tasks).toEqual([expect.objectContaining({ cap: "task", task: "log-42", runs: 1, spentUsd: result.costUsd })]);
     expect(after.costBasis).toBe("client-estimate");
+    // Without --json: a line per run, then its output, indented.
+    const plain = ok(await cotal("run", "summarizer", "--prompt", "Say something", "--on", "runner"));
+    expect(plain.stdout).toMatch(/^summarizer [a-z2-7]{26}: ok, \$\d+\.\d{4} \(client-side estimate\), \d+ ms, model claude-sonnet-4-5 \(agent-file\), session [0-9a-f-]{36}\n {2}OK\.\n$/);
     const text = ok(await cotal("budget", "--on", "runner"));
     expect(text.stdout).toMatch(/^today \(UTC \d{4}-\d\d-\d\d\): \$\d+\.\d{4} in \d+ runs?, no cap$/m);
     expect(text.stdout).toMatch(/^task log-42: /m);
