@@ -3,7 +3,7 @@
 // `cotal spawn -d --agent echo`, `cotal ps`, `cotal status`,
 // a DM answered by the seat, `cotal stop`; a second manager routes by --on; a manager that stops
 // answering is reported by ps (exit 1); an agent's credential may not spawn (exit 5).
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -120,6 +120,27 @@ describe("cotal manager, spawn, ps, stop", () => {
     const after = (await ps("--on", "hostC"))[0]?.seats?.find((v) => v.name === "stayer");
     expect(after).toMatchObject({ state: "joined", pid: before!.pid });
     ok(await cotal("stop", "--name", "stayer"));
+  }, 120_000);
+
+  it("a manager on another host: minted with --profile manager, it runs with only that credential and its seats work", async () => {
+    ok(await cotal("mint", "hostr", "--profile", "manager", "--out", join(project, "hostr.creds")));
+    // Another host: a folder with nothing but the credential, and the server's address.
+    const elsewhere = await mkdtemp(join(tmpdir(), "cotal-remote-host-"));
+    try {
+      const server = JSON.parse(readFileSync(join(project, ".cotal", "mesh.json"), "utf8")).server as string;
+      const remote = CotalProcess.spawn(
+        ["manager", "--server", server, "--creds", join(project, "hostr.creds"), "--instance", "hostR", "--state-dir", join(elsewhere, "state"), "--stop-seats"],
+        { cwd: elsewhere, env: cleanEnv({ COTAL_LOG_LEVEL: "warn" }) },
+      );
+      managers.push(remote);
+      await until(async () => (await ps()).some((m) => m.instance === "hostR"), 20_000, `manager hostR to be listed; its stderr: ${remote.stderr}`);
+      const r = ok(await cotal("spawn", "-d", "--agent", "echo", "--name", "remote_echo", "--on", "hostR", "--json"));
+      expect(r.json()).toMatchObject({ instance: "hostR", outcome: "started" });
+      const stopped = ok(await cotal("stop", "--name", "remote_echo"));
+      expect(stopped.stdout).toMatch(/1 credential revoked/);
+    } finally {
+      await rm(elsewhere, { recursive: true, force: true });
+    }
   }, 120_000);
 
   it("an agent's credential may not spawn: the broker refuses, exit 5", async () => {
