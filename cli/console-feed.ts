@@ -1,6 +1,7 @@
 import type { Subscription } from "@nats-io/transport-node";
 import { callControl, collectHistory, credsCaller, verifyEnvelope, type Logger, type RosterEntry } from "../broker/index.js";
 import { eventsChannelOf, frameOf, messageText, parsePrincipal, patterns, principalId, type AgUiFrame, type CotalMessage, type Principal } from "../schemas/index.js";
+import { senderLabel } from "./format.js";
 import { clock, oneLine } from "./output.js";
 import type { MeshSession } from "./session.js";
 
@@ -69,7 +70,7 @@ export function plainLines(item: FeedItem, renderer: FrameRenderer): string[] {
   const mark = item.historical ? "[history] " : "";
   const who = item.from.owner === "local" ? item.from.actor : principalId(item.from);
   if (item.frame) return renderer.lines(who, item.frame).map((l) => `${mark}${clock(l.at)} ${l.text}`);
-  return [`${mark}${clock(item.message.ts)} #${oneLine(item.channel)} ${oneLine(item.message.from.name)}: ${oneLine(messageText(item.message)) || `(${item.message.parts.map((p) => p.kind).join(", ")})`}`];
+  return [`${mark}${clock(item.message.ts)} #${oneLine(item.channel)} ${senderLabel(item.message)}: ${oneLine(messageText(item.message)) || `(${item.message.parts.map((p) => p.kind).join(", ")})`}`];
 }
 
 /** The event planes of the agents on a roster. */

@@ -1,9 +1,12 @@
 import type { Command } from "commander";
 import { z } from "zod";
-import type { RosterEntry } from "../../broker/index.js";
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+import { connectMesh, requestCredential, writeSecret, type RosterEntry } from "../../broker/index.js";
 import { eventsChannelOf, parsePrincipal } from "../../schemas/index.js";
 import { ConsoleFeed, FrameRenderer, plainLines, planesOf, type FeedItem } from "../console-feed.js";
-import { meshOptions, resolveTarget } from "../context.js";
+import { meshOptions, resolveTarget, type MeshTarget } from "../context.js";
+import { credentialScope } from "../credential.js";
 import { cliLog } from "../logging.js";
 import { clock, note, oneLine, printLines } from "../output.js";
 import { MeshSession } from "../session.js";
@@ -36,7 +39,7 @@ export function registerConsole(program: Command): void {
     .option("--channel <name>", "also show this channel's posts (repeatable)", repeat);
   meshOptions(cmd).action(async (raw: Record<string, unknown>) => {
     const f = parseInput(ConsoleFlags, raw, { since: "--since", agent: "--agent", channel: "--channel" });
-    const target = resolveTarget(raw);
+    const target = await observerByDefault(resolveTarget(raw), raw.creds === undefined);
     const s = await MeshSession.open(target);
     const plain = f.plain || !process.stdout.isTTY;
     if (!plain) {
@@ -46,6 +49,28 @@ export function registerConsole(program: Command): void {
     }
     await runPlain(s, f);
   });
+}
+
+/** The observer credential the console keeps next to the mesh (minted once, on the mesh host). */
+const CONSOLE_OBSERVER = "console";
+
+/**
+ * On the mesh host, with no --creds, the console reads as an observer (every channel and plane,
+ * no DMs), not with the operator's own credential: minted once into `.cotal/creds/console.creds`.
+ */
+async function observerByDefault(target: MeshTarget, defaulted: boolean): Promise<MeshTarget> {
+  if (!defaulted || !target.root || !target.creds || credentialScope(target.creds)?.profile !== "operator") return target;
+  const file = resolve(target.root.dir, "creds", `${CONSOLE_OBSERVER}.creds`);
+  if (!existsSync(file) || credentialScope(file)?.profile !== "observer") {
+    const nc = await connectMesh({ server: target.server, creds: target.creds, name: "cotal-console-mint" });
+    try {
+      const { creds } = await requestCredential(nc, target.space, { name: CONSOLE_OBSERVER, profile: "observer", allowSubscribe: [], allowPublish: [], provision: false });
+      writeSecret(file, creds);
+    } finally {
+      await nc.close().catch(() => undefined);
+    }
+  }
+  return { ...target, creds: file };
 }
 
 /** A roster line: name, status (condition), activity, unread, since; `[stale]` once it went quiet. */
