@@ -77,15 +77,20 @@ function seatProcess(pid: number, startTime: string | undefined, exited: Promise
     exited,
     async stop(graceMs = 10_000) {
       if (gone || pid <= 0) return exited;
-      signalGroup(pid, "SIGTERM");
-      const killer = setTimeout(() => signalGroup(pid, "SIGKILL"), graceMs);
-      try {
-        return await exited;
-      } finally {
-        clearTimeout(killer);
-      }
+      return stopGroup(pid, exited, graceMs);
     },
   };
+}
+
+/** SIGTERM to a process group, SIGKILL after `graceMs`; resolves with its exit once it is gone. */
+export async function stopGroup(pid: number, exited: Promise<SeatExit>, graceMs: number): Promise<SeatExit> {
+  signalGroup(pid, "SIGTERM");
+  const killer = setTimeout(() => signalGroup(pid, "SIGKILL"), graceMs);
+  try {
+    return await exited;
+  } finally {
+    clearTimeout(killer);
+  }
 }
 
 function signalGroup(pid: number, sig: NodeJS.Signals): void {

@@ -3,7 +3,7 @@ import { rmSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { SeatRefusedError } from "./errors.js";
 import { processStartTime } from "./process-start-time.js";
-import type { SeatExit, SeatProcess } from "./process-runtime.js";
+import { stopGroup, type SeatExit, type SeatProcess } from "./process-runtime.js";
 import type { SeatTerminal } from "./seat-terminal.js";
 
 /** Bytes of a seat's output the manager keeps (what `attach` replays and the screen check reads). */
@@ -42,13 +42,7 @@ export class PtySeat implements SeatTerminal {
       exited,
       stop: async (graceMs = 10_000) => {
         if (child.exitCode !== null || child.signalCode !== null) return exited;
-        signal(pid, "SIGTERM");
-        const killer = setTimeout(() => signal(pid, "SIGKILL"), graceMs);
-        try {
-          return await exited;
-        } finally {
-          clearTimeout(killer);
-        }
+        return stopGroup(pid, exited, graceMs);
       },
     };
   }
@@ -128,18 +122,6 @@ export async function checkScript(): Promise<void> {
     c.once("exit", (code) => resolve(code === 0));
   });
   if (!ok) throw new SeatRefusedError("runtime-unavailable", "The pty runtime needs util-linux `script`, which is not installed on the manager's host; nothing was started.", "Install util-linux (`apt-get install bsdutils`), or use --runtime tmux.");
-}
-
-function signal(pid: number, sig: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, sig);
-  } catch {
-    try {
-      process.kill(pid, sig);
-    } catch {
-      /* gone */
-    }
-  }
 }
 
 /* eslint-disable no-control-regex -- terminal control sequences are what this removes */
