@@ -43,6 +43,8 @@ export interface RunServiceOptions {
   claude?: ClaudeSeatOptions | undefined;
   /** The caps (default: COTAL_DAILY_BUDGET_USD / COTAL_TASK_BUDGET_USD from the manager's environment). */
   budget?: BudgetCaps | undefined;
+  /** Runs at once on this manager, over every request (default 8); more wait for a free slot. */
+  maxRuns?: number | undefined;
   log: Logger;
 }
 
@@ -54,6 +56,9 @@ interface InFlight {
 /** Serves `run` and `budget` for one manager. */
 export class RunService {
   private readonly inFlight = new Map<string, InFlight>();
+  /** Slots taken by runs, and the runs waiting for one (manager-wide: a request's maxParallel cannot pass it). */
+  private running = 0;
+  private readonly waiting: Array<() => void> = [];
   private readonly caps: BudgetCaps;
   private stopped = false;
 
@@ -137,8 +142,27 @@ export class RunService {
     return { instance: this.o.instance, estimateUsd, results };
   }
 
-  /** One run of a batch: the gate again (earlier runs of the batch have spent by now), then start, record. */
+  private async slot(): Promise<() => void> {
+    if (this.running >= (this.o.maxRuns ?? 8)) await new Promise<void>((r) => this.waiting.push(r));
+    else this.running++;
+    return () => {
+      const next = this.waiting.shift();
+      if (next) next(); // the slot passes on as it is
+      else this.running--;
+    };
+  }
+
+  /** One run of a batch: a slot, the gate again (earlier runs have spent by now), then start, record. */
   private async one(claude: ClaudeSeatOptions, a: RunArgs, persona: string, file: AgentFile, cwd: string, caller: Principal, median: number): Promise<RunResult> {
+    const release = await this.slot();
+    try {
+      return await this.gatedRun(claude, a, persona, file, cwd, caller, median);
+    } finally {
+      release();
+    }
+  }
+
+  private async gatedRun(claude: ClaudeSeatOptions, a: RunArgs, persona: string, file: AgentFile, cwd: string, caller: Principal, median: number): Promise<RunResult> {
     const { model, modelSource } = modelOf(a.model, file);
     const runs = await this.records();
     const reserved = this.reserved(a.task);

@@ -8,10 +8,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { controlCaller, PermissionDeniedError } from "../../broker/index.js";
-import { groupAlive, type ManagerOptions, type ManagerService } from "../../manager/index.js";
+import { controlCaller, jetStreamConnection, logger, PermissionDeniedError } from "../../broker/index.js";
+import { groupAlive, RunService, type ManagerOptions, type ManagerService } from "../../manager/index.js";
 import { localPrincipal, MANAGER_COMMANDS, principal, type TableArgs } from "../../schemas/index.js";
-import { startClaudeManager } from "../harness/claude-manager.js";
+import { claudeOptions, startClaudeManager } from "../harness/claude-manager.js";
 import { buildCli } from "../harness/cli.js";
 import { STATIC_TEST_CHANNELS, TestMesh } from "../harness/mesh.js";
 import { call, mcpClient, startConnector } from "../connector/helpers.js";
@@ -197,6 +197,16 @@ describe("one-shot runs", () => {
     expect(arrivals[1]! - arrivals[0]!).toBeLessThan(1_500);
     expect(arrivals[2]! - arrivals[0]!).toBeGreaterThanOrEqual(1_400);
   }, 120_000);
+
+  it("runs of separate requests share the manager's slots: with maxRuns 1 the second waits for the first", async () => {
+    double.push(...Array.from({ length: 2 }, () => ({ when: asked("SOLO-RUN"), reply: ["solo done"], delayMs: 1_500 })));
+    const runs = await RunService.open({ space: mesh.space, instance: "solo", stateDir: join(root, "solo"), jsConnection: jetStreamConnection(nc, mesh.cliCreds), claude: claudeOptions(double.url, join(root, "solo-home")), budget: {}, maxRuns: 1, log: logger("test-runs") });
+    const args = { personas: ["reviewer"], prompt: "SOLO-RUN", timeoutMs: 60_000, parallel: 1, maxParallel: 4, cwd: work };
+    const [a, b] = await Promise.all([runs.run(args, operator), runs.run(args, operator)]);
+    expect([a.results[0]!.status, b.results[0]!.status]).toEqual(["ok", "ok"]);
+    const arrivals = double.mainRequests.filter((r) => lastUserText(r).includes("SOLO-RUN")).map((r) => r.receivedAt).sort((x, y) => x - y);
+    expect(arrivals[1]! - arrivals[0]!).toBeGreaterThanOrEqual(1_400);
+  }, 60_000);
 
   it("an agent may not choose where a run works; a missing agent file refuses the request unexecuted", async () => {
     const agent = principal("local", "alice");
