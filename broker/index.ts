@@ -17,3 +17,4 @@ export * from "./stream-scan.js";
 export * from "./verify.js";
 export * from "./endpoint.js";
 export * from "./auth/index.js";
+export * from "./xfer.js";

@@ -33,3 +33,16 @@ export { applyAllowRule, claudeUserSettingsPath, ClaudeSettingsError, planAllowR
 export { agentFilePath, loadAgentFile, parseAgentFile, type AgentFile } from "./agent-file.js";
 export { AgentFileError, BypassAsRootError, ClaudeLaunchError, LaunchOptionError } from "./errors.js";
 export { BLOCKING_SCREENS, classifyScreen, INPUT_SCREEN, seedSeatConfig, type BlockingScreen, type SeatConfigInput } from "./seat-config.js";
+export {
+  claudeConfigDir,
+  findSession,
+  listSessions,
+  placeTranscript,
+  projectDirName,
+  sessionsNamed,
+  sha256File,
+  SessionLookupError,
+  TranscriptMismatchError,
+  type SessionCandidate,
+  type SessionFile,
+} from "./transcripts.js";

@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { buildClaudeLaunch, classifyScreen, seedSeatConfig, writeLaunchFiles, type AgentFile, type AuthMode } from "../claude/index.js";
+import { buildClaudeLaunch, classifyScreen, placeTranscript, seedSeatConfig, writeLaunchFiles, type AgentFile, type AuthMode } from "../claude/index.js";
 import type { SeatProcess } from "./process-runtime.js";
 import type { SeatFiles } from "./seat-launcher.js";
 import { PtySeat } from "./pty-runtime.js";
@@ -35,6 +35,12 @@ export interface ClaudeSeatRequest {
   model?: string | undefined;
   /** The seat's agent file: persona text, subagent, launch options (a permission mode among them) and allow rules. */
   agentFile?: AgentFile | undefined;
+  /**
+   * A carried session to fork (`--resume <session> --fork-session`): its staged transcript (`file`)
+   * is copied into the seat's config dir with its sha256 checked; without `file` (a restart) the
+   * copy already there is checked. Bytes that are not `digest` refuse the seat (TranscriptMismatchError).
+   */
+  resume?: { session: string; digest: string; file?: string | undefined } | undefined;
 }
 
 /**
@@ -66,10 +72,10 @@ export async function startClaudeSeat(
       ? {
           ...(seat.agentFile.persona ? { persona: seat.agentFile.persona } : {}),
           ...(seat.agentFile.frontmatter.agent ? { agent: seat.agentFile.frontmatter.agent } : {}),
-          launchOptions: seat.agentFile.frontmatter.launchOptions,
           allowedTools: seat.agentFile.frontmatter.allowedTools,
         }
       : {}),
+    launchOptions: { ...seat.agentFile?.frontmatter.launchOptions, ...(seat.resume ? { resume: seat.resume.session, "fork-session": true } : {}) },
   });
   if (o.seedConfig === false) mkdirSync(configDir, { recursive: true, mode: 0o700 });
   else {
@@ -81,6 +87,7 @@ export async function startClaudeSeat(
       bypassAccepted: launch.permissionMode === "bypassPermissions",
     });
   }
+  if (seat.resume) await placeTranscript(configDir, seat.cwd, seat.resume);
   writeLaunchFiles(launch);
   const script = join(files.dir, "start.sh");
   writeStartScript(script, { ...launch.env, TERM: "xterm-256color" }, launch.command, launch.args);

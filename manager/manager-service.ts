@@ -17,6 +17,7 @@ import { checkScript } from "./pty-runtime.js";
 import type { SeatTerminal } from "./seat-terminal.js";
 import { TmuxServer } from "./tmux-runtime.js";
 import { RunService } from "./runs.js";
+import { TranscriptDesk, type StagedTranscript } from "./transcript-carry.js";
 import type { BudgetCaps } from "./budget.js";
 import { applyEvent, holdsName, projectSeat, type SeatRecord } from "./seat-table.js";
 
@@ -86,6 +87,8 @@ export class ManagerService {
   private readonly tmux: TmuxServer;
   /** One-shot runs and their budgets (manager/runs.ts). */
   private runs?: RunService;
+  /** Carried transcripts staged here and their one-time claims (manager/transcript-carry.ts). */
+  private readonly carry: TranscriptDesk;
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -94,6 +97,7 @@ export class ManagerService {
     private readonly managers: KV,
   ) {
     this.tmux = new TmuxServer(join(o.stateDir, "tmux.sock"), `cotal-${o.space}`);
+    this.carry = new TranscriptDesk({ nc, space: o.space, instance: o.instance, stateDir: o.stateDir, caller: o.caller ?? { owner: "local", actor: "cotal_cli" }, log: o.log.child({ part: "carry" }) });
   }
 
   static async start(nc: NatsConnection, o: ManagerOptions): Promise<ManagerService> {
@@ -114,6 +118,9 @@ export class ManagerService {
           status: async () => m.status(),
           run: (args, caller) => runs.run(args, caller),
           budget: (args) => runs.budget(args),
+          "carry-begin": (args) => m.carry.begin(args),
+          "carry-commit": (args) => m.carry.commit(args),
+          "carry-resolve": (args) => m.carry.resolve(args),
         }, o.log, { target }),
       );
     }
@@ -127,6 +134,7 @@ export class ManagerService {
   async stop(): Promise<void> {
     this.stopped = true;
     this.runs?.stop();
+    this.carry.stop();
     if (this.heartbeat) clearInterval(this.heartbeat);
     for (const s of this.subs.splice(0)) s.unsubscribe();
     await this.queue.catch(() => undefined);
@@ -234,11 +242,12 @@ export class ManagerService {
     }
     // An agent file is read on this host, before anything is claimed: a missing or invalid one refuses the spawn.
     const fm = a.persona ? loadAgentFile(cwd, a.persona).frontmatter : undefined;
+    const carried = this.takeCarried(a);
     const role = a.role ?? fm?.role;
     const channels = a.channels.length ? a.channels : (fm?.subscribe ?? []);
     const model = a.model ?? fm?.model;
     const uid = newLifecycleUid();
-    const spec = { runtime, cwd, channels, ...(model ? { model } : {}), ...(a.restarts !== undefined ? { restarts: a.restarts } : {}), ...(a.windowMs !== undefined ? { windowMs: a.windowMs } : {}) };
+    const spec = { runtime, cwd, channels, ...(model ? { model } : {}), ...(carried ? { carried: { session: carried.session, digest: carried.digest } } : {}), ...(a.restarts !== undefined ? { restarts: a.restarts } : {}), ...(a.windowMs !== undefined ? { windowMs: a.windowMs } : {}) };
     const { name, seat } = await this.claimName(a.name ?? fm?.name ?? a.agent, { uid, agent: a.agent, role, persona: a.persona, caller, requestId: a.requestId, spec });
     try {
       const files = await prepareSeat(this.nc, this.o, {
@@ -246,13 +255,20 @@ export class ManagerService {
         allowSubscribe: [...new Set([...channels, ...(fm?.allowSubscribe ?? [])])],
         allowPublish: [...new Set([...channels, ...(fm?.allowPublish ?? [])])],
       });
-      await this.start(seat, files, 0, [], a.prompt);
+      await this.start(seat, files, 0, [], a.prompt, carried?.file);
     } catch (err) {
       const r = this.seats.get(seat);
       if (r && holdsName(r)) await this.retire(seat, `could not be started: ${(err as Error).message}`).catch((e: unknown) => this.o.log.error({ err: e, seat }, "retiring a seat that could not start failed"));
       throw err;
     }
     return this.identity(this.seats.get(seat)!);
+  }
+
+  /** A `--resume` spawn's claim, taken once (before anything is claimed); refused for echo seats. */
+  private takeCarried(a: Args<"spawn">): StagedTranscript | undefined {
+    if (a.resume === undefined) return undefined;
+    if (a.agent !== "claude") throw new SeatRefusedError("resume-unavailable", "Only Claude seats resume a carried session; nothing was started.", "Leave out --resume, or spawn a claude seat.");
+    return this.carry.take(a.claim, a.resume);
   }
 
   /** Refuse, before anything runs, an agent or runtime this manager cannot start. */
@@ -284,6 +300,7 @@ export class ManagerService {
           ...(r.role ? { role: r.role } : {}), ...(r.persona ? { persona: r.persona } : {}), by: `${r.caller.owner}.${r.caller.actor}`, ...(r.requestId ? { requestId: r.requestId } : {}),
           ...(r.spec.runtime ? { runtime: r.spec.runtime as SeatRuntime } : {}), ...(r.spec.cwd ? { cwd: r.spec.cwd } : {}), ...(r.spec.model ? { model: r.spec.model } : {}), channels: r.spec.channels,
           ...(r.spec.restarts !== undefined ? { restarts: r.spec.restarts } : {}), ...(r.spec.windowMs !== undefined ? { windowMs: r.spec.windowMs } : {}),
+          ...(r.spec.carried ? { carried: r.spec.carried } : {}),
         });
         return { name, seat };
       } catch (err) {
@@ -300,7 +317,7 @@ export class ManagerService {
     if (r) this.seats.set(seat, r);
   }
 
-  private async start(seat: string, files: SeatFiles, epoch: number, restartsAt: number[], prompt?: string): Promise<void> {
+  private async start(seat: string, files: SeatFiles, epoch: number, restartsAt: number[], prompt?: string, carriedFile?: string): Promise<void> {
     const r = this.seats.get(seat)!;
     if (r.agent === "claude" && this.o.claude) {
       const cwd = r.spec.cwd ?? process.cwd();
@@ -308,6 +325,7 @@ export class ManagerService {
       const runtime = r.spec.runtime === "pty" ? "pty" : "tmux";
       const { proc, terminal, permissionMode } = await startClaudeSeat(this.o.claude, runtime === "pty" ? { pty: true } : { tmux: this.tmux }, files, {
         name: nameOf(seat), space: this.o.space, cwd, model: r.spec.model, agentFile,
+        resume: r.spec.carried ? { ...r.spec.carried, file: carriedFile } : undefined,
       });
       await this.append(seat, { type: "launched", seat, uid: r.uid, epoch, ts: Date.now(), runtime, pid: proc.pid, ...(proc.startTime ? { startTime: proc.startTime } : {}), ...(permissionMode ? { permissionMode } : {}) });
       const l: Live = { proc, files, stopping: false, restartsAt, terminal };

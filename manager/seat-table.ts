@@ -16,7 +16,7 @@ export interface SeatRecord {
   manager?: string;
   requestId?: string;
   /** Asked for at spawn: what a restart or a re-adoption needs again. */
-  spec: { runtime?: string; cwd?: string; model?: string; channels: string[]; restarts?: number; windowMs?: number };
+  spec: { runtime?: string; cwd?: string; model?: string; channels: string[]; restarts?: number; windowMs?: number; carried?: { session: string; digest: string } };
   runtime?: string;
   permissionMode?: string;
   pid?: number;
@@ -58,6 +58,7 @@ export function applyEvent(r: SeatRecord | undefined, e: SeatEvent): SeatRecord 
         channels: e.channels ?? [],
         ...(e.restarts !== undefined ? { restarts: e.restarts } : {}),
         ...(e.windowMs !== undefined ? { windowMs: e.windowMs } : {}),
+        ...(e.carried ? { carried: e.carried } : {}),
       },
       requestedAt: e.ts,
       since: e.ts,

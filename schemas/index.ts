@@ -19,3 +19,4 @@ export * from "./subject-patterns.js";
 export * from "./manager-commands.js";
 export * from "./runs.js";
 export * from "./events.js";
+export * from "./carry.js";

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { PrincipalId } from "./principal.js";
+import { CARRY_COMMANDS, CarryClaim, SessionId } from "./carry.js";
 import { BudgetArgs, BudgetReply, RunArgs, RunReply } from "./runs.js";
 import { SeatAgent, SeatRuntime } from "./seat-log.js";
 import { ChannelName, LifecycleUid, PrincipalToken, RoleName } from "./tokens.js";
@@ -70,6 +71,8 @@ export const MANAGER_COMMANDS = {
       windowMs: z.number().int().min(1_000).max(86_400_000).optional().describe("the restart policy's window (default: the manager's, 60 s)"),
       requestId: z.string().min(1).max(128).optional().describe("the same id returns the first result"),
       noEvents: z.boolean().optional().describe("claude seats: publish nothing on the seat's event plane (launch material noEvents)"),
+      resume: SessionId.optional().describe("claude seats: fork this carried session (`--resume <id> --fork-session`); needs its claim"),
+      claim: CarryClaim.optional().describe("the one-time claim carry-commit, carry-begin or carry-resolve issued for the session"),
     }),
     reply: z.object({ seat: PrincipalId, name: PrincipalToken, uid: LifecycleUid, instance: ManagerInstance, state: SeatStateName }),
   },
@@ -109,4 +112,5 @@ export const MANAGER_COMMANDS = {
     args: BudgetArgs,
     reply: BudgetReply,
   },
+  ...CARRY_COMMANDS,
 } as const;

@@ -36,6 +36,10 @@ export const SeatEvent = z
       channels: z.array(z.string()).optional(),
       restarts: z.number().int().nonnegative().optional().describe("its restart policy: restarts allowed within windowMs"),
       windowMs: z.number().int().positive().optional(),
+      carried: z
+        .object({ session: z.string(), digest: z.string() })
+        .optional()
+        .describe("claude seats: the carried session it forks (`--resume <session> --fork-session`) and the sha256 of the transcript the fork reads"),
     }),
     z.object({
       type: z.literal("launched"),

@@ -92,7 +92,8 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
       return {
         // `$O.>`: the artifacts Object Store, which only it reads and writes.
         pub: { allow: ["$JS.API.>", patterns.space(space), "_INBOX.>", "_R_.>", "$KV.>", "$O.>"] },
-        sub: { allow: [patterns.callsTo(space, MESH), patterns.callsTo(space, ARTIFACT), "_INBOX.>"] },
+        // `xfer`: transcript carry into the per-instance buckets (operator only, checked by the service).
+        sub: { allow: [patterns.callsTo(space, MESH), patterns.callsTo(space, ARTIFACT), patterns.callsTo(space, "xfer"), "_INBOX.>"] },
       };
     case "cli":
       // The operator's own tool on the mesh host, in the clients account: acts for people

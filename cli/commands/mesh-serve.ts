@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { z } from "zod";
-import { AuthStore, connectMesh, MeshService, StorageLimitsInput } from "../../broker/index.js";
+import { AuthStore, connectMesh, MeshService, StorageLimitsInput, XferService } from "../../broker/index.js";
 import { credsOption } from "../context.js";
 import { EXIT } from "../errors.js";
 import { cliLog, useServiceLogLevel } from "../logging.js";
@@ -48,12 +48,15 @@ export function registerMeshServe(program: Command): void {
         ...(f.limits ? { limits: f.limits } : {}),
         ...(f.authDir ? { auth: { store: await AuthStore.open(f.authDir), server: f.server } } : {}),
       });
+      // Transcript carry's buckets (docs/manager.md "Transcript carry"): the operator's credential only.
+      const xfer = await XferService.start(nc, f.space, log, { operatorOnly: f.authDir !== undefined });
       log.info({ server: f.server, pid: process.pid }, "mesh service running");
       const signal = await new Promise<string>((resolve) => {
         for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.once(sig, () => resolve(sig));
         void nc.closed().then((err) => resolve(err ? `connection closed: ${err.message}` : "connection closed"));
       });
       log.info({ signal }, "mesh service stopping");
+      xfer.stop();
       await svc.stop().catch((err) => log.warn({ err }, "stop failed"));
       if (!nc.isClosed()) await nc.drain().catch(() => nc.close());
       log.info("mesh service stopped");

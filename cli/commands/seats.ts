@@ -10,6 +10,7 @@ import { ChannelName, ManagerInstance, PrincipalToken, RoleName, SeatAgent, Seat
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
 import { CommandFailedError, EXIT, UsageError } from "../errors.js";
 import { callManager, listManagers, seatsOfManagers, type ManagerSeats } from "../managers.js";
+import { carriedLine, carrySession } from "../carry.js";
 import { PTY_DETACH_KEY } from "../../manager/index.js";
 import { ago, note, oneLine, printJson, printLines, safeLines, table } from "../output.js";
 import { withSession, type MeshSession } from "../session.js";
@@ -33,6 +34,7 @@ const SpawnFlags = z.object({
   restarts: z.coerce.number().int().min(0).max(100).optional(),
   restartWindowMs: z.coerce.number().int().min(1_000).max(86_400_000).optional(),
   json: z.boolean().optional(),
+  resume: z.string().min(1).max(200).optional(),
 });
 
 /** Where a spawned seat settled: joined, failed (exited first), or neither within the window. */
@@ -138,7 +140,8 @@ export function registerSeats(program: Command): void {
     .option("--runtime <runtime>", "tmux (default for claude), pty (claude, on a pseudo-terminal the manager holds) or process (echo)")
     .option("--wait-ms <ms>", "how long to wait for the seat to join", "30000")
     .option("--restarts <n>", "restarts allowed within --restart-window-ms before a crash loop retires it (default 3)")
-    .option("--restart-window-ms <ms>", "the restart policy's window (default 60000)");
+    .option("--restart-window-ms <ms>", "the restart policy's window (default 60000)")
+    .option("--resume <session>", "claude seats: carry this Claude session (its id) to the manager (--on) and fork it there (docs/manager.md, Transcript carry)");
   jsonOption(meshOptions(spawn)).action(async (persona: string | undefined, raw: Record<string, unknown>) => {
     const f = parseInput(SpawnFlags, { ...raw, ...(persona !== undefined ? { persona } : {}) });
     if (!f.detach && f.agent !== "claude") throw new UsageError("Only Claude seats open in this terminal; an echo seat runs in the background.", { remedy: "Add --detach (or -d)." });
@@ -149,6 +152,9 @@ export function registerSeats(program: Command): void {
       // In the foreground the seat must run on a manager here: its terminal opens in this one.
       const on = f.on ?? (f.detach ? "one" : await localManager(s));
       const cwd = f.cwd ? resolve(f.cwd) : on !== "one" && (await isLocal(s, on)) ? process.cwd() : undefined;
+      if (f.resume && on === "one") throw new UsageError("--resume carries the session to one manager: name it.", { remedy: "Add --on <instance> (see `cotal ps`)." });
+      const carried = f.resume ? await carrySession(s, f.resume, on, { bar: !f.json }) : undefined;
+      if (carried && !f.json) printLines(carriedLine(carried));
       const id = await callManager(s.nc, target.space, "spawn", caller, {
         agent: f.agent,
         ...(f.persona ? { persona: f.persona } : {}),
@@ -161,6 +167,7 @@ export function registerSeats(program: Command): void {
         ...(f.prompt ? { prompt: f.prompt } : {}),
         ...(f.restarts !== undefined ? { restarts: f.restarts } : {}),
         ...(f.restartWindowMs !== undefined ? { windowMs: f.restartWindowMs } : {}),
+        ...(carried ? { resume: carried.session, claim: carried.claim } : {}),
         requestId: randomUUID(),
       }, { target: on, timeoutMs: 30_000 });
       const settled = await settle(s, id.instance, id.name, f.waitMs);
@@ -170,7 +177,7 @@ export function registerSeats(program: Command): void {
         await callManager(s.nc, target.space, "stop", caller, { name: id.name }, { target: id.instance, timeoutMs: 30_000 });
         return { ...id, ...settled, retired: true };
       }
-      return { ...id, ...settled, retired: false };
+      return { ...id, ...settled, retired: false, ...(carried ? { carried } : {}) };
     });
     if (result.retired) {
       printLines(`${result.name}: left the seat's terminal; it was stopped and its identity retired.`);
