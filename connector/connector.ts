@@ -76,6 +76,8 @@ export interface ConnectorStatus {
   channels: string[];
   channelModes: Record<string, ChannelMode>;
   inbox: ReturnType<Inbox["counts"]>;
+  /** The event plane: off, or where it stands and how many frames wait in its WAL. */
+  events: { status: "off" } | { status: EventPlane["status"]; backlog: number; haltReason?: string };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -439,6 +441,7 @@ export class Connector implements ControlHandler {
       channels: this.ep.joinedChannels(),
       channelModes: Object.fromEntries(this.modes),
       inbox: this.inbox.counts(),
+      events: this.plane ? { status: this.plane.status, backlog: this.plane.backlog, ...(this.plane.haltReason ? { haltReason: this.plane.haltReason } : {}) } : { status: "off" },
     };
   }
 

@@ -242,6 +242,7 @@ export function buildMcpServer(c: Connector): McpServer {
             `You are ${s.id} in space ${s.space}${s.role ? ` (role ${s.role})` : ""}: ${s.status}${s.condition ? ` (${s.condition})` : ""}${s.activity ? `, ${neutralizeInline(s.activity, 80)}` : ""}; attention ${s.attention}.`,
             `Channels: ${s.channels.length ? s.channels.map((ch) => `#${ch}`).join(", ") : "none"}${modes.length ? ` (${modes.join(", ")})` : ""}.`,
             `Inbox: ${s.inbox.directed} directed, ${s.inbox.channel} channel, ${s.inbox.pull} pull-only${s.inbox.returned ? `, ${s.inbox.returned} held by the broker` : ""}.`,
+            `Event plane: ${s.events.status}${"backlog" in s.events && s.events.backlog ? `, ${s.events.backlog} frames waiting to be published` : ""}${"haltReason" in s.events && s.events.haltReason ? ` (${s.events.haltReason})` : ""}.`,
           ].join("\n"),
         );
       }),

@@ -92,6 +92,8 @@ describe("turning the event plane off", () => {
       expect(off.plane).toBeUndefined();
       expect(on.plane).toBeDefined();
       await until(() => on.plane!.status === "live", 5_000, "the plane of the seat that has one is live");
+      expect(off.status().events).toEqual({ status: "off" });
+      expect(on.status().events).toEqual({ status: "live", backlog: 0 });
     } finally {
       await off.close();
       await on.close();
