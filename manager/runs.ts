@@ -115,8 +115,7 @@ export class RunService {
     if (!claude) {
       throw new SeatRefusedError("agent-unavailable", `Manager ${this.o.instance} cannot start Claude (no claude executable or connector bundle configured); nothing was started.`, "Install @anthropic-ai/claude-code where the manager runs (or set COTAL_CLAUDE_BIN), then restart the manager.");
     }
-    const operator = caller.owner === SERVICE_PRINCIPALS.cli.owner && caller.actor === SERVICE_PRINCIPALS.cli.actor;
-    if (a.cwd !== undefined && !operator) {
+    if (a.cwd !== undefined && !isOperator(caller)) {
       throw new SeatRefusedError("cwd-not-allowed", `Only the operator chooses where a run works; ${caller.owner}.${caller.actor} may not pass cwd. Nothing was started.`, "Leave cwd out: the run then works in the manager's folder, with its agent files.");
     }
     const cwd = a.cwd ?? process.cwd();
@@ -206,6 +205,11 @@ export class RunService {
       this.o.log.error({ err, run: r.runId, costUsd: r.costUsd }, "recording a run in the seat log failed: budgets will not count its cost");
     }
   }
+}
+
+/** Whether `p` is the operator's own principal (the mesh host's CLI credential): only it chooses where a run works. */
+export function isOperator(p: Principal): boolean {
+  return p.owner === SERVICE_PRINCIPALS.cli.owner && p.actor === SERVICE_PRINCIPALS.cli.actor;
 }
 
 /** The model a run asks for: explicit, else the agent file's, else Claude's default. */

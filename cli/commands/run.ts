@@ -4,6 +4,7 @@ import { resolve } from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
 import { credsCaller } from "../../broker/index.js";
+import { isOperator } from "../../manager/index.js";
 import { ManagerInstance, PrincipalToken, TaskMarker, type RunReply, type RunResult } from "../../schemas/index.js";
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
 import { EXIT, UsageError } from "../errors.js";
@@ -80,12 +81,14 @@ export function registerRun(program: Command): void {
     const jsonSchema = f.jsonSchema ? readSchema(f.jsonSchema) : undefined;
     const target = resolveTarget(raw);
     const jobs = f.personas.length * f.parallel;
+    const caller = credsCaller(target.creds);
     const reply: RunReply = await withSession(target, async (s) => {
       const here = (await listManagers(s)).find((m) => m.host === hostname())?.instance;
       const on = f.on ?? here ?? "one";
-      const cwd = f.cwd ? resolve(f.cwd) : on === here ? process.cwd() : undefined;
+      // Only the operator chooses where a run works; anyone else's runs work in the manager's folder.
+      const cwd = f.cwd ? resolve(f.cwd) : on === here && isOperator(caller) ? process.cwd() : undefined;
       const rounds = Math.ceil(jobs / Math.min(f.maxParallel, jobs));
-      return callManager(s.nc, target.space, "run", credsCaller(target.creds), {
+      return callManager(s.nc, target.space, "run", caller, {
         personas: f.personas, prompt: f.prompt, timeoutMs: f.timeout, parallel: f.parallel, maxParallel: f.maxParallel,
         ...(jsonSchema ? { jsonSchema } : {}), ...(f.model ? { model: f.model } : {}), ...(f.task ? { task: f.task } : {}), ...(cwd ? { cwd } : {}),
       }, { target: on, timeoutMs: rounds * (f.timeout + 15_000) + 15_000 });
