@@ -110,7 +110,12 @@ export class EventPlane {
   /** Read the transcript once more, stop; give publishing up to `flushMs` to send what the WAL holds (the rest goes next time). */
   async close(flushMs = 2_000): Promise<void> {
     if (this.status === "closed") return;
-    if (this.poll) clearInterval(this.poll);
+    // Never started (a connector that never joined, e.g. a health check): nothing to read or send.
+    if (!this.poll) {
+      this.status = "closed";
+      return;
+    }
+    clearInterval(this.poll);
     // One last read: what the session wrote just before it ended goes out too.
     this.kick();
     await this.work.catch(() => undefined);
