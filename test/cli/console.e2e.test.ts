@@ -153,12 +153,12 @@ describe("cotal console (terminal UI)", () => {
     appendFileSync(dave.transcript, turn("test", "Tests pass."));
     await until(() => dave.plane.backlog === 0 && dave.plane.status === "live", 10_000, "dave's plane published");
     const creds = await mesh.mint({ name: "olga_tui", profile: "observer" });
-    const t = TmuxConsole.start(path.join(root, "tmux.sock"), ["console", "--server", mesh.server.url, "--space", mesh.space, "--creds", creds, "--agent", "dave", "--agent", "bob"]);
+    const t = TmuxConsole.start(path.join(root, "tmux.sock"), ["console", "--server", mesh.server.url, "--space", mesh.space, "--creds", creds, "--agent", "dave", "--agent", "bob", "--channel", "general"]);
     try {
       let screen = await t.waitFor(/dave ».*says: Tests pass\./, "the feed shows dave's reply");
       expect(screen).toMatch(/Roster/);
       expect(screen).toMatch(/│ *dave idle/);
-      expect(screen).toMatch(/ feed {2}dave {2}bob /);
+      expect(screen).toMatch(/ feed {2}dave {2}bob {2}#general /);
       expect(screen).toMatch(/bob ».*says: Built it\./);
       expect(screen).not.toContain("secret-arg");
       // → : dave's own timeline, without bob's lines.
@@ -168,6 +168,13 @@ describe("cotal console (terminal UI)", () => {
       // Live: a new turn appears on the open tab.
       appendFileSync(dave.transcript, turn("ship", "Shipped."));
       await t.waitFor(/dave ».*says: Shipped\./, "the live reply on dave's tab");
+      // → → : the #general tab, with a post made while the console runs.
+      const poster = await mesh.endpoint("poster");
+      await poster.send("general", "standup in 5");
+      t.tmux("send-keys", "-t", "console", "Right");
+      t.tmux("send-keys", "-t", "console", "Right");
+      screen = await t.waitFor(/#general poster: standup in 5/, "the post on the #general tab");
+      expect(screen).not.toMatch(/dave ».*says/);
       t.tmux("send-keys", "-t", "console", "q");
       await until(() => !t.alive(), 10_000, "the console quits on q");
     } finally {
