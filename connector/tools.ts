@@ -9,6 +9,7 @@ import {
   ChannelMode,
   ChannelName,
   CotalError,
+  describeCost,
   LOCAL_OWNER,
   MANAGER_COMMANDS,
   parseDuration,
@@ -404,7 +405,7 @@ function registerRunTool(server: McpServer, c: Connector, who: () => string, dom
 
 function runLine(r: RunReply["results"][number]): string {
   const model = r.model ? `${r.model} (${r.modelSource})` : "Claude's default (default)";
-  const bits = [`${r.persona ?? "run"}: ${r.status}`, `cost $${r.costUsd.toFixed(4)} (client-side estimate)`, `model ${model}`];
+  const bits = [`${r.persona ?? "run"}: ${r.status}`, `cost ${describeCost(r)}`, `model ${model}`];
   if (r.permissionDenials.length) bits.push(`denied tools: ${r.permissionDenials.join(", ")}`);
   if (r.error) bits.push(`${r.error.kind}: ${r.error.message}`);
   return bits.join("; ");

@@ -21,6 +21,8 @@ export interface RunSpec {
   model?: string | undefined;
   modelSource: ModelSource;
   cwd: string;
+  /** What the run counts as when the CLI reports no cost (killed): the median of recent runs. */
+  fallbackCostUsd?: number | undefined;
   /** Passed as `--max-budget-usd` (the lower of this and the agent file's own). */
   maxBudgetUsd?: number | undefined;
   /** Where the run's private launch directory goes. */
@@ -58,7 +60,7 @@ const MAX_STDOUT = 8 * 1024 * 1024;
 const STDERR_TAIL = 4_096;
 
 /** Map a finished run's process exit and output to its typed result. Pure. */
-export function runResultOf(spec: Pick<RunSpec, "runId" | "persona" | "jsonSchema" | "model" | "modelSource" | "timeoutMs">, exit: RunExit): RunResult {
+export function runResultOf(spec: Pick<RunSpec, "runId" | "persona" | "jsonSchema" | "model" | "modelSource" | "timeoutMs" | "fallbackCostUsd">, exit: RunExit): RunResult {
   let json: ClaudeJson | undefined;
   try {
     const parsed: unknown = JSON.parse(exit.stdout);
@@ -66,11 +68,11 @@ export function runResultOf(spec: Pick<RunSpec, "runId" | "persona" | "jsonSchem
   } catch {
     json = undefined;
   }
+  const reported = typeof json?.total_cost_usd === "number" && json.total_cost_usd >= 0 ? json.total_cost_usd : undefined;
   const base = {
     runId: spec.runId,
     ...(spec.persona ? { persona: spec.persona } : {}),
-    costUsd: typeof json?.total_cost_usd === "number" && json.total_cost_usd >= 0 ? json.total_cost_usd : 0,
-    costBasis: COST_BASIS,
+    ...(reported !== undefined ? { costUsd: reported, costBasis: COST_BASIS } : { costUsd: spec.fallbackCostUsd ?? 0, costBasis: "median-estimate" as const }),
     ...(json?.usage ? { usage: usageOf(json.usage) } : {}),
     ...(typeof json?.session_id === "string" ? { sessionId: json.session_id } : {}),
     latencyMs: exit.latencyMs,

@@ -173,7 +173,7 @@ export class RunService {
     try {
       const result = await executeRun(claude, {
         runId, space: this.o.space, persona, agentFile: file, prompt: a.prompt, jsonSchema: a.jsonSchema, timeoutMs: a.timeoutMs,
-        model, modelSource, cwd, maxBudgetUsd, runtimeDir: join(this.o.stateDir, "runs"),
+        model, modelSource, cwd, maxBudgetUsd, fallbackCostUsd: median, runtimeDir: join(this.o.stateDir, "runs"),
       }, this.o.log);
       await this.record(result, a.task, caller);
       return result;
@@ -197,7 +197,7 @@ export class RunService {
     try {
       await this.seatLog.append({
         type: "run", seat: `${RUN_OWNER}.${r.runId}`, uid: r.runId, epoch: 0, ts: Date.now(), manager: this.o.instance,
-        status: r.status, costUsd: r.costUsd, costBasis: COST_BASIS, latencyMs: r.latencyMs, modelSource: r.modelSource, by: `${caller.owner}.${caller.actor}`,
+        status: r.status, costUsd: r.costUsd, costBasis: r.costBasis, latencyMs: r.latencyMs, modelSource: r.modelSource, by: `${caller.owner}.${caller.actor}`,
         ...(r.persona ? { persona: r.persona } : {}), ...(r.model ? { model: r.model } : {}), ...(task !== undefined ? { task } : {}),
         ...(r.usage ? { usage: r.usage } : {}), ...(r.sessionId ? { sessionId: r.sessionId } : {}), ...(r.error ? { errorKind: r.error.kind } : {}),
       }, 0);

@@ -23,8 +23,21 @@ export type RunErrorKind = z.infer<typeof RunErrorKind>;
 export const ModelSource = z.enum(["explicit", "agent-file", "default"]);
 export type ModelSource = z.infer<typeof ModelSource>;
 
-/** The label on every cost: the Claude CLI computes it on the client from token counts and list prices. */
+/** The label on a cost the Claude CLI reported: it computes it on the client from token counts and list prices. */
 export const COST_BASIS = "client-estimate" as const;
+
+/**
+ * Where a run's cost comes from: `client-estimate`, the Claude CLI's own (`total_cost_usd`);
+ * `median-estimate`, the CLI reported none (killed for its timeout, or by a signal), so the run is
+ * counted at the median cost of recent runs rather than as free.
+ */
+export const CostBasis = z.enum([COST_BASIS, "median-estimate"]);
+export type CostBasis = z.infer<typeof CostBasis>;
+
+/** A run's cost for people: dollars and what they rest on. */
+export function describeCost(r: { costUsd: number; costBasis: CostBasis }): string {
+  return `$${r.costUsd.toFixed(4)} (${r.costBasis === COST_BASIS ? "client-side estimate" : "median of recent runs: Claude reported no cost"})`;
+}
 
 /** Token counts as the Claude CLI reports them (`usage`). */
 export const RunUsage = z
@@ -47,8 +60,8 @@ export const RunResult = z.object({
   persona: PrincipalToken.optional(),
   status: RunStatus,
   output: z.unknown().optional().describe("the parsed structured output when a JSON schema was given, else Claude's result text"),
-  costUsd: z.number().nonnegative().describe("what the run cost, as the Claude CLI estimated it on the client (0 when it did not say)"),
-  costBasis: z.literal(COST_BASIS),
+  costUsd: z.number().nonnegative().describe("what the run cost: the Claude CLI's client-side estimate, or the median of recent runs when it reported none (costBasis says which)"),
+  costBasis: CostBasis,
   usage: RunUsage.optional(),
   sessionId: z.string().optional(),
   latencyMs: z.number().int().nonnegative(),

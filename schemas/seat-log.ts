@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { PrincipalId } from "./principal.js";
-import { COST_BASIS, ModelSource, RunErrorKind, RunStatus, RunUsage } from "./runs.js";
+import { CostBasis, ModelSource, RunErrorKind, RunStatus, RunUsage } from "./runs.js";
 import { LifecycleUid } from "./tokens.js";
 
 const base = {
@@ -59,8 +59,8 @@ export const SeatEvent = z
       type: z.literal("run"),
       ...base,
       status: RunStatus,
-      costUsd: z.number().nonnegative().describe("the Claude CLI's client-side estimate"),
-      costBasis: z.literal(COST_BASIS).optional(),
+      costUsd: z.number().nonnegative().describe("the Claude CLI's client-side estimate, or the median of recent runs when it reported none (costBasis)"),
+      costBasis: CostBasis.optional(),
       persona: z.string().optional(),
       model: z.string().optional(),
       modelSource: ModelSource.optional(),

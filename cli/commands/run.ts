@@ -5,7 +5,7 @@ import type { Command } from "commander";
 import { z } from "zod";
 import { credsCaller } from "../../broker/index.js";
 import { isOperator } from "../../manager/index.js";
-import { ManagerInstance, PrincipalToken, TaskMarker, type RunReply, type RunResult } from "../../schemas/index.js";
+import { describeCost, ManagerInstance, PrincipalToken, TaskMarker, type RunReply, type RunResult } from "../../schemas/index.js";
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
 import { EXIT, UsageError } from "../errors.js";
 import { callManager, listManagers } from "../managers.js";
@@ -43,7 +43,7 @@ function readSchema(file: string): Record<string, unknown> {
 
 /** A line (and the output) of one run's result, for people. */
 export function describeRun(r: RunResult): string[] {
-  const cost = `$${r.costUsd.toFixed(4)} (client-side estimate)`;
+  const cost = describeCost(r);
   const model = `model ${r.model ?? "Claude's default"} (${r.modelSource})`;
   const head = `${r.persona ?? "run"} ${r.runId}: ${r.status}${r.status === "skipped" ? "" : `, ${cost}, ${r.latencyMs} ms, ${model}`}${r.sessionId ? `, session ${r.sessionId}` : ""}`;
   const lines = [head];

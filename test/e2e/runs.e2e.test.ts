@@ -123,7 +123,7 @@ describe("one-shot runs", () => {
     }
   }, 120_000);
 
-  it("a run past its timeout returns timeout and leaves no process behind", async () => {
+  it("a run past its timeout returns timeout, counts at the median cost, and leaves no process behind", async () => {
     double.push({ when: asked("SLOW"), reply: ["too late"], delayMs: 120_000 });
     const seen = new Map<number, number>();
     const watching = setInterval(() => {
@@ -138,6 +138,9 @@ describe("one-shot runs", () => {
     const r = reply.results[0]!;
     expect(r, JSON.stringify(r)).toMatchObject({ status: "timeout", error: { kind: "timeout" } });
     expect(r.latencyMs).toBeGreaterThanOrEqual(4_000);
+    // Claude printed no cost: the run counts at the median of recent runs, labelled so.
+    expect(r.costBasis).toBe("median-estimate");
+    expect(r.costUsd).toBeGreaterThan(0);
     expect(seen.size, "the run's claude process was seen while it ran").toBeGreaterThan(0);
     // Returned only once its whole process group was gone: nothing of it is left now.
     for (const [pid, pgid] of seen) {

@@ -111,4 +111,10 @@ describe("run results", () => {
     expect(kind(spec, exit({ code: 1, stdout: json({ subtype: "error_during_execution", is_error: true }) }))).toEqual(["error", "failed"]);
     expect(runResultOf(spec, exit({ code: 1, stdout: "", stderr: "boom" })).error!.message).toMatch(/code 1 without a JSON result: boom/);
   });
+
+  it("a run Claude reported no cost for (killed, timed out) counts at the median of recent runs, labelled so, never as free", () => {
+    const killed = runResultOf({ ...spec, fallbackCostUsd: 0.07 }, exit({ code: null, signal: "SIGTERM", timedOut: true }));
+    expect(killed).toMatchObject({ status: "timeout", costUsd: 0.07, costBasis: "median-estimate" });
+    expect(runResultOf({ ...spec, fallbackCostUsd: 0.07 }, exit({ stdout: json({ result: "x" }) }))).toMatchObject({ costUsd: 0.25, costBasis: "client-estimate" });
+  });
 });
