@@ -9,6 +9,7 @@ import { jetstream, jetstreamManager, StorageType, type JetStreamClient, type Je
 import { Objm } from "@nats-io/obj";
 import {
   CARRY_CHUNK_BYTES,
+  CARRY_MAX_BYTES,
   CARRY_TTL_MS,
   CotalError,
   names,
@@ -70,7 +71,7 @@ export class UnknownTransferError extends CotalError {
 export interface XferServiceOptions {
   /** Static meshes: only the operator's credential may call (open meshes check nothing). */
   operatorOnly: boolean;
-  /** Each bucket's byte limit (default 1 GiB). */
+  /** Each bucket's byte limit (default CARRY_MAX_BYTES, 256 MiB). */
   maxBytes?: number;
   /** How long a broker copy lives (the bucket's max age, default CARRY_TTL_MS). */
   ttlMs?: number;
@@ -138,7 +139,7 @@ export class XferService {
       await new Objm(this.js).create(bucket, {
         storage: StorageType.File,
         ttl: (this.o.ttlMs ?? CARRY_TTL_MS) * 1_000_000,
-        max_bytes: this.o.maxBytes ?? 1024 ** 3,
+        max_bytes: this.o.maxBytes ?? CARRY_MAX_BYTES,
         description: `transcripts carried to manager ${instance}`,
       });
       this.buckets.add(bucket);

@@ -7,8 +7,11 @@ import type { ControlTable } from "./control-commands.js";
 
 /** Largest chunk of a carried transcript, raw bytes (less when the server's max payload is smaller). */
 export const CARRY_CHUNK_BYTES = 128 * 1024;
-/** Largest transcript a manager takes, bytes. */
-export const CARRY_MAX_BYTES = 1024 ** 3;
+/**
+ * Largest transcript a manager takes, bytes; also each transfer bucket's byte limit, which the data
+ * account reserves from its JetStream storage (4 GiB, shared with the space's streams).
+ */
+export const CARRY_MAX_BYTES = 256 * 1024 ** 2;
 /** How long a claim, a staged transcript and an unfinished transfer live: 10 minutes. */
 export const CARRY_TTL_MS = 10 * 60_000;
 

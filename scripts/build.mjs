@@ -13,6 +13,7 @@ const entries = {
   "bench-connector": "bench/connector-hook.ts",
   "bench-manager": "bench/manager.ts",
   "bench-wake": "bench/claude-wake.ts",
+  "bench-carry": "bench/carry.ts",
 };
 
 // ESM bundles of CommonJS dependencies need require/__dirname.
