@@ -1,0 +1,77 @@
+// Transcript carry through the shipped CLI on a static mesh (issue #16): `cotal up --detach` runs
+// the mesh service (with its xfer endpoint) and the host's manager; `cotal spawn -d --resume <id>
+// --on <instance>` finds the session under CLAUDE_CONFIG_DIR, carries it (a 2.5 MB transcript,
+// bigger than the max payload) and says so; a second run sends 0 bytes; piped, no progress bar is
+// drawn; a title instead of an id is refused (exit 2) listing the candidate; a duplicate id is
+// refused (exit 1).
+import { createHash, randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildCli, cleanEnv, freePort, runCotal } from "../harness/cli.js";
+
+const SESSION = "0b6c3a52-7d1e-4c55-9f0a-3e2b1c4d5e6f";
+const OTHER = "11111111-2222-4333-8444-555555555555";
+let project: string;
+let config: string;
+let instance: string;
+const cotal = (...args: string[]) => runCotal(args, { cwd: project, timeoutMs: 120_000, env: cleanEnv({ CLAUDE_CONFIG_DIR: config, COTAL_LOG_LEVEL: "warn" }) });
+
+beforeAll(async () => {
+  await buildCli();
+  project = await mkdtemp(join(tmpdir(), "cotal-carry-cli-"));
+  config = join(project, "laptop-claude");
+  const up = await cotal("up", "--detach", "--port", String(await freePort()));
+  expect(up.code, up.stderr).toBe(0);
+  const ps = await cotal("ps", "--json");
+  instance = (JSON.parse(ps.stdout) as Array<{ instance: string }>)[0]!.instance;
+}, 120_000);
+
+afterAll(async () => {
+  if (existsSync(join(project, ".cotal", "mesh.json"))) await cotal("down").catch(() => undefined);
+  await rm(project, { recursive: true, force: true });
+});
+
+function session(dir: string, id: string, body: string): string {
+  mkdirSync(join(config, "projects", dir), { recursive: true });
+  const file = join(config, "projects", dir, `${id}.jsonl`);
+  writeFileSync(file, body);
+  return file;
+}
+
+describe("cotal spawn --resume", () => {
+  it("carries a session bigger than the max payload and says what it sent; a second run sends 0 bytes; piped, no bar", async () => {
+    const body = `${JSON.stringify({ type: "summary", summary: "Fix the login bug" })}\n${Array.from({ length: 2_000 }, () => JSON.stringify({ type: "user", text: randomBytes(900).toString("base64") })).join("\n")}\n`;
+    session("-work-app", SESSION, body);
+    const digest = `sha256:${createHash("sha256").update(body).digest("hex")}`;
+    const size = Buffer.byteLength(body);
+    expect(size).toBeGreaterThan(1024 * 1024);
+
+    // The seat itself may not start here (no model); the carry happens first and is reported.
+    const first = await cotal("spawn", "-d", "--resume", SESSION, "--on", instance, "--wait-ms", "1000");
+    expect(first.stdout, first.stderr).toContain(`carried session ${SESSION} to ${instance}: ${digest}, ${size} of ${size} bytes sent in ${Math.ceil(size / (128 * 1024))} chunks`);
+    expect(first.stderr).not.toContain("carrying");
+
+    const second = await cotal("spawn", "-d", "--resume", SESSION, "--on", instance, "--wait-ms", "1000");
+    expect(second.stdout, second.stderr).toContain(`carried session ${SESSION} to ${instance}: ${digest}, 0 of ${size} bytes sent in 0 chunks`);
+  }, 180_000);
+
+  it("a title instead of an id is refused with the candidates; an id in two projects is refused; --resume needs --on when detached", async () => {
+    const byName = await cotal("spawn", "-d", "--resume", "login bug", "--on", instance);
+    expect(byName.code).toBe(2);
+    expect(byName.stderr).toContain(SESSION);
+    expect(byName.stderr).toMatch(/sha256:[0-9a-f]{64}/);
+
+    session("-a", OTHER, "{}\n");
+    session("-b", OTHER, "{}\n");
+    const dup = await cotal("spawn", "-d", "--resume", OTHER, "--on", instance);
+    expect(dup.code).toBe(1);
+    expect(dup.stderr).toMatch(/is in 2 projects/);
+
+    const unpinned = await cotal("spawn", "-d", "--resume", SESSION);
+    expect(unpinned.code).toBe(2);
+    expect(unpinned.stderr).toContain("--on");
+  }, 120_000);
+});
