@@ -252,6 +252,7 @@ export class ManagerService {
     try {
       const files = await prepareSeat(this.nc, this.o, {
         name, uid, role, channels,
+        ...(a.noEvents ? { noEvents: true } : {}),
         allowSubscribe: [...new Set([...channels, ...(fm?.allowSubscribe ?? [])])],
         allowPublish: [...new Set([...channels, ...(fm?.allowPublish ?? [])])],
       });

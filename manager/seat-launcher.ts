@@ -43,7 +43,7 @@ export function seatDir(stateDir: string, name: string): string {
 export async function prepareSeat(
   nc: NatsConnection,
   o: LauncherOptions,
-  seat: { name: string; uid: string; role?: string | undefined; channels: string[]; allowSubscribe: string[]; allowPublish: string[] },
+  seat: { name: string; uid: string; role?: string | undefined; channels: string[]; allowSubscribe: string[]; allowPublish: string[]; noEvents?: boolean },
 ): Promise<SeatFiles> {
   const dir = seatDir(o.stateDir, seat.name);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -68,6 +68,7 @@ export async function prepareSeat(
     ...(files.creds ? { creds: files.creds } : {}),
     uid: seat.uid,
     controlToken: newControlToken(),
+    ...(seat.noEvents ? { noEvents: true } : {}),
   });
   return files;
 }

@@ -35,6 +35,8 @@ const SpawnFlags = z.object({
   restartWindowMs: z.coerce.number().int().min(1_000).max(86_400_000).optional(),
   json: z.boolean().optional(),
   resume: z.string().min(1).max(200).optional(),
+  /** `--no-events` (commander sets events: false). */
+  events: z.boolean().default(true),
 });
 
 /** Where a spawned seat settled: joined, failed (exited first), or neither within the window. */
@@ -141,6 +143,7 @@ export function registerSeats(program: Command): void {
     .option("--wait-ms <ms>", "how long to wait for the seat to join", "30000")
     .option("--restarts <n>", "restarts allowed within --restart-window-ms before a crash loop retires it (default 3)")
     .option("--restart-window-ms <ms>", "the restart policy's window (default 60000)")
+    .option("--no-events", "claude seats: publish nothing on the seat's event plane events.<owner>.<actor> (docs/events.md)")
     .option("--resume <session>", "claude seats: carry this Claude session (its id) to the manager (--on) and fork it there (docs/manager.md, Transcript carry)");
   jsonOption(meshOptions(spawn)).action(async (persona: string | undefined, raw: Record<string, unknown>) => {
     const f = parseInput(SpawnFlags, { ...raw, ...(persona !== undefined ? { persona } : {}) });
@@ -168,6 +171,7 @@ export function registerSeats(program: Command): void {
         ...(f.restarts !== undefined ? { restarts: f.restarts } : {}),
         ...(f.restartWindowMs !== undefined ? { windowMs: f.restartWindowMs } : {}),
         ...(carried ? { resume: carried.session, claim: carried.claim } : {}),
+        ...(f.events ? {} : { noEvents: true }),
         requestId: randomUUID(),
       }, { target: on, timeoutMs: 30_000 });
       const settled = await settle(s, id.instance, id.name, f.waitMs);

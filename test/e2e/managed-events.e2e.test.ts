@@ -1,7 +1,7 @@
 // A managed Claude seat (the manager's tmux, the plugin, launch material, a minted agent
 // credential on a static mesh) publishes its turn on events.local.<name>: the plane works the
 // way seats really run, and an observer reads it.
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -19,19 +19,24 @@ import { until } from "../harness/until.js";
 const callManager = controlCaller(MANAGER_COMMANDS);
 const operator = localPrincipal("cotal_cli");
 const OPENING = "Report on the plane, please.";
+const QUIET = "Work without a plane, please.";
 
 let mesh: TestMesh;
 let nc: NatsConnection;
 let double: ModelDouble;
 let root: string;
 let m: ManagerService | undefined;
+let stateDir: string;
 
 beforeAll(async () => {
   await buildCli();
   root = mkdtempSync(join(tmpdir(), "cotal-managed-events-"));
   mesh = await TestMesh.startStatic("evm");
   nc = await mesh.rawConnection();
-  double = await ModelDouble.start([{ when: (r) => lastUserText(r).includes(OPENING), reply: ["Reporting: all quiet."] }]);
+  double = await ModelDouble.start([
+    { when: (r) => lastUserText(r).includes(OPENING), reply: ["Reporting: all quiet."] },
+    { when: (r) => lastUserText(r).includes(QUIET), reply: ["Nothing to report."] },
+  ]);
 }, 180_000);
 afterAll(async () => {
   await m?.stopWithSeats(operator).catch(() => undefined);
@@ -42,7 +47,7 @@ afterAll(async () => {
 
 describe("the event plane of a managed seat", () => {
   it("a managed Claude seat's prompted turn reaches events.local.eve as ordered frames an observer reads", async () => {
-    ({ m } = await startClaudeManager(mesh, nc, { root, instance: "host1", baseUrl: double.url, claude: { screenTimeoutMs: 30_000 }, over: { heartbeatMs: 1_000 } }));
+    ({ m, stateDir } = await startClaudeManager(mesh, nc, { root, instance: "host1", baseUrl: double.url, claude: { screenTimeoutMs: 30_000 }, over: { heartbeatMs: 1_000 } }));
     const work = mkdtempSync(join(root, "work-"));
     await callManager(nc, mesh.space, "spawn", operator, { agent: "claude", name: "eve", cwd: work, prompt: OPENING }, { target: "host1", timeoutMs: 30_000 });
     const observer = await mesh.endpoint("olga", { creds: await mesh.mint({ name: "olga", profile: "observer" }) });
@@ -54,5 +59,18 @@ describe("the event plane of a managed seat", () => {
     const events = got.flatMap((f) => f.events.map((e) => ({ ...e, runId: e.runId ?? f.runId })));
     expect(events.find((e) => e.type === "TEXT_MESSAGE_START" && e.role === "user")).toBeDefined();
     expect(streamViolation(events)).toBeUndefined();
+
+    // spawn noEvents (cotal spawn --no-events): the launch material says so, and the seat's turn leaves its plane empty.
+    await callManager(nc, mesh.space, "spawn", operator, { agent: "claude", name: "quinn", cwd: work, prompt: QUIET, noEvents: true }, { target: "host1", timeoutMs: 30_000 });
+    await until(() => existsSync(join(stateDir, "seats", "quinn", "launch.json")), 30_000, "quinn's launch material");
+    expect(JSON.parse(readFileSync(join(stateDir, "seats", "quinn", "launch.json"), "utf8"))).toMatchObject({ noEvents: true });
+    const roster = await observer.roster();
+    let wasWorking = false;
+    await until(() => {
+      const st = roster.entries().find((e) => e.id === "local.quinn")?.status;
+      wasWorking ||= st === "working";
+      return wasWorking && st === "idle";
+    }, 120_000, "quinn took its turn and went idle", 50);
+    expect(await observer.history("events.local.quinn")).toEqual([]);
   }, 300_000);
 });
