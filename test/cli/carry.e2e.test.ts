@@ -2,15 +2,16 @@
 // the mesh service (with its xfer endpoint) and the host's manager; `cotal spawn -d --resume <id>
 // --on <instance>` finds the session under CLAUDE_CONFIG_DIR, carries it (a 2.5 MB transcript,
 // bigger than the max payload) and says so; a second run sends 0 bytes; piped, no progress bar is
-// drawn; a title instead of an id is refused (exit 2) listing the candidate; a duplicate id is
+// drawn, on a terminal a bar shows bytes, rate and time left; a title instead of an id is refused (exit 2) listing the candidate; a duplicate id is
 // refused (exit 1).
+import { spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildCli, cleanEnv, freePort, runCotal } from "../harness/cli.js";
+import { buildCli, cleanEnv, cotalBundle, freePort, runCotal } from "../harness/cli.js";
 
 const SESSION = "0b6c3a52-7d1e-4c55-9f0a-3e2b1c4d5e6f";
 const OTHER = "11111111-2222-4333-8444-555555555555";
@@ -56,6 +57,15 @@ describe("cotal spawn --resume", () => {
 
     const second = await cotal("spawn", "-d", "--resume", SESSION, "--on", instance, "--wait-ms", "1000");
     expect(second.stdout, second.stderr).toContain(`carried session ${SESSION} to ${instance}: ${digest}, 0 of ${size} bytes sent in 0 chunks`);
+  }, 180_000);
+
+  it("on a terminal (util-linux script gives it a pty) a progress bar shows bytes, rate and time left, then the line", () => {
+    const id = "33333333-2222-4333-8444-555555555555";
+    session("-tty", id, `${Array.from({ length: 4_000 }, () => JSON.stringify({ t: randomBytes(900).toString("base64") })).join("\n")}\n`);
+    const cmd = [process.execPath, cotalBundle, "spawn", "-d", "--resume", id, "--on", instance, "--wait-ms", "500"].map((a) => `'${a}'`).join(" ");
+    const r = spawnSync("script", ["-qfec", cmd, "/dev/null"], { cwd: project, env: cleanEnv({ CLAUDE_CONFIG_DIR: config, COTAL_LOG_LEVEL: "warn" }), encoding: "utf8", timeout: 120_000 });
+    expect(r.stdout).toMatch(/carrying .*\d+% \| \d+\/\d+ bytes \| [\d.]+ MB\/s \| ETA \d+s/);
+    expect(r.stdout).toContain(`carried session ${id} to ${instance}:`);
   }, 180_000);
 
   it("a title instead of an id is refused with the candidates; an id in two projects is refused; --resume needs --on when detached", async () => {
