@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { callXfer, ControlCallError, controlCaller, jetStreamConnection, logger, PermissionDeniedError, uploadTransfer, XferService } from "../../broker/index.js";
+import { callXfer, carryChunkBytes, ControlCallError, controlCaller, jetStreamConnection, logger, PermissionDeniedError, uploadTransfer, XferService } from "../../broker/index.js";
 import { findSession, sessionsNamed } from "../../claude/index.js";
 import { ManagerService } from "../../manager/index.js";
 import { TranscriptDesk } from "../../manager/transcript-carry.js";
@@ -127,6 +127,33 @@ describe("transcript carry", () => {
     expect(second.chunks).toBe(Math.ceil(bytes.length / (128 * 1024)) - 5);
     expect(readFileSync(join(stateDir, "carry", `${digest.slice(7)}.jsonl`)).equals(bytes)).toBe(true);
   }, 120_000);
+
+  test("chunks shrink to fit a server whose max payload cannot carry 128 KiB as base64", () => {
+    expect(carryChunkBytes(1024 * 1024)).toBe(128 * 1024);
+    const small = carryChunkBytes(64 * 1024);
+    expect(small).toBeLessThan(64 * 1024);
+    expect(Math.ceil(small / 3) * 4 + 2_048).toBeLessThanOrEqual(64 * 1024);
+  });
+
+  test("a stale transfer's chunks expire with the bucket's max age: the next begin starts over", async () => {
+    xfer.stop();
+    const quick = await XferService.start(mesh.serviceConnection, mesh.space, logger("test-xfer"), { operatorOnly: true, ttlMs: 1_500 });
+    try {
+      const file = transcript(600_000);
+      const bytes = readFileSync(file);
+      const party = { nc, space: mesh.space, me: operator };
+      const t = { instance: "stale1", file, digest: sha(bytes), size: bytes.length };
+      let chunks = 0;
+      await expect(uploadTransfer(party, t, () => { if (++chunks > 2) throw new Error("killed"); })).rejects.toThrow("killed");
+      expect(await brokerChunks("stale1", t.digest)).toBe(2);
+      await until(async () => (await brokerChunks("stale1", t.digest)) === 0, 15_000, "the stale chunks to expire");
+      const again = await callXfer(nc, mesh.space, "xfer-begin", operator, { instance: "stale1", digest: t.digest, size: t.size });
+      expect(again).toMatchObject({ stored: 0, nextSeq: 0, complete: false });
+    } finally {
+      quick.stop();
+      xfer = await XferService.start(mesh.serviceConnection, mesh.space, logger("test-xfer"), { operatorOnly: true });
+    }
+  }, 60_000);
 
   test("an agent's credential cannot begin, write or read a transfer (the broker refuses it)", async () => {
     const creds = await mesh.mint({ name: "mallory", profile: "agent", allowSubscribe: ["general"], allowPublish: ["general"] });
