@@ -101,7 +101,7 @@ describe("the connector bundle over stdio", () => {
     cleanups.push(() => kill(s));
     const client = new Client({ name: "stdio-test", version: "0" });
     await client.connect(new ChildTransport(s.child));
-    expect((await client.listTools()).tools).toHaveLength(11);
+    expect((await client.listTools()).tools.map((t) => t.name)).toHaveLength(12); // the eleven mesh tools and cotal_run
 
     const alice = await mesh.joined("alice");
     const roster = await alice.roster();
@@ -135,7 +135,7 @@ describe("the connector bundle over stdio", () => {
     cleanups.push(() => kill(s));
     const client = new Client({ name: "health-check", version: "0" });
     await client.connect(new ChildTransport(s.child));
-    expect((await client.listTools()).tools).toHaveLength(11);
+    expect((await client.listTools()).tools.map((t) => t.name)).toHaveLength(12); // the eleven mesh tools and cotal_run
     s.child.stdin!.end();
     expect(await s.exit).toBe(0);
 
