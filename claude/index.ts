@@ -34,6 +34,7 @@ export { agentFilePath, loadAgentFile, parseAgentFile, type AgentFile } from "./
 export { AgentFileError, BypassAsRootError, ClaudeLaunchError, LaunchOptionError } from "./errors.js";
 export { BLOCKING_SCREENS, classifyScreen, INPUT_SCREEN, seedSeatConfig, type BlockingScreen, type SeatConfigInput } from "./seat-config.js";
 export {
+  carriedResume,
   claudeConfigDir,
   findSession,
   listSessions,

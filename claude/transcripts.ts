@@ -161,3 +161,21 @@ export async function placeTranscript(configDir: string, cwd: string, t: { sessi
   }
   return dest;
 }
+
+/**
+ * Where a seat that carries `t` resumes. Its first start (`file` given) places the carried copy and
+ * forks it (`--resume <carried> --fork-session`); a restart checks the copy and continues the
+ * seat's own fork, the newest other session in the project folder (`--resume <fork>`), so a
+ * crash does not throw away what the seat did since; with no fork yet it forks again.
+ */
+export async function carriedResume(configDir: string, cwd: string, t: { session: string; file?: string | undefined; digest: string }): Promise<{ session: string; fork: boolean }> {
+  const dest = await placeTranscript(configDir, cwd, t);
+  if (t.file !== undefined) return { session: t.session, fork: true };
+  const dir = path.dirname(dest);
+  const forks = readdirSync(dir)
+    .map((f) => f.slice(0, -".jsonl".length))
+    .filter((id) => id !== t.session && SESSION_ID.test(id) && lstatSync(path.join(dir, `${id}.jsonl`)).isFile())
+    .map((id) => ({ id, mtimeMs: lstatSync(path.join(dir, `${id}.jsonl`)).mtimeMs }))
+    .sort((a, b) => b.mtimeMs - a.mtimeMs);
+  return forks[0] ? { session: forks[0].id, fork: false } : { session: t.session, fork: true };
+}

@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { buildClaudeLaunch, classifyScreen, placeTranscript, seedSeatConfig, writeLaunchFiles, type AgentFile, type AuthMode } from "../claude/index.js";
+import { buildClaudeLaunch, carriedResume, classifyScreen, seedSeatConfig, writeLaunchFiles, type AgentFile, type AuthMode } from "../claude/index.js";
 import type { SeatProcess } from "./process-runtime.js";
 import type { SeatFiles } from "./seat-launcher.js";
 import { PtySeat } from "./pty-runtime.js";
@@ -38,7 +38,8 @@ export interface ClaudeSeatRequest {
   /**
    * A carried session to fork (`--resume <session> --fork-session`): its staged transcript (`file`)
    * is copied into the seat's config dir with its sha256 checked; without `file` (a restart) the
-   * copy already there is checked. Bytes that are not `digest` refuse the seat (TranscriptMismatchError).
+   * copy already there is checked and the seat continues its own fork (carriedResume). Bytes that
+   * are not `digest` refuse the seat (TranscriptMismatchError).
    */
   resume?: { session: string; digest: string; file?: string | undefined } | undefined;
 }
@@ -57,6 +58,7 @@ export async function startClaudeSeat(
 ): Promise<{ proc: SeatProcess; terminal: SeatTerminal; permissionMode: string | undefined }> {
   const authMode = o.authMode ?? (o.parentEnv.ANTHROPIC_API_KEY ? "api_key" : "subscription");
   const configDir = join(files.dir, "claude-config");
+  const resume = seat.resume ? await carriedResume(configDir, seat.cwd, seat.resume) : undefined;
   const launch = buildClaudeLaunch({
     profile: "seat",
     cwd: seat.cwd,
@@ -75,7 +77,7 @@ export async function startClaudeSeat(
           allowedTools: seat.agentFile.frontmatter.allowedTools,
         }
       : {}),
-    launchOptions: { ...seat.agentFile?.frontmatter.launchOptions, ...(seat.resume ? { resume: seat.resume.session, "fork-session": true } : {}) },
+    launchOptions: { ...seat.agentFile?.frontmatter.launchOptions, ...(resume ? { resume: resume.session, "fork-session": resume.fork } : {}) },
   });
   if (o.seedConfig === false) mkdirSync(configDir, { recursive: true, mode: 0o700 });
   else {
@@ -87,7 +89,6 @@ export async function startClaudeSeat(
       bypassAccepted: launch.permissionMode === "bypassPermissions",
     });
   }
-  if (seat.resume) await placeTranscript(configDir, seat.cwd, seat.resume);
   writeLaunchFiles(launch);
   const script = join(files.dir, "start.sh");
   writeStartScript(script, { ...launch.env, TERM: "xterm-256color" }, launch.command, launch.args);

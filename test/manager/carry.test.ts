@@ -11,7 +11,7 @@ import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { callXfer, carryChunkBytes, ControlCallError, controlCaller, jetStreamConnection, logger, PermissionDeniedError, uploadTransfer, XferService } from "../../broker/index.js";
-import { findSession, sessionsNamed } from "../../claude/index.js";
+import { carriedResume, findSession, sessionsNamed, TranscriptMismatchError } from "../../claude/index.js";
 import { ManagerService } from "../../manager/index.js";
 import { TranscriptDesk } from "../../manager/transcript-carry.js";
 import { localPrincipal, MANAGER_COMMANDS, names, type SeatView } from "../../schemas/index.js";
@@ -184,6 +184,24 @@ describe("transcript carry", () => {
     } finally {
       desk.stop();
     }
+  });
+
+  test("a carried seat forks on its first start; a restart checks the copy and continues its own newest fork; a changed copy refuses it", async () => {
+    const config = mkdtempSync(join(root, "seatcfg-"));
+    const cwd = "/srv/app";
+    const file = transcript(10_000);
+    const digest = sha(readFileSync(file));
+    expect(await carriedResume(config, cwd, { session: SESSION, digest, file })).toEqual({ session: SESSION, fork: true });
+    const project = join(config, "projects", "-srv-app");
+    expect(readFileSync(join(project, `${SESSION}.jsonl`)).equals(readFileSync(file))).toBe(true);
+    // No fork yet (it crashed before its first turn): fork again.
+    expect(await carriedResume(config, cwd, { session: SESSION, digest })).toEqual({ session: SESSION, fork: true });
+    writeFileSync(join(project, "aaaaaaaa-2222-4333-8444-555555555555.jsonl"), "{}\n");
+    await new Promise((r) => setTimeout(r, 20));
+    writeFileSync(join(project, "bbbbbbbb-2222-4333-8444-555555555555.jsonl"), "{}\n");
+    expect(await carriedResume(config, cwd, { session: SESSION, digest })).toEqual({ session: "bbbbbbbb-2222-4333-8444-555555555555", fork: false });
+    writeFileSync(join(project, `${SESSION}.jsonl`), "changed\n");
+    await expect(carriedResume(config, cwd, { session: SESSION, digest })).rejects.toBeInstanceOf(TranscriptMismatchError);
   });
 
   test("a title instead of an id is refused listing the candidates; an id found twice is refused", async () => {
