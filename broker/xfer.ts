@@ -6,6 +6,7 @@
 import { open } from "node:fs/promises";
 import { headers, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, StorageType, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
 import { Objm } from "@nats-io/obj";
 import {
   CARRY_CHUNK_BYTES,
@@ -19,6 +20,7 @@ import {
   type TableParsedArgs,
   type TableReplyData,
 } from "../schemas/index.js";
+import { IdentityRegistry } from "./auth/identity-registry.js";
 import { SERVICE_PRINCIPALS } from "./auth/permissions.js";
 import type { ControlParty } from "./artifacts.js";
 import { controlCaller, serveControl } from "./control.js";
@@ -98,17 +100,18 @@ export class XferService {
     private readonly jsm: JetStreamManager,
     private readonly log: Logger,
     private readonly o: XferServiceOptions,
+    private readonly identities: IdentityRegistry | undefined,
   ) {
-    const guard = <A, R>(f: (a: A) => Promise<R>) => (a: A, caller: Principal) => {
-      this.authorize(caller);
+    const guard = <A extends { instance: string }, R>(f: (a: A) => Promise<R>, managerMay = false) => async (a: A, caller: Principal) => {
+      await this.authorize(caller, a.instance, managerMay);
       return f(a);
     };
     this.sub = serveControl(nc, space, "xfer", XFER_COMMANDS, {
       "xfer-begin": guard((a: Args<"xfer-begin">) => this.begin(a)),
       "xfer-chunk": guard((a: Args<"xfer-chunk">) => this.chunk(a)),
       "xfer-commit": guard((a: Args<"xfer-commit">) => this.commit(a)),
-      "xfer-read": guard((a: Args<"xfer-read">) => this.read(a)),
-      "xfer-remove": guard((a: Args<"xfer-remove">) => this.remove(a)),
+      "xfer-read": guard((a: Args<"xfer-read">) => this.read(a), true),
+      "xfer-remove": guard((a: Args<"xfer-remove">) => this.remove(a), true),
     }, log);
     this.sweep = setInterval(() => {
       for (const [k, v] of this.open) if (Date.now() - v.touched > (o.ttlMs ?? CARRY_TTL_MS)) this.open.delete(k);
@@ -117,7 +120,9 @@ export class XferService {
 
   /** Serve the `xfer` endpoint of `space` on the mesh service's connection (the data account's). */
   static async start(nc: NatsConnection, space: string, log: Logger, o: XferServiceOptions): Promise<XferService> {
-    return new XferService(nc, space, jetstream(nc), await jetstreamManager(nc), log.child({ part: "xfer" }), o);
+    const js = jetstream(nc);
+    const identities = o.operatorOnly ? new IdentityRegistry(await new Kvm(js).open(names.membersBucket(space), { bindOnly: true })) : undefined;
+    return new XferService(nc, space, js, await jetstreamManager(nc), log.child({ part: "xfer" }), o, identities);
   }
 
   stop(): void {
@@ -125,12 +130,16 @@ export class XferService {
     clearInterval(this.sweep);
   }
 
-  private authorize(caller: Principal): void {
-    if (this.o.operatorOnly && principalId(caller) !== principalId(SERVICE_PRINCIPALS.cli)) {
-      throw new CotalError("not-allowed", "Only the mesh host's operator credential may carry transcripts.", {
-        remedy: "Run `cotal spawn --resume` on the mesh host, or pass the operator's credential with --creds.",
-      });
-    }
+  /**
+   * Static meshes: the operator's credential may do anything here; a manager's credential (profile
+   * `manager`) may only read and remove transfers to the instance named like itself.
+   */
+  private async authorize(caller: Principal, instance: string, managerMay: boolean): Promise<void> {
+    if (!this.o.operatorOnly || principalId(caller) === principalId(SERVICE_PRINCIPALS.cli)) return;
+    if (managerMay && instance === caller.actor && (await this.identities?.get(caller))?.profile === "manager") return;
+    throw new CotalError("not-allowed", `Only the mesh host's operator credential may carry transcripts${managerMay ? `, and only manager ${instance}'s own credential may read what was carried to it` : ""}.`, {
+      remedy: "Run `cotal spawn --resume` on the mesh host, or pass the operator's credential with --creds; a manager on another host runs with --instance set to its credential's name.",
+    });
   }
 
   private async bucket(instance: string): Promise<string> {

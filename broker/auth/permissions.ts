@@ -118,6 +118,8 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
           allow: [
             filters.kind(space, "seat"),
             ...["register", "mint", "revoke"].map((c) => patterns.callAs(space, MESH, c, who)),
+            // Transcript carry: read and remove what was carried to it (the service checks the instance is its name).
+            ...["xfer-read", "xfer-remove"].map((c) => patterns.callAs(space, "xfer", c, who)),
             ...meshReads(space, who),
             patterns.bucketKeys(names.managersBucket(space)),
             `${JS_API}.STREAM.MSG.GET.${names.seatsStream(space)}`,

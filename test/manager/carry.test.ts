@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { callXfer, carryChunkBytes, ControlCallError, controlCaller, jetStreamConnection, logger, PermissionDeniedError, uploadTransfer, XferService } from "../../broker/index.js";
+import { callXfer, carryChunkBytes, connectMesh, ControlCallError, controlCaller, jetStreamConnection, logger, PermissionDeniedError, uploadTransfer, XferService } from "../../broker/index.js";
 import { carriedResume, findSession, sessionsNamed, TranscriptMismatchError } from "../../claude/index.js";
 import { ManagerService } from "../../manager/index.js";
 import { TranscriptDesk } from "../../manager/transcript-carry.js";
@@ -152,6 +152,28 @@ describe("transcript carry", () => {
     } finally {
       quick.stop();
       xfer = await XferService.start(mesh.serviceConnection, mesh.space, logger("test-xfer"), { operatorOnly: true });
+    }
+  }, 60_000);
+
+  test("a manager on another host (its own manager-profile credential, instance = its name) receives a carry; it may not read another instance's transfers", async () => {
+    const creds = await mesh.mint({ name: "hostb", profile: "manager" });
+    const conn = await connectMesh({ server: mesh.server.url, creds, name: "hostb" });
+    try {
+      const stateDir = mkdtempSync(join(root, "hostb-"));
+      const m = await ManagerService.start(conn, {
+        space: mesh.space, server: mesh.server.url, stateDir, instance: "hostb", mints: true, caller: localPrincipal("hostb"),
+        jsConnection: jetStreamConnection(conn, creds), agentCommand: () => [process.execPath, "-e", ""], seatEnv: (e) => e, log: logger("test-hostb"),
+      });
+      managers.push(m);
+      const file = transcript(400_000);
+      const c = await carryFile({ nc, space: mesh.space, me: operator }, { instance: "hostb", session: SESSION, file });
+      expect(readFileSync(join(stateDir, "carry", `${c.digest.slice(7)}.jsonl`)).equals(readFileSync(file))).toBe(true);
+      const other = await callXfer(conn, mesh.space, "xfer-read", localPrincipal("hostb"), { instance: "c1", digest: c.digest }).catch((e: unknown) => e);
+      expect(other).toBeInstanceOf(ControlCallError);
+      expect((other as ControlCallError).code).toBe("not-allowed");
+      await expect(callXfer(conn, mesh.space, "xfer-begin", localPrincipal("hostb"), { instance: "hostb", digest: c.digest, size: 1 })).rejects.toBeInstanceOf(PermissionDeniedError);
+    } finally {
+      await conn.close();
     }
   }, 60_000);
 
