@@ -19,6 +19,8 @@ const ALLOWED = new Set([
   /** The run budget caps of the manager `cotal up` starts (docs/runs.md). */
   "COTAL_DAILY_BUDGET_USD",
   "COTAL_TASK_BUDGET_USD",
+  /** The user's Claude config dir: where the manager finds a session to carry on this host, and the login a subscription seat copies. */
+  "CLAUDE_CONFIG_DIR",
 ]);
 
 /** Whether a variable of the caller's environment is passed on to a background process. */

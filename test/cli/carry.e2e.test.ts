@@ -68,6 +68,15 @@ describe("cotal spawn --resume", () => {
     expect(r.stdout).toContain(`carried session ${id} to ${instance}:`);
   }, 180_000);
 
+  it("a session not found here is resolved on the manager's host (cotal up gave its manager this CLAUDE_CONFIG_DIR)", async () => {
+    const id = "44444444-2222-4333-8444-555555555555";
+    session("-on-host", id, "{\"type\":\"user\"}\n");
+    const elsewhere = join(project, "empty-claude");
+    mkdirSync(elsewhere, { recursive: true });
+    const r = await runCotal(["spawn", "-d", "--resume", id, "--on", instance, "--wait-ms", "500"], { cwd: project, timeoutMs: 120_000, env: cleanEnv({ CLAUDE_CONFIG_DIR: elsewhere, COTAL_LOG_LEVEL: "warn" }) });
+    expect(r.stdout, r.stderr).toContain(`session ${id} found on ${instance}'s host: sha256:${createHash("sha256").update("{\"type\":\"user\"}\n").digest("hex")}, 16 bytes, nothing sent`);
+  }, 120_000);
+
   it("a title instead of an id is refused with the candidates; an id in two projects is refused; --resume needs --on when detached", async () => {
     const byName = await cotal("spawn", "-d", "--resume", "login bug", "--on", instance);
     expect(byName.code).toBe(2);
