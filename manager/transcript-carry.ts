@@ -117,9 +117,18 @@ export class TranscriptDesk {
     return join(this.dir, `${digest.slice("sha256:".length)}.jsonl`);
   }
 
-  /** These bytes staged here already: a fresh claim, nothing to send. Else where to upload. */
+  /**
+   * These bytes staged here already (checked again: a staged file changed on disk is dropped and
+   * carried anew): a fresh claim, nothing to send. Else where to upload.
+   */
   async begin(a: Args<"carry-begin">): Promise<Reply<"carry-begin">> {
-    const s = this.staged.get(a.digest);
+    let s = this.staged.get(a.digest);
+    if (s && (await sha256File(s.file).catch(() => undefined)) !== s.digest) {
+      this.o.log.warn({ digest: s.digest, file: s.file }, "a staged transcript changed on disk: dropped, it is carried again");
+      this.staged.delete(s.digest);
+      rmSync(s.file, { force: true });
+      s = undefined;
+    }
     if (s && s.size === a.size) return { known: true, ...this.claim(s.session === a.session ? s : this.stage(a.session, s.digest, s.size, s.file)) };
     return { known: false, bucket: names.xferBucket(this.o.space, this.o.instance) };
   }

@@ -263,5 +263,9 @@ describe("transcript carry", () => {
     expect(seat!.reason).toMatch(/transcript of session .* has sha256:[0-9a-f]{64}, not the carried/);
     // Retiring removed the seat's folder, its config dir and the copy with it.
     expect(statSync(join(stateDir, "seats", "forked"), { throwIfNoEntry: false })).toBeUndefined();
+    // Carrying it again does not trust the changed staging: the bytes are sent anew and staged intact.
+    const again = await carryFile({ nc, space: mesh.space, me: operator }, { instance: "t1", session: SESSION, file });
+    expect(again.sent).toBe(c.size);
+    expect(readFileSync(join(stateDir, "carry", `${c.digest.slice(7)}.jsonl`)).equals(readFileSync(file))).toBe(true);
   }, 60_000);
 });
