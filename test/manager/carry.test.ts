@@ -43,23 +43,11 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
+/** A manager on the mesh host (the operator's credential); its Claude is never reached here (no model behind it). */
 async function manager(instance: string): Promise<{ m: ManagerService; stateDir: string }> {
-  const stateDir = join(root, instance);
-  mkdirSync(stateDir, { recursive: true });
-  const m = await ManagerService.start(nc, {
-    space: mesh.space,
-    server: mesh.server.url,
-    stateDir,
-    instance,
-    mints: true,
-    caller: operator,
-    jsConnection: jetStreamConnection(nc, mesh.cliCreds),
-    agentCommand: () => [process.execPath, "-e", "process.exit(1)"],
-    seatEnv: (extra) => extra,
-    log: logger("test-manager"),
-  });
-  managers.push(m);
-  return { m, stateDir };
+  const r = await startClaudeManager(mesh, nc, { root, instance, baseUrl: "http://127.0.0.1:9", over: { caller: operator } });
+  managers.push(r.m);
+  return r;
 }
 
 /** A transcript of `bytes` random-ish JSONL lines. */
@@ -246,7 +234,7 @@ describe("transcript carry", () => {
   });
 
   test("a tampered staged transcript refuses the seat: it is retired and the seat log records why", async () => {
-    const { stateDir } = await startClaudeManager(mesh, nc, { root, instance: "t1", baseUrl: "http://127.0.0.1:9" }).then((r) => (managers.push(r.m), r));
+    const { stateDir } = await manager("t1");
     const file = transcript(200_000);
     const c = await carryFile({ nc, space: mesh.space, me: operator }, { instance: "t1", session: SESSION, file });
     writeFileSync(join(stateDir, "carry", `${c.digest.slice(7)}.jsonl`), "tampered\n");
