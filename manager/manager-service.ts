@@ -513,6 +513,7 @@ export class ManagerService {
         ...(r.pid !== undefined ? { pid: r.pid } : {}),
         ...(r.exit ? { exit: r.exit } : {}),
         ...(r.reason ? { reason: r.reason } : {}),
+        ...(r.spec.carried ? { carried: r.spec.carried } : {}),
         requestedAt: r.requestedAt,
         since: r.since,
         restarts: this.live.get(r.seat)?.restartsAt.length ?? 0,

@@ -31,6 +31,7 @@ export const SeatView = z.object({
   pid: z.number().int().optional(),
   exit: z.object({ code: z.number().int().nullable(), signal: z.string().nullable(), output: z.string().optional() }).optional(),
   reason: z.string().optional().describe("why it was fenced or retired"),
+  carried: z.object({ session: z.string(), digest: z.string() }).optional().describe("claude seats: the carried session it forked and the sha256 of the transcript the fork read"),
   requestedAt: z.number().int(),
   since: z.number().int().describe("when it entered this state, Unix ms"),
   restarts: z.number().int().nonnegative().describe("restarts in the current policy window"),

@@ -80,6 +80,7 @@ describe("transcript carry with the real claude", () => {
       return view?.state === "joined" || view?.state === "retired";
     }, 90_000, "the forked seat to join", 250);
     expect(view!.state, JSON.stringify(view)).toBe("joined");
+    expect(view!.carried).toEqual({ session, digest: carried.digest });
 
     const resumedTurn = () => double.requests.find((r) => isMainLoopRequest(r) && lastUserText(r).includes(LATER));
     await until(() => resumedTurn() !== undefined, 90_000, "the resumed seat's first request", 250);
