@@ -24,6 +24,7 @@ import { IdentityRegistry } from "./auth/identity-registry.js";
 import { SERVICE_PRINCIPALS } from "./auth/permissions.js";
 import type { ControlParty } from "./artifacts.js";
 import { controlCaller, serveControl } from "./control.js";
+import { ControlCallError, MeshServiceUnavailableError } from "./errors.js";
 import { isWrongLastSequence } from "./js-errors.js";
 import type { Logger } from "./log.js";
 
@@ -280,19 +281,68 @@ export interface UploadResult {
   chunks: number;
 }
 
+/** Interruptions an upload resumes from by beginning again: the broker still holds what it stored. */
+function resumable(err: unknown): boolean {
+  return err instanceof MeshServiceUnavailableError || (err instanceof ControlCallError && ["unknown-transfer", "out-of-order"].includes(err.code));
+}
+
+/** How often one upload begins again after an interruption before giving up (the user may re-run it). */
+const RESUMES = 5;
+
 /**
  * Upload `file` (its `digest` and `size` known) to `instance`'s transfer bucket through the mesh
- * service, resuming after what the broker already stores: no local state. `onProgress` gets the
- * bytes stored so far after each chunk (and once at the start).
+ * service, resuming after what the broker already stores: no local state. An interruption on the
+ * way (the mesh service restarted or did not answer in time, another upload of the same bytes
+ * raced it) begins again from what the broker holds, up to RESUMES times; a killed run resumes
+ * the same way when it is run again. `onProgress` gets the bytes stored so far after each chunk
+ * (and once at each begin).
  */
 export async function uploadTransfer(
   party: ControlParty,
   t: { instance: string; file: string; digest: string; size: number },
   onProgress?: (stored: number) => void,
 ): Promise<UploadResult> {
+  let first: number | undefined;
+  let chunks = 0;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const r = await uploadOnce(party, t, (stored, begun) => {
+        first ??= begun;
+        onProgress?.(stored);
+      });
+      chunks += r.chunks;
+      return { bucket: r.bucket, sent: t.size - (first ?? 0), chunks };
+    } catch (err) {
+      if (!(err instanceof UploadInterrupted) || attempt >= RESUMES) throw err instanceof UploadInterrupted ? err.cause : err;
+      chunks += err.chunks;
+      await new Promise((r) => setTimeout(r, 250 * (attempt + 1)));
+    }
+  }
+}
+
+/** An upload stopped by a resumable interruption after sending `chunks`. */
+class UploadInterrupted extends Error {
+  constructor(
+    readonly chunks: number,
+    override readonly cause: unknown,
+  ) {
+    super("upload interrupted", { cause });
+  }
+}
+
+async function uploadOnce(
+  party: ControlParty,
+  t: { instance: string; file: string; digest: string; size: number },
+  onProgress: (stored: number, begun: number) => void,
+): Promise<UploadResult> {
   const call = { timeoutMs: 30_000 };
-  const begun = await callXfer(party.nc, party.space, "xfer-begin", party.me, { instance: t.instance, digest: t.digest, size: t.size }, call);
-  onProgress?.(begun.stored);
+  let begun: Reply<"xfer-begin">;
+  try {
+    begun = await callXfer(party.nc, party.space, "xfer-begin", party.me, { instance: t.instance, digest: t.digest, size: t.size }, call);
+  } catch (err) {
+    throw resumable(err) ? new UploadInterrupted(0, err) : err;
+  }
+  onProgress(begun.stored, begun.stored);
   if (begun.complete) return { bucket: begun.bucket, sent: 0, chunks: 0 };
   const buf = Buffer.alloc(Math.min(begun.chunkBytes, carryChunkBytes(party.nc.info?.max_payload)));
   let offset = begun.stored;
@@ -305,12 +355,14 @@ export async function uploadTransfer(
       const r = await callXfer(party.nc, party.space, "xfer-chunk", party.me, { instance: t.instance, digest: t.digest, seq, data: buf.subarray(0, bytesRead).toString("base64") }, call);
       offset = r.stored;
       chunks += 1;
-      onProgress?.(offset);
+      onProgress(offset, begun.stored);
     }
+    await callXfer(party.nc, party.space, "xfer-commit", party.me, { instance: t.instance, digest: t.digest, size: t.size }, call);
+  } catch (err) {
+    throw resumable(err) ? new UploadInterrupted(chunks, err) : err;
   } finally {
     await fh.close();
   }
-  await callXfer(party.nc, party.space, "xfer-commit", party.me, { instance: t.instance, digest: t.digest, size: t.size }, call);
   return { bucket: begun.bucket, sent: t.size - begun.stored, chunks };
 }
 

@@ -116,6 +116,23 @@ describe("transcript carry", () => {
     expect(readFileSync(join(stateDir, "carry", `${digest.slice(7)}.jsonl`)).equals(bytes)).toBe(true);
   }, 120_000);
 
+  test("the mesh service restarting mid-upload does not fail the carry: the run begins again from what the broker stored", async () => {
+    const { stateDir } = await manager("c3");
+    const file = transcript(1024 ** 2);
+    const bytes = readFileSync(file);
+    let restarted: Promise<void> | undefined;
+    let chunks = 0;
+    const c = await carryFile({ nc, space: mesh.space, me: operator }, { instance: "c3", session: SESSION, file }, () => {
+      if (++chunks !== 4) return;
+      xfer.stop(); // its open transfers are forgotten; the broker keeps the chunks
+      restarted = XferService.start(mesh.serviceConnection, mesh.space, logger("test-xfer"), { operatorOnly: true }).then((s) => void (xfer = s));
+    });
+    await restarted;
+    expect(c.sent).toBe(bytes.length);
+    expect(c.chunks).toBe(Math.ceil(bytes.length / (128 * 1024)));
+    expect(readFileSync(join(stateDir, "carry", `${c.digest.slice(7)}.jsonl`)).equals(bytes)).toBe(true);
+  }, 60_000);
+
   test("chunks shrink to fit a server whose max payload cannot carry 128 KiB as base64", () => {
     expect(carryChunkBytes(1024 * 1024)).toBe(128 * 1024);
     const small = carryChunkBytes(64 * 1024);
