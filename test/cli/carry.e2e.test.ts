@@ -6,12 +6,15 @@
 // refused (exit 1).
 import { spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildCli, cleanEnv, cotalBundle, freePort, runCotal } from "../harness/cli.js";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect, credsAuthenticator } from "@nats-io/transport-node";
+import { buildCli, cleanEnv, CotalProcess, cotalBundle, freePort, runCotal } from "../harness/cli.js";
+import { until } from "../harness/until.js";
 
 const SESSION = "0b6c3a52-7d1e-4c55-9f0a-3e2b1c4d5e6f";
 const OTHER = "11111111-2222-4333-8444-555555555555";
@@ -76,6 +79,48 @@ describe("cotal spawn --resume", () => {
     const r = await runCotal(["spawn", "-d", "--resume", id, "--on", instance, "--wait-ms", "500"], { cwd: project, timeoutMs: 120_000, env: cleanEnv({ CLAUDE_CONFIG_DIR: elsewhere, COTAL_LOG_LEVEL: "warn" }) });
     expect(r.stdout, r.stderr).toContain(`session ${id} found on ${instance}'s host: sha256:${createHash("sha256").update("{\"type\":\"user\"}\n").digest("hex")}, 16 bytes, nothing sent`);
   }, 120_000);
+
+  it("a CLI killed halfway (SIGKILL), run again, sends only what the broker did not store", async () => {
+    const id = "55555555-2222-4333-8444-555555555555";
+    const chunk = randomBytes(96 * 1024).toString("base64");
+    const body = `${Array.from({ length: 900 }, (_, i) => JSON.stringify({ i, t: chunk })).join("\n")}\n`;
+    session("-big", id, body);
+    const size = Buffer.byteLength(body);
+    const digest = createHash("sha256").update(body).digest("hex");
+    // Watch the bucket as the data account does (the mesh service's own credential on this host).
+    const mesh = JSON.parse(readFileSync(join(project, ".cotal", "mesh.json"), "utf8")) as { server: string; space: string };
+    const data = await connect({ servers: mesh.server, authenticator: credsAuthenticator(readFileSync(join(project, ".cotal", "auth", "creds", mesh.space, "mesh.creds"))) });
+    try {
+      const jsm = await jetstreamManager(data);
+      const bucket = `cotal_xfer_${mesh.space}_${instance}`;
+      const subject = `$O.${bucket}.C.${digest}`;
+      const stored = async () => (await jsm.streams.info(`OBJ_${bucket}`, { subjects_filter: subject }).catch(() => undefined))?.state.subjects?.[subject] ?? 0;
+      const cli = CotalProcess.spawn(["spawn", "-d", "--resume", id, "--on", instance, "--wait-ms", "500"], { cwd: project, env: cleanEnv({ CLAUDE_CONFIG_DIR: config, COTAL_LOG_LEVEL: "warn" }) });
+      await until(async () => (await stored()) >= 20, 60_000, "the first run to store 20 chunks", 20);
+      cli.child.kill("SIGKILL");
+      await cli.exited;
+      // A chunk in flight at the kill may still land: take the count once it holds still.
+      let kept = await stored();
+      await until(async () => {
+        await new Promise((r) => setTimeout(r, 300));
+        const now = await stored();
+        const still = now === kept;
+        kept = now;
+        return still;
+      }, 10_000, "the stored chunk count to hold still");
+      expect(kept).toBeGreaterThanOrEqual(20);
+      expect(kept).toBeLessThan(Math.ceil(size / (128 * 1024)));
+
+      const again = await cotal("spawn", "-d", "--resume", id, "--on", instance, "--wait-ms", "500");
+      const m = /(\d+) of (\d+) bytes sent in (\d+) chunks/.exec(again.stdout);
+      expect(m, again.stdout + again.stderr).not.toBeNull();
+      expect(Number(m![2])).toBe(size);
+      expect(Number(m![1])).toBe(size - kept * 128 * 1024);
+      expect(Number(m![3])).toBe(Math.ceil(size / (128 * 1024)) - kept);
+    } finally {
+      await data.close();
+    }
+  }, 180_000);
 
   it("a title instead of an id is refused with the candidates; an id in two projects is refused; --resume needs --on when detached", async () => {
     const byName = await cotal("spawn", "-d", "--resume", "login bug", "--on", instance);
