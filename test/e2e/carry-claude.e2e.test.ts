@@ -90,9 +90,9 @@ describe("transcript carry with the real claude", () => {
 
     // The fork is a new session beside the carried one, whose bytes are untouched.
     const config = join(stateDir, "seats", "forked", "claude-config");
-    const sessions = listSessions(config);
-    expect(sessions.map((s) => s.session)).toContain(session);
-    expect(sessions.length).toBeGreaterThanOrEqual(2);
+    // Claude writes the fork's transcript as the resumed turn goes on: wait for it rather than race it.
+    await until(() => listSessions(config).length >= 2, 60_000, "the fork's own transcript beside the carried one", 250);
+    expect(listSessions(config).map((s) => s.session)).toContain(session);
     expect(readFileSync(findSession(config, session)!.file).equals(carriedBytes)).toBe(true);
 
     // The seat log's requested event (the first in this fresh space) records what it forked.
