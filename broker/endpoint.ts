@@ -170,6 +170,8 @@ export class Endpoint {
   private readonly memberships = new Map<string, ChannelMembership>();
   private readonly stoppers: Array<() => void> = [];
   private rosterView?: Roster;
+  /** The presence record this endpoint wrote last. */
+  private lastPresence?: Presence;
   private heartbeat?: NodeJS.Timeout;
   private joined = false;
   private registration: RegisterReply | undefined;
@@ -388,6 +390,7 @@ export class Endpoint {
       since: this.since,
     };
     await this.presenceKv.put(this.id, JSON.stringify(record));
+    this.lastPresence = record;
     // Our own view shows our own latest state at once, not after the write comes back around.
     this.rosterView?.update(this.id, record);
   }
@@ -405,6 +408,8 @@ export class Endpoint {
         view.stop();
         throw err;
       }
+      // Our own record is in our view at once, even when the snapshot was taken before it landed.
+      if (this.lastPresence && !view.get(this.id)) view.update(this.id, this.lastPresence);
       // Static meshes: someone who appears after the snapshot shows a role only once the mesh
       // service said which role their credential holds.
       const asking = new Set<string>();

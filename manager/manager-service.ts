@@ -146,6 +146,7 @@ export class ManagerService {
     for (const r of [...this.seats.values()]) {
       if (r.manager === this.o.instance && holdsName(r)) await this.serial(() => this.stopSeat(nameOf(r.seat), caller)).catch((err) => this.o.log.warn({ err, seat: r.seat }, "stop failed"));
     }
+    await this.tmux.closeIfIdle();
     await this.stop();
   }
 

@@ -53,9 +53,13 @@ export class TmuxServer {
    */
   async start(name: string, script: string, cwd: string): Promise<SeatProcess> {
     const exists = await this.tmux("has-session", "-t", this.session).then(() => true, () => false);
-    if (!exists) await this.tmux("new-session", "-d", "-s", this.session, "-n", name, "-x", "200", "-y", "50", "-c", cwd, script);
-    else await this.tmux("new-window", "-d", "-t", `${this.session}:`, "-n", name, "-c", cwd, script);
-    await this.tmux("set-option", "-w", "-t", this.target(name), "remain-on-exit", "on").catch(() => undefined);
+    if (!exists) {
+      // The session opens on an idle keeper window, and every window is kept after exit from the
+      // start: a seat that dies at once still leaves its last screen to read (and name).
+      await this.tmux("new-session", "-d", "-s", this.session, "-n", "_keeper", "-x", "200", "-y", "50", "sh -c 'while :; do sleep 3600; done'");
+      await this.tmux("set-option", "-g", "-w", "remain-on-exit", "on");
+    }
+    await this.tmux("new-window", "-d", "-t", `${this.session}:`, "-n", name, "-c", cwd, script);
     const pid = Number((await this.tmux("display-message", "-p", "-t", this.target(name), "#{pane_pid}")).trim());
     const startTime = processStartTime(pid);
     return this.watch(name, pid, startTime);
@@ -124,6 +128,12 @@ export class TmuxServer {
   /** Remove a seat's window (after its process is gone). */
   async close(name: string): Promise<void> {
     await this.tmux("kill-window", "-t", this.target(name)).catch(() => undefined);
+  }
+
+  /** Stop the manager's tmux server once no seat window is left in it (only the keeper). */
+  async closeIfIdle(): Promise<void> {
+    const names = await this.tmux("list-windows", "-t", this.session, "-F", "#{window_name}").then((o) => o.split("\n").filter(Boolean), () => []);
+    if (names.every((n) => n === "_keeper")) await this.tmux("kill-server").catch(() => undefined);
   }
 
   /** The seat `name`'s window as a SeatTerminal. */
