@@ -115,17 +115,19 @@ export class UnexpectedScreenError extends Error {
  * warning, a permission prompt) fails at once, naming it; anything else fails after the bound
  * with the screen's first lines.
  */
-export async function awaitInputScreen(terminal: SeatTerminal, proc: SeatProcess, timeoutMs = 15_000): Promise<void> {
+export async function awaitInputScreen(terminal: SeatTerminal, proc: SeatProcess, timeoutMs = 15_000, seen?: (screen: string) => void): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let gone = false;
   void proc.exited.then(() => (gone = true));
   let screen = "";
   while (Date.now() < deadline && !gone) {
     screen = await terminal.screen();
+    // A TUI that exits restores the terminal's main screen: what it showed is kept by the caller.
+    if (screen.trim()) seen?.(screen);
     const c = classifyScreen(screen);
     if (c.kind === "ready") return;
     if (c.kind === "blocked") throw new UnexpectedScreenError(c.name, screen);
-    await new Promise((r) => setTimeout(r, 250));
+    await new Promise((r) => setTimeout(r, 100));
   }
   const first = screen.split("\n").map((l) => l.trim()).filter(Boolean).slice(0, 3).join(" / ");
   throw new UnexpectedScreenError(gone ? "an exit before its input screen" : `an unexpected screen (${first || "blank"})`, screen);

@@ -57,6 +57,8 @@ const WAKE_EVERY_MS = 15_000;
 interface Live {
   /** Claude seats: the terminal the manager reads and types into. */
   terminal?: SeatTerminal;
+  /** The last non-blank screen seen while it started (a TUI's exit may blank it). */
+  lastScreen?: string;
   /** When the manager last typed a wake prompt (unset once the seat worked). */
   wokenAt?: number | undefined;
   waking?: boolean;
@@ -346,7 +348,7 @@ export class ManagerService {
    */
   private async untilReady(seat: string, l: Live, prompt?: string): Promise<void> {
     try {
-      await awaitInputScreen(l.terminal!, l.proc, this.o.claude?.screenTimeoutMs);
+      await awaitInputScreen(l.terminal!, l.proc, this.o.claude?.screenTimeoutMs, (screen) => (l.lastScreen = screen));
       if (prompt && !this.stopped) await l.terminal!.type(prompt);
     } catch (err) {
       if (this.stopped || this.live.get(seat) !== l || l.stopping) return;
@@ -397,9 +399,11 @@ export class ManagerService {
   /** What a seat showed last: its log's tail, or its terminal's last screen (the window is kept until read, then closed). */
   private async lastOutput(r: SeatRecord, l: Live): Promise<string> {
     if (!l.terminal) return logTailOf(l.files.log);
-    const screen = (await l.terminal.screen(100)).trimEnd().split("\n").slice(-30).join("\n");
+    let screen = (await l.terminal.screen(100)).trimEnd();
     await l.terminal.close();
-    return screen;
+    // An exiting TUI may leave a blank screen (it restores the main one): then what it showed last.
+    if (classifyScreen(screen).kind !== "blocked" && l.lastScreen && classifyScreen(l.lastScreen).kind === "blocked") screen = l.lastScreen.trimEnd();
+    return screen.split("\n").slice(-30).join("\n");
   }
 
   private async retire(seat: string, reason: string): Promise<number> {

@@ -151,7 +151,7 @@ describe("managed Claude seats under tmux", () => {
     writeFileSync(join(work, "README"), "x");
     await callManager(nc, mesh.space, "spawn", operator, { agent: "claude", name: "carol", cwd: work }, { target: "host2", timeoutMs: 30_000 });
     const carol = await untilState("host2", "carol", ["retired"], 60_000);
-    expect(carol.reason).toMatch(/^failed: the seat stopped on the first-run/);
+    expect(carol.reason, JSON.stringify(carol)).toMatch(/^failed: the seat stopped on the first-run/);
     expect(carol.exit?.output).toMatch(/Claude Code/);
   }, 120_000);
 });
