@@ -3,8 +3,8 @@ import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from
 import { homedir, hostname } from "node:os";
 import { join, resolve } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { connectMesh, controlCaller, credsCaller } from "../broker/index.js";
-import { MANAGER_COMMANDS, ManagerInstance } from "../schemas/index.js";
+import { connectMesh, controlCaller, credsCaller, requestCredential, writeSecret } from "../broker/index.js";
+import { MANAGER_COMMANDS, ManagerInstance, PrincipalToken } from "../schemas/index.js";
 import type { MeshTarget } from "./context.js";
 import type { MeshRoot } from "./mesh-root.js";
 import { findProcesses, isRunning, readRecordFile, removeRecord, stopProcess, writeRecord, type ProcessRecord } from "./pid-file.js";
@@ -27,8 +27,9 @@ export function managerInstance(stateDir: string, asked?: string): string {
     return asked;
   }
   if (existsSync(file)) return ManagerInstance.parse(readFileSync(file, "utf8").trim());
-  const host = hostname().replace(/[^A-Za-z0-9_-]/g, "-").slice(0, 40) || "host";
-  const id = `${host}-${randomBytes(2).toString("hex")}`;
+  // Letters, digits and '_' only: the id is also the name of the manager's own credential.
+  const host = hostname().replace(/[^A-Za-z0-9_]/g, "_").slice(0, 40) || "host";
+  const id = `${host}_${randomBytes(2).toString("hex")}`;
   writeFileSync(file, `${id}\n`, { mode: 0o600 });
   return id;
 }
@@ -73,10 +74,35 @@ export async function ensureManager(root: MeshRoot, t: { server: string; space: 
     state = "restarted";
   }
   removeRecord(file);
-  const args = ["manager", "--server", t.server, "--space", t.space, "--state-dir", stateDir, "--instance", instance, "--stop-seats", ...(t.creds ? ["--creds", t.creds] : [])];
+  const creds = t.creds ? await managerCredential(t as { server: string; space: string; creds: string }, stateDir, instance, notes) : undefined;
+  const args = ["manager", "--server", t.server, "--space", t.space, "--state-dir", stateDir, "--instance", instance, "--stop-seats", ...(creds ? ["--creds", creds] : [])];
   const started = await startDetached(root, "manager", "the manager", args, t, 20_000, answers);
   writeRecord(file, started);
   return { state, pid: started.pid, instance, log: root.log("manager") };
+}
+
+/**
+ * The mesh host's manager runs on a credential of its own, profile `manager`, named like its
+ * instance (minted once, 0600 in its state dir): the broker then scopes it as it scopes a manager on
+ * another host (agent credentials for its seats, and only its own transfer bucket), instead of the
+ * operator's credential. An instance id that cannot be a name (an older one with '-') keeps the
+ * operator's credential, and a note says so.
+ */
+async function managerCredential(t: { server: string; space: string; creds: string }, stateDir: string, instance: string, notes: string[]): Promise<string> {
+  if (!PrincipalToken.safeParse(instance).success) {
+    notes.push(`the manager's instance id ${instance} cannot name a credential; it runs on the operator's (delete .cotal/manager/instance to get a new id)`);
+    return t.creds;
+  }
+  const file = join(stateDir, "manager.creds");
+  if (existsSync(file)) return file;
+  const nc = await connectMesh({ server: t.server, creds: t.creds, name: "cotal-up" });
+  try {
+    const { creds } = await requestCredential(nc, t.space, { name: instance, profile: "manager" });
+    writeSecret(file, creds);
+  } finally {
+    await nc.close().catch(() => undefined);
+  }
+  return file;
 }
 
 /** Stop the mesh host's manager (it stops its seats first); `cotal down`. */

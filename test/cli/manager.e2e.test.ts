@@ -55,6 +55,10 @@ describe("cotal manager, spawn, ps, stop", () => {
   it("cotal up started the host's manager: status and ps list it, and an unpinned spawn can use it", async () => {
     const status = ok(await cotal("status"));
     expect(status.stdout).toMatch(/processes: .*manager pid \d+ running/);
+    // It runs on a manager credential of its own (named like its instance), not the operator's.
+    const pid = (JSON.parse(readFileSync(join(project, ".cotal", "run", "manager.json"), "utf8")) as { pid: number }).pid;
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+    expect(cmdline[cmdline.indexOf("--creds") + 1]).toBe(join(project, ".cotal", "manager", "manager.creds"));
     expect(status.stdout).toMatch(/managers: +\S+ on /);
     const r = ok(await cotal("spawn", "-d", "--agent", "echo", "--name", "first", "--json"));
     expect(r.json()).toMatchObject({ name: "first", outcome: "started" });
