@@ -5,7 +5,7 @@ import { Kvm, type KV } from "@nats-io/kv";
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { MANAGER_COMMANDS, SeatEvent, names, patterns, type Principal, type SeatAgent, type SeatRuntime, type SeatView, type TableParsedArgs } from "../schemas/index.js";
-import { JS_OPTIONS, serveControl, type Logger } from "../broker/index.js";
+import { JS_OPTIONS, serveControl, SERVICE_PRINCIPALS, type Logger } from "../broker/index.js";
 import { SeatRefusedError, StaleSeatLogError } from "./errors.js";
 import { newLifecycleUid } from "./lifecycle-uid.js";
 import { adoptSeatProcess, logTailOf, type SeatExit, type SeatProcess } from "./process-runtime.js";
@@ -99,7 +99,7 @@ export class ManagerService {
     private readonly managers: KV,
   ) {
     this.tmux = new TmuxServer(join(o.stateDir, "tmux.sock"), `cotal-${o.space}`);
-    this.carry = new TranscriptDesk({ nc, space: o.space, instance: o.instance, stateDir: o.stateDir, caller: o.caller ?? { owner: "local", actor: "cotal_cli" }, log: o.log.child({ part: "carry" }) });
+    this.carry = new TranscriptDesk({ nc, space: o.space, instance: o.instance, stateDir: o.stateDir, caller: o.caller ?? SERVICE_PRINCIPALS.cli, log: o.log.child({ part: "carry" }) });
   }
 
   static async start(nc: NatsConnection, o: ManagerOptions): Promise<ManagerService> {

@@ -3,16 +3,11 @@
 // on its own seat-log subject (`…seat.cotal_run.<runId>`), so every manager, and a restarted
 // one, adds up the same spending.
 import { join } from "node:path";
-import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { JS_OPTIONS, scanStream, SERVICE_PRINCIPALS, type Logger } from "../broker/index.js";
+import { SERVICE_PRINCIPALS, type Logger } from "../broker/index.js";
 import { loadAgentFile, type AgentFile } from "../claude/index.js";
 import {
   COST_BASIS,
-  names,
-  principal,
-  SeatEvent,
-  seatSubject,
   type BudgetReply,
   type Principal,
   type RunReply,
@@ -65,13 +60,12 @@ export class RunService {
   private constructor(
     private readonly o: RunServiceOptions,
     private readonly seatLog: SeatLog,
-    private readonly jsm: JetStreamManager,
   ) {
     this.caps = o.budget ?? capsFromEnv(process.env);
   }
 
   static async open(o: RunServiceOptions): Promise<RunService> {
-    return new RunService(o, await SeatLog.open(o.jsConnection, o.space, o.log), await jetstreamManager(o.jsConnection, JS_OPTIONS));
+    return new RunService(o, await SeatLog.open(o.jsConnection, o.space, o.log));
   }
 
   /** Refuse new runs (runs in flight end at their timeout at the latest, their process groups with them). */
@@ -82,16 +76,7 @@ export class RunService {
   /** Every run the seat log holds (the stream's retention bounds it). */
   async records(): Promise<RunRecord[]> {
     const out: RunRecord[] = [];
-    const filter = `${seatSubject(this.o.space, principal(RUN_OWNER, "x")).slice(0, -2)}.*`;
-    for await (const m of scanStream(this.jsm, names.seatsStream(this.o.space), filter)) {
-      let parsed;
-      try {
-        parsed = SeatEvent.safeParse(JSON.parse(new TextDecoder().decode(m.data)));
-      } catch {
-        continue;
-      }
-      if (parsed.success && parsed.data.type === "run") out.push(parsed.data);
-    }
+    for await (const { event } of this.seatLog.events(RUN_OWNER)) if (event.type === "run") out.push(event);
     return out;
   }
 

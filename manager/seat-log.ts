@@ -45,9 +45,22 @@ export class SeatLog {
   /** Every seat's history, replayed from the start of the log (malformed records are skipped, logged). */
   async replay(): Promise<Map<string, SeatHistory>> {
     const out = new Map<string, SeatHistory>();
-    const stream = names.seatsStream(this.space);
-    const all = filters.kind(this.space, "seat");
-    for await (const m of scanStream(this.jsm, stream, all)) {
+    for await (const { event, seq } of this.events()) {
+      const h = out.get(event.seat) ?? { seat: event.seat, events: [], lastSeq: 0 };
+      h.events.push(event);
+      h.lastSeq = seq;
+      out.set(h.seat, h);
+    }
+    return out;
+  }
+
+  /**
+   * The log's events in order (of every seat, or of one owner's seats), each checked: a record
+   * that is not a seat event, or whose body names another seat than its subject, is skipped and logged.
+   */
+  async *events(owner?: string): AsyncGenerator<{ event: SeatEvent; seq: number }> {
+    const filter = owner === undefined ? filters.kind(this.space, "seat") : filters.seatsOf(this.space, owner);
+    for await (const m of scanStream(this.jsm, names.seatsStream(this.space), filter)) {
       const parsed = SeatEvent.safeParse(safeJson(m.data));
       if (!parsed.success) {
         this.log.warn({ seq: m.seq, subject: m.subject, problems: describeIssues(parsed.error) }, "seat log record skipped: not a seat event");
@@ -58,12 +71,8 @@ export class SeatLog {
         this.log.warn({ seq: m.seq, subject: m.subject, seat: parsed.data.seat }, "seat log record skipped: its seat disagrees with its subject");
         continue;
       }
-      const h = out.get(parsed.data.seat) ?? { seat: parsed.data.seat, events: [], lastSeq: 0 };
-      h.events.push(parsed.data);
-      h.lastSeq = m.seq;
-      out.set(h.seat, h);
+      yield { event: parsed.data, seq: m.seq };
     }
-    return out;
   }
 }
 

@@ -76,6 +76,8 @@ export const filters = {
     `${spaceRoot(space)}.ep.${assertToken("name", "endpoint", endpoint)}.${assertToken("name", "target", target)}.${assertToken("name", "command", command)}.*.*`,
   /** One seat's log. */
   seat: (space: string, seat: Principal) => seatSubject(space, seat),
+  /** The logs of every seat of one owner (e.g. the manager's run records, owner `cotal_run`). */
+  seatsOf: (space: string, owner: string) => `${spaceRoot(space)}.seat.${assertToken("principal", "owner", owner)}.*`,
 };
 
 /** A subject the parser understood, with its sender taken from the subject. */

@@ -199,7 +199,7 @@ export function registerSeats(program: Command): void {
   const attach = program
     .command("attach")
     .summary("open a seat's terminal here (the seat must run on a manager on this host)")
-    .description("Open the terminal of a tmux seat in this one (tmux's detach key, Ctrl-b d, leaves it running). The seat is found with ps, or on the manager named by --on.")
+    .description("Open the terminal of a Claude seat in this one: tmux's own attach (its detach key, Ctrl-b d, leaves it running) or, for a pty seat, a relay to it (Ctrl-] leaves it running). The seat is found with ps, or on the manager named by --on.")
     .requiredOption("--name <name>", "the seat")
     .option("--on <instance>", "the manager that runs it");
   meshOptions(attach).action(async (raw: Record<string, unknown>) => {
