@@ -303,7 +303,8 @@ export class MeshService {
    */
   async mint(caller: Principal, req: TableParsedArgs<typeof MESH_COMMANDS, "mint">): Promise<MintReply> {
     const who = parsePrincipal(req.name);
-    const auth = await this.requireMinter(caller, req.profile === "agent" ? undefined : `mint ${req.profile} credentials`, "mint credentials");
+    const existing = await this.identities.get(who);
+    const auth = await this.requireMinter(caller, req.profile !== "agent" ? `mint ${req.profile} credentials` : mintedByOther(existing, caller) ? `mint ${principalId(who)}, a name it did not mint` : undefined, "mint credentials");
     const spec: IdentitySpec = {
       space: this.space,
       who,
@@ -314,11 +315,11 @@ export class MeshService {
     };
     // What happens to the name's earlier credentials is said, not left to be found out: they stay valid.
     const revoked = auth.store.revocations(clientsAccount(this.space));
-    const othersValid = ((await this.identities.get(who))?.users ?? []).filter((u) => !(u.pub in revoked) && !(u.expiresAt !== undefined && u.expiresAt <= Date.now())).length;
+    const othersValid = (existing?.users ?? []).filter((u) => !(u.pub in revoked) && !(u.expiresAt !== undefined && u.expiresAt <= Date.now())).length;
     const user = await signUser(spec, req.userPub, auth.store.signingKey(this.space), auth.store.accountKey(clientsAccount(this.space)).getPublicKey(), req.expiresInMs);
     await this.identities.add(
       who,
-      { profile: req.profile, allowSubscribe: req.allowSubscribe, allowPublish: req.allowPublish, ...(req.role ? { role: req.role } : {}) },
+      { profile: req.profile, allowSubscribe: req.allowSubscribe, allowPublish: req.allowPublish, ...(req.role ? { role: req.role } : {}), mintedBy: principalId(caller) },
       { pub: user.userPub, issuedAt: user.issuedAt, ...(user.expiresAt ? { expiresAt: user.expiresAt } : {}) },
     );
     const provisioned = req.provision ? await this.register(who, req.role) : undefined;
@@ -331,7 +332,11 @@ export class MeshService {
   async revoke(caller: Principal, name: string): Promise<RevokeReply> {
     const who = parsePrincipal(name);
     const rec = await this.identities.get(who);
-    const auth = await this.requireMinter(caller, rec?.profile === "agent" ? undefined : `revoke credentials of ${rec ? `a ${rec.profile}` : "a name never minted"}`, "revoke credentials");
+    const auth = await this.requireMinter(
+      caller,
+      rec?.profile !== "agent" ? `revoke credentials of ${rec ? `a ${rec.profile}` : "a name never minted"}` : mintedByOther(rec, caller) ? `revoke ${principalId(who)}, a name it did not mint` : undefined,
+      "revoke credentials",
+    );
     const pubs = rec?.users.map((u) => u.pub) ?? [];
     await revokeUsers(auth.store, auth.server, this.space, pubs);
     this.log.info({ who: principalId(who), revoked: pubs.length }, "revoked credentials");
@@ -340,7 +345,8 @@ export class MeshService {
 
   /**
    * The operator's credential may mint and revoke anything; a manager's credential (profile
-   * `manager`) only agent credentials, for the seats it starts on its host. `operatorOnly` names
+   * `manager`) only agent credentials of names it minted itself, for the seats it starts (so it can
+   * neither take over nor cut off anyone else's name). `operatorOnly` names
    * what the request does beyond that (undefined: an agent credential).
    */
   private async requireMinter(caller: Principal, operatorOnly: string | undefined, what: string): Promise<NonNullable<MeshServiceOptions["auth"]>> {
@@ -395,4 +401,9 @@ export class MeshService {
   private async record(key: string, rec: MembershipRecord): Promise<void> {
     await this.members.put(key, JSON.stringify(rec));
   }
+}
+
+/** A name someone other than `caller` minted first (a name minted before `mintedBy` was kept counts as the operator's). */
+function mintedByOther(rec: { mintedBy?: string | undefined } | undefined, caller: Principal): boolean {
+  return rec !== undefined && rec.mintedBy !== principalId(caller);
 }

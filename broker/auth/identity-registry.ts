@@ -9,6 +9,8 @@ export const IdentityRecord = z.object({
   allowSubscribe: z.array(ChannelName),
   allowPublish: z.array(ChannelName),
   role: RoleName.optional(),
+  /** Who minted the name first (a manager may mint and revoke only names it minted itself). */
+  mintedBy: z.string().optional(),
   /** Every credential issued to this principal (revocation names them all). */
   users: z.array(
     z.object({
@@ -63,11 +65,12 @@ export class IdentityRegistry {
     return (await this.read(who)).rec;
   }
 
-  /** Record a new credential; scope fields take the newest mint's values. */
+  /** Record a new credential; scope fields take the newest mint's values, `mintedBy` stays the first minter's. */
   async add(who: Principal, rec: Omit<IdentityRecord, "users">, user: IdentityRecord["users"][number]): Promise<IdentityRecord> {
     for (let attempt = 1; ; attempt++) {
       const { rec: prev, revision } = await this.read(who);
-      const next = IdentityRecord.parse({ ...rec, users: [...(prev?.users ?? []), user] });
+      const mintedBy = prev ? prev.mintedBy : rec.mintedBy;
+      const next = IdentityRecord.parse({ ...rec, ...(mintedBy ? { mintedBy } : {}), users: [...(prev?.users ?? []), user] });
       try {
         if (revision === 0) await this.kv.create(this.key(who), JSON.stringify(next));
         else await this.kv.update(this.key(who), JSON.stringify(next), revision);

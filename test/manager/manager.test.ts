@@ -193,6 +193,14 @@ describe("manager", () => {
     expect(admin).toMatchObject({ code: "not-allowed" });
     const operatorRevoke = await requestRevoke(remoteNc, mesh.space, "cotal_cli", me).catch((e: unknown) => e);
     expect(operatorRevoke).toMatchObject({ code: "not-allowed" });
+    // Nor another's agent name: minting it would let the manager act as that agent, revoking it would cut it off.
+    await mesh.mint({ name: "someone", profile: "agent", allowSubscribe: ["general"], allowPublish: ["general"] });
+    const takeOver = await requestCredential(remoteNc, mesh.space, { name: "someone", profile: "agent", allowPublish: ["general"] }, me).catch((e: unknown) => e);
+    expect(takeOver).toMatchObject({ code: "not-allowed" });
+    const cutOff = await requestRevoke(remoteNc, mesh.space, "someone", me).catch((e: unknown) => e);
+    expect(cutOff).toMatchObject({ code: "not-allowed" });
+    // Its own seat's name again is fine (a new incarnation after a retire).
+    expect((await requestCredential(remoteNc, mesh.space, { name: "faraway", profile: "agent" }, me)).reply.principal).toBe("local.faraway");
   });
 
   test("an agent's credential can neither call a manager nor write the seat log (the broker refuses)", async () => {
