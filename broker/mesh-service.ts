@@ -34,7 +34,7 @@ import { HISTORY_PAGE_BOUNDS, readHistoryPage } from "./history.js";
 import { isConsumerNotFound } from "./js-errors.js";
 import { logger, type Logger } from "./log.js";
 import { ensureSpace, type SpaceOptions } from "./provision.js";
-import { clientsAccount, IdentityRegistry, revokeUsers, SERVICE_PRINCIPALS, signUser, type AuthStore, type IdentitySpec } from "./auth/index.js";
+import { clientsAccount, IdentityRegistry, MintRefusedError, revokeUsers, SERVICE_PRINCIPALS, signUser, type AuthStore, type IdentitySpec } from "./auth/index.js";
 import { Roster, watchPresence, type RosterSnapshotItem } from "./roster.js";
 
 /** The control endpoint name of the mesh service. */
@@ -303,6 +303,8 @@ export class MeshService {
    */
   async mint(caller: Principal, req: TableParsedArgs<typeof MESH_COMMANDS, "mint">): Promise<MintReply> {
     const who = parsePrincipal(req.name);
+    // Cotal's own services (the operator's tool among them) are known by these names: never minted at run time.
+    if (who.actor.startsWith("cotal_")) throw new MintRefusedError(`Names starting with cotal_ are reserved for Cotal's own services; ${principalId(who)} was not minted.`, "Choose another name.");
     const existing = await this.identities.get(who);
     const auth = await this.requireMinter(caller, req.profile !== "agent" ? `mint ${req.profile} credentials` : mintedByOther(existing, caller) ? `mint ${principalId(who)}, a name it did not mint` : undefined, "mint credentials");
     const spec: IdentitySpec = {
@@ -315,7 +317,13 @@ export class MeshService {
     };
     // What happens to the name's earlier credentials is said, not left to be found out: they stay valid.
     const revoked = auth.store.revocations(clientsAccount(this.space));
-    const othersValid = (existing?.users ?? []).filter((u) => !(u.pub in revoked) && !(u.expiresAt !== undefined && u.expiresAt <= Date.now())).length;
+    // A name minted again under another profile is a new identity: its earlier credentials carry the
+    // old permissions but would be judged by the new record (an agent's by a manager's), so they end.
+    if (existing && existing.profile !== req.profile) {
+      await revokeUsers(auth.store, auth.server, this.space, existing.users.map((u) => u.pub));
+      this.log.info({ who: principalId(who), from: existing.profile, to: req.profile, revoked: existing.users.length }, "profile changed: revoked the earlier credentials");
+    }
+    const othersValid = (existing && existing.profile === req.profile ? existing.users : []).filter((u) => !(u.pub in revoked) && !(u.expiresAt !== undefined && u.expiresAt <= Date.now())).length;
     const user = await signUser(spec, req.userPub, auth.store.signingKey(this.space), auth.store.accountKey(clientsAccount(this.space)).getPublicKey(), req.expiresInMs);
     await this.identities.add(
       who,

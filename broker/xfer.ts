@@ -9,6 +9,7 @@ import { jetstream, jetstreamManager, StorageType, type JetStreamClient, type Je
 import { Kvm } from "@nats-io/kv";
 import { Objm } from "@nats-io/obj";
 import {
+  LOCAL_OWNER,
   CARRY_CHUNK_BYTES,
   CARRY_MAX_BYTES,
   CARRY_TTL_MS,
@@ -137,7 +138,7 @@ export class XferService {
    */
   private async authorize(caller: Principal, instance: string, managerMay: boolean): Promise<void> {
     if (!this.o.operatorOnly || principalId(caller) === principalId(SERVICE_PRINCIPALS.cli)) return;
-    if (managerMay && instance === caller.actor && (await this.identities?.get(caller))?.profile === "manager") return;
+    if (managerMay && caller.owner === LOCAL_OWNER && instance === caller.actor && (await this.identities?.get(caller))?.profile === "manager") return;
     throw new CotalError("not-allowed", `Only the mesh host's operator credential may carry transcripts${managerMay ? `, and only manager ${instance}'s own credential may read what was carried to it` : ""}.`, {
       remedy: "Run `cotal spawn --resume` on the mesh host, or pass the operator's credential with --creds; a manager on another host runs with --instance set to its credential's name.",
     });

@@ -3,7 +3,7 @@
 // retires it and its credential is refused by the broker, the name is free again; a restarted
 // manager re-adopts a running seat from the log; a seat that exits at once is `failed` with its
 // output, one that never joins is `uncertain`, one that keeps dying is retired as a crash loop.
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
@@ -199,6 +199,15 @@ describe("manager", () => {
     expect(takeOver).toMatchObject({ code: "not-allowed" });
     const cutOff = await requestRevoke(remoteNc, mesh.space, "someone", me).catch((e: unknown) => e);
     expect(cutOff).toMatchObject({ code: "not-allowed" });
+    // Nor one of Cotal's own service names (an agent called cotal_cli would be taken for the operator).
+    const operatorName = await requestCredential(remoteNc, mesh.space, { name: "cotal_cli", profile: "agent" }, me).catch((e: unknown) => e);
+    expect(operatorName).toMatchObject({ code: expect.stringMatching(/not-allowed|mint-refused/) });
+    // A name it squats before the operator makes it a manager gains nothing: the profile change revokes the squatter's credential.
+    const squatCreds = join(dirs.at(-1)!, "squat.creds");
+    const squat = await requestCredential(remoteNc, mesh.space, { name: "hostc", profile: "agent" }, me);
+    writeFileSync(squatCreds, squat.creds, { mode: 0o600 });
+    await mesh.mint({ name: "hostc", profile: "manager" });
+    await expect(connect({ servers: mesh.server.url, authenticator: credsAuthenticator(squat.creds), maxReconnectAttempts: 0 })).rejects.toThrow(/Authorization/i);
     // Its own seat's name again is fine (a new incarnation after a retire).
     expect((await requestCredential(remoteNc, mesh.space, { name: "faraway", profile: "agent" }, me)).reply.principal).toBe("local.faraway");
   });
