@@ -88,7 +88,8 @@ export class ConsoleFeed {
   private readonly subs = new Map<string, Subscription>();
   private readonly seen = new Set<string>();
   readonly refused = new Set<string>();
-  private buffering = true;
+  /** add() calls in progress: live items are held while any runs. */
+  private adding = 0;
   private buffer: FeedItem[] = [];
 
   constructor(
@@ -100,26 +101,32 @@ export class ConsoleFeed {
   /** Add channels: subscribe live first (held back), then print their history since `sinceMs`, then what arrived meanwhile. */
   async add(channels: string[], sinceMs: number): Promise<void> {
     const fresh = channels.filter((c) => !this.subs.has(c) && !this.refused.has(c));
-    this.buffering = true;
+    // Live items wait until every add in progress (a roster change starts another) printed its history.
+    this.adding += 1;
     const items: FeedItem[] = [];
-    for (const channel of fresh) {
-      let history;
-      try {
-        history = await collectHistory(channel, { sinceMs }, (args) => callControl(this.s.nc, this.s.target.space, "history", credsCaller(this.s.target.creds), args));
-      } catch (err) {
-        // A scoped credential sees only its own planes: the others are left out, not shown as errors.
-        this.refused.add(channel);
-        this.log.debug({ channel, err: (err as Error).message }, "channel not readable with this credential; left out");
-        continue;
+    try {
+      for (const channel of fresh) {
+        // Live first, so nothing posted while the history is read falls between the two (ids dedupe the overlap).
+        this.subscribe(channel);
+        let history;
+        try {
+          history = await collectHistory(channel, { sinceMs }, (args) => callControl(this.s.nc, this.s.target.space, "history", credsCaller(this.s.target.creds), args));
+        } catch (err) {
+          // A scoped credential sees only its own planes: the others are left out, not shown as errors.
+          this.subs.get(channel)?.unsubscribe();
+          this.subs.delete(channel);
+          this.refused.add(channel);
+          this.log.debug({ channel, err: (err as Error).message }, "channel not readable with this credential; left out");
+          continue;
+        }
+        for (const h of history) items.push({ historical: true, at: h.storedAt, channel, from: h.from, message: h.message, ...frameField(h.message) });
       }
-      this.subscribe(channel);
-      for (const h of history) items.push({ historical: true, at: h.storedAt, channel, from: h.from, message: h.message, ...frameField(h.message) });
+    } finally {
+      items.sort((a, b) => a.at - b.at);
+      for (const it of items) this.show(it);
+      this.adding -= 1;
+      if (this.adding === 0) for (const it of this.buffer.splice(0)) this.show(it);
     }
-    items.sort((a, b) => a.at - b.at);
-    for (const it of items) this.show(it);
-    this.buffering = false;
-    const held = this.buffer.splice(0);
-    for (const it of held) this.show(it);
   }
 
   private subscribe(channel: string): void {
@@ -132,7 +139,7 @@ export class ConsoleFeed {
         const v = verifyEnvelope(msg.subject, msg.data, this.log);
         if (!v || v.kind !== "channel" || !v.channel) return;
         const item: FeedItem = { historical: false, at: v.message.ts, channel: v.channel, from: v.from, message: v.message, ...frameField(v.message) };
-        if (this.buffering) this.buffer.push(item);
+        if (this.adding > 0) this.buffer.push(item);
         else this.show(item);
       },
     });

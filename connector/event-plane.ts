@@ -237,6 +237,8 @@ export class EventPlane {
       }
       return;
     }
+    // Polled every 250 ms on the connector's loop: nothing new written, nothing read.
+    if (statSync(cur.transcript).size <= cur.offset) return;
     const fd = openSync(cur.transcript, "r");
     try {
       let offset = cur.offset;
@@ -268,6 +270,12 @@ export class EventPlane {
         carryAt += start;
         // The cursor moves only past complete lines.
         this.record(events, { transcript: cur.transcript, offset: carryAt });
+      }
+      // One line longer than a whole step would hold the cursor forever: skip past what was read
+      // (the rest of that line then reads as a torn line and is skipped too), and say so.
+      if (carryAt === cur.offset && offset - cur.offset >= MAX_READ_PER_STEP) {
+        this.o.log.warn({ offset: cur.offset, transcript: cur.transcript, limit: MAX_READ_PER_STEP }, "skipped a transcript line longer than the plane reads in one step");
+        this.record([], { transcript: cur.transcript, offset });
       }
     } finally {
       closeSync(fd);

@@ -134,6 +134,16 @@ describe("the event plane", () => {
     await p.close();
   });
 
+  it("skips a transcript line longer than one read step (a huge tool result) instead of stalling; later records still publish", async () => {
+    const s = await seat();
+    const lines = turn(8);
+    const huge = `{"type":"user","uuid":"big","message":{"role":"user","content":"${"x".repeat(5 * 1024 * 1024)}"}}\n`;
+    const p = recording(s, "sess-big", lines[0]! + huge + lines.slice(1).join(""));
+    await until(async () => (await frames(s.name)).flatMap((f) => f.events).some((e) => e.type === "RUN_FINISHED"), 20_000, "the run after the huge line finished");
+    expect(eventsOf(await frames(s.name)).filter((e) => e.type === "TOOL_CALL_START")).toHaveLength(1);
+    await p.close();
+  });
+
   it("a WAL that disagrees with the broker stops publishing with a message naming both values", async () => {
     const s = await seat();
     const p = recording(s, "sess-d", turn(1).join(""));
