@@ -1,6 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
-import { open, rename, rm, type FileHandle } from "node:fs/promises";
+import { link, open, rename, rm, type FileHandle } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
@@ -56,17 +55,25 @@ export function registerFetch(program: Command): void {
       fh = undefined;
       const dest = f.output ? resolve(f.output) : join(dir, basename(info.name));
       // The sender named the file; it must not replace one of ours unless asked with -o.
-      if (!f.output && (existsSync(dest) || info.name !== basename(info.name) || info.name.startsWith("."))) {
-        throw new UsageError(`Not writing ${JSON.stringify(info.name)}: ${existsSync(dest) ? "a file of that name exists here" : "the sender's name is not a plain file name"}.`, {
-          remedy: "Choose where to write it with -o FILE (or -o - for standard output).",
-        });
+      const remedy = "Choose where to write it with -o FILE (or -o - for standard output).";
+      if (!f.output && (info.name !== basename(info.name) || info.name.startsWith("."))) {
+        throw new UsageError(`Not writing ${JSON.stringify(info.name)}: the sender's name is not a plain file name.`, { remedy });
       }
-      await rename(temp, dest);
+      if (f.output) await rename(temp, dest);
+      else {
+        // link() never replaces: a file of that name appearing meanwhile is refused, not overwritten.
+        try {
+          await link(temp, dest);
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code === "EEXIST") throw new UsageError(`Not writing ${JSON.stringify(info.name)}: a file of that name exists here.`, { remedy });
+          throw err;
+        }
+      }
       if (f.json) printJson({ ...info, path: dest });
       else printLines(`fetched ${info.name}: ${info.digest} (${info.size} bytes, sha256 checked) → ${dest}`);
     } finally {
       await fh?.close().catch(() => undefined);
-      await rm(temp, { force: true }); // gone already after a successful rename
+      await rm(temp, { force: true }); // gone already after a rename; the temp name of a link
     }
   });
 }
