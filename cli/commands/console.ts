@@ -10,7 +10,7 @@ import { credentialScope } from "../credential.js";
 import { cliLog } from "../logging.js";
 import { clock, note, oneLine, printLines } from "../output.js";
 import { MeshSession } from "../session.js";
-import { actingName, channelName, duration, parseInput } from "../validate.js";
+import { repeatable, actingName, channelName, duration, parseInput } from "../validate.js";
 
 const ConsoleFlags = z.object({
   plain: z.boolean().optional(),
@@ -19,7 +19,6 @@ const ConsoleFlags = z.object({
   channel: z.array(channelName).default([]),
 });
 
-const repeat = (v: string, prev: string[] = []) => [...prev, v];
 
 /** `cotal console`: the roster, every agent's activity (its event plane) and chosen channels, history first, then live. */
 export function registerConsole(program: Command): void {
@@ -35,8 +34,8 @@ export function registerConsole(program: Command): void {
     )
     .option("--plain", "one line per item instead of the terminal UI")
     .option("--since <duration>", "how far back history reaches, e.g. 30m, 1h, 7d", "1h")
-    .option("--agent <name>", "only this agent's activity (repeatable; default every agent on the roster)", repeat)
-    .option("--channel <name>", "also show this channel's posts (repeatable)", repeat);
+    .option("--agent <name>", "only this agent's activity (repeatable; default every agent on the roster)", repeatable)
+    .option("--channel <name>", "also show this channel's posts (repeatable)", repeatable);
   meshOptions(cmd).action(async (raw: Record<string, unknown>) => {
     const f = parseInput(ConsoleFlags, raw, { since: "--since", agent: "--agent", channel: "--channel" });
     const target = await observerByDefault(resolveTarget(raw), raw.creds === undefined);

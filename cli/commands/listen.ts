@@ -10,7 +10,7 @@ import { actingIdentity } from "../acting-identity.js";
 import { deliveryJson, formatDelivery, rosterJson } from "../format.js";
 import { cliLog } from "../logging.js";
 import { clock, note, oneLine, printJsonLine, printLines } from "../output.js";
-import { actingName, channelName, parseInput, token } from "../validate.js";
+import { repeatable, actingName, channelName, parseInput, token } from "../validate.js";
 
 const ListenFlags = z.object({
   as: actingName("--as name").optional(),
@@ -37,7 +37,7 @@ export function registerListen(program: Command): void {
     )
     .option("--as <name>", "who listens (default: the credential's own name)")
     .option("--impersonate", "with the operator's credential: listen as --as on purpose (its presence says so)")
-    .option("--channel <name>", "join a channel (repeatable)", (v: string, prev: string[] = []) => [...prev, v])
+    .option("--channel <name>", "join a channel (repeatable)", repeatable)
     .option("--role <role>", "hold a role: receive anycasts to it")
     .option("--takeover", "if this name is already listening elsewhere, take over: the other listen leaves");
   jsonOption(meshOptions(cmd)).action(async (raw: Record<string, unknown>) => {

@@ -14,9 +14,8 @@ import { carriedLine, carrySession } from "../carry.js";
 import { PTY_DETACH_KEY } from "../../manager/index.js";
 import { ago, note, oneLine, printJson, printLines, safeLines, table } from "../output.js";
 import { withSession, type MeshSession } from "../session.js";
-import { parseInput } from "../validate.js";
+import { repeatable, parseInput } from "../validate.js";
 
-const collect = (v: string, prev: string[] = []) => [...prev, v];
 
 const SpawnFlags = z.object({
   persona: PrincipalToken.optional(),
@@ -138,7 +137,7 @@ export function registerSeats(program: Command): void {
     .option("--name <name>", "the seat's name (default: the agent's name)")
     .option("--agent <agent>", "what to run: echo (built in, no model) or claude", "claude")
     .option("--role <role>", "a role whose anycasts the seat takes")
-    .option("--channel <channel>", "a channel the seat joins (repeatable)", collect)
+    .option("--channel <channel>", "a channel the seat joins (repeatable)", repeatable)
     .option("--runtime <runtime>", "tmux (default for claude), pty (claude, on a pseudo-terminal the manager holds) or process (echo)")
     .option("--wait-ms <ms>", "how long to wait for the seat to join", "30000")
     .option("--restarts <n>", "restarts allowed within --restart-window-ms before a crash loop retires it (default 3)")

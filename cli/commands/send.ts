@@ -10,7 +10,7 @@ import { MeshServiceDownError, requireProfile, SENDERS, UsageError } from "../er
 import { actingIdentity } from "../acting-identity.js";
 import { messageText } from "../message-text.js";
 import { printJson, printLines } from "../output.js";
-import { actingName, actorName, channelName, parseInput, token } from "../validate.js";
+import { repeatable, actingName, actorName, channelName, parseInput, token } from "../validate.js";
 
 const Common = z.object({
   as: actingName("--as name").optional(),
@@ -25,7 +25,6 @@ const hasContent: [(f: { text: string; attach: string[] }) => boolean, { message
   (f) => f.text !== "" || f.attach.length > 0,
   { message: "the message text must not be empty (or give --attach FILE)", path: ["text"] },
 ];
-const collect = (v: string, prev: string[] = []) => [...prev, v];
 const ATTACH_HELP = "store FILE in the mesh and send an artifact part naming it (repeatable; `cotal fetch <digest>` reads it)";
 
 /** The content of a send: the text (if any) and one artifact part per --attach file, stored first. */
@@ -69,7 +68,7 @@ export function registerSend(program: Command): void {
     .option("--impersonate", "with the operator's credential: send as --as on purpose (marked as sent by the operator)")
     .option("--file <path>", "send the contents of a text file as the message")
     .option("--mention <names>", "comma-separated names to wake (each must be in the roster)")
-    .option("--attach <file>", ATTACH_HELP, collect);
+    .option("--attach <file>", ATTACH_HELP, repeatable);
   jsonOption(meshOptions(msg)).action(async (channel: string, words: string[], raw: Record<string, unknown>) => {
     const f = parseInput(
       Attachable.extend({ channel: channelName, mention: z.string().optional() }).refine(...hasContent),
@@ -91,7 +90,7 @@ export function registerSend(program: Command): void {
     .option("--as <name>", "who sends (default: the credential's own name)")
     .option("--impersonate", "with the operator's credential: send as --as on purpose (marked as sent by the operator)")
     .option("--file <path>", "send the contents of a text file as the message")
-    .option("--attach <file>", ATTACH_HELP, collect);
+    .option("--attach <file>", ATTACH_HELP, repeatable);
   jsonOption(meshOptions(dm)).action(async (name: string, words: string[], raw: Record<string, unknown>) => {
     const f = parseInput(Attachable.extend({ name: actorName("recipient name") }).refine(...hasContent), { ...raw, name, text: await messageText(words, raw.file as string | undefined) }, ARG_LABELS);
     await sendAs(raw, f, f.json, async (ep, stored) => ep.dm(f.name, await withAttachments(ep, f.text, f.attach, stored, { to: principalId(parsePrincipal(f.name)) })));
@@ -105,7 +104,7 @@ export function registerSend(program: Command): void {
     .option("--as <name>", "who sends (default: the credential's own name)")
     .option("--impersonate", "with the operator's credential: send as --as on purpose (marked as sent by the operator)")
     .option("--file <path>", "send the contents of a text file as the message")
-    .option("--attach <file>", ATTACH_HELP, collect);
+    .option("--attach <file>", ATTACH_HELP, repeatable);
   jsonOption(meshOptions(ask)).action(async (role: string, words: string[], raw: Record<string, unknown>) => {
     const f = parseInput(Attachable.extend({ role: token("name", "role") }).refine(...hasContent), { ...raw, role, text: await messageText(words, raw.file as string | undefined) }, ARG_LABELS);
     await sendAs(raw, f, f.json, async (ep, stored) => ep.anycast(f.role, await withAttachments(ep, f.text, f.attach, stored, { role: f.role })));
