@@ -1,0 +1,61 @@
+// The image's entrypoint (runs as the non-root user `cotal`): `cotal <args>` as a child process,
+// preceded by a local nats-server when this host is a leaf node of a hub.
+//
+//   docker run cotal:local manager                  # cotal manager (COTAL_SERVER, COTAL_CREDS, COTAL_SPACE)
+//   docker run -e COTAL_LEAF_CONF=/etc/cotal/leaf.conf … cotal:local manager
+//                                                   # nats-server -c leaf.conf first, then the manager
+//
+// A child, not an import: the manager starts its seats as `node <argv[1]> agent …`, so argv[1]
+// must be the cotal bundle. Scratch images have no shell and no init, so this process also
+// forwards SIGTERM/SIGINT to its children and reaps them.
+import { spawn } from "node:child_process";
+
+const COTAL = "/opt/cotal/dist/cotal.mjs";
+const NATS = "/usr/sbin/nats-server";
+const children = new Set();
+
+function start(cmd, args) {
+  const child = spawn(cmd, args, { stdio: ["ignore", "inherit", "pipe"] });
+  children.add(child);
+  child.once("exit", () => children.delete(child));
+  return child;
+}
+
+function stopAll(signal) {
+  for (const c of children) c.kill(signal);
+}
+
+for (const sig of ["SIGTERM", "SIGINT"]) process.on(sig, () => stopAll(sig));
+
+async function startLeaf(conf) {
+  const server = start(NATS, ["-c", conf]);
+  // "Server is ready" is nats-server's own line once every listener is up.
+  await new Promise((resolve, reject) => {
+    let seen = "";
+    server.stderr.on("data", (b) => {
+      process.stderr.write(b);
+      if (seen !== null) {
+        seen += b.toString();
+        if (seen.includes("Server is ready")) {
+          seen = null;
+          resolve();
+        }
+      }
+    });
+    server.once("exit", (code, sig) => reject(new Error(`nats-server exited (${sig ?? code}) before it was ready`)));
+  });
+  server.once("exit", (code, sig) => {
+    process.stderr.write(`entrypoint: the leaf nats-server exited (${sig ?? code}); stopping\n`);
+    stopAll("SIGTERM");
+    process.exitCode = 1;
+  });
+}
+
+const leaf = process.env.COTAL_LEAF_CONF;
+if (leaf) await startLeaf(leaf);
+const cotal = start(process.execPath, [COTAL, ...process.argv.slice(2)]);
+cotal.stderr.pipe(process.stderr);
+cotal.once("exit", (code, sig) => {
+  process.exitCode = process.exitCode || (code ?? (sig ? 128 : 1));
+  stopAll("SIGTERM");
+});

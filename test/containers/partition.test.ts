@@ -1,0 +1,147 @@
+// A network partition on a real 3-node JetStream cluster (deploy/container/nats/n1..n3.conf, one
+// container each, on the test's own docker network): while DMs are being sent and acknowledged,
+// the DM stream's leader is disconnected from the network and later connected again. Every DM
+// the broker acknowledged reaches its recipient (at least once); nothing acknowledged is lost.
+// The mesh service and both endpoints run here, connected through the two other nodes' ports
+// published on 127.0.0.1 (the cut node's port goes with its network).
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Endpoint, MeshService } from "../../broker/index.js";
+import { names } from "../../schemas/index.js";
+import { projectRoot } from "../harness/build.js";
+import { disconnect, dockerUnavailable, logsOf, natsUrl, Network, reconnect, startNatsContainer, warnSkipped, type StartedNetwork, type StartedTestContainer } from "../harness/containers.js";
+import { collect } from "../harness/deliveries.js";
+import { until } from "../harness/until.js";
+
+const skip = await dockerUnavailable();
+if (skip) warnSkipped("test/containers/partition.test.ts", skip);
+
+const SPACE = "part";
+const NODES = ["n1", "n2", "n3"] as const;
+const TOTAL = 600;
+/** Cut the leader after this many acked DMs, and join it again after this many more. */
+const CUT_AT = 150;
+const HEAL_AFTER = 150;
+
+let network: StartedNetwork | undefined;
+const nodes = new Map<string, StartedTestContainer>();
+let service: MeshService | undefined;
+let serviceNc: NatsConnection | undefined;
+const endpoints: Endpoint[] = [];
+
+function urlsExcept(victim: string): string {
+  return NODES.filter((n) => n !== victim)
+    .map((n) => natsUrl(nodes.get(n)!))
+    .join(",");
+}
+
+async function streamLeader(nc: NatsConnection): Promise<string | undefined> {
+  const info = await (await jetstreamManager(nc)).streams.info(names.dmStream(SPACE));
+  return info.cluster?.leader;
+}
+
+describe.skipIf(skip !== undefined)("a partitioned cluster node (containers)", () => {
+  beforeAll(async () => {
+    network = await new Network().start();
+    const started = await Promise.all(
+      NODES.map((n) => startNatsContainer({ network: network!, alias: n, config: readFileSync(join(projectRoot, "deploy/container/nats", `${n}.conf`), "utf8") })),
+    );
+    NODES.forEach((n, i) => nodes.set(n, started[i]!));
+    // JetStream answers once the meta group has a leader; provisioning R3 needs all three.
+    const probe = await connect({ servers: NODES.map((n) => natsUrl(nodes.get(n)!)) });
+    try {
+      await until(async () => ((await (await jetstreamManager(probe)).getAccountInfo()) ? true : false), 60_000, "the cluster's JetStream to answer");
+    } finally {
+      await probe.close();
+    }
+  }, 180_000);
+
+  afterAll(async () => {
+    await Promise.all(endpoints.map((e) => e.close().catch(() => undefined)));
+    await service?.stop().catch(() => undefined);
+    await serviceNc?.close().catch(() => undefined);
+    await Promise.all([...nodes.values()].map((c) => c.stop().catch(() => undefined)));
+    await network?.stop().catch(() => undefined);
+  });
+
+  it("loses no acknowledged DM when the DM stream's leader is cut off and comes back", async () => {
+    const all = NODES.map((n) => natsUrl(nodes.get(n)!)).join(",");
+    serviceNc = await connect({ servers: all.split(","), maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+    service = await MeshService.start(serviceNc, SPACE, { replicas: 3, ackWaitMs: 5_000 });
+    const victim = await streamLeader(serviceNc);
+    expect(victim, "the DM stream has a leader").toBeDefined();
+    const info = await (await jetstreamManager(serviceNc)).streams.info(names.dmStream(SPACE));
+    expect(info.config.num_replicas).toBe(3);
+    const container = nodes.get(victim!)!;
+
+    // Both endpoints use only the nodes that stay on the network.
+    const rest = urlsExcept(victim!);
+    const bob = await Endpoint.connect({ server: rest, space: SPACE, name: "bob" });
+    const alice = await Endpoint.connect({ server: rest, space: SPACE, name: "alice", publishTimeoutMs: 60_000 });
+    endpoints.push(bob, alice);
+    await bob.join();
+    await alice.join();
+    const got = collect(bob);
+
+    const acked: string[] = [];
+    const failed: string[] = [];
+    let cut = false;
+    let healed = false;
+    let partition: Promise<void> = Promise.resolve();
+    // Four senders in parallel; the partition is driven by how many DMs were acked, not by time.
+    let next = 0;
+    const sender = async () => {
+      while (next < TOTAL) {
+        const text = `dm-${next++}`;
+        try {
+          await alice.dm("bob", text);
+          acked.push(text);
+        } catch {
+          failed.push(text); // never acknowledged: the test claims nothing for it
+        }
+        if (!cut && acked.length >= CUT_AT) {
+          cut = true;
+          partition = disconnect(network!, container);
+          await partition;
+        } else if (cut && !healed && acked.length >= CUT_AT + HEAL_AFTER) {
+          healed = true;
+          await partition;
+          partition = reconnect(network!, container, victim!);
+          await partition;
+        }
+      }
+    };
+    await Promise.all([sender(), sender(), sender(), sender()]);
+    await partition;
+    expect(cut && healed, "the partition happened while DMs were being sent").toBe(true);
+
+    // A new leader took over while the old one was cut off.
+    const during = await streamLeader(serviceNc);
+    expect(during).toBeDefined();
+
+    const want = new Set(acked);
+    await until(
+      () => {
+        const seen = new Set(got.texts());
+        return [...want].every((t) => seen.has(t));
+      },
+      90_000,
+      `every acknowledged DM to reach bob (${want.size} acked, ${failed.length} refused); missing: ${[...want].filter((t) => !got.texts().includes(t)).slice(0, 10).join(", ")}\n${await logsOf(container)}`,
+    );
+    expect(acked.length).toBeGreaterThan(CUT_AT + HEAL_AFTER);
+
+    // The node that was cut off catches up: every replica current again.
+    await until(
+      async () => {
+        const i = await (await jetstreamManager(serviceNc!)).streams.info(names.dmStream(SPACE));
+        return (i.cluster?.replicas ?? []).length === 2 && (i.cluster?.replicas ?? []).every((r) => r.current);
+      },
+      60_000,
+      "the reconnected node to be a current replica again",
+    );
+    got.stop();
+  }, 240_000);
+});
