@@ -20,7 +20,7 @@ import { sha256File } from "../claude/index.js";
 import { carryFile } from "../cli/carry.js";
 import { ManagerService } from "../manager/index.js";
 import { localPrincipal } from "../schemas/index.js";
-import { NatsServer } from "../test/harness/nats-server.js";
+import { NatsServer } from "../testbed/nats-server.js";
 import { renderTable, type Row } from "./report.js";
 
 process.env.COTAL_LOG_LEVEL ??= "warn";

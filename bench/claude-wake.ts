@@ -12,11 +12,11 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { connect } from "@nats-io/transport-node";
 import { controlCaller, Endpoint, logger, MeshService } from "../broker/index.js";
-import { ManagerService, TmuxServer } from "../manager/index.js";
+import { ManagerService, TmuxServer } from "../manager/internal.js";
 import { localPrincipal, MANAGER_COMMANDS } from "../schemas/index.js";
-import { claudeEnv } from "../test/harness/claude-runner.js";
-import { allText, isMainLoopRequest, ModelDouble } from "../test/harness/model-double.js";
-import { NatsServer } from "../test/harness/nats-server.js";
+import { claudeEnv } from "../testbed/claude-env.js";
+import { allText, isMainLoopRequest, ModelDouble } from "../testbed/model-double.js";
+import { NatsServer } from "../testbed/nats-server.js";
 import { renderTable, type Row } from "./report.js";
 import { summarize } from "./stats.js";
 

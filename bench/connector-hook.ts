@@ -16,9 +16,9 @@ import { fileURLToPath } from "node:url";
 import { connect } from "@nats-io/transport-node";
 import { Endpoint, MeshService } from "../broker/index.js";
 import { runHook } from "../connector/index.js";
-import { NatsServer } from "../test/harness/nats-server.js";
+import { NatsServer } from "../testbed/nats-server.js";
 import { summarize, type Summary } from "./stats.js";
-import { freePort } from "../test/harness/ports.js";
+import { freePort } from "../testbed/ports.js";
 
 process.env.COTAL_LOG_LEVEL ??= "warn";
 const QUICK = process.env.BENCH_QUICK === "1";

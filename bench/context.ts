@@ -11,7 +11,7 @@ import {
   type JetStreamManager,
   type JsMsg,
 } from "@nats-io/jetstream";
-import { ACK_WAIT_MS, Endpoint, MAX_ACK_PENDING, spaceStreams, type RegisterReply } from "../broker/index.js";
+import { ACK_WAIT_MS, Endpoint, MAX_ACK_PENDING, spaceStreams, type RegisterReply } from "../broker/internal.js";
 
 /** Messages a consumer pulls per request; Cotal's endpoint uses the same figure. */
 export const CONSUME_BATCH = 256;

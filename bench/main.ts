@@ -7,7 +7,7 @@ import { writeFile } from "node:fs/promises";
 import { cpus, loadavg } from "node:os";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { MeshService } from "../broker/index.js";
-import { findNatsServer, NatsServer } from "../test/harness/nats-server.js";
+import { findNatsServer, NatsServer } from "../testbed/nats-server.js";
 import { Scope, now } from "./context.js";
 import { dmLatency } from "./dm-latency.js";
 import { dmThroughput } from "./dm-throughput.js";

@@ -17,7 +17,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { controlCaller, Endpoint, logger, MeshService } from "../broker/index.js";
 import { ManagerService } from "../manager/index.js";
 import { localPrincipal, MANAGER_COMMANDS, messageText, names } from "../schemas/index.js";
-import { NatsServer } from "../test/harness/nats-server.js";
+import { NatsServer } from "../testbed/nats-server.js";
 import { fmt, renderTable, type Row } from "./report.js";
 import { summarize } from "./stats.js";
 

@@ -1,20 +1,79 @@
-/** Broker: nats-server process, provisioning, auth and the endpoint client. */
-export * from "./log.js";
-export * from "./errors.js";
-export * from "./js-errors.js";
-export * from "./nats-binary.js";
-export * from "./connect.js";
-export * from "./js-access.js";
-export * from "./provision.js";
-export * from "./control.js";
-export * from "./mesh-service.js";
-export * from "./delivery.js";
-export * from "./roster.js";
-export * from "./channel-registry.js";
-export * from "./history.js";
-export * from "./artifacts.js";
-export * from "./stream-scan.js";
-export * from "./verify.js";
-export * from "./endpoint.js";
-export * from "./auth/index.js";
-export * from "./xfer.js";
+/**
+ * Broker: the public entry of the mesh's server side and its one client. Other components (cli,
+ * connector, manager) import only what is listed here; tests and benches that need more (timing
+ * constants, pure policy, low-level control calls) use ./internal.js. Errors are listed with the
+ * functions that throw them, so callers test `instanceof`.
+ */
+
+// Logging: one root logger per process, a child per component.
+export { logger, setLogDestination, type Logger } from "./log.js";
+
+// Typed errors, and the JetStream API errors mapped once into predicates.
+export {
+  AuthenticationRefusedError,
+  ConnectionClosedError,
+  ConsumerLostError,
+  ControlCallError,
+  JoinFailedError,
+  MeshServiceUnavailableError,
+  MeshUnavailableError,
+  NotJoinedError,
+  PermissionDeniedError,
+  StorageLimitError,
+  StreamConflictError,
+  UnknownMentionError,
+} from "./errors.js";
+export { isConsumerNotFound, isPermissionDenied, isStreamNotFound, isWrongLastSequence, permissionViolation } from "./js-errors.js";
+
+// The nats-server binary, connecting with a credential, and JetStream access.
+export { findNatsServer, NatsServerNotFoundError } from "./nats-binary.js";
+export {
+  connectMesh,
+  credsCaller,
+  credsClaims,
+  credsFileOwner,
+  InvalidCredsError,
+  parseMeshLink,
+  serverUrl,
+  type CredsClaims,
+  type MeshAddress,
+  type MeshLink,
+} from "./connect.js";
+export { JS_OPTIONS, jetStreamConnection } from "./js-access.js";
+
+// Provisioning a space and the mesh service that answers the control rail.
+export { ensureSpace, StorageLimitsInput, type ProvisionReport, type SpaceOptions, type StorageLimits } from "./provision.js";
+export { MeshService, type MeshServiceOptions } from "./mesh-service.js";
+export { callControl, controlCaller, serveControl, type ControlCallOptions, type ControlCaller, type ControlHandler, type ControlHandlers } from "./control.js";
+
+// The endpoint (one seat's client) and what it reads: deliveries, roster, channels, history.
+export { Endpoint, type ConsumerStatus, type Content, type EndpointOptions, type PresencePatch, type PresenceState, type Receipt, type SendOptions } from "./endpoint.js";
+export type { Delivery, DeliverySource } from "./delivery.js";
+export { followPresence, Roster, watchPresence, type RosterEntry, type RosterSnapshotItem } from "./roster.js";
+export { ChannelRegistry, type ResolvedChannel } from "./channel-registry.js";
+export { collectHistory, type HistoryQuery } from "./history.js";
+export { scanStream } from "./stream-scan.js";
+export { verifyEnvelope, type VerifiedMessage } from "./verify.js";
+
+// Artifacts and transcript transfers over the control rail.
+export { ArtifactDigestMismatchError, ArtifactNotFoundError, fetchArtifact, putArtifact, type ArtifactPart, type ControlParty } from "./artifacts.js";
+export { callXfer, readTransfer, UnknownTransferError, uploadTransfer, XferService, type UploadResult, type XferServiceOptions } from "./xfer.js";
+
+// Credentials and accounts: the auth store, minting, revocation, secret files, permission profiles.
+export {
+  AuthStore,
+  checkMintSpec,
+  clientsAccount,
+  InsecureSecretError,
+  MintRefusedError,
+  PROFILES,
+  pushSpaceAccounts,
+  requestCredential,
+  requestRevoke,
+  SERVICE_PRINCIPALS,
+  serviceCreds,
+  writeSecret,
+  type AccountStorageLimits,
+  type MintRequest,
+  type Profile,
+} from "./auth/index.js";

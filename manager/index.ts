@@ -1,17 +1,15 @@
-/** Manager: spawns, supervises and fences seats. */
-export * from "./errors.js";
-export * from "./lifecycle-uid.js";
-export * from "./seat-log.js";
-export * from "./seat-table.js";
-export * from "./launch-material-file.js";
-export * from "./echo-agent.js";
-export * from "./process-start-time.js";
-export * from "./process-runtime.js";
-export * from "./manager-service.js";
-export * from "./claude-seat.js";
-export * from "./tmux-runtime.js";
-export * from "./budget.js";
-export * from "./run.js";
-export * from "./runs.js";
-export * from "./pty-runtime.js";
-export * from "./seat-terminal.js";
+/**
+ * Manager: the public entry of the seat supervisor. The cli starts a ManagerService (with the
+ * echo agent as its stand-in seat), reads launch material, budget caps and a process's start
+ * time (a pid file names one process). Tests and benches that need the runtimes, the seat table
+ * or the budget arithmetic use ./internal.js.
+ */
+export { ManagerService, WAKE_PROMPT, type ManagerOptions } from "./manager-service.js";
+export type { ClaudeSeatOptions, ClaudeSeatRequest } from "./claude-seat.js";
+export { SeatRefusedError, StaleSeatLogError } from "./errors.js";
+export { runEchoAgent } from "./echo-agent.js";
+export { readLaunchMaterial } from "./launch-material-file.js";
+export { budgetCaps, type BudgetCaps } from "./budget.js";
+export { isOperator } from "./runs.js";
+export { PTY_DETACH_KEY } from "./pty-runtime.js";
+export { parseStartTime, processStartTime } from "./process-start-time.js";

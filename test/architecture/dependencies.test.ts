@@ -1,6 +1,9 @@
 // Architectural rules as tests: dependencies point one way (cli → manager, connector → claude,
 // broker → schemas), and a component reaches another only through its one public entry
-// (index.ts): a sub-folder's own index (e.g. connector/claude/) is no door for other components.
+// (index.ts), from its top folder and from every sub-folder alike: a sub-folder's own index
+// (e.g. connector/claude/) is no door for other components. Tests may also use a component's
+// internal entry (internal.ts, the nats.js internal_mod.ts); the benches, which ship as
+// dist/bench*.mjs, use the entries and the shared testbed/ but never test code.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -19,6 +22,8 @@ const ALLOWED: Record<Component, Component[]> = {
   manager: ["claude", "broker", "schemas"],
   cli: ["manager", "connector", "claude", "broker", "schemas"],
 };
+/** Folders that are not components but import them: the benches, the shared testbed, the tests. */
+const CONSUMERS = ["bench", "testbed", "test"] as const;
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((f) => {
@@ -27,28 +32,76 @@ function sources(dir: string): string[] {
   });
 }
 
-const files = COMPONENTS.flatMap((c) => sources(join(root, c)).map((file) => ({ component: c, file })));
-const edges = files.flatMap(({ component, file }) =>
-  [...readFileSync(file, "utf8").matchAll(/(?:from|import)\s*\(?\s*["'](\.{1,2}\/[^"']+)["']/g)].map((m) => {
-    const target = relative(root, resolve(dirname(file), m[1]!));
-    return { component, file: relative(root, file), target, to: target.split("/")[0] as string };
-  }),
-);
-const crossing = edges.filter((e) => e.to !== e.component && (COMPONENTS as readonly string[]).includes(e.to));
+interface Edge {
+  /** The importing folder: a component or a consumer. */
+  from: string;
+  file: string;
+  /** The imported file, relative to the project root. */
+  target: string;
+  /** The imported file's top folder. */
+  to: string;
+}
+
+function edgesOf(folder: string): { files: string[]; edges: Edge[] } {
+  const files = sources(join(root, folder));
+  const edges = files.flatMap((file) =>
+    [...readFileSync(file, "utf8").matchAll(/(?:from|import)\s*\(?\s*["'](\.{1,2}\/[^"']+)["']/g)].map((m) => {
+      const target = relative(root, resolve(dirname(file), m[1]!));
+      return { from: folder, file: relative(root, file), target, to: target.split("/")[0] as string };
+    }),
+  );
+  return { files, edges };
+}
+
+const scanned = Object.fromEntries([...COMPONENTS, ...CONSUMERS].map((f) => [f, edgesOf(f)]));
+const isComponent = (f: string): f is Component => (COMPONENTS as readonly string[]).includes(f);
+const crossing = COMPONENTS.flatMap((c) => scanned[c]!.edges).filter((e) => e.to !== e.from && isComponent(e.to));
+const show = (es: Edge[]) => es.map((e) => `${e.file} imports ${e.target}`);
+
+/** A component's public entry: `<component>/index.js` and nothing deeper. */
+const PUBLIC_ENTRY = /^[a-z]+\/index\.js$/;
+/** What tests may use besides: the internal entry, a sub-folder's own index, and the cli's modules (an application, no library entry). */
+const TEST_ENTRY = /^(?:[a-z]+\/(?:index|internal)\.js|[a-z]+\/[a-z-]+\/index\.js|cli\/.+\.js)$/;
 
 describe("architecture", () => {
-  it("scanned the components' sources", () => {
-    expect(files.length).toBeGreaterThan(50);
+  it("scanned the components' sources, their sub-folders, the benches and the tests", () => {
+    expect(COMPONENTS.reduce((n, c) => n + scanned[c]!.files.length, 0)).toBeGreaterThan(50);
     expect(crossing.length).toBeGreaterThan(20);
+    // Sub-folders are held to the same rules: their crossings are part of what is checked.
+    for (const sub of ["broker/auth/", "connector/claude/", "cli/commands/"]) {
+      expect(crossing.filter((e) => e.file.startsWith(sub)).length, sub).toBeGreaterThan(0);
+    }
+    for (const c of CONSUMERS) expect(scanned[c]!.edges.filter((e) => isComponent(e.to)).length, c).toBeGreaterThan(0);
   });
 
   it("dependencies point one way: cli → manager, connector → claude, broker → schemas", () => {
-    const wrong = crossing.filter((e) => !ALLOWED[e.component].includes(e.to as Component));
-    expect(wrong.map((e) => `${e.file} imports ${e.target}`)).toEqual([]);
+    const wrong = crossing.filter((e) => !ALLOWED[e.from as Component].includes(e.to as Component));
+    expect(show(wrong)).toEqual([]);
   });
 
-  it("a component reaches another only through its index.ts", () => {
-    const reaching = crossing.filter((e) => !/^[a-z]+\/index\.js$/.test(e.target));
-    expect(reaching.map((e) => `${e.file} imports ${e.target}`)).toEqual([]);
+  it("a component reaches another only through its index.ts, from every sub-folder", () => {
+    expect(show(crossing.filter((e) => !PUBLIC_ENTRY.test(e.target)))).toEqual([]);
+  });
+
+  it("no component imports the benches, the testbed or the tests", () => {
+    const wrong = COMPONENTS.flatMap((c) => scanned[c]!.edges).filter((e) => (CONSUMERS as readonly string[]).includes(e.to));
+    expect(show(wrong)).toEqual([]);
+  });
+
+  it("the benches ship no test code: they use the entries and testbed/, never test/", () => {
+    const wrong = scanned.bench!.edges.filter((e) => e.to === "test" || (isComponent(e.to) && !TEST_ENTRY.test(e.target)));
+    expect(show(wrong)).toEqual([]);
+  });
+
+  it("the testbed (shared by tests and benches) uses only public entries, and no test or bench code", () => {
+    const wrong = scanned.testbed!.edges.filter((e) => e.to === "test" || e.to === "bench" || (isComponent(e.to) && !PUBLIC_ENTRY.test(e.target)));
+    expect(show(wrong)).toEqual([]);
+  });
+
+  it("tests reach a component through its public or internal entry", () => {
+    // test/fixtures/ holds stand-ins for shipped entry points (connector-hook-fault is hook-main
+    // with faults), bundled like them, so they import what those entry points import.
+    const wrong = scanned.test!.edges.filter((e) => isComponent(e.to) && !TEST_ENTRY.test(e.target) && !e.file.startsWith("test/fixtures/"));
+    expect(show(wrong)).toEqual([]);
   });
 });

@@ -3,7 +3,7 @@
 // `$JS.API.STREAM.PURGE.<stream>` and have the service purge it.
 import { jetstreamManager } from "@nats-io/jetstream";
 import { afterEach, describe } from "vitest";
-import { callControl, isReplyInbox, MESH_ENDPOINT, setLogDestination } from "../../broker/index.js";
+import { callControl, isReplyInbox, MESH_ENDPOINT, setLogDestination } from "../../broker/internal.js";
 import { controlSubject, localPrincipal, names, principalId, type ControlRequest } from "../../schemas/index.js";
 import { expect, test, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { jetstream } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterEach, describe } from "vitest";
-import { callControl, HISTORY_PAGE_BYTES } from "../../broker/index.js";
+import { callControl, HISTORY_PAGE_BYTES } from "../../broker/internal.js";
 import { chatSubject, localPrincipal, messageText, type CotalMessage } from "../../schemas/index.js";
 import { BUNDLES, ensureBuilt } from "../harness/build.js";
 import { cleanEnv } from "../harness/cli.js";

@@ -12,7 +12,7 @@ import {
   isTimeout,
   requestRevoke,
   SERVICE_PRINCIPALS,
-} from "../../broker/index.js";
+} from "../../broker/internal.js";
 import { durables, localPrincipal, names } from "../../schemas/index.js";
 import { TestMesh } from "../harness/mesh.js";
 import { NatsServer } from "../harness/nats-server.js";

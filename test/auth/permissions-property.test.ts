@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { permissionsFor, type IdentitySpec } from "../../broker/index.js";
+import { permissionsFor, type IdentitySpec } from "../../broker/internal.js";
 import {
   anycastSubject,
   chatSubject,

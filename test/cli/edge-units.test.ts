@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createAccount } from "@nats-io/nkeys";
 import { afterAll, describe, expect, it } from "vitest";
-import { mintCreds, type Profile } from "../../broker/index.js";
+import { mintCreds, type Profile } from "../../broker/internal.js";
 import { credentialLabel, credentialScope } from "../../cli/credential.js";
 import { describeError, exitCodeOf, ProfileRefusedError, requireProfile } from "../../cli/errors.js";
 import { humanLine, onceAMinute, withoutStacks } from "../../cli/logging.js";

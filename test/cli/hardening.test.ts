@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { fmtCreds, encodeUser } from "@nats-io/jwt";
 import { createAccount, createUser } from "@nats-io/nkeys";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { credsProblem, InsecureSecretError, InvalidCredsError, readCredsFile, writeSecret } from "../../broker/index.js";
+import { credsProblem, InsecureSecretError, InvalidCredsError, readCredsFile, writeSecret } from "../../broker/internal.js";
 import { childEnv } from "../../cli/child-env.js";
 import { exitCodeOf } from "../../cli/errors.js";
 import { claimStore, releaseStaleStore, StoreInUseError, storeLockFile, storeLockHolder } from "../../cli/lock.js";

@@ -5,8 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createAccount } from "@nats-io/nkeys";
 import { afterAll, describe, expect, it } from "vitest";
-import { mintCreds } from "../../broker/index.js";
-import { resolveLaunch } from "../../connector/launch.js";
+import { mintCreds } from "../../broker/internal.js";
+import { resolveLaunch } from "../../connector/index.js";
 
 const dir = mkdtempSync(join(tmpdir(), "cotal-launch-creds-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

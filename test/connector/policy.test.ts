@@ -18,7 +18,7 @@ import {
   type Wake,
   type WakeView,
 } from "../../connector/index.js";
-import { nextPresence, type PresenceState } from "../../broker/index.js";
+import { nextPresence, type PresenceState } from "../../broker/internal.js";
 import { ALPHABETS, type Attention } from "../../schemas/index.js";
 import { fakeMail } from "./helpers.js";
 

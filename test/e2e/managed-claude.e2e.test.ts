@@ -10,7 +10,7 @@ import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ControlCallError, controlCaller } from "../../broker/index.js";
-import { TmuxServer, WAKE_PROMPT, type ClaudeSeatOptions, type ManagerService } from "../../manager/index.js";
+import { TmuxServer, WAKE_PROMPT, type ClaudeSeatOptions, type ManagerService } from "../../manager/internal.js";
 import { WOKEN_ACTIVITY } from "../../connector/index.js";
 import { localPrincipal, MANAGER_COMMANDS, type SeatView } from "../../schemas/index.js";
 import { startClaudeManager } from "../harness/claude-manager.js";

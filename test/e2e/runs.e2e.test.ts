@@ -9,7 +9,7 @@ import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { controlCaller, jetStreamConnection, logger, PermissionDeniedError } from "../../broker/index.js";
-import { groupAlive, RunService, type ManagerOptions, type ManagerService } from "../../manager/index.js";
+import { groupAlive, RunService, type ManagerOptions, type ManagerService } from "../../manager/internal.js";
 import { localPrincipal, MANAGER_COMMANDS, principal, type TableArgs } from "../../schemas/index.js";
 import { claudeOptions, startClaudeManager } from "../harness/claude-manager.js";
 import { buildCli } from "../harness/cli.js";

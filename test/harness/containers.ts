@@ -8,6 +8,7 @@ import { closeSync, mkdtempSync, openSync, rmSync, statSync, unlinkSync } from "
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import type { StartedNetwork, StartedTestContainer } from "testcontainers";
 import { z } from "zod";
 import { ensureBuilt, projectRoot } from "./build.js";
 import { until } from "./until.js";
@@ -19,8 +20,7 @@ process.env.TESTCONTAINERS_HOST_OVERRIDE ??= "127.0.0.1";
 
 const tc = await import("testcontainers");
 export const { GenericContainer, Network, Wait } = tc;
-export type StartedTestContainer = import("testcontainers").StartedTestContainer;
-export type StartedNetwork = import("testcontainers").StartedNetwork;
+export type { StartedNetwork, StartedTestContainer } from "testcontainers";
 
 const run = promisify(execFile);
 

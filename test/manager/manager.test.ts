@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { ControlCallError, controlCaller, inboxPrefix, jetStreamConnection, logger, PermissionDeniedError, permissionViolation, requestCredential, requestRevoke } from "../../broker/index.js";
+import { ControlCallError, controlCaller, inboxPrefix, jetStreamConnection, logger, PermissionDeniedError, permissionViolation, requestCredential, requestRevoke } from "../../broker/internal.js";
 import { ManagerService, type ManagerOptions } from "../../manager/index.js";
 import { localPrincipal, MANAGER_COMMANDS, messageText, type SeatView } from "../../schemas/index.js";
 import { buildCli, cotalBundle } from "../harness/cli.js";

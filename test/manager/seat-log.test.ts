@@ -3,7 +3,7 @@
 // by replaying. Run with the operator's CLI credential on a static mesh (the manager's reach).
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { jetStreamConnection, logger } from "../../broker/index.js";
-import { newLifecycleUid, SeatLog, StaleSeatLogError, projectSeat } from "../../manager/index.js";
+import { newLifecycleUid, SeatLog, StaleSeatLogError, projectSeat } from "../../manager/internal.js";
 import { TestMesh } from "../harness/mesh.js";
 
 let mesh: TestMesh;

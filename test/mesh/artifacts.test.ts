@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe } from "vitest";
-import { callControl, ControlCallError, fetchArtifact, inboxPrefix, putArtifact, type ControlParty, type Endpoint } from "../../broker/index.js";
+import { callControl, ControlCallError, fetchArtifact, inboxPrefix, putArtifact, type ControlParty, type Endpoint } from "../../broker/internal.js";
 import { localPrincipal, names } from "../../schemas/index.js";
 import { connect } from "@nats-io/transport-node";
 import { expect, NatsServer, test } from "../harness/fixtures.js";

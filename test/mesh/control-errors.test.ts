@@ -2,7 +2,7 @@
 // answered in time, the broker refused this credential (naming the subject), or the
 // connection is closed. A refusal is never reported as "mesh service unavailable".
 import { afterEach, describe } from "vitest";
-import { callControl, ConnectionClosedError, MESH_ENDPOINT, MeshServiceUnavailableError, PermissionDeniedError, requestControl, setLogDestination } from "../../broker/index.js";
+import { callControl, ConnectionClosedError, MESH_ENDPOINT, MeshServiceUnavailableError, PermissionDeniedError, requestControl, setLogDestination } from "../../broker/internal.js";
 import { expect, test } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
 import { meshMode } from "../harness/mesh-mode.js";

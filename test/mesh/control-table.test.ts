@@ -5,7 +5,7 @@ import { createHash } from "node:crypto";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { createUser } from "@nats-io/nkeys";
 import { afterEach, describe } from "vitest";
-import { callControl, ControlCallError, logger, requestControl, SERVICE_PRINCIPALS, serveControl, setLogDestination, type Endpoint } from "../../broker/index.js";
+import { callControl, ControlCallError, logger, requestControl, SERVICE_PRINCIPALS, serveControl, setLogDestination, type Endpoint } from "../../broker/internal.js";
 import { ARTIFACT_CHUNK_BYTES, ARTIFACT_COMMANDS, durables, localPrincipal, MESH_COMMANDS, names } from "../../schemas/index.js";
 import { expect, NatsServer, test } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";

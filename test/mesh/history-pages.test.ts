@@ -1,7 +1,7 @@
 // History is served page by page: every stored post exactly once, oldest first, each page
 // within its byte bound measured in encoded UTF-8 bytes (not string length).
 import { afterEach, describe } from "vitest";
-import { callControl, ControlCallError, HISTORY_PAGE_BYTES, type Endpoint, type HistoryPage } from "../../broker/index.js";
+import { callControl, ControlCallError, HISTORY_PAGE_BYTES, type Endpoint, type HistoryPage } from "../../broker/internal.js";
 import { messageText, type HistoryArgs } from "../../schemas/index.js";
 import { expect, test } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";

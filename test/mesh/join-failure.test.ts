@@ -16,7 +16,7 @@ import {
   setLogDestination,
   type ConsumerStatus,
   type MeshServiceOptions,
-} from "../../broker/index.js";
+} from "../../broker/internal.js";
 import { CotalError, MESH_COMMANDS, names } from "../../schemas/index.js";
 import { collect } from "../harness/deliveries.js";
 import { expect, test, until } from "../harness/fixtures.js";

@@ -4,7 +4,7 @@
 import { AckPolicy, DeliverPolicy, jetstream, type ConsumerInfo } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { afterEach, describe } from "vitest";
-import { ACK_WAIT_MS, callControl, isConsumerNotFound, MAX_ACK_PENDING, requestControl, SERVICE_PRINCIPALS } from "../../broker/index.js";
+import { ACK_WAIT_MS, callControl, isConsumerNotFound, MAX_ACK_PENDING, requestControl, SERVICE_PRINCIPALS } from "../../broker/internal.js";
 import { chatSubject, durables, encodeMessage, filters, localPrincipal, names, type Principal } from "../../schemas/index.js";
 import { expect, test } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";

@@ -5,7 +5,7 @@
 import { jetstream } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { afterEach, describe } from "vitest";
-import { inboxPrefix, JS_OPTIONS, jetStreamConnection, setLogDestination, type Endpoint } from "../../broker/index.js";
+import { inboxPrefix, JS_OPTIONS, jetStreamConnection, setLogDestination, type Endpoint } from "../../broker/internal.js";
 import { anycastSubject, chatSubject, dmSubject, durables, localPrincipal, names, type Part } from "../../schemas/index.js";
 import { collect } from "../harness/deliveries.js";
 import { expect, test, until } from "../harness/fixtures.js";

@@ -1,0 +1,23 @@
+/**
+ * The manager's internal entry (nats.js `internal_mod.ts`): the public entry and the modules
+ * behind it (runtimes, seat table, seat log, budget arithmetic, transcript carry), for tests and
+ * benches. Components import ./index.js; test/architecture enforces it.
+ */
+export * from "./index.js";
+export * from "./errors.js";
+export * from "./lifecycle-uid.js";
+export * from "./seat-log.js";
+export * from "./seat-table.js";
+export * from "./launch-material-file.js";
+export * from "./echo-agent.js";
+export * from "./process-start-time.js";
+export * from "./process-runtime.js";
+export * from "./manager-service.js";
+export * from "./claude-seat.js";
+export * from "./tmux-runtime.js";
+export * from "./budget.js";
+export * from "./run.js";
+export * from "./runs.js";
+export * from "./pty-runtime.js";
+export * from "./seat-terminal.js";
+export * from "./transcript-carry.js";

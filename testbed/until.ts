@@ -1,0 +1,57 @@
+/**
+ * Poll, don't sleep: wait until `condition` holds, or fail with a message that says what
+ * never happened. `condition` may be async; exceptions it throws count as "not yet".
+ */
+export async function until(
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+  intervalMs = 20,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      if (await condition()) return;
+    } catch (err) {
+      lastError = err;
+    }
+    if (Date.now() >= deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for: ${what}`, { cause: lastError });
+    }
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+/** A latch that resolves once `count` arrivals were recorded. */
+export class Latch {
+  #seen = 0;
+  #resolve!: () => void;
+  readonly done: Promise<void>;
+  constructor(readonly count: number) {
+    this.done = new Promise((r) => (this.#resolve = r));
+    if (count <= 0) this.#resolve();
+  }
+  arrive(): void {
+    this.#seen += 1;
+    if (this.#seen >= this.count) this.#resolve();
+  }
+  get seen(): number {
+    return this.#seen;
+  }
+  /** Wait for the latch, failing with a message naming what was expected and what came. */
+  async wait(timeoutMs: number, what: string): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${this.count} × ${what}; saw ${this.#seen}`)),
+        timeoutMs,
+      );
+    });
+    try {
+      await Promise.race([this.done, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
