@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
 import { describeIssues } from "../schemas/index.js";
 import { processStartTime } from "../manager/index.js";
@@ -141,7 +142,7 @@ export async function exitsWithin(rec: ProcessRecord, ms: number): Promise<boole
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {
     if (!isRunning(rec)) return true;
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
   }
   return !isRunning(rec);
 }

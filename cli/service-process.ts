@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { closeSync, openSync, realpathSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { connectMesh, type StorageLimits } from "../broker/index.js";
 import { childEnv } from "./child-env.js";
@@ -76,13 +77,13 @@ export async function startDetached(
     child.once("error", (err) => (exited = `could not be started: ${err.message}`));
     child.unref();
     if (child.pid === undefined) {
-      await new Promise((r) => setTimeout(r, 50));
+      await sleep(50);
       throw failure(`${what} ${exited ?? "could not be started"}`, logPath);
     }
     try {
       record = recordOf(child.pid, argv);
     } catch {
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
       throw failure(`${what} ${exited ?? "exited at once"}`, logPath);
     }
   } finally {
@@ -94,7 +95,7 @@ export async function startDetached(
     while (Date.now() < deadline) {
       if (exited || !isRunning(record)) throw failure(`${what} ${exited ?? "exited"} before it answered`, logPath);
       if (await answers(nc)) return record;
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
     }
   } finally {
     await nc.close().catch(() => undefined);

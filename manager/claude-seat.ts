@@ -1,5 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { buildClaudeLaunch, carriedResume, classifyScreen, seedSeatConfig, writeLaunchFiles, type AgentFile, type AuthMode } from "../claude/index.js";
 import type { SeatProcess } from "./process-runtime.js";
 import type { SeatFiles } from "./seat-launcher.js";
@@ -127,7 +128,7 @@ export async function awaitInputScreen(terminal: SeatTerminal, proc: SeatProcess
     const c = classifyScreen(screen);
     if (c.kind === "ready") return;
     if (c.kind === "blocked") throw new UnexpectedScreenError(c.name, screen);
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
   const first = screen.split("\n").map((l) => l.trim()).filter(Boolean).slice(0, 3).join(" / ");
   throw new UnexpectedScreenError(gone ? "an exit before its input screen" : `an unexpected screen (${first || "blank"})`, screen);

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { rmSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
 import { SeatRefusedError } from "./errors.js";
 import { processStartTime } from "./process-start-time.js";
 import { stopGroup, type SeatExit, type SeatProcess } from "./process-runtime.js";
@@ -90,7 +91,7 @@ export class PtySeat implements SeatTerminal {
   /** Type `text`, then Enter (a separate write: a TUI reads a pasted Enter as a newline). */
   async type(text: string): Promise<void> {
     this.child.stdin!.write(text);
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
     this.child.stdin!.write("\r");
   }
 

@@ -3,6 +3,7 @@
 // RunResult in which a schema violation, a missing result, a kill and a timeout each differ.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { buildClaudeLaunch, launchClaude, normaliseOptionKey, type AgentFile } from "../claude/index.js";
 import { COST_BASIS, type ModelSource, type RunErrorKind, type RunResult, type RunUsage } from "../schemas/index.js";
 import type { Logger } from "../broker/index.js";
@@ -235,6 +236,6 @@ async function endGroup(pgid: number, log: Logger): Promise<void> {
       log.error({ pgid }, "a run's process group survived SIGKILL for 10 s");
       return;
     }
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
   }
 }

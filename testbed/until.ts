@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 /**
  * Poll, don't sleep: wait until `condition` holds, or fail with a message that says what
  * never happened. `condition` may be async; exceptions it throws count as "not yet".
@@ -19,7 +20,7 @@ export async function until(
     if (Date.now() >= deadline) {
       throw new Error(`timed out after ${timeoutMs} ms waiting for: ${what}`, { cause: lastError });
     }
-    await new Promise((r) => setTimeout(r, intervalMs));
+    await sleep(intervalMs);
   }
 }
 

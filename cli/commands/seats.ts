@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import { connect } from "node:net";
 import { hostname } from "node:os";
 import { resolve } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
 import { z } from "zod";
 import { credsCaller } from "../../broker/index.js";
@@ -51,7 +52,7 @@ async function settle(s: MeshSession, instance: string, name: string, waitMs: nu
     if (last?.state === "joined") return { outcome: "started", seat: last };
     if (last && ["exited", "retired", "fenced"].includes(last.state)) return { outcome: "failed", seat: last };
     if (Date.now() >= deadline) return { outcome: "uncertain", seat: last };
-    await new Promise((r) => setTimeout(r, 250));
+    await sleep(250);
   }
 }
 
