@@ -23,7 +23,7 @@ export {
   StreamConflictError,
   UnknownMentionError,
 } from "./errors.js";
-export { isConsumerNotFound, isPermissionDenied, isStreamNotFound, isWrongLastSequence, permissionViolation } from "./js-errors.js";
+export { isConsumerNotFound, isNoMessageFound, isPermissionDenied, isStreamNotFound, isWrongLastSequence, permissionViolation } from "./js-errors.js";
 
 // The nats-server binary, connecting with a credential, and JetStream access.
 export { findNatsServer, NatsServerNotFoundError } from "./nats-binary.js";
