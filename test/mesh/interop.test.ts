@@ -42,7 +42,17 @@ describe("the interop scenario", () => {
     const ask = await carol.anycast("reviewer", "please review");
     expect(ask.text).toMatch(/2 holders of reviewer online at send; one will get it/);
     await until(() => [...got.alice.texts(), ...got.bob.texts()].includes("please review"), 5_000, "one reviewer gets the ask");
-    await new Promise((r) => setTimeout(r, 300));
+    // Exactly once, shown by the consumers rather than by waiting: the role's queue and bob's
+    // DM inbox have handed everything out, it was acked, and nothing waits for redelivery.
+    const jsm = await mesh.dataJsm();
+    const bobInbox = (await jsm.consumers.list("DM_interop").next()).find((c) => c.name.startsWith("dm_local-bob"))!.name;
+    for (const [stream, durable] of [["TASK_interop", "svc_reviewer"], ["DM_interop", bobInbox]] as const) {
+      const drained = async () => {
+        const c = await jsm.consumers.info(stream, durable);
+        return c.num_pending === 0 && c.num_ack_pending === 0 && c.num_redelivered === 0;
+      };
+      await until(drained, 5_000, `${durable} on ${stream} to have handed out and been acked for everything, once`);
+    }
     const reviewers = [...got.alice.texts(), ...got.bob.texts()].filter((t) => t === "please review");
     expect(reviewers).toHaveLength(1);
     expect([...got.alice.texts(), ...got.bob.texts(), ...got.carol.texts()].filter((t) => t === "psst bob")).toHaveLength(1);
