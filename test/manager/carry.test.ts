@@ -5,7 +5,7 @@
 // once staged; an agent's credential cannot touch a transfer; names and duplicate ids are refused;
 // a claim is one-time; a tampered staged transcript refuses the seat and the log records why.
 import { createHash, randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -223,8 +223,9 @@ describe("transcript carry", () => {
     // No fork yet (it crashed before its first turn): fork again.
     expect(await carriedResume(config, cwd, { session: SESSION, digest })).toEqual({ session: SESSION, fork: true });
     writeFileSync(join(project, "aaaaaaaa-2222-4333-8444-555555555555.jsonl"), "{}\n");
-    await new Promise((r) => setTimeout(r, 20));
     writeFileSync(join(project, "bbbbbbbb-2222-4333-8444-555555555555.jsonl"), "{}\n");
+    const older = new Date(Date.now() - 60_000); // the first fork is the older one, whatever the clock's resolution
+    utimesSync(join(project, "aaaaaaaa-2222-4333-8444-555555555555.jsonl"), older, older);
     expect(await carriedResume(config, cwd, { session: SESSION, digest })).toEqual({ session: "bbbbbbbb-2222-4333-8444-555555555555", fork: false });
     writeFileSync(join(project, `${SESSION}.jsonl`), "changed\n");
     await expect(carriedResume(config, cwd, { session: SESSION, digest })).rejects.toBeInstanceOf(TranscriptMismatchError);
