@@ -19,6 +19,7 @@ import { registerManager } from "./commands/manager.js";
 import { registerSeats } from "./commands/seats.js";
 import { registerRun } from "./commands/run.js";
 import { registerBudget } from "./commands/budget.js";
+import { registerWeb } from "./commands/web.js";
 import { describeError, EXIT, exitCodeOf } from "./errors.js";
 import { initCliLogging } from "./logging.js";
 import { safeLines } from "./output.js";
@@ -43,6 +44,7 @@ export function buildProgram(): Command {
   registerFetch(program);
   registerRoster(program);
   registerConsole(program);
+  registerWeb(program);
   registerChannels(program);
   registerDeliver(program);
   registerMint(program);

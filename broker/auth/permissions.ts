@@ -83,7 +83,19 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
       };
     case "admin":
       return {
-        pub: { allow: [...meshReads(space, who), patterns.bucketGet(names.channelsBucket(space))] },
+        pub: {
+          allow: [
+            ...meshReads(space, who),
+            patterns.bucketGet(names.channelsBucket(space)),
+            // Read-only JetStream reads for `cotal web` (it reads as admin): how many DMs wait for
+            // whom and since when (DM_ is a work queue: stored means not yet acked), the seat log,
+            // and the managers' heartbeats. INFO and MSG.GET change nothing.
+            `${JS_API}.STREAM.INFO.${names.dmStream(space)}`,
+            `${JS_API}.STREAM.MSG.GET.${names.dmStream(space)}`,
+            `${JS_API}.STREAM.MSG.GET.${names.seatsStream(space)}`,
+            `${JS_API}.STREAM.MSG.GET.KV_${names.managersBucket(space)}`,
+          ],
+        },
         sub: { allow: [inbox, presenceAll, patterns.space(space)] },
       };
     case "mesh":

@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const COMPONENTS = ["schemas", "broker", "claude", "connector", "manager", "cli"] as const;
+const COMPONENTS = ["schemas", "broker", "claude", "connector", "manager", "web", "cli"] as const;
 type Component = (typeof COMPONENTS)[number];
 const ALLOWED: Record<Component, Component[]> = {
   schemas: [],
@@ -20,7 +20,9 @@ const ALLOWED: Record<Component, Component[]> = {
   claude: ["schemas"],
   connector: ["claude", "broker", "schemas"],
   manager: ["claude", "broker", "schemas"],
-  cli: ["manager", "connector", "claude", "broker", "schemas"],
+  // The dashboard (`cotal web`): reads the mesh through the broker's client, renders for browsers.
+  web: ["broker", "schemas"],
+  cli: ["manager", "connector", "claude", "web", "broker", "schemas"],
 };
 /** Folders that are not components but import them: the benches, the shared testbed, the tests. */
 const CONSUMERS = ["bench", "testbed", "test"] as const;

@@ -1,0 +1,181 @@
+import { spawn } from "node:child_process";
+import { closeSync, existsSync, mkdirSync, openSync } from "node:fs";
+import { resolve } from "node:path";
+import type { Command } from "commander";
+import { z } from "zod";
+import { connectMesh, requestCredential, writeSecret } from "../../broker/index.js";
+import { bindScope, DEFAULT_WEB_HOST, DEFAULT_WEB_PORT, MeshView, serveDashboard, type Dashboard } from "../../web/index.js";
+import { childEnv } from "../child-env.js";
+import { meshOptions, resolveTarget, type MeshTarget } from "../context.js";
+import { credentialScope } from "../credential.js";
+import { CommandFailedError, UsageError } from "../errors.js";
+import { cliLog, serviceLogLevel } from "../logging.js";
+import { note, printLines, warn } from "../output.js";
+import { isRunning, readRecord, recordOf, removeRecord, stopProcess, writeRecord } from "../pid-file.js";
+import { selfCommand } from "../service-process.js";
+import { parseInput, port } from "../validate.js";
+
+/** The bind rule (web/bind.ts) as a flag check: a refused --host is bad input (exit 2). */
+const webHost = z.string().superRefine((h, ctx) => {
+  const r = bindScope(h);
+  if ("problem" in r) ctx.addIssue({ code: "custom", message: r.problem });
+});
+
+export const WebFlags = z.object({
+  port: port.default(DEFAULT_WEB_PORT),
+  host: webHost.default(DEFAULT_WEB_HOST),
+  detach: z.boolean().optional(),
+  stop: z.boolean().optional(),
+});
+export type WebFlags = z.infer<typeof WebFlags>;
+
+/** The admin credential `cotal web` keeps next to the mesh (minted once, on the mesh host). */
+const WEB_ADMIN = "web";
+
+/** `cotal web`: the read-only dashboard. */
+export function registerWeb(program: Command): void {
+  const cmd = program
+    .command("web")
+    .summary("serve a live, read-only dashboard of the mesh on loopback (roster, feed, agents, managers)")
+    .description(
+      "Serve a dashboard of the space at http://127.0.0.1:7799/: the roster (status, condition, activity, attention, host, " +
+        "model, waiting DMs and the age of the oldest, red when it grows while the seat is idle), the channel feed with " +
+        "delivery-class badges, each agent's timeline from its event plane with its seat log, and the managers. Pages " +
+        "update live (server-sent events); what went stale is marked stale. It changes nothing. On the mesh host, with " +
+        "no --creds, it reads with an admin credential it mints once into .cotal/creds/web.creds (the broker keeps it " +
+        "read-only); DM bodies are shown only with an admin credential. --host takes an IP address or localhost; a " +
+        "wildcard (0.0.0.0, ::) only when named so.",
+    )
+    .option("--port <port>", "port to listen on", String(DEFAULT_WEB_PORT))
+    .option("--host <address>", "address to listen on (an IP address or localhost)", DEFAULT_WEB_HOST)
+    .option("-d, --detach", "run in the background (log .cotal/logs/web.log) and return")
+    .option("--stop", "stop the dashboard started here with --detach");
+  meshOptions(cmd).action(async (raw: Record<string, unknown>) => {
+    const f = parseInput(WebFlags, raw, { port: "--port", host: "--host" });
+    if (f.stop) return stopDetached();
+    const target = resolveTarget(raw);
+    const reader = await adminByDefault(target, raw.creds === undefined);
+    const profile = reader.creds ? credentialScope(reader.creds)?.profile : undefined;
+    if (profile === "operator") {
+      throw new UsageError("cotal web reads with a read-only credential, not the mesh host's operator credential (which may write).", {
+        remedy: "Leave out --creds (and COTAL_CREDS) on the mesh host, so it mints its own admin credential, or pass one from `cotal mint NAME --profile admin`.",
+      });
+    }
+    const scope = bindScope(f.host);
+    if ("scope" in scope && scope.scope !== "loopback") {
+      warn(`the dashboard listens on ${f.host}: anyone who can reach this machine can read it (every channel and agent${profile === "admin" ? ", and DM bodies" : ""}).`);
+    }
+    if (f.detach) return detach(target, reader, f);
+    await serveForeground(reader, profile, f);
+  });
+}
+
+/**
+ * On the mesh host, with no --creds, the dashboard reads as an admin (everything, DMs included,
+ * publishing nothing), not with the operator's own credential: minted once into `.cotal/creds/web.creds`.
+ */
+async function adminByDefault(target: MeshTarget, defaulted: boolean): Promise<MeshTarget> {
+  if (!defaulted || !target.root || !target.creds || credentialScope(target.creds)?.profile !== "operator") return target;
+  const file = resolve(target.root.dir, "creds", `${WEB_ADMIN}.creds`);
+  if (!existsSync(file) || credentialScope(file)?.profile !== "admin") {
+    const nc = await connectMesh({ server: target.server, creds: target.creds, name: "cotal-web-mint" });
+    try {
+      const { creds } = await requestCredential(nc, target.space, { name: WEB_ADMIN, profile: "admin", allowSubscribe: [], allowPublish: [], provision: false });
+      mkdirSync(resolve(target.root.dir, "creds"), { recursive: true, mode: 0o700 });
+      writeSecret(file, creds);
+    } finally {
+      await nc.close().catch(() => undefined);
+    }
+  }
+  return { ...target, creds: file };
+}
+
+async function open(reader: MeshTarget, profile: string | undefined, f: WebFlags): Promise<{ view: MeshView; dash: Dashboard }> {
+  const log = cliLog("web");
+  const view = await MeshView.open({ server: reader.server, space: reader.space, creds: reader.creds, profile, log });
+  try {
+    return { view, dash: await serveDashboard(view, { host: f.host, port: f.port, log }) };
+  } catch (err) {
+    await view.close();
+    if ((err as NodeJS.ErrnoException).code === "EADDRINUSE") {
+      throw new CommandFailedError(`Port ${f.port} on ${f.host} is taken.`, { remedy: "Pass another --port, or stop what listens there (`cotal web --stop` for a detached dashboard).", cause: err });
+    }
+    if ((err as NodeJS.ErrnoException).code === "EADDRNOTAVAIL") {
+      throw new UsageError(`Invalid input: --host: ${f.host} is not an address of this machine.`, { remedy: "Use 127.0.0.1 (the default) or an address this machine has.", cause: err });
+    }
+    throw err;
+  }
+}
+
+async function serveForeground(reader: MeshTarget, profile: string | undefined, f: WebFlags): Promise<void> {
+  const { view, dash } = await open(reader, profile, f);
+  printLines(`dashboard: ${dash.url}`, `reading:   ${reader.space} as ${profile ?? "an open mesh client"}${profile === "admin" ? " (DM bodies shown)" : " (no DM bodies)"}`);
+  note("Serving; Ctrl-C to stop.");
+  await new Promise<void>((done) => {
+    for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(sig, () => done());
+  });
+  await dash.close();
+  await view.close();
+}
+
+/** Start `cotal web` again in the background (with the credential chosen here), and wait until it serves. */
+async function detach(target: MeshTarget, reader: MeshTarget, f: WebFlags): Promise<void> {
+  const root = target.root;
+  if (!root) throw new UsageError("cotal web --detach keeps its log and pid in the mesh's .cotal/ folder: run it in the mesh's project folder.", { remedy: "Or run it in the foreground, without --detach." });
+  const recordFile = resolve(root.runDir, "web.json");
+  const running = readRecord(recordFile);
+  if (running && isRunning(running)) throw new CommandFailedError(`A detached dashboard already runs here (pid ${running.pid}).`, { remedy: "`cotal web --stop` stops it." });
+  mkdirSync(root.logsDir, { recursive: true, mode: 0o700 });
+  mkdirSync(root.runDir, { recursive: true, mode: 0o700 });
+  // Paths only on the command line: no secret.
+  const args = ["web", "--port", String(f.port), "--host", f.host, "--server", reader.server, "--space", reader.space, ...(reader.creds ? ["--creds", reader.creds] : [])];
+  const argv = [...selfCommand(), ...args];
+  const logFile = resolve(root.logsDir, "web.log");
+  const out = openSync(logFile, "a");
+  let exited: string | undefined;
+  try {
+    const child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ["ignore", out, out], cwd: root.project, env: childEnv({ COTAL_LOG_LEVEL: serviceLogLevel() }) });
+    child.once("exit", (code, sig) => (exited = sig ? `was killed by ${sig}` : `exited with code ${code}`));
+    child.unref();
+    if (child.pid === undefined) throw new CommandFailedError(`The dashboard could not be started; see ${logFile}.`);
+    writeRecord(recordFile, recordOf(child.pid, argv));
+    const shown = f.host.includes(":") ? `[${f.host}]` : f.host;
+    const url = `http://${shown}:${f.port}/`;
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline) {
+      if (exited) break;
+      if (await answers(url)) {
+        printLines(`dashboard: ${url}`, `pid:       ${child.pid} (log ${logFile}; \`cotal web --stop\` stops it)`);
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    removeRecord(recordFile);
+    if (!exited) child.kill("SIGTERM");
+    throw new CommandFailedError(`The dashboard ${exited ?? "did not answer within 30 s"}; see ${logFile}.`);
+  } finally {
+    closeSync(out);
+  }
+}
+
+async function answers(url: string): Promise<boolean> {
+  try {
+    return (await fetch(`${url}api/state`, { signal: AbortSignal.timeout(1_000) })).ok;
+  } catch {
+    return false;
+  }
+}
+
+async function stopDetached(): Promise<void> {
+  const target = resolveTarget({});
+  if (!target.root) throw new UsageError("No mesh folder here: `cotal web --stop` stops the dashboard started in this project with --detach.");
+  const recordFile = resolve(target.root.runDir, "web.json");
+  const rec = readRecord(recordFile);
+  if (!rec) {
+    printLines("web: not running (no record)");
+    return;
+  }
+  const how = await stopProcess(rec, 5_000);
+  removeRecord(recordFile);
+  printLines(`web: ${how === "not-running" ? "was not running" : `stopped (pid ${rec.pid})`}`);
+}

@@ -1,0 +1,7 @@
+/** `cotal web`: a read-only dashboard of one space, served over HTTP with live updates (SSE). */
+export { bindScope, hostHeaderAllowed, DEFAULT_WEB_HOST, DEFAULT_WEB_PORT, type BindScope } from "./bind.js";
+export { renderMarkdown, escapeHtml } from "./markdown.js";
+export { isStuck, rosterRows, STUCK_AFTER_MS, type PendingMail, type RosterRow } from "./roster-rows.js";
+export { MeshView, type MeshViewOptions, type StateSnapshot, type AgentDetail, type FeedPost } from "./mesh-view.js";
+export { serveDashboard, type Dashboard } from "./server.js";
+export { TimelineFolder, type TimelineEntry } from "./timeline.js";

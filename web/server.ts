@@ -1,0 +1,142 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { z } from "zod";
+import type { Logger } from "../broker/index.js";
+import { ChannelName, PrincipalId } from "../schemas/index.js";
+import { bindScope, hostHeaderAllowed, type BindScope } from "./bind.js";
+import type { MeshView, Push } from "./mesh-view.js";
+import { APP_CSS, APP_JS, PAGE_HTML } from "./page.js";
+
+/** Query parameters, checked at the boundary. */
+const AgentQuery = z.object({ id: PrincipalId });
+const ChannelQuery = z.object({
+  name: ChannelName,
+  limit: z.coerce.number().int().min(1).max(1_000).default(200),
+});
+
+/** Only our own files, scripts and SSE: an injected tag could neither run nor load anything. */
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/** A running dashboard: where it listens, and how to stop it. */
+export interface Dashboard {
+  url: string;
+  port: number;
+  host: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Serve the dashboard for `view` on host:port. Read-only by construction: GET and HEAD only, no
+ * route changes anything. Live updates go to the page as server-sent events (`/events`).
+ */
+export async function serveDashboard(view: MeshView, opts: { host: string; port: number; log: Logger }): Promise<Dashboard> {
+  const checked = bindScope(opts.host);
+  if ("problem" in checked) throw new Error(checked.problem);
+  const scope = checked.scope;
+  const clients = new Set<ServerResponse>();
+  const server = createServer((req, res) => {
+    handle(view, scope, clients, req, res, opts.log).catch((err: unknown) => {
+      opts.log.warn({ err, url: req.url }, "a dashboard request failed");
+      if (!res.headersSent) send(res, 500, "application/json", JSON.stringify({ error: (err as Error).message }));
+      else res.end();
+    });
+  });
+  const unsubscribe = view.onPush((p) => {
+    for (const res of clients) sse(res, p.type, p.type === "state" ? p.state : p.type === "post" ? p.post : { agent: p.agent, entries: p.entries });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(opts.port, opts.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const shown = opts.host.includes(":") ? `[${opts.host}]` : opts.host;
+  return {
+    url: `http://${shown}:${port}/`,
+    port,
+    host: opts.host,
+    close: async () => {
+      unsubscribe();
+      for (const res of clients) res.end();
+      await closeServer(server);
+    },
+  };
+}
+
+async function handle(view: MeshView, scope: BindScope, clients: Set<ServerResponse>, req: IncomingMessage, res: ServerResponse, log: Logger): Promise<void> {
+  if (!hostHeaderAllowed(req.headers.host, scope)) return send(res, 421, "text/plain", "This dashboard answers only requests for a loopback host (localhost, 127.0.0.1, [::1]).\n");
+  if (req.method !== "GET" && req.method !== "HEAD") {
+    res.setHeader("Allow", "GET, HEAD");
+    return send(res, 405, "text/plain", "The dashboard is read-only: GET only.\n");
+  }
+  const url = new URL(req.url ?? "/", "http://dashboard.invalid");
+  const query = Object.fromEntries(url.searchParams);
+  switch (url.pathname) {
+    case "/":
+      return send(res, 200, "text/html; charset=utf-8", PAGE_HTML);
+    case "/app.js":
+      return send(res, 200, "text/javascript; charset=utf-8", APP_JS);
+    case "/app.css":
+      return send(res, 200, "text/css; charset=utf-8", APP_CSS);
+    case "/favicon.ico":
+      res.writeHead(204, HEADERS);
+      return void res.end();
+    case "/api/state":
+      return json(res, 200, view.state());
+    case "/api/agent": {
+      const q = AgentQuery.safeParse(query);
+      if (!q.success) return json(res, 400, { error: `id: ${q.error.issues[0]?.message ?? "invalid"}` });
+      return json(res, 200, await view.agent(q.data.id));
+    }
+    case "/api/channel": {
+      const q = ChannelQuery.safeParse(query);
+      if (!q.success) return json(res, 400, { error: q.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ") });
+      try {
+        return json(res, 200, { channel: q.data.name, posts: await view.channel(q.data.name, q.data.limit) });
+      } catch (err) {
+        return json(res, 403, { error: `not readable with this credential: ${(err as Error).message}` });
+      }
+    }
+    case "/events": {
+      res.writeHead(200, { ...HEADERS, "Content-Type": "text/event-stream", Connection: "keep-alive" });
+      clients.add(res);
+      req.on("close", () => clients.delete(res));
+      sse(res, "backlog", view.backlog());
+      sse(res, "state", view.state());
+      log.debug({ clients: clients.size }, "a page connected");
+      return;
+    }
+    default:
+      return send(res, 404, "text/plain", "Not found.\n");
+  }
+}
+
+const HEADERS = {
+  "Cache-Control": "no-store",
+  "X-Content-Type-Options": "nosniff",
+  "Referrer-Policy": "no-referrer",
+  "Content-Security-Policy": CSP,
+} as const;
+
+function send(res: ServerResponse, status: number, type: string, body: string): void {
+  res.writeHead(status, { ...HEADERS, "Content-Type": type });
+  res.end(body);
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  send(res, status, "application/json; charset=utf-8", JSON.stringify(body));
+}
+
+/** One server-sent event: JSON on one `data:` line (JSON.stringify never emits a raw newline). */
+function sse(res: ServerResponse, event: Push["type"] | "backlog", data: unknown): void {
+  res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}
