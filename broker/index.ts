@@ -27,6 +27,7 @@ export { isConsumerNotFound, isNoMessageFound, isPermissionDenied, isStreamNotFo
 
 // The nats-server binary, connecting with a credential, and JetStream access.
 export { findNatsServer, NatsServerNotFoundError } from "./nats-binary.js";
+export { takeLockFile, type LockFileOptions, type LockFileTake } from "./lock-file.js";
 export {
   connectMesh,
   credsCaller,

@@ -23,3 +23,4 @@ export * from "./verify.js";
 export * from "./endpoint.js";
 export * from "./auth/index.js";
 export * from "./xfer.js";
+export * from "./lock-file.js";

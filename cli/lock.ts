@@ -1,42 +1,40 @@
-import { closeSync, openSync, renameSync, statSync, writeFileSync, writeSync } from "node:fs";
+import { renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
+import { takeLockFile } from "../broker/index.js";
 import { CommandFailedError } from "./errors.js";
-import { isRunning, ProcessRecord, readRecord, readRecordFile, recordOf, removeRecord } from "./pid-file.js";
+import { isRunning, ProcessRecord, readRecordFile, recordOf, removeRecord } from "./pid-file.js";
+
+/** The record a lock file holds, if it is one (a half-written or foreign file is not). */
+function recordIn<T extends ProcessRecord>(content: string, schema: z.ZodType<T>): T | undefined {
+  try {
+    const r = schema.safeParse(JSON.parse(content));
+    return r.success ? r.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A lock file's holder lives: same pid, same start time; undefined when the file names none. */
+function holderAlive(schema: z.ZodType<ProcessRecord>): (content: string) => boolean | undefined {
+  return (content) => {
+    const holder = recordIn(content, schema);
+    return holder ? isRunning(holder) : undefined;
+  };
+}
 
 /**
  * A lock file so two `cotal up` / `cotal down` runs in one mesh root never race (two servers,
  * or a stop during a start). The file records the holder's pid and start time; a lock whose
- * holder is gone is taken over.
+ * holder is gone is taken over (broker's takeLockFile).
  */
 export function acquireLock(file: string, what: string): () => void {
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      const fd = openSync(file, "wx");
-      writeSync(fd, JSON.stringify(recordOf(process.pid, process.argv)) + "\n");
-      closeSync(fd);
-      return () => removeRecord(file);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-      const holder = readRecord(file);
-      const fresh = !holder && Date.now() - mtime(file) < 5_000; // being written right now
-      if ((holder && isRunning(holder)) || fresh) {
-        throw new CommandFailedError(`Another cotal command (pid ${holder?.pid ?? "unknown"}) is ${what} this mesh right now.`, {
-          remedy: "Wait for it to finish, then run the command again.",
-        });
-      }
-      removeRecord(file); // its holder is gone
-    }
-  }
-  throw new CommandFailedError(`Could not take the lock ${file}.`, { remedy: "Remove it if no other cotal command is running." });
-}
-
-function mtime(file: string): number {
-  try {
-    return statSync(file).mtimeMs;
-  } catch {
-    return 0;
-  }
+  const take = takeLockFile(file, { content: JSON.stringify(recordOf(process.pid, process.argv)) + "\n", holderAlive: holderAlive(ProcessRecord) });
+  if (take.taken) return take.release;
+  const holder = take.holder === undefined ? undefined : recordIn(take.holder, ProcessRecord);
+  throw new CommandFailedError(`Another cotal command (pid ${holder?.pid ?? "unknown"}) is ${what} this mesh right now.`, {
+    remedy: "Wait for it to finish, then run the command again.",
+  });
 }
 
 /**
@@ -94,37 +92,23 @@ export interface StoreClaim {
  */
 export function claimStore(storeDir: string, meshRoot: string): StoreClaim {
   const file = storeLockFile(storeDir);
-  for (let attempt = 0; attempt < 2; attempt++) {
-    let fd: number;
-    try {
-      fd = openSync(file, "wx", 0o600);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-      const held = readRecordFile(file, StoreLockRecord);
-      if (held.kind === "ok" && isRunning(held.record)) throw new StoreInUseError(storeDir, held.record);
-      if (held.kind !== "ok" && Date.now() - mtime(file) < 5_000) throw new StoreInUseError(storeDir, undefined); // being written
-      removeRecord(file); // its holder is gone
-      continue;
-    }
-    const mine: StoreLockRecord = { ...recordOf(process.pid, process.argv), meshRoot };
-    writeSync(fd, JSON.stringify(mine) + "\n");
-    closeSync(fd);
-    let current: ProcessRecord = mine;
-    return {
-      handTo(server) {
-        const next: StoreLockRecord = { ...server, meshRoot };
-        const tmp = `${file}.${process.pid}.tmp`;
-        writeFileSync(tmp, JSON.stringify(next) + "\n", { mode: 0o600 });
-        renameSync(tmp, file);
-        current = server;
-      },
-      release() {
-        const now = readRecordFile(file, StoreLockRecord);
-        if (now.kind === "ok" && now.record.pid === current.pid && now.record.startTime === current.startTime) removeRecord(file);
-      },
-    };
-  }
-  throw new CommandFailedError(`Could not take the store lock ${file}.`, { remedy: "Remove it if no nats-server uses that store." });
+  const mine: StoreLockRecord = { ...recordOf(process.pid, process.argv), meshRoot };
+  const take = takeLockFile(file, { content: JSON.stringify(mine) + "\n", holderAlive: holderAlive(StoreLockRecord) });
+  if (!take.taken) throw new StoreInUseError(storeDir, take.holder === undefined ? undefined : recordIn(take.holder, StoreLockRecord));
+  let current: ProcessRecord = mine;
+  return {
+    handTo(server) {
+      const next: StoreLockRecord = { ...server, meshRoot };
+      const tmp = `${file}.${process.pid}.tmp`;
+      writeFileSync(tmp, JSON.stringify(next) + "\n", { mode: 0o600 });
+      renameSync(tmp, file);
+      current = server;
+    },
+    release() {
+      const now = readRecordFile(file, StoreLockRecord);
+      if (now.kind === "ok" && now.record.pid === current.pid && now.record.startTime === current.startTime) removeRecord(file);
+    },
+  };
 }
 
 /** Remove a store's lock once its server is gone (a live holder's lock is left alone). */
