@@ -179,7 +179,13 @@ export function natsUrl(c: StartedTestContainer, port = 4222): string {
 
 /** Everything a container printed so far (both streams), for failure messages. */
 export async function logsOf(c: StartedTestContainer): Promise<string> {
-  return docker(["logs", "--tail", "200", c.getId()]).catch((err: Error) => `(no logs: ${err.message})`);
+  // `docker logs` replays the container's stderr on its own stderr: keep both.
+  try {
+    const { stdout, stderr } = await run("docker", ["logs", "--tail", "300", c.getId()], { maxBuffer: 16 * 1024 * 1024 });
+    return stdout + stderr;
+  } catch (err) {
+    return `(no logs: ${(err as Error).message})`;
+  }
 }
 
 /** Cut a container off `network` (the partition), and join it again under its alias. */

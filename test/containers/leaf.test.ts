@@ -1,0 +1,254 @@
+// A remote host on the mesh over a leaf node, as docs/remote-hosts.md sets one up: the hub is a
+// `cotal up` mesh on this machine (static mode) with a TLS leafnodes listener on the test
+// network's gateway address; the remote host is its own container of the deploy/container image
+// running a leaf nats-server (config rendered by deploy/leaf/render.mjs, TLS checked against the
+// hub's CA) and a `cotal manager` on a minted manager credential. Its one outbound connection
+// carries everything: `cotal spawn --on hostb` from the hub starts an echo seat there that
+// answers a DM, and a seat on the leaf host (lucy, its own agent credential, checked by the leaf
+// server) exchanges DMs and channel posts with a seat on the hub (hubert).
+//
+// The hub's leafnodes block is written here by hand (addLeafListener): `cotal up --leaf-port`
+// is being built alongside, and its listener also needs `default_js_domain` for the clients
+// account (see docs/remote-hosts.md, "Why default_js_domain").
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { appendFileSync, chmodSync, chownSync, closeSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { findNatsServer } from "../harness/nats-server.js";
+import { buildCli, cleanEnv, CotalProcess, freePort, pidAlive, projectRoot, runCotal, type CliResult } from "../harness/cli.js";
+import { docker, dockerUnavailable, ensureImage, logsOf, LoopbackContainer, Network, Wait, warnSkipped, type StartedNetwork, type StartedTestContainer } from "../harness/containers.js";
+import { until } from "../harness/until.js";
+
+const skip = await dockerUnavailable();
+if (skip) warnSkipped("test/containers/leaf.test.ts", skip);
+
+const run = promisify(execFile);
+const UID = 10001; // the image's `cotal` user
+let network: StartedNetwork | undefined;
+let host: StartedTestContainer | undefined;
+let project: string;
+let etc: string;
+let hubServer: ChildProcess | undefined;
+const procs: CotalProcess[] = [];
+const execs: ChildProcess[] = [];
+
+const cotal = (...args: string[]) => runCotal(args, { cwd: project, env: cleanEnv(), timeoutMs: 60_000 });
+function ok(r: CliResult): CliResult {
+  expect(r.code, `exit code; stdout: ${r.stdout}\nstderr: ${r.stderr}`).toBe(0);
+  return r;
+}
+
+/** An account JWT's subject (its public key). */
+function subjectOf(jwtFile: string): string {
+  const payload = readFileSync(jwtFile, "utf8").trim().split(".")[1]!;
+  return (JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as { sub: string }).sub;
+}
+
+/** A CA, and a hub certificate it signed for the name `hub` (what the leaf dials). */
+async function makeTls(dir: string): Promise<void> {
+  const ssl = (...args: string[]) => run("openssl", args, { cwd: dir });
+  await ssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=cotal-test-ca");
+  await ssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "hub.key", "-out", "hub.csr", "-subj", "/CN=hub");
+  writeFileSync(join(dir, "ext"), "subjectAltName=DNS:hub\nextendedKeyUsage=serverAuth\n");
+  await ssl("x509", "-req", "-in", "hub.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "hub.pem", "-days", "2", "-extfile", "ext");
+}
+
+/**
+ * Give the hub's nats-server a TLS leafnodes listener: stop the one `cotal up` started, append the
+ * block to its config and start it again with the same command line (so `cotal down` finds it).
+ */
+async function addLeafListener(listen: string, tlsDir: string): Promise<ChildProcess> {
+  const conf = join(project, ".cotal", "nats-server.conf");
+  const pid = readdirSync("/proc")
+    .filter((d) => /^\d+$/.test(d))
+    .find((d) => {
+      try {
+        return readFileSync(`/proc/${d}/cmdline`, "utf8").split("\0").includes(conf);
+      } catch {
+        return false;
+      }
+    });
+  if (!pid) throw new Error(`no nats-server runs with ${conf}`);
+  process.kill(Number(pid), "SIGTERM");
+  await until(() => !pidAlive(Number(pid)), 20_000, "the hub's nats-server to stop");
+  const clients = subjectOf(join(project, ".cotal", "auth", "clients", "default.jwt"));
+  appendFileSync(
+    conf,
+    [
+      "",
+      "# Added by test/containers/leaf.test.ts (what `cotal up --leaf-port` renders).",
+      "leafnodes {",
+      `  listen: ${JSON.stringify(listen)}`,
+      `  tls { cert_file: ${JSON.stringify(join(tlsDir, "hub.pem"))}, key_file: ${JSON.stringify(join(tlsDir, "hub.key"))}, timeout: 5 }`,
+      "}",
+      `default_js_domain: { ${clients}: "" }`,
+      "",
+    ].join("\n"),
+  );
+  const log = join(project, ".cotal", "logs", "nats-server.log");
+  const out = openSync(log, "a");
+  const child = spawn(findNatsServer(), ["-c", conf], { detached: true, stdio: ["ignore", out, out] });
+  closeSync(out);
+  child.unref();
+  await until(() => readFileSync(log, "utf8").includes(`Listening for leafnode connections on ${listen}`), 20_000, `the hub's leaf listener; log:\n${readFileSync(log, "utf8").slice(-2000)}`);
+  await until(async () => (await cotal("ps", "--json")).code === 0, 30_000, "the hub's mesh service and manager to be back");
+  return child;
+}
+
+/** `cotal <args>` inside the leaf-host container (no shell there: node runs the bundle). */
+function inHost(args: string[]): ChildProcess {
+  const c = spawn("docker", ["exec", host!.getId(), "/usr/local/bin/node", "/opt/cotal/dist/cotal.mjs", ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  execs.push(c);
+  return c;
+}
+async function inHostOk(args: string[]): Promise<string> {
+  const c = inHost(args);
+  let out = "";
+  c.stdout!.on("data", (b: Buffer) => (out += b.toString()));
+  c.stderr!.on("data", (b: Buffer) => (out += b.toString()));
+  const code = await new Promise<number | null>((r) => c.once("close", r));
+  expect(code, `cotal ${args.join(" ")} in the leaf host: ${out}`).toBe(0);
+  return out;
+}
+
+describe.skipIf(skip !== undefined)("a remote host on a leaf node (its own container)", () => {
+  beforeAll(async () => {
+    await buildCli();
+    project = await mkdtemp(join(tmpdir(), "cotal-leaf-hub-"));
+    etc = join(project, "hostb-etc");
+    mkdirSync(etc);
+    const tlsDir = join(project, "tls");
+    mkdirSync(tlsDir);
+    const [tag] = await Promise.all([ensureImage("cotal"), makeTls(tlsDir)]);
+    network = await new Network().start();
+    const gateway = (await docker(["network", "inspect", "--format", "{{range .IPAM.Config}}{{.Gateway}}{{end}}", network.getName()])).trim();
+    expect(gateway).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+
+    // The hub: a static mesh on this machine, its leaf listener on the test network's gateway.
+    ok(await cotal("up", "--detach", "--port", String(await freePort())));
+    const leafPort = await freePort();
+    hubServer = await addLeafListener(`${gateway}:${leafPort}`, tlsDir);
+
+    // What the remote host needs, made on the hub as docs/remote-hosts.md says.
+    ok(await cotal("mint", "hostb_leaf", "--profile", "leaf", "--out", join(etc, "leaf.creds")));
+    ok(await cotal("mint", "hostb", "--profile", "manager", "--out", join(etc, "hostb.creds")));
+    ok(await cotal("mint", "lucy", "--profile", "agent", "--allow-subscribe", "general", "--allow-publish", "general", "--provision", "--out", join(etc, "lucy.creds")));
+    // The hub's seat: an agent like lucy, on this machine.
+    ok(await cotal("mint", "hubert", "--profile", "agent", "--allow-subscribe", "general", "--allow-publish", "general", "--provision", "--out", join(project, "hubert.creds")));
+    const rendered = await run(process.execPath, [
+      join(projectRoot, "deploy/leaf/render.mjs"),
+      ...["--hub", `tls://hub:${leafPort}`, "--name", "hostb", "--auth-dir", join(project, ".cotal", "auth")],
+      ...["--creds", "/etc/cotal/leaf.creds", "--ca", "/etc/cotal/hub-ca.pem"],
+    ]);
+    writeFileSync(join(etc, "leaf.conf"), rendered.stdout);
+    writeFileSync(join(etc, "hub-ca.pem"), readFileSync(join(tlsDir, "ca.pem")));
+    // Owned by the image's user, secrets 0600: as they would be on the remote host.
+    for (const f of readdirSync(etc)) {
+      chownSync(join(etc, f), UID, UID);
+      chmodSync(join(etc, f), f.endsWith(".creds") ? 0o600 : 0o644);
+    }
+    chownSync(etc, UID, UID);
+
+    host = await new LoopbackContainer(tag)
+      .withNetwork(network)
+      .withNetworkAliases("hostb")
+      .withName(`cotal-test-hostb-${process.pid}`)
+      .withExtraHosts([{ host: "hub", ipAddress: gateway }])
+      .withBindMounts([{ source: etc, target: "/etc/cotal", mode: "ro" }])
+      .withEnvironment({
+        COTAL_LEAF_CONF: "/etc/cotal/leaf.conf",
+        COTAL_SERVER: "nats://127.0.0.1:4222",
+        COTAL_CREDS: "/etc/cotal/hostb.creds",
+        COTAL_SPACE: "default",
+      })
+      .withCommand(["manager", "--instance", "hostb", "--stop-seats"])
+      .withWaitStrategy(Wait.forLogMessage(/manager running/))
+      .withStartupTimeout(60_000)
+      .start();
+  }, 240_000);
+
+  afterAll(async () => {
+    for (const c of execs) c.kill("SIGKILL");
+    for (const p of procs) await p.stop().catch(() => undefined);
+    await host?.stop({ timeout: 10_000 }).catch(() => undefined);
+    await network?.stop().catch(() => undefined);
+    if (project) {
+      await cotal("down").catch(() => undefined);
+      if (hubServer?.pid && pidAlive(hubServer.pid)) process.kill(hubServer.pid, "SIGTERM");
+      await rm(project, { recursive: true, force: true });
+    }
+  });
+
+  it("the leaf host's manager reports in cotal ps on the hub, over one TLS leaf connection", async () => {
+    await until(async () => (await cotal("ps", "--json")).stdout.includes('"hostb"'), 30_000, `hostb in cotal ps; its logs:\n${await logsOf(host!)}`);
+    const logs = await logsOf(host!);
+    expect(logs).toMatch(/Leafnode connection created for account: A[A-Z0-9]+/);
+    expect(logs).toMatch(/Skipping deny "\$JS\.API\.>"/);
+    // The leaf server is the only thing that dials out; the manager talks to it on loopback.
+    const hubLog = readFileSync(join(project, ".cotal", "logs", "nats-server.log"), "utf8");
+    expect(hubLog).toMatch(/Leafnode connection created/);
+  }, 60_000);
+
+  it("cotal spawn --on hostb starts an echo seat on the leaf host that answers a DM from the hub", async () => {
+    const spawned = ok(await cotal("spawn", "-d", "--agent", "echo", "--name", "parrot", "--on", "hostb", "--json"));
+    expect(spawned.json()).toMatchObject({ name: "parrot", instance: "hostb", outcome: "started" });
+    const top = await docker(["top", host!.getId(), "-o", "pid,uid,args"]);
+    expect(top).toMatch(/\d+\s+10001\s+\/usr\/local\/bin\/node \/opt\/cotal\/dist\/cotal\.mjs agent echo/);
+    const listen = CotalProcess.spawn(["listen", "--as", "carol", "--impersonate", "--json"], { cwd: project, env: cleanEnv() });
+    procs.push(listen);
+    await listen.waitForJson((l: { type?: string }) => l.type === "ready", 20_000, "listen ready");
+    ok(await cotal("send", "dm", "parrot", "polly?", "--as", "carol", "--impersonate"));
+    await listen.waitForJson((l: { type?: string; text?: string }) => l.type === "message" && l.text === "echo: polly?", 30_000, "the echo reply from the leaf host");
+    await listen.stop();
+    const stopped = ok(await cotal("stop", "--name", "parrot"));
+    expect(stopped.stdout).toMatch(/1 credential revoked/);
+  }, 120_000);
+
+  it("a seat on the leaf host and a seat on the hub exchange DMs and channel posts", async () => {
+    const hubert = CotalProcess.spawn(["listen", "--json", "--channel", "general", "--creds", join(project, "hubert.creds")], { cwd: project, env: cleanEnv() });
+    procs.push(hubert);
+    await hubert.waitForJson((l: { type?: string }) => l.type === "ready", 20_000, "hubert ready");
+
+    // lucy listens inside the leaf host, on her own credential (checked by the leaf server).
+    const lucy = inHost(["listen", "--json", "--channel", "general", "--creds", "/etc/cotal/lucy.creds"]);
+    const lucyLines: string[] = [];
+    let partial = "";
+    lucy.stdout!.on("data", (b: Buffer) => {
+      const parts = (partial + b.toString()).split("\n");
+      partial = parts.pop() ?? "";
+      lucyLines.push(...parts);
+    });
+    let lucyErr = "";
+    lucy.stderr!.on("data", (b: Buffer) => (lucyErr += b.toString()));
+    const lucySaw = (pred: (l: { type?: string; kind?: string; from?: string; text?: string }) => boolean) =>
+      lucyLines.some((l) => {
+        try {
+          return pred(JSON.parse(l) as { type?: string });
+        } catch {
+          return false;
+        }
+      });
+    await until(() => lucySaw((l) => l.type === "ready"), 30_000, `lucy ready in the leaf host; stderr: ${lucyErr}`);
+
+    // Hub → leaf host.
+    const asHubert = ["--creds", join(project, "hubert.creds")];
+    ok(await cotal("send", "msg", "general", "hello from the hub", ...asHubert));
+    ok(await cotal("send", "dm", "lucy", "dm from the hub", ...asHubert));
+    await until(() => lucySaw((l) => l.type === "message" && l.from === "local.hubert" && l.text === "hello from the hub"), 30_000, `lucy to get hubert's post; lines: ${lucyLines.join("\n")}`);
+    await until(() => lucySaw((l) => l.type === "message" && l.kind === "dm" && l.from === "local.hubert" && l.text === "dm from the hub"), 30_000, `lucy to get hubert's DM; lines: ${lucyLines.join("\n")}`);
+
+    // Leaf host → hub.
+    await inHostOk(["send", "msg", "general", "hello from the leaf", "--creds", "/etc/cotal/lucy.creds"]);
+    await inHostOk(["send", "dm", "hubert", "dm from the leaf", "--creds", "/etc/cotal/lucy.creds"]);
+    await hubert.waitForJson((l: { type?: string; from?: string; text?: string }) => l.type === "message" && l.from === "local.lucy" && l.text === "hello from the leaf", 30_000, "hubert to get lucy's post");
+    await hubert.waitForJson((l: { type?: string; kind?: string; from?: string; text?: string }) => l.type === "message" && l.kind === "dm" && l.from === "local.lucy" && l.text === "dm from the leaf", 30_000, "hubert to get lucy's DM");
+
+    // The leaf server enforces lucy's own permissions: she may not post outside her channels.
+    const refused = inHost(["send", "msg", "builds", "not mine", "--creds", "/etc/cotal/lucy.creds"]);
+    const code = await new Promise<number | null>((r) => refused.once("close", r));
+    expect(code).not.toBe(0);
+  }, 150_000);
+});
