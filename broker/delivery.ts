@@ -1,4 +1,5 @@
 import type { CotalMessage, Principal } from "../schemas/index.js";
+import { BoundedSet } from "./bounded-set.js";
 
 /** Where a delivery came from. */
 export type DeliverySource = "live" | "durable" | "history";
@@ -44,8 +45,10 @@ export interface Delivery {
  */
 export class IdLedger {
   private readonly held = new Set<string>();
-  private readonly done = new Set<string>();
-  constructor(private readonly capacity = 20_000) {}
+  private readonly done: BoundedSet<string>;
+  constructor(capacity = 20_000) {
+    this.done = new BoundedSet(capacity);
+  }
 
   isHeld(id: string): boolean {
     return id !== "" && this.held.has(id);
@@ -63,10 +66,6 @@ export class IdLedger {
     if (!id) return;
     this.held.delete(id);
     this.done.add(id);
-    if (this.done.size > this.capacity) {
-      const oldest = this.done.values().next().value;
-      if (oldest !== undefined) this.done.delete(oldest);
-    }
   }
 }
 

@@ -27,7 +27,6 @@ export { isConsumerNotFound, isNoMessageFound, isPermissionDenied, isStreamNotFo
 
 // The nats-server binary, connecting with a credential, and JetStream access.
 export { findNatsServer, NatsServerNotFoundError } from "./nats-binary.js";
-export { takeLockFile, type LockFileOptions, type LockFileTake } from "./lock-file.js";
 export {
   connectMesh,
   credsCaller,
@@ -78,3 +77,7 @@ export {
   type MintRequest,
   type Profile,
 } from "./auth/index.js";
+
+// Plumbing the cli and the connector share: lock files naming their holder, bounded id sets.
+export { takeLockFile, type LockFileOptions, type LockFileTake } from "./lock-file.js";
+export { BoundedSet } from "./bounded-set.js";

@@ -24,3 +24,4 @@ export * from "./endpoint.js";
 export * from "./auth/index.js";
 export * from "./xfer.js";
 export * from "./lock-file.js";
+export * from "./bounded-set.js";
