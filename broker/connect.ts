@@ -38,10 +38,22 @@ export function parseMeshLink(link: string): MeshLink {
   return { server: `nats://${url.hostname}:${url.port || "4222"}`, space };
 }
 
-/** Normalise a server string (accepts links) to a NATS URL. */
+/** Normalise a server string (accepts links) to a NATS URL; a comma-separated list (a cluster's nodes) stays a list. */
 export function serverUrl(server: string): string {
-  if (server.startsWith("cotal://")) return parseMeshLink(server).server;
-  return server.includes("://") ? server : `nats://${server}`;
+  return serverUrls(server).join(",");
+}
+
+/**
+ * Every server a connection may use: `a:4222,b:4222` (how `cotal up --cluster` records its nodes)
+ * names several, so a client whose node is lost reconnects to another (it also learns the rest
+ * of the cluster from the server it reached).
+ */
+export function serverUrls(server: string): string[] {
+  return server
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((s) => (s.startsWith("cotal://") ? parseMeshLink(s).server : s.includes("://") ? s : `nats://${s}`));
 }
 
 /**
@@ -145,13 +157,14 @@ export function readCredsFile(file: string): Buffer {
  * credential, replies come on that identity's own inbox prefix (the only one it may read).
  */
 export async function connectMesh(addr: MeshAddress): Promise<NatsConnection> {
-  const servers = serverUrl(addr.server);
+  const list = serverUrls(addr.server);
+  const servers = list.join(",");
   const creds = addr.creds ? readCredsFile(addr.creds) : undefined;
   const owner = creds ? credsPrincipal(creds) : undefined;
   const inboxPrefix = addr.inboxPrefix ?? (owner ? `_INBOX.${owner}` : undefined);
   try {
     return await connect({
-      servers,
+      servers: list,
       name: addr.name ?? "cotal",
       maxReconnectAttempts: -1,
       reconnectTimeWait: 250,

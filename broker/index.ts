@@ -35,6 +35,7 @@ export {
   InvalidCredsError,
   parseMeshLink,
   serverUrl,
+  serverUrls,
   type CredsClaims,
   type MeshAddress,
   type MeshLink,
@@ -42,7 +43,7 @@ export {
 export { JS_OPTIONS, jetStreamConnection } from "./js-access.js";
 
 // Provisioning a space and the mesh service that answers the control rail.
-export { ensureSpace, StorageLimitsInput, type ProvisionReport, type SpaceOptions, type StorageLimits } from "./provision.js";
+export { clusterReplicas, ensureSpace, StorageLimitsInput, type ProvisionReport, type SpaceOptions, type StorageLimits } from "./provision.js";
 export { MeshService, type MeshServiceOptions } from "./mesh-service.js";
 export { callControl, controlCaller, serveControl, type ControlCallOptions, type ControlCaller, type ControlHandler, type ControlHandlers } from "./control.js";
 
@@ -64,6 +65,7 @@ export {
   AuthStore,
   checkMintSpec,
   clientsAccount,
+  DEFAULT_ACCOUNT_STORAGE,
   InsecureSecretError,
   MintRefusedError,
   PROFILES,

@@ -17,7 +17,10 @@ import { isStreamNotFound } from "./js-errors.js";
 
 /** Knobs of a space's storage; defaults suit one laptop. */
 export interface SpaceOptions {
-  /** Replicas of every stream and bucket (3 on a JetStream cluster). Default 1. */
+  /**
+   * Replicas of every stream and bucket created now. Default: what the server's cluster allows
+   * (clusterReplicas): 3 on a cluster of three or more nodes, else 1. Existing streams keep theirs.
+   */
   replicas?: number;
   /** Posts kept per channel subject (CHAT_ per-subject cap). Default 1000. */
   chatPerSubject?: number;
@@ -69,6 +72,19 @@ export const StorageLimitsInput = z
 
 /** Largest stored message: the envelope limit plus room for headers. */
 export const MAX_STORED_MESSAGE_BYTES = LIMITS.maxMessageBytes + 8 * 1024;
+
+/**
+ * Replicas for a space's streams on the server `nc` is connected to: 3 when it is part of a
+ * cluster of three or more nodes, else 1 (R2 survives no node loss, so it is never chosen). The
+ * size comes from the server's INFO: `connect_urls` lists the client URLs of every node it is
+ * routed to, itself included; a server outside a cluster sends no `cluster` name.
+ */
+export function clusterReplicas(nc: NatsConnection): number {
+  const info = nc.info;
+  if (!info?.cluster) return 1;
+  const nodes = new Set(info.connect_urls ?? []).size;
+  return nodes >= 3 ? 3 : 1;
+}
 
 /** What ensureSpace did to each stream and bucket. */
 export interface ProvisionReport {
@@ -197,6 +213,8 @@ async function ensureStream(jsm: JetStreamManager, want: Partial<StreamConfig> &
  * and how to fix it (StreamConflictError), never recreated.
  */
 export async function ensureSpace(nc: NatsConnection, space: string, opts: SpaceOptions = {}): Promise<ProvisionReport> {
+  // Replicas apply to what is created now: a stream created at R1 on one node stays R1 (docs/scaling.md).
+  opts = { ...opts, replicas: opts.replicas ?? clusterReplicas(nc) };
   const jsm = await jetstreamManager(nc);
   const report: ProvisionReport = { created: [], updated: [], unchanged: [] };
   for (const stream of spaceStreams(space, opts)) await ensureStream(jsm, stream, report);

@@ -66,8 +66,11 @@ export function resolveTarget(flags: MeshFlags, cwd: string = process.cwd()): Me
     try {
       if (f.server.startsWith("cotal://")) linkSpace = parseMeshLink(f.server).space;
       server = serverUrl(f.server);
-      const protocol = new URL(server).protocol;
-      if (protocol !== "nats:" && protocol !== "tls:") throw new Error(`${protocol}// is not a NATS address`);
+      // A cluster's nodes come as a comma-separated list: each must be a NATS address.
+      for (const one of server.split(",")) {
+        const protocol = new URL(one).protocol;
+        if (protocol !== "nats:" && protocol !== "tls:") throw new Error(`${protocol}// is not a NATS address`);
+      }
     } catch (cause) {
       throw new UsageError(`Invalid input: --server: ${JSON.stringify(f.server)} is not a server address.`, {
         remedy: "Use nats://host:port, host:port or cotal://host:port/space.",

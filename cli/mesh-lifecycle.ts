@@ -1,17 +1,19 @@
 import { mkdirSync } from "node:fs";
-import { connectMesh, ensureSpace, type AccountStorageLimits, type ProvisionReport, type StorageLimits } from "../broker/index.js";
+import { clientsAccount, connectMesh, DEFAULT_ACCOUNT_STORAGE, ensureSpace, StreamConflictError, type AccountStorageLimits, type ProvisionReport, type StorageLimits } from "../broker/index.js";
+import { ephemeralPort, meshNodes, singleNode, type NodeFiles } from "./cluster-nodes.js";
+import type { LeafListener } from "./leaf-listener.js";
 import { DEFAULT_SPACE } from "./context.js";
 import { CommandFailedError, UsageError } from "./errors.js";
 import { acquireLock, claimStore, releaseStaleStore, StoreInUseError, storeLockHolder, type StoreLockRecord } from "./lock.js";
-import type { MeshInfo, MeshRoot } from "./mesh-root.js";
+import type { ClusterInfo, MeshInfo, MeshRoot } from "./mesh-root.js";
 import type { MeshMode } from "./mode.js";
-import { findNatsServers, startNatsServer } from "./nats-process.js";
+import { connectHost, findNatsServers, startNatsServer, type ServerConfig } from "./nats-process.js";
 import { isRunning, ProcessRecord, readRecordFile, removeRecord, stopProcess, writeRecord, type RecordRead } from "./pid-file.js";
 import { DEFAULT_PORT, portIsFree } from "./ports.js";
 import { pingMeshService, serverAnswers } from "./probe.js";
 import { ensureManager, stopManager, type ManagerUp } from "./manager-process.js";
 import { findMeshServices, startMeshService } from "./service-process.js";
-import { prepareStaticAuth, publishSpaceAccount } from "./static-auth.js";
+import { prepareStaticAuth, publishSpaceAccount, type StaticAuth } from "./static-auth.js";
 
 /** What `cotal up` was asked for; unset fields come from the last run's mesh.json, then defaults. */
 export interface UpRequest {
@@ -25,6 +27,19 @@ export interface UpRequest {
   limits?: Partial<StorageLimits> | undefined;
   /** Static mode: the data account's JetStream storage (kept in the auth store). */
   account?: Partial<AccountStorageLimits> | undefined;
+  /** `--cluster N`: nodes of a local JetStream cluster (1: a single server); unset: as last time. */
+  cluster?: number | undefined;
+  /** `--leaf-port …`: a leaf-node listener for remote hosts; unset: as last time. */
+  leaf?: LeafListener | undefined;
+}
+
+/** One node of a local cluster, as `up` found or started it. */
+export interface NodeUp {
+  name: string;
+  state: "running" | "started";
+  pid: number;
+  port: number;
+  log: string;
 }
 
 /** What `cotal up` found and did. */
@@ -34,6 +49,10 @@ export interface UpReport {
   space: string;
   mode: MeshMode;
   natsServer: { state: "running" | "started"; pid: number; port: number; log: string };
+  /** `--cluster N`: every node (natsServer is the first one). */
+  nodes?: NodeUp[];
+  /** Replicas of the streams created now (3 on a cluster of three or more). */
+  replicas: number;
   /** `repaired`: the server was running but its mesh service was not (or did not answer). */
   meshService: { state: "running" | "started" | "repaired" | "restarted"; pid: number; log: string };
   /** The mesh host's manager (seats: `cotal spawn`). */
@@ -63,79 +82,16 @@ export async function bringUp(root: MeshRoot, req: UpRequest): Promise<UpReport>
 async function up(root: MeshRoot, req: UpRequest): Promise<UpReport> {
   const notes: string[] = [];
   const prev = root.readInfo();
-  const auth = req.mode === "static" ? await prepareStaticAuth(root, req.space ?? prev?.space ?? DEFAULT_SPACE, req.account) : undefined;
+  const auth = req.mode === "static" ? await prepareStaticAuth(root, req.space ?? prev?.space ?? DEFAULT_SPACE, accountLimits(req, prev)) : undefined;
   // Commands on the mesh host connect with its own operator-side credential unless told otherwise.
   if (auth && !req.creds) req = { ...req, creds: auth.cliCreds };
-  const natsFile = root.pidFile("nats-server");
-  const natsRead = readRecordFile(natsFile);
-  const natsRec = locateNatsServer(root, natsRead, [prev?.storeDir, req.storeDir ?? prev?.storeDir ?? root.defaultStoreDir], notes);
-  let info: MeshInfo;
-  let natsState: UpReport["natsServer"]["state"];
-  let nats: ProcessRecord;
+  const servers = (prev?.cluster ? await adoptCluster(root, prev, req, auth, notes) : await adoptSingle(root, prev, req, auth, notes)) ?? (await startFresh(root, prev, req, auth, notes));
+  const { info, state: natsState, record: nats } = servers;
+  const replicas = info.cluster && info.cluster.nodes.length >= 3 ? 3 : 1;
 
-  if (natsRec && prev) {
-    refuseConflicts(root, prev, req);
-    if (auth?.spaceCreated) await publishSpaceAccount(auth, prev.server, prev.space);
-    if (!(await answersWithin({ server: prev.server, creds: req.creds }, 5_000))) {
-      throw new CommandFailedError(`nats-server (pid ${natsRec.pid}) is running but does not answer at ${prev.server}.`, {
-        remedy: `See ${root.log("nats-server")}; \`cotal down\` then \`cotal up\` restarts it.`,
-      });
-    }
-    info = prev;
-    nats = natsRec;
-    natsState = "running";
-  } else {
-    if (natsRec) {
-      await stopProcess(natsRec, 15_000); // running without a mesh.json: we cannot tell its settings
-      notes.push(`stopped nats-server pid ${natsRec.pid}: its mesh.json was missing; started a new one`);
-    } else if (natsRead.kind === "ok") {
-      notes.push(`nats-server pid ${natsRead.record.pid} from an earlier run is gone; started a new one`);
-    }
-    removeRecord(natsFile);
-    const host = req.host ?? prev?.host ?? DEFAULT_HOST;
-    const space = req.space ?? prev?.space ?? DEFAULT_SPACE;
-    const storeDir = req.storeDir ?? prev?.storeDir ?? root.defaultStoreDir;
-    const wanted = req.port ?? prev?.port ?? DEFAULT_PORT;
-    let port: number | "auto" = wanted;
-    if (!(await portIsFree(host, wanted))) {
-      if (req.port !== undefined) {
-        throw new CommandFailedError(`Port ${wanted} on ${host} is already in use.`, {
-          remedy: "Pick another with --port, or leave --port out and cotal picks a free one.",
-        });
-      }
-      port = "auto";
-    }
-    mkdirSync(storeDir, { recursive: true, mode: 0o700 });
-    // One server per store, for the server's whole life (see claimStore).
-    const claim = claimStore(storeDir, root.dir);
-    let started: Awaited<ReturnType<typeof startNatsServer>>;
-    try {
-      started = await startNatsServer(
-        root,
-        { host, port, storeDir, portsDir: root.runDir, space, auth: auth?.fragment },
-        { creds: req.creds, onSpawn: (rec) => claim.handTo(rec) },
-      );
-    } catch (err) {
-      claim.release();
-      throw err;
-    }
-    writeRecord(natsFile, started.record);
-    if (port === "auto") notes.push(`port ${wanted} on ${host} is in use; nats-server listens on ${started.port} instead`);
-    const limits = { ...prev?.limits, ...req.limits };
-    info = { server: started.url, space, mode: req.mode, host, port: started.port, storeDir, startedAt: new Date().toISOString(), ...(Object.keys(limits).length ? { limits } : {}) };
-    root.writeInfo(info);
-    nats = started.record;
-    natsState = "started";
-  }
 
   // Streams live in the data account: only the mesh service's credential may create them.
-  const nc = await connectMesh({ server: info.server, creds: auth ? auth.meshCreds : req.creds, name: "cotal-up" });
-  let provision: ProvisionReport;
-  try {
-    provision = await ensureSpace(nc, info.space, info.limits ? { limits: info.limits } : {});
-  } finally {
-    await nc.close().catch(() => undefined);
-  }
+  const provision = await provisionSpace({ server: info.server, creds: auth ? auth.meshCreds : req.creds }, info, replicas);
 
   const svcFile = root.pidFile("mesh-service");
   const svcRec = await locateMeshService(root, notes);
@@ -176,11 +132,238 @@ async function up(root: MeshRoot, req: UpRequest): Promise<UpReport> {
     server: info.server,
     space: info.space,
     mode: info.mode,
-    natsServer: { state: natsState, pid: nats.pid, port: info.port, log: root.log("nats-server") },
+    natsServer: { state: natsState, pid: nats.pid, port: info.port, log: servers.nodes?.[0]?.log ?? root.log("nats-server") },
+    ...(servers.nodes ? { nodes: servers.nodes } : {}),
+    replicas,
     meshService: { state: svcState, pid: svc.pid, log: root.log("mesh-service") },
     manager,
     provision,
     notes,
+  };
+}
+
+/** The nats-server side of `up`: the mesh description in force, and whether its servers were running. */
+interface ServersUp {
+  info: MeshInfo;
+  state: UpReport["natsServer"]["state"];
+  /** The single server, or the cluster's first node. */
+  record: ProcessRecord;
+  nodes?: NodeUp[];
+}
+
+/** The running single server of the previous run, adopted (undefined: none runs, start afresh). */
+async function adoptSingle(root: MeshRoot, prev: MeshInfo | undefined, req: UpRequest, auth: StaticAuth | undefined, notes: string[]): Promise<ServersUp | undefined> {
+  const natsRead = readRecordFile(root.pidFile("nats-server"));
+  const natsRec = locateNatsServer(root, natsRead, [prev?.storeDir, req.storeDir ?? prev?.storeDir ?? root.defaultStoreDir], notes);
+  if (!natsRec || !prev) {
+    if (natsRead.kind === "ok" && !natsRec) notes.push(`nats-server pid ${natsRead.record.pid} from an earlier run is gone; started a new one`);
+    return undefined;
+  }
+  refuseConflicts(root, prev, req);
+  if (auth?.spaceCreated) await publishSpaceAccount(auth, prev.server, prev.space);
+  if (!(await answersWithin({ server: prev.server, creds: req.creds }, 5_000))) {
+    throw new CommandFailedError(`nats-server (pid ${natsRec.pid}) is running but does not answer at ${prev.server}.`, {
+      remedy: `See ${root.log("nats-server")}; \`cotal down\` then \`cotal up\` restarts it.`,
+    });
+  }
+  return { info: prev, state: "running", record: natsRec };
+}
+
+/**
+ * The running cluster of the previous run, adopted: while any node runs the cluster is up, and a
+ * node that is not running is started again on its recorded ports (it catches up from the others).
+ */
+async function adoptCluster(root: MeshRoot, prev: MeshInfo, req: UpRequest, auth: StaticAuth | undefined, notes: string[]): Promise<ServersUp | undefined> {
+  const cluster = prev.cluster!;
+  const nodes = meshNodes(root, prev);
+  const live = nodes.map((n) => {
+    const r = readRecordFile(n.pidFile);
+    return r.kind === "ok" && isRunning(r.record) ? r.record : undefined;
+  });
+  if (!live.some(Boolean)) return undefined;
+  refuseConflicts(root, prev, req);
+  if (auth?.spaceCreated) await publishSpaceAccount(auth, prev.server, prev.space);
+  const up: NodeUp[] = [];
+  for (const [i, n] of nodes.entries()) {
+    const port = cluster.nodes[i]!.port;
+    let rec = live[i];
+    if (!rec) {
+      rec = await startClusterNode(root, prev, n, auth, req.creds);
+      notes.push(`${n.name} was not running; started it again on port ${port}`);
+    }
+    up.push({ name: n.name, state: live[i] ? "running" : "started", pid: rec.pid, port, log: n.log });
+  }
+  if (!(await answersWithin({ server: prev.server, creds: req.creds }, 5_000))) {
+    throw new CommandFailedError(`The cluster's nodes are running but none answers at ${prev.server}.`, {
+      remedy: `See ${nodes.map((n) => n.log).join(", ")}; \`cotal down\` then \`cotal up\` restarts them.`,
+    });
+  }
+  return { info: prev, state: "running", record: (live.find(Boolean) ?? live[0])!, nodes: up };
+}
+
+/** Start the servers afresh: one, or `--cluster N` nodes. Live servers of this mesh without a usable mesh.json are stopped first. */
+async function startFresh(root: MeshRoot, prev: MeshInfo | undefined, req: UpRequest, auth: StaticAuth | undefined, notes: string[]): Promise<ServersUp> {
+  for (const rec of findNatsServers(root)) {
+    await stopProcess(rec, 15_000); // running without a mesh.json we can trust: we cannot tell its settings
+    notes.push(`stopped nats-server pid ${rec.pid}: its mesh.json was missing or described another mesh; started a new one`);
+  }
+  for (const n of prev ? meshNodes(root, prev) : []) removeRecord(n.pidFile);
+  removeRecord(root.pidFile("nats-server"));
+  const host = req.host ?? prev?.host ?? DEFAULT_HOST;
+  const space = req.space ?? prev?.space ?? DEFAULT_SPACE;
+  const storeDir = req.storeDir ?? prev?.storeDir ?? root.defaultStoreDir;
+  const wanted = req.port ?? prev?.port ?? DEFAULT_PORT;
+  const size = req.cluster ?? prev?.cluster?.nodes.length ?? 1;
+  const leaf = req.leaf ?? prev?.leaf;
+  const limits = { ...prev?.limits, ...req.limits };
+  const base = { space, mode: req.mode, host, storeDir, startedAt: new Date().toISOString(), ...(Object.keys(limits).length ? { limits } : {}), ...(leaf ? { leaf } : {}) };
+  if (leaf) {
+    for (let i = 0; i < size; i++) {
+      if (!(await portIsFree(leaf.host, leaf.port + i))) {
+        throw new CommandFailedError(`Leaf-node port ${leaf.port + i} on ${leaf.host} is already in use.`, { remedy: `Pick another with --leaf-port${size > 1 ? ` (a cluster uses ${size} ports from it)` : ""}.` });
+      }
+    }
+  }
+  if (size > 1) return startCluster(root, { ...base, server: "", port: wanted }, size, req, auth, notes);
+
+  const node = singleNode(root, space, storeDir);
+  let port: number | "auto" = wanted;
+  if (!(await portIsFree(host, wanted))) {
+    if (req.port !== undefined) {
+      throw new CommandFailedError(`Port ${wanted} on ${host} is already in use.`, {
+        remedy: "Pick another with --port, or leave --port out and cotal picks a free one.",
+      });
+    }
+    port = "auto";
+  }
+  const started = await startNode(root, node, { host, port, space, auth: auth?.fragment, leaf: leaf ? { listener: leaf, port: leaf.port, account: leafAccount(auth, space) } : undefined }, req.creds);
+  if (port === "auto") notes.push(`port ${wanted} on ${host} is in use; nats-server listens on ${started.port} instead`);
+  const info: MeshInfo = { ...base, server: started.url, port: started.port };
+  root.writeInfo(info);
+  return { info, state: "started", record: started.record };
+}
+
+/**
+ * `cotal up --cluster N`: N nodes on `host`, client ports from `--port` upwards (a taken one is
+ * replaced by a free one unless --port was given), route ports chosen free, each node with its
+ * own store; they form one JetStream cluster named `cotal_<space>`. Static meshes give every
+ * node the same operator and accounts, so any node accepts any credential.
+ */
+async function startCluster(root: MeshRoot, base: MeshInfo, size: number, req: UpRequest, auth: StaticAuth | undefined, notes: string[]): Promise<ServersUp> {
+  const ports: number[] = [];
+  for (let i = 0; i < size; i++) {
+    const want = base.port + i;
+    if (await portIsFree(base.host, want)) ports.push(want);
+    else if (req.port !== undefined) {
+      throw new CommandFailedError(`Port ${want} on ${base.host} is already in use (a cluster of ${size} uses ${size} ports from --port ${req.port}).`, { remedy: "Pick another --port." });
+    } else {
+      const free = await ephemeralPort(base.host);
+      notes.push(`port ${want} on ${base.host} is in use; node ${i + 1} listens on ${free} instead`);
+      ports.push(free);
+    }
+  }
+  const routePorts: number[] = [];
+  while (routePorts.length < size) {
+    const p = await ephemeralPort(base.host);
+    if (!ports.includes(p) && !routePorts.includes(p)) routePorts.push(p);
+  }
+  const cluster: ClusterInfo = { name: `cotal_${base.space}`, nodes: ports.map((port, i) => ({ port, routePort: routePorts[i]! })) };
+  const server = ports.map((p) => `nats://${connectHost(base.host)}:${p}`).join(",");
+  const info: MeshInfo = { ...base, server, port: ports[0]!, cluster };
+  // Written before the nodes start: a failed start is then stopped by `cotal down`, which reads it.
+  root.writeInfo(info);
+  const nodes: NodeUp[] = [];
+  const records: ProcessRecord[] = [];
+  for (const n of meshNodes(root, info)) {
+    const rec = await startClusterNode(root, info, n, auth, req.creds);
+    records.push(rec);
+    nodes.push({ name: n.name, state: "started", pid: rec.pid, port: cluster.nodes[n.index - 1]!.port, log: n.log });
+  }
+  return { info, state: "started", record: records[0]!, nodes };
+}
+
+/**
+ * The account leaf hosts are bridged into: the space's clients account (static; the `leaf`
+ * credential lives there), or the global account of an open mesh.
+ */
+function leafAccount(auth: StaticAuth | undefined, space: string): string {
+  return auth ? auth.store.accountKey(clientsAccount(space)).getPublicKey() : "$G";
+}
+
+/** Start node `n` of the cluster `info` describes, on its recorded ports. */
+async function startClusterNode(root: MeshRoot, info: MeshInfo, n: NodeFiles, auth: StaticAuth | undefined, creds: string | undefined): Promise<ProcessRecord> {
+  const cluster = info.cluster!;
+  const me = cluster.nodes[n.index - 1]!;
+  const routes = cluster.nodes.map((node) => `nats-route://${connectHost(info.host)}:${node.routePort}`);
+  const started = await startNode(
+    root,
+    n,
+    {
+      host: info.host,
+      port: me.port,
+      space: info.space,
+      // Each node keeps its own resolver folder: the full resolver writes account JWTs there.
+      auth: auth ? await auth.store.serverConfig(n.resolverDir) : undefined,
+      cluster: { name: cluster.name, host: info.host, port: me.routePort, routes },
+      leaf: info.leaf ? { listener: info.leaf, port: info.leaf.port + n.index - 1, account: leafAccount(auth, info.space) } : undefined,
+    },
+    creds,
+  );
+  return started.record;
+}
+
+/** Start one server on its own store (claimed for the server's whole life) and record its pid. */
+async function startNode(
+  root: MeshRoot,
+  n: NodeFiles,
+  c: Omit<ServerConfig, "storeDir" | "portsDir" | "serverName">,
+  creds: string | undefined,
+): Promise<Awaited<ReturnType<typeof startNatsServer>>> {
+  mkdirSync(n.storeDir, { recursive: true, mode: 0o700 });
+  const claim = claimStore(n.storeDir, root.dir);
+  let started: Awaited<ReturnType<typeof startNatsServer>>;
+  try {
+    started = await startNatsServer(root, { ...c, storeDir: n.storeDir, portsDir: root.runDir, serverName: n.serverName }, { creds, onSpawn: (rec) => claim.handTo(rec), configFile: n.config, log: n.name });
+  } catch (err) {
+    claim.release();
+    throw err;
+  }
+  writeRecord(n.pidFile, started.record);
+  return started;
+}
+
+/**
+ * Create or reconcile the space's streams. On a cluster JetStream answers only once the nodes
+ * have elected a meta leader, and an R3 stream needs three current peers: until then the
+ * attempt is repeated (a stream conflict is final at once).
+ */
+async function provisionSpace(addr: { server: string; creds?: string | undefined }, info: MeshInfo, replicas: number): Promise<ProvisionReport> {
+  const deadline = Date.now() + (info.cluster ? 30_000 : 0);
+  for (;;) {
+    const nc = await connectMesh({ ...addr, name: "cotal-up" });
+    try {
+      return await ensureSpace(nc, info.space, { replicas, ...(info.limits ? { limits: info.limits } : {}) });
+    } catch (err) {
+      if (err instanceof StreamConflictError || Date.now() >= deadline) throw err;
+    } finally {
+      await nc.close().catch(() => undefined);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/**
+ * The space account's JetStream storage. JetStream counts every replica against the account, so
+ * on a cluster at R3 the account is given three times what one copy of the space may hold
+ * (`--max-disk`/`--max-memory`, else the defaults): the same space fits on a cluster as on one
+ * node (docs/scaling.md).
+ */
+function accountLimits(req: UpRequest, prev: MeshInfo | undefined): Partial<AccountStorageLimits> | undefined {
+  const size = req.cluster ?? prev?.cluster?.nodes.length ?? 1;
+  if (size < 3) return req.account;
+  return {
+    diskBytes: (req.account?.diskBytes ?? DEFAULT_ACCOUNT_STORAGE.diskBytes) * 3,
+    memoryBytes: (req.account?.memoryBytes ?? DEFAULT_ACCOUNT_STORAGE.memoryBytes) * 3,
   };
 }
 
@@ -255,6 +438,9 @@ function refuseConflicts(root: MeshRoot, prev: MeshInfo, req: UpRequest): void {
   if (req.space !== undefined && req.space !== prev.space) diffs.push(`--space ${req.space} (it serves ${prev.space})`);
   if (req.storeDir !== undefined && req.storeDir !== prev.storeDir) diffs.push(`--store-dir ${req.storeDir} (it stores in ${prev.storeDir})`);
   if (req.limits && JSON.stringify({ ...prev.limits, ...req.limits }) !== JSON.stringify(prev.limits ?? {})) diffs.push(`storage limits ${JSON.stringify(req.limits)} (it runs with ${JSON.stringify(prev.limits ?? "the defaults")})`);
+  const size = prev.cluster?.nodes.length ?? 1;
+  if (req.cluster !== undefined && req.cluster !== size) diffs.push(`--cluster ${req.cluster} (it runs ${size === 1 ? "a single server" : `a cluster of ${size}`})`);
+  if (req.leaf && JSON.stringify(req.leaf) !== JSON.stringify(prev.leaf)) diffs.push(`leaf listener ${req.leaf.host}:${req.leaf.port} (it has ${prev.leaf ? `${prev.leaf.host}:${prev.leaf.port}` : "none"})`);
   if (req.mode !== prev.mode) diffs.push(`${req.mode === "open" ? "--open" : "static auth (no --open)"} (it runs ${prev.mode})`);
   if (diffs.length) {
     throw new UsageError(`The mesh in ${root.dir} is already running with other settings: ${diffs.join(", ")}.`, {
@@ -293,6 +479,8 @@ export interface DownReport {
   manager: { pid?: number; result: "stopped" | "killed" | "not-running" | "not-recorded" };
   meshService: { pid?: number; result: "stopped" | "killed" | "not-running" | "not-recorded" };
   natsServer: { pid?: number; result: "stopped" | "killed" | "not-running" | "not-recorded" };
+  /** `cotal up --cluster N`: each node, in order. */
+  nodes?: Array<{ pid?: number; result: "stopped" | "killed" | "not-running" | "not-recorded" }>;
 }
 
 /**
@@ -324,7 +512,8 @@ export async function bringDown(root: MeshRoot): Promise<DownReport> {
     };
     const manager = await stopManager(root);
     const meshService = await stop(root.pidFile("mesh-service"), findMeshServices(root), 10_000);
-    const stores = [...new Set([info?.storeDir, root.defaultStoreDir].filter((d): d is string => !!d))];
+    const nodes = info?.cluster ? meshNodes(root, info) : [];
+    const stores = [...new Set([info?.storeDir, root.defaultStoreDir, ...nodes.map((n) => n.storeDir)].filter((d): d is string => !!d))];
     const servers = [
       ...stores
         .map(storeLockHolder)
@@ -332,9 +521,13 @@ export async function bringDown(root: MeshRoot): Promise<DownReport> {
         .map((h) => ProcessRecord.parse(h)),
       ...findNatsServers(root),
     ];
-    const natsServer = await stop(root.pidFile("nats-server"), uniqueProcesses(servers), 15_000);
+    // A cluster's nodes are stopped together: one by one, the last would wait for a quorum that is gone.
+    const nodeReports = await Promise.all(nodes.map((n) => stop(n.pidFile, [], 15_000)));
+    const stopped = new Set(nodeReports.map((r) => r.pid));
+    const single = await stop(root.pidFile("nats-server"), uniqueProcesses(servers).filter((p) => !stopped.has(p.pid)), 15_000);
+    const natsServer = single.result === "not-recorded" && nodeReports[0] ? nodeReports[0] : single;
     for (const store of stores) releaseStaleStore(store);
-    return { root: root.dir, manager, meshService, natsServer };
+    return { root: root.dir, manager, meshService, natsServer, ...(nodes.length ? { nodes: nodeReports } : {}) };
   } finally {
     release();
   }

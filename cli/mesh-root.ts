@@ -4,17 +4,25 @@ import { z } from "zod";
 import { StorageLimitsInput } from "../broker/index.js";
 import { describeIssues, SpaceName } from "../schemas/index.js";
 import { CommandFailedError } from "./errors.js";
+import { LeafListener } from "./leaf-listener.js";
 import { MeshMode } from "./mode.js";
 
 /** The background processes of a mesh, by the names of their log and pid files. */
-export type ServiceLog = "nats-server" | "mesh-service" | "manager";
+export type ServiceLog = "nats-server" | `nats-server-n${number}` | "mesh-service" | "manager";
+
+/** `cotal up --cluster N`: the nodes' ports, fixed at the first start so restarts keep the routes. */
+export const ClusterInfo = z.object({
+  name: z.string().min(1),
+  nodes: z.array(z.object({ port: z.number().int().min(1).max(65535), routePort: z.number().int().min(1).max(65535) })).min(2),
+});
+export type ClusterInfo = z.infer<typeof ClusterInfo>;
 
 /** The folder that holds a mesh's state, found by walking up from the working directory. */
 export const ROOT_DIR = ".cotal";
 
 /** `.cotal/mesh.json`: where the mesh is and how it was started. */
 export const MeshInfo = z.object({
-  /** Client URL, `nats://host:port`. */
+  /** Client URL, `nats://host:port`; on a cluster every node's, comma-separated. */
   server: z.string().min(1),
   space: SpaceName,
   mode: MeshMode,
@@ -26,6 +34,10 @@ export const MeshInfo = z.object({
   startedAt: z.iso.datetime({ offset: true }),
   /** Storage limits set with `cotal up --…-bytes/--dm-backlog` (unset: the defaults). */
   limits: StorageLimitsInput.optional(),
+  /** Set when the mesh runs as a local cluster (`cotal up --cluster N`). */
+  cluster: ClusterInfo.optional(),
+  /** The leaf-node listener for remote hosts (`cotal up --leaf-port`). */
+  leaf: LeafListener.optional(),
 });
 export type MeshInfo = z.infer<typeof MeshInfo>;
 

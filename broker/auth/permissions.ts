@@ -1,4 +1,5 @@
 import type { Permissions } from "@nats-io/jwt";
+import { clientServices } from "./space-accounts.js";
 import { assertChannel, durables, eventsChannelOf, filters, JS_API, names, patterns, type Principal, type Profile } from "../../schemas/index.js";
 
 /** Credential profiles (DESIGN §13): defined with the control commands, whose `mint` names them. */
@@ -140,6 +141,17 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
         },
         sub: { allow: [inbox, patterns.callsTo(space, "manager"), presenceAll] },
         resp: { max: 1, ttl: 0 },
+      };
+    case "leaf":
+      // A leaf-node host's nats-server (docs/security.md, "Leaf nodes"): it bridges its own
+      // clients account to this one. Every identity on that host still authenticates there with
+      // its own credential (same operator and accounts), so the leaf server enforces each one's
+      // permissions; this credential bounds what the whole host can reach: the clients account's
+      // imports (no JetStream API beyond them), replies on inboxes, and the space's subjects and
+      // watched buckets to receive. It can reach no other space and nothing of the data account.
+      return {
+        pub: { allow: [...clientServices(space).map((s) => s.subject), "_INBOX.>"] },
+        sub: { allow: ["_INBOX.>", patterns.space(space), presenceAll, patterns.bucketKeys(names.managersBucket(space))] },
       };
   }
 }

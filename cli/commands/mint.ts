@@ -20,8 +20,8 @@ const list = z
 
 const MintFlags = z.object({
   name: actingName("name"),
-  profile: z.enum(PROFILES.filter((p) => p === "agent" || p === "observer" || p === "admin" || p === "manager") as ["agent", "observer", "admin", "manager"], {
-    message: "profile must be agent, observer, admin or manager",
+  profile: z.enum(PROFILES.filter((p) => p === "agent" || p === "observer" || p === "admin" || p === "manager" || p === "leaf") as ["agent", "observer", "admin", "manager", "leaf"], {
+    message: "profile must be agent, observer, admin, manager or leaf",
   }),
   allowSubscribe: list,
   allowPublish: list,
@@ -45,7 +45,7 @@ export function registerMint(program: Command): void {
         "presence; no DMs, no publish), admin (reads everything, publishes nothing).\n\n" +
         "A scoped reader of one agent's activity: cotal mint watcher --profile agent --allow-subscribe 'events.local.<actor>' --provision",
     )
-    .requiredOption("--profile <profile>", "agent | observer | admin | manager (a manager on another host)")
+    .requiredOption("--profile <profile>", "agent | observer | admin | manager (a manager on another host) | leaf (a leaf-node host's nats-server)")
     .option("--allow-subscribe <channels>", "agent: comma-separated channels it may read")
     .option("--allow-publish <channels>", "agent: comma-separated channels it may post on")
     .option("--role <role>", "agent: the role whose anycasts it may take")

@@ -14,6 +14,8 @@ import { listManagers, type ManagerEntry } from "../managers.js";
 import type { ServiceLog } from "../mesh-root.js";
 import { MeshSession } from "../session.js";
 import { parseInput } from "../validate.js";
+import { checkComponents, COMPONENTS, type Component } from "../components.js";
+import { meshNodes } from "../cluster-nodes.js";
 
 /** The state of one of the space's streams. */
 export interface StreamStatus {
@@ -35,7 +37,7 @@ export interface StatusReport {
   authRequired?: boolean;
   error?: string;
   root?: string;
-  processes?: { natsServer: ProcessStatus; meshService: ProcessStatus; manager: ProcessStatus };
+  processes?: { natsServer: ProcessStatus; meshService: ProcessStatus; manager: ProcessStatus; nodes?: Array<ProcessStatus & { name: string }> };
   /** Managers whose heartbeat is current (`cotal ps` lists their seats). */
   managers?: ManagerEntry[];
   meshService?: { answering: boolean; pid?: number };
@@ -60,9 +62,20 @@ export function registerStatus(program: Command): void {
         "whether its mesh service answers, the space's streams with their message counts, and the roster. " +
         "Exits 3 when the server cannot be reached, 6 when its mesh service does not answer.",
     );
+  cmd.option(
+    "--components [names]",
+    `health check for supervisors: check ${COMPONENTS.join(", ")} (all, or the comma-separated names given) and exit with the sum of the failing ones' codes (nats-server 8, mesh-service 16, manager 32; 0: all healthy)`,
+  );
   jsonOption(meshOptions(cmd)).action(async (raw: Record<string, unknown>) => {
-    const flags = parseInput(z.object({ json: z.boolean().optional() }).passthrough(), raw);
+    const flags = parseInput(z.object({ json: z.boolean().optional(), components: ComponentsFlag.optional() }).passthrough(), raw);
     const target = resolveTarget(raw);
+    if (flags.components) {
+      const r = await checkComponents(target, flags.components);
+      if (flags.json) printJson(r);
+      else printLines(...r.checks.map((c) => `${c.name.padEnd(16)} ${c.healthy ? "ok     " : "FAILING"} ${c.detail}`), `exit code: ${r.exitCode}`);
+      process.exitCode = r.exitCode;
+      return;
+    }
     const report = await collectStatus(target);
     if (flags.json) printJson(report);
     else printLines(...describeStatus(report));
@@ -70,6 +83,17 @@ export function registerStatus(program: Command): void {
     else if (!report.meshService?.answering) process.exitCode = EXIT.meshService;
   });
 }
+
+/** `--components` alone (every component) or a comma-separated list of them. */
+const ComponentsFlag = z.union([z.literal(true).transform(() => COMPONENTS), z.string().transform((v, ctx) => {
+  const names = v.split(",").map((x) => x.trim()).filter(Boolean);
+  const bad = names.filter((n) => !(COMPONENTS as string[]).includes(n));
+  if (bad.length || names.length === 0) {
+    ctx.addIssue({ code: "custom", message: `components are ${COMPONENTS.join(", ")}${bad.length ? ` (not ${bad.join(", ")})` : ""}` });
+    return z.NEVER;
+  }
+  return names as Component[];
+})]);
 
 const STREAMS = [names.chatStream, names.dmStream, names.taskStream, names.seatsStream];
 
@@ -88,7 +112,8 @@ async function collectStatus(t: MeshTarget): Promise<StatusReport> {
       const rec = readRecord(t.root!.pidFile(name));
       return rec ? { pid: rec.pid, running: isRunning(rec) } : { running: false };
     };
-    report.processes = { natsServer: proc("nats-server"), meshService: proc("mesh-service"), manager: proc("manager") };
+    const nodes = t.info?.cluster ? meshNodes(t.root, t.info).map((n) => ({ name: n.name, ...proc(n.name) })) : undefined;
+    report.processes = { natsServer: nodes?.[0] ?? proc("nats-server"), meshService: proc("mesh-service"), manager: proc("manager"), ...(nodes ? { nodes } : {}) };
   }
   let session: MeshSession;
   try {
@@ -142,7 +167,8 @@ function describeStatus(r: StatusReport): string[] {
   lines.push(`mode:         ${r.mode}${r.authRequired !== undefined ? `  (server ${r.authRequired ? "requires" : "does not require"} authentication)` : ""}`);
   if (r.processes) {
     const p = (s: ProcessStatus) => (s.pid === undefined ? "not started" : `pid ${s.pid} ${s.running ? "running" : "NOT running"}`);
-    lines.push(`processes:    nats-server ${p(r.processes.natsServer)}; mesh service ${p(r.processes.meshService)}; manager ${p(r.processes.manager)}`);
+    const nats = r.processes.nodes ? r.processes.nodes.map((n) => `${n.name} ${p(n)}`).join("; ") : `nats-server ${p(r.processes.natsServer)}`;
+    lines.push(`processes:    ${nats}; mesh service ${p(r.processes.meshService)}; manager ${p(r.processes.manager)}`);
   }
   if (r.managers) {
     lines.push(

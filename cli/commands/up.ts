@@ -10,6 +10,8 @@ import { chooseMode } from "../mode.js";
 import { note, printJson, printLines, warn } from "../output.js";
 import { isRunning, readRecord, removeRecord, stopProcess, type ProcessRecord } from "../pid-file.js";
 import { byteSize, host, parseInput, port, positiveInt, token } from "../validate.js";
+import { checkLeafFlags, isLoopback } from "../leaf-listener.js";
+import { meshNodes } from "../cluster-nodes.js";
 
 const UpFlags = z.object({
   open: z.boolean().optional(),
@@ -28,6 +30,17 @@ const UpFlags = z.object({
   dmBacklog: positiveInt("--dm-backlog").optional(),
   maxDisk: byteSize("--max-disk").optional(),
   maxMemory: byteSize("--max-memory").optional(),
+  cluster: z.coerce
+    .number()
+    .int()
+    .refine((n) => n === 1 || n === 3 || n === 5, "cluster size must be 1, 3 or 5 (JetStream needs a majority of an odd number of nodes)")
+    .optional(),
+  leafPort: port.optional(),
+  leafHost: host.optional(),
+  leafTlsCert: z.string().optional(),
+  leafTlsKey: z.string().optional(),
+  leafTlsCa: z.string().optional(),
+  leafInsecure: z.boolean().optional(),
 });
 
 /** `cotal up`: start (or find, or repair) the mesh of this project. */
@@ -56,6 +69,13 @@ export function registerUp(program: Command): void {
     .option("--dm-backlog <n>", "most DMs (anycasts) one sender may have waiting for one recipient (role) (default 10000)")
     .option("--max-disk <size>", "static mode: JetStream disk the space may use in all (default 4GiB)")
     .option("--max-memory <size>", "static mode: JetStream memory the space may use in all (default 256MiB)")
+    .option("--cluster <n>", "run a local JetStream cluster of n nodes (3 or 5; ports from --port upwards); streams are created with 3 replicas")
+    .option("--leaf-port <n>", "open a leaf-node listener for remote hosts on this port (a cluster: one per node, from n upwards)")
+    .option("--leaf-host <host>", "address of the leaf-node listener (default: --host)")
+    .option("--leaf-tls-cert <file>", "PEM certificate the leaf-node listener presents (with --leaf-tls-key)")
+    .option("--leaf-tls-key <file>", "PEM private key of --leaf-tls-cert")
+    .option("--leaf-tls-ca <file>", "PEM CA: leaf hosts must present a client certificate it signed (mutual TLS)")
+    .option("--leaf-insecure", "allow a leaf-node listener without TLS on a non-loopback address")
     .option("--json", "print what was found and done as JSON")
     .action(async (raw: Record<string, unknown>) => {
       const flags = parseInput(UpFlags, raw);
@@ -63,6 +83,11 @@ export function registerUp(program: Command): void {
       const prev = root.readInfo();
       const choice = chooseMode({ open: flags.open, host: flags.host ?? prev?.host ?? "127.0.0.1" });
       for (const w of choice.warnings) warn(w);
+      const leaf = checkLeafFlags(flags, flags.host ?? prev?.host ?? "127.0.0.1");
+      if (leaf?.insecure) warn(`the leaf-node listener on ${leaf.host}:${leaf.port} has no TLS (--leaf-insecure): leaf traffic crosses the network in clear text.`);
+      if (leaf && choice.mode === "open" && !isLoopback(leaf.host) && !leaf.tls?.ca) {
+        warn(`open mode: any host that reaches ${leaf.host}:${leaf.port} may join as a leaf node and read every message (pass --leaf-tls-ca to require client certificates).`);
+      }
       const report = await bringUp(root, {
         mode: choice.mode,
         space: flags.space,
@@ -79,6 +104,8 @@ export function registerUp(program: Command): void {
           backlogPerSender: flags.dmBacklog,
         }),
         account: definedOnly({ diskBytes: flags.maxDisk, memoryBytes: flags.maxMemory }),
+        cluster: flags.cluster,
+        leaf,
       });
       if (flags.json) printJson({ ...report, warnings: choice.warnings, detached: !!flags.detach });
       else printLines(...describeUp(report));
@@ -114,12 +141,17 @@ export function describeUp(r: UpReport): string[] {
   }[r.meshService.state];
   return [
     `mesh:         ${r.root}`,
-    `server:       ${r.server}  (nats-server ${nats}, pid ${r.natsServer.pid})`,
+    ...(r.nodes
+      ? [
+          `server:       ${r.server}  (a cluster of ${r.nodes.length}; streams at R${r.replicas})`,
+          ...r.nodes.map((n) => `  ${n.name.padEnd(14)} port ${n.port}, pid ${n.pid}, ${n.state === "running" ? "already running" : "started"}`),
+        ]
+      : [`server:       ${r.server}  (nats-server ${nats}, pid ${r.natsServer.pid})`]),
     `space:        ${r.space}  (${formatProvision(r.provision)})`,
     `mesh service: ${svc}, pid ${r.meshService.pid}`,
     `manager:      ${r.manager.instance} ${r.manager.state === "running" ? "already running" : r.manager.state === "restarted" ? "restarted (it did not answer)" : "started"}, pid ${r.manager.pid}  (seats: \`cotal spawn\`)`,
     `mode:         ${r.mode}${r.mode === "open" ? " (no authentication)" : " (authentication required; commands here use .cotal/auth, others need `cotal mint`)"}`,
-    `logs:         ${r.natsServer.log}, ${r.meshService.log}, ${r.manager.log}`,
+    `logs:         ${r.nodes ? r.nodes.map((n) => n.log).join(", ") : r.natsServer.log}, ${r.meshService.log}, ${r.manager.log}`,
     ...r.notes.map((n) => `note:         ${n}`),
   ];
 }
@@ -129,13 +161,15 @@ export function describeUp(r: UpReport): string[] {
  * If either exits on its own, stop the other and exit 1; if `cotal down` stopped them, exit 0.
  */
 async function attach(root: MeshRoot): Promise<void> {
-  const natsFile = root.pidFile("nats-server");
+  const info = root.readInfo();
+  // Every nats-server of the mesh: the single one, or each node of a cluster.
+  const natsFiles = info ? meshNodes(root, info).map((n) => n.pidFile) : [root.pidFile("nats-server")];
   const svcFile = root.pidFile("mesh-service");
-  const nats = readRecord(natsFile);
+  const natsRecs = natsFiles.map((f) => [f, readRecord(f)] as const).filter((e): e is readonly [string, ProcessRecord] => !!e[1]);
   const svc = readRecord(svcFile);
   const mgrFile = root.pidFile("manager");
   const mgr = readRecord(mgrFile);
-  if (!nats || !svc) return;
+  if (natsRecs.length === 0 || !svc) return;
   note("Attached: press Ctrl-C to stop the mesh.");
   // A closed terminal (SIGHUP) must not turn the notes below into a crash that skips the stop.
   for (const stream of [process.stdout, process.stderr]) stream.on("error", () => undefined);
@@ -154,30 +188,35 @@ async function attach(root: MeshRoot): Promise<void> {
       await stopProcess(mgr, 30_000);
       removeRecord(mgrFile);
     }
-    for (const [file, rec] of [
-      [svcFile, svc],
-      [natsFile, nats],
-    ] as const) {
-      if (same(file, rec)) {
+    if (same(svcFile, svc)) {
+      await stopProcess(svc);
+      removeRecord(svcFile);
+    }
+    // A cluster's nodes stop together (one by one, the last would wait for a quorum that is gone).
+    await Promise.all(
+      natsRecs.map(async ([file, rec]) => {
+        if (!same(file, rec)) return;
         await stopProcess(rec);
         removeRecord(file);
-      }
-    }
+      }),
+    );
     note("Mesh stopped.");
     process.exit(code);
   };
   const watch = setInterval(() => {
     const lock = readRecord(root.lockFile);
     if (lock && isRunning(lock)) return; // a cotal up/down is at work; judge after it finished
-    if (!same(natsFile, nats) || !same(svcFile, svc)) {
+    if (natsRecs.every(([file, rec]) => !same(file, rec)) || !same(svcFile, svc)) {
       // Another cotal command took over: `cotal down` stopped the mesh, or `cotal up` replaced a process.
       stopping = true;
       clearInterval(watch);
-      const stopped = !readRecord(natsFile) && !isRunning(nats);
+      const stopped = natsRecs.every(([file, rec]) => !readRecord(file) && !isRunning(rec));
       note(stopped ? "The mesh was stopped by `cotal down`." : "The mesh is now looked after by another `cotal up`; detaching (it keeps running).");
       process.exit(EXIT.ok);
     }
-    if (!isRunning(nats)) void stopAll(`nats-server (pid ${nats.pid}) exited; see ${root.log("nats-server")}.`, EXIT.failed);
+    // A cluster keeps serving while one node is down (`cotal up` restarts it); the mesh stops when none is left.
+    const dead = natsRecs.filter(([, rec]) => !isRunning(rec));
+    if (dead.length === natsRecs.length) void stopAll(`nats-server (pid ${natsRecs.map(([, r]) => r.pid).join(", ")}) exited; see ${root.logsDir}.`, EXIT.failed);
     else if (!isRunning(svc)) void stopAll(`The mesh service (pid ${svc.pid}) exited; see ${root.log("mesh-service")}.`, EXIT.failed);
   }, 500);
   for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
