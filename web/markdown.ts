@@ -18,8 +18,8 @@ export const MAX_RENDERED_CHARS = 20_000;
 
 /** Render message text (Markdown subset) to HTML that holds only the tags listed above. */
 export function renderMarkdown(input: string): string {
-  // NUL marks our placeholders below; a message's own NULs are dropped.
-  let text = input.replace(/\0/g, "");
+  // NUL and U+E000 mark our placeholders below; a message's own are dropped.
+  let text = input.replace(/[\0\uE000]/g, "");
   const cut = text.length > MAX_RENDERED_CHARS;
   if (cut) text = text.slice(0, MAX_RENDERED_CHARS);
   const out: string[] = [];
@@ -70,14 +70,20 @@ function renderProse(block: string): string {
 
 /** Inline code, bold, emphasis and links, on one line. */
 function inline(raw: string): string {
-  const codes: string[] = [];
-  let s = escapeHtml(raw).replace(/`([^`]+)`/g, (_m, code: string) => {
-    codes.push(`<code>${code}</code>`);
+  const codes: Array<{ html: string; text: string }> = [];
+  let s = escapeHtml(raw).replace(/`([^`]+)`/g, (m: string, code: string) => {
+    codes.push({ html: `<code>${code}</code>`, text: m });
     return `\0${codes.length - 1}\0`;
   });
-  // The URL was escaped with the rest, so it cannot leave its double-quoted attribute.
-  s = s.replace(/\[([^\]]+)\]\(((?:https?:\/\/|mailto:)[^\s)]+)\)/gi, '<a href="$2" rel="noopener noreferrer" target="_blank">$1</a>');
+  // A link's URL is set aside too, so no formatting lands inside its attribute. It was escaped
+  // with the rest, so it cannot leave its double-quoted attribute.
+  const urls: string[] = [];
+  s = s.replace(/\[([^\]]+)\]\(((?:https?:\/\/|mailto:)[^\s)]+)\)/gi, (_m, label: string, url: string) => {
+    urls.push(url.replace(/\0(\d+)\0/g, (_c, i: string) => codes[Number(i)]!.text));
+    return `<a href="\uE000${urls.length - 1}\uE000" rel="noopener noreferrer" target="_blank">${label}</a>`;
+  });
   s = s.replace(/\*\*([^*]+)\*\*/g, "<strong>$1</strong>");
   s = s.replace(/(^|[^*\w])\*([^*\s][^*]*)\*(?!\w)/g, "$1<em>$2</em>");
-  return s.replace(/\0(\d+)\0/g, (_m, i: string) => codes[Number(i)]!);
+  s = s.replace(/\0(\d+)\0/g, (_m, i: string) => codes[Number(i)]!.html);
+  return s.replace(/\uE000(\d+)\uE000/g, (_m, i: string) => urls[Number(i)]!);
 }

@@ -74,7 +74,11 @@ const age = (ms) => { const s = Math.max(0, Math.round(ms / 1000)); return s < 6
 const route = () => { const h = decodeURIComponent(location.hash.replace(/^#\\/?/, "")); const [view, ...rest] = h.split("/"); return { view: view || "roster", arg: rest.join("/") }; };
 const touch = () => { S.lastEventAt = Date.now(); };
 const sourceStale = (name) => { const st = S.state; if (!st) return true; const s = st.sources[name]; return !st.connected || !s || !s.ok || s.at === undefined || st.now - s.at > STALE_MS; };
-const staleBadge = (name) => sourceStale(name) ? el("span", { class: "badge stale", "data-testid": "stale", text: "stale" + (S.state && S.state.sources[name] && S.state.sources[name].error ? ": " + S.state.sources[name].error : "") }) : null;
+const staleBadge = (name) => {
+  const src = S.state && S.state.sources[name];
+  if (src && src.error && /not readable/.test(src.error)) return el("span", { class: "badge", text: src.error });
+  return sourceStale(name) ? el("span", { class: "badge stale", "data-testid": "stale", text: "stale" + (src && src.error ? ": " + src.error : "") }) : null;
+};
 
 const es = new EventSource("/events");
 es.addEventListener("backlog", (e) => { const b = JSON.parse(e.data); S.posts = b.posts; S.timelines = b.timelines; touch(); render(); });
