@@ -32,6 +32,8 @@ let host: StartedTestContainer | undefined;
 let project: string;
 let etc: string;
 let hubServer: ChildProcess | undefined;
+let hubert: CotalProcess | undefined;
+let leafPort: number;
 const procs: CotalProcess[] = [];
 const execs: ChildProcess[] = [];
 
@@ -98,18 +100,32 @@ async function addLeafListener(listen: string, tlsDir: string): Promise<ChildPro
   return child;
 }
 
+/** deploy/leaf/render.mjs, as docs/remote-hosts.md runs it, into the host's /etc/cotal. */
+async function renderLeafConf(): Promise<void> {
+  const rendered = await run(process.execPath, [
+    join(projectRoot, "deploy/leaf/render.mjs"),
+    ...["--hub", `tls://hub:${leafPort}`, "--name", "hostb", "--auth-dir", join(project, ".cotal", "auth")],
+    ...["--creds", "/etc/cotal/leaf.creds", "--ca", "/etc/cotal/hub-ca.pem"],
+  ]);
+  writeFileSync(join(etc, "leaf.conf"), rendered.stdout);
+}
+
 /** `cotal <args>` inside the leaf-host container (no shell there: node runs the bundle). */
 function inHost(args: string[]): ChildProcess {
   const c = spawn("docker", ["exec", host!.getId(), "/usr/local/bin/node", "/opt/cotal/dist/cotal.mjs", ...args], { stdio: ["ignore", "pipe", "pipe"] });
   execs.push(c);
   return c;
 }
-async function inHostOk(args: string[]): Promise<string> {
+async function inHostRun(args: string[]): Promise<{ code: number | null; out: string }> {
   const c = inHost(args);
   let out = "";
   c.stdout!.on("data", (b: Buffer) => (out += b.toString()));
   c.stderr!.on("data", (b: Buffer) => (out += b.toString()));
   const code = await new Promise<number | null>((r) => c.once("close", r));
+  return { code, out };
+}
+async function inHostOk(args: string[]): Promise<string> {
+  const { code, out } = await inHostRun(args);
   expect(code, `cotal ${args.join(" ")} in the leaf host: ${out}`).toBe(0);
   return out;
 }
@@ -129,7 +145,7 @@ describe.skipIf(skip !== undefined)("a remote host on a leaf node (its own conta
 
     // The hub: a static mesh on this machine, its leaf listener on the test network's gateway.
     ok(await cotal("up", "--detach", "--port", String(await freePort())));
-    const leafPort = await freePort();
+    leafPort = await freePort();
     hubServer = await addLeafListener(`${gateway}:${leafPort}`, tlsDir);
 
     // What the remote host needs, made on the hub as docs/remote-hosts.md says.
@@ -138,12 +154,7 @@ describe.skipIf(skip !== undefined)("a remote host on a leaf node (its own conta
     ok(await cotal("mint", "lucy", "--profile", "agent", "--allow-subscribe", "general", "--allow-publish", "general", "--provision", "--out", join(etc, "lucy.creds")));
     // The hub's seat: an agent like lucy, on this machine.
     ok(await cotal("mint", "hubert", "--profile", "agent", "--allow-subscribe", "general", "--allow-publish", "general", "--provision", "--out", join(project, "hubert.creds")));
-    const rendered = await run(process.execPath, [
-      join(projectRoot, "deploy/leaf/render.mjs"),
-      ...["--hub", `tls://hub:${leafPort}`, "--name", "hostb", "--auth-dir", join(project, ".cotal", "auth")],
-      ...["--creds", "/etc/cotal/leaf.creds", "--ca", "/etc/cotal/hub-ca.pem"],
-    ]);
-    writeFileSync(join(etc, "leaf.conf"), rendered.stdout);
+    await renderLeafConf();
     writeFileSync(join(etc, "hub-ca.pem"), readFileSync(join(tlsDir, "ca.pem")));
     // Owned by the image's user, secrets 0600: as they would be on the remote host.
     for (const f of readdirSync(etc)) {
@@ -208,7 +219,7 @@ describe.skipIf(skip !== undefined)("a remote host on a leaf node (its own conta
   }, 120_000);
 
   it("a seat on the leaf host and a seat on the hub exchange DMs and channel posts", async () => {
-    const hubert = CotalProcess.spawn(["listen", "--json", "--channel", "general", "--creds", join(project, "hubert.creds")], { cwd: project, env: cleanEnv() });
+    hubert = CotalProcess.spawn(["listen", "--json", "--channel", "general", "--creds", join(project, "hubert.creds")], { cwd: project, env: cleanEnv() });
     procs.push(hubert);
     await hubert.waitForJson((l: { type?: string }) => l.type === "ready", 20_000, "hubert ready");
 
@@ -251,4 +262,28 @@ describe.skipIf(skip !== undefined)("a remote host on a leaf node (its own conta
     const code = await new Promise<number | null>((r) => refused.once("close", r));
     expect(code).not.toBe(0);
   }, 150_000);
+
+  it("a revocation reaches the leaf server when its config is rendered again; revoking the leaf credential cuts the host off", async () => {
+    const asLucy = ["--creds", "/etc/cotal/lucy.creds"];
+    ok(await cotal("revoke", "lucy"));
+    // The documented limit (docs/security.md, "Leaf-node hosts"): the leaf server resolves
+    // accounts from its config, so lucy's revoked credential still works there for now.
+    await inHostOk(["send", "msg", "general", "still here", ...asLucy]);
+    await hubert!.waitForJson((l: { type?: string; from?: string; text?: string }) => l.type === "message" && l.from === "local.lucy" && l.text === "still here", 30_000, "hubert to get lucy's post");
+
+    // Rendered again (the clients account's JWT now carries the revocation) and restarted: refused.
+    await renderLeafConf();
+    await host!.restart({ timeout: 10_000 });
+    await until(async () => (await cotal("ps", "--on", "hostb", "--json")).code === 0, 60_000, `hostb back after the restart; logs:\n${await logsOf(host!)}`);
+    const refused = await inHostRun(["send", "msg", "general", "after the re-render", ...asLucy]);
+    expect(refused.code, refused.out).not.toBe(0);
+    expect(refused.out).toMatch(/Authorization Violation|revoked|refused/i);
+
+    // Revoking the leaf credential closes the host's one connection at the hub.
+    const hubLog = () => readFileSync(join(project, ".cotal", "logs", "nats-server.log"), "utf8");
+    const closedBefore = (hubLog().match(/Leafnode connection closed/g) ?? []).length;
+    ok(await cotal("revoke", "hostb_leaf"));
+    await until(() => (hubLog().match(/Leafnode connection closed/g) ?? []).length > closedBefore, 30_000, "the hub to close the leaf connection");
+    await until(async () => (await cotal("ps", "--on", "hostb")).code !== 0, 30_000, "hostb's manager to stop answering on the hub");
+  }, 180_000);
 });

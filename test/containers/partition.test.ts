@@ -32,6 +32,17 @@ let service: MeshService | undefined;
 let serviceNc: NatsConnection | undefined;
 const endpoints: Endpoint[] = [];
 
+/**
+ * The shipped node config, plus `no_advertise`: the test's clients are outside the docker network
+ * and must use only the ports published on 127.0.0.1, not the container addresses a server
+ * would hand out (a client that learned them could bypass the partition).
+ */
+function nodeConfig(n: string): string {
+  const conf = readFileSync(join(projectRoot, "deploy/container/nats", `${n}.conf`), "utf8");
+  if (!conf.includes("cluster {")) throw new Error(`deploy/container/nats/${n}.conf has no cluster block`);
+  return conf.replace("cluster {", "cluster {\n  no_advertise: true");
+}
+
 function urlsExcept(victim: string): string {
   return NODES.filter((n) => n !== victim)
     .map((n) => natsUrl(nodes.get(n)!))
@@ -47,7 +58,7 @@ describe.skipIf(skip !== undefined)("a partitioned cluster node (containers)", (
   beforeAll(async () => {
     network = await new Network().start();
     const started = await Promise.all(
-      NODES.map((n) => startNatsContainer({ network: network!, alias: n, config: readFileSync(join(projectRoot, "deploy/container/nats", `${n}.conf`), "utf8") })),
+      NODES.map((n) => startNatsContainer({ network: network!, alias: n, config: nodeConfig(n) })),
     );
     NODES.forEach((n, i) => nodes.set(n, started[i]!));
     // JetStream answers once the meta group has a leader; provisioning R3 needs all three.
