@@ -28,7 +28,8 @@ export {
 } from "./launch-options.js";
 export { AuthMode, buildClaudeEnv, isAllowedEnvName, ALWAYS_DROPPED, type ClaudeEnvInput } from "./env-allowlist.js";
 export { launchClaude, removePrivateDir, writeLaunchFiles, type LaunchClaudeOptions, type LaunchedClaude } from "./persona.js";
-export { PRIVATE_DIR_PREFIX, processGone, readProcessStart, startPersonaWatcher, type PersonaWatcherOptions } from "./persona-watcher.js";
+export { PRIVATE_DIR_PREFIX, processGone, startPersonaWatcher, type PersonaWatcherOptions } from "./persona-watcher.js";
+export { parseStartTime, processStartTime, statFields } from "./process-stat.js";
 export { applyAllowRule, claudeUserSettingsPath, ClaudeSettingsError, planAllowRule, type AllowRulePlan } from "./allow-rule.js";
 export { agentFilePath, loadAgentFile, parseAgentFile, type AgentFile } from "./agent-file.js";
 export { AgentFileError, BypassAsRootError, ClaudeLaunchError, LaunchOptionError } from "./errors.js";

@@ -7,6 +7,7 @@ import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { ClaudeLaunchError } from "./errors.js";
+import { processStartTime, statFields } from "./process-stat.js";
 
 /** Launch directories are named so; the watcher refuses to remove anything else. */
 export const PRIVATE_DIR_PREFIX = "cotal-claude-";
@@ -42,21 +43,12 @@ function tick() {
 tick();
 `;
 
-/**
- * A process's start time (clock ticks since boot, field 22 of /proc/<pid>/stat), which with
- * the pid names one process for good. Undefined when it cannot be read (gone, or no /proc).
- */
-export function readProcessStart(pid: number): string | undefined {
-  const stat = readStat(pid);
-  return stat?.[19];
-}
-
 /** Whether the process `pid` (started at `start`, if known) is proven gone. */
 export function processGone(pid: number, start?: string): boolean {
   if (existsSync("/proc/self/stat")) {
     let fields: string[] | undefined;
     try {
-      fields = parseStat(readFileSync(`/proc/${pid}/stat`, "utf8"));
+      fields = statFields(readFileSync(`/proc/${pid}/stat`, "utf8"));
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       return code === "ENOENT" || code === "ESRCH";
@@ -76,7 +68,7 @@ export interface PersonaWatcherOptions {
   dir: string;
   /** The Claude process to wait for. */
   pid: number;
-  /** Its start time ({@link readProcessStart}); read now when not given. */
+  /** Its start time ({@link processStartTime}); read now when not given. */
   start?: string;
   /** Poll interval, ms (default 500). */
   pollMs?: number;
@@ -90,7 +82,7 @@ export function startPersonaWatcher(opts: PersonaWatcherOptions): number | undef
   if (!path.isAbsolute(opts.dir) || !path.basename(opts.dir).startsWith(PRIVATE_DIR_PREFIX)) {
     throw new ClaudeLaunchError(`Refusing to watch ${JSON.stringify(opts.dir)}: not a Cotal launch directory.`);
   }
-  const start = opts.start ?? readProcessStart(opts.pid) ?? "-";
+  const start = opts.start ?? processStartTime(opts.pid) ?? "-";
   const watcher = spawn(process.execPath, ["--optimize-for-size", "--max-semi-space-size=1", "-e", WATCHER_SCRIPT, opts.dir, String(opts.pid), start, String(opts.pollMs ?? 500)], {
     detached: true,
     stdio: "ignore",
@@ -99,17 +91,4 @@ export function startPersonaWatcher(opts: PersonaWatcherOptions): number | undef
   watcher.on("error", () => {}); // the launcher's own exit handler still cleans up
   watcher.unref();
   return watcher.pid;
-}
-
-function readStat(pid: number): string[] | undefined {
-  try {
-    return parseStat(readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return undefined;
-  }
-}
-
-/** Fields of /proc/<pid>/stat from field 3 (state) on; the command name may hold spaces and parentheses. */
-function parseStat(stat: string): string[] {
-  return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
 }

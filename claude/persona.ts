@@ -6,7 +6,8 @@ import { chmodSync, closeSync, fchmodSync, mkdirSync, openSync, rmSync, writeSyn
 import path from "node:path";
 import { ClaudeLaunchError } from "./errors.js";
 import type { ClaudeLaunch } from "./launch-builder.js";
-import { PRIVATE_DIR_PREFIX, readProcessStart, startPersonaWatcher } from "./persona-watcher.js";
+import { PRIVATE_DIR_PREFIX, startPersonaWatcher } from "./persona-watcher.js";
+import { processStartTime } from "./process-stat.js";
 
 /** Create the launch's private directory (0700, must not exist yet) and write its files (0600, exclusive). */
 export function writeLaunchFiles(launch: Pick<ClaudeLaunch, "privateDir" | "files">): void {
@@ -83,7 +84,7 @@ export function launchClaude(launch: ClaudeLaunch, opts: LaunchClaudeOptions = {
   let watcherPid: number | undefined;
   if (child.pid !== undefined) {
     // Unreadable start time (Claude already gone, or no /proc): the watcher then judges by pid alone.
-    watcherPid = startPersonaWatcher({ dir: launch.privateDir, pid: child.pid, start: readProcessStart(child.pid), pollMs: opts.watcherPollMs });
+    watcherPid = startPersonaWatcher({ dir: launch.privateDir, pid: child.pid, start: processStartTime(child.pid), pollMs: opts.watcherPollMs });
   }
   if (launch.stdin !== undefined && child.stdin) {
     child.stdin.on("error", () => {}); // Claude may exit before reading it

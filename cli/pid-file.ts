@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSy
 import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
 import { describeIssues } from "../schemas/index.js";
-import { processStartTime } from "../manager/index.js";
+import { processStartTime } from "../claude/index.js";
 
 /**
  * A process we started, identified by pid AND start time (field 22 of /proc/<pid>/stat, in
@@ -18,9 +18,6 @@ export const ProcessRecord = z.object({
   startedAt: z.string(),
 });
 export type ProcessRecord = z.infer<typeof ProcessRecord>;
-
-// Pid + start time name one process; the /proc reader is the manager's (it adopts seats by it).
-export { parseStartTime, processStartTime } from "../manager/index.js";
 
 /** The record of a process that is running now, by its pid. */
 export function recordOf(pid: number, command: string[]): ProcessRecord {

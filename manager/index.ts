@@ -1,8 +1,7 @@
 /**
  * Manager: the public entry of the seat supervisor. The cli starts a ManagerService (with the
- * echo agent as its stand-in seat), reads launch material, budget caps and a process's start
- * time (a pid file names one process). Tests and benches that need the runtimes, the seat table
- * or the budget arithmetic use ./internal.js.
+ * echo agent as its stand-in seat) and reads launch material and budget caps. Tests and benches
+ * that need the runtimes, the seat table or the budget arithmetic use ./internal.js.
  */
 export { ManagerService, WAKE_PROMPT, type ManagerOptions } from "./manager-service.js";
 export type { ClaudeSeatOptions, ClaudeSeatRequest } from "./claude-seat.js";
@@ -12,4 +11,3 @@ export { readLaunchMaterial } from "./launch-material-file.js";
 export { budgetCaps, type BudgetCaps } from "./budget.js";
 export { isOperator } from "./runs.js";
 export { PTY_DETACH_KEY } from "./pty-runtime.js";
-export { parseStartTime, processStartTime } from "./process-start-time.js";

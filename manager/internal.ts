@@ -10,7 +10,6 @@ export * from "./seat-log.js";
 export * from "./seat-table.js";
 export * from "./launch-material-file.js";
 export * from "./echo-agent.js";
-export * from "./process-start-time.js";
 export * from "./process-runtime.js";
 export * from "./manager-service.js";
 export * from "./claude-seat.js";

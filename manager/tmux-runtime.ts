@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { promisify } from "node:util";
 import { SeatRefusedError } from "./errors.js";
-import { processStartTime } from "./process-start-time.js";
+import { processStartTime } from "../claude/index.js";
 import type { SeatExit, SeatProcess } from "./process-runtime.js";
 import type { SeatTerminal } from "./seat-terminal.js";
 

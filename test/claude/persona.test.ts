@@ -9,7 +9,7 @@ import {
   buildClaudeLaunch,
   ClaudeLaunchError,
   processGone,
-  readProcessStart,
+  processStartTime,
   startPersonaWatcher,
   writeLaunchFiles,
 } from "../../connector/claude/index.js";
@@ -73,7 +73,7 @@ describe("launch files", () => {
 
 describe("process identity", () => {
   it("reads a live process's start time and does not call it gone", () => {
-    const start = readProcessStart(process.pid);
+    const start = processStartTime(process.pid);
     expect(start).toMatch(/^\d+$/);
     expect(processGone(process.pid, start)).toBe(false);
   });

@@ -6,7 +6,8 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { processStartTime, PtySeat, stripAnsi } from "../../manager/internal.js";
+import { processStartTime } from "../../claude/index.js";
+import { PtySeat, stripAnsi } from "../../manager/internal.js";
 import { until } from "../harness/until.js";
 
 const dir = mkdtempSync(join(tmpdir(), "cotal-pty-"));
