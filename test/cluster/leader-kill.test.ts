@@ -1,0 +1,99 @@
+// A 3-node JetStream cluster loses the DM stream's leader (SIGKILL) while thousands of DMs are in
+// flight: after re-election every DM the sender saw acknowledged reaches its recipient at least
+// once. Real nats-servers on loopback (test/harness/cluster.ts), streams at R3.
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { clusterReplicas, Endpoint, MeshService } from "../../broker/index.js";
+import { messageText, names } from "../../schemas/index.js";
+import { cluster, type NatsCluster } from "../harness/cluster.js";
+import { TEST_STORAGE } from "../harness/mesh.js";
+import { until } from "../harness/until.js";
+
+const SPACE = "ha";
+const TOTAL = 5_000;
+/** DMs in flight at once: enough that the kill lands among unacknowledged publishes. */
+const WINDOW = 64;
+
+let c: NatsCluster;
+let serviceNc: NatsConnection;
+let service: MeshService;
+const endpoints: Endpoint[] = [];
+
+beforeAll(async () => {
+  c = await cluster(3);
+  // Every node's URL, as `cotal up --cluster` hands them to its processes.
+  serviceNc = await connect({ servers: [...c.urls], maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+  service = await MeshService.start(serviceNc, SPACE, { limits: TEST_STORAGE });
+}, 60_000);
+
+afterAll(async () => {
+  for (const ep of endpoints) await ep.close().catch(() => undefined);
+  await service?.stop().catch(() => undefined);
+  await serviceNc?.close().catch(() => undefined);
+  await c?.cleanup();
+});
+
+describe("a 3-node cluster", () => {
+  it("creates the space's streams and buckets at R3 (detected from the server's INFO)", async () => {
+    expect(clusterReplicas(serviceNc)).toBe(3);
+    const jsm = await jetstreamManager(serviceNc);
+    for (const s of [names.dmStream(SPACE), names.chatStream(SPACE), `KV_${names.presenceBucket(SPACE)}`]) {
+      expect((await jsm.streams.info(s)).config.num_replicas, s).toBe(3);
+    }
+  });
+
+  it("loses no acknowledged DM when the DM stream's leader is SIGKILLed mid-flight", async () => {
+    const server = c.urls.join(",");
+    const alice = await Endpoint.connect({ server, space: SPACE, name: "alice" });
+    const bob = await Endpoint.connect({ server, space: SPACE, name: "bob" });
+    endpoints.push(alice, bob);
+    await alice.join();
+    await bob.join();
+
+    const received = new Set<string>();
+    void (async () => {
+      for await (const d of bob.deliveries) {
+        received.add(messageText(d.message));
+        await d.ack().catch(() => undefined); // an ack lost with the leader only means a redelivery
+      }
+    })();
+
+    const acked = new Set<string>();
+    const failed: string[] = [];
+    const jsm = await jetstreamManager(serviceNc);
+    let killed: string | undefined;
+    let next = 0;
+    const worker = async () => {
+      while (next < TOTAL) {
+        const text = `dm-${next++}`;
+        try {
+          await alice.dm("bob", text);
+          acked.add(text);
+        } catch {
+          failed.push(text); // never acknowledged: the sender knows it was not stored
+        }
+        if (!killed && acked.size >= TOTAL / 4) {
+          killed = "pending";
+          const leader = (await jsm.streams.info(names.dmStream(SPACE))).cluster?.leader;
+          const node = c.servers.find((s) => s.serverName === leader);
+          expect(node, `the DM stream's leader ${leader} among the nodes`).toBeDefined();
+          killed = leader;
+          await node!.kill();
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: WINDOW }, worker));
+    expect(killed).toBeDefined();
+    // A new leader was elected among the two nodes left.
+    const after = (await jsm.streams.info(names.dmStream(SPACE))).cluster?.leader;
+    expect(after).toBeDefined();
+    expect(after).not.toBe(killed);
+
+    expect(acked.size + failed.length).toBe(TOTAL);
+    expect(acked.size).toBeGreaterThan(TOTAL * 0.9);
+    await until(() => [...acked].every((t) => received.has(t)), 60_000, `all ${acked.size} acknowledged DMs to reach bob`);
+    const lost = [...acked].filter((t) => !received.has(t));
+    expect(lost).toEqual([]);
+  }, 180_000);
+});
