@@ -6,6 +6,7 @@
 // test-artifacts/web/; a dashboard reading with an observer credential never shows a DM body; what
 // went stale is marked stale.
 import { execFileSync } from "node:child_process";
+import { request } from "node:http";
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -85,6 +86,20 @@ function launchMaterialOf(name: string): { server: string; space: string; name: 
   const m = found.map((f) => JSON.parse(readFileSync(f, "utf8")) as { server: string; space: string; name: string; creds: string }).find((x) => x.name === name && existsSync(x.creds));
   if (!m) throw new Error(`no launch material for ${name} among ${found.join(", ")}`);
   return m;
+}
+
+/** A raw HTTP request (fetch may not set Host): status and body. */
+function http(url: string, opts: { method?: string; host?: string } = {}): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const u = new URL(url);
+    const req = request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method: opts.method ?? "GET", headers: opts.host ? { Host: opts.host } : {} }, (res) => {
+      let body = "";
+      res.setEncoding("utf8").on("data", (c: string) => (body += c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
 }
 
 describe.skipIf(!CHROMIUM)("cotal web in a real browser", () => {
@@ -213,6 +228,23 @@ describe.skipIf(!CHROMIUM)("cotal web in a real browser", () => {
     await screenshot(page, "managers");
     await page.close();
   }, 90_000);
+
+  it("serves GET only, answers only loopback Host names, and checks its query parameters", async () => {
+    expect((await http(`${adminUrl}api/state`)).status).toBe(200);
+    expect((await http(`${adminUrl}api/state`, { method: "POST" })).status).toBe(405);
+    expect((await http(`${adminUrl}api/state`, { method: "DELETE" })).status).toBe(405);
+    // A DNS name rebound to 127.0.0.1 reaches the socket, not the dashboard.
+    const rebound = await http(`${adminUrl}api/state`, { host: "rebind.attacker.example" });
+    expect(rebound.status).toBe(421);
+    expect(rebound.body).not.toContain("echo1");
+    const bad = await http(`${adminUrl}api/agent?id=${encodeURIComponent("a.b.c")}`);
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatch(/id:/);
+    expect((await http(`${adminUrl}api/channel?name=general&limit=0`)).status).toBe(400);
+    expect((await http(`${adminUrl}api/channel?name=general&limit=5`)).status).toBe(200);
+    const page = await fetch(adminUrl);
+    expect(page.headers.get("content-security-policy")).toMatch(/script-src 'self'/);
+  }, 30_000);
 
   it("never shows a DM body to a non-admin credential, and the broker keeps the admin dashboard read-only", async () => {
     const secret = `SECRET-DM-BODY-${Date.now()}`;
