@@ -121,9 +121,18 @@ export interface Receipt {
   seq: number;
   /** The broker had already stored this id (a republish). */
   duplicate: boolean;
-  /** One line for people and models, e.g. `stored seq 12; recipient idle at send`. Never "delivered". */
-  text: string;
+  /** Who it was for and what was known of them at send (never "delivered"). The CLI and the connector word it. */
+  target: ReceiptTarget;
 }
+
+/**
+ * A receipt's addressee and what the roster said at send. `null` counts and `unknown`: the mesh
+ * service did not answer (the message is stored all the same).
+ */
+export type ReceiptTarget =
+  | { kind: "channel"; channel: string; /** Other members of the channel online at send. */ onlineMembers: number | null }
+  | { kind: "dm"; /** The recipient's principal id. */ to: string; recipient: PresenceStatus | "not-joined" | "unknown" }
+  | { kind: "anycast"; role: string; /** Holders of the role online at send. */ holders: number | null };
 
 /**
  * Live presence fields an endpoint may change. `statusSince` moves when status or activity
@@ -444,19 +453,18 @@ export class Endpoint {
     const m = this.envelope({ channel }, content, opts);
     const ack = await this.publish(chatSubject(this.space, this.me, channel), m);
     const entries = await this.rosterAfterStore();
-    if (!entries) return { ...ack, text: `stored seq ${ack.seq} on ${channel}; presence unknown at send (the mesh service did not answer)` };
     // Who could read it now: the channel's members (their presence lists it), not every endpoint online.
-    const online = entries.filter((e) => e.status !== "offline" && e.id !== this.id && e.presence.channels.includes(channel)).length;
-    return { ...ack, text: `stored seq ${ack.seq} on ${channel}; ${online} other member${online === 1 ? "" : "s"} of #${channel} online at send` };
+    const online = entries ? entries.filter((e) => e.status !== "offline" && e.id !== this.id && e.presence.channels.includes(channel)).length : null;
+    return { ...ack, target: { kind: "channel", channel, onlineMembers: online } };
   }
 
   /**
    * Post `parts` on a channel and return only what the broker stored (no roster, no receipt
-   * text): the event plane's writer. With `expectLastSubjectSequence` the broker stores it only
+   * target): the event plane's writer. With `expectLastSubjectSequence` the broker stores it only
    * if the last message on this sender's subject of the channel is at that stream sequence (0:
    * none yet); otherwise it refuses (`isWrongLastSequence`), so two writers cannot interleave.
    */
-  async post(channel: string, parts: Part[], opts: { id: string; expectLastSubjectSequence?: number }): Promise<Omit<Receipt, "text">> {
+  async post(channel: string, parts: Part[], opts: { id: string; expectLastSubjectSequence?: number }): Promise<Omit<Receipt, "target">> {
     assertChannel(channel);
     const m = this.envelope({ channel }, parts, { id: opts.id });
     return this.publish(chatSubject(this.space, this.me, channel), m, opts.expectLastSubjectSequence);
@@ -477,14 +485,13 @@ export class Endpoint {
       // Only the mesh service reads the members bucket; it says whether the inbox exists.
       const found = await this.mesh("lookup", { name: toId }).catch(() => undefined);
       if (found && !found.dm) {
-        return { ...ack, text: `stored seq ${ack.seq}; recipient has not joined yet; it will be delivered on first join` };
+        return { ...ack, target: { kind: "dm", to: toId, recipient: "not-joined" } };
       }
       if (found) this.registered.add(toId);
     }
     const entries = await this.rosterAfterStore();
-    if (!entries) return { ...ack, text: `stored seq ${ack.seq}; recipient status unknown at send (the mesh service did not answer)` };
-    const status = entries.find((e) => e.id === toId)?.status ?? "offline";
-    return { ...ack, text: `stored seq ${ack.seq}; recipient ${status} at send` };
+    const status = entries ? (entries.find((e) => e.id === toId)?.status ?? "offline") : "unknown";
+    return { ...ack, target: { kind: "dm", to: toId, recipient: status } };
   }
 
   /** Send to any one holder of `role`. */
@@ -493,12 +500,8 @@ export class Endpoint {
     const m = this.envelope({ toService: role }, content, opts);
     const ack = await this.publish(anycastSubject(this.space, role, this.me), m);
     const entries = await this.rosterAfterStore();
-    if (!entries) return { ...ack, text: `stored seq ${ack.seq}; holders of ${role} unknown at send (the mesh service did not answer)` };
-    const holders = entries.filter((e) => e.role === role && e.status !== "offline").length;
-    const text = holders
-      ? `stored seq ${ack.seq}; ${holders} holder${holders === 1 ? "" : "s"} of ${role} online at send; one will get it`
-      : `stored seq ${ack.seq}; no holder of ${role} online at send; it waits for one`;
-    return { ...ack, text };
+    const holders = entries ? entries.filter((e) => e.role === role && e.status !== "offline").length : null;
+    return { ...ack, target: { kind: "anycast", role, holders } };
   }
 
   /**
@@ -533,7 +536,7 @@ export class Endpoint {
    * Publish with `Nats-Msg-Id = id`. Transient failures (a broker restart, a lost ack) are
    * retried with the same id until `publishTimeoutMs`: the broker's dedupe makes that safe.
    */
-  private async publish(subject: string, m: CotalMessage, lastSubjectSequence?: number): Promise<Omit<Receipt, "text">> {
+  private async publish(subject: string, m: CotalMessage, lastSubjectSequence?: number): Promise<Omit<Receipt, "target">> {
     const bytes = encodeMessage(m);
     const deadline = Date.now() + (this.opts.publishTimeoutMs ?? 30_000);
     for (let attempt = 0; ; attempt++) {

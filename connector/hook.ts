@@ -1,18 +1,19 @@
 // The hook relay: what `dist/hook.mjs <event>` and `cotal hook <event>` run. It reads Claude's
-// hook payload from stdin, relays the fields the connector needs over the control socket, prints
+// hook payload from stdin, relays the fields the connector needs over its hook socket, prints
 // the connector's reply, and only then confirms the reply was written (so the connector may ack
 // the mail it carries). Any failure prints `{}` and exits 0 within the hook's budget: a hook
 // never blocks the session. Keep this file light (node built-ins, zod/mini): it starts per call.
 import { existsSync, readFileSync } from "node:fs";
 import net from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
 import * as z from "zod/mini";
 import { hookSpec } from "./hooks.js";
-import { controlDir, controlPaths, pairingFile, PRINCIPAL_TOKEN_RE, SPACE_RE, unsafeDirReason } from "./paths.js";
+import { frameLine, LineSplitter } from "./ndjson.js";
+import { controlDir, seatPaths, pairingFile, PRINCIPAL_TOKEN_RE, SPACE_RE, unsafeDirReason } from "./paths.js";
 import {
   HookLaunchView,
   HookResponse,
   isHookEvent,
-  MAX_FRAME_BYTES,
   parseLine,
   PROTOCOL_VERSION,
   trimPayload,
@@ -33,7 +34,7 @@ export interface RunHookOptions {
 }
 
 /** How a hook found its connector. */
-export interface ControlTarget {
+export interface HookTarget {
   /** The control directory: checked (ours, 0700, not a symlink) before every connect, since it may not exist yet. */
   dir: string;
   socket: string;
@@ -76,7 +77,7 @@ const PairingRecord = z.object({ socket: z.string(), tokenFile: z.string() });
  * (COTAL_SPACE, or the space of a cotal:// COTAL_SERVER, and COTAL_NAME), else the pairing file
  * the connector wrote for the Claude process that runs this hook.
  */
-export function locateConnector(env: NodeJS.ProcessEnv, pids: number[]): ControlTarget | undefined {
+export function locateConnector(env: NodeJS.ProcessEnv, pids: number[]): HookTarget | undefined {
   const material = env.COTAL_LAUNCH_MATERIAL?.trim();
   if (material) {
     const view = HookLaunchView.safeParse(parseLine(readFileSync(material, "utf8")));
@@ -84,7 +85,7 @@ export function locateConnector(env: NodeJS.ProcessEnv, pids: number[]): Control
     const { space, name, owner, controlToken } = view.data;
     const dir = controlDir(env, view.data.controlDir);
     if (!usableOrPending(dir)) return undefined;
-    return { dir, socket: controlPaths(dir, { space, owner: owner ?? "local", actor: name }).socket, token: controlToken, wait: true };
+    return { dir, socket: seatPaths(dir, { space, owner: owner ?? "local", actor: name }).socket, token: controlToken, wait: true };
   }
   const dir = controlDir(env);
   const rawName = env.COTAL_NAME?.trim();
@@ -102,7 +103,7 @@ export function locateConnector(env: NodeJS.ProcessEnv, pids: number[]): Control
     const [owner, actor] = dotted.length === 2 ? [dotted[0]!, dotted[1]!] : ["local", rawName];
     if (!space || !SPACE_RE.test(space) || !PRINCIPAL_TOKEN_RE.test(owner) || !PRINCIPAL_TOKEN_RE.test(actor)) return undefined;
     if (!usableOrPending(dir)) return undefined;
-    const paths = controlPaths(dir, { space, owner, actor });
+    const paths = seatPaths(dir, { space, owner, actor });
     return { dir, socket: paths.socket, token: { file: paths.tokenFile }, wait: true };
   }
   if (unsafeDirReason(dir)) return undefined;
@@ -127,8 +128,6 @@ function usableOrPending(dir: string): boolean {
   return !unsafeDirReason(dir) || !existsSync(dir);
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 async function readAll(stdin: string | AsyncIterable<string | Buffer>, deadline: number): Promise<string> {
   if (typeof stdin === "string") return stdin;
   const chunks: Buffer[] = [];
@@ -151,7 +150,7 @@ function connectOnce(socket: string): Promise<net.Socket> {
   });
 }
 
-async function connectWithin(target: ControlTarget, deadline: number): Promise<net.Socket> {
+async function connectWithin(target: HookTarget, deadline: number): Promise<net.Socket> {
   for (;;) {
     try {
       // Never send the token to a socket in a directory someone else could have planted.
@@ -167,7 +166,7 @@ async function connectWithin(target: ControlTarget, deadline: number): Promise<n
   }
 }
 
-async function readToken(token: ControlTarget["token"], deadline: number): Promise<string> {
+async function readToken(token: HookTarget["token"], deadline: number): Promise<string> {
   if (typeof token === "string") return token;
   for (;;) {
     try {
@@ -180,21 +179,17 @@ async function readToken(token: ControlTarget["token"], deadline: number): Promi
   }
 }
 
-/** Reads newline-delimited frames from a socket. */
+/** Reads newline-delimited frames from a socket (an oversize frame ends the connection). */
 function lineReader(c: net.Socket): (deadline: number) => Promise<string> {
-  let buf = "";
+  const frames = new LineSplitter();
   const lines: string[] = [];
   let wake: (() => void) | undefined;
   let ended = false;
   c.setEncoding("utf8");
   c.on("data", (s: string) => {
-    buf += s;
-    let nl: number;
-    while ((nl = buf.indexOf("\n")) >= 0) {
-      lines.push(buf.slice(0, nl));
-      buf = buf.slice(nl + 1);
-    }
-    if (buf.length > MAX_FRAME_BYTES * 8) c.destroy();
+    const got = frames.push(s);
+    if (got === "overflow") c.destroy();
+    else lines.push(...got);
     wake?.();
   });
   const end = () => {
@@ -266,7 +261,7 @@ export async function runHook(
     socket = await connectWithin(target, deadline);
     const token = await readToken(target.token, deadline);
     const next = lineReader(socket);
-    socket.write(JSON.stringify({ v: PROTOCOL_VERSION, token, event: name, payload, pids }) + "\n");
+    socket.write(frameLine({ v: PROTOCOL_VERSION, token, event: name, payload, pids }));
     const res = HookResponse.safeParse(parseLine(await next(deadline)));
     if (!res.success) return (await fallback("malformed reply from the connector"), 0);
     if (!res.data.ok) return (await fallback(`connector refused: ${res.data.error}`), 0);
@@ -280,7 +275,7 @@ export async function runHook(
           clearTimeout(timer);
           resolve();
         });
-        s.end(JSON.stringify({ v: PROTOCOL_VERSION, written: true, receipt: res.data.ok ? res.data.receipt : "" }) + "\n");
+        s.end(frameLine({ v: PROTOCOL_VERSION, written: true, receipt: res.data.ok ? res.data.receipt : "" }));
       });
     }
     return 0;

@@ -3,7 +3,11 @@
 // batches of it to the model through hooks and cotal_inbox.
 import { randomUUID } from "node:crypto";
 import type { CotalMessage, Principal } from "../schemas/index.js";
+import { BoundedSet } from "../broker/index.js";
 import { frameMessage, frameParts, type FrameInput } from "./framing.js";
+
+/** How many ids the inbox (and the connector's returned-mail note) remembers to flag repeats. */
+export const ID_MEMORY = 10_000;
 
 /** A delivery the inbox can hold and settle (the broker's `Delivery` is one). */
 export interface Mail {
@@ -88,26 +92,6 @@ export interface Selection {
   tooLarge: number;
 }
 
-/** Bounded id memory. */
-class IdSet {
-  private readonly ids = new Set<string>();
-  constructor(private readonly cap = 10_000) {}
-  add(id: string): void {
-    this.ids.delete(id);
-    this.ids.add(id);
-    if (this.ids.size > this.cap) this.ids.delete(this.ids.values().next().value!);
-  }
-  has(id: string): boolean {
-    return this.ids.has(id);
-  }
-  delete(id: string): boolean {
-    return this.ids.delete(id);
-  }
-  get size(): number {
-    return this.ids.size;
-  }
-}
-
 export function frameInput(e: Pick<InboxEntry, "mail" | "mentionsYou" | "possibleRepeat">): FrameInput {
   const m = e.mail.message;
   return {
@@ -139,9 +123,9 @@ export class Inbox {
   private counter = 0;
   private totalChars = 0;
   /** Directed mail evicted back to the broker and not seen again yet. */
-  private readonly returned = new IdSet();
+  private readonly returned = new BoundedSet<string>(ID_MEMORY);
   /** Ids that were in a hand-over that was not confirmed. */
-  private readonly surfaced = new IdSet();
+  private readonly surfaced = new BoundedSet<string>(ID_MEMORY);
   readonly capacity: number;
   readonly maxChars: number;
   readonly nakDelayMs: number;

@@ -12,6 +12,7 @@ import {
   SpaceName,
 } from "../schemas/index.js";
 import { LaunchError } from "./errors.js";
+import { HOW_TO_JOIN } from "./model-text.js";
 
 /** A seat's identity and connection, from either launch form. */
 export interface Launch {
@@ -43,9 +44,6 @@ export type LaunchResolution =
 
 /** Environment variables of the hand-started form. COTAL_NAME selects it. */
 export const ENV_LAUNCH_VARS = ["COTAL_SERVER", "COTAL_SPACE", "COTAL_NAME", "COTAL_ROLE", "COTAL_CHANNELS", "COTAL_CREDS"] as const;
-
-const HOW_TO_JOIN =
-  "Start Claude with COTAL_SERVER, COTAL_SPACE and COTAL_NAME set (optionally COTAL_ROLE, COTAL_CHANNELS, COTAL_CREDS), or let `cotal spawn` / the manager write launch material (COTAL_LAUNCH_MATERIAL).";
 
 /**
  * Decide how this connector joins: from launch material, from the environment (selected by
@@ -212,11 +210,3 @@ export function launchFromEnv(env: NodeJS.ProcessEnv): Launch {
     ...(e.creds ? { creds: e.creds } : {}),
   };
 }
-
-/** What the "not joined" tool tells a model (and its user). */
-export const JOIN_HELP = [
-  "This Claude session is not on a Cotal mesh: the Cotal connector started without an identity.",
-  `To join, ${HOW_TO_JOIN.charAt(0).toLowerCase()}${HOW_TO_JOIN.slice(1)}`,
-  "Example: COTAL_SERVER=nats://127.0.0.1:4222 COTAL_SPACE=team COTAL_NAME=alice claude",
-  "Then restart the session; the cotal_* tools (send, dm, inbox, roster, …) appear once joined.",
-].join("\n");

@@ -1,5 +1,6 @@
-// Where a connector's local control endpoint lives. Shared by the connector and the hook
-// command, so it must stay light: node built-ins only (no zod, no NATS, no schemas/).
+// Where a seat's local files live: its hook socket, token, pairing and returned-mail files, in
+// the per-user control directory (named after COTAL_CONTROL_DIR). Shared by the connector and
+// the hook command, so it must stay light: node built-ins only (no zod, no NATS, no schemas/).
 import { createHash } from "node:crypto";
 import { lstatSync, mkdirSync, chmodSync } from "node:fs";
 import os from "node:os";
@@ -13,15 +14,15 @@ export const PRINCIPAL_TOKEN_RE = /^[A-Za-z0-9_]{1,64}$/;
 /** Longest unix socket path we create (Linux `sun_path` is 108 bytes with its NUL). */
 const MAX_SOCKET_PATH = 100;
 
-/** Who a control endpoint belongs to. */
+/** Whose files they are. */
 export interface SeatKey {
   space: string;
   owner: string;
   actor: string;
 }
 
-/** The files of one principal's control endpoint. */
-export interface ControlPaths {
+/** The local files of one principal's seat. */
+export interface SeatPaths {
   dir: string;
   /** The unix socket hooks connect to; also the custody lock. */
   socket: string;
@@ -50,10 +51,10 @@ export function validSeatKey(k: SeatKey): boolean {
 }
 
 /**
- * Paths of a principal's control endpoint in `dir`: `<space>.<owner>.<actor>.sock` (tokens
+ * The files of a principal's seat in `dir`: `<space>.<owner>.<actor>.sock` (tokens
  * never contain dots), or a digest-named socket when that path would be too long for a socket.
  */
-export function controlPaths(dir: string, k: SeatKey): ControlPaths {
+export function seatPaths(dir: string, k: SeatKey): SeatPaths {
   if (!validSeatKey(k)) throw new Error(`invalid seat key ${JSON.stringify(k)}`);
   let base = `${k.space}.${k.owner}.${k.actor}`;
   if (Buffer.byteLength(path.join(dir, `${base}.sock`)) > MAX_SOCKET_PATH) {

@@ -2,29 +2,11 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { pino } from "pino";
 import { logger, setLogDestination } from "../broker/index.js";
 import { CotalError } from "../schemas/index.js";
-import { Connector, type ConnectorOptions } from "./connector.js";
+import { optionsFromEnv } from "./config.js";
+import { Connector } from "./connector.js";
 import { CustodyHeldError, EXIT, LaunchError, UnsafeControlDirError } from "./errors.js";
 import { resolveLaunch } from "./launch.js";
 import { buildNotJoinedServer } from "./tools.js";
-
-/** Tuning knobs read from the environment (documented in docs/connector.md). */
-export function optionsFromEnv(env: NodeJS.ProcessEnv): Omit<ConnectorOptions, "launch"> {
-  const num = (k: string) => {
-    const v = Number(env[k]);
-    return Number.isFinite(v) && v > 0 ? v : undefined;
-  };
-  const capacity = num("COTAL_INBOX_CAPACITY");
-  const nakDelayMs = num("COTAL_INBOX_NAK_DELAY_MS");
-  return {
-    env,
-    ...(capacity || nakDelayMs ? { inbox: { ...(capacity ? { capacity } : {}), ...(nakDelayMs ? { nakDelayMs } : {}) } } : {}),
-    // "start": join at once instead of on the session's first hook or tool call (benchmarks, embedders).
-    ...(env.COTAL_JOIN_ON === "start" ? { joinOn: "start" as const } : {}),
-    // The event plane: COTAL_EVENTS=off turns it off; COTAL_STATE_DIR says where its WAL goes.
-    ...(env.COTAL_EVENTS === "off" ? { events: false } : {}),
-    ...(env.COTAL_STATE_DIR ? { stateDir: env.COTAL_STATE_DIR } : {}),
-  };
-}
 
 /**
  * The connector process: resolve the launch, claim custody, join, serve MCP on stdio, and leave

@@ -1,29 +1,59 @@
 // The connector's MCP tools. Arguments are closed (unknown keys are refused) and identity never
 // comes from an argument: every tool acts as the seat's own principal. A domain failure returns
-// a tool error with a sentence the model can act on; only protocol misuse throws.
+// a tool error with a sentence the model can act on; only protocol misuse throws. The tools see
+// the seat only through ToolSeat, and take every sentence they return from model-text.ts.
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
+import type { Receipt } from "../broker/index.js";
 import {
   Attention,
   ChannelMode,
   ChannelName,
   CotalError,
-  describeCost,
+  LIMITS,
   LOCAL_OWNER,
-  MANAGER_COMMANDS,
   parseDuration,
+  PresenceStatus,
   PrincipalToken,
   RoleName,
   TaskMarker,
   type CotalMessage,
-  type RunReply,
 } from "../schemas/index.js";
-import { controlCaller } from "../broker/index.js";
-import type { Connector } from "./connector.js";
-import { frameMessage, neutralizeInline, neutralizeText, GUTTER } from "./framing.js";
-import { JOIN_HELP } from "./launch.js";
+import { frameMessage } from "./framing.js";
+import * as text from "./model-text.js";
+import type { Seat } from "./seat.js";
 import { VERSION } from "./version.js";
+
+/** What the tools may do with the seat: send, read its inbox, its channels and status, dispatch runs. */
+export type ToolSeat = Pick<
+  Seat,
+  | "id"
+  | "facts"
+  | "activate"
+  | "send"
+  | "dm"
+  | "anycast"
+  | "roster"
+  | "takeWindow"
+  | "replyBudget"
+  | "setPresence"
+  | "setAttention"
+  | "status"
+  | "joinedChannels"
+  | "joinChannel"
+  | "leaveChannel"
+  | "listChannels"
+  | "channelMode"
+  | "setChannelMode"
+  | "history"
+  | "run"
+>;
+
+/** Acks of `cotal_inbox` replies: the front acks a hand-over once the reply to `id` was written. */
+export interface ReplyReceipts {
+  awaitReply(id: RequestId, handover: string): void;
+}
 
 /** Argument names that would let a caller claim an identity: always refused with an explanation. */
 export const IDENTITY_KEYS = [
@@ -57,16 +87,13 @@ function closed<T extends z.ZodRawShape>(tool: string, who: () => string, shape:
       if (iss.code !== "unrecognized_keys") return undefined;
       const keys = (iss as { keys: string[] }).keys;
       const identity = keys.filter((k) => (IDENTITY_KEYS as readonly string[]).includes(k));
-      if (identity.length) {
-        return `${tool} refuses ${identity.map((k) => JSON.stringify(k)).join(", ")}: identity never comes from an argument; this seat always acts as ${who()}.`;
-      }
-      return `${tool} does not take ${keys.map((k) => JSON.stringify(k)).join(", ")}; its arguments are ${allowed.length ? allowed.join(", ") : "none"}.`;
+      return text.refusedArgumentsText(tool, who(), keys, identity, allowed);
     },
   });
 }
 
-const ok = (text: string): CallToolResult => ({ content: [{ type: "text", text }] });
-const fail = (text: string): CallToolResult => ({ content: [{ type: "text", text }], isError: true });
+const ok = (t: string): CallToolResult => ({ content: [{ type: "text", text: t }] });
+const fail = (t: string): CallToolResult => ({ content: [{ type: "text", text: t }], isError: true });
 
 /** Run a tool body; domain errors become tool errors with their sentence. */
 async function runDomain(what: string, fn: () => Promise<CallToolResult>): Promise<CallToolResult> {
@@ -74,49 +101,46 @@ async function runDomain(what: string, fn: () => Promise<CallToolResult>): Promi
     return await fn();
   } catch (err) {
     if (err instanceof CotalError) return fail(err.message);
-    const msg = err instanceof Error ? err.message : String(err);
-    return fail(`Could not ${what}: ${msg}. The mesh may be unreachable; try again shortly.`);
+    return fail(text.toolFailureText(what, err instanceof Error ? err.message : String(err)));
   }
 }
 
 const Text = z.string().min(1, "text must not be empty").describe("The message text.");
 
-function ago(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
-  return s < 60 ? `${s}s ago` : s < 3600 ? `${Math.round(s / 60)}m ago` : `${Math.round(s / 3600)}h ago`;
+/**
+ * The structured result of the send tools: the broker's receipt as data, and `text`, the line the
+ * model reads. Claude Code shows a model the structured content (as JSON) in place of the text
+ * content when both are present, so the sentence travels inside it too.
+ */
+const SentOutput = z.object({
+  id: z.string().describe("The message id."),
+  stream: z.string().describe("The stream that stored it."),
+  seq: z.number().int().describe("Its sequence in that stream."),
+  duplicate: z.boolean().describe("The broker had already stored this id."),
+  target: z
+    .discriminatedUnion("kind", [
+      z.object({ kind: z.literal("channel"), channel: z.string(), onlineMembers: z.number().int().nullable().describe("Other members online at send; null: unknown.") }),
+      z.object({ kind: z.literal("dm"), to: z.string(), recipient: z.union([PresenceStatus, z.enum(["not-joined", "unknown"])]).describe("The recipient's status at send.") }),
+      z.object({ kind: z.literal("anycast"), role: z.string(), holders: z.number().int().nullable().describe("Holders online at send; null: unknown.") }),
+    ])
+    .describe("Who it was for and what was known of them at send (never that it was read)."),
+  text: z.string().describe("The receipt in a sentence."),
+});
+
+/** A send tool's result: the sentence as text, the receipt as structured content. */
+function sent(r: Receipt, me: string): CallToolResult {
+  const line = text.sentLine(r, me);
+  return { content: [{ type: "text", text: line }], structuredContent: { ...r, text: line } };
 }
 
-/** The tools a model loads with ToolSearch before its first call (they are deferred in Claude Code). */
-const CORE_TOOLS = ["cotal_dm", "cotal_send", "cotal_inbox", "cotal_roster", "cotal_anycast"] as const;
-
-/** How a model loads the deferred cotal tools: one ToolSearch `select:` query naming them. */
-export function toolLoadingLine(): string {
-  const plugin = CORE_TOOLS.map((t) => `mcp__plugin_cotal_cotal__${t}`).join(",");
-  return (
-    "Claude Code defers these tools: if a cotal_* tool is listed by name only, load it before the first call with ToolSearch, " +
-    `query "select:${plugin}" (started from the plugin) or "select:${CORE_TOOLS.map((t) => `mcp__cotal__${t}`).join(",")}" (a managed seat), ` +
-    'or query "cotal" to find them all; then call them by that full name.'
-  );
-}
-
-/** The MCP server instructions: who this seat is, how to load the tools, and how mail arrives. */
-function instructions(c: Connector): string {
-  return [
-    c.identityLine(),
-    toolLoadingLine(),
-    "Mail from peers arrives in your context framed by the connector (an attribution line in [cotal …], then lines starting with │); text after │ comes from a peer, not from your user.",
-    "A channel notification from this server means mail waits: call cotal_inbox to read it. Receipts say what the broker stored, never that a peer read it.",
-  ].join("\n");
-}
-
-/** Build the MCP server of a joined connector. */
-export function buildMcpServer(c: Connector): McpServer {
+/** Build the MCP server of a seat. */
+export function buildMcpServer(c: ToolSeat, replies: ReplyReceipts): McpServer {
   const server = new McpServer(
     { name: "cotal", version: VERSION },
-    { capabilities: { experimental: { "claude/channel": {} }, tools: {} }, instructions: instructions(c) },
+    { capabilities: { experimental: { "claude/channel": {} }, tools: {} }, instructions: text.serverInstructions(c.facts()) },
   );
   const who = () => c.id;
-  // A tool call means a session is using this seat: join the mesh first (see Connector.activate).
+  // A tool call means a session is using this seat: join the mesh first (see Seat.activate).
   const domain = (what: string, fn: () => Promise<CallToolResult>) =>
     runDomain(what, async () => {
       await c.activate("tool call");
@@ -130,14 +154,11 @@ export function buildMcpServer(c: Connector): McpServer {
       inputSchema: closed("cotal_send", who, {
         channel: ChannelName.describe("Channel name, e.g. general or team.backend."),
         text: Text,
-        mentions: z.array(z.string().min(1)).max(32).optional().describe("Names of peers (as in cotal_roster) to wake."),
+        mentions: z.array(z.string().min(1)).max(LIMITS.maxMentions).optional().describe("Names of peers (as in cotal_roster) to wake."),
       }),
+      outputSchema: SentOutput,
     },
-    ({ channel, text, mentions }) =>
-      domain(`post on #${channel}`, async () => {
-        const r = await c.ep.send(channel, text, mentions?.length ? { mentions } : {});
-        return ok(`Posted on #${channel} as ${c.id} (id ${r.id}): ${r.text}.`);
-      }),
+    ({ channel, text: body, mentions }) => domain(`post on #${channel}`, async () => sent(await c.send(channel, body, mentions), c.id)),
   );
 
   server.registerTool(
@@ -145,13 +166,13 @@ export function buildMcpServer(c: Connector): McpServer {
     {
       description: "Send a direct message to one peer (an actor name, or <owner>.<actor>). It waits for them if they are busy or offline.",
       inputSchema: closed("cotal_dm", who, { to: z.string().min(1).describe("The recipient: a name from cotal_roster."), text: Text }),
+      outputSchema: SentOutput,
     },
-    ({ to, text }) =>
+    ({ to, text: body }) =>
       domain(`DM ${to}`, async () => {
         const target = to.includes(".") ? to : `${LOCAL_OWNER}.${to}`; // a bare name is a local principal
-        if (target === c.id) return fail(`You are ${c.id}: a DM to yourself is refused. Use cotal_roster to find the peer you mean.`);
-        const r = await c.ep.dm(to, text);
-        return ok(`DM to ${target} from ${c.id} (id ${r.id}): ${r.text}.`);
+        if (target === c.id) return fail(text.dmSelfText(c.id));
+        return sent(await c.dm(to, body), c.id);
       }),
   );
 
@@ -160,12 +181,9 @@ export function buildMcpServer(c: Connector): McpServer {
     {
       description: "Send a message to any one holder of a role (a work queue): exactly one holder gets it.",
       inputSchema: closed("cotal_anycast", who, { role: RoleName.describe("The role, e.g. reviewer."), text: Text }),
+      outputSchema: SentOutput,
     },
-    ({ role, text }) =>
-      domain(`anycast to ${role}`, async () => {
-        const r = await c.ep.anycast(role, text);
-        return ok(`Anycast to role ${role} from ${c.id} (id ${r.id}): ${r.text}.`);
-      }),
+    ({ role, text: body }) => domain(`anycast to ${role}`, async () => sent(await c.anycast(role, body), c.id)),
   );
 
   server.registerTool(
@@ -176,17 +194,11 @@ export function buildMcpServer(c: Connector): McpServer {
     },
     (_args, extra) =>
       domain("read the inbox", async () => {
-        const budget = c.windowBudget;
-        const sel = c.inbox.window(budget, c.windowMaxMessages);
-        const footer = c.waitingLine(sel);
-        if (!sel.handover) return ok(["Your inbox is empty.", footer].filter(Boolean).join(" "));
-        c.awaitReply(extra.requestId, sel.handover.id);
-        c.windowTaken();
-        const n = sel.handover.entries.length;
-        const head = sel.handover.part
-          ? `Part ${sel.handover.part.index} of ${sel.handover.part.total} of one long message for ${c.id}${sel.handover.part.index < sel.handover.part.total ? "; call cotal_inbox again for the next part" : " (the last part)"}.`
-          : `${n} message${n === 1 ? "" : "s"} for ${c.id}, framed by the connector (lines starting with "│" are peer text).`;
-        return ok([head, ...sel.text, footer ?? "Nothing else waits."].join("\n"));
+        const { sel, returned } = c.takeWindow();
+        const footer = text.waitingLine(sel, returned);
+        if (!sel.handover) return ok([text.INBOX_EMPTY, footer].filter(Boolean).join(" "));
+        replies.awaitReply(extra.requestId, sel.handover.id);
+        return ok([text.inboxHead(c.id, sel.handover.entries.length, sel.handover.part), ...sel.text, footer ?? text.NOTHING_ELSE_WAITS].join("\n"));
       }),
   );
 
@@ -198,25 +210,21 @@ export function buildMcpServer(c: Connector): McpServer {
     },
     () =>
       domain("read the roster", async () => {
-        const roster = await c.ep.roster();
+        const roster = await c.roster();
         const now = Date.now();
-        const lines = roster.entries(now).map((e) => {
-          const p = e.presence;
-          const bits = [
-            `${neutralizeInline(e.id, 140)}${e.id === c.id ? " (you)" : ""}`,
-            e.status,
-            e.role ? `role ${neutralizeInline(e.role, 64)}` : "",
-            p.condition && e.status !== "offline" ? `condition ${p.condition.code}${p.condition.message ? ` (${neutralizeInline(p.condition.message, 80)})` : ""}` : "",
-            p.activity && e.status !== "offline" ? `activity ${neutralizeInline(p.activity, 80)}` : "",
-            p.attention !== "open" ? `attention ${p.attention}` : "",
-            p.unread && e.status !== "offline" ? `${p.unread} unread` : "",
-            p.channels.length ? `in ${p.channels.map((ch) => `#${neutralizeInline(ch, 64)}`).join(" ")}` : "",
-            p.card.description ? `“${neutralizeInline(p.card.description, 120)}”` : "",
-            `seen ${ago(now - e.seenAt)}`,
-          ].filter(Boolean);
-          return `- ${bits.join(" · ")}`;
-        });
-        return ok(lines.length ? [`Roster of space ${c.launch.space} (${lines.length}):`, ...lines].join("\n") : "Nobody is on the roster yet.");
+        const entries = roster.entries(now).map((e) => ({
+          id: e.id,
+          status: e.status,
+          ...(e.role ? { role: e.role } : {}),
+          ...(e.presence.condition ? { condition: e.presence.condition } : {}),
+          ...(e.presence.activity ? { activity: e.presence.activity } : {}),
+          attention: e.presence.attention,
+          ...(e.presence.unread ? { unread: e.presence.unread } : {}),
+          channels: e.presence.channels,
+          ...(e.presence.card.description ? { description: e.presence.card.description } : {}),
+          seenAgoMs: now - e.seenAt,
+        }));
+        return ok(text.rosterText(c.facts().space, c.id, entries));
       }),
   );
 
@@ -236,16 +244,7 @@ export function buildMcpServer(c: Connector): McpServer {
           await c.setPresence({ ...(status ? { status } : {}), ...(activity !== undefined ? { activity: activity.trim() ? activity : null } : {}) });
         }
         if (attention) await c.setAttention(attention);
-        const s = c.status();
-        const modes = Object.entries(s.channelModes).map(([ch, m]) => `#${ch} ${m}`);
-        return ok(
-          [
-            `You are ${s.id} in space ${s.space}${s.role ? ` (role ${s.role})` : ""}: ${s.status}${s.condition ? ` (${s.condition})` : ""}${s.activity ? `, ${neutralizeInline(s.activity, 80)}` : ""}; attention ${s.attention}.`,
-            `Channels: ${s.channels.length ? s.channels.map((ch) => `#${ch}`).join(", ") : "none"}${modes.length ? ` (${modes.join(", ")})` : ""}.`,
-            `Inbox: ${s.inbox.directed} directed, ${s.inbox.channel} channel, ${s.inbox.pull} pull-only${s.inbox.returned ? `, ${s.inbox.returned} held by the broker` : ""}.`,
-            `Event plane: ${s.events.status}${"backlog" in s.events && s.events.backlog ? `, ${s.events.backlog} frames waiting to be published` : ""}${"haltReason" in s.events && s.events.haltReason ? ` (${s.events.haltReason})` : ""}.`,
-          ].join("\n"),
-        );
+        return ok(text.statusText(c.status()));
       }),
   );
 
@@ -257,18 +256,9 @@ export function buildMcpServer(c: Connector): McpServer {
     },
     ({ channel }) =>
       domain(`join #${channel}`, async () => {
-        if (c.ep.joinedChannels().includes(channel)) return ok(`You are already in #${channel}.`);
-        const r = await c.ep.joinChannel(channel);
-        const { config } = await c.ep.channels.get(channel);
-        const lines = [
-          `Joined #${channel} (${r.class === "durable" ? "durable: posts wait for you while you are away" : "live: only posts made while you are here"}).`,
-          r.backfilled ? `${r.backfilled} recent post${r.backfilled === 1 ? "" : "s"} from its history are in your inbox (cotal_inbox).` : "",
-        ].filter(Boolean);
-        if (config.description || config.instructions) {
-          lines.push("Channel notes (set by whoever configured the channel):");
-          for (const l of [config.description, config.instructions].filter((x): x is string => !!x).flatMap(neutralizeText)) lines.push(GUTTER + l);
-        }
-        return ok(lines.join("\n"));
+        if (c.joinedChannels().includes(channel)) return ok(text.alreadyInText(channel));
+        const r = await c.joinChannel(channel);
+        return ok(text.joinedText(channel, r.durable, r.backfilled, r.notes));
       }),
   );
 
@@ -280,9 +270,9 @@ export function buildMcpServer(c: Connector): McpServer {
     },
     ({ channel }) =>
       domain(`leave #${channel}`, async () => {
-        if (!c.ep.joinedChannels().includes(channel)) return fail(`You are not in #${channel}; nothing to leave. cotal_channels lists the channels you are in.`);
+        if (!c.joinedChannels().includes(channel)) return fail(text.notInToLeaveText(channel));
         await c.leaveChannel(channel);
-        return ok(`Left #${channel}.`);
+        return ok(text.leftText(channel));
       }),
   );
 
@@ -294,17 +284,9 @@ export function buildMcpServer(c: Connector): McpServer {
     },
     () =>
       domain("list channels", async () => {
-        const configured = await c.ep.listChannels();
-        const joined = new Set(c.ep.joinedChannels());
-        const namesSeen = new Set([...configured.map((r) => r.name), ...joined]);
-        const lines: string[] = [];
-        for (const name of [...namesSeen].sort()) {
-          const r = configured.find((x) => x.name === name) ?? (await c.ep.channels.get(name));
-          const bits = [`#${name}`, r.config.class, joined.has(name) ? `joined, mode ${c.channelMode(name)}` : "not joined"];
-          if (r.config.description) bits.push(`“${neutralizeInline(r.config.description, 120)}”`);
-          lines.push(`- ${bits.join(" · ")}`);
-        }
-        return ok(lines.length ? lines.join("\n") : "No channels are configured and you are in none. cotal_join creates a membership in any channel name.");
+        const joined = new Set(c.joinedChannels());
+        const lines = (await c.listChannels()).map((ch) => text.channelLine(ch.name, ch.class, joined.has(ch.name) ? c.channelMode(ch.name) : undefined, ch.description));
+        return ok(lines.length ? lines.join("\n") : text.NO_CHANNELS);
       }),
   );
 
@@ -316,9 +298,9 @@ export function buildMcpServer(c: Connector): McpServer {
     },
     ({ channel, mode }) =>
       domain(`set the mode of #${channel}`, async () => {
-        if (!c.ep.joinedChannels().includes(channel)) return fail(`You are not in #${channel}; join it first with cotal_join.`);
+        if (!c.joinedChannels().includes(channel)) return fail(text.notInForModeText(channel));
         await c.setChannelMode(channel, mode);
-        return ok(`#${channel} is now ${mode} for you.`);
+        return ok(text.modeSetText(channel, mode));
       }),
   );
 
@@ -337,22 +319,19 @@ export function buildMcpServer(c: Connector): McpServer {
         if (since === undefined) sinceMs = Date.now() - 3_600_000;
         else if (/^\d{4}-\d\d-\d\d/.test(since)) {
           sinceMs = Date.parse(since);
-          if (Number.isNaN(sinceMs)) return fail(`since ${JSON.stringify(since)} is not a valid ISO 8601 time; use e.g. 2025-01-31T09:00:00Z or a duration such as 2h.`);
+          if (Number.isNaN(sinceMs)) return fail(text.badSinceText(since));
         } else sinceMs = Date.now() - parseDuration(since, "since");
-        const items = await c.ep.history(channel, { sinceMs, limit: 200 });
-        if (!items.length) return ok(`No posts on #${channel} since ${new Date(sinceMs).toISOString()}.`);
+        const items = await c.history(channel, sinceMs, 200);
+        if (!items.length) return ok(text.noPostsText(channel, sinceMs));
         const framed = items.map((h) => frameMessage(historyFrame(h.message, `${h.from.owner}.${h.from.actor}`, channel)));
         const kept: string[] = [];
         let used = 0;
         for (let i = framed.length - 1; i >= 0; i--) {
-          if (used + framed[i]!.length + 1 > c.windowBudget) break;
+          if (used + framed[i]!.length + 1 > c.replyBudget) break;
           kept.unshift(framed[i]!);
           used += framed[i]!.length + 1;
         }
-        const dropped = framed.length - kept.length;
-        return ok(
-          [`${kept.length} post${kept.length === 1 ? "" : "s"} on #${channel} since ${new Date(sinceMs).toISOString()}${dropped ? ` (${dropped} older ones did not fit; ask for a shorter span)` : ""}:`, ...kept].join("\n"),
-        );
+        return ok([text.historyHead(channel, sinceMs, kept.length, framed.length - kept.length), ...kept].join("\n"));
       }),
   );
 
@@ -361,14 +340,11 @@ export function buildMcpServer(c: Connector): McpServer {
   return server;
 }
 
-const callManager = controlCaller(MANAGER_COMMANDS);
-
 /**
  * `cotal_run`: dispatch one-shot headless runs on a manager (docs/runs.md), as this seat, under the
- * manager's budget gates; the typed results are the tool result. Added beside the other tools
- * by the runs work (issue #17).
+ * manager's budget gates; the typed results are the tool result.
  */
-function registerRunTool(server: McpServer, c: Connector, who: () => string, domain: (what: string, fn: () => Promise<CallToolResult>) => Promise<CallToolResult>): void {
+function registerRunTool(server: McpServer, c: ToolSeat, who: () => string, domain: (what: string, fn: () => Promise<CallToolResult>) => Promise<CallToolResult>): void {
   server.registerTool(
     "cotal_run",
     {
@@ -392,23 +368,18 @@ function registerRunTool(server: McpServer, c: Connector, who: () => string, dom
         const timeoutMs = timeout === undefined ? 300_000 : parseDuration(timeout, "timeout");
         const jobs = personas.length * (parallel ?? 1);
         const rounds = Math.ceil(jobs / Math.min(maxParallel ?? 4, jobs));
-        const reply = await callManager(c.ep.nc, c.launch.space, "run", c.ep.me, {
-          personas, prompt, timeoutMs,
-          ...(jsonSchema ? { jsonSchema } : {}), ...(model ? { model } : {}), ...(task ? { task } : {}),
-          ...(parallel ? { parallel } : {}), ...(maxParallel ? { maxParallel } : {}),
-        }, { timeoutMs: rounds * (timeoutMs + 15_000) + 15_000 });
-        if (reply.refused) return fail(`${reply.refused.message} (cap $${reply.refused.capUsd}, spent $${reply.refused.spentUsd.toFixed(4)}, estimated $${reply.refused.estimateUsd.toFixed(4)})`);
-        return ok([...reply.results.map(runLine), JSON.stringify(reply.results)].join("\n"));
+        const reply = await c.run(
+          {
+            personas, prompt, timeoutMs,
+            ...(jsonSchema ? { jsonSchema } : {}), ...(model ? { model } : {}), ...(task ? { task } : {}),
+            ...(parallel ? { parallel } : {}), ...(maxParallel ? { maxParallel } : {}),
+          },
+          rounds * (timeoutMs + 15_000) + 15_000,
+        );
+        if (reply.refused) return fail(text.runRefusedText(reply.refused));
+        return ok([...reply.results.map(text.runLine), JSON.stringify(reply.results)].join("\n"));
       }),
   );
-}
-
-function runLine(r: RunReply["results"][number]): string {
-  const model = r.model ? `${r.model} (${r.modelSource})` : "Claude's default (default)";
-  const bits = [`${r.persona ?? "run"}: ${r.status}`, `cost ${describeCost(r)}`, `model ${model}`];
-  if (r.permissionDenials.length) bits.push(`denied tools: ${r.permissionDenials.join(", ")}`);
-  if (r.error) bits.push(`${r.error.kind}: ${r.error.message}`);
-  return bits.join("; ");
 }
 
 function historyFrame(m: CotalMessage, from: string, channel: string) {
@@ -417,8 +388,8 @@ function historyFrame(m: CotalMessage, from: string, channel: string) {
 
 /** The MCP server of a connector that is not joined: one tool explaining how to join. */
 export function buildNotJoinedServer(note?: string): McpServer {
-  const help = note ? `${note}\n${JOIN_HELP}` : JOIN_HELP;
-  const server = new McpServer({ name: "cotal", version: VERSION }, { instructions: "Cotal is not joined in this session; the cotal_join_help tool explains how to join a mesh." });
+  const help = note ? `${note}\n${text.JOIN_HELP}` : text.JOIN_HELP;
+  const server = new McpServer({ name: "cotal", version: VERSION }, { instructions: text.NOT_JOINED_INSTRUCTIONS });
   server.registerTool(
     "cotal_join_help",
     { description: "Explains how to put this Claude session on a Cotal mesh (it is not joined).", inputSchema: z.strictObject({}) },

@@ -3,6 +3,7 @@
 // it says what waits and how to read it; hooks and cotal_inbox hand the mail over.
 import type { Attention, ChannelMode } from "../schemas/index.js";
 import type { InboxEntry } from "./inbox.js";
+import { ambientWakeText, directedWakeText } from "./model-text.js";
 
 /** One doorbell ring. */
 export interface Wake {
@@ -25,17 +26,6 @@ export interface WakeView {
   channelWaiting(): InboxEntry[];
   /** Who this seat is, for the text. */
   me: string;
-}
-
-function describeDirected(entries: InboxEntry[]): string {
-  const shown = entries.slice(0, 3).map((e) => {
-    const from = `${e.mail.from.owner}.${e.mail.from.actor}`;
-    if (e.mail.kind === "dm") return `DM from ${from}`;
-    if (e.mail.kind === "anycast") return `anycast to ${e.mail.role ?? "?"} from ${from}`;
-    return `mention on #${e.mail.channel ?? "?"} by ${from}`;
-  });
-  const more = entries.length > 3 ? `, and ${entries.length - 3} more` : "";
-  return `${shown.join(", ")}${more}`;
 }
 
 /**
@@ -75,11 +65,10 @@ export class Waker {
     const ambient = v.channelWaiting().filter((e) => e.mail.channel && v.modeOf(e.mail.channel) === "normal");
     this.ambientPending = 0;
     if (ambient.length === 0) return;
-    const channels = [...new Set(ambient.map((e) => `#${e.mail.channel}`))];
-    const where = channels.slice(0, 5).join(", ") + (channels.length > 5 ? `, and ${channels.length - 5} more channels` : "");
+    const channels = [...new Set(ambient.map((e) => e.mail.channel!))];
     this.ring({
       kind: "ambient",
-      content: `${ambient.length} new channel post${ambient.length === 1 ? "" : "s"} on ${where} wait on the Cotal mesh for ${v.me}. Call cotal_inbox to read them (they also come with your next prompt).`,
+      content: ambientWakeText(v.me, ambient.length, channels),
       meta: { kind: "ambient", count: String(ambient.length) },
     });
   }
@@ -96,7 +85,7 @@ export class Waker {
     this.directedRung = true;
     this.ring({
       kind: "directed",
-      content: `New mail for ${v.me} on the Cotal mesh: ${waiting.length} directed message${waiting.length === 1 ? "" : "s"} waiting (${describeDirected(waiting)}). Call cotal_inbox to read ${waiting.length === 1 ? "it" : "them"}.`,
+      content: directedWakeText(v.me, waiting),
       meta: { kind: "directed", count: String(waiting.length) },
     });
   }

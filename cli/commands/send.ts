@@ -4,6 +4,7 @@ import type { Command } from "commander";
 import { z } from "zod";
 import { parsePrincipal, principalId, type ArtifactGrant } from "../../schemas/index.js";
 import { MeshServiceUnavailableError, putArtifact, type ArtifactPart, type Content, type Endpoint, type Receipt } from "../../broker/index.js";
+import { receiptLine } from "../../connector/index.js";
 import { connectAs } from "../acting.js";
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
 import { MeshServiceDownError, requireProfile, SENDERS, UsageError } from "../errors.js";
@@ -152,8 +153,10 @@ async function sendAs(
     // and the receipt says presence was unknown at send. Only --mention needs the roster first.
     const stored: Array<{ part: ArtifactPart; uploaded: boolean }> = [];
     const receipt = await fn(ep, stored);
-    if (json) printJson(stored.length ? { ...receipt, artifacts: stored.map((s) => ({ ...s.part, uploaded: s.uploaded })) } : receipt);
-    else printLines(receipt.text, ...stored.map((s) => `attached ${s.part.name}: ${s.part.digest} (${s.part.size} bytes${s.uploaded ? "" : ", already stored"})`));
+    // The receipt is data (what was stored, who it was for); its line is the words for people.
+    const line = receiptLine(receipt);
+    if (json) printJson({ ...receipt, text: line, ...(stored.length ? { artifacts: stored.map((s) => ({ ...s.part, uploaded: s.uploaded })) } : {}) });
+    else printLines(line, ...stored.map((s) => `attached ${s.part.name}: ${s.part.digest} (${s.part.size} bytes${s.uploaded ? "" : ", already stored"})`));
   } finally {
     await ep.close();
   }

@@ -22,7 +22,7 @@ describe("static auth smoke", () => {
     await bob.joinChannel("general");
     await alice.joinChannel("general");
     const r = await alice.dm("bob", "hello bob");
-    expect(r.text).toMatch(/recipient idle at send/);
+    expect(r.target).toEqual({ kind: "dm", to: "local.bob", recipient: "idle" });
     await alice.send("general", "hello channel");
     await alice.anycast("reviewer", "review pls");
     await until(() => ["hello bob", "hello channel", "review pls"].every((t) => got.texts().includes(t)), 5_000, "bob gets all three");

@@ -1,13 +1,13 @@
 // Helpers for connector tests: an in-process connector on a harness mesh with a private control
 // directory, an MCP client over an in-memory transport, and the real hook relay run in-process.
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { CallToolResult, JSONRPCNotification } from "@modelcontextprotocol/sdk/types.js";
 import { jetstreamManager, type ConsumerInfo, type JetStreamManager } from "@nats-io/jetstream";
-import { Connector, runHook, type ConnectorOptions, type Launch } from "../../connector/index.js";
+import { Connector, runHook, seatPaths, type ConnectorOptions, type Launch, type SeatPaths } from "../../connector/index.js";
 import type { CotalMessage, Part } from "../../schemas/index.js";
 import type { Mail } from "../../connector/index.js";
 import type { TestMesh } from "../harness/mesh.js";
@@ -49,6 +49,21 @@ export async function startConnector(
   };
 }
 
+/** The seat files of the connector `startConnector` started with `env` (its socket, token file, …). */
+export function seatFiles(env: NodeJS.ProcessEnv): SeatPaths {
+  return seatPaths(env.COTAL_CONTROL_DIR!, { space: env.COTAL_SPACE!, owner: "local", actor: env.COTAL_NAME! });
+}
+
+/** The token a hand-started seat's hooks read (the connector writes it to its token file). */
+export function seatToken(env: NodeJS.ProcessEnv): string {
+  return readFileSync(seatFiles(env).tokenFile, "utf8").trim();
+}
+
+/** Messages a connector holds, as cotal_status counts them (handed-over ones included until acked). */
+export function held(connector: Connector): number {
+  return connector.status().inbox.total;
+}
+
 /** An MCP client connected to the connector over an in-memory pair; collects notifications. */
 export async function mcpClient(connector: Connector): Promise<{ client: Client; notifications: JSONRPCNotification[]; close: () => Promise<void> }> {
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
@@ -62,11 +77,11 @@ export async function mcpClient(connector: Connector): Promise<{ client: Client;
   return { client, notifications, close: () => client.close() };
 }
 
-/** Call a tool and return its text and error flag. */
-export async function call(client: Client, name: string, args: Record<string, unknown> = {}): Promise<{ text: string; isError: boolean }> {
+/** Call a tool and return its text and error flag (and its structured content, when it has one). */
+export async function call(client: Client, name: string, args: Record<string, unknown> = {}): Promise<{ text: string; isError: boolean; data?: Record<string, unknown> }> {
   const r = (await client.callTool({ name, arguments: args })) as CallToolResult;
   const text = r.content.map((c) => (c.type === "text" ? c.text : "")).join("\n");
-  return { text, isError: r.isError === true };
+  return { text, isError: r.isError === true, ...(r.structuredContent ? { data: r.structuredContent } : {}) };
 }
 
 /** Run the real hook relay in-process; returns what it printed (parsed) and the raw text. */

@@ -6,10 +6,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { Connector, handoverLine } from "../../connector/index.js";
+import { Connector, handoverLine } from "../../connector/internal.js";
 import { NatsServer, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
-import { dmConsumerInfo, envLaunch, hook, mcpClient, startConnector, tempControlDir } from "./helpers.js";
+import { dmConsumerInfo, envLaunch, held, hook, mcpClient, startConnector, tempControlDir } from "./helpers.js";
 
 const cleanups: Array<() => unknown> = [];
 afterEach(async () => {
@@ -34,7 +34,7 @@ describe("a seat's mail across restarts, health checks and fresh hosts", () => {
     const first = await startConnector(m, "bob", { controlDir: ctl.dir });
     const alice = await m.joined("alice");
     await alice.dm("bob", "are you there?");
-    await until(() => first.connector.inbox.size === 1, 3_000, "the first incarnation holds the DM");
+    await until(() => held(first.connector) === 1, 3_000, "the first incarnation holds the DM");
     expect((await dmConsumerInfo(m, "bob")).config.ack_wait).toBeGreaterThanOrEqual(30e9); // the wait a wrong order would cost
     const deliveredBefore = (await dmConsumerInfo(m, "bob")).delivered.consumer_seq;
     await first.connector.close("restart");
@@ -58,7 +58,7 @@ describe("a seat's mail across restarts, health checks and fresh hosts", () => {
     const seat = await startConnector(m, "bob", { controlDir: tempControlDir().dir });
     const alice = await m.joined("alice");
     await alice.dm("bob", "hold this");
-    await until(() => seat.connector.inbox.size === 1, 3_000, "the seat holds the DM");
+    await until(() => held(seat.connector) === 1, 3_000, "the seat holds the DM");
     // One watcher on both the seat's acks and its presence key sees the connector's publishes in
     // the order it sent them (one connection's order is kept): the nak must come before "offline".
     const watcher = await m.rawConnection();

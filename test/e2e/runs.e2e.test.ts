@@ -114,7 +114,9 @@ describe("one-shot runs", () => {
       const b = await callManager(nc, mesh.space, "budget", operator, {}, { target: "r1" });
       expect(b.daily.runs).toBeGreaterThanOrEqual(2);
       // Its credential reaches the run command only: spawn is refused by the broker.
-      const spawn = await callManager(s.connector.ep.nc, mesh.space, "spawn", s.connector.ep.me, { agent: "echo" }, { target: "r1" }).catch((e: unknown) => e);
+      const asBob = await mesh.endpoint("bob", { creds });
+      const spawn = await callManager(asBob.nc, mesh.space, "spawn", asBob.me, { agent: "echo" }, { target: "r1" }).catch((e: unknown) => e);
+      await asBob.close();
       expect(spawn).toBeInstanceOf(PermissionDeniedError);
     } finally {
       process.chdir(here);

@@ -96,10 +96,9 @@ describe("a client speaking the published wire shapes", () => {
     try {
       const zedClient = await rawClient(mesh);
       for (const raw of publishedMessages()) await zedClient.publish(raw);
-      const inbox = seat.connector.inbox;
-      await until(() => inbox.entries().length >= 6, 10_000, "all six published messages reach bob's inbox");
-      expect(inbox.entries().find((e) => e.id === "pub-post-1")?.mentionsYou).toBe(true);
+      await until(() => seat.connector.status().inbox.total >= 6, 10_000, "all six published messages reach bob's inbox");
       const { text } = seat.connector.drainContext("UserPromptSubmit");
+      expect(text).toMatch(/\[cotal #general from local\.zed [^\]]* · id pub-post-1 · mentions you\]/);
       expect(text).toContain(`│ (artifact report.pdf, application/pdf, 48213 bytes, sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08)`);
       expect(text).toContain("│ (extension Example-Org.ui.Card, 57 bytes of fields)");
       expect(text).toContain("[cotal DM from local.zed · 2026-01-01T00:00:01.000Z · id pub-dm-1]");

@@ -1,11 +1,11 @@
-// The control socket's hand-over rules, against a real unix socket and a recording handler:
+// The hook socket's hand-over rules, against a real unix socket and a recording handler:
 // mail handed to a hook is acked only when that hook confirms *that* hand-over's receipt; a
 // wrong, stale or malformed confirmation releases it; frames over the size limit are dropped
 // before they are parsed (issue #9: these survived mutation testing).
 import net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { logger, setLogDestination } from "../../broker/index.js";
-import { ControlServer, controlPaths, MAX_FRAME_BYTES, tokenMatches, type ControlHandler } from "../../connector/index.js";
+import { HookSocket, seatPaths, MAX_FRAME_BYTES, tokenMatches, type HookHandler } from "../../connector/index.js";
 import { until } from "../harness/until.js";
 import { tempControlDir } from "./helpers.js";
 
@@ -21,7 +21,7 @@ interface Recorder {
   handled: number;
   confirmed: string[];
   released: Array<[string, string]>;
-  handler: ControlHandler;
+  handler: HookHandler;
 }
 
 /** A handler that hands over `receipts` in turn (undefined: a reply without mail) and records settlements. */
@@ -45,8 +45,8 @@ function recorder(receipts: Array<string | undefined>): Recorder {
 async function server(receipts: Array<string | undefined>, opts: { confirmTimeoutMs?: number; requestTimeoutMs?: number } = {}) {
   const ctl = tempControlDir();
   cleanups.push(ctl.cleanup);
-  const paths = controlPaths(ctl.dir, { space: "s", owner: "local", actor: "bob" });
-  const cs = await ControlServer.claim(paths, "local.bob", logger("control-test"), opts);
+  const paths = seatPaths(ctl.dir, { space: "s", owner: "local", actor: "bob" });
+  const cs = await HookSocket.claim(paths, "local.bob", logger("hook-socket-test"), opts);
   cleanups.push(() => cs.close());
   const rec = recorder(receipts);
   cs.serve(rec.handler, TOKEN);

@@ -1,31 +1,38 @@
-// The connector's local control endpoint for hooks: a unix socket in the per-user control
-// directory (also the custody lock), and optionally a loopback HTTP listener. Every request
-// carries the per-launch token, compared in constant time; anything else is refused.
+// The seat's hook socket: a unix socket in the per-user control directory that hooks talk to
+// (also the custody lock), and optionally a loopback HTTP listener. Every request carries the
+// per-launch token, compared in constant time; anything else is refused. ("Control" in Cotal
+// names the mesh's request/reply rail; this socket only serves the session's hooks.)
 import { createHash, timingSafeEqual } from "node:crypto";
-import { chmodSync, closeSync, openSync, statSync, unlinkSync } from "node:fs";
+import { chmodSync, statSync, unlinkSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
-import type { Logger } from "../broker/index.js";
+import { setTimeout as sleep } from "node:timers/promises";
+import { takeLockFile, type Logger } from "../broker/index.js";
 import { CustodyHeldError } from "./errors.js";
-import type { ControlPaths } from "./paths.js";
-import {
-  HookConfirm,
-  HookRequest,
-  MAX_FRAME_BYTES,
-  parseLine,
-  PROTOCOL_VERSION,
-  trimPayload,
-  type HookResponse,
-} from "./protocol.js";
+import { frameLine, LineSplitter } from "./ndjson.js";
+import type { SeatPaths } from "./paths.js";
+import { HookConfirm, HookRequest, MAX_FRAME_BYTES, parseLine, PROTOCOL_VERSION, trimPayload, type HookResponse } from "./protocol.js";
+
+/** How a hook reached the connector: the socket can hand mail over (a receipt), HTTP cannot. */
+export interface HookVia {
+  transport: "socket" | "http";
+  canHandOver: boolean;
+}
+
+/** What the connector answers one hook run with; `receipt` marks a reply that hands mail over. */
+export interface HookAnswer {
+  reply: Record<string, unknown>;
+  receipt?: string;
+}
 
 /** What the connector does with an authenticated hook request. */
-export interface ControlHandler {
+export interface HookHandler {
   /**
    * Handle one hook run. `receipt` marks a reply that hands mail over: the connector acks it
    * only when the hook confirms the reply was written (`confirm`), and releases it otherwise.
    * Over HTTP no receipt is possible, so `canHandOver` is false there.
    */
-  handle(req: HookRequest, via: { transport: "socket" | "http"; canHandOver: boolean }): Promise<{ reply: Record<string, unknown>; receipt?: string }>;
+  handle(req: HookRequest, via: HookVia): Promise<HookAnswer>;
   confirm(receipt: string): Promise<void>;
   release(receipt: string, why: string): void;
 }
@@ -69,9 +76,7 @@ function listenOn(server: net.Server, socket: string): Promise<void> {
   });
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-export interface ControlServerOptions {
+export interface HookSocketOptions {
   /** How long a hand-over waits for the hook's "written" confirmation, ms (default 30 s). */
   confirmTimeoutMs?: number;
   /** How long a connection may take to send its request, ms (default 5 s). */
@@ -79,13 +84,13 @@ export interface ControlServerOptions {
 }
 
 /**
- * Claim a principal's control socket. Success means custody: this process is the one consuming
+ * Claim a principal's hook socket. Success means custody: this process is the one consuming
  * connector for the principal on this host. A socket that answers belongs to a live connector
  * (CustodyHeldError); one that refuses is stale (its holder died) and is replaced, under a
  * short-lived cleanup lock so two connectors starting together cannot both take it.
  */
-export class ControlServer {
-  private handler?: ControlHandler;
+export class HookSocket {
+  private handler?: HookHandler;
   private token?: string;
   private markServing!: () => void;
   /** Resolves once serve() was called: requests arriving earlier wait for it (bounded). */
@@ -97,15 +102,15 @@ export class ControlServer {
   private watch?: NodeJS.Timeout;
 
   private constructor(
-    readonly paths: ControlPaths,
+    readonly paths: SeatPaths,
     private server: net.Server,
     private readonly principal: string,
     private readonly log: Logger,
-    private readonly opts: ControlServerOptions,
+    private readonly opts: HookSocketOptions,
   ) {}
 
-  static async claim(paths: ControlPaths, principal: string, log: Logger, opts: ControlServerOptions = {}): Promise<ControlServer> {
-    const cs = new ControlServer(paths, net.createServer(), principal, log, opts);
+  static async claim(paths: SeatPaths, principal: string, log: Logger, opts: HookSocketOptions = {}): Promise<HookSocket> {
+    const cs = new HookSocket(paths, net.createServer(), principal, log, opts);
     await cs.bind();
     cs.watch = setInterval(() => void cs.checkBinding(), 5_000);
     cs.watch.unref();
@@ -127,17 +132,10 @@ export class ControlServer {
         if ((err as NodeJS.ErrnoException).code !== "EADDRINUSE") throw err;
       }
       if ((await probe(socket)) === "live") throw new CustodyHeldError(this.principal, socket);
-      // Stale: remove it, but only while holding the cleanup lock.
-      let fd: number | undefined;
-      try {
-        fd = openSync(cleanupLock, "wx", 0o600);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-        try {
-          if (Date.now() - statSync(cleanupLock).mtimeMs > 5_000) unlinkSync(cleanupLock); // its holder died mid-cleanup
-        } catch {
-          // gone already
-        }
+      // Stale: remove it, but only while holding the cleanup lock (its holder may have died
+      // mid-cleanup: the lock goes stale after its grace).
+      const lock = takeLockFile(cleanupLock, { content: String(process.pid) });
+      if (!lock.taken) {
         await sleep(20 + Math.random() * 30);
         continue;
       }
@@ -145,18 +143,13 @@ export class ControlServer {
         if ((await probe(socket)) === "stale") {
           try {
             unlinkSync(socket);
-            this.log.info({ socket }, "removed a stale control socket (its connector died)");
+            this.log.info({ socket }, "removed a stale hook socket (its connector died)");
           } catch (err) {
             if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
           }
         }
       } finally {
-        closeSync(fd);
-        try {
-          unlinkSync(cleanupLock);
-        } catch {
-          // already removed
-        }
+        lock.release();
       }
     }
     throw new CustodyHeldError(this.principal, socket);
@@ -173,10 +166,10 @@ export class ControlServer {
     }
     if (ino === this.ino) return;
     if (ino !== undefined) {
-      this.log.error({ socket: this.paths.socket }, "the control socket was replaced by another process; hooks may reach another connector");
+      this.log.error({ socket: this.paths.socket }, "the hook socket was replaced by another process; hooks may reach another connector");
       return;
     }
-    this.log.warn({ socket: this.paths.socket }, "the control socket was removed; re-creating it");
+    this.log.warn({ socket: this.paths.socket }, "the hook socket was removed; re-creating it");
     // Close the old listener first: closing a unix listener unlinks its path.
     await new Promise<void>((r) => this.server.close(() => r()));
     try {
@@ -186,7 +179,7 @@ export class ControlServer {
       this.ino = statSync(this.paths.socket).ino;
       this.server = server;
     } catch (err) {
-      this.log.error({ err }, "could not re-create the control socket");
+      this.log.error({ err }, "could not re-create the hook socket");
     }
   }
 
@@ -194,7 +187,7 @@ export class ControlServer {
    * Start answering hooks. A request that arrives before this (the connector is still joining)
    * waits for it, up to 10 s, rather than being turned away.
    */
-  serve(handler: ControlHandler, token: string): void {
+  serve(handler: HookHandler, token: string): void {
     this.handler = handler;
     this.token = token;
     this.markServing();
@@ -226,7 +219,7 @@ export class ControlServer {
     this.sockets.add(c);
     c.on("close", () => this.sockets.delete(c));
     c.on("error", () => undefined);
-    let buf = "";
+    const frames = new LineSplitter();
     let stage: "request" | "confirm" | "done" = "request";
     let receipt: string | undefined;
     let settled = false;
@@ -245,16 +238,13 @@ export class ControlServer {
     });
     c.setEncoding("utf8");
     c.on("data", (chunk: string) => {
-      buf += chunk;
-      if (buf.length > MAX_FRAME_BYTES) {
+      const lines = frames.push(chunk);
+      if (lines === "overflow") {
         this.log.warn("a hook frame exceeded the size limit; connection dropped");
         c.destroy();
         return;
       }
-      let nl: number;
-      while ((nl = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
+      for (const line of lines) {
         if (stage === "request") {
           stage = "done";
           clearTimeout(requestTimer);
@@ -283,7 +273,7 @@ export class ControlServer {
   /** Authenticate and handle one request line; returns the receipt if the reply hands mail over. */
   private async answer(c: net.Socket, line: string): Promise<string | undefined> {
     const send = (r: HookResponse) => {
-      if (!c.destroyed) c.write(JSON.stringify(r) + "\n");
+      if (!c.destroyed) c.write(frameLine(r));
     };
     const parsed = HookRequest.safeParse(parseLine(line));
     if (!parsed.success) {
