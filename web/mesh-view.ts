@@ -13,7 +13,18 @@ import {
   verifyEnvelope,
   type Logger,
 } from "../broker/index.js";
-import { eventsChannelOf, filters, frameOf, messageText, parsePrincipal, principalId, type AgUiFrame, type CotalMessage, type HistoryItem, type SeatEvent } from "../schemas/index.js";
+import {
+  eventsChannelOf,
+  filters,
+  frameOf,
+  messageText,
+  parsePrincipal,
+  principalId,
+  type AgUiFrame,
+  type CotalMessage,
+  type HistoryItem,
+  type SeatEvent,
+} from "../schemas/index.js";
 import { renderMarkdown } from "./markdown.js";
 import { rosterRows, type PendingMail, type RosterRow } from "./roster-rows.js";
 import { readManagers, readPending, readWaitingDms, SeatLogCursor, type ManagerBeat } from "./stores.js";
@@ -129,7 +140,10 @@ export class MeshView {
   private readonly listeners = new Set<(p: Push) => void>();
   private readonly roster: Roster;
   private readonly feed: FeedPost[] = [];
-  private readonly timelines = new Map<string, { entries: TimelineEntry[]; folder: TimelineFolder; ready: boolean; held: Array<{ frame: AgUiFrame; at: number; id: string }> }>();
+  private readonly timelines = new Map<
+    string,
+    { entries: TimelineEntry[]; folder: TimelineFolder; ready: boolean; held: Array<{ frame: AgUiFrame; at: number; id: string }> }
+  >();
   private readonly seen = new Set<string>();
   private readonly seats = new Map<string, SeatEvent[]>();
   private readonly channelClass = new Map<string, string>();
@@ -236,7 +250,9 @@ export class MeshView {
   }
 
   private async history(channel: string, limit?: number): Promise<HistoryItem[]> {
-    return collectHistory(channel, { sinceMs: this.sinceMs, ...(limit ? { limit } : {}) }, (args) => callControl(this.nc, this.o.space, "history", this.caller, args));
+    return collectHistory(channel, { sinceMs: this.sinceMs, ...(limit ? { limit } : {}) }, (args) =>
+      callControl(this.nc, this.o.space, "history", this.caller, args),
+    );
   }
 
   private async readChannels(): Promise<void> {
@@ -285,7 +301,10 @@ export class MeshView {
         .filter((f): f is { frame: AgUiFrame; at: number; id: string } => f.frame !== undefined);
       t.ready = true;
       // Plane order is frame order; live frames that arrived meanwhile follow, deduplicated by id.
-      this.foldFrames(e.id, [...frames, ...t.held.splice(0)].sort((a, b) => a.frame.seq - b.frame.seq));
+      this.foldFrames(
+        e.id,
+        [...frames, ...t.held.splice(0)].sort((a, b) => a.frame.seq - b.frame.seq),
+      );
     }
   }
 
@@ -388,7 +407,9 @@ export class MeshView {
       dmBodies: this.dmBodies,
       roster: rosterRows(this.roster.entries(now), this.pending, now),
       managers: this.managerRows(now),
-      channels: [...new Set([...this.channelClass.keys(), ...this.feed.map((p) => p.channel)])].sort().map((name) => ({ name, class: this.channelClass.get(name) ?? "durable" })),
+      channels: [...new Set([...this.channelClass.keys(), ...this.feed.map((p) => p.channel)])]
+        .sort()
+        .map((name) => ({ name, class: this.channelClass.get(name) ?? "durable" })),
       sources: this.sources,
     };
   }

@@ -15,7 +15,8 @@ const ChannelQuery = z.object({
 });
 
 /** Only our own files, scripts and SSE: an injected tag could neither run nor load anything. */
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /** A running dashboard: where it listens, and how to stop it. */
 export interface Dashboard {
@@ -66,7 +67,8 @@ export async function serveDashboard(view: MeshView, opts: { host: string; port:
 }
 
 async function handle(view: MeshView, scope: BindScope, clients: Set<ServerResponse>, req: IncomingMessage, res: ServerResponse, log: Logger): Promise<void> {
-  if (!hostHeaderAllowed(req.headers.host, scope)) return send(res, 421, "text/plain", "This dashboard answers only requests for a loopback host (localhost, 127.0.0.1, [::1]).\n");
+  if (!hostHeaderAllowed(req.headers.host, scope))
+    return send(res, 421, "text/plain", "This dashboard answers only requests for a loopback host (localhost, 127.0.0.1, [::1]).\n");
   if (req.method !== "GET" && req.method !== "HEAD") {
     res.setHeader("Allow", "GET, HEAD");
     return send(res, 405, "text/plain", "The dashboard is read-only: GET only.\n");

@@ -1,6 +1,17 @@
 import type { JetStreamManager, MsgRequest, StoredMsg } from "@nats-io/jetstream";
 import { isNoMessageFound, isStreamNotFound, type Logger } from "../broker/index.js";
-import { decodeMessage, describeIssues, filters, messageText, names, parseSubject, principalId, SeatEvent, seatSubject, parsePrincipal } from "../schemas/index.js";
+import {
+  decodeMessage,
+  describeIssues,
+  filters,
+  messageText,
+  names,
+  parseSubject,
+  principalId,
+  SeatEvent,
+  seatSubject,
+  parsePrincipal,
+} from "../schemas/index.js";
 import type { PendingMail } from "./roster-rows.js";
 
 /**
@@ -60,7 +71,7 @@ export async function readWaitingDms(jsm: JetStreamManager, space: string, to: s
   const stream = names.dmStream(space);
   const filter = filters.dmInbox(space, parsePrincipal(to));
   const out: WaitingDm[] = [];
-  for (let seq = 1; out.length < limit; ) {
+  for (let seq = 1; out.length < limit;) {
     const m = await nextOn(jsm, stream, seq, filter);
     if (!m) break;
     seq = m.seq + 1;
@@ -123,7 +134,7 @@ export interface ManagerBeat {
 export async function readManagers(jsm: JetStreamManager, space: string): Promise<ManagerBeat[]> {
   const bucket = names.managersBucket(space);
   const out = new Map<string, ManagerBeat>();
-  for (let seq = 1; ; ) {
+  for (let seq = 1; ;) {
     const m = await nextOn(jsm, `KV_${bucket}`, seq, `$KV.${bucket}.>`);
     if (!m) break;
     seq = m.seq + 1;

@@ -58,12 +58,15 @@ export function registerWeb(program: Command): void {
     const profile = reader.creds ? credentialScope(reader.creds)?.profile : undefined;
     if (profile === "operator") {
       throw new UsageError("cotal web reads with a read-only credential, not the mesh host's operator credential (which may write).", {
-        remedy: "Leave out --creds (and COTAL_CREDS) on the mesh host, so it mints its own admin credential, or pass one from `cotal mint NAME --profile admin`.",
+        remedy:
+          "Leave out --creds (and COTAL_CREDS) on the mesh host, so it mints its own admin credential, or pass one from `cotal mint NAME --profile admin`.",
       });
     }
     const scope = bindScope(f.host);
     if ("scope" in scope && scope.scope !== "loopback") {
-      warn(`the dashboard listens on ${f.host}: anyone who can reach this machine can read it (every channel and agent${profile === "admin" ? ", and DM bodies" : ""}).`);
+      warn(
+        `the dashboard listens on ${f.host}: anyone who can reach this machine can read it (every channel and agent${profile === "admin" ? ", and DM bodies" : ""}).`,
+      );
     }
     if (f.detach) return detach(target, reader, f);
     await serveForeground(reader, profile, f);
@@ -80,7 +83,13 @@ async function adminByDefault(target: MeshTarget, defaulted: boolean): Promise<M
   if (!existsSync(file) || credentialScope(file)?.profile !== "admin") {
     const nc = await connectMesh({ server: target.server, creds: target.creds, name: "cotal-web-mint" });
     try {
-      const { creds } = await requestCredential(nc, target.space, { name: WEB_ADMIN, profile: "admin", allowSubscribe: [], allowPublish: [], provision: false });
+      const { creds } = await requestCredential(nc, target.space, {
+        name: WEB_ADMIN,
+        profile: "admin",
+        allowSubscribe: [],
+        allowPublish: [],
+        provision: false,
+      });
       mkdirSync(resolve(target.root.dir, "creds"), { recursive: true, mode: 0o700 });
       writeSecret(file, creds);
     } finally {
@@ -98,10 +107,16 @@ async function open(reader: MeshTarget, profile: string | undefined, f: WebFlags
   } catch (err) {
     await view.close();
     if ((err as NodeJS.ErrnoException).code === "EADDRINUSE") {
-      throw new CommandFailedError(`Port ${f.port} on ${f.host} is taken.`, { remedy: "Pass another --port, or stop what listens there (`cotal web --stop` for a detached dashboard).", cause: err });
+      throw new CommandFailedError(`Port ${f.port} on ${f.host} is taken.`, {
+        remedy: "Pass another --port, or stop what listens there (`cotal web --stop` for a detached dashboard).",
+        cause: err,
+      });
     }
     if ((err as NodeJS.ErrnoException).code === "EADDRNOTAVAIL") {
-      throw new UsageError(`Invalid input: --host: ${f.host} is not an address of this machine.`, { remedy: "Use 127.0.0.1 (the default) or an address this machine has.", cause: err });
+      throw new UsageError(`Invalid input: --host: ${f.host} is not an address of this machine.`, {
+        remedy: "Use 127.0.0.1 (the default) or an address this machine has.",
+        cause: err,
+      });
     }
     throw err;
   }
@@ -109,7 +124,10 @@ async function open(reader: MeshTarget, profile: string | undefined, f: WebFlags
 
 async function serveForeground(reader: MeshTarget, profile: string | undefined, f: WebFlags): Promise<void> {
   const { view, dash } = await open(reader, profile, f);
-  printLines(`dashboard: ${dash.url}`, `reading:   ${reader.space} as ${profile ?? "an open mesh client"}${profile === "admin" ? " (DM bodies shown)" : " (no DM bodies)"}`);
+  printLines(
+    `dashboard: ${dash.url}`,
+    `reading:   ${reader.space} as ${profile ?? "an open mesh client"}${profile === "admin" ? " (DM bodies shown)" : " (no DM bodies)"}`,
+  );
   note("Serving; Ctrl-C to stop.");
   await new Promise<void>((done) => {
     for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(sig, () => done());
@@ -121,20 +139,40 @@ async function serveForeground(reader: MeshTarget, profile: string | undefined, 
 /** Start `cotal web` again in the background (with the credential chosen here), and wait until it serves. */
 async function detach(target: MeshTarget, reader: MeshTarget, f: WebFlags): Promise<void> {
   const root = target.root;
-  if (!root) throw new UsageError("cotal web --detach keeps its log and pid in the mesh's .cotal/ folder: run it in the mesh's project folder.", { remedy: "Or run it in the foreground, without --detach." });
+  if (!root)
+    throw new UsageError("cotal web --detach keeps its log and pid in the mesh's .cotal/ folder: run it in the mesh's project folder.", {
+      remedy: "Or run it in the foreground, without --detach.",
+    });
   const recordFile = resolve(root.runDir, "web.json");
   const running = readRecord(recordFile);
-  if (running && isRunning(running)) throw new CommandFailedError(`A detached dashboard already runs here (pid ${running.pid}).`, { remedy: "`cotal web --stop` stops it." });
+  if (running && isRunning(running))
+    throw new CommandFailedError(`A detached dashboard already runs here (pid ${running.pid}).`, { remedy: "`cotal web --stop` stops it." });
   mkdirSync(root.logsDir, { recursive: true, mode: 0o700 });
   mkdirSync(root.runDir, { recursive: true, mode: 0o700 });
   // Paths only on the command line: no secret.
-  const args = ["web", "--port", String(f.port), "--host", f.host, "--server", reader.server, "--space", reader.space, ...(reader.creds ? ["--creds", reader.creds] : [])];
+  const args = [
+    "web",
+    "--port",
+    String(f.port),
+    "--host",
+    f.host,
+    "--server",
+    reader.server,
+    "--space",
+    reader.space,
+    ...(reader.creds ? ["--creds", reader.creds] : []),
+  ];
   const argv = [...selfCommand(), ...args];
   const logFile = resolve(root.logsDir, "web.log");
   const out = openSync(logFile, "a");
   let exited: string | undefined;
   try {
-    const child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ["ignore", out, out], cwd: root.project, env: childEnv({ COTAL_LOG_LEVEL: serviceLogLevel() }) });
+    const child = spawn(argv[0]!, argv.slice(1), {
+      detached: true,
+      stdio: ["ignore", out, out],
+      cwd: root.project,
+      env: childEnv({ COTAL_LOG_LEVEL: serviceLogLevel() }),
+    });
     child.once("exit", (code, sig) => (exited = sig ? `was killed by ${sig}` : `exited with code ${code}`));
     child.unref();
     if (child.pid === undefined) throw new CommandFailedError(`The dashboard could not be started; see ${logFile}.`);

@@ -32,7 +32,16 @@ if (!CHROMIUM) console.warn("SKIPPED: cotal web's browser tests need Debian's ch
 
 const ARTIFACTS = join(projectRoot, "test-artifacts", "web");
 /** Flags for a root, offline, headless chromium: without them its background connections fail against the closed network. */
-const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-quic"];
+const CHROMIUM_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--disable-quic",
+];
 
 let project: string;
 let browser: BrowserContext;
@@ -66,7 +75,11 @@ async function screenshot(page: Page, name: string): Promise<void> {
   expect(statSync(file).size, `${file} is empty`).toBeGreaterThan(1_000);
 }
 
-const pendingOf = (page: Page, id: string) => page.locator(`[data-testid=roster-row][data-id="${id}"] [data-testid=pending]`).textContent({ timeout: 2_000 }).catch(() => null);
+const pendingOf = (page: Page, id: string) =>
+  page
+    .locator(`[data-testid=roster-row][data-id="${id}"] [data-testid=pending]`)
+    .textContent({ timeout: 2_000 })
+    .catch(() => null);
 
 async function waitForPending(page: Page, id: string, want: string, what: string): Promise<void> {
   let last: string | null = null;
@@ -83,7 +96,9 @@ function launchMaterialOf(name: string): { server: string; space: string; name: 
     }
   };
   walk(join(project, ".cotal", "manager"));
-  const m = found.map((f) => JSON.parse(readFileSync(f, "utf8")) as { server: string; space: string; name: string; creds: string }).find((x) => x.name === name && existsSync(x.creds));
+  const m = found
+    .map((f) => JSON.parse(readFileSync(f, "utf8")) as { server: string; space: string; name: string; creds: string })
+    .find((x) => x.name === name && existsSync(x.creds));
   if (!m) throw new Error(`no launch material for ${name} among ${found.join(", ")}`);
   return m;
 }
@@ -92,11 +107,14 @@ function launchMaterialOf(name: string): { server: string; space: string; name: 
 function http(url: string, opts: { method?: string; host?: string } = {}): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const u = new URL(url);
-    const req = request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method: opts.method ?? "GET", headers: opts.host ? { Host: opts.host } : {} }, (res) => {
-      let body = "";
-      res.setEncoding("utf8").on("data", (c: string) => (body += c));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-    });
+    const req = request(
+      { host: u.hostname, port: u.port, path: u.pathname + u.search, method: opts.method ?? "GET", headers: opts.host ? { Host: opts.host } : {} },
+      (res) => {
+        let body = "";
+        res.setEncoding("utf8").on("data", (c: string) => (body += c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
     req.on("error", reject);
     req.end();
   });
@@ -115,8 +133,15 @@ describe.skipIf(!CHROMIUM)("cotal web in a real browser", () => {
     adminUrl = /dashboard: (\S+)/.exec(web.stdout)![1]!;
     // A second one reading with an observer credential (every channel, no DMs).
     ok(await cotal("mint", "olga", "--profile", "observer"));
-    observerWeb = CotalProcess.spawn(["web", "--port", String(await freePort()), "--creds", join(project, ".cotal", "creds", "olga.creds")], { cwd: project, env: cleanEnv() });
-    await until(() => observerWeb.lines.some((l) => l.startsWith("dashboard:")) || observerWeb.child.exitCode !== null, 30_000, `the observer dashboard to serve\n${observerWeb.stderr}`);
+    observerWeb = CotalProcess.spawn(["web", "--port", String(await freePort()), "--creds", join(project, ".cotal", "creds", "olga.creds")], {
+      cwd: project,
+      env: cleanEnv(),
+    });
+    await until(
+      () => observerWeb.lines.some((l) => l.startsWith("dashboard:")) || observerWeb.child.exitCode !== null,
+      30_000,
+      `the observer dashboard to serve\n${observerWeb.stderr}`,
+    );
     observerUrl = /dashboard: (\S+)/.exec(observerWeb.lines.join("\n"))?.[1] ?? "";
     expect(observerUrl, observerWeb.stderr).not.toBe("");
     browser = await chromium.launchPersistentContext(await mkdtemp(join(tmpdir(), "cotal-web-chromium-")), {
@@ -164,9 +189,17 @@ describe.skipIf(!CHROMIUM)("cotal web in a real browser", () => {
 
     // Its detail: the waiting mail with its bodies (an admin reads DMs), and its seat log.
     await show(page, adminUrl, "agent/local.echo2");
-    await until(async () => /2 DMs waiting/.test((await page.locator("[data-testid=agent-pending]").textContent()) ?? ""), 20_000, "the agent view counts 2 waiting DMs");
+    await until(
+      async () => /2 DMs waiting/.test((await page.locator("[data-testid=agent-pending]").textContent()) ?? ""),
+      20_000,
+      "the agent view counts 2 waiting DMs",
+    );
     await page.locator("[data-testid=waiting-dm]", { hasText: "while you were out" }).waitFor({ timeout: 10_000 });
-    await until(async () => (await page.locator("[data-testid=seat-event]").allTextContents()).some((t) => /retired/.test(t)), 20_000, "the seat log shows it retired");
+    await until(
+      async () => (await page.locator("[data-testid=seat-event]").allTextContents()).some((t) => /retired/.test(t)),
+      20_000,
+      "the seat log shows it retired",
+    );
     await screenshot(page, "agent-waiting");
 
     ok(await cotal("spawn", "-d", "--agent", "echo", "--name", "echo2"));
@@ -188,7 +221,11 @@ describe.skipIf(!CHROMIUM)("cotal web in a real browser", () => {
     plane.sessionStart({ sessionId: "s-echo1", transcriptPath: transcript, source: "startup" });
     const records = [
       { type: "user", uuid: "p-1", message: { role: "user", content: "Please list the **files**" } },
-      { type: "assistant", uuid: "t-1", message: { role: "assistant", content: [{ type: "tool_use", id: "tool-1", name: "Bash", input: { command: "ls /secret-arg" } }] } },
+      {
+        type: "assistant",
+        uuid: "t-1",
+        message: { role: "assistant", content: [{ type: "tool_use", id: "tool-1", name: "Bash", input: { command: "ls /secret-arg" } }] },
+      },
       { type: "user", uuid: "r-1", message: { role: "user", content: [{ type: "tool_result", tool_use_id: "tool-1", content: "secret-result" }] } },
       { type: "assistant", uuid: "a-1", message: { role: "assistant", content: [{ type: "text", text: "Listed them." }], stop_reason: "end_turn" } },
     ];
@@ -224,7 +261,11 @@ describe.skipIf(!CHROMIUM)("cotal web in a real browser", () => {
     await show(page, adminUrl, "managers");
     const row = page.locator("[data-testid=manager-row]").first();
     await row.waitFor({ timeout: 20_000 });
-    await until(async () => /ok/.test((await row.textContent()) ?? "") && /local\.echo1/.test((await row.textContent()) ?? ""), 20_000, "the manager shown healthy with its seats");
+    await until(
+      async () => /ok/.test((await row.textContent()) ?? "") && /local\.echo1/.test((await row.textContent()) ?? ""),
+      20_000,
+      "the manager shown healthy with its seats",
+    );
     await screenshot(page, "managers");
     await page.close();
   }, 90_000);
@@ -257,7 +298,11 @@ describe.skipIf(!CHROMIUM)("cotal web in a real browser", () => {
 
     const page = await openPage(observerUrl);
     await show(page, observerUrl, "roster");
-    await until(async () => /reading as observer \(no DM bodies\)/.test((await page.locator("#who").textContent()) ?? ""), 20_000, "the observer dashboard loaded");
+    await until(
+      async () => /reading as observer \(no DM bodies\)/.test((await page.locator("#who").textContent()) ?? ""),
+      20_000,
+      "the observer dashboard loaded",
+    );
     await page.locator('[data-testid=roster-row][data-id="local.echo1"]').waitFor({ timeout: 20_000 });
     for (const view of ["roster", "feed", "agent/local.zed", "agent/local.echo2", "managers"]) {
       await show(page, observerUrl, view);
@@ -265,7 +310,11 @@ describe.skipIf(!CHROMIUM)("cotal web in a real browser", () => {
       expect(await page.content(), `the observer's ${view} view`).not.toContain(secret);
     }
     await show(page, observerUrl, "agent/local.zed");
-    await until(async () => /not readable with this credential/.test((await page.locator("[data-testid=agent-pending]").textContent()) ?? ""), 20_000, "the observer's agent view says waiting mail is not readable");
+    await until(
+      async () => /not readable with this credential/.test((await page.locator("[data-testid=agent-pending]").textContent()) ?? ""),
+      20_000,
+      "the observer's agent view says waiting mail is not readable",
+    );
     await expect(page.locator("[data-testid=waiting-dm]").count()).resolves.toBe(0);
     await screenshot(page, "observer-agent");
     for (const api of ["api/state", "api/agent?id=local.zed", "api/agent?id=local.echo2"]) {

@@ -23,15 +23,19 @@ describe("the bind-address rule", () => {
     expect(bindScope(host)).toEqual({ scope });
   });
 
-  it.each(["", "*", "0", "example.com", "my-laptop", "[::]", "[::1]", "127.0.0.1:80"])("%j is refused: only an IP literal or localhost names what is bound", (host) => {
-    const r = bindScope(host);
-    expect(r).toHaveProperty("problem");
-    expect((r as { problem: string }).problem).toMatch(/--host 0\.0\.0\.0 or --host ::/);
-  });
+  it.each(["", "*", "0", "example.com", "my-laptop", "[::]", "[::1]", "127.0.0.1:80"])(
+    "%j is refused: only an IP literal or localhost names what is bound",
+    (host) => {
+      const r = bindScope(host);
+      expect(r).toHaveProperty("problem");
+      expect((r as { problem: string }).problem).toMatch(/--host 0\.0\.0\.0 or --host ::/);
+    },
+  );
 
   it("a loopback dashboard answers only Host headers that name a loopback host (DNS rebinding)", () => {
     for (const h of ["127.0.0.1:7799", "localhost:7799", "localhost", "[::1]:7799", "127.0.0.2"]) expect(hostHeaderAllowed(h, "loopback"), h).toBe(true);
-    for (const h of ["evil.example:7799", "rebind.attacker.test", "192.168.1.2:7799", "", undefined]) expect(hostHeaderAllowed(h, "loopback"), String(h)).toBe(false);
+    for (const h of ["evil.example:7799", "rebind.attacker.test", "192.168.1.2:7799", "", undefined])
+      expect(hostHeaderAllowed(h, "loopback"), String(h)).toBe(false);
     expect(hostHeaderAllowed("anything.example", "wildcard")).toBe(true);
   });
 });
@@ -83,9 +87,32 @@ describe("the stuck-queue signal", () => {
 describe("the timeline fold", () => {
   it("folds runs, prompt and reply text, tool calls by name and failures, across frames", () => {
     const folder = new TimelineFolder();
-    const frame = (seq: number, events: object[]) => ({ kind: "ag-ui.frame" as const, protocol: "ag-ui" as const, threadId: "s", runId: "r1", epoch: 1, seq, events: events as never });
-    const a = folder.fold(frame(1, [{ type: "RUN_STARTED" }, { type: "TEXT_MESSAGE_START", messageId: "m", role: "user" }, { type: "TEXT_MESSAGE_CONTENT", messageId: "m", delta: "Please **build**" }]), 1);
-    const b = folder.fold(frame(2, [{ type: "TEXT_MESSAGE_END", messageId: "m" }, { type: "TOOL_CALL_START", toolCallId: "t", toolCallName: "Bash" }, { type: "TOOL_CALL_END", toolCallId: "t" }, { type: "RUN_ERROR", message: "run failed" }]), 2);
+    const frame = (seq: number, events: object[]) => ({
+      kind: "ag-ui.frame" as const,
+      protocol: "ag-ui" as const,
+      threadId: "s",
+      runId: "r1",
+      epoch: 1,
+      seq,
+      events: events as never,
+    });
+    const a = folder.fold(
+      frame(1, [
+        { type: "RUN_STARTED" },
+        { type: "TEXT_MESSAGE_START", messageId: "m", role: "user" },
+        { type: "TEXT_MESSAGE_CONTENT", messageId: "m", delta: "Please **build**" },
+      ]),
+      1,
+    );
+    const b = folder.fold(
+      frame(2, [
+        { type: "TEXT_MESSAGE_END", messageId: "m" },
+        { type: "TOOL_CALL_START", toolCallId: "t", toolCallName: "Bash" },
+        { type: "TOOL_CALL_END", toolCallId: "t" },
+        { type: "RUN_ERROR", message: "run failed" },
+      ]),
+      2,
+    );
     expect([...a, ...b].map((e) => [e.kind, e.tool ?? e.html ?? ""])).toEqual([
       ["run-started", ""],
       ["prompt", "<p>Please <strong>build</strong></p>"],
@@ -112,7 +139,9 @@ describe("Markdown in messages", () => {
     expect(renderMarkdown("**ship** it *now* with `npm ci`")).toBe("<p><strong>ship</strong> it <em>now</em> with <code>npm ci</code></p>");
     expect(renderMarkdown("- one\n- two")).toBe("<ul><li>one</li><li>two</li></ul>");
     expect(renderMarkdown("```\n<b>x</b>\n```")).toBe("<pre><code>&lt;b&gt;x&lt;/b&gt;</code></pre>");
-    expect(renderMarkdown("[docs](https://example.com/a?b=1&c=2)")).toBe('<p><a href="https://example.com/a?b=1&amp;c=2" rel="noopener noreferrer" target="_blank">docs</a></p>');
+    expect(renderMarkdown("[docs](https://example.com/a?b=1&c=2)")).toBe(
+      '<p><a href="https://example.com/a?b=1&amp;c=2" rel="noopener noreferrer" target="_blank">docs</a></p>',
+    );
   });
 
   it.each([
@@ -122,7 +151,7 @@ describe("Markdown in messages", () => {
     "[x](JaVaScRiPt:alert(1))",
     '[x](https://a.example/" onmouseover="alert(1))',
     "[x](https://a.example/'onmouseover='alert(1))",
-    "<a href=\"javascript:alert(1)\">x</a>",
+    '<a href="javascript:alert(1)">x</a>',
     "**<svg onload=alert(1)>**",
     "`</code><script>x</script>`",
     "```\n</pre><iframe src=//evil>\n```",
