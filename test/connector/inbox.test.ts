@@ -1,18 +1,31 @@
 import { describe, expect, it } from "vitest";
-import { Inbox, type Classifier } from "../../connector/index.js";
+import { Inbox, seatClassifier, type Classifier } from "../../connector/internal.js";
+import { principal } from "../../schemas/index.js";
 import { fakeMail, type FakeMail } from "./helpers.js";
 
-/** Channel posts are channel traffic unless muted (pull-only) or they mention bob (directed). */
+/** The seat's own classifier for local.bob, with `muted` channels muted (every other one normal). */
 function classifier(muted: Set<string> = new Set()): Classifier {
-  return (m) => {
-    if (m.kind !== "channel") return { cls: "directed", mentionsYou: false };
-    const mentionsYou = (m.message.mentions ?? []).includes("bob");
-    if (m.historical || muted.has(m.channel!)) return { cls: "pull", mentionsYou };
-    return { cls: mentionsYou ? "directed" : "channel", mentionsYou };
-  };
+  return seatClassifier(principal("local", "bob"), (ch) => (muted.has(ch) ? "muted" : "normal"));
 }
 
 const ids = (inbox: Inbox) => inbox.entries().map((e) => e.id);
+
+describe("the seat's classifier", () => {
+  it("directed: DMs, anycasts and posts that mention the seat by actor or principal id, in any case", () => {
+    const c = classifier();
+    expect(c(fakeMail("dm", "x"))).toEqual({ cls: "directed", mentionsYou: false });
+    expect(c(fakeMail("anycast", "x"))).toEqual({ cls: "directed", mentionsYou: false });
+    for (const m of ["bob", "BOB", "local.bob", "Local.Bob"]) expect(c(fakeMail("channel", "x", { mentions: [m] })), m).toEqual({ cls: "directed", mentionsYou: true });
+    expect(c(fakeMail("channel", "x", { mentions: ["team.bob", "alice"] }))).toEqual({ cls: "channel", mentionsYou: false });
+  });
+
+  it("pull-only: history and muted channels, even when they mention the seat", () => {
+    const c = classifier(new Set(["noise"]));
+    expect(c(fakeMail("channel", "x", { source: "history", mentions: ["bob"] }))).toEqual({ cls: "pull", mentionsYou: true });
+    expect(c(fakeMail("channel", "x", { channel: "noise", mentions: ["bob"] }))).toEqual({ cls: "pull", mentionsYou: true });
+    expect(c(fakeMail("channel", "x"))).toEqual({ cls: "channel", mentionsYou: false });
+  });
+});
 
 describe("bounded inbox", () => {
   it("orders directed mail first, then channel traffic, then pull-only, arrival order within", () => {

@@ -11,15 +11,16 @@ import {
   presenceFromHook,
   renderHooksSettings,
   resolveLaunch,
+  seatClassifier,
   SPACE_RE,
   stopFailureCondition,
   trimPayload,
   Waker,
   type Wake,
   type WakeView,
-} from "../../connector/index.js";
+} from "../../connector/internal.js";
 import { nextPresence, type PresenceState } from "../../broker/internal.js";
-import { ALPHABETS, type Attention } from "../../schemas/index.js";
+import { ALPHABETS, principal, type Attention } from "../../schemas/index.js";
 import { fakeMail } from "./helpers.js";
 
 describe("presence from hooks", () => {
@@ -135,12 +136,7 @@ describe("wake policy", () => {
   function setup(attention: Attention = "open", modes: Record<string, "normal" | "quiet" | "muted"> = {}) {
     const rings: Wake[] = [];
     const waker = new Waker((w) => rings.push(w));
-    const inbox = new Inbox((m) => {
-      if (m.kind !== "channel") return { cls: "directed", mentionsYou: false };
-      const mentionsYou = (m.message.mentions ?? []).includes("bob");
-      if (modes[m.channel!] === "muted") return { cls: "pull", mentionsYou };
-      return { cls: mentionsYou ? "directed" : "channel", mentionsYou };
-    });
+    const inbox = new Inbox(seatClassifier(principal("local", "bob"), (ch) => modes[ch] ?? "normal"));
     const state = { attention, turnOpen: false };
     const view = (): WakeView => ({
       attention: state.attention,
