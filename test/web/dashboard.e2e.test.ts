@@ -287,6 +287,29 @@ describe.skipIf(!CHROMIUM)("cotal web in a real browser", () => {
     expect(page.headers.get("content-security-policy")).toMatch(/script-src 'self'/);
   }, 30_000);
 
+  it("marks a queue stuck (red) when mail keeps waiting while its seat is idle", async () => {
+    // A seat that joins (idle) and never takes its mail: what a wedged agent looks like from outside.
+    ok(await cotal("mint", "slowpoke", "--profile", "agent", "--provision"));
+    const { server, space } = launchMaterialOf("echo1");
+    const slow = await Endpoint.connect({ server, space, name: "slowpoke", creds: join(project, ".cotal", "creds", "slowpoke.creds"), kind: "agent" });
+    endpoints.push(slow);
+    await slow.join();
+    ok(await cotal("send", "dm", "slowpoke", "are you stuck?", "--as", "carol", "--impersonate"));
+    const page = await openPage(adminUrl);
+    await show(page, adminUrl, "roster");
+    const oldest = page.locator('[data-testid=roster-row][data-id="local.slowpoke"] [data-testid=oldest]');
+    await waitForPending(page, "local.slowpoke", "1", "one DM waiting for slowpoke");
+    // Not stuck at first; stuck once the mail waited past the threshold while the seat stayed idle.
+    await until(
+      async () => (await oldest.getAttribute("class", { timeout: 2_000 }).catch(() => null)) === "stuck",
+      60_000,
+      "slowpoke's oldest waiting DM shown stuck",
+    );
+    await expect(oldest.textContent()).resolves.toMatch(/\(stuck\)/);
+    await screenshot(page, "roster-stuck");
+    await page.close();
+  }, 90_000);
+
   it("never shows a DM body to a non-admin credential, and the broker keeps the admin dashboard read-only", async () => {
     const secret = `SECRET-DM-BODY-${Date.now()}`;
     ok(await cotal("send", "dm", "zed", secret, "--as", "carol", "--impersonate"));
