@@ -88,7 +88,7 @@ async function main(): Promise<number> {
   process.once("SIGTERM", onSignal);
 
   try {
-    server = await NatsServer.start({ jetstream: { maxMemoryStore: "256MB", maxFileStore: "4GB" } });
+    server = await NatsServer.start({ jetstream: { maxMemoryStore: "256MB", maxFileStore: "16GB" } });
     serviceNc = await connect({ servers: server.url, name: "bench-mesh-service", maxReconnectAttempts: -1, reconnectTimeWait: 250 });
     service = await MeshService.start(serviceNc, SPACE);
     root = new Scope(server.url, SPACE);

@@ -16,7 +16,11 @@ import {
   LIMITS,
   names,
   parsePrincipal,
+  beatSubject,
+  DELIVERY,
   PRESENCE,
+  PUBLISH,
+  REESTABLISH_DELAYS_MS,
   principal,
   principalId,
   type CONTROL_COMMANDS,
@@ -30,6 +34,7 @@ import {
   type CotalMessage,
   type Part,
   type Presence,
+  type PresenceBeat,
   type PresenceStatus,
   type Principal,
   type Skill,
@@ -44,6 +49,7 @@ import { ConsumerLostError, JoinFailedError, NotJoinedError, PermissionDeniedErr
 import { collectHistory, verifiedName, type HistoryItem, type HistoryQuery } from "./history.js";
 import { isStorageRefusal, isTransientPublishError, permissionViolation } from "./js-errors.js";
 import { logger, type Logger } from "./log.js";
+import { exponentialBackoff, fixedDelays, retry, until } from "./retry.js";
 import type { RegisterReply } from "./mesh-service.js";
 import { followPresence, Roster, type RosterEntry } from "./roster.js";
 import type { ResolvedChannel } from "./channel-registry.js";
@@ -67,9 +73,9 @@ export interface EndpointOptions extends MeshAddress {
   skills?: Skill[];
   /** The seat incarnation, written in presence as `lifecycleUid`. */
   lifecycleUid?: string;
-  /** Presence heartbeat period, ms (default 2 000). */
+  /** Liveness beat period, ms (default PRESENCE.heartbeatMs); the beat goes to the mesh service only. */
   heartbeatMs?: number;
-  /** How long a send keeps retrying an unacknowledged publish, ms (default 30 000). */
+  /** How long a send keeps retrying an unacknowledged publish, ms (default PUBLISH.totalTimeoutMs). */
   publishTimeoutMs?: number;
   /**
    * Waits before each attempt to re-create a durable consumer that stopped, ms (default
@@ -98,9 +104,6 @@ export interface ConsumerStatus {
   /** When it entered this state, Unix ms. */
   since: number;
 }
-
-/** How often a stopped consumer is re-created before it is reported lost, and the waits between. */
-const REESTABLISH_DELAYS_MS = [0, 250, 1_000, 3_000, 10_000];
 
 /** Content of a message: plain text, or parts. */
 export type Content = string | Part[];
@@ -179,8 +182,10 @@ export class Endpoint {
   private readonly memberships = new Map<string, ChannelMembership>();
   private readonly stoppers: Array<() => void> = [];
   private rosterView?: Roster;
-  /** The presence record this endpoint wrote last. */
+  /** The presence record this endpoint wrote last (what its beats carry). */
   private lastPresence?: Presence;
+  /** Something changed that is not written yet (a failed write, new card meta): the next beat writes it. */
+  private presenceDirty = false;
   private heartbeat?: NodeJS.Timeout;
   private joined = false;
   private registration: RegisterReply | undefined;
@@ -234,7 +239,9 @@ export class Endpoint {
   private watchRefusals(): void {
     void (async () => {
       for await (const s of this.nc.status()) {
-        if (s.type !== "error") continue;
+        // Back after a disconnect: the mesh service may have taken this key offline meanwhile.
+      if (s.type === "reconnect" && this.joined) void this.writePresence().catch((err) => this.log.warn({ err }, "presence write after a reconnect failed"));
+      if (s.type !== "error") continue;
         const pv = permissionViolation(s.error);
         if (!pv) continue;
         const err = new PermissionDeniedError(pv.operation === "subscription" ? "subscribe" : "publish", pv.subject, pv);
@@ -288,7 +295,7 @@ export class Endpoint {
       this.presenceState = { ...this.presenceState, statusSince: this.since };
       step = "writing presence";
       await this.writePresence();
-      const beat = setInterval(() => void this.writePresence().catch((err) => this.log.warn({ err }, "presence write failed")), this.opts.heartbeatMs ?? PRESENCE.heartbeatMs);
+      const beat = setInterval(() => this.beat(), this.opts.heartbeatMs ?? PRESENCE.heartbeatMs);
       beat.unref();
       this.heartbeat = beat;
       step = "loading the roster";
@@ -367,7 +374,7 @@ export class Endpoint {
     if (!this.nc.isClosed()) await this.nc.drain().catch(() => this.nc.close());
   }
 
-  /** Update this endpoint's presence (written at once and on every heartbeat). */
+  /** Update this endpoint's presence (written at once; heartbeats only carry it to the mesh service). */
   async setPresence(patch: PresencePatch): Promise<void> {
     this.presenceState = nextPresence(this.presenceState, patch, Date.now());
     if (this.joined || this.presenceState.status === "offline") await this.writePresence();
@@ -381,6 +388,7 @@ export class Endpoint {
   /** Add facts to the card's `meta` (e.g. `sessionId` once a session is known); written with the next heartbeat. */
   setCardMeta(meta: Record<string, string>): void {
     this.card = AgentCard.parse({ ...this.card, meta: { ...this.card.meta, ...meta } });
+    this.presenceDirty = true;
   }
 
   /** This endpoint's current presence fields. */
@@ -398,10 +406,40 @@ export class Endpoint {
       ts: Date.now(),
       since: this.since,
     };
-    await this.presenceKv.put(this.id, JSON.stringify(record));
+    try {
+      await this.presenceKv.put(this.id, JSON.stringify(record));
+    } catch (err) {
+      this.presenceDirty = true; // the next beat writes it again
+      throw err;
+    }
+    this.presenceDirty = false;
     this.lastPresence = record;
     // Our own view shows our own latest state at once, not after the write comes back around.
     this.rosterView?.update(this.id, record);
+  }
+
+  /**
+   * One heartbeat: a beat on this endpoint's beat subject, which only the mesh service reads (no
+   * other endpoint receives it: presence costs O(n), not n²), carrying the record as last written.
+   * The record itself goes to the bucket only when it changed or a write is owed.
+   */
+  private beat(): void {
+    if (this.nc.isClosed()) {
+      // Killed or closed under us: nothing more to say (the mesh service will judge us gone).
+      if (this.heartbeat) clearInterval(this.heartbeat);
+      this.heartbeat = undefined;
+      return;
+    }
+    if (this.presenceDirty || !this.lastPresence) {
+      void this.writePresence().catch((err) => this.log.warn({ err }, "presence write failed; the next beat tries again"));
+      return;
+    }
+    const beat: PresenceBeat = { ts: Date.now(), presence: this.lastPresence };
+    try {
+      this.nc.publish(beatSubject(this.space, this.me), JSON.stringify(beat));
+    } catch (err) {
+      this.log.warn({ err }, "beat not sent");
+    }
   }
 
   /**
@@ -419,6 +457,11 @@ export class Endpoint {
       }
       // Our own record is in our view at once, even when the snapshot was taken before it landed.
       if (this.lastPresence && !view.get(this.id)) view.update(this.id, this.lastPresence);
+      // The mesh service deleted our key (it heard no beat for the liveness window, or the
+      // write raced its judgement) while we live: writing it again is the way back online.
+      view.onRemove((id) => {
+        if (id === this.id && this.joined) void this.writePresence().catch((err) => this.log.warn({ err }, "presence write after our key was taken offline failed"));
+      });
       // Static meshes: someone who appears after the snapshot shows a role only once the mesh
       // service said which role their credential holds.
       const asking = new Set<string>();
@@ -538,17 +581,19 @@ export class Endpoint {
    */
   private async publish(subject: string, m: CotalMessage, lastSubjectSequence?: number): Promise<Omit<Receipt, "target">> {
     const bytes = encodeMessage(m);
-    const deadline = Date.now() + (this.opts.publishTimeoutMs ?? 30_000);
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const ack = await this.js.publish(subject, bytes, { msgID: m.id, timeout: 5_000, ...(lastSubjectSequence !== undefined ? { expect: { lastSubjectSequence } } : {}) });
-        return { id: m.id, stream: ack.stream, seq: ack.seq, duplicate: ack.duplicate };
-      } catch (err) {
-        if (isStorageRefusal(err)) throw new StorageLimitError(subject, (err as Error).message, err);
-        if (!isTransientPublishError(err) || Date.now() >= deadline || this.nc.isClosed()) throw err;
-        this.log.debug({ err: (err as Error).message, attempt, id: m.id }, "publish not acknowledged; retrying with the same id");
-        await new Promise((r) => setTimeout(r, Math.min(100 * 2 ** attempt, 1_000)));
-      }
+    const deadline = Date.now() + (this.opts.publishTimeoutMs ?? PUBLISH.totalTimeoutMs);
+    const options = { msgID: m.id, timeout: PUBLISH.attemptTimeoutMs, ...(lastSubjectSequence !== undefined ? { expect: { lastSubjectSequence } } : {}) };
+    try {
+      const ack = await retry(() => this.js.publish(subject, bytes, options), {
+        delays: until(deadline, exponentialBackoff(PUBLISH.retryFirstMs, PUBLISH.retryMaxMs)),
+        retryable: (err) => !isStorageRefusal(err) && isTransientPublishError(err),
+        stop: () => this.nc.isClosed(),
+        onRetry: (err, attempt) => this.log.debug({ err: (err as Error).message, attempt, id: m.id }, "publish not acknowledged; retrying with the same id"),
+      });
+      return { id: m.id, stream: ack.stream, seq: ack.seq, duplicate: ack.duplicate };
+    } catch (err) {
+      if (isStorageRefusal(err)) throw new StorageLimitError(subject, (err as Error).message, err);
+      throw err;
     }
   }
 
@@ -699,7 +744,7 @@ export class Endpoint {
     const log = this.log.child({ stream, durable });
     const bind = async (name: string) => {
       const consumer = await this.js.consumers.get(stream, name);
-      const it = await consumer.consume({ max_messages: 256, abort_on_missing_resource: true });
+      const it = await consumer.consume({ max_messages: DELIVERY.pullBatch, abort_on_missing_resource: true });
       void (async () => {
         for await (const s of it.status()) {
           if (s.type === "heartbeats_missed") log.warn({ count: s.count }, "durable consumer missed heartbeats; checking it still exists");
@@ -739,18 +784,18 @@ export class Endpoint {
         this.setConsumerState(key, { stream, durable, state: "re-establishing", since: Date.now() });
         let lastErr: unknown = ended;
         let next: typeof current | undefined;
-        for (const delay of this.opts.reestablishDelaysMs ?? REESTABLISH_DELAYS_MS) {
-          if (delay) await new Promise((r) => setTimeout(r, delay));
-          if (stopped || this.nc.isClosed()) return;
-          try {
-            durable = await reestablish();
-            next = await bind(durable);
-            break;
-          } catch (err) {
-            lastErr = err;
-          }
+        try {
+          next = await retry(
+            async () => {
+              durable = await reestablish();
+              return bind(durable);
+            },
+            { delays: fixedDelays(this.opts.reestablishDelaysMs ?? REESTABLISH_DELAYS_MS), stop: () => stopped || this.nc.isClosed() },
+          );
+        } catch (err) {
+          lastErr = err;
         }
-        if (stopped) {
+        if (stopped || (!next && this.nc.isClosed())) {
           next?.it.stop();
           return;
         }

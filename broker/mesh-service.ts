@@ -7,9 +7,11 @@ import {
   type JetStreamManager,
 } from "@nats-io/jetstream";
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
-import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import { connect, credsAuthenticator, headers, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import {
   ARTIFACT_COMMANDS,
+  DELIVERY,
+  PUBLISH,
   durables,
   filters,
   MESH_COMMANDS,
@@ -34,8 +36,9 @@ import { HISTORY_PAGE_BOUNDS, readHistoryPage } from "./history.js";
 import { isConsumerNotFound } from "./js-errors.js";
 import { logger, type Logger } from "./log.js";
 import { ensureSpace, type SpaceOptions } from "./provision.js";
-import { clientsAccount, IdentityRegistry, MintRefusedError, revokeUsers, SERVICE_PRINCIPALS, signUser, type AuthStore, type IdentitySpec } from "./auth/index.js";
-import { Roster, watchPresence, type RosterSnapshotItem } from "./roster.js";
+import { clientsAccount, IdentityRegistry, MintRefusedError, revokeUsers, SERVICE_PRINCIPALS, serviceCreds, signUser, type AuthStore, type IdentitySpec } from "./auth/index.js";
+import { LivenessJudge } from "./liveness.js";
+import { Roster, type RosterSnapshotItem } from "./roster.js";
 
 /** The control endpoint name of the mesh service. */
 export const MESH_ENDPOINT = "mesh";
@@ -43,9 +46,9 @@ export const MESH_ENDPOINT = "mesh";
 export const ARTIFACT_ENDPOINT = "artifact";
 
 /** How long a delivered, unacked message waits before the broker redelivers it. */
-export const ACK_WAIT_MS = 30_000;
+export const ACK_WAIT_MS = DELIVERY.ackWaitMs;
 /** Most unacked messages one durable hands out at a time. */
-export const MAX_ACK_PENDING = 1_000;
+export const MAX_ACK_PENDING = DELIVERY.maxAckPending;
 
 /** Keys of the members bucket. */
 export const memberKeys = {
@@ -76,6 +79,8 @@ export interface MeshServiceOptions extends SpaceOptions {
   uploadIdleMs?: number;
   /** Static auth: the mesh service mints and revokes credentials with these keys. */
   auth?: { store: AuthStore; server: string };
+  /** An endpoint silent (no beat, no write) this long is taken offline, ms (default PRESENCE.livenessMs). */
+  livenessMs?: number;
 }
 
 /** Only the mesh host's own CLI credential may mint and revoke. */
@@ -132,6 +137,7 @@ export class MeshService {
     private readonly registry: ChannelRegistry,
     private readonly identities: IdentityRegistry,
     private readonly artifacts: ArtifactService,
+    private readonly liveness: LivenessJudge,
     private sub?: Subscription,
     private artifactSub?: Subscription,
   ) {}
@@ -145,7 +151,9 @@ export class MeshService {
     const kvm = new Kvm(nc);
     const members = await kvm.open(names.membersBucket(space), { bindOnly: true });
     const roster = new Roster(log);
-    await watchPresence(await kvm.open(names.presenceBucket(space), { bindOnly: true }), roster, log);
+    const presenceKv = await kvm.open(names.presenceBucket(space), { bindOnly: true });
+    const offline = opts.auth ? await clientsAccountDeleter(opts.auth, space, log) : undefined;
+    const liveness = await LivenessJudge.start(nc, space, presenceKv, members, roster, log, opts.livenessMs, offline?.remove);
     const registry = new ChannelRegistry(await kvm.open(names.channelsBucket(space), { bindOnly: true }));
     const identities = new IdentityRegistry(members);
     const authorizeRead = opts.authorizeRead ?? (opts.auth ? (who: Principal, ch: string) => identities.mayRead(who, ch) : undefined);
@@ -156,7 +164,8 @@ export class MeshService {
       authorizeRead ? { mayReadChannel: authorizeRead, identity: (who) => identities.get(who) } : undefined,
       opts.uploadIdleMs,
     );
-    const svc = new MeshService(nc, space, jsm, members, log, { ...opts, ...(authorizeRead ? { authorizeRead } : {}) }, jetstream(nc), roster, registry, identities, artifacts);
+    const svc = new MeshService(nc, space, jsm, members, log, { ...opts, ...(authorizeRead ? { authorizeRead } : {}) }, jetstream(nc), roster, registry, identities, artifacts, liveness);
+    if (offline) svc.closers.push(offline.close);
     svc.sub = serveControl(
       nc,
       space,
@@ -375,7 +384,12 @@ export class MeshService {
     return this.registry.list();
   }
 
+  /** Extra connections this service opened, closed on stop(). */
+  private readonly closers: Array<() => Promise<unknown>> = [];
+
   async stop(): Promise<void> {
+    this.liveness.stop();
+    for (const c of this.closers.splice(0)) await c().catch(() => undefined);
     this.roster.stop();
     this.sub?.unsubscribe();
     this.artifactSub?.unsubscribe();
@@ -409,6 +423,29 @@ export class MeshService {
   private async record(key: string, rec: MembershipRecord): Promise<void> {
     await this.members.put(key, JSON.stringify(rec));
   }
+}
+
+/**
+ * In static mode every watcher lives in the space's clients account, and a publish in the data
+ * account (the mesh service's own) is stored but never delivered there. So the deletion that
+ * takes a silent endpoint offline is published from the clients account, the way endpoints write
+ * their keys: over a connection with the operator tool's scope, signed from the store this
+ * service already holds (no privilege it did not have).
+ */
+async function clientsAccountDeleter(auth: NonNullable<MeshServiceOptions["auth"]>, space: string, log: Logger): Promise<{ remove: (id: string) => Promise<unknown>; close: () => Promise<unknown> }> {
+  const creds = await serviceCreds(auth.store, space, "cli");
+  const nc = await connect({ servers: auth.server, name: "cotal-mesh-liveness", authenticator: credsAuthenticator(creds), maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+  const bucket = names.presenceBucket(space);
+  return {
+    remove: async (id) => {
+      const h = headers();
+      h.set("KV-Operation", "DEL");
+      const reply = await nc.request(`$KV.${bucket}.${id}`, new Uint8Array(0), { headers: h, timeout: PUBLISH.attemptTimeoutMs });
+      const ack = JSON.parse(new TextDecoder().decode(reply.data)) as { error?: { description?: string } };
+      if (ack.error) throw new Error(`the presence bucket refused the deletion of ${id}: ${ack.error.description ?? "unknown error"}`);
+    },
+    close: () => nc.close().catch((err: unknown) => log.debug({ err }, "liveness connection close failed")),
+  };
 }
 
 /** A name someone other than `caller` minted first (a name minted before `mintedBy` was kept counts as the operator's). */

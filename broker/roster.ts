@@ -1,7 +1,7 @@
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { z } from "zod";
-import { describeIssues, names, parsePrincipal, Presence, PRESENCE, PrincipalId, type PresenceStatus } from "../schemas/index.js";
+import { describeIssues, names, parsePrincipal, Presence, PrincipalId, type PresenceStatus } from "../schemas/index.js";
 import { PermissionDeniedError } from "./errors.js";
 import { permissionViolation } from "./js-errors.js";
 import type { Logger } from "./log.js";
@@ -41,65 +41,95 @@ const SnapshotItem = z.object({
 });
 
 /**
- * A live view of presence. A key older than the liveness window, deleted, or written as
- * offline reads as offline. Listeners hear every change, including ageing out. Fed either by
- * a KV watch (the mesh service) or by core subscription plus a snapshot (endpoints, which may
- * not create consumers).
+ * A live view of presence. A key deleted, or written as offline, reads as offline; nothing ages
+ * out by the clock: records are written only when they change, and the mesh service alone
+ * judges liveness from beats, deleting the key of an endpoint that stopped beating (protocol
+ * 0.3). Listeners hear every change. Fed either by a KV watch (the mesh service) or by core
+ * subscription plus a snapshot (endpoints, which may not create consumers).
  */
 export class Roster {
   private readonly records = new Map<string, { presence: Presence; seenAt: number; deleted: boolean }>();
   private readonly everSeen = new Set<string>();
   private readonly listeners = new Set<(entries: RosterEntry[]) => void>();
+  private readonly removeListeners = new Set<(id: string) => void>();
   private readonly stops: Array<() => void> = [];
-  private lastOnline = new Set<string>();
   /** Registered roles (static meshes), once a snapshot said roles are verified; null: none. */
   private registeredRoles: Map<string, string | null> | undefined;
 
-  constructor(
-    private readonly log: Logger,
-    private readonly livenessMs: number = PRESENCE.livenessMs,
-  ) {
-    const sweep = setInterval(() => this.checkAgeing(), 500);
-    sweep.unref();
-    this.stops.push(() => clearInterval(sweep));
-  }
+  constructor(private readonly log: Logger) {}
 
   /**
    * Record a presence write. Validated: a key that is not a principal id, a record that is not
    * a Presence (e.g. a publish ack that landed on the subject), or a card whose id is not its
-   * key is dropped with a log line.
+   * key is dropped with a log line. A live write always wins (the bucket's order is the truth).
    */
   update(key: string, data: unknown, seenAt = Date.now()): void {
-    if (!PrincipalId.safeParse(key).success) {
-      this.log.warn({ key }, "dropped a presence record under a key that is not a principal id");
-      return;
-    }
-    const parsed = Presence.safeParse(data);
-    if (!parsed.success) {
-      this.log.warn({ key, issues: describeIssues(parsed.error).slice(0, 5) }, "dropped a malformed presence record");
-      return;
-    }
-    if (parsed.data.card.id !== key) {
-      this.log.warn({ key, claimed: parsed.data.card.id }, "dropped a presence record whose card id disagrees with its key");
-      return;
-    }
-    const current = this.records.get(key);
-    if (current && current.seenAt > seenAt) return; // a stale snapshot never overrides a live write
-    this.records.set(key, { presence: parsed.data, seenAt, deleted: false });
+    const parsed = this.check(key, data);
+    if (!parsed) return;
+    this.records.set(key, { presence: parsed, seenAt, deleted: false });
     this.everSeen.add(key);
     this.emit();
   }
 
-  /** Record a deletion. */
-  remove(key: string): void {
+  /**
+   * Merge a record learned second hand (a snapshot row, a beat): it never overrides what this
+   * view already holds from a newer write (by the writer's `ts`), nor, for the same write, a
+   * newer local observation such as a deletion seen live.
+   */
+  merge(key: string, data: unknown, seenAt: number, deleted = false): void {
+    const parsed = this.check(key, data);
+    if (!parsed) return;
+    const cur = this.records.get(key);
+    if (cur && (parsed.ts < cur.presence.ts || (parsed.ts === cur.presence.ts && seenAt <= cur.seenAt))) return;
+    const changed = !cur || cur.deleted !== deleted || cur.presence.ts !== parsed.ts;
+    this.records.set(key, { presence: parsed, seenAt, deleted });
+    this.everSeen.add(key);
+    if (changed) this.emit();
+  }
+
+  /** The record of a key, validated, or undefined (logged). */
+  private check(key: string, data: unknown): Presence | undefined {
+    if (!PrincipalId.safeParse(key).success) {
+      this.log.warn({ key }, "dropped a presence record under a key that is not a principal id");
+      return undefined;
+    }
+    const parsed = Presence.safeParse(data);
+    if (!parsed.success) {
+      this.log.warn({ key, issues: describeIssues(parsed.error).slice(0, 5) }, "dropped a malformed presence record");
+      return undefined;
+    }
+    if (parsed.data.card.id !== key) {
+      this.log.warn({ key, claimed: parsed.data.card.id }, "dropped a presence record whose card id disagrees with its key");
+      return undefined;
+    }
+    return parsed.data;
+  }
+
+  /** Record a deletion (the owner's key removed: by the mesh service when its beats stopped). */
+  remove(key: string, seenAt = Date.now()): void {
     const rec = this.records.get(key);
-    if (rec) rec.deleted = true;
+    if (rec) {
+      rec.deleted = true;
+      rec.seenAt = seenAt;
+    }
     this.emit();
+    for (const l of this.removeListeners) l(key);
+  }
+
+  /** Note fresh evidence that `key`'s current record still holds (a beat): moves its `seenAt`. */
+  touch(key: string, seenAt = Date.now()): void {
+    const rec = this.records.get(key);
+    if (rec && !rec.deleted) rec.seenAt = seenAt;
+  }
+
+  /** The current record of a key (deleted or not), as last seen. */
+  record(key: string): { presence: Presence; seenAt: number; deleted: boolean } | undefined {
+    return this.records.get(key);
   }
 
   /** Everything known, for a snapshot reply. */
   snapshot(now = Date.now()): RosterSnapshotItem[] {
-    return [...this.records.entries()].map(([id, r]) => ({ id, presence: r.presence, ageMs: now - r.seenAt, deleted: r.deleted }));
+    return [...this.records.entries()].map(([id, r]) => ({ id, presence: r.presence, ageMs: Math.max(0, now - r.seenAt), deleted: r.deleted }));
   }
 
   /** Merge a snapshot taken elsewhere (validated item by item: a bad item is dropped, logged). */
@@ -115,8 +145,7 @@ export class Roster {
         continue;
       }
       if (i.data.registeredRole !== undefined) this.setRegisteredRole(i.data.id, i.data.registeredRole);
-      this.update(i.data.id, i.data.presence, now - i.data.ageMs);
-      if (i.data.deleted) this.remove(i.data.id);
+      this.merge(i.data.id, i.data.presence, now - i.data.ageMs, i.data.deleted);
     }
   }
 
@@ -152,54 +181,44 @@ export class Roster {
     for (const s of this.stops.splice(0)) s();
   }
 
-  private checkAgeing(): void {
-    if (this.listeners.size === 0) return;
-    const online = this.onlineIds();
-    if (online.size !== this.lastOnline.size || [...online].some((id) => !this.lastOnline.has(id))) this.emit();
-  }
-
-  private onlineIds(): Set<string> {
-    return new Set(this.entries().filter((e) => e.status !== "offline").map((e) => e.id));
-  }
-
   private emit(): void {
     if (this.listeners.size === 0) return; // presence arrives often; only build views someone reads
     const entries = this.entries();
-    this.lastOnline = new Set(entries.filter((e) => e.status !== "offline").map((e) => e.id));
     for (const l of this.listeners) l(entries);
   }
 
-  /** Everyone seen, with liveness derived now. */
-  entries(now = Date.now()): RosterEntry[] {
-    return [...this.records.entries()]
-      .map(([id, r]) => {
-        const stale = r.deleted || now - r.seenAt > this.livenessMs;
-        const status: PresenceStatus = stale ? "offline" : r.presence.status;
-        return {
-          id,
-          name: parsePrincipal(id).actor,
-          ...(this.roleOf(id, r.presence.card) ? { role: this.roleOf(id, r.presence.card)! } : {}),
-          status,
-          presence: r.presence,
-          seenAt: r.seenAt,
-        };
-      })
-      .sort((a, b) => a.id.localeCompare(b.id));
+  /** Everyone seen, with liveness as the records say (deleted or written offline: offline). */
+  entries(_now = Date.now()): RosterEntry[] {
+    return [...this.records.keys()].sort((a, b) => a.localeCompare(b)).map((id) => this.entryOf(id)!);
+  }
+
+  private entryOf(id: string): RosterEntry | undefined {
+    const r = this.records.get(id);
+    if (!r) return undefined;
+    const status: PresenceStatus = r.deleted ? "offline" : r.presence.status;
+    const role = this.roleOf(id, r.presence.card);
+    return { id, name: parsePrincipal(id).actor, ...(role ? { role } : {}), status, presence: r.presence, seenAt: r.seenAt };
   }
 
   /** The entry for a principal id, if it was ever seen. */
   get(id: string): RosterEntry | undefined {
-    return this.entries().find((e) => e.id === id);
+    return this.entryOf(id);
   }
 
   /** Whether a principal id (or name) was ever seen by this view. */
   known(idOrName: string): boolean {
-    return this.everSeen.has(idOrName) || this.entries().some((e) => e.name === idOrName);
+    return this.everSeen.has(idOrName) || [...this.records.keys()].some((id) => parsePrincipal(id).actor === idOrName);
   }
 
   onChange(listener: (entries: RosterEntry[]) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** Hear each key deleted (cheap: no entries are built). */
+  onRemove(listener: (id: string) => void): () => void {
+    this.removeListeners.add(listener);
+    return () => this.removeListeners.delete(listener);
   }
 }
 
@@ -211,16 +230,36 @@ function decodeJson(data: Uint8Array): unknown {
   }
 }
 
-/** Feed a roster from a KV watch of the presence bucket (needs consumer rights: the mesh service). */
-export async function watchPresence(kv: KV, roster: Roster, log: Logger): Promise<void> {
+/** One presence bucket entry as a watch delivers it. */
+export interface PresenceWrite {
+  key: string;
+  /** PUT: the record (undefined when it is not JSON); DEL/PURGE: undefined. */
+  value: unknown;
+  deleted: boolean;
+  /** When the broker stored it, epoch ms. */
+  at: number;
+}
+
+/**
+ * Feed a roster from a KV watch of the presence bucket (needs consumer rights: the mesh service).
+ * `onWrite` hears every entry after the roster took it (the mesh service's liveness judge).
+ */
+export async function watchPresence(kv: KV, roster: Roster, log: Logger, onWrite?: (w: PresenceWrite) => void): Promise<void> {
   const iter = await kv.watch();
   roster.onStop(() => iter.stop());
   let ready!: () => void;
   const initial = new Promise<void>((r) => (ready = r));
   void (async () => {
     for await (const e of iter) {
-      if (e.operation === "PUT") roster.update(e.key, decodeJson(e.value), e.created.getTime());
-      else roster.remove(e.key);
+      const at = e.created.getTime();
+      if (e.operation === "PUT") {
+        const value = decodeJson(e.value);
+        roster.update(e.key, value, at);
+        onWrite?.({ key: e.key, value, deleted: false, at });
+      } else {
+        roster.remove(e.key, at);
+        onWrite?.({ key: e.key, value: undefined, deleted: true, at });
+      }
       if (e.delta === 0) ready();
     }
   })().catch((err) => log.warn({ err }, "presence watch ended"));
@@ -231,6 +270,8 @@ export async function watchPresence(kv: KV, roster: Roster, log: Logger): Promis
 /**
  * Feed a roster from the presence bucket's subject with a core subscription (every write is
  * published there), after loading a snapshot. Needs only subscribe rights on `$KV.<bucket>.>`.
+ * Writes are sent only on change (no heartbeat refreshes them), so a change missed while the
+ * connection was away is made up by loading a fresh snapshot after each reconnect.
  */
 export async function followPresence(
   nc: NatsConnection,
@@ -262,4 +303,16 @@ export async function followPresence(
     throw err;
   }
   roster.onStop(() => sub.unsubscribe());
+  let stopped = false;
+  roster.onStop(() => (stopped = true));
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (stopped) return;
+      if (s.type !== "reconnect") continue;
+      await snapshot().then(
+        (items) => roster.load(items),
+        (err: unknown) => log.warn({ err }, "could not reload the roster after a reconnect; changes missed meanwhile show at their next write"),
+      );
+    }
+  })().catch((err) => log.debug({ err }, "connection status watch of the roster ended"));
 }

@@ -89,12 +89,21 @@ export class MeshSession {
       const log = cliLog("roster");
       const roster = new Roster(log);
       this.rosterView = roster;
+      // A snapshot from the mesh service, then live writes: records are written only when they
+      // change, and only the mesh service knows every live endpoint (protocol 0.3).
+      const space = this.target.space;
+      const snapshot = () => callControl(this.nc, space, "roster", credsCaller(this.target.creds));
       if (!this.clientAccount) {
-        await watchPresence(await this.bucket(names.presenceBucket(this.target.space)), roster, log);
+        try {
+          await followPresence(this.nc, space, roster, snapshot, log);
+        } catch (err) {
+          // The operator may still look without the mesh service: the bucket holds what changed lately.
+          log.warn({ err }, "the mesh service did not give a roster; showing only presence written in the last liveness window");
+          await watchPresence(await this.bucket(names.presenceBucket(space)), roster, log);
+        }
       } else {
-        // A client credential creates no consumers: a snapshot from the mesh service, then live writes.
-        const space = this.target.space;
-        await followPresence(this.nc, space, roster, () => callControl(this.nc, space, "roster", credsCaller(this.target.creds)), log);
+        // A client credential creates no consumers.
+        await followPresence(this.nc, space, roster, snapshot, log);
       }
     }
     return this.rosterView;

@@ -62,6 +62,12 @@ interface Live {
   /** When the manager last typed a wake prompt (unset once the seat worked). */
   wokenAt?: number | undefined;
   waking?: boolean;
+  /**
+   * The seat's presence as last written. Records are written only when they change (protocol
+   * 0.3), so a wake that could not happen yet (the screen not ready) is tried again from this on
+   * the manager's own heartbeat rather than on the next presence write.
+   */
+  lastPresence?: SeatPresence;
   proc: SeatProcess;
   files: SeatFiles;
   joinedEpoch?: number;
@@ -159,6 +165,10 @@ export class ManagerService {
   }
 
   private async beat(): Promise<void> {
+    for (const [seat, l] of this.live) {
+      const r = this.seats.get(seat);
+      if (r?.state === "joined" && l.lastPresence) void this.maybeWake(seat, r, l, l.lastPresence).catch((err) => this.o.log.warn({ err, seat }, "wake failed"));
+    }
     const status = this.status();
     try {
       await this.managers.put(this.o.instance, JSON.stringify({ ...status, ts: Date.now() }));
@@ -437,15 +447,19 @@ export class ManagerService {
   private watchPresence(): void {
     const sub = this.nc.subscribe(patterns.presenceAll(this.o.space), {
       callback: (_err, msg) => {
+        const seat = msg.subject.split(".").slice(-2).join(".");
         let p: SeatPresence;
         try {
           p = JSON.parse(new TextDecoder().decode(msg.data)) as SeatPresence;
         } catch {
+          // A deleted key (the mesh service took it offline): nothing to wake.
+          const gone = this.live.get(seat);
+          if (gone) gone.lastPresence = undefined;
           return;
         }
-        const seat = msg.subject.split(".").slice(-2).join(".");
         const r = this.seats.get(seat);
         const l = this.live.get(seat);
+        if (l && r && p.lifecycleUid === r.uid) l.lastPresence = p.status === "offline" ? undefined : p;
         if (!r || !l || p.lifecycleUid !== r.uid || p.status === "offline") return;
         if (r.state === "joined") {
           void this.maybeWake(seat, r, l, p).catch((err) => this.o.log.warn({ err, seat }, "wake failed"));

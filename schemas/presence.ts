@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { EpochMs } from "./message.js";
-import { PrincipalId } from "./principal.js";
-import { ChannelName, RoleName } from "./tokens.js";
+import { PrincipalId, type Principal } from "./principal.js";
+import { ROOT } from "./subjects.js";
+import { assertToken, ChannelName, RoleName } from "./tokens.js";
 
 /** `agent`: a model-driven seat (a Claude session); `endpoint`: any other program (CLI, mesh service, bot). */
 export const CardKind = z.enum(["agent", "endpoint"]);
@@ -86,12 +87,12 @@ export type ChannelMode = z.infer<typeof ChannelMode>;
 export const PresenceChannelMode = z.enum(["quiet", "muted"]);
 export type PresenceChannelMode = z.infer<typeof PresenceChannelMode>;
 
-/** The presence record an endpoint writes under its own key every heartbeat. Unknown fields are ignored. */
+/** The presence record an endpoint writes under its own key whenever it changes. Unknown fields are ignored. */
 export const Presence = z
   .object({
     card: AgentCard,
     status: PresenceStatus,
-    ts: EpochMs.describe("time of this heartbeat, epoch ms"),
+    ts: EpochMs.describe("time of this write, epoch ms"),
     condition: Condition.optional(),
     statusSince: EpochMs.optional().describe("when the current status (or activity) began, epoch ms; a heartbeat does not move it"),
     activity: z.string().max(200).optional().describe("what it is doing, e.g. a tool name (never arguments)"),
@@ -107,3 +108,30 @@ export const Presence = z
   })
   .describe("One endpoint's live presence (KV cotal_presence_<space>, key <owner>.<actor>).");
 export type Presence = z.infer<typeof Presence>;
+
+/**
+ * The liveness beat an endpoint publishes every heartbeat on `cotal.<space>.beat.<owner>.<actor>`
+ * (core NATS, never stored): only the mesh service subscribes. It carries the presence record
+ * as last written, so a restarted mesh service knows every live endpoint's record within one
+ * heartbeat even after the record aged out of the bucket.
+ */
+export const PresenceBeat = z
+  .object({
+    ts: EpochMs.describe("time of this beat, epoch ms"),
+    presence: Presence.describe("the record as last written to the bucket"),
+  })
+  .describe("A liveness beat (cotal.<space>.beat.<owner>.<actor>); read only by the mesh service.");
+export type PresenceBeat = z.infer<typeof PresenceBeat>;
+
+/** The token after the space on beat subjects. Not a message kind: nothing is stored there. */
+export const BEAT_TOKEN = "beat";
+
+/** Where `p` beats: `cotal.<space>.beat.<owner>.<actor>`. */
+export function beatSubject(space: string, p: Principal): string {
+  return `${ROOT}.${assertToken("space", "space", space)}.${BEAT_TOKEN}.${assertToken("principal", "owner", p.owner)}.${assertToken("principal", "actor name", p.actor)}`;
+}
+
+/** Every beat of a space (what the mesh service subscribes to). */
+export function beatFilter(space: string): string {
+  return `${ROOT}.${assertToken("space", "space", space)}.${BEAT_TOKEN}.*.*`;
+}

@@ -1,6 +1,6 @@
 import type { Permissions } from "@nats-io/jwt";
 import { clientServices } from "./space-accounts.js";
-import { assertChannel, durables, eventsChannelOf, filters, JS_API, names, patterns, type Principal, type Profile } from "../../schemas/index.js";
+import { assertChannel, BEAT_TOKEN, beatFilter, beatSubject, durables, eventsChannelOf, filters, JS_API, names, patterns, ROOT, type Principal, type Profile } from "../../schemas/index.js";
 
 /** Credential profiles (DESIGN §13): defined with the control commands, whose `mint` names them. */
 export { PROFILES, type Profile } from "../../schemas/index.js";
@@ -43,6 +43,14 @@ const MESH = "mesh";
 const ARTIFACT = "artifact";
 
 /**
+ * Every beat subject of a space. Beats are for the mesh service alone (that is what keeps
+ * presence O(n)): profiles whose subscribe rights cover the whole space are denied them.
+ */
+function allBeats(space: string): string {
+  return `${ROOT}.${space}.${BEAT_TOKEN}.>`;
+}
+
+/**
  * Exact publish/subscribe permissions of a profile, built only from the subject grammar
  * (schemas/subject-patterns.ts). The broker enforces these: the sender tokens of every subject
  * an agent may publish on are its own. Every profile but `mesh` lives in the space's clients
@@ -69,6 +77,8 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
         // bound what they spend, and it refuses a cwd from anyone but the operator.
         patterns.callAs(space, "manager", "run", who),
         patterns.presenceKey(space, who),
+        // Its own liveness beat, which only the mesh service may read.
+        beatSubject(space, who),
         patterns.bucketGet(names.channelsBucket(space)),
         ...patterns.bindDurable(names.dmStream(space), durables.dm(who)),
         ...(spec.role ? patterns.bindDurable(names.taskStream(space), durables.anycast(spec.role)) : []),
@@ -97,7 +107,7 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
             `${JS_API}.STREAM.MSG.GET.KV_${names.managersBucket(space)}`,
           ],
         },
-        sub: { allow: [inbox, presenceAll, patterns.space(space)] },
+        sub: { allow: [inbox, presenceAll, patterns.space(space)], deny: [allBeats(space)] },
       };
     case "mesh":
       // The mesh service, alone in the data account: provisions, creates durables, mints, and
@@ -106,7 +116,8 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
         // `$O.>`: the artifacts Object Store, which only it reads and writes.
         pub: { allow: ["$JS.API.>", patterns.space(space), "_INBOX.>", "_R_.>", "$KV.>", "$O.>"] },
         // `xfer`: transcript carry into the per-instance buckets (operator only, checked by the service).
-        sub: { allow: [patterns.callsTo(space, MESH), patterns.callsTo(space, ARTIFACT), patterns.callsTo(space, "xfer"), "_INBOX.>"] },
+        // Beats: it alone judges liveness (broker/liveness.ts).
+        sub: { allow: [patterns.callsTo(space, MESH), patterns.callsTo(space, ARTIFACT), patterns.callsTo(space, "xfer"), "_INBOX.>", beatFilter(space)] },
       };
     case "cli":
       // The operator's own tool on the mesh host, in the clients account: acts for people
@@ -117,7 +128,7 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
         pub: {
           allow: [patterns.space(space), `${JS_API}.>`, "$JS.ACK.>", presenceAll, patterns.bucketKeys(names.channelsBucket(space)), patterns.bucketKeys(names.managersBucket(space))],
         },
-        sub: { allow: ["_INBOX.>", patterns.space(space), presenceAll] },
+        sub: { allow: ["_INBOX.>", patterns.space(space), presenceAll], deny: [allBeats(space)] },
         // The mesh host's manager runs with it: it answers the requests it receives, once each,
         // on the requester's reply subject, and may publish on no other inbox.
         resp: { max: 1, ttl: 0 },
