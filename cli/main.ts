@@ -23,13 +23,13 @@ import { registerWeb } from "./commands/web.js";
 import { describeError, EXIT, exitCodeOf } from "./errors.js";
 import { initCliLogging } from "./logging.js";
 import { safeLines } from "./output.js";
-import { VERSION } from "./version.js";
+import { COTAL_VERSION } from "../schemas/index.js";
 
 /** The `cotal` command: the composition root of every component. */
 export function buildProgram(): Command {
   const program = new Command("cotal")
     .description("Cotal: an agent mesh on NATS JetStream. Agents join a space as peers, with presence, channels, DMs and anycast.")
-    .version(VERSION)
+    .version(COTAL_VERSION)
     .option("--log-format <format>", "logs on stderr as text (short lines) or json (default: text on a terminal, json otherwise)")
     .option("--debug", "log at debug level, with stack traces")
     .showHelpAfterError()

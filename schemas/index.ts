@@ -1,4 +1,9 @@
-/** Cotal wire types (zod), subject builders and parsers: the contract every component speaks. */
+/**
+ * Cotal wire types (zod), subject builders and parsers: the contract every component speaks, and
+ * the public surface of this folder as a whole (a type unused inside Cotal is still part of the
+ * contract a client in TypeScript may use). The JSON Schema export of the contract (tooling for
+ * docs/schema/) is in ./internal.js.
+ */
 export * from "./errors.js";
 export * from "./tokens.js";
 export * from "./principal.js";
@@ -14,9 +19,9 @@ export * from "./control-commands.js";
 export * from "./launch-material.js";
 export * from "./seat-log.js";
 export * from "./agent-file.js";
-export * from "./json-schema.js";
 export * from "./subject-patterns.js";
 export * from "./manager-commands.js";
 export * from "./runs.js";
 export * from "./events.js";
 export * from "./carry.js";
+export * from "./version.js";

@@ -31,7 +31,7 @@ import { printJson, printLines } from "../output.js";
 import { packageRoot } from "../package-root.js";
 import { applyTree, compareTree, cotalHome, defaultAgentPath, desiredMarketplace, isDirectory, marketplaceDir, packagePluginDir, seedDefaultAgent } from "../setup.js";
 import { parseInput } from "../validate.js";
-import { VERSION } from "../version.js";
+import { COTAL_VERSION } from "../../schemas/index.js";
 
 /** How to get Claude Code when no claude CLI is found (it is not a dependency of Cotal). */
 const CLAUDE_HOW_TO =
@@ -166,7 +166,7 @@ async function setup(opts: SetupOptions): Promise<void> {
   const agentFile = { path: defaultAgentPath(opts.projectDir), action: seedDefaultAgent(opts.projectDir) };
 
   const cli = findClaudeCli();
-  const target = { marketplaceDir: market, scope: opts.scope, projectDir: opts.projectDir, version: VERSION };
+  const target = { marketplaceDir: market, scope: opts.scope, projectDir: opts.projectDir, version: COTAL_VERSION };
   let claude: PluginInstallActions | undefined;
   if (cli.path) claude = await ensurePluginInstalled(target, { bin: cli.path });
   const command = cli.path ? undefined : installCommandText(target);
@@ -178,7 +178,7 @@ async function setup(opts: SetupOptions): Promise<void> {
   if (opts.json) {
     printJson({
       changed,
-      version: VERSION,
+      version: COTAL_VERSION,
       scope: opts.scope,
       projectDir: opts.projectDir,
       home,
@@ -192,7 +192,7 @@ async function setup(opts: SetupOptions): Promise<void> {
     });
     return;
   }
-  const lines = [`marketplace  ${market} (${PLUGIN_MARKETPLACE}, plugin ${VERSION})`];
+  const lines = [`marketplace  ${market} (${PLUGIN_MARKETPLACE}, plugin ${COTAL_VERSION})`];
   if (written.length === 0) lines.push(`  files up to date (${files.length})`);
   for (const w of written) lines.push(`  ${w.action.padEnd(8)} ${w.path}`);
   lines.push(`agent file   ${agentFile.path} (${agentFile.action === "created" ? "created" : "exists, kept"})`);
@@ -206,7 +206,7 @@ async function setup(opts: SetupOptions): Promise<void> {
     lines.push(
       changed
         ? `Done. New Claude Code sessions${opts.scope === "project" ? " in " + opts.projectDir : ""} load the Cotal hooks and MCP tools (${PLUGIN_TOOL_PREFIX}*).`
-        : `Nothing changed: the Cotal plugin ${VERSION} is installed (${opts.scope} scope) and up to date.`,
+        : `Nothing changed: the Cotal plugin ${COTAL_VERSION} is installed (${opts.scope} scope) and up to date.`,
     );
   } else {
     lines.push(`claude       not found on PATH: ${CLAUDE_HOW_TO}`);
@@ -225,14 +225,14 @@ async function check(opts: SetupOptions): Promise<void> {
   else for (const s of states) if (s.state !== "ok") problems.push(`${s.state} file ${path.join(market, s.path)}`);
 
   const cli = findClaudeCli();
-  const target = { marketplaceDir: market, scope: opts.scope, projectDir: opts.projectDir, version: VERSION };
+  const target = { marketplaceDir: market, scope: opts.scope, projectDir: opts.projectDir, version: COTAL_VERSION };
   let state: PluginInstallState | undefined;
   if (cli.path) {
     state = await inspectPluginInstall(target, { bin: cli.path });
     if (state.marketplace === "absent") problems.push(`claude has no marketplace ${PLUGIN_MARKETPLACE}`);
     if (state.marketplace === "elsewhere") problems.push(`claude's marketplace ${PLUGIN_MARKETPLACE} points at ${state.marketplacePath ?? "another folder"}, not ${market}`);
     if (state.plugin === "absent") problems.push(`${PLUGIN_ID} is not installed (${opts.scope} scope${opts.scope === "project" ? ` for ${opts.projectDir}` : ""})`);
-    if (state.plugin === "outdated") problems.push(`${PLUGIN_ID} is recorded at version ${state.installedVersion ?? "?"}, not ${VERSION}`);
+    if (state.plugin === "outdated") problems.push(`${PLUGIN_ID} is recorded at version ${state.installedVersion ?? "?"}, not ${COTAL_VERSION}`);
     if (state.enabled === false) problems.push(`${PLUGIN_ID} is disabled (${pluginEnableCommandText(opts.scope)})`);
   }
   const agentFile = { path: defaultAgentPath(opts.projectDir), present: existsSync(defaultAgentPath(opts.projectDir)) };
@@ -249,7 +249,7 @@ async function check(opts: SetupOptions): Promise<void> {
   if (opts.json) {
     printJson({
       ok: problems.length === 0,
-      version: VERSION,
+      version: COTAL_VERSION,
       scope: opts.scope,
       projectDir: opts.projectDir,
       home,
@@ -281,7 +281,7 @@ async function check(opts: SetupOptions): Promise<void> {
       problems.length > 0
         ? `Not set up: ${problems.length} problem${problems.length === 1 ? "" : "s"}.`
         : state
-          ? `OK: the Cotal plugin ${VERSION} is set up (${opts.scope} scope).`
+          ? `OK: the Cotal plugin ${COTAL_VERSION} is set up (${opts.scope} scope).`
           : `OK: the plugin files are up to date; without a claude CLI its install in Claude is not checked.`,
     );
     printLines(...lines);

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { renderJsonSchemas } from "../../schemas/index.js";
+import { renderJsonSchemas } from "../../schemas/internal.js";
 
 const dir = join(import.meta.dirname, "../../docs/schema");
 
