@@ -6,19 +6,15 @@
 // carries everything: `cotal spawn --on hostb` from the hub starts an echo seat there that
 // answers a DM, and a seat on the leaf host (lucy, its own agent credential, checked by the leaf
 // server) exchanges DMs and channel posts with a seat on the hub (hubert).
-//
-// The hub's leafnodes block is written here by hand (addLeafListener): `cotal up --leaf-port`
-// is being built alongside, and its listener also needs `default_js_domain` for the clients
-// account (see docs/remote-hosts.md, "Why default_js_domain").
+
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { appendFileSync, chmodSync, chownSync, closeSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { findNatsServer } from "../harness/nats-server.js";
-import { buildCli, cleanEnv, CotalProcess, freePort, pidAlive, projectRoot, runCotal, type CliResult } from "../harness/cli.js";
+import { buildCli, cleanEnv, CotalProcess, freePort, projectRoot, runCotal, type CliResult } from "../harness/cli.js";
 import { docker, dockerUnavailable, ensureImage, logsOf, LoopbackContainer, Network, Wait, warnSkipped, type StartedNetwork, type StartedTestContainer } from "../harness/containers.js";
 import { until } from "../harness/until.js";
 
@@ -31,7 +27,6 @@ let network: StartedNetwork | undefined;
 let host: StartedTestContainer | undefined;
 let project: string;
 let etc: string;
-let hubServer: ChildProcess | undefined;
 let hubert: CotalProcess | undefined;
 let leafPort: number;
 const procs: CotalProcess[] = [];
@@ -43,12 +38,6 @@ function ok(r: CliResult): CliResult {
   return r;
 }
 
-/** An account JWT's subject (its public key). */
-function subjectOf(jwtFile: string): string {
-  const payload = readFileSync(jwtFile, "utf8").trim().split(".")[1]!;
-  return (JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as { sub: string }).sub;
-}
-
 /** A CA, and a hub certificate it signed for the name `hub` (what the leaf dials). */
 async function makeTls(dir: string): Promise<void> {
   const ssl = (...args: string[]) => run("openssl", args, { cwd: dir });
@@ -56,48 +45,6 @@ async function makeTls(dir: string): Promise<void> {
   await ssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "hub.key", "-out", "hub.csr", "-subj", "/CN=hub");
   writeFileSync(join(dir, "ext"), "subjectAltName=DNS:hub\nextendedKeyUsage=serverAuth\n");
   await ssl("x509", "-req", "-in", "hub.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "hub.pem", "-days", "2", "-extfile", "ext");
-}
-
-/**
- * Give the hub's nats-server a TLS leafnodes listener: stop the one `cotal up` started, append the
- * block to its config and start it again with the same command line (so `cotal down` finds it).
- */
-async function addLeafListener(listen: string, tlsDir: string): Promise<ChildProcess> {
-  const conf = join(project, ".cotal", "nats-server.conf");
-  const pid = readdirSync("/proc")
-    .filter((d) => /^\d+$/.test(d))
-    .find((d) => {
-      try {
-        return readFileSync(`/proc/${d}/cmdline`, "utf8").split("\0").includes(conf);
-      } catch {
-        return false;
-      }
-    });
-  if (!pid) throw new Error(`no nats-server runs with ${conf}`);
-  process.kill(Number(pid), "SIGTERM");
-  await until(() => !pidAlive(Number(pid)), 20_000, "the hub's nats-server to stop");
-  const clients = subjectOf(join(project, ".cotal", "auth", "clients", "default.jwt"));
-  appendFileSync(
-    conf,
-    [
-      "",
-      "# Added by test/containers/leaf.test.ts (what `cotal up --leaf-port` renders).",
-      "leafnodes {",
-      `  listen: ${JSON.stringify(listen)}`,
-      `  tls { cert_file: ${JSON.stringify(join(tlsDir, "hub.pem"))}, key_file: ${JSON.stringify(join(tlsDir, "hub.key"))}, timeout: 5 }`,
-      "}",
-      `default_js_domain: { ${clients}: "" }`,
-      "",
-    ].join("\n"),
-  );
-  const log = join(project, ".cotal", "logs", "nats-server.log");
-  const out = openSync(log, "a");
-  const child = spawn(findNatsServer(), ["-c", conf], { detached: true, stdio: ["ignore", out, out] });
-  closeSync(out);
-  child.unref();
-  await until(() => readFileSync(log, "utf8").includes(`Listening for leafnode connections on ${listen}`), 20_000, `the hub's leaf listener; log:\n${readFileSync(log, "utf8").slice(-2000)}`);
-  await until(async () => (await cotal("ps", "--json")).code === 0, 30_000, "the hub's mesh service and manager to be back");
-  return child;
 }
 
 /** deploy/leaf/render.mjs, as docs/remote-hosts.md runs it, into the host's /etc/cotal. */
@@ -144,9 +91,13 @@ describe.skipIf(skip !== undefined)("a remote host on a leaf node (its own conta
     expect(gateway).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
 
     // The hub: a static mesh on this machine, its leaf listener on the test network's gateway.
-    ok(await cotal("up", "--detach", "--port", String(await freePort())));
     leafPort = await freePort();
-    hubServer = await addLeafListener(`${gateway}:${leafPort}`, tlsDir);
+    ok(
+      await cotal(
+        ...["up", "--detach", "--port", String(await freePort())],
+        ...["--leaf-port", String(leafPort), "--leaf-host", gateway, "--leaf-tls-cert", join(tlsDir, "hub.pem"), "--leaf-tls-key", join(tlsDir, "hub.key")],
+      ),
+    );
 
     // What the remote host needs, made on the hub as docs/remote-hosts.md says.
     ok(await cotal("mint", "hostb_leaf", "--profile", "leaf", "--out", join(etc, "leaf.creds")));
@@ -188,7 +139,6 @@ describe.skipIf(skip !== undefined)("a remote host on a leaf node (its own conta
     await network?.stop().catch(() => undefined);
     if (project) {
       await cotal("down").catch(() => undefined);
-      if (hubServer?.pid && pidAlive(hubServer.pid)) process.kill(hubServer.pid, "SIGTERM");
       await rm(project, { recursive: true, force: true });
     }
   });

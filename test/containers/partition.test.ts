@@ -10,10 +10,9 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Endpoint, MeshService } from "../../broker/index.js";
-import { names } from "../../schemas/index.js";
 import { projectRoot } from "../harness/build.js";
 import { disconnect, dockerUnavailable, logsOf, natsUrl, Network, reconnect, startNatsContainer, warnSkipped, type StartedNetwork, type StartedTestContainer } from "../harness/containers.js";
-import { collect } from "../harness/deliveries.js";
+import { messageText, names } from "../../schemas/index.js";
 import { until } from "../harness/until.js";
 
 const skip = await dockerUnavailable();
@@ -41,6 +40,24 @@ function nodeConfig(n: string): string {
   const conf = readFileSync(join(projectRoot, "deploy/container/nats", `${n}.conf`), "utf8");
   if (!conf.includes("cluster {")) throw new Error(`deploy/container/nats/${n}.conf has no cluster block`);
   return conf.replace("cluster {", "cluster {\n  no_advertise: true");
+}
+
+/**
+ * Bob's deliveries, acked. An ack can fail while the cluster re-elects (no responders): the DM is
+ * then redelivered after the ack wait, so a failed ack is counted, never thrown.
+ */
+function collectTolerant(ep: Endpoint): { texts: () => string[]; stop: () => void; ackFailures: () => number } {
+  const texts: string[] = [];
+  let failures = 0;
+  let stopped = false;
+  void (async () => {
+    for await (const d of ep.deliveries) {
+      if (stopped) break;
+      texts.push(messageText(d.message));
+      await d.ack().catch(() => (failures += 1));
+    }
+  })();
+  return { texts: () => texts, stop: () => (stopped = true), ackFailures: () => failures };
 }
 
 function urlsExcept(victim: string): string {
@@ -81,7 +98,16 @@ describe.skipIf(skip !== undefined)("a partitioned cluster node (containers)", (
   it("loses no acknowledged DM when the DM stream's leader is cut off and comes back", async () => {
     const all = NODES.map((n) => natsUrl(nodes.get(n)!)).join(",");
     serviceNc = await connect({ servers: all.split(","), maxReconnectAttempts: -1, reconnectTimeWait: 250 });
-    service = await MeshService.start(serviceNc, SPACE, { replicas: 3, ackWaitMs: 5_000 });
+    // R3 placement needs all three peers known to the meta leader, which can trail its election.
+    await until(
+      async () => {
+        service = await MeshService.start(serviceNc!, SPACE, { replicas: 3, ackWaitMs: 5_000 });
+        return true;
+      },
+      60_000,
+      "the space to be provisioned at R3",
+      500,
+    );
     const victim = await streamLeader(serviceNc);
     expect(victim, "the DM stream has a leader").toBeDefined();
     const info = await (await jetstreamManager(serviceNc)).streams.info(names.dmStream(SPACE));
@@ -95,7 +121,7 @@ describe.skipIf(skip !== undefined)("a partitioned cluster node (containers)", (
     endpoints.push(bob, alice);
     await bob.join();
     await alice.join();
-    const got = collect(bob);
+    const got = collectTolerant(bob);
 
     const acked: string[] = [];
     const failed: string[] = [];
@@ -129,9 +155,8 @@ describe.skipIf(skip !== undefined)("a partitioned cluster node (containers)", (
     await partition;
     expect(cut && healed, "the partition happened while DMs were being sent").toBe(true);
 
-    // A new leader took over while the old one was cut off.
-    const during = await streamLeader(serviceNc);
-    expect(during).toBeDefined();
+    // The stream has a leader again (the meta group may still be settling after the heal).
+    await until(async () => (await streamLeader(serviceNc!)) !== undefined, 60_000, "the DM stream to have a leader after the heal", 250);
 
     const want = new Set(acked);
     await until(
