@@ -229,9 +229,14 @@ describe("the connector with the real claude CLI", () => {
       ["mcp__cotal__cotal_send", false],
       ["mcp__cotal__cotal_dm", false],
     ]);
+    // Claude Code hands the model a tool's structured content (as JSON) in place of its text
+    // content: the receipt as data, with the sentence in its `text`.
+    const [sent, dm] = results.map((r) => JSON.parse(r.text) as { target: unknown; text: string });
     // carol joined #general, alice did not: the receipt counts the channel's members, not every endpoint online.
-    expect(results[0]!.text).toMatch(/^Posted on #general as local\.bob \(id [\w-]+\): stored seq \d+ on general; 1 other member of #general online at send\.$/);
-    expect(results[1]!.text).toMatch(/^DM to local\.alice from local\.bob \(id [\w-]+\): stored seq \d+; recipient idle at send\.$/);
+    expect(sent!.target).toEqual({ kind: "channel", channel: "general", onlineMembers: 1 });
+    expect(sent!.text).toMatch(/^Posted on #general as local\.bob \(id [\w-]+\): stored seq \d+ on general; 1 other member of #general online at send\.$/);
+    expect(dm!.target).toEqual({ kind: "dm", to: "local.alice", recipient: "idle" });
+    expect(dm!.text).toMatch(/^DM to local\.alice from local\.bob \(id [\w-]+\): stored seq \d+; recipient idle at send\.$/);
     for (const r of results) expect(r.text).not.toMatch(/deliver|read by/);
 
     // Through the real turn: idle, working (tool name as activity), idle, then offline when claude exits.
