@@ -9,6 +9,7 @@ import net from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { takeLockFile, type Logger } from "../broker/index.js";
 import { CustodyHeldError } from "./errors.js";
+import { DEFAULTS } from "./config.js";
 import { frameLine, LineSplitter } from "./ndjson.js";
 import type { SeatPaths } from "./paths.js";
 import { HookConfirm, HookRequest, MAX_FRAME_BYTES, parseLine, PROTOCOL_VERSION, trimPayload, type HookResponse } from "./protocol.js";
@@ -77,7 +78,7 @@ function listenOn(server: net.Server, socket: string): Promise<void> {
 }
 
 export interface HookSocketOptions {
-  /** How long a hand-over waits for the hook's "written" confirmation, ms (default 30 s). */
+  /** How long a hand-over waits for the hook's "written" confirmation, ms (default DEFAULTS.confirmTimeoutMs). */
   confirmTimeoutMs?: number;
   /** How long a connection may take to send its request, ms (default 5 s). */
   requestTimeoutMs?: number;
@@ -255,7 +256,7 @@ export class HookSocket {
               confirmTimer = setTimeout(() => {
                 settle("release", "hook did not confirm its reply in time");
                 c.destroy();
-              }, this.opts.confirmTimeoutMs ?? 30_000);
+              }, this.opts.confirmTimeoutMs ?? DEFAULTS.confirmTimeoutMs);
             }
           });
         } else if (stage === "confirm") {
