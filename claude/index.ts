@@ -6,12 +6,9 @@
  */
 export {
   buildClaudeLaunch,
-  ClaudeProfile,
-  COTAL_ALLOW_RULE,
   PLUGIN_ALLOW_RULE,
   COTAL_MCP_SERVER,
   CONNECTOR_NODE_FLAGS,
-  LAUNCH_MATERIAL_ENV,
   type ClaudeLaunch,
   type ClaudeLaunchInput,
   type LaunchFile,
@@ -19,28 +16,22 @@ export {
 export { DENY_FLOOR } from "./deny-floor.js";
 export {
   normaliseOptionKey,
-  PASS_THROUGH_OPTIONS,
-  PERMISSION_MODES,
-  RESERVED_OPTIONS,
-  validateLaunchOptions,
   type LaunchOptionValue,
   type PermissionMode,
 } from "./launch-options.js";
 export { AuthMode, buildClaudeEnv, isAllowedEnvName, ALWAYS_DROPPED, type ClaudeEnvInput } from "./env-allowlist.js";
-export { launchClaude, removePrivateDir, writeLaunchFiles, type LaunchClaudeOptions, type LaunchedClaude } from "./persona.js";
-export { PRIVATE_DIR_PREFIX, processGone, startPersonaWatcher, type PersonaWatcherOptions } from "./persona-watcher.js";
+export { launchClaude, writeLaunchFiles, type LaunchClaudeOptions, type LaunchedClaude } from "./persona.js";
+export { processGone, startPersonaWatcher, type PersonaWatcherOptions } from "./persona-watcher.js";
 export { parseStartTime, processStartTime, statFields } from "./process-stat.js";
 export { applyAllowRule, claudeUserSettingsPath, ClaudeSettingsError, planAllowRule, type AllowRulePlan } from "./allow-rule.js";
-export { agentFilePath, loadAgentFile, parseAgentFile, type AgentFile } from "./agent-file.js";
+export { loadAgentFile, parseAgentFile, type AgentFile } from "./agent-file.js";
 export { AgentFileError, BypassAsRootError, ClaudeLaunchError, LaunchOptionError } from "./errors.js";
-export { BLOCKING_SCREENS, classifyScreen, INPUT_SCREEN, seedSeatConfig, type BlockingScreen, type SeatConfigInput } from "./seat-config.js";
+export { classifyScreen, seedSeatConfig, type BlockingScreen, type SeatConfigInput } from "./seat-config.js";
 export {
   carriedResume,
   claudeConfigDir,
   findSession,
   listSessions,
-  placeTranscript,
-  projectDirName,
   sessionsNamed,
   sha256File,
   SessionLookupError,
