@@ -2,6 +2,7 @@
 // the seat runs with is named here once, so the hook socket, the seat, the hooks and the tools
 // read the same numbers.
 import path from "node:path";
+import { DELIVERY } from "../schemas/index.js";
 import type { EventPlaneOptions } from "./event-plane.js";
 import type { InboxOptions } from "./inbox.js";
 import type { Launch } from "./launch.js";
@@ -18,8 +19,6 @@ export const DEFAULTS = {
   readyTimeoutMs: 3_000,
   /** How long a hand-over waits for its hook's "written" confirmation, ms. */
   confirmTimeoutMs: 30_000,
-  /** The broker's ack wait when the seat cannot read its durable's (a redelivery after it), ms. */
-  ackWaitMs: 30_000,
 } as const;
 
 export interface ConnectorOptions {
@@ -118,7 +117,8 @@ export function stateDirOf(cfg: ConnectorConfig, controlDir: string): string {
  * keep-alives may be lost before a redelivery), between 100 ms and 10 s.
  */
 export function keepAlivePeriod(cfg: ConnectorConfig, ackWaitMs: number | undefined): number {
-  return cfg.keepAliveMs ?? Math.max(100, Math.min(10_000, Math.floor((ackWaitMs ?? DEFAULTS.ackWaitMs) / 3)));
+  // When the seat cannot read its durable's ack wait, the one the mesh service configures.
+  return cfg.keepAliveMs ?? Math.max(100, Math.min(10_000, Math.floor((ackWaitMs ?? DELIVERY.ackWaitMs) / 3)));
 }
 
 /** Tuning knobs read from the environment (documented in docs/connector.md). */
