@@ -14,6 +14,7 @@ const entries = {
   "bench-manager": "bench/manager.ts",
   "bench-wake": "bench/claude-wake.ts",
   "bench-carry": "bench/carry.ts",
+  "bench-cluster": "bench/cluster.ts",
 };
 
 // ESM bundles of CommonJS dependencies need require/__dirname.
