@@ -105,6 +105,16 @@ async function withLock<T>(name: string, fn: () => Promise<T>): Promise<T> {
 const images = new Map<ImageKind, Promise<string>>();
 
 /**
+ * Remove this kind's images built from older bytes: with vfs every image is a full copy on disk
+ * (the cotal image is 123 MB), and each change to the bundles makes a new one. An image a running
+ * container still uses is refused by docker and kept.
+ */
+async function pruneOlder(kind: ImageKind, keep: string): Promise<void> {
+  const tags = (await docker(["image", "ls", "--format", "{{.Repository}}:{{.Tag}}", `cotal-test/${kind}`])).split("\n").filter(Boolean);
+  for (const t of tags) if (t !== keep) await docker(["image", "rm", t]).catch(() => undefined);
+}
+
+/**
  * The tag of a locally built image (`cotal-test/<kind>:<content hash>`), building it only when no
  * image with that tag exists. `cotal` needs the bundles, so they are built first when stale.
  */
@@ -123,7 +133,10 @@ export function ensureImage(kind: ImageKind): Promise<string> {
             () => true,
             () => false,
           );
-          if (!exists) await docker(["build", "--quiet", "--tag", tag, dir], 10 * 60_000);
+          if (!exists) {
+            await docker(["build", "--quiet", "--tag", tag, dir], 10 * 60_000);
+            await pruneOlder(kind, tag);
+          }
         });
         return tag;
       } finally {
