@@ -79,13 +79,14 @@ export interface RawClient {
 }
 
 /**
- * Create the raw baseline's stream with the settings Cotal gives `DM_<space>` (file storage,
- * limits retention, the same dedupe window), under another name and subjects.
+ * Create the raw baseline's stream with the settings Cotal gives its own `DM_<space>` (a work
+ * queue: one consumer per filter) or `CHAT_<space>` (limits: one consumer per channel member),
+ * under another name and subjects: file storage, retention and the same dedupe window.
  */
-export async function addRawStream(jsm: JetStreamManager, space: string, name: string, subjects: string[]): Promise<void> {
-  const dm = spaceStreams(space).find((s) => s.name === `DM_${space}`);
-  if (!dm) throw new Error(`spaceStreams(${space}) has no DM_${space}; the raw baseline mirrors it`);
-  await jsm.streams.add({ ...dm, name, subjects, description: "cotal bench: raw-client baseline" });
+export async function addRawStream(jsm: JetStreamManager, space: string, name: string, subjects: string[], like: "DM" | "CHAT" = "DM"): Promise<void> {
+  const model = spaceStreams(space).find((s) => s.name === `${like}_${space}`);
+  if (!model) throw new Error(`spaceStreams(${space}) has no ${like}_${space}; the raw baseline mirrors it`);
+  await jsm.streams.add({ ...model, name, subjects, description: "cotal bench: raw-client baseline" });
 }
 
 /** Create a durable pull consumer with the settings Cotal's mesh service uses for inboxes. */

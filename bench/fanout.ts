@@ -160,7 +160,11 @@ async function cotalSide(scope: Scope, members: number): Promise<Side> {
       const id = randomUUID();
       const post = new Post(now(), members);
       posts.set(id, post);
-      await withTimeout(Promise.all([post.done, sender.send(CHANNEL, TEXT, { id })]), POST_TIMEOUT_MS, `Cotal post ${id} received and acked by ${members} members (received ${post.receipts.length}, acked ${post.acked})`);
+      await withTimeout(
+        Promise.all([post.done, sender.send(CHANNEL, TEXT, { id })]),
+        POST_TIMEOUT_MS,
+        `Cotal post ${id} received and acked by ${members} members (received ${post.receipts.length}, acked ${post.acked})`,
+      );
       posts.delete(id);
       if (post.failure) throw new Error("Cotal fan-out: an ack failed", { cause: post.failure });
       return measure(post);
@@ -176,7 +180,7 @@ async function rawSide(scope: Scope, members: number, ackMode: "ack" | "ackAck")
   const stream = `BENCH_RAW_${tag.toUpperCase()}`;
   const root = `raw${tag}.${scope.space}.chat`;
   const clients: RawClient[] = [];
-  await addRawStream(pub.jsm, scope.space, stream, [`${root}.>`]);
+  await addRawStream(pub.jsm, scope.space, stream, [`${root}.>`], "CHAT");
   await runBounded(members, SETUP_CONCURRENCY, async (i) => {
     const client = await scope.raw(`bench-${tag}-raw-${memberName(i)}`);
     clients.push(client);
@@ -207,7 +211,11 @@ async function rawSide(scope: Scope, members: number, ackMode: "ack" | "ackAck")
       const payload = envelopeLike(scope.space, "fan_sender", { channel: CHANNEL }, id, TEXT);
       const post = new Post(now(), members);
       posts.set(id, post);
-      await withTimeout(Promise.all([post.done, pub.js.publish(subject, payload, { msgID: id })]), POST_TIMEOUT_MS, `raw (${ackMode}) post ${id} received by ${members} consumers (received ${post.receipts.length})`);
+      await withTimeout(
+        Promise.all([post.done, pub.js.publish(subject, payload, { msgID: id })]),
+        POST_TIMEOUT_MS,
+        `raw (${ackMode}) post ${id} received by ${members} consumers (received ${post.receipts.length})`,
+      );
       posts.delete(id);
       if (post.failure) throw new Error(`raw fan-out (${ackMode}): an ack failed`, { cause: post.failure });
       return measure(post);

@@ -49,6 +49,7 @@ import { ConsumerLostError, JoinFailedError, NotJoinedError, PermissionDeniedErr
 import { collectHistory, verifiedName, type HistoryItem, type HistoryQuery } from "./history.js";
 import { isStorageRefusal, isTransientPublishError, permissionViolation } from "./js-errors.js";
 import { logger, type Logger } from "./log.js";
+import { AckBatcher } from "./ack-batch.js";
 import { exponentialBackoff, fixedDelays, retry, until } from "./retry.js";
 import type { RegisterReply } from "./mesh-service.js";
 import { followPresence, Roster, type RosterEntry } from "./roster.js";
@@ -179,6 +180,8 @@ export class Endpoint {
   /** The connection JetStream handles of this endpoint use (see jetStreamConnection). */
   readonly jsConnection: NatsConnection;
   private readonly ledger = new IdLedger();
+  /** Delivery acks, confirmed by the broker one batch at a time. */
+  private readonly acks = new AckBatcher();
   private readonly memberships = new Map<string, ChannelMembership>();
   private readonly stoppers: Array<() => void> = [];
   private rosterView?: Roster;
@@ -840,6 +843,7 @@ export class Endpoint {
     this.ledger.hold(id);
     const ledger = this.ledger;
     const log = this.log;
+    const acks = this.acks;
     const delivery: Delivery = {
       // The name shown is the verified sender's actor: the payload's from.name is only a claim.
       message: verifiedName(v.message, v.from),
@@ -852,7 +856,7 @@ export class Endpoint {
       possibleRepeat: redelivered,
       ...(seq !== undefined ? { seq } : {}),
       async ack() {
-        if (jsMsg) await jsMsg.ackAck();
+        if (jsMsg) await acks.ack(jsMsg); // confirmed by the broker, in batches (ack-batch.ts)
         ledger.settle(id);
       },
       nak(delayMs?: number) {
