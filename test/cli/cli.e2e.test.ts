@@ -162,7 +162,8 @@ describe("a detached mesh", () => {
 
       const dm = await cotal("send", "dm", "bob", "live dm", "--as", "alice", "--json");
       expectOk(dm);
-      expect(dm.json<{ text: string }>().text).toMatch(/recipient idle at send/);
+      // --json: the receipt as data, and the line people read.
+      expect(dm.json<{ target: unknown; text: string }>()).toMatchObject({ target: { kind: "dm", to: "local.bob", recipient: "idle" }, text: expect.stringMatching(/recipient idle at send$/) });
       expectOk(await cotal("send", "msg", "general", "hello", "channel", "--as", "alice", "--mention", "bob"));
 
       const waiting = await listen.waitForJson((l) => l.type === "message" && l.text === "hello before you joined", 10_000, "the waiting DM");
@@ -195,8 +196,8 @@ describe("a detached mesh", () => {
 
   it("deliver pending shows what waits in the inbox of a recipient who is away, and its age", async () => {
     expectOk(await cotal("send", "dm", "carol", "not for bob", "--as", "alice")); // another inbox's DM in between
-    const sent = (await cotal("send", "dm", "bob", "while you were away", "--as", "alice", "--json")).json<{ seq: number; text: string }>();
-    expect(sent.text).toMatch(/recipient offline at send$/);
+    const sent = (await cotal("send", "dm", "bob", "while you were away", "--as", "alice", "--json")).json<{ seq: number; target: unknown }>();
+    expect(sent.target).toEqual({ kind: "dm", to: "local.bob", recipient: "offline" });
     const p = (await cotal("deliver", "pending", "bob", "--json")).json<Record<string, unknown>>();
     expect(p).toMatchObject({ joined: true, pending: 1, ackPending: 0, oldestUnacked: { seq: sent.seq } });
     // The inbox's cursor in DM_: at least bob's last DM, never the one still waiting.

@@ -55,9 +55,10 @@ describe("the connector on a static-auth mesh", () => {
     await until(async () => (await dmConsumerInfo(mesh, "bob").catch(() => undefined))?.num_ack_pending === 0, 5_000, "the DM is acked after the hook");
 
     const sent = await call(m.client, "cotal_send", { channel: "general", text: "hello from a minted seat" });
+    expect(sent.data).toMatchObject({ target: { kind: "channel", channel: "general" } });
     expect(sent.text).toMatch(/^Posted on #general as local\.bob .*stored seq \d+ on general/);
     const dm = await call(m.client, "cotal_dm", { to: "alice", text: "thanks" });
-    expect(dm.text).toMatch(/recipient idle at send\.$/);
+    expect(dm.data).toMatchObject({ target: { kind: "dm", to: "local.alice", recipient: "idle" } });
     const roster = await call(m.client, "cotal_roster");
     expect(roster.text).toContain("- local.alice · idle");
     const history = await call(m.client, "cotal_history", { channel: "general", since: "5m" });

@@ -107,6 +107,7 @@ describe("the connector bundle over stdio", () => {
     const roster = await alice.roster();
     // The first tool call joins the seat.
     const r = await call(client, "cotal_dm", { to: "alice", text: "hi from a child process" });
+    expect(r.data).toMatchObject({ target: { kind: "dm", to: "local.alice", recipient: "idle" } });
     expect(r.text).toMatch(/^DM to local\.alice from local\.bob .*recipient idle at send\.$/);
     await until(() => roster.get("local.bob")?.status === "idle", 5_000, "bob is on the roster");
 
