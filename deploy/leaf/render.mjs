@@ -38,7 +38,9 @@ function fail(msg) {
   process.exit(2);
 }
 if (o.help) {
-  process.stdout.write(readFileSync(new URL(import.meta.url), "utf8").split("\n").slice(1, 17).map((l) => l.replace(/^\/\/ ?/, "")).join("\n") + "\n");
+  const lines = readFileSync(new URL(import.meta.url), "utf8").split("\n").slice(1);
+  const header = lines.slice(0, lines.findIndex((l) => !l.startsWith("//")));
+  process.stdout.write(header.map((l) => l.replace(/^\/\/ ?/, "")).join("\n") + "\n");
   process.exit(0);
 }
 if (!o.hub) fail("--hub tls://<hub host>:<leaf port> is required (the hub's `cotal up --leaf-port`)");
