@@ -17,7 +17,7 @@ const SETS = {
   },
   connector: {
     // The seat's inbox and everything that acks mail: hook receipts (control socket) and MCP receipts.
-    mutate: ["connector/inbox.ts", "connector/receipts.ts", "connector/hook-socket.ts", "connector/ndjson.ts"],
+    mutate: ["connector/inbox.ts", "connector/written-reply.ts", "connector/hook-socket.ts", "connector/ndjson.ts"],
     testFiles: ["test/connector/*.test.ts"],
   },
   broker: {

@@ -10,7 +10,7 @@ export * from "./presence.js";
 export * from "./wake.js";
 export * from "./hook-socket.js";
 export * from "./hook.js";
-export * from "./receipts.js";
+export * from "./written-reply.js";
 export * from "./config.js";
 export * from "./connector.js";
 export { plural, receiptLine } from "./model-text.js";

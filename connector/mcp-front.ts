@@ -5,7 +5,7 @@ import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { RequestId } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../broker/index.js";
-import { ReceiptTransport } from "./receipts.js";
+import { WrittenReplyTransport } from "./written-reply.js";
 import type { Seat } from "./seat.js";
 import { buildMcpServer } from "./tools.js";
 import type { Wake } from "./wake.js";
@@ -24,7 +24,7 @@ export class McpFront {
   async serve(transport: Transport): Promise<McpServer> {
     const seat = this.seat();
     const server = buildMcpServer(seat, { awaitReply: (id, handover) => this.pendingReplies.set(id, handover) });
-    const receipted = new ReceiptTransport(transport, (id) => {
+    const written = new WrittenReplyTransport(transport, (id) => {
       const h = this.pendingReplies.get(id);
       if (h === undefined) return;
       this.pendingReplies.delete(id);
@@ -42,7 +42,7 @@ export class McpFront {
       }
       seat.refreshUnread();
     };
-    await server.connect(receipted);
+    await server.connect(written);
     return server;
   }
 

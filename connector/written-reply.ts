@@ -4,9 +4,10 @@ import type { JSONRPCMessage, MessageExtraInfo, RequestId } from "@modelcontextp
 /**
  * Wraps an MCP transport to learn when a response was written: `onWritten(id)` runs after the
  * inner transport's `send` of the response to request `id` resolved (for stdio: the bytes were
- * handed to the pipe). That is the receipt `cotal_inbox` acks on.
+ * handed to the pipe). `cotal_inbox` acks the mail of a reply only then. ("Receipt" in Cotal is
+ * what a send returns, and the hook protocol's hand-over id; this is neither.)
  */
-export class ReceiptTransport implements Transport {
+export class WrittenReplyTransport implements Transport {
   sessionId?: string;
 
   constructor(

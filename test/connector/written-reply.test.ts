@@ -1,10 +1,10 @@
-// ReceiptTransport: cotal_inbox acks on its receipt, so it must fire exactly for responses
+// WrittenReplyTransport: cotal_inbox acks once its reply was written, so it must fire exactly for responses
 // (result or error) with an id, only after the inner transport's send resolved, and pass
 // everything else straight through (issue #9: its mutants were only reached over stdio).
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
-import { ReceiptTransport } from "../../connector/index.js";
+import { WrittenReplyTransport } from "../../connector/index.js";
 
 function fakeInner() {
   const log: string[] = [];
@@ -28,11 +28,11 @@ function fakeInner() {
   return { inner, log, release: () => release() };
 }
 
-describe("ReceiptTransport", () => {
+describe("WrittenReplyTransport", () => {
   it("fires for a result or an error with an id, never for requests or notifications", async () => {
     const { inner } = fakeInner();
     const written: unknown[] = [];
-    const t = new ReceiptTransport(inner, (id) => written.push(id));
+    const t = new WrittenReplyTransport(inner, (id) => written.push(id));
     await t.send({ jsonrpc: "2.0", id: 1, result: {} });
     await t.send({ jsonrpc: "2.0", id: "b", error: { code: -1, message: "x" } });
     await t.send({ jsonrpc: "2.0", id: 2, method: "ping" });
@@ -44,7 +44,7 @@ describe("ReceiptTransport", () => {
   it("fires only after the inner send resolved, and not if it failed", async () => {
     const f = fakeInner();
     const written: unknown[] = [];
-    const t = new ReceiptTransport(f.inner, (id) => written.push(id));
+    const t = new WrittenReplyTransport(f.inner, (id) => written.push(id));
     f.inner.gate = true;
     const sending = t.send({ jsonrpc: "2.0", id: 7, result: {} });
     await new Promise((r) => setImmediate(r));
@@ -52,14 +52,14 @@ describe("ReceiptTransport", () => {
     f.release();
     await sending;
     expect(written).toEqual([7]);
-    const failing = new ReceiptTransport({ ...f.inner, send: async () => Promise.reject(new Error("pipe closed")) }, (id) => written.push(id));
+    const failing = new WrittenReplyTransport({ ...f.inner, send: async () => Promise.reject(new Error("pipe closed")) }, (id) => written.push(id));
     await expect(failing.send({ jsonrpc: "2.0", id: 8, result: {} })).rejects.toThrow("pipe closed");
     expect(written).toEqual([7]);
   });
 
   it("passes start, close, the protocol version and the handlers through", async () => {
     const f = fakeInner();
-    const t = new ReceiptTransport(f.inner, () => undefined);
+    const t = new WrittenReplyTransport(f.inner, () => undefined);
     await t.start();
     t.setProtocolVersion("2025-06-18");
     await t.close();
