@@ -13,6 +13,7 @@ import { dmLatency } from "./dm-latency.js";
 import { dmThroughput } from "./dm-throughput.js";
 import { eventPlane } from "./event-plane.js";
 import { fanout } from "./fanout.js";
+import { presenceScale } from "./presence.js";
 import { fmt, renderMarkdown, renderTable, type Row } from "./report.js";
 
 // Components log at info to stderr; a benchmark only wants warnings and errors.
@@ -28,15 +29,17 @@ const PLAN = QUICK
       throughput: { messages: 4_000, warmup: 500, inflight: 256, rounds: 2 },
       fanout: { members: 50, posts: 40, warmup: 5, blocks: 2 },
       events: { turns: 200, hooks: 100 },
+      presence: { sizes: [10, 50], beats: 2, latencySamples: 100, simulated: [100] },
     }
   : {
       latency: { samples: 5_000, warmup: 500, blocks: 10 },
       throughput: { messages: 20_000, warmup: 2_000, inflight: 256, rounds: 4 },
       fanout: { members: 50, posts: 500, warmup: 50, blocks: 10 },
       events: { turns: 2_000, hooks: 500 },
+      presence: { sizes: [50, 100, 200], beats: 3, latencySamples: 500, simulated: [10, 100, 500] },
     };
 
-const ALL = ["latency", "throughput", "fanout", "events"] as const;
+const ALL = ["latency", "throughput", "fanout", "events", "presence"] as const;
 type BenchName = (typeof ALL)[number];
 
 function selected(): Set<BenchName> {
@@ -64,7 +67,8 @@ async function main(): Promise<number> {
   const bin = findNatsServer();
   console.log(`cotal bench: ${machine(bin)}`);
   const load = loadavg()[0] ?? 0;
-  if (load > 0.7) console.log(`note: the 1-minute load average is ${load.toFixed(2)} before start; recent work on this machine (an earlier run too) may skew the figures`);
+  if (load > 0.7)
+    console.log(`note: the 1-minute load average is ${load.toFixed(2)} before start; recent work on this machine (an earlier run too) may skew the figures`);
   const started = now();
 
   let server: NatsServer | undefined;
@@ -138,7 +142,14 @@ async function main(): Promise<number> {
         `${r.setupSeconds.raw.toFixed(1)} s raw; idle inbound to members ${fmt(r.idleInboundPerSecond.cotal)} msg/s Cotal, ${fmt(r.idleInboundPerSecond.raw)} msg/s raw`;
       rows.push({ name: `fan-out to ${p.members}, all p50`, unit: "ms", cotal: r.cotalAll.p50, raw: r.rawAll.p50, better: "lower", note });
       rows.push({ name: `fan-out to ${p.members}, all p99`, unit: "ms", cotal: r.cotalAll.p99, raw: r.rawAll.p99, better: "lower" });
-      rows.push({ name: `fan-out to ${p.members}, first p50`, unit: "ms", cotal: r.cotalFirst.p50, raw: r.rawFirst.p50, better: "lower", note: "send → first member holds it" });
+      rows.push({
+        name: `fan-out to ${p.members}, first p50`,
+        unit: "ms",
+        cotal: r.cotalFirst.p50,
+        raw: r.rawFirst.p50,
+        better: "lower",
+        note: "send → first member holds it",
+      });
       rows.push({
         name: `fan-out to ${p.members}, all p50 vs raw+ackAck`,
         unit: "ms",
@@ -179,6 +190,43 @@ async function main(): Promise<number> {
         note: `the same seat with the plane busy vs COTAL_EVENTS=off (raw column); p99 ${fmt(r.hook.planeOn.p99)} vs ${fmt(r.hook.planeOff.p99)} ms`,
       });
       extra.events = r;
+    }
+
+    if (which.has("presence")) {
+      const p = PLAN.presence;
+      step(`presence: ${p.sizes.join("/")} joined idle endpoints, ${p.beats} heartbeats each; ${p.simulated.join("/")} simulated`);
+      const r = await presenceScale(root, serviceNc, p);
+      const before = "raw column: what protocol 0.2 cost (every endpoint received every heartbeat: N per 2 s), computed, not measured";
+      for (const s of r.sizes) {
+        rows.push({
+          name: `presence msgs/endpoint/s, ${s.endpoints} joined`,
+          unit: "msg/s",
+          cotal: s.perEndpoint,
+          raw: s.before,
+          better: "lower",
+          note: `${fmt(s.toEndpoints)} of it reaches the endpoints (the rest: beats to the mesh service); ${before}`,
+        });
+        if (s.latency)
+          rows.push({
+            name: `DM latency p50, ${s.endpoints} joined`,
+            unit: "ms",
+            cotal: s.latency.cotal.p50,
+            raw: s.latency.raw.p50,
+            better: "lower",
+            note: `p99 ${fmt(s.latency.cotal.p99)} vs ${fmt(s.latency.raw.p99)} ms`,
+          });
+      }
+      for (const s of r.simulated) {
+        rows.push({
+          name: `presence msgs/endpoint/s, ${s.endpoints} simulated`,
+          unit: "msg/s",
+          cotal: s.perEndpoint,
+          raw: s.before,
+          better: "lower",
+          note: `bare beating connections + 5 joined watchers; a watcher receives ${fmt(s.toWatchers)} msg/s; ${before}`,
+        });
+      }
+      extra.presence = r;
     }
 
     step("done");
