@@ -5,7 +5,7 @@ import { ControlReply, ControlRequest } from "./control.js";
 import { CONTRACT_WIRE_TYPES } from "./contract-wire-types.js";
 import { AgUiFrame } from "./events.js";
 import { CotalMessage, EndpointRef, Part } from "./message.js";
-import { AgentCard, Presence } from "./presence.js";
+import { AgentCard, Presence, PresenceBeat } from "./presence.js";
 import { SeatEvent } from "./seat-log.js";
 
 /** Every wire type, by the file name of its exported JSON Schema in docs/schema/. */
@@ -15,6 +15,7 @@ export const WIRE_TYPES = {
   EndpointRef,
   AgentCard,
   Presence,
+  PresenceBeat,
   ChannelConfig,
   ControlRequest,
   ControlReply,

@@ -14,8 +14,12 @@ export const EndpointRef = z
   .describe("A reference to an endpoint (agent, person or service) on the mesh.");
 export type EndpointRef = z.infer<typeof EndpointRef>;
 
-/** The protocol version this implementation speaks; every card it writes carries it. Earlier (no version advertised) = "0.1". */
-export const COTAL_PROTOCOL_VERSION = "0.2";
+/**
+ * The protocol version this implementation speaks; every card it writes carries it. Earlier (no
+ * version advertised) = "0.1". 0.3: presence records are written on change only and liveness
+ * travels on beats to the mesh service (docs/SPEC.md §9).
+ */
+export const COTAL_PROTOCOL_VERSION = "0.3";
 
 export const TextPart = z.object({ kind: z.literal("text"), text: z.string() }).describe("Plain text.");
 export const DataPart = z

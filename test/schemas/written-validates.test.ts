@@ -5,7 +5,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { afterEach, describe } from "vitest";
 import type { Endpoint } from "../../broker/index.js";
-import { names, type Part } from "../../schemas/index.js";
+import { COTAL_PROTOCOL_VERSION, names, type Part } from "../../schemas/index.js";
 import { hook, startConnector } from "../connector/helpers.js";
 import { expect, test, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
@@ -71,7 +71,7 @@ describe("what we write validates against the exported JSON Schemas (ajv)", () =
     const rec = await presenceOf(mesh, ep.id);
     expect(validate("Presence", rec)).toEqual([]);
     expect(validate("AgentCard", rec.card)).toEqual([]);
-    expect(rec.card).toMatchObject({ kind: "endpoint", owner: "local", actor: "alice", protocolVersion: "0.2", skills: [{ id: "build", name: "Build" }] });
+    expect(rec.card).toMatchObject({ kind: "endpoint", owner: "local", actor: "alice", protocolVersion: COTAL_PROTOCOL_VERSION, skills: [{ id: "build", name: "Build" }] });
     expect(rec).toMatchObject({ status: "waiting", condition: { code: "approval", source: "test", message: "waiting for a person" }, channelModes: { general: "quiet" } });
     expect(typeof (rec.condition as { since: unknown }).since).toBe("number");
     expect(rec.channelModes).not.toHaveProperty("other");
