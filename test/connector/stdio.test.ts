@@ -11,6 +11,7 @@ import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { NatsServer, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
+import { COTAL_PROTOCOL_VERSION } from "../../schemas/index.js";
 import { CONNECTOR_BUNDLE, ensureBuilt } from "./built.js";
 import { call, dmConsumerInfo, tempControlDir } from "./helpers.js";
 
@@ -213,7 +214,7 @@ describe("the connector bundle over stdio", () => {
     const roster = await alice.roster();
     await until(() => roster.get("local.carol")?.presence.channels.includes("general") === true, 5_000, "carol joined (and #general) from launch material");
     expect(roster.get("local.carol")?.presence).toMatchObject({
-      card: { kind: "agent", owner: "local", actor: "carol", role: "reviewer", protocolVersion: "0.2", meta: { connector: "claude-code" } },
+      card: { kind: "agent", owner: "local", actor: "carol", role: "reviewer", protocolVersion: COTAL_PROTOCOL_VERSION, meta: { connector: "claude-code" } },
       lifecycleUid: "abcdefghijklmnopqrstuvwxyz",
       channels: ["general"],
     });
