@@ -112,12 +112,11 @@ describe("the connector bundle over stdio", () => {
     expect(r.text).toMatch(/^DM to local\.alice from local\.bob .*recipient idle at send\.$/);
     await until(() => roster.get("local.bob")?.status === "idle", 5_000, "bob is on the roster");
 
-    const closedAt = Date.now();
     s.child.stdin!.end();
     expect(await s.exit).toBe(0);
-    // Offline because it said so, well inside the 6 s liveness window.
+    // Offline because it said so: its own last record reads offline (a key the mesh service
+    // deleted for silence would keep the record's last status and read offline as deleted).
     await until(() => roster.get("local.bob")?.presence.status === "offline", 3_000, "bob's final presence record is offline");
-    expect(Date.now() - closedAt).toBeLessThan(3_000);
     const leaving = s.logs().filter((l) => l.msg === "leaving the mesh");
     expect(leaving).toEqual([expect.objectContaining({ reason: "stdin closed", component: "connector", me: "local.bob" })]);
   });
