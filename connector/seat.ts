@@ -90,7 +90,8 @@ export class Seat {
   static async connect(
     cfg: ConnectorConfig,
     log: Logger,
-    heldBefore: BoundedSet<string>,
+    /** Read once connected (a failed connect leaves the previous incarnation's note for the next try). */
+    heldBefore: () => BoundedSet<string>,
     ring: (w: Wake) => void,
     plane: (ep: Endpoint) => EventPlane | undefined,
   ): Promise<Seat> {
@@ -109,7 +110,7 @@ export class Seat {
       ...(launch.uid ? { lifecycleUid: launch.uid } : {}),
       ...(cfg.heartbeatMs ? { heartbeatMs: cfg.heartbeatMs } : {}),
     });
-    return new Seat(cfg, ep, log, heldBefore, ring, plane(ep));
+    return new Seat(cfg, ep, log, heldBefore(), ring, plane(ep));
   }
 
   // ---- joining ------------------------------------------------------------------------------
