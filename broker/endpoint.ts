@@ -353,7 +353,8 @@ export class Endpoint {
     this.registration = undefined;
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.presenceState = { ...this.presenceState, status: "offline", statusSince: Date.now() };
-    await this.writePresence().catch((err) => this.log.warn({ err }, "final presence write failed"));
+    // A closed connection cannot say goodbye: the mesh service takes the key offline after the window.
+    if (!this.nc.isClosed()) await this.writePresence().catch((err) => this.log.warn({ err }, "final presence write failed"));
     this.deliveries.close();
   }
 

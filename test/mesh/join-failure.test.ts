@@ -17,7 +17,7 @@ import {
   type ConsumerStatus,
   type MeshServiceOptions,
 } from "../../broker/internal.js";
-import { CotalError, MESH_COMMANDS, names } from "../../schemas/index.js";
+import { beatFilter, CotalError, MESH_COMMANDS, names } from "../../schemas/index.js";
 import { collect } from "../harness/deliveries.js";
 import { expect, test, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
@@ -77,12 +77,16 @@ describe("join() and its consumers", () => {
     await expect(bob.joinChannel("general")).rejects.toBeInstanceOf(NotJoinedError);
     expect(logs.some((l) => l.level === 50 && l.msg === "join failed; undone" && (l.err as { code?: string }).code === "join-failed")).toBe(true);
 
-    // Presence was left: an offline record, and no heartbeat rewrites it while alice's keeps beating.
+    // Presence was left: an offline record, and nothing rewrites it (no beat either) while alice keeps beating.
     const kv = await new Kvm(mesh.serviceConnection).open(names.presenceBucket(mesh.space));
     const bobRecord = await kv.get("local.bob");
     expect(bobRecord?.json<{ status: string }>().status).toBe("offline");
-    const aliceRevision = (await kv.get("local.alice"))!.revision;
-    await until(async () => (await kv.get("local.alice"))!.revision >= aliceRevision + 5, 5_000, "alice writes five more heartbeats");
+    const beats = { alice: 0, bob: 0 };
+    const onBeat = (subject: string) => (subject.endsWith(".alice") ? beats.alice++ : subject.endsWith(".bob") ? beats.bob++ : 0);
+    const beatSub = mesh.serviceConnection.subscribe(beatFilter(mesh.space), { callback: (_err, m) => void onBeat(m.subject) });
+    await until(() => beats.alice >= 5, 5_000, "alice beats five more times");
+    beatSub.unsubscribe();
+    expect(beats.bob).toBe(0);
     expect((await kv.get("local.bob"))?.revision).toBe(bobRecord!.revision);
 
     // With the real service back, the same endpoint joins and receives its DMs.
