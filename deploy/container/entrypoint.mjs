@@ -4,6 +4,7 @@
 //   docker run cotal:local manager                  # cotal manager (COTAL_SERVER, COTAL_CREDS, COTAL_SPACE)
 //   docker run -e COTAL_LEAF_CONF=/etc/cotal/leaf.conf … cotal:local manager
 //                                                   # nats-server -c leaf.conf first, then the manager
+//   docker kill --signal HUP <container>            # the leaf server reloads leaf.conf
 //
 // A child, not an import: the manager starts its seats as `node <argv[1]> agent …`, so argv[1]
 // must be the cotal bundle. Scratch images have no shell and no init, so this process also
@@ -26,9 +27,15 @@ function stopAll(signal) {
 }
 
 for (const sig of ["SIGTERM", "SIGINT"]) process.on(sig, () => stopAll(sig));
+// SIGHUP (`docker kill --signal HUP <container>`) reloads the leaf server's config, e.g. one
+// rendered again after a `cotal revoke` on the mesh. It is not passed to cotal: the manager
+// treats SIGHUP as stop.
+let leafServer;
+process.on("SIGHUP", () => leafServer?.kill("SIGHUP"));
 
 async function startLeaf(conf) {
   const server = start(NATS, ["-c", conf]);
+  leafServer = server;
   // "Server is ready" is nats-server's own line once every listener is up.
   await new Promise((resolve, reject) => {
     let seen = "";

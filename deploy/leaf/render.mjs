@@ -79,8 +79,9 @@ const q = (s) => JSON.stringify(s);
 process.stdout.write(
   [
     `# A Cotal leaf-node host for space ${q(o.space)}, rendered by deploy/leaf/render.mjs from the mesh's`,
-    "# public JWTs. Re-render and restart this server after a `cotal revoke` on the mesh (see",
-    "# docs/security.md, \"Leaf-node hosts\"): it resolves accounts from this file alone.",
+    "# public JWTs. After a `cotal revoke` on the mesh, render it again and reload this server",
+    "# (nats-server --signal reload=<pid>, or SIGHUP): it resolves accounts from this file alone",
+    "# (docs/security.md, \"Leaf-node hosts\").",
     `server_name: ${q(o.name)}`,
     `listen: ${q(o.listen)}`,
     "# Operator mode: local clients authenticate with their own credentials, checked here.",
