@@ -4,6 +4,7 @@
 // loops (upload from the CLI, read on the manager). Clients of a static mesh have no JetStream of
 // their own (docs/security.md), so the service mediates the bucket, as it does artifacts.
 import { open } from "node:fs/promises";
+import { setTimeout as sleep } from "node:timers/promises";
 import { headers, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, StorageType, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
@@ -316,7 +317,7 @@ export async function uploadTransfer(
     } catch (err) {
       if (!(err instanceof UploadInterrupted) || attempt >= RESUMES) throw err instanceof UploadInterrupted ? err.cause : err;
       chunks += err.chunks;
-      await new Promise((r) => setTimeout(r, 250 * (attempt + 1)));
+      await sleep(250 * (attempt + 1));
     }
   }
 }
