@@ -37,6 +37,7 @@ import { isConsumerNotFound } from "./js-errors.js";
 import { logger, type Logger } from "./log.js";
 import { ensureSpace, type SpaceOptions } from "./provision.js";
 import { clientsAccount, IdentityRegistry, MintRefusedError, revokeUsers, SERVICE_PRINCIPALS, serviceCreds, signUser, type AuthStore, type IdentitySpec } from "./auth/index.js";
+import { serverUrls } from "./connect.js";
 import { LivenessJudge } from "./liveness.js";
 import { Roster, type RosterSnapshotItem } from "./roster.js";
 
@@ -434,7 +435,7 @@ export class MeshService {
  */
 async function clientsAccountDeleter(auth: NonNullable<MeshServiceOptions["auth"]>, space: string, log: Logger): Promise<{ remove: (id: string) => Promise<unknown>; close: () => Promise<unknown> }> {
   const creds = await serviceCreds(auth.store, space, "cli");
-  const nc = await connect({ servers: auth.server, name: "cotal-mesh-liveness", authenticator: credsAuthenticator(creds), maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+  const nc = await connect({ servers: serverUrls(auth.server), name: "cotal-mesh-liveness", authenticator: credsAuthenticator(creds), maxReconnectAttempts: -1, reconnectTimeWait: 250 });
   const bucket = names.presenceBucket(space);
   return {
     remove: async (id) => {
