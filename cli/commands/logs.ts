@@ -2,15 +2,20 @@ import { closeSync, existsSync, openSync, readSync, statSync } from "node:fs";
 import type { Command } from "commander";
 import { z } from "zod";
 import { MeshNotFoundError } from "../errors.js";
-import { findMeshRoot, type MeshRoot } from "../mesh-root.js";
+import { meshNodes } from "../cluster-nodes.js";
+import { findMeshRoot, type MeshRoot, type ServiceLog } from "../mesh-root.js";
 import { note } from "../output.js";
 import { parseInput, positiveInt } from "../validate.js";
 
 const COMPONENTS = ["nats-server", "mesh-service", "manager"] as const;
-type Component = (typeof COMPONENTS)[number];
+/** A log of `.cotal/logs/`: a component's, or one node's of a cluster (`nats-server-n2`). */
+type Component = ServiceLog;
 
 const LogsFlags = z.object({
-  component: z.enum(COMPONENTS, { message: "component must be nats-server, mesh-service or manager" }).optional(),
+  component: z
+    .string()
+    .regex(/^(nats-server(-n\d+)?|mesh-service|manager)$/, "component must be nats-server (nats-server-nK: one node of a cluster), mesh-service or manager")
+    .optional(),
   lines: positiveInt("--lines").default(50),
   follow: z.boolean().optional(),
 });
@@ -22,7 +27,7 @@ export function registerLogs(program: Command): void {
     .summary("show the logs of the mesh's nats-server, mesh service and manager")
     .description(
       "Print the last lines of the logs the background processes of this project's mesh write in .cotal/logs/ " +
-        "(nats-server.log, mesh-service.log, manager.log); with --follow, keep printing what they add until Ctrl-C.",
+        "(nats-server.log, or nats-server-nK.log per node of a cluster, mesh-service.log, manager.log); with --follow, keep printing what they add until Ctrl-C.",
     )
     .argument("[component]", "nats-server, mesh-service or manager (default: all)")
     .option("--lines <n>", "how many of the last lines to print (default 50)")
@@ -31,7 +36,11 @@ export function registerLogs(program: Command): void {
       const f = parseInput(LogsFlags, { ...raw, component }, { component: "[component]" });
       const root = findMeshRoot();
       if (!root) throw new MeshNotFoundError(process.cwd());
-      const which: readonly Component[] = f.component ? [f.component] : COMPONENTS;
+      // On a cluster (`cotal up --cluster N`) nats-server names every node's log.
+      const info = root.readInfo();
+      const nodes = info?.cluster ? meshNodes(root, info).map((n) => n.name) : ["nats-server" as const];
+      const expand = (c: string): Component[] => (c === "nats-server" ? nodes : [c as Component]);
+      const which: readonly Component[] = f.component ? expand(f.component) : COMPONENTS.flatMap(expand);
       const prefix = which.length > 1;
       const offsets = new Map<Component, number>();
       for (const c of which) offsets.set(c, printTail(root, c, f.lines, prefix));

@@ -72,7 +72,7 @@ afterAll(async () => {
 });
 
 describe("cotal up --cluster 3", () => {
-  it("runs three nodes, survives losing one, and stops every process on down", async () => {
+  it("runs three nodes (logs and health per node), survives losing one, and stops every process on down", async () => {
     // Three consecutive free client ports: the cluster asks for --port and the two above it.
     let base = 0;
     while (!base) {
@@ -92,6 +92,10 @@ describe("cotal up --cluster 3", () => {
     const checks = (JSON.parse(health.stdout) as { checks: Array<{ name: string; healthy: boolean }> }).checks;
     expect(checks.map((c) => c.name)).toEqual(["nats-server-n1", "nats-server-n2", "nats-server-n3", "mesh-service", "manager"]);
     expect(checks.every((c) => c.healthy)).toBe(true);
+
+    const logs = await cotal(["logs", "nats-server", "--lines", "1"]);
+    expect(logs.code, logs.stderr).toBe(0);
+    for (const n of [1, 2, 3]) expect(logs.stdout).toMatch(new RegExp(`^nats-server-n${n} \\| `, "m"));
 
     for (const who of ["alice", "bob"]) {
       const m = await cotal(["mint", who, "--profile", "agent", "--provision", "--out", join(dir, `${who}.creds`)]);
