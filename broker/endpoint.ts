@@ -80,7 +80,7 @@ export interface EndpointOptions extends MeshAddress {
   publishTimeoutMs?: number;
   /**
    * Waits before each attempt to re-create a durable consumer that stopped, ms (default
-   * 0, 250, 1 000, 3 000, 10 000); after the last failed attempt it is reported `lost`.
+   * REESTABLISH_DELAYS_MS in schemas/limits.ts); after the last failed attempt it is reported `lost`.
    */
   reestablishDelaysMs?: readonly number[];
   /**
