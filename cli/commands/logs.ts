@@ -14,7 +14,7 @@ type Component = ServiceLog;
 const LogsFlags = z.object({
   component: z
     .string()
-    .regex(/^(nats-server(-n\d+)?|mesh-service|manager)$/, "component must be nats-server (nats-server-nK: one node of a cluster), mesh-service or manager")
+    .regex(/^(nats-server(-n\d+)?|mesh-service|manager)$/, "component must be nats-server, mesh-service or manager (nats-server-nK: one node of a cluster)")
     .optional(),
   lines: positiveInt("--lines").default(50),
   follow: z.boolean().optional(),
