@@ -748,7 +748,7 @@ export class Endpoint {
     const log = this.log.child({ stream, durable });
     const bind = async (name: string) => {
       const consumer = await this.js.consumers.get(stream, name);
-      const it = await consumer.consume({ max_messages: DELIVERY.pullBatch, abort_on_missing_resource: true });
+      const it = await consumer.consume({ max_messages: DELIVERY.pullBatch, expires: DELIVERY.pullExpiresMs, abort_on_missing_resource: true });
       void (async () => {
         for await (const s of it.status()) {
           if (s.type === "heartbeats_missed") log.warn({ count: s.count }, "durable consumer missed heartbeats; checking it still exists");

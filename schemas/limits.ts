@@ -27,6 +27,12 @@ export const DELIVERY = {
   maxAckPending: 1_000,
   /** Messages one pull asks for. */
   pullBatch: 256,
+  /**
+   * How long one pull waits before it is renewed, ms. The client notices a lost pull (its
+   * consumer's leader died with a cluster node) after two missed idle heartbeats, half this each:
+   * at nats.js's default 30 s a seat got nothing for ≈ 30 s after a node loss; at 5 s, ≈ 5 s.
+   */
+  pullExpiresMs: 5_000,
 } as const;
 
 /** How a send publishes: one attempt's ack wait, and how long it keeps retrying the same id. */
