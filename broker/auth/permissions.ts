@@ -162,7 +162,8 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
       // watched buckets to receive. It can reach no other space and nothing of the data account.
       return {
         pub: { allow: [...clientServices(space).map((s) => s.subject), "_INBOX.>"] },
-        sub: { allow: ["_INBOX.>", patterns.space(space), presenceAll, patterns.bucketKeys(names.managersBucket(space))] },
+        // Beats cross to the hub (its agents beat), never back: no one on the host reads them.
+        sub: { allow: ["_INBOX.>", patterns.space(space), presenceAll, patterns.bucketKeys(names.managersBucket(space))], deny: [allBeats(space)] },
       };
   }
 }

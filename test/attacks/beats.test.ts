@@ -46,6 +46,18 @@ describe("liveness beats", () => {
     }
   });
 
+  test("a leaf host's credential cannot read beats either (they cross to the hub, never back)", async () => {
+    const leaf = await mesh.connection(await mesh.mint({ name: "hostb_leaf", profile: "leaf" }), "_INBOX.local.hostb_leaf");
+    try {
+      const sub = leaf.subscribe(beatFilter(SPACE));
+      await leaf.flush();
+      const closed = await Promise.race([sub.closed, new Promise((r) => setTimeout(() => r("open"), 2_000))]);
+      expect(permissionViolation(closed), "subscribe to beats refused").toBeDefined();
+    } finally {
+      await leaf.close();
+    }
+  });
+
   test("an agent credential cannot publish another's beat (the broker refuses it)", async () => {
     const beat: PresenceBeat = {
       ts: Date.now(),
