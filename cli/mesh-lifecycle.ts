@@ -481,6 +481,8 @@ export interface DownReport {
   natsServer: { pid?: number; result: "stopped" | "killed" | "not-running" | "not-recorded" };
   /** `cotal up --cluster N`: each node, in order. */
   nodes?: Array<{ pid?: number; result: "stopped" | "killed" | "not-running" | "not-recorded" }>;
+  /** A dashboard `cotal web --detach` started here: it would only show the mesh as stale once it is gone. */
+  web: { pid?: number; result: "stopped" | "killed" | "not-running" | "not-recorded" };
 }
 
 /**
@@ -510,6 +512,7 @@ export async function bringDown(root: MeshRoot): Promise<DownReport> {
       removeRecord(file);
       return report;
     };
+    const web = await stop(root.pidFile("web"), [], 5_000);
     const manager = await stopManager(root);
     const meshService = await stop(root.pidFile("mesh-service"), findMeshServices(root), 10_000);
     const nodes = info?.cluster ? meshNodes(root, info) : [];
@@ -527,7 +530,7 @@ export async function bringDown(root: MeshRoot): Promise<DownReport> {
     const single = await stop(root.pidFile("nats-server"), uniqueProcesses(servers).filter((p) => !stopped.has(p.pid)), 15_000);
     const natsServer = single.result === "not-recorded" && nodeReports[0] ? nodeReports[0] : single;
     for (const store of stores) releaseStaleStore(store);
-    return { root: root.dir, manager, meshService, natsServer, ...(nodes.length ? { nodes: nodeReports } : {}) };
+    return { root: root.dir, manager, meshService, natsServer, ...(nodes.length ? { nodes: nodeReports } : {}), web };
   } finally {
     release();
   }

@@ -8,7 +8,7 @@ import { LeafListener } from "./leaf-listener.js";
 import { MeshMode } from "./mode.js";
 
 /** The background processes of a mesh, by the names of their log and pid files. */
-export type ServiceLog = "nats-server" | `nats-server-n${number}` | "mesh-service" | "manager";
+export type ServiceLog = "nats-server" | `nats-server-n${number}` | "mesh-service" | "manager" | "web";
 
 /** `cotal up --cluster N`: the nodes' ports, fixed at the first start so restarts keep the routes. */
 export const ClusterInfo = z.object({

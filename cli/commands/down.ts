@@ -12,7 +12,7 @@ export function registerDown(program: Command): void {
     .command("down")
     .summary("stop the mesh started here (mesh service, then nats-server)")
     .description(
-      "Stop the mesh of this project (.cotal/ found by walking up from here): the manager, the mesh service, then nats-server " +
+      "Stop the mesh of this project (.cotal/ found by walking up from here): a detached `cotal web`, the manager, the mesh service, then nats-server " +
         "(every node of a `--cluster`, together). " +
         "Only processes whose pid AND start time match the pid files are signalled. Stored messages stay in the " +
         "JetStream store; `cotal up` starts the mesh again with them.",
@@ -42,5 +42,6 @@ function describeDown(r: DownReport): string[] {
     }
   };
   const nats = r.nodes ? r.nodes.map((n, i) => line(`nats-server-n${i + 1}`, n)) : [line("nats-server", r.natsServer)];
-  return [`mesh: ${r.root}`, line("manager", r.manager), line("mesh service", r.meshService), ...nats];
+  const web = r.web.result === "not-recorded" ? [] : [line("web dashboard", r.web)];
+  return [`mesh: ${r.root}`, ...web, line("manager", r.manager), line("mesh service", r.meshService), ...nats];
 }

@@ -143,7 +143,7 @@ async function detach(target: MeshTarget, reader: MeshTarget, f: WebFlags): Prom
     throw new UsageError("cotal web --detach keeps its log and pid in the mesh's .cotal/ folder: run it in the mesh's project folder.", {
       remedy: "Or run it in the foreground, without --detach.",
     });
-  const recordFile = resolve(root.runDir, "web.json");
+  const recordFile = root.pidFile("web");
   const running = readRecord(recordFile);
   if (running && isRunning(running))
     throw new CommandFailedError(`A detached dashboard already runs here (pid ${running.pid}).`, { remedy: "`cotal web --stop` stops it." });
@@ -207,7 +207,7 @@ async function answers(url: string): Promise<boolean> {
 async function stopDetached(): Promise<void> {
   const target = resolveTarget({});
   if (!target.root) throw new UsageError("No mesh folder here: `cotal web --stop` stops the dashboard started in this project with --detach.");
-  const recordFile = resolve(target.root.runDir, "web.json");
+  const recordFile = target.root.pidFile("web");
   const rec = readRecord(recordFile);
   if (!rec) {
     printLines("web: not running (no record)");

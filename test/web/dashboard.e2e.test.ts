@@ -357,4 +357,10 @@ describe.skipIf(!CHROMIUM)("cotal web in a real browser", () => {
     await screenshot(page, "stale");
     await page.close();
   }, 120_000);
+
+  it("cotal down stops the detached dashboard with the mesh (last: it takes the mesh down)", async () => {
+    const down = ok(await cotal("down", "--json"));
+    expect(JSON.parse(down.stdout).web.result).toBe("stopped");
+    await expect(fetch(`${adminUrl}api/state`, { signal: AbortSignal.timeout(5_000) })).rejects.toThrow();
+  }, 60_000);
 });
