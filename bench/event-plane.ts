@@ -10,7 +10,7 @@ import path from "node:path";
 import { logger } from "../broker/index.js";
 import { ConsoleFeed, FrameRenderer, plainLines } from "../cli/console-feed.js";
 import { MeshSession } from "../cli/session.js";
-import { Connector, EventPlane, runHook } from "../connector/index.js";
+import { Connector, EventPlane, runHook } from "../connector/internal.js";
 import { chatSubject, encodeMessage, eventsChannelOf, frameOf, patterns, type CotalMessage } from "../schemas/index.js";
 import type { Scope } from "./context.js";
 import { summarize, type Summary } from "./stats.js";

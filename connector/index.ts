@@ -1,22 +1,11 @@
-/** Connector: the seat runtime (MCP server, hook relay, bounded inbox, wake, presence from hooks). */
-export * from "./errors.js";
-export * from "./launch.js";
-export * from "./paths.js";
-export * from "./protocol.js";
-export * from "./framing.js";
-export * from "./inbox.js";
-export * from "./hooks.js";
-export * from "./presence.js";
-export * from "./wake.js";
-export * from "./hook-socket.js";
-export * from "./hook.js";
-export * from "./written-reply.js";
-export * from "./config.js";
-export * from "./connector.js";
-export { plural, receiptLine } from "./model-text.js";
-export * from "./tools.js";
-export * from "./run.js";
-export { VERSION as CONNECTOR_VERSION } from "./version.js";
+/**
+ * Connector: the public entry of the seat runtime. The runtime starts from its own bundles
+ * (mcp-main.ts, hook-main.ts); other components use the hook client (`cotal hook`), the receipt
+ * line (`cotal send`), and the Claude Code plugin with its installer (`cotal setup`, `cotal
+ * manager`). Tests and benches that drive the runtime itself use ./internal.js.
+ */
+export { runHook } from "./hook.js";
+export { receiptLine } from "./model-text.js";
 // The Claude plugin and its install, for `cotal setup` (claude command lines are built only in claude/ and the plugin installer).
 export {
   applyAllowRule,
@@ -45,6 +34,3 @@ export {
   type PluginInstallActions,
   type PluginInstallState,
 } from "./claude/index.js";
-export * from "./agui.js";
-export * from "./event-wal.js";
-export * from "./event-plane.js";

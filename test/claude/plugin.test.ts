@@ -7,7 +7,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import pkg from "../../package.json" with { type: "json" };
-import { HOOKS } from "../../connector/index.js";
+import { HOOKS } from "../../connector/internal.js";
 import { PLUGIN_BIN_DIR, renderPlugin } from "../../connector/claude/index.js";
 import { claudeBin, OFFLINE_ENV, projectRoot } from "../harness/claude-runner.js";
 

@@ -7,7 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { logger, type Endpoint } from "../../broker/index.js";
-import { EventPlane } from "../../connector/index.js";
+import { EventPlane } from "../../connector/internal.js";
 import { buildCli, cleanEnv, CotalProcess, cotalBundle } from "../harness/cli.js";
 import { until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";

@@ -1,7 +1,7 @@
 // The transcript → AG-UI mapping, pure: what each record becomes, what is never read, and the
 // stream invariant (one open run, nothing outside a run, ids opened and closed in order).
 import { describe, expect, it } from "vitest";
-import { AgUiMapper, RUN_FAILED, streamViolation, type RunEvent } from "../../connector/index.js";
+import { AgUiMapper, RUN_FAILED, streamViolation, type RunEvent } from "../../connector/internal.js";
 
 const mapper = () => new AgUiMapper({ threadId: "s1", openTools: [] });
 const flat = (evs: RunEvent[]) => evs.map((e) => ({ ...e.event, runId: "runId" in e.event ? e.event.runId : e.runId }));

@@ -5,7 +5,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Connector, optionsFromEnv, readLaunchMaterial, runHook, streamViolation } from "../../connector/index.js";
+import { Connector, optionsFromEnv, readLaunchMaterial, runHook, streamViolation } from "../../connector/internal.js";
 import { frameOf } from "../../schemas/index.js";
 import { NatsServer, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";

@@ -6,7 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { logger, type Endpoint } from "../../broker/index.js";
-import { EventPlane, streamViolation } from "../../connector/index.js";
+import { EventPlane, streamViolation } from "../../connector/internal.js";
 import { frameOf, type AgUiFrame } from "../../schemas/index.js";
 import { until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";

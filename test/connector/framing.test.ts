@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { frameBody, frameHeader, frameMessage, frameParts, GUTTER, HEADER_OPEN, neutralizeInline, neutralizeText, type FrameInput } from "../../connector/index.js";
+import { frameBody, frameHeader, frameMessage, frameParts, GUTTER, HEADER_OPEN, neutralizeInline, neutralizeText, type FrameInput } from "../../connector/internal.js";
 
 const base: FrameInput = { kind: "dm", from: "local.alice", id: "m-1", ts: Date.parse("2025-01-02T03:04:05.000Z"), parts: [{ kind: "text", text: "hello" }] };
 

@@ -7,9 +7,8 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { CallToolResult, JSONRPCNotification } from "@modelcontextprotocol/sdk/types.js";
 import { jetstreamManager, type ConsumerInfo, type JetStreamManager } from "@nats-io/jetstream";
-import { Connector, runHook, seatPaths, type ConnectorOptions, type Launch, type SeatPaths } from "../../connector/index.js";
+import { Connector, runHook, seatPaths, type ConnectorOptions, type Launch, type Mail, type SeatPaths } from "../../connector/internal.js";
 import type { CotalMessage, Part } from "../../schemas/index.js";
-import type { Mail } from "../../connector/index.js";
 import type { TestMesh } from "../harness/mesh.js";
 
 /** A private (0700) control directory, removed by `cleanup()`. */

@@ -5,7 +5,7 @@ import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { logger } from "../../broker/index.js";
-import { Connector, HookSocket, seatPaths, CustodyHeldError, runHook } from "../../connector/index.js";
+import { Connector, HookSocket, seatPaths, CustodyHeldError, runHook } from "../../connector/internal.js";
 import { NatsServer, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
 import { call, dmConsumerInfo, envLaunch, held, hook, mcpClient, seatFiles, seatToken, startConnector, tempControlDir } from "./helpers.js";

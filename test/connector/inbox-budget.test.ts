@@ -2,7 +2,7 @@
 // (maxChars), and the reply budgets of drain (hooks) and window (cotal_inbox). Issue #9: the
 // held-characters budget was never exercised beyond "fewer than five are left".
 import { describe, expect, it } from "vitest";
-import { frameInput, frameMessage, Inbox, type Classifier, type InboxEntry } from "../../connector/index.js";
+import { frameInput, frameMessage, Inbox, type Classifier, type InboxEntry } from "../../connector/internal.js";
 import { fakeMail, type FakeMail } from "./helpers.js";
 
 const classify: Classifier = (m) => ({ cls: m.kind === "channel" ? "channel" : "directed", mentionsYou: false });

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { createAccount } from "@nats-io/nkeys";
 import { afterAll, describe, expect, it } from "vitest";
 import { mintCreds } from "../../broker/internal.js";
-import { resolveLaunch } from "../../connector/index.js";
+import { resolveLaunch } from "../../connector/internal.js";
 
 const dir = mkdtempSync(join(tmpdir(), "cotal-launch-creds-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

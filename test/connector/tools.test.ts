@@ -2,7 +2,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { buildNotJoinedServer, type Connector } from "../../connector/index.js";
+import { buildNotJoinedServer, type Connector } from "../../connector/internal.js";
 import type { Delivery, Endpoint } from "../../broker/index.js";
 import { messageText } from "../../schemas/index.js";
 import { NatsServer, until } from "../harness/fixtures.js";

@@ -1,7 +1,7 @@
 // The manager's terminal wake shows in presence: the hook relays only whether a prompt is the
 // manager's wake prompt (never the prompt), and the turn it starts reads "woken by the manager".
 import { describe, expect, it } from "vitest";
-import { MANAGER_WAKE_PROMPT, presenceFromHook, trimPayload, WOKEN_ACTIVITY } from "../../connector/index.js";
+import { MANAGER_WAKE_PROMPT, presenceFromHook, trimPayload, WOKEN_ACTIVITY } from "../../connector/internal.js";
 import { WAKE_PROMPT } from "../../manager/index.js";
 
 describe("the wake prompt", () => {

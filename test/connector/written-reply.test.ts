@@ -4,7 +4,7 @@
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
-import { WrittenReplyTransport } from "../../connector/index.js";
+import { WrittenReplyTransport } from "../../connector/internal.js";
 
 function fakeInner() {
   const log: string[] = [];

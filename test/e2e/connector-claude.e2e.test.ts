@@ -8,7 +8,7 @@ import path from "node:path";
 import { build } from "esbuild";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Delivery, Endpoint } from "../../broker/index.js";
-import { renderHooksSettings, type HookEvent } from "../../connector/index.js";
+import { renderHooksSettings, type HookEvent } from "../../connector/internal.js";
 import { messageText } from "../../schemas/index.js";
 import { CONNECTOR_BUNDLE, ensureBuilt, HOOK_BUNDLE } from "../connector/built.js";
 import { dmConsumerInfo } from "../connector/helpers.js";

@@ -6,7 +6,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { renderHooksSettings, streamViolation } from "../../connector/index.js";
+import { renderHooksSettings, streamViolation } from "../../connector/internal.js";
 import { frameOf } from "../../schemas/index.js";
 import { CONNECTOR_BUNDLE, ensureBuilt, HOOK_BUNDLE } from "../connector/built.js";
 import { cleanupRun, nodeCommand, runClaude, writeMcpConfig, writeSettingsFile } from "../harness/claude-runner.js";

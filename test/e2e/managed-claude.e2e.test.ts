@@ -11,7 +11,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ControlCallError, controlCaller } from "../../broker/index.js";
 import { TmuxServer, WAKE_PROMPT, type ClaudeSeatOptions, type ManagerService } from "../../manager/internal.js";
-import { WOKEN_ACTIVITY } from "../../connector/index.js";
+import { WOKEN_ACTIVITY } from "../../connector/internal.js";
 import { localPrincipal, MANAGER_COMMANDS, type SeatView } from "../../schemas/index.js";
 import { startClaudeManager } from "../harness/claude-manager.js";
 import { buildCli } from "../harness/cli.js";

@@ -8,7 +8,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { controlCaller } from "../../broker/index.js";
 import type { ManagerService } from "../../manager/index.js";
-import { streamViolation } from "../../connector/index.js";
+import { streamViolation } from "../../connector/internal.js";
 import { frameOf, localPrincipal, MANAGER_COMMANDS } from "../../schemas/index.js";
 import { startClaudeManager } from "../harness/claude-manager.js";
 import { buildCli } from "../harness/cli.js";

@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Endpoint, logger } from "../../broker/index.js";
-import { EventPlane } from "../../connector/index.js";
+import { EventPlane } from "../../connector/internal.js";
 import { buildCli, cleanEnv, CotalProcess, freePort, projectRoot, runCotal, type CliResult } from "../harness/cli.js";
 import { until } from "../harness/fixtures.js";
 
