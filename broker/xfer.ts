@@ -9,6 +9,7 @@ import { headers, type NatsConnection, type Subscription } from "@nats-io/transp
 import { jetstream, jetstreamManager, StorageType, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { Objm } from "@nats-io/obj";
+import { clusterReplicas } from "./provision.js";
 import {
   LOCAL_OWNER,
   CARRY_CHUNK_BYTES,
@@ -104,6 +105,8 @@ export class XferService {
     private readonly log: Logger,
     private readonly o: XferServiceOptions,
     private readonly identities: IdentityRegistry | undefined,
+    /** A transfer bucket's replicas: R3 on a cluster of three or more, as every space stream. */
+    private readonly replicas: number,
   ) {
     const guard = <A extends { instance: string }, R>(f: (a: A) => Promise<R>, managerMay = false) => async (a: A, caller: Principal) => {
       await this.authorize(caller, a.instance, managerMay);
@@ -125,7 +128,7 @@ export class XferService {
   static async start(nc: NatsConnection, space: string, log: Logger, o: XferServiceOptions): Promise<XferService> {
     const js = jetstream(nc);
     const identities = o.operatorOnly ? new IdentityRegistry(await new Kvm(js).open(names.membersBucket(space), { bindOnly: true })) : undefined;
-    return new XferService(nc, space, js, await jetstreamManager(nc), log.child({ part: "xfer" }), o, identities);
+    return new XferService(nc, space, js, await jetstreamManager(nc), log.child({ part: "xfer" }), o, identities, clusterReplicas(nc));
   }
 
   stop(): void {
@@ -150,6 +153,7 @@ export class XferService {
     if (!this.buckets.has(bucket)) {
       await new Objm(this.js).create(bucket, {
         storage: StorageType.File,
+        replicas: this.replicas,
         ttl: (this.o.ttlMs ?? CARRY_TTL_MS) * 1_000_000,
         max_bytes: this.o.maxBytes ?? CARRY_MAX_BYTES,
         description: `transcripts carried to manager ${instance}`,

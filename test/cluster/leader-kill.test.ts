@@ -4,8 +4,12 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { clusterReplicas, Endpoint, MeshService } from "../../broker/index.js";
-import { messageText, names } from "../../schemas/index.js";
+import { createHash } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { clusterReplicas, Endpoint, logger, MeshService, uploadTransfer, XferService } from "../../broker/index.js";
+import { localPrincipal, messageText, names } from "../../schemas/index.js";
 import { cluster, type NatsCluster } from "../harness/cluster.js";
 import { TEST_STORAGE } from "../harness/mesh.js";
 import { until } from "../harness/until.js";
@@ -41,6 +45,17 @@ describe("a 3-node cluster", () => {
     for (const s of [names.dmStream(SPACE), names.chatStream(SPACE), `KV_${names.presenceBucket(SPACE)}`]) {
       expect((await jsm.streams.info(s)).config.num_replicas, s).toBe(3);
     }
+    // A transcript carried to a manager lands in that manager's own bucket, made on first use: R3 too.
+    const dir = mkdtempSync(join(tmpdir(), "cotal-ha-carry-"));
+    const file = join(dir, "session.jsonl");
+    const bytes = Buffer.from('{"type":"user"}\n');
+    writeFileSync(file, bytes);
+    const digest = `sha256:${createHash("sha256").update(bytes).digest("hex")}`;
+    const xfer = await XferService.start(serviceNc, SPACE, logger("test-xfer"), {}); // as `cotal mesh serve` runs it
+    await uploadTransfer({ nc: serviceNc, space: SPACE, me: localPrincipal("cli") }, { instance: "box1", file, digest, size: bytes.length });
+    expect((await jsm.streams.info(`OBJ_${names.xferBucket(SPACE, "box1")}`)).config.num_replicas).toBe(3);
+    xfer.stop();
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it("loses no acknowledged DM when the DM stream's leader is SIGKILLed mid-flight", async () => {
