@@ -32,7 +32,7 @@ export class UnsafeControlDirError extends CotalError {
 }
 
 /** Process exit codes of the connector entry point. */
-export const EXIT = {
+export const CONNECTOR_EXIT = {
   ok: 0,
   /** Could not reach or join the mesh. */
   mesh: 1,

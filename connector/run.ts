@@ -4,7 +4,7 @@ import { logger, setLogDestination } from "../broker/index.js";
 import { CotalError } from "../schemas/index.js";
 import { optionsFromEnv } from "./config.js";
 import { Connector } from "./connector.js";
-import { CustodyHeldError, EXIT, LaunchError, UnsafeControlDirError } from "./errors.js";
+import { CustodyHeldError, CONNECTOR_EXIT, LaunchError, UnsafeControlDirError } from "./errors.js";
 import { resolveLaunch } from "./launch.js";
 import { buildNotJoinedServer } from "./tools.js";
 
@@ -29,7 +29,7 @@ export async function runConnector(env: NodeJS.ProcessEnv = process.env): Promis
   try {
     resolution = resolveLaunch(env);
   } catch (err) {
-    return refuse(err, EXIT.launch);
+    return refuse(err, CONNECTOR_EXIT.launch);
   }
 
   if (resolution.kind === "none") {
@@ -38,16 +38,16 @@ export async function runConnector(env: NodeJS.ProcessEnv = process.env): Promis
     log.info("not joined: serving cotal_join_help only");
     await ended;
     await server.close().catch(() => undefined);
-    return EXIT.ok;
+    return CONNECTOR_EXIT.ok;
   }
 
   let connector: Connector;
   try {
     connector = await Connector.start({ ...optionsFromEnv(env), launch: resolution.launch });
   } catch (err) {
-    if (err instanceof CustodyHeldError) return refuse(err, EXIT.custody);
-    if (err instanceof LaunchError || err instanceof UnsafeControlDirError) return refuse(err, EXIT.launch);
-    return refuse(err, EXIT.mesh);
+    if (err instanceof CustodyHeldError) return refuse(err, CONNECTOR_EXIT.custody);
+    if (err instanceof LaunchError || err instanceof UnsafeControlDirError) return refuse(err, CONNECTOR_EXIT.launch);
+    return refuse(err, CONNECTOR_EXIT.mesh);
   }
   const server = await connector.serve(new StdioServerTransport());
   const transportClosed = new Promise<string>((resolve) => {
@@ -59,7 +59,7 @@ export async function runConnector(env: NodeJS.ProcessEnv = process.env): Promis
   });
   const reason = await Promise.race([ended, transportClosed]);
   await connector.close(reason);
-  return EXIT.ok;
+  return CONNECTOR_EXIT.ok;
 
   function refuse(err: unknown, code: number): number {
     const message = err instanceof CotalError || err instanceof Error ? err.message : String(err);

@@ -10,6 +10,7 @@ import {
   Attention,
   ChannelMode,
   ChannelName,
+  COTAL_VERSION,
   CotalError,
   LIMITS,
   LOCAL_OWNER,
@@ -23,7 +24,6 @@ import {
 import { frameMessage } from "./framing.js";
 import * as text from "./model-text.js";
 import type { Seat } from "./seat.js";
-import { VERSION } from "./version.js";
 
 /** What the tools may do with the seat: send, read its inbox, its channels and status, dispatch runs. */
 export type ToolSeat = Pick<
@@ -136,7 +136,7 @@ function sent(r: Receipt, me: string): CallToolResult {
 /** Build the MCP server of a seat. */
 export function buildMcpServer(c: ToolSeat, replies: ReplyReceipts): McpServer {
   const server = new McpServer(
-    { name: "cotal", version: VERSION },
+    { name: "cotal", version: COTAL_VERSION },
     { capabilities: { experimental: { "claude/channel": {} }, tools: {} }, instructions: text.serverInstructions(c.facts()) },
   );
   const who = () => c.id;
@@ -389,7 +389,7 @@ function historyFrame(m: CotalMessage, from: string, channel: string) {
 /** The MCP server of a connector that is not joined: one tool explaining how to join. */
 export function buildNotJoinedServer(note?: string): McpServer {
   const help = note ? `${note}\n${text.JOIN_HELP}` : text.JOIN_HELP;
-  const server = new McpServer({ name: "cotal", version: VERSION }, { instructions: text.NOT_JOINED_INSTRUCTIONS });
+  const server = new McpServer({ name: "cotal", version: COTAL_VERSION }, { instructions: text.NOT_JOINED_INSTRUCTIONS });
   server.registerTool(
     "cotal_join_help",
     { description: "Explains how to put this Claude session on a Cotal mesh (it is not joined).", inputSchema: z.strictObject({}) },
