@@ -1,4 +1,4 @@
-// The event plane (DESIGN §11): frames per second one seat publishes (transcript → WAL →
+// The event plane (docs/events.md): frames per second one seat publishes (transcript → WAL →
 // ordered publishes with Nats-Expected-Last-Subject-Sequence) beside a raw client publishing the
 // same frame bytes in order with the same headers; frames per second one console renders
 // (core subscription, envelope check, frame check, timeline lines) beside a raw subscription that

@@ -95,7 +95,7 @@ export interface ProvisionReport {
 
 const nanos = (ms: number) => ms * 1_000_000;
 
-/** The streams of a space (DESIGN §5), by name. */
+/** The streams of a space (docs/SPEC.md §4), by name. */
 export function spaceStreams(space: string, opts: SpaceOptions = {}): Array<Partial<StreamConfig> & { name: string; subjects: string[] }> {
   const limits = { ...STORAGE_DEFAULTS, ...opts.limits };
   const common = {

@@ -1,4 +1,4 @@
-// Transcript transfer (DESIGN §12): the mesh service's `xfer` endpoint, which writes a carried
+// Transcript transfer (docs/manager.md "Transcript carry"): the mesh service's `xfer` endpoint, which writes a carried
 // transcript's chunks into the Object Store bucket of one manager instance,
 // `cotal_xfer_<space>_<instance>`, and serves them back to that manager; plus the two client
 // loops (upload from the CLI, read on the manager). Clients of a static mesh have no JetStream of

@@ -1,6 +1,6 @@
 // A seat-private Claude config dir (CLAUDE_CONFIG_DIR), pre-seeded so an interactive seat starts
 // straight at its input screen with nobody there: no first-run, theme, API-key or trust screen
-// (FIELD-NOTES "Interactive Claude under tmux, offline"; CLAUDE_CONFIG_DIR holds `.claude.json`
+// (docs/manager.md "A Claude seat starts unattended"; CLAUDE_CONFIG_DIR holds `.claude.json`
 // and `settings.json` itself, verified on 2.1.332).
 import { copyFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";

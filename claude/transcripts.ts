@@ -1,4 +1,4 @@
-// Claude session transcripts on disk (FIELD-NOTES: `<config>/projects/<cwd with
+// Claude session transcripts on disk (docs/manager.md "Transcript carry": `<config>/projects/<cwd with
 // non-alphanumerics as '-'>/<session>.jsonl`): finding one by id, refusing names and duplicates,
 // hashing, and copying one into a seat's private config dir with its hash checked.
 import { createHash } from "node:crypto";

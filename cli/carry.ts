@@ -1,5 +1,5 @@
 // `cotal spawn --resume <session> --on <instance>`: find the session's transcript here, carry it to
-// the target manager (DESIGN §12, docs/manager.md "Transcript carry") and return its claim.
+// the target manager (docs/manager.md "Transcript carry") and return its claim.
 import { stat } from "node:fs/promises";
 import cliProgress from "cli-progress";
 import { credsCaller, uploadTransfer, type ControlParty } from "../broker/index.js";

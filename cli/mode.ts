@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /**
- * The security mode of a mesh (DESIGN §13): `static` (operator-mode JWT auth) by default,
+ * The security mode of a mesh (docs/security.md): `static` (operator-mode JWT auth) by default,
  * `open` with --open. This file is the one place that decides.
  */
 export const MeshMode = z.enum(["open", "static"]);

@@ -25,7 +25,7 @@ export interface RunState {
   openTools: string[];
 }
 
-/** The fixed message of a run that ended on an API error (DESIGN §11): no detail leaves the seat. */
+/** The fixed message of a run that ended on an API error (docs/events.md): no detail leaves the seat. */
 export const RUN_FAILED = "run failed";
 /** The message of a run a crash left open, closed by the next writer. */
 export const RUN_INTERRUPTED = "run interrupted";

@@ -44,7 +44,7 @@ const READ_CHUNK = 1 << 20;
 const MAX_READ_PER_STEP = 4 << 20;
 
 /**
- * The event plane of one seat (DESIGN §11): tails the Claude transcript, maps its records to
+ * The event plane of one seat (docs/events.md): tails the Claude transcript, maps its records to
  * AG-UI events, writes them as frames to the WAL, and publishes them in order on
  * `events.<owner>.<actor>` with `Nats-Expected-Last-Subject-Sequence`. Nothing here runs on a
  * hook's path: hooks only note what happened and return.

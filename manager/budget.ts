@@ -1,4 +1,4 @@
-// Budget gates (DESIGN §14), as pure policy over the runs the seat log recorded: a daily cap
+// Budget gates (docs/runs.md), as pure policy over the runs the seat log recorded: a daily cap
 // over today's (UTC) run costs and a per-chain cap over the runs sharing a task marker. The
 // estimate for N runs is the median cost of recent runs × N (0 with no history).
 import { existsSync, readFileSync } from "node:fs";

@@ -76,7 +76,7 @@ interface Live {
 }
 
 /**
- * The manager of one host (DESIGN §10): serves spawn, stop, ps and status on the control rail
+ * The manager of one host (docs/manager.md): serves spawn, stop, ps and status on the control rail
  * (any manager, or this instance by id), keeps every seat's life in the seat log, supervises the
  * processes it started, and re-adopts them after its own restart.
  */

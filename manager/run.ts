@@ -1,4 +1,4 @@
-// One headless Claude run (DESIGN §14): the launch builder's `run` profile, a hard timeout that
+// One headless Claude run (docs/runs.md): the launch builder's `run` profile, a hard timeout that
 // ends the whole process group (and proves it gone), and the CLI's JSON result mapped to a typed
 // RunResult in which a schema violation, a missing result, a kill and a timeout each differ.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -30,7 +30,7 @@ export interface RunSpec {
   runtimeDir: string;
 }
 
-/** What the Claude CLI prints with `-p --output-format json` (the fields read; FIELD-NOTES). */
+/** What the Claude CLI prints with `-p --output-format json` (the fields read). */
 interface ClaudeJson {
   subtype?: string;
   is_error?: boolean;

@@ -1,4 +1,4 @@
-// The manager's `run` and `budget` commands (DESIGN §14): budget gates over the runs the seat
+// The manager's `run` and `budget` commands (docs/runs.md): budget gates over the runs the seat
 // log recorded, then up to maxParallel headless Claude runs at once, each recorded with its cost
 // on its own seat-log subject (`…seat.cotal_run.<runId>`), so every manager, and a restarted
 // one, adds up the same spending.

@@ -1,4 +1,4 @@
-// The manager's side of transcript carry (DESIGN §12, docs/manager.md "Transcript carry"): read
+// The manager's side of transcript carry (docs/manager.md "Transcript carry"): read
 // an uploaded transcript from this instance's transfer bucket through the mesh service, verify
 // its sha256, stage it 0600 under the state dir, remove the broker copy and issue a one-time
 // claim (10 minutes) that a `spawn --resume` presents.

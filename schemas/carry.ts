@@ -1,4 +1,4 @@
-// Transcript carry (DESIGN §12, docs/manager.md "Transcript carry"): the wire types of the
+// Transcript carry (docs/manager.md "Transcript carry"): the wire types of the
 // `xfer` endpoint (the mesh service's side: chunks into the per-instance Object Store bucket
 // `cotal_xfer_<space>_<instance>`) and of the manager's `carry-*` commands.
 import { z } from "zod";

@@ -3,7 +3,7 @@ import { principalDashed, type Principal } from "./principal.js";
 import { assertChannel, assertToken } from "./tokens.js";
 
 /**
- * Names of the durable consumers agents bind to but never create (DESIGN §5). The mesh
+ * Names of the durable consumers agents bind to but never create (docs/SPEC.md §4). The mesh
  * service (or `cotal mint --provision`) creates them; broker permissions let each identity
  * bind only its own.
  */

@@ -1,6 +1,6 @@
 import { z } from "zod";
 
-/** The extension part kind of an event-plane frame (DESIGN §11, SPEC §3). */
+/** The extension part kind of an event-plane frame (docs/events.md, docs/SPEC.md §3). */
 export const AGUI_FRAME_KIND = "ag-ui.frame";
 /** The `protocol` a Cotal frame names: AG-UI events, as typed by `@ag-ui/core`. */
 export const AGUI_PROTOCOL = "ag-ui";
@@ -66,7 +66,7 @@ export function frameOf(parts: readonly { kind: string }[]): AgUiFrame | undefin
   return undefined;
 }
 
-/** The channel a principal's seat publishes its activity on (DESIGN §11). */
+/** The channel a principal's seat publishes its activity on (docs/events.md). */
 export function eventsChannelOf(who: { owner: string; actor: string }): string {
   return `events.${who.owner}.${who.actor}`;
 }

@@ -9,7 +9,7 @@ export const LIMITS = {
 } as const;
 
 /**
- * Presence timing (DESIGN §7). An endpoint beats every `heartbeatMs` on its beat subject, which
+ * Presence timing (docs/SPEC.md §5). An endpoint beats every `heartbeatMs` on its beat subject, which
  * only the mesh service reads; the mesh service takes a key offline (deletes it) after
  * `livenessMs` without a beat or a write. The presence record itself is written only when it
  * changes, so watchers receive changes, never heartbeats.

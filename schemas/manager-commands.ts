@@ -85,7 +85,7 @@ export const MANAGER_COMMANDS = {
   },
   despawn: {
     endpoint: "manager",
-    summary: "the same as stop (the name DESIGN §10 gives it): stop if running, retire, revoke, free the name",
+    summary: "the same as stop (its other name): stop if running, retire, revoke, free the name",
     args: StopArgs,
     reply: StopReply,
   },
@@ -103,7 +103,7 @@ export const MANAGER_COMMANDS = {
   },
   run: {
     endpoint: "manager",
-    summary: "one-shot headless Claude runs (DESIGN §14): budget gates first, then each run's typed result, recorded with its cost in the seat log",
+    summary: "one-shot headless Claude runs (docs/runs.md): budget gates first, then each run's typed result, recorded with its cost in the seat log",
     args: RunArgs,
     reply: RunReply,
   },

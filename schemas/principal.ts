@@ -2,7 +2,7 @@ import { z } from "zod";
 import { InvalidTokenError } from "./errors.js";
 import { ALPHABETS, assertToken } from "./tokens.js";
 
-/** The owner of every principal on open and static meshes (DESIGN §2). */
+/** The owner of every principal on open and static meshes (docs/SPEC.md §1). */
 export const LOCAL_OWNER = "local";
 
 /** A principal `<owner>.<actor>`: who sent a message, who owns a seat. */

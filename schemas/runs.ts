@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { PrincipalToken } from "./tokens.js";
 
-/** How one run ended (DESIGN §14). `skipped`: a budget gate refused it before it started. */
+/** How one run ended (docs/runs.md). `skipped`: a budget gate refused it before it started. */
 export const RunStatus = z.enum(["ok", "timeout", "error", "skipped"]);
 export type RunStatus = z.infer<typeof RunStatus>;
 

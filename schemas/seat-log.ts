@@ -11,7 +11,7 @@ const base = {
   manager: z.string().optional().describe("the manager instance that wrote it"),
 };
 
-/** The runtimes a manager can animate a seat with (DESIGN §10). */
+/** The runtimes a manager can animate a seat with (docs/manager.md). */
 export const SeatRuntime = z.enum(["process", "tmux", "pty"]);
 export type SeatRuntime = z.infer<typeof SeatRuntime>;
 
@@ -54,7 +54,7 @@ export const SeatEvent = z
     z.object({ type: z.literal("restarted"), ...base, reason: z.string() }),
     z.object({ type: z.literal("fenced"), ...base, reason: z.string() }),
     z.object({ type: z.literal("retired"), ...base, reason: z.string() }),
-    // A one-shot run (DESIGN §14) on its own subject `…seat.cotal_run.<runId>`: its cost is what budgets add up.
+    // A one-shot run (docs/runs.md) on its own subject `…seat.cotal_run.<runId>`: its cost is what budgets add up.
     z.object({
       type: z.literal("run"),
       ...base,

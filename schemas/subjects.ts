@@ -2,7 +2,7 @@ import { assertChannel, assertToken, isToken } from "./tokens.js";
 import type { Principal } from "./principal.js";
 
 /**
- * Subject grammar (DESIGN §3). The sender is always in the subject, where the broker's
+ * Subject grammar (docs/SPEC.md §2). The sender is always in the subject, where the broker's
  * publish permissions pin it; receivers take sender and kind from the subject, not the payload.
  *
  * | kind    | subject                                                            |
@@ -166,7 +166,7 @@ export function parseSubject(subject: string): ParsedSubject | SubjectRejection 
   }
 }
 
-/** Stream and bucket names of a space (DESIGN §5). */
+/** Stream and bucket names of a space (docs/SPEC.md §4). */
 export const names = {
   chatStream: (space: string) => `CHAT_${assertToken("space", "space", space)}`,
   dmStream: (space: string) => `DM_${assertToken("space", "space", space)}`,

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { InvalidTokenError } from "./errors.js";
 
 /**
- * Token alphabets of the wire (DESIGN §2–§3). A token that does not match is refused with an
+ * Token alphabets of the wire (docs/SPEC.md §1–§2). A token that does not match is refused with an
  * error naming it and the alphabet; nothing is ever sanitized into another name.
  */
 export const ALPHABETS = {

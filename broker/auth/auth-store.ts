@@ -8,7 +8,7 @@ import { ensureSecretDir, readSecret, secretExists, writeSecret } from "./secret
 
 const dec = new TextDecoder();
 
-/** Limits every account needs, or the server refuses every connection (FIELD-NOTES). */
+/** Limits every account needs, or the server refuses every connection (nats-server 2.9 in operator mode). */
 const CONNECTION_LIMITS = { conn: -1, subs: -1, payload: -1, data: -1, imports: -1, exports: -1, wildcards: true, leaf: -1 };
 
 /** JetStream storage a space's data account may use in all (`cotal up --max-disk/--max-memory`). */
@@ -173,7 +173,7 @@ export class AuthStore {
     return jwt;
   }
 
-  /** What each kind of account may do (FIELD-NOTES: every account needs explicit limits). */
+  /** What each kind of account may do (every account needs explicit limits, as above). */
   private claims(account: string, revocations: Record<string, number>): Partial<Account> {
     const revoked = Object.keys(revocations).length ? { revocations } : {};
     if (account === SYSTEM_ACCOUNT) return { limits: CONNECTION_LIMITS };

@@ -85,7 +85,7 @@ export class IdentityRegistry {
   /**
    * May `who` read `channel`? Cotal's own service identities (`cotal_*`, never minted to
    * anyone) may; any other name without a record may not. An agent may read its own event
-   * plane's history (its writer resumes the plane's sequence from it, DESIGN §11).
+   * plane's history (its writer resumes the plane's sequence from it, docs/events.md).
    */
   async mayRead(who: Principal, channel: string): Promise<boolean> {
     const rec = await this.get(who);

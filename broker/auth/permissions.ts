@@ -2,7 +2,7 @@ import type { Permissions } from "@nats-io/jwt";
 import { clientServices } from "./space-accounts.js";
 import { assertChannel, BEAT_TOKEN, beatFilter, beatSubject, durables, eventsChannelOf, filters, JS_API, names, patterns, ROOT, type Principal, type Profile } from "../../schemas/index.js";
 
-/** Credential profiles (DESIGN §13): defined with the control commands, whose `mint` names them. */
+/** Credential profiles (docs/security.md): defined with the control commands, whose `mint` names them. */
 export { PROFILES, type Profile } from "../../schemas/index.js";
 
 /** Principals of Cotal's own services (names starting `cotal_` are reserved). */
@@ -29,7 +29,7 @@ export function inboxPrefix(who: Principal): string {
   return patterns.inbox(who).slice(0, -2);
 }
 
-/** The channel an agent publishes its activity events on (DESIGN §11). */
+/** The channel an agent publishes its activity events on (docs/events.md). */
 export function eventsChannel(who: Principal): string {
   return eventsChannelOf(who);
 }

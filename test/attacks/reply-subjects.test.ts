@@ -8,7 +8,7 @@ import { TestMesh } from "../harness/mesh.js";
 import { expectUnchanged, revokeStillCuts, snapshot } from "./state.js";
 
 /**
- * NATS does not permission-check reply subjects (FIELD-NOTES). Each test aims the broker's or
+ * NATS does not permission-check reply subjects (docs/security.md, Account isolation). Each test aims the broker's or
  * the mesh service's answer at a target an attacker must not reach, by every route a minted
  * credential has, and asserts the mesh is unchanged: streams, per-subject counts, consumers and
  * identity records; and that revoking the attacker afterwards still cuts it.

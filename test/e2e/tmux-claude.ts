@@ -1,7 +1,7 @@
 // The real interactive `claude` TUI under tmux, offline against the model double: a private tmux
 // server per session (its own socket, so nothing leaks into or out of a user's tmux), a HOME
-// pre-seeded past onboarding, the API-key question and the trust dialog (FIELD-NOTES
-// "Interactive Claude under tmux, offline"), and the screen read with capture-pane.
+// pre-seeded past onboarding, the API-key question and the trust dialog (docs/manager.md,
+// "A Claude seat starts unattended"), and the screen read with capture-pane.
 import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";

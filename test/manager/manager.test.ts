@@ -173,7 +173,7 @@ describe("manager", () => {
     expect((err as ControlCallError).code).toBe("seat-limit");
     expect((err as ControlCallError).outcome).toBe("not-executed");
     expect((err as Error).message).toMatch(/nothing was started/);
-    // despawn is stop by its DESIGN name: the seat is retired and the slot is free again.
+    // despawn is stop by its other name: the seat is retired and the slot is free again.
     expect(await callManager(nc, mesh.space, "despawn", operator, { name: "only" }, { target: "m8", timeoutMs: 30_000 })).toMatchObject({ stopped: true });
     await callManager(nc, mesh.space, "spawn", operator, { agent: "echo", name: "more" }, { target: "m8" });
   });

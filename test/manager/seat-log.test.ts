@@ -1,4 +1,4 @@
-// The seat log is the manager's fence (DESIGN §10): every append names the seat's last sequence,
+// The seat log is the manager's fence (docs/manager.md): every append names the seat's last sequence,
 // so JetStream refuses a writer whose view is stale, and a restarted manager rebuilds its table
 // by replaying. Run with the operator's CLI credential on a static mesh (the manager's reach).
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
