@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { closeSync, existsSync, openSync, readSync, statSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
 import { isWrongLastSequence, type Endpoint, type Logger } from "../broker/index.js";
 import { AGUI_FRAME_KIND, AGUI_PROTOCOL, eventsChannelOf, frameOf, type AgUiFrame } from "../schemas/index.js";
 import { AgUiMapper, type RunEvent, type RunState } from "./agui.js";
@@ -358,4 +359,3 @@ function sizeOf(file: string): number {
   }
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
