@@ -51,7 +51,7 @@ describe("a 3-node cluster", () => {
     const bytes = Buffer.from('{"type":"user"}\n');
     writeFileSync(file, bytes);
     const digest = `sha256:${createHash("sha256").update(bytes).digest("hex")}`;
-    const xfer = await XferService.start(serviceNc, SPACE, logger("test-xfer"), {}); // as `cotal mesh serve` runs it
+    const xfer = await XferService.start(serviceNc, SPACE, logger("test-xfer"), { operatorOnly: false }); // as `cotal mesh serve` runs it (open mesh)
     await uploadTransfer({ nc: serviceNc, space: SPACE, me: localPrincipal("cli") }, { instance: "box1", file, digest, size: bytes.length });
     expect((await jsm.streams.info(`OBJ_${names.xferBucket(SPACE, "box1")}`)).config.num_replicas).toBe(3);
     xfer.stop();
