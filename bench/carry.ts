@@ -51,8 +51,16 @@ async function main(): Promise<void> {
   let mgr: ManagerService | undefined;
   try {
     mgr = await ManagerService.start(nc, {
-      space: SPACE, server: server.url, stateDir: root, instance: "bench", mints: false, caller: operator, jsConnection: nc,
-      agentCommand: () => [process.execPath, "-e", ""], seatEnv: (e) => e, log: logger("bench-manager"),
+      space: SPACE,
+      server: server.url,
+      stateDir: root,
+      instance: "bench",
+      mints: false,
+      caller: operator,
+      jsConnection: nc,
+      agentCommand: () => [process.execPath, "-e", ""],
+      seatEnv: (e) => e,
+      log: logger("bench-manager"),
     });
     const party = { nc, space: SPACE, me: operator };
     // Distinct bytes per run, so no run finds the previous one's transfer or staging.
@@ -75,8 +83,22 @@ async function main(): Promise<void> {
     });
     const mbps = (s: number) => MB / s;
     const rows: Row[] = [
-      { name: `carry ${MB} MB (hash, upload, verify, stage)`, unit: "MB/s", cotal: mbps(carry), raw: mbps(raw), better: "higher", note: `median of ${RUNS}; raw: one Object Store put of the same file, no hash check or read-back` },
-      { name: `upload ${MB} MB through xfer`, unit: "MB/s", cotal: mbps(upload), raw: mbps(raw), better: "higher", note: "the upload alone: base64 chunks over the control rail, each an expected-sequence append by the mesh service" },
+      {
+        name: `carry ${MB} MB (hash, upload, verify, stage)`,
+        unit: "MB/s",
+        cotal: mbps(carry),
+        raw: mbps(raw),
+        better: "higher",
+        note: `median of ${RUNS}; raw: one Object Store put of the same file, no hash check or read-back`,
+      },
+      {
+        name: `upload ${MB} MB through xfer`,
+        unit: "MB/s",
+        cotal: mbps(upload),
+        raw: mbps(raw),
+        better: "higher",
+        note: "the upload alone: base64 chunks over the control rail, each an expected-sequence append by the mesh service",
+      },
     ];
     console.log(`cotal bench-carry: ${os.cpus().length} × ${os.cpus()[0]?.model ?? "cpu"}, Node ${process.version}${QUICK ? ", BENCH_QUICK=1" : ""}\n`);
     console.log(renderTable(rows));

@@ -75,7 +75,9 @@ async function main(): Promise<void> {
     });
     const tmux = new TmuxServer(path.join(root, "state", "tmux.sock"), `cotal-${SPACE}`);
     await callManager(nc, SPACE, "spawn", operator, { agent: "claude", name: "sleeper", cwd: work }, { target: "bench", timeoutMs: 30_000 });
-    await until("the seat to join", async () => (await callManager(nc, SPACE, "ps", operator, { all: false }, { target: "bench" })).seats.some((s) => s.state === "joined"));
+    await until("the seat to join", async () =>
+      (await callManager(nc, SPACE, "ps", operator, { all: false }, { target: "bench" })).seats.some((s) => s.state === "joined"),
+    );
     peer = await Endpoint.connect({ server: server.url, space: SPACE, name: "peer" });
     await peer.join();
     const roster = await peer.roster();
@@ -102,7 +104,14 @@ async function main(): Promise<void> {
     const w = summarize(woken);
     const p = summarize(typed);
     const rows: Row[] = [
-      { name: "DM → woken turn p50", unit: "ms", cotal: w.p50, raw: p.p50, better: "lower", note: `${SAMPLES} samples; raw: a prompt typed into the same idle seat's terminal until its request reaches the model` },
+      {
+        name: "DM → woken turn p50",
+        unit: "ms",
+        cotal: w.p50,
+        raw: p.p50,
+        better: "lower",
+        note: `${SAMPLES} samples; raw: a prompt typed into the same idle seat's terminal until its request reaches the model`,
+      },
       { name: "DM → woken turn p99", unit: "ms", cotal: w.p99, raw: p.p99, better: "lower" },
     ];
     console.log(`cotal bench-wake: ${os.cpus().length} × ${os.cpus()[0]?.model ?? "cpu"}, Node ${process.version}${QUICK ? ", BENCH_QUICK=1" : ""}\n`);

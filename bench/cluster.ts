@@ -21,7 +21,12 @@ const QUICK = process.env.BENCH_QUICK === "1";
 const SPACE = "bench";
 const PLAN = QUICK
   ? { latency: { samples: 300, warmup: 50, blocks: 2 }, throughput: { messages: 3_000, warmup: 300, inflight: 256, rounds: 2 }, consumers: 500, seats: 30 }
-  : { latency: { samples: 2_000, warmup: 200, blocks: 4 }, throughput: { messages: 10_000, warmup: 1_000, inflight: 256, rounds: 2 }, consumers: 2_000, seats: 100 };
+  : {
+      latency: { samples: 2_000, warmup: 200, blocks: 4 },
+      throughput: { messages: 10_000, warmup: 1_000, inflight: 256, rounds: 2 },
+      consumers: 2_000,
+      seats: 100,
+    };
 const JS_LIMITS = { maxMemoryStore: "256MB", maxFileStore: "16GB" };
 
 interface Topology {
@@ -149,7 +154,14 @@ async function main(): Promise<void> {
   }
   const mean = (xs: DmFigures[]): DmFigures => {
     const avg = (k: keyof DmFigures) => xs.reduce((a, x) => a + x[k], 0) / xs.length;
-    return { replicas: xs[0]!.replicas, p50: avg("p50"), p99: avg("p99"), throughput: avg("throughput"), rawP50: avg("rawP50"), rawThroughput: avg("rawThroughput") };
+    return {
+      replicas: xs[0]!.replicas,
+      p50: avg("p50"),
+      p99: avg("p99"),
+      throughput: avg("throughput"),
+      rawP50: avg("rawP50"),
+      rawThroughput: avg("rawThroughput"),
+    };
   };
   const results = { "one node": mean(runs["one node"]!), "3-node cluster": mean(runs["3-node cluster"]!) };
   step(`one node: server memory for ${PLAN.seats} joined seats, then ${PLAN.consumers} durable consumers`);
@@ -164,7 +176,9 @@ async function main(): Promise<void> {
   console.log(`| DM latency p99, ms | ${fmt(one.p99)} | ${fmt(three.p99)} | ${fmt(three.p99 / one.p99)} |`);
   console.log(`| DM throughput, msg/s | ${fmt(one.throughput)} | ${fmt(three.throughput)} | ${fmt(three.throughput / one.throughput)} |`);
   console.log(`| raw client (R1 stream) latency p50, ms | ${fmt(one.rawP50)} | ${fmt(three.rawP50)} | ${fmt(three.rawP50 / one.rawP50)} |`);
-  console.log(`| raw client (R1 stream) throughput, msg/s | ${fmt(one.rawThroughput)} | ${fmt(three.rawThroughput)} | ${fmt(three.rawThroughput / one.rawThroughput)} |`);
+  console.log(
+    `| raw client (R1 stream) throughput, msg/s | ${fmt(one.rawThroughput)} | ${fmt(three.rawThroughput)} | ${fmt(three.rawThroughput / one.rawThroughput)} |`,
+  );
   console.log(`| stream replicas seen | ${one.replicas} | ${three.replicas} | |`);
   console.log("");
   console.log(`server memory per durable consumer: ${fmt(mem.consumerKiB)} KiB (${PLAN.consumers} consumers)`);

@@ -90,7 +90,6 @@ async function startSeat(server: NatsServer, ctl: string, name: string, token: s
   };
 }
 
-
 function line(name: string, s: Summary): string {
   return `${name.padEnd(34)} p50 ${s.p50.toFixed(2).padStart(7)} ms   p99 ${s.p99.toFixed(2).padStart(7)} ms   (n=${s.n}, mean ${s.mean.toFixed(2)}, max ${s.max.toFixed(2)})`;
 }
@@ -157,7 +156,9 @@ async function main(): Promise<void> {
     console.log(line("  of which Node start (node -e '')", s.floor));
     console.log(line("PreToolUse, relay only (in-process)", s.relay));
     console.log(line("PreToolUse, http hook", s.http));
-    console.log(`connector idle RSS                 ${(idle.rss / 1024).toFixed(1)} MiB (peak ${(idle.hwm / 1024).toFixed(1)} MiB) after ${PLAN.idleMs / 1000}s idle`);
+    console.log(
+      `connector idle RSS                 ${(idle.rss / 1024).toFixed(1)} MiB (peak ${(idle.hwm / 1024).toFixed(1)} MiB) after ${PLAN.idleMs / 1000}s idle`,
+    );
     console.log(`  with --optimize-for-size --max-semi-space-size=1: ${(idleLean.rss / 1024).toFixed(1)} MiB (peak ${(idleLean.hwm / 1024).toFixed(1)} MiB)`);
     if (process.env.BENCH_JSON) writeFileSync(process.env.BENCH_JSON, JSON.stringify({ ...s, idleRssKiB: idle, idleRssLeanKiB: idleLean }, null, 2));
   } finally {

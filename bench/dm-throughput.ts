@@ -50,7 +50,7 @@ export async function dmThroughput(parent: Scope, opts: DmThroughputOptions): Pr
     const perRound = Math.ceil(opts.messages / opts.rounds);
     for (let r = 0; r < opts.rounds; r++) {
       const n = Math.min(perRound, opts.messages - r * perRound);
-      const order = r % 2 === 0 ? names : ([...names].reverse() as typeof names[number][]);
+      const order = r % 2 === 0 ? names : ([...names].reverse() as (typeof names)[number][]);
       for (const s of order) {
         totals[s].s += await sides[s].round(n);
         totals[s].n += n;

@@ -39,9 +39,17 @@ function turns(from: number, n: number): string {
     out.push(
       JSON.stringify({ type: "user", uuid: `p${i}`, message: { role: "user", content: `Step ${i}: run the tests` } }),
       JSON.stringify({ type: "assistant", uuid: `a${i}`, message: { role: "assistant", content: [{ type: "text", text: "Running the test suite now." }] } }),
-      JSON.stringify({ type: "assistant", uuid: `t${i}`, message: { role: "assistant", content: [{ type: "tool_use", id: `toolu_${i}`, name: "Bash", input: { command: "npm test" } }] } }),
+      JSON.stringify({
+        type: "assistant",
+        uuid: `t${i}`,
+        message: { role: "assistant", content: [{ type: "tool_use", id: `toolu_${i}`, name: "Bash", input: { command: "npm test" } }] },
+      }),
       JSON.stringify({ type: "user", uuid: `r${i}`, message: { role: "user", content: [{ type: "tool_result", tool_use_id: `toolu_${i}`, content: "ok" }] } }),
-      JSON.stringify({ type: "assistant", uuid: `f${i}`, message: { role: "assistant", content: [{ type: "text", text: "All green." }], stop_reason: "end_turn" } }),
+      JSON.stringify({
+        type: "assistant",
+        uuid: `f${i}`,
+        message: { role: "assistant", content: [{ type: "text", text: "All green." }], stop_reason: "end_turn" },
+      }),
     );
   }
   return out.join("\n") + "\n";
@@ -96,7 +104,9 @@ export async function eventPlane(scope: Scope, plan: EventPlanePlan): Promise<Ev
   const raw = await scope.raw("evraw");
   const subject = chatSubject(scope.space, { owner: "local", actor: "evraw" }, "events.local.evraw");
   let rawReceived = 0;
-  const sub = raw.nc.subscribe(patterns.channelPosts(scope.space, "events.local.evraw"), { callback: (_e, m) => void (JSON.parse(new TextDecoder().decode(m.data)) && (rawReceived += 1)) });
+  const sub = raw.nc.subscribe(patterns.channelPosts(scope.space, "events.local.evraw"), {
+    callback: (_e, m) => void (JSON.parse(new TextDecoder().decode(m.data)) && (rawReceived += 1)),
+  });
   scope.defer(async () => sub.unsubscribe());
   const payloads = seen.map((m) => encodeMessage({ ...m, from: { id: "local.evraw", name: "evraw" }, channel: "events.local.evraw", id: `raw-${m.id}` }));
   // The console renders the raw publishes too, beside the raw subscriber: the same stream, two readers.
@@ -139,7 +149,8 @@ export async function eventPlane(scope: Scope, plan: EventPlanePlan): Promise<Ev
     writeFileSync(tr, "");
     const env = { COTAL_CONTROL_DIR: ctl, COTAL_SPACE: scope.space, COTAL_NAME: name };
     const sink = { write: async () => undefined };
-    const payload = (event: string) => JSON.stringify({ hook_event_name: event, session_id: `s-${name}`, transcript_path: tr, source: "startup", tool_name: "Bash" });
+    const payload = (event: string) =>
+      JSON.stringify({ hook_event_name: event, session_id: `s-${name}`, transcript_path: tr, source: "startup", tool_name: "Bash" });
     await runHook("SessionStart", payload("SessionStart"), env, { io: sink });
     const samples: number[] = [];
     for (let i = 0; i < plan.hooks; i++) {

@@ -165,7 +165,14 @@ async function main(): Promise<void> {
     backSub.unsubscribe();
     echoer.kill();
 
-    rows.push({ name: `DM round trip through ${PLAN.seats} echo seats`, unit: "ms", cotal: cotalRound, raw: rawRound, better: "lower", note: "all sent at once, until every echo is back; raw: JetStream publishes both ways, echoed by one raw child" });
+    rows.push({
+      name: `DM round trip through ${PLAN.seats} echo seats`,
+      unit: "ms",
+      cotal: cotalRound,
+      raw: rawRound,
+      better: "lower",
+      note: "all sent at once, until every echo is back; raw: JetStream publishes both ways, echoed by one raw child",
+    });
     const mgrRss = process.memoryUsage().rss / 1024 ** 2 - rssBefore;
     console.log(`cotal bench-manager: ${os.cpus().length} × ${os.cpus()[0]?.model ?? "cpu"}, Node ${process.version}${QUICK ? ", BENCH_QUICK=1" : ""}\n`);
     console.log(renderTable(rows));

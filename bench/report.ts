@@ -46,7 +46,10 @@ export function renderTable(rows: readonly Row[]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => (b[i] ?? "").length)));
   const numeric = new Set([2, 3, 4]);
   const line = (cells: string[]) =>
-    cells.map((c, i) => (numeric.has(i) ? c.padStart(widths[i] ?? 0) : c.padEnd(widths[i] ?? 0))).join("  ").trimEnd();
+    cells
+      .map((c, i) => (numeric.has(i) ? c.padStart(widths[i] ?? 0) : c.padEnd(widths[i] ?? 0)))
+      .join("  ")
+      .trimEnd();
   const out = [line(header), widths.map((w) => "-".repeat(w)).join("  ")];
   for (const b of body) out.push(line(b));
   const notes = rows.filter((r) => r.note).map((r) => `  ${r.name}: ${r.note}`);

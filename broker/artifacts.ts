@@ -184,7 +184,8 @@ export class ArtifactService {
     if (known && known.size === want.size && (await this.mayRead(caller, known))) {
       // One who may read it may share it further: the new audience is added, nothing is sent.
       const audience = mergeGrants(grantsOf(known), want.audience);
-      if (audience.length !== grantsOf(known).length) await this.os.update(want.digest, { metadata: { ...known.metadata, [META.audience]: JSON.stringify(audience) } });
+      if (audience.length !== grantsOf(known).length)
+        await this.os.update(want.digest, { metadata: { ...known.metadata, [META.audience]: JSON.stringify(audience) } });
       return { known: true, chunkBytes: ARTIFACT_CHUNK_BYTES, info: this.info(known) };
     }
     // Bytes the caller may not read yet: it proves it holds them by sending them. The stored
@@ -193,7 +194,9 @@ export class ArtifactService {
       ? { ...known.metadata, [META.audience]: JSON.stringify(mergeGrants(grantsOf(known), [...want.audience, { to: owner }])) }
       : { [META.name]: want.name, [META.mediaType]: want.mediaType, [META.uploader]: owner, [META.audience]: JSON.stringify(want.audience) };
     if ([...this.uploads.values()].filter((u) => u.owner === owner).length >= MAX_UPLOADS_PER_CALLER) {
-      throw new CotalError("too-many-uploads", `${owner} already has ${MAX_UPLOADS_PER_CALLER} uploads open.`, { remedy: "Finish or abandon one (it is dropped after a minute idle)." });
+      throw new CotalError("too-many-uploads", `${owner} already has ${MAX_UPLOADS_PER_CALLER} uploads open.`, {
+        remedy: "Finish or abandon one (it is dropped after a minute idle).",
+      });
     }
     let controller!: ReadableStreamDefaultController<Uint8Array>;
     let wake: (() => void) | undefined;
@@ -208,10 +211,7 @@ export class ArtifactService {
       new CountQueuingStrategy({ highWaterMark: WRITE_AHEAD_CHUNKS }),
     );
     const id = randomUUID();
-    const put = this.os.put(
-      { name: want.digest, metadata, options: { max_chunk_size: ARTIFACT_CHUNK_BYTES } },
-      stream,
-    );
+    const put = this.os.put({ name: want.digest, metadata, options: { max_chunk_size: ARTIFACT_CHUNK_BYTES } }, stream);
     const upload: Upload = {
       id,
       owner,
@@ -239,7 +239,9 @@ export class ArtifactService {
     if (!u || u.owner !== principalId(caller)) throw new UnknownUploadError(id);
     if (u.failure) {
       this.abort(u, u.failure);
-      throw new CotalError("upload-failed", `The upload failed while storing: ${u.failure instanceof Error ? u.failure.message : String(u.failure)}`, { cause: u.failure });
+      throw new CotalError("upload-failed", `The upload failed while storing: ${u.failure instanceof Error ? u.failure.message : String(u.failure)}`, {
+        cause: u.failure,
+      });
     }
     return u;
   }
@@ -249,7 +251,8 @@ export class ArtifactService {
     const bytes = Buffer.from(args.data, "base64");
     // A resent last chunk (its reply was lost) is acknowledged again, not added twice.
     if (args.seq === u.nextSeq - 1 && bytes.length === u.lastLength) return { received: u.received };
-    if (args.seq !== u.nextSeq) throw new CotalError("out-of-order", `Expected chunk ${u.nextSeq}, got ${args.seq}.`, { remedy: "Send chunks in order from 0." });
+    if (args.seq !== u.nextSeq)
+      throw new CotalError("out-of-order", `Expected chunk ${u.nextSeq}, got ${args.seq}.`, { remedy: "Send chunks in order from 0." });
     if (u.received + bytes.length > u.want.size) {
       this.abort(u, new ArtifactDigestMismatchError("more bytes than begun with"));
       throw new ArtifactDigestMismatchError(`The upload sent more than the ${u.want.size} bytes it was begun with; it was dropped.`);
@@ -270,7 +273,9 @@ export class ArtifactService {
     const got = `sha256:${u.hash.digest("hex")}`;
     if (u.received !== u.want.size || got !== u.want.digest) {
       this.abort(u, new Error("digest mismatch"));
-      throw new ArtifactDigestMismatchError(`The ${u.received} bytes sent have digest ${got}, not the ${u.want.size} bytes of ${u.want.digest} the upload was begun with; nothing was kept.`);
+      throw new ArtifactDigestMismatchError(
+        `The ${u.received} bytes sent have digest ${got}, not the ${u.want.size} bytes of ${u.want.digest} the upload was begun with; nothing was kept.`,
+      );
     }
     this.uploads.delete(u.id);
     clearTimeout(u.timer);
@@ -280,7 +285,9 @@ export class ArtifactService {
       o = await u.put;
     } catch (cause) {
       // The Object Store purged what it had written: nothing is kept (for example the bucket is full).
-      throw new CotalError("upload-failed", `Storing ${u.want.digest} failed: ${cause instanceof Error ? cause.message : String(cause)}; nothing was kept.`, { cause });
+      throw new CotalError("upload-failed", `Storing ${u.want.digest} failed: ${cause instanceof Error ? cause.message : String(cause)}; nothing was kept.`, {
+        cause,
+      });
     }
     this.log.info({ upload: u.id, digest: u.want.digest, size: o.size }, "artifact stored");
     return this.info(o);
@@ -365,7 +372,14 @@ export async function putArtifact(
     callControl(party.nc, party.space, command, party.me, args as never, { timeoutMs: 30_000 }) as Promise<ControlReplyData<C>>;
   const meta = { name: opts.name ?? basename(file), mediaType: opts.mediaType ?? mediaTypeOf(file) };
   const begun = await call("artifact-begin", { digest, size, ...meta, audience: opts.audience ?? [] });
-  const part = (info: ArtifactInfo): ArtifactPart => ({ kind: "artifact", name: meta.name, mediaType: meta.mediaType, digest: info.digest, size: info.size, bucket: info.bucket });
+  const part = (info: ArtifactInfo): ArtifactPart => ({
+    kind: "artifact",
+    name: meta.name,
+    mediaType: meta.mediaType,
+    digest: info.digest,
+    size: info.size,
+    bucket: info.bucket,
+  });
   if (begun.known && begun.info) return { part: part(begun.info), uploaded: false };
   const upload = begun.upload!;
   const fh = await open(file, "r");
@@ -389,13 +403,21 @@ export async function putArtifact(
  * seen bytes that must not be trusted; write to a temporary place and keep it only on success).
  */
 export async function fetchArtifact(party: ControlParty, digest: string, sink: (chunk: Buffer) => void | Promise<void>): Promise<ArtifactInfo> {
-  if (!ARTIFACT_DIGEST.test(digest)) throw new CotalError("invalid-digest", `Invalid artifact digest ${JSON.stringify(digest)}: it must be "sha256:" and 64 lowercase hex characters.`);
+  if (!ARTIFACT_DIGEST.test(digest))
+    throw new CotalError("invalid-digest", `Invalid artifact digest ${JSON.stringify(digest)}: it must be "sha256:" and 64 lowercase hex characters.`);
   const hash = createHash("sha256");
   let received = 0;
   let cursor: number | undefined;
   let info: ArtifactInfo | undefined;
   do {
-    const r = await callControl(party.nc, party.space, "artifact-get", party.me, { digest, ...(cursor !== undefined ? { cursor } : {}) }, { timeoutMs: 30_000 });
+    const r = await callControl(
+      party.nc,
+      party.space,
+      "artifact-get",
+      party.me,
+      { digest, ...(cursor !== undefined ? { cursor } : {}) },
+      { timeoutMs: 30_000 },
+    );
     info = r.info;
     const bytes = Buffer.from(r.data, "base64");
     if (bytes.length === 0) break;
@@ -407,7 +429,9 @@ export async function fetchArtifact(party: ControlParty, digest: string, sink: (
   } while (received < info.size && cursor !== undefined);
   const got = `sha256:${hash.digest("hex")}`;
   if (received !== info.size || got !== digest) {
-    throw new ArtifactDigestMismatchError(`The bytes read for ${digest} do not match it (${received} of ${info.size} bytes, digest ${received === info.size ? got : "not computed"}); do not use them.`);
+    throw new ArtifactDigestMismatchError(
+      `The bytes read for ${digest} do not match it (${received} of ${info.size} bytes, digest ${received === info.size ? got : "not computed"}); do not use them.`,
+    );
   }
   return info;
 }

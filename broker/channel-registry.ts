@@ -1,10 +1,5 @@
 import type { KV } from "@nats-io/kv";
-import {
-  assertChannel,
-  CHANNEL_DEFAULTS_KEY,
-  ChannelConfig,
-  DEFAULT_CHANNEL_CONFIG,
-} from "../schemas/index.js";
+import { assertChannel, CHANNEL_DEFAULTS_KEY, ChannelConfig, DEFAULT_CHANNEL_CONFIG } from "../schemas/index.js";
 
 /** A channel's effective settings, with where they came from. */
 export interface ResolvedChannel {

@@ -177,7 +177,11 @@ export async function connectMesh(addr: MeshAddress): Promise<NatsConnection> {
     if (cause instanceof AuthorizationError || cause instanceof UserAuthenticationExpiredError) {
       // The server says only "Authorization Violation": what the credential itself shows is the best reason.
       const exp = creds ? credsClaims(creds)?.exp : undefined;
-      const reason = !creds ? "no-credential" : cause instanceof UserAuthenticationExpiredError || (exp !== undefined && exp * 1000 <= Date.now()) ? "expired" : "refused";
+      const reason = !creds
+        ? "no-credential"
+        : cause instanceof UserAuthenticationExpiredError || (exp !== undefined && exp * 1000 <= Date.now())
+          ? "expired"
+          : "refused";
       throw new AuthenticationRefusedError(servers, reason, cause);
     }
     throw new MeshUnavailableError(servers, cause);

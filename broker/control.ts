@@ -77,9 +77,7 @@ export async function requestControl(
 
 /** The arguments after `caller`: args may be left out when the command needs none. */
 export type ControlCallRest<T extends ControlTable, C extends keyof T> =
-  Record<string, never> extends TableArgs<T, C>
-    ? [args?: TableArgs<T, C>, opts?: ControlCallOptions]
-    : [args: TableArgs<T, C>, opts?: ControlCallOptions];
+  Record<string, never> extends TableArgs<T, C> ? [args?: TableArgs<T, C>, opts?: ControlCallOptions] : [args: TableArgs<T, C>, opts?: ControlCallOptions];
 
 /** A control caller typed by a command table. */
 export type ControlCaller<T extends ControlTable> = <C extends keyof T & string>(
@@ -109,7 +107,12 @@ export function controlCaller<T extends ControlTable>(table: T): ControlCaller<T
     const data = await requestControl(nc, space, spec.endpoint, command, caller, args ?? {}, opts);
     const r = spec.reply.safeParse(data);
     if (!r.success) {
-      throw new ControlCallError(command, "bad-reply", `the reply does not match the ${command} reply schema: ${describeIssues(r.error).join("; ")}`, "unknown");
+      throw new ControlCallError(
+        command,
+        "bad-reply",
+        `the reply does not match the ${command} reply schema: ${describeIssues(r.error).join("; ")}`,
+        "unknown",
+      );
     }
     return r.data as TableReplyData<T, C>;
   };
@@ -168,7 +171,8 @@ export function serveControl<T extends ControlTable>(
   opts: { target?: string } = {},
 ): Subscription {
   const strays = Object.entries(table).filter(([, spec]) => spec.endpoint !== endpoint);
-  if (strays.length) throw new Error(`serveControl(${endpoint}): the table holds commands of other endpoints: ${strays.map(([c, s]) => `${c} (${s.endpoint})`).join(", ")}`);
+  if (strays.length)
+    throw new Error(`serveControl(${endpoint}): the table holds commands of other endpoints: ${strays.map(([c, s]) => `${c} (${s.endpoint})`).join(", ")}`);
   // `one` is served as a queue group (any instance); an instance id only by that instance.
   const target = opts.target ?? "one";
   const subject = `cotal.${space}.ep.${endpoint}.${assertToken("name", "control target", target)}.*.*.*`;

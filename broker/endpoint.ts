@@ -243,8 +243,8 @@ export class Endpoint {
     void (async () => {
       for await (const s of this.nc.status()) {
         // Back after a disconnect: the mesh service may have taken this key offline meanwhile.
-      if (s.type === "reconnect" && this.joined) void this.writePresence().catch((err) => this.log.warn({ err }, "presence write after a reconnect failed"));
-      if (s.type !== "error") continue;
+        if (s.type === "reconnect" && this.joined) void this.writePresence().catch((err) => this.log.warn({ err }, "presence write after a reconnect failed"));
+        if (s.type !== "error") continue;
         const pv = permissionViolation(s.error);
         if (!pv) continue;
         const err = new PermissionDeniedError(pv.operation === "subscription" ? "subscribe" : "publish", pv.subject, pv);
@@ -259,7 +259,11 @@ export class Endpoint {
   static async connect(opts: EndpointOptions): Promise<Endpoint> {
     principal(opts.owner ?? "local", opts.name); // refuse bad names before connecting
     // A person's credential (or the operator's, acting for someone) replies on its own inbox prefix.
-    const nc = await connectMesh({ ...opts, name: opts.name, ...(opts.creds ? {} : { inboxPrefix: inboxPrefix(principal(opts.owner ?? "local", opts.name)) }) });
+    const nc = await connectMesh({
+      ...opts,
+      name: opts.name,
+      ...(opts.creds ? {} : { inboxPrefix: inboxPrefix(principal(opts.owner ?? "local", opts.name)) }),
+    });
     return Endpoint.over(nc, opts);
   }
 
@@ -464,7 +468,8 @@ export class Endpoint {
       // The mesh service deleted our key (it heard no beat for the liveness window, or the
       // write raced its judgement) while we live: writing it again is the way back online.
       view.onRemove((id) => {
-        if (id === this.id && this.joined) void this.writePresence().catch((err) => this.log.warn({ err }, "presence write after our key was taken offline failed"));
+        if (id === this.id && this.joined)
+          void this.writePresence().catch((err) => this.log.warn({ err }, "presence write after our key was taken offline failed"));
       });
       // Static meshes: someone who appears after the snapshot shows a role only once the mesh
       // service said which role their credential holds.
@@ -631,9 +636,11 @@ export class Endpoint {
       if (reply.created && config.replay) {
         backfilled = this.pushHistory(await this.readHistory(channel, { sinceMs, beforeSeq: reply.watermark }));
       }
-      const stop = await this.consumeDurable(names.chatStream(this.space), reply.durable, async () => (await this.mesh("join", { channel })).durable).catch((err: unknown) => {
-        throw err instanceof CotalError ? err : new JoinFailedError(`binding the membership ${reply.durable} of channel ${channel}`, err);
-      });
+      const stop = await this.consumeDurable(names.chatStream(this.space), reply.durable, async () => (await this.mesh("join", { channel })).durable).catch(
+        (err: unknown) => {
+          throw err instanceof CotalError ? err : new JoinFailedError(`binding the membership ${reply.durable} of channel ${channel}`, err);
+        },
+      );
       this.memberships.set(channel, { channel, class: "durable", stop });
     } else {
       const buffered: VerifiedMessage[] = [];

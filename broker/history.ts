@@ -1,11 +1,4 @@
-import {
-  AckPolicy,
-  DeliverPolicy,
-  type ConsumerConfig,
-  type JetStreamClient,
-  type JetStreamManager,
-  type JsMsg,
-} from "@nats-io/jetstream";
+import { AckPolicy, DeliverPolicy, type ConsumerConfig, type JetStreamClient, type JetStreamManager, type JsMsg } from "@nats-io/jetstream";
 import { filters, names, type CotalMessage, type HistoryArgs, type HistoryItem, type HistoryPage, type Principal } from "../schemas/index.js";
 import { isPullStatus } from "./js-errors.js";
 import type { Logger } from "./log.js";
@@ -130,7 +123,9 @@ export async function readHistoryPage(
       }
     }
   } finally {
-    await jsm.consumers.delete(stream, info.name).catch((err) => log.warn({ err, consumer: info.name }, "could not delete a history consumer; it expires by itself"));
+    await jsm.consumers
+      .delete(stream, info.name)
+      .catch((err) => log.warn({ err, consumer: info.name }, "could not delete a history consumer; it expires by itself"));
   }
 }
 
@@ -165,14 +160,7 @@ async function countFrom(jsm: JetStreamManager, stream: string, filter: string, 
  * the end of the stream): the largest sequence `s` with count[s, end) ≥ limit, found by
  * galloping back from the end and then bisecting, each step one count.
  */
-async function newestStart(
-  jsm: JetStreamManager,
-  stream: string,
-  filter: string,
-  lower: Start,
-  limit: number,
-  beforeSeq: number | undefined,
-): Promise<Start> {
+async function newestStart(jsm: JetStreamManager, stream: string, filter: string, lower: Start, limit: number, beforeSeq: number | undefined): Promise<Start> {
   const state = (await jsm.streams.info(stream)).state;
   const end = Math.min(beforeSeq ?? Infinity, state.last_seq + 1);
   const tail = end <= state.last_seq ? await countFrom(jsm, stream, filter, { seq: end }) : 0;

@@ -1,11 +1,5 @@
 import { Kvm, type KV } from "@nats-io/kv";
-import {
-  AckPolicy,
-  DeliverPolicy,
-  jetstreamManager,
-  type ConsumerConfig,
-  type JetStreamManager,
-} from "@nats-io/jetstream";
+import { AckPolicy, DeliverPolicy, jetstreamManager, type ConsumerConfig, type JetStreamManager } from "@nats-io/jetstream";
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import { connect, credsAuthenticator, headers, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import {
@@ -36,7 +30,17 @@ import { HISTORY_PAGE_BOUNDS, readHistoryPage } from "./history.js";
 import { isConsumerNotFound } from "./js-errors.js";
 import { logger, type Logger } from "./log.js";
 import { ensureSpace, type SpaceOptions } from "./provision.js";
-import { clientsAccount, IdentityRegistry, MintRefusedError, revokeUsers, SERVICE_PRINCIPALS, serviceCreds, signUser, type AuthStore, type IdentitySpec } from "./auth/index.js";
+import {
+  clientsAccount,
+  IdentityRegistry,
+  MintRefusedError,
+  revokeUsers,
+  SERVICE_PRINCIPALS,
+  serviceCreds,
+  signUser,
+  type AuthStore,
+  type IdentitySpec,
+} from "./auth/index.js";
 import { serverUrls } from "./connect.js";
 import { LivenessJudge } from "./liveness.js";
 import { Roster, type RosterSnapshotItem } from "./roster.js";
@@ -165,7 +169,20 @@ export class MeshService {
       authorizeRead ? { mayReadChannel: authorizeRead, identity: (who) => identities.get(who) } : undefined,
       opts.uploadIdleMs,
     );
-    const svc = new MeshService(nc, space, jsm, members, log, { ...opts, ...(authorizeRead ? { authorizeRead } : {}) }, jetstream(nc), roster, registry, identities, artifacts, liveness);
+    const svc = new MeshService(
+      nc,
+      space,
+      jsm,
+      members,
+      log,
+      { ...opts, ...(authorizeRead ? { authorizeRead } : {}) },
+      jetstream(nc),
+      roster,
+      registry,
+      identities,
+      artifacts,
+      liveness,
+    );
     if (offline) svc.closers.push(offline.close);
     svc.sub = serveControl(
       nc,
@@ -314,9 +331,21 @@ export class MeshService {
   async mint(caller: Principal, req: TableParsedArgs<typeof MESH_COMMANDS, "mint">): Promise<MintReply> {
     const who = parsePrincipal(req.name);
     // Cotal's own services (the operator's tool among them) are known by these names: never minted at run time.
-    if (who.actor.startsWith("cotal_")) throw new MintRefusedError(`Names starting with cotal_ are reserved for Cotal's own services; ${principalId(who)} was not minted.`, "Choose another name.");
+    if (who.actor.startsWith("cotal_"))
+      throw new MintRefusedError(
+        `Names starting with cotal_ are reserved for Cotal's own services; ${principalId(who)} was not minted.`,
+        "Choose another name.",
+      );
     const existing = await this.identities.get(who);
-    const auth = await this.requireMinter(caller, req.profile !== "agent" ? `mint ${req.profile} credentials` : mintedByOther(existing, caller) ? `mint ${principalId(who)}, a name it did not mint` : undefined, "mint credentials");
+    const auth = await this.requireMinter(
+      caller,
+      req.profile !== "agent"
+        ? `mint ${req.profile} credentials`
+        : mintedByOther(existing, caller)
+          ? `mint ${principalId(who)}, a name it did not mint`
+          : undefined,
+      "mint credentials",
+    );
     const spec: IdentitySpec = {
       space: this.space,
       who,
@@ -330,20 +359,49 @@ export class MeshService {
     // A name minted again under another profile is a new identity: its earlier credentials carry the
     // old permissions but would be judged by the new record (an agent's by a manager's), so they end.
     if (existing && existing.profile !== req.profile) {
-      await revokeUsers(auth.store, auth.server, this.space, existing.users.map((u) => u.pub));
-      this.log.info({ who: principalId(who), from: existing.profile, to: req.profile, revoked: existing.users.length }, "profile changed: revoked the earlier credentials");
+      await revokeUsers(
+        auth.store,
+        auth.server,
+        this.space,
+        existing.users.map((u) => u.pub),
+      );
+      this.log.info(
+        { who: principalId(who), from: existing.profile, to: req.profile, revoked: existing.users.length },
+        "profile changed: revoked the earlier credentials",
+      );
     }
-    const othersValid = (existing && existing.profile === req.profile ? existing.users : []).filter((u) => !(u.pub in revoked) && !(u.expiresAt !== undefined && u.expiresAt <= Date.now())).length;
-    const user = await signUser(spec, req.userPub, auth.store.signingKey(this.space), auth.store.accountKey(clientsAccount(this.space)).getPublicKey(), req.expiresInMs);
+    const othersValid = (existing && existing.profile === req.profile ? existing.users : []).filter(
+      (u) => !(u.pub in revoked) && !(u.expiresAt !== undefined && u.expiresAt <= Date.now()),
+    ).length;
+    const user = await signUser(
+      spec,
+      req.userPub,
+      auth.store.signingKey(this.space),
+      auth.store.accountKey(clientsAccount(this.space)).getPublicKey(),
+      req.expiresInMs,
+    );
     await this.identities.add(
       who,
-      { profile: req.profile, allowSubscribe: req.allowSubscribe, allowPublish: req.allowPublish, ...(req.role ? { role: req.role } : {}), mintedBy: principalId(caller) },
+      {
+        profile: req.profile,
+        allowSubscribe: req.allowSubscribe,
+        allowPublish: req.allowPublish,
+        ...(req.role ? { role: req.role } : {}),
+        mintedBy: principalId(caller),
+      },
       { pub: user.userPub, issuedAt: user.issuedAt, ...(user.expiresAt ? { expiresAt: user.expiresAt } : {}) },
     );
     const provisioned = req.provision ? await this.register(who, req.role) : undefined;
     if (req.provision) for (const ch of req.allowSubscribe) await this.join(who, ch);
     this.log.info({ who: principalId(who), profile: req.profile, expiresAt: user.expiresAt }, "minted a credential");
-    return { principal: principalId(who), jwt: user.jwt, userPub: user.userPub, ...(user.expiresAt ? { expiresAt: user.expiresAt } : {}), ...(provisioned ? { provisioned } : {}), othersValid };
+    return {
+      principal: principalId(who),
+      jwt: user.jwt,
+      userPub: user.userPub,
+      ...(user.expiresAt ? { expiresAt: user.expiresAt } : {}),
+      ...(provisioned ? { provisioned } : {}),
+      othersValid,
+    };
   }
 
   /** Revoke every credential issued to `name`: live connections are cut, new ones refused. */
@@ -352,7 +410,11 @@ export class MeshService {
     const rec = await this.identities.get(who);
     const auth = await this.requireMinter(
       caller,
-      rec?.profile !== "agent" ? `revoke credentials of ${rec ? `a ${rec.profile}` : "a name never minted"}` : mintedByOther(rec, caller) ? `revoke ${principalId(who)}, a name it did not mint` : undefined,
+      rec?.profile !== "agent"
+        ? `revoke credentials of ${rec ? `a ${rec.profile}` : "a name never minted"}`
+        : mintedByOther(rec, caller)
+          ? `revoke ${principalId(who)}, a name it did not mint`
+          : undefined,
       "revoke credentials",
     );
     const pubs = rec?.users.map((u) => u.pub) ?? [];
@@ -375,7 +437,10 @@ export class MeshService {
   }
 
   private requireOperator(caller: Principal, what: string): NonNullable<MeshServiceOptions["auth"]> {
-    if (!this.opts.auth) throw new CotalError("open-mesh", `This mesh is open (no credentials): there is nothing to ${what}.`, { remedy: "Start the mesh without --open to use credentials." });
+    if (!this.opts.auth)
+      throw new CotalError("open-mesh", `This mesh is open (no credentials): there is nothing to ${what}.`, {
+        remedy: "Start the mesh without --open to use credentials.",
+      });
     if (principalId(caller) !== principalId(SERVICE_PRINCIPALS.cli)) throw new NotAllowedError(what);
     return this.opts.auth;
   }
@@ -433,9 +498,19 @@ export class MeshService {
  * their keys: over a connection with the operator tool's scope, signed from the store this
  * service already holds (no privilege it did not have).
  */
-async function clientsAccountDeleter(auth: NonNullable<MeshServiceOptions["auth"]>, space: string, log: Logger): Promise<{ remove: (id: string) => Promise<unknown>; close: () => Promise<unknown> }> {
+async function clientsAccountDeleter(
+  auth: NonNullable<MeshServiceOptions["auth"]>,
+  space: string,
+  log: Logger,
+): Promise<{ remove: (id: string) => Promise<unknown>; close: () => Promise<unknown> }> {
   const creds = await serviceCreds(auth.store, space, "cli");
-  const nc = await connect({ servers: serverUrls(auth.server), name: "cotal-mesh-liveness", authenticator: credsAuthenticator(creds), maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+  const nc = await connect({
+    servers: serverUrls(auth.server),
+    name: "cotal-mesh-liveness",
+    authenticator: credsAuthenticator(creds),
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 250,
+  });
   const bucket = names.presenceBucket(space);
   return {
     remove: async (id) => {

@@ -1,14 +1,6 @@
 import { Kvm } from "@nats-io/kv";
 import { Objm } from "@nats-io/obj";
-import {
-  DiscardPolicy,
-  jetstream,
-  jetstreamManager,
-  RetentionPolicy,
-  StorageType,
-  type JetStreamManager,
-  type StreamConfig,
-} from "@nats-io/jetstream";
+import { DiscardPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamManager, type StreamConfig } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { z } from "zod";
 import { filters, LIMITS, names, PRESENCE } from "../schemas/index.js";
@@ -261,7 +253,12 @@ async function ensureArtifacts(nc: NatsConnection, jsm: JetStreamManager, space:
     if (!isStreamNotFound(err)) throw err;
   }
   if (!have) {
-    await new Objm(jetstream(nc)).create(bucket, { storage: StorageType.File, replicas: opts.replicas ?? 1, max_bytes: maxBytes, description: "Cotal artifacts (content-addressed by sha256)" });
+    await new Objm(jetstream(nc)).create(bucket, {
+      storage: StorageType.File,
+      replicas: opts.replicas ?? 1,
+      max_bytes: maxBytes,
+      description: "Cotal artifacts (content-addressed by sha256)",
+    });
     report.created.push(bucket);
   } else if (have.max_bytes !== maxBytes || have.discard !== DiscardPolicy.New) {
     await jsm.streams.update(`OBJ_${bucket}`, { ...have, max_bytes: maxBytes, discard: DiscardPolicy.New });

@@ -286,7 +286,10 @@ export async function followPresence(
       if (err) {
         // Terminal for the subscription: the view stops following live presence.
         const denied = permissionViolation(err);
-        log.error({ err: denied ? new PermissionDeniedError("subscribe", denied.subject, err) : err }, "presence subscription ended; the roster no longer follows live presence");
+        log.error(
+          { err: denied ? new PermissionDeniedError("subscribe", denied.subject, err) : err },
+          "presence subscription ended; the roster no longer follows live presence",
+        );
         return;
       }
       const key = msg.subject.slice(prefix.length);

@@ -8,7 +8,7 @@ import { isNoMessageFound, isStreamNotFound } from "./js-errors.js";
  * stream reads as empty. For small logs (seat histories, heartbeats), not for chat history.
  */
 export async function* scanStream(jsm: JetStreamManager, stream: string, filter: string): AsyncGenerator<StoredMsg> {
-  for (let seq = 1; ; ) {
+  for (let seq = 1; ;) {
     let m: StoredMsg | null;
     try {
       // nats.js types next_by_subj for direct gets only; the MSG.GET API takes it too.

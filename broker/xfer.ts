@@ -68,9 +68,13 @@ interface Open {
 /** The transfer is unknown to the service (never begun, swept, or the service restarted): begin again. */
 export class UnknownTransferError extends CotalError {
   constructor(digest: string, instance: string) {
-    super("unknown-transfer", `No transfer of ${digest} to ${instance} is open (never begun, swept after ${CARRY_TTL_MS / 60_000} minutes idle, or the mesh service restarted).`, {
-      remedy: "Run the carry again: it resumes from what the broker stored.",
-    });
+    super(
+      "unknown-transfer",
+      `No transfer of ${digest} to ${instance} is open (never begun, swept after ${CARRY_TTL_MS / 60_000} minutes idle, or the mesh service restarted).`,
+      {
+        remedy: "Run the carry again: it resumes from what the broker stored.",
+      },
+    );
   }
 }
 
@@ -108,17 +112,26 @@ export class XferService {
     /** A transfer bucket's replicas: R3 on a cluster of three or more, as every space stream. */
     private readonly replicas: number,
   ) {
-    const guard = <A extends { instance: string }, R>(f: (a: A) => Promise<R>, managerMay = false) => async (a: A, caller: Principal) => {
-      await this.authorize(caller, a.instance, managerMay);
-      return f(a);
-    };
-    this.sub = serveControl(nc, space, "xfer", XFER_COMMANDS, {
-      "xfer-begin": guard((a: Args<"xfer-begin">) => this.begin(a)),
-      "xfer-chunk": guard((a: Args<"xfer-chunk">) => this.chunk(a)),
-      "xfer-commit": guard((a: Args<"xfer-commit">) => this.commit(a)),
-      "xfer-read": guard((a: Args<"xfer-read">) => this.read(a), true),
-      "xfer-remove": guard((a: Args<"xfer-remove">) => this.remove(a), true),
-    }, log);
+    const guard =
+      <A extends { instance: string }, R>(f: (a: A) => Promise<R>, managerMay = false) =>
+      async (a: A, caller: Principal) => {
+        await this.authorize(caller, a.instance, managerMay);
+        return f(a);
+      };
+    this.sub = serveControl(
+      nc,
+      space,
+      "xfer",
+      XFER_COMMANDS,
+      {
+        "xfer-begin": guard((a: Args<"xfer-begin">) => this.begin(a)),
+        "xfer-chunk": guard((a: Args<"xfer-chunk">) => this.chunk(a)),
+        "xfer-commit": guard((a: Args<"xfer-commit">) => this.commit(a)),
+        "xfer-read": guard((a: Args<"xfer-read">) => this.read(a), true),
+        "xfer-remove": guard((a: Args<"xfer-remove">) => this.remove(a), true),
+      },
+      log,
+    );
     this.sweep = setInterval(() => {
       for (const [k, v] of this.open) if (Date.now() - v.touched > (o.ttlMs ?? CARRY_TTL_MS)) this.open.delete(k);
     }, 30_000).unref();
@@ -143,9 +156,14 @@ export class XferService {
   private async authorize(caller: Principal, instance: string, managerMay: boolean): Promise<void> {
     if (!this.o.operatorOnly || principalId(caller) === principalId(SERVICE_PRINCIPALS.cli)) return;
     if (managerMay && caller.owner === LOCAL_OWNER && instance === caller.actor && (await this.identities?.get(caller))?.profile === "manager") return;
-    throw new CotalError("not-allowed", `Only the mesh host's operator credential may carry transcripts${managerMay ? `, and only manager ${instance}'s own credential may read what was carried to it` : ""}.`, {
-      remedy: "Run `cotal spawn --resume` on the mesh host, or pass the operator's credential with --creds; a manager on another host runs with --instance set to its credential's name.",
-    });
+    throw new CotalError(
+      "not-allowed",
+      `Only the mesh host's operator credential may carry transcripts${managerMay ? `, and only manager ${instance}'s own credential may read what was carried to it` : ""}.`,
+      {
+        remedy:
+          "Run `cotal spawn --resume` on the mesh host, or pass the operator's credential with --creds; a manager on another host runs with --instance set to its credential's name.",
+      },
+    );
   }
 
   private async bucket(instance: string): Promise<string> {
@@ -210,9 +228,15 @@ export class XferService {
     const t = this.opened(a);
     const p = t.progress;
     if (a.seq === p.nextSeq - 1) return { stored: p.stored }; // its reply was lost: already stored
-    if (a.seq !== p.nextSeq) throw new CotalError("out-of-order", `Expected chunk ${p.nextSeq}, got ${a.seq}.`, { remedy: "Run the carry again: it resumes from what the broker stored." });
+    if (a.seq !== p.nextSeq)
+      throw new CotalError("out-of-order", `Expected chunk ${p.nextSeq}, got ${a.seq}.`, {
+        remedy: "Run the carry again: it resumes from what the broker stored.",
+      });
     const bytes = Buffer.from(a.data, "base64");
-    if (p.stored + bytes.length > t.size) throw new CotalError("too-many-bytes", `The transfer would exceed the ${t.size} bytes it was begun with.`, { remedy: "Run the carry again from the start." });
+    if (p.stored + bytes.length > t.size)
+      throw new CotalError("too-many-bytes", `The transfer would exceed the ${t.size} bytes it was begun with.`, {
+        remedy: "Run the carry again from the start.",
+      });
     const bucket = await this.bucket(a.instance);
     const h = headers();
     h.set(SEQ_HEADER, String(a.seq));
@@ -223,7 +247,11 @@ export class XferService {
     } catch (err) {
       // Another upload of the same bytes appended first (or chunks expired): start from what is stored.
       this.open.delete(this.key(a));
-      if (isWrongLastSequence(err)) throw new CotalError("out-of-order", "Another upload of these bytes is storing chunks at the same time.", { remedy: "Run the carry again: it resumes from what the broker stored.", cause: err });
+      if (isWrongLastSequence(err))
+        throw new CotalError("out-of-order", "Another upload of these bytes is storing chunks at the same time.", {
+          remedy: "Run the carry again: it resumes from what the broker stored.",
+          cause: err,
+        });
       throw err;
     }
     return { stored: t.progress.stored };
@@ -232,7 +260,10 @@ export class XferService {
   private async commit(a: Args<"xfer-commit">): Promise<Reply<"xfer-commit">> {
     const bucket = await this.bucket(a.instance);
     const p = await this.progress(bucket, a.digest, a.size);
-    if (p.stored !== a.size) throw new CotalError("incomplete", `The broker holds ${p.stored} of ${a.size} bytes of ${a.digest}.`, { remedy: "Run the carry again: it sends the rest." });
+    if (p.stored !== a.size)
+      throw new CotalError("incomplete", `The broker holds ${p.stored} of ${a.size} bytes of ${a.digest}.`, {
+        remedy: "Run the carry again: it sends the rest.",
+      });
     if (!p.complete) {
       const s = this.subjects(bucket, a.digest);
       const record = {
@@ -260,7 +291,8 @@ export class XferService {
     const s = this.subjects(bucket, a.digest);
     const meta = await this.jsm.direct.getMessage(s.stream, { last_by_subj: s.meta }).catch(() => null);
     const record = meta ? (JSON.parse(new TextDecoder().decode(meta.data)) as { size: number; deleted?: boolean }) : undefined;
-    if (!record || record.deleted) throw new CotalError("unknown-transfer", `No committed transfer of ${a.digest} for ${a.instance}.`, { remedy: "Run the carry again." });
+    if (!record || record.deleted)
+      throw new CotalError("unknown-transfer", `No committed transfer of ${a.digest} for ${a.instance}.`, { remedy: "Run the carry again." });
     if (record.size === 0) return { data: "", size: 0 };
     const m = await this.jsm.direct.getMessage(s.stream, { seq: a.cursor ?? 1, next_by_subj: s.chunks });
     if (!m) return { data: "", size: record.size };
@@ -357,8 +389,18 @@ async function uploadOnce(
   try {
     for (let seq = begun.nextSeq; offset < t.size; seq += 1) {
       const { bytesRead } = await fh.read(buf, 0, Math.min(buf.length, t.size - offset), offset);
-      if (bytesRead === 0) throw new CotalError("file-changed", `${t.file} ended at ${offset} bytes, not ${t.size}: it changed while it was carried.`, { remedy: "Run the carry again once the session is idle." });
-      const r = await callXfer(party.nc, party.space, "xfer-chunk", party.me, { instance: t.instance, digest: t.digest, seq, data: buf.subarray(0, bytesRead).toString("base64") }, call);
+      if (bytesRead === 0)
+        throw new CotalError("file-changed", `${t.file} ended at ${offset} bytes, not ${t.size}: it changed while it was carried.`, {
+          remedy: "Run the carry again once the session is idle.",
+        });
+      const r = await callXfer(
+        party.nc,
+        party.space,
+        "xfer-chunk",
+        party.me,
+        { instance: t.instance, digest: t.digest, seq, data: buf.subarray(0, bytesRead).toString("base64") },
+        call,
+      );
       offset = r.stored;
       chunks += 1;
       onProgress(offset, begun.stored);
@@ -373,7 +415,11 @@ async function uploadOnce(
 }
 
 /** Read a committed transfer chunk by chunk (the target manager's side), handing each to `sink` in order. */
-export async function readTransfer(party: ControlParty, t: { instance: string; digest: string }, sink: (chunk: Buffer) => void | Promise<void>): Promise<number> {
+export async function readTransfer(
+  party: ControlParty,
+  t: { instance: string; digest: string },
+  sink: (chunk: Buffer) => void | Promise<void>,
+): Promise<number> {
   let cursor: number | undefined;
   let received = 0;
   for (;;) {

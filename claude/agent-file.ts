@@ -65,7 +65,9 @@ export function parseAgentFile(source: string, file: string): AgentFile {
   const yamlError = doc.errors[0];
   if (yamlError) {
     const at = lineCounter.linePos(yamlError.pos[0]).line;
-    throw new AgentFileError(file, fileLine(at), `invalid YAML in the frontmatter (${yamlError.code}): ${yamlError.message.split("\n")[0]}`, { cause: yamlError });
+    throw new AgentFileError(file, fileLine(at), `invalid YAML in the frontmatter (${yamlError.code}): ${yamlError.message.split("\n")[0]}`, {
+      cause: yamlError,
+    });
   }
   const contents = doc.contents;
   if (!isMap(contents)) {
@@ -94,6 +96,10 @@ export function parseAgentFile(source: string, file: string): AgentFile {
       ...(key !== undefined ? { key } : {}),
     });
   }
-  const body = lines.slice(close + 1).join("\n").replace(/^\s*\n/, "").trimEnd();
+  const body = lines
+    .slice(close + 1)
+    .join("\n")
+    .replace(/^\s*\n/, "")
+    .trimEnd();
   return { file, frontmatter: parsed.data, persona: body.trim() === "" ? undefined : body };
 }

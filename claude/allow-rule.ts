@@ -47,7 +47,8 @@ export function planAllowRule(file: string): AllowRulePlan {
   try {
     text = readFileSync(file, "utf8");
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw new ClaudeSettingsError(file, `it cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`, err);
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT")
+      throw new ClaudeSettingsError(file, `it cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`, err);
   }
   let settings: Record<string, unknown> = {};
   if (text !== undefined && text.trim() !== "") {
@@ -61,9 +62,11 @@ export function planAllowRule(file: string): AllowRulePlan {
     settings = parsed as Record<string, unknown>;
   }
   const permissions = settings.permissions ?? {};
-  if (typeof permissions !== "object" || permissions === null || Array.isArray(permissions)) throw new ClaudeSettingsError(file, `"permissions" is not an object`);
+  if (typeof permissions !== "object" || permissions === null || Array.isArray(permissions))
+    throw new ClaudeSettingsError(file, `"permissions" is not an object`);
   const allowRaw = (permissions as Record<string, unknown>).allow ?? [];
-  if (!Array.isArray(allowRaw) || allowRaw.some((r) => typeof r !== "string")) throw new ClaudeSettingsError(file, `"permissions"."allow" is not a list of rules`);
+  if (!Array.isArray(allowRaw) || allowRaw.some((r) => typeof r !== "string"))
+    throw new ClaudeSettingsError(file, `"permissions"."allow" is not a list of rules`);
   const allow = allowRaw as string[];
   const exists = text !== undefined;
   if (allow.some((r) => COVERING_RULES.includes(r))) return { file, rule: PLUGIN_ALLOW_RULE, state: "present", exists, allow };

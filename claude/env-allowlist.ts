@@ -160,17 +160,17 @@ export const ALWAYS_DROPPED = ["CLAUDECODE", "CLAUDE_CODE_CHILD_SESSION"] as con
  * with `COTAL_LAUNCH_MATERIAL`, and the connector refuses both forms at once, so these are never
  * forwarded; every other `COTAL_*` variable (log level, control dir, …) is.
  */
-export const COTAL_IDENTITY_VARS = ["COTAL_SERVER", "COTAL_SPACE", "COTAL_NAME", "COTAL_ROLE", "COTAL_CHANNELS", "COTAL_CREDS", "COTAL_LAUNCH_MATERIAL"] as const;
+export const COTAL_IDENTITY_VARS = [
+  "COTAL_SERVER",
+  "COTAL_SPACE",
+  "COTAL_NAME",
+  "COTAL_ROLE",
+  "COTAL_CHANNELS",
+  "COTAL_CREDS",
+  "COTAL_LAUNCH_MATERIAL",
+] as const;
 
-const EXACT = new Set<string>([
-  ...BASE_VARS,
-  ...ANTHROPIC_VARS,
-  ...BEDROCK_VARS,
-  ...VERTEX_VARS,
-  ...FOUNDRY_VARS,
-  ...NETWORK_VARS,
-  ...CLAUDE_SWITCH_VARS,
-]);
+const EXACT = new Set<string>([...BASE_VARS, ...ANTHROPIC_VARS, ...BEDROCK_VARS, ...VERTEX_VARS, ...FOUNDRY_VARS, ...NETWORK_VARS, ...CLAUDE_SWITCH_VARS]);
 const DROPPED = new Set<string>(ALWAYS_DROPPED);
 const COTAL_IDENTITY = new Set<string>(COTAL_IDENTITY_VARS);
 

@@ -24,9 +24,7 @@ export class BypassAsRootError extends CotalError {
     readonly isSandboxValue: string | undefined,
   ) {
     const seen =
-      isSandboxValue === undefined
-        ? "IS_SANDBOX is not set"
-        : `IS_SANDBOX is ${JSON.stringify(isSandboxValue)}, and Claude accepts only IS_SANDBOX=1`;
+      isSandboxValue === undefined ? "IS_SANDBOX is not set" : `IS_SANDBOX is ${JSON.stringify(isSandboxValue)}, and Claude accepts only IS_SANDBOX=1`;
     super("bypass-as-root", `Claude refuses bypassPermissions mode as root unless it runs in a sandbox, and ${seen}.`, {
       remedy:
         "Either set IS_SANDBOX=1 if this really is a sandbox (a container or VM with nothing to lose), or choose another mode with `--opt permission-mode=dontAsk` (tools outside the allow rules are then denied), or run Cotal as a non-root user.",

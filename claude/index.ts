@@ -14,11 +14,7 @@ export {
   type LaunchFile,
 } from "./launch-builder.js";
 export { DENY_FLOOR } from "./deny-floor.js";
-export {
-  normaliseOptionKey,
-  type LaunchOptionValue,
-  type PermissionMode,
-} from "./launch-options.js";
+export { normaliseOptionKey, type LaunchOptionValue, type PermissionMode } from "./launch-options.js";
 export { AuthMode, buildClaudeEnv, isAllowedEnvName, ALWAYS_DROPPED, type ClaudeEnvInput } from "./env-allowlist.js";
 export { launchClaude, writeLaunchFiles, type LaunchClaudeOptions, type LaunchedClaude } from "./persona.js";
 export { processGone, startPersonaWatcher, type PersonaWatcherOptions } from "./persona-watcher.js";

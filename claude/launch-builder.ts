@@ -132,7 +132,8 @@ export function buildClaudeLaunch(input: ClaudeLaunchInput): ClaudeLaunch {
   const profile = ClaudeProfile.parse(input.profile);
   const parentEnv = input.parentEnv ?? process.env;
   const headless = profile === "run" || (profile === "seat" && input.headless === true);
-  if (input.headless && profile !== "seat") throw new ClaudeLaunchError(`headless is a seat setting; the ${profile} profile is always ${profile === "run" ? "headless" : "interactive"}.`);
+  if (input.headless && profile !== "seat")
+    throw new ClaudeLaunchError(`headless is a seat setting; the ${profile} profile is always ${profile === "run" ? "headless" : "interactive"}.`);
   if (input.prompt !== undefined && !headless) {
     throw new ClaudeLaunchError(`A prompt is given, but the ${profile} profile is interactive: only headless seats and runs read a prompt.`);
   }
@@ -170,7 +171,12 @@ export function buildClaudeLaunch(input: ClaudeLaunchInput): ClaudeLaunch {
   const take = (flag: string, fromInput: string | undefined): string | undefined => {
     const opt = options.get(flag);
     if (opt && fromInput !== undefined && opt.value !== fromInput) {
-      throw new LaunchOptionError(flag, "conflict", `The ${flag} is given twice, as ${JSON.stringify(fromInput)} and as launch option ${JSON.stringify(opt.value)}.`, `Give the ${flag} once.`);
+      throw new LaunchOptionError(
+        flag,
+        "conflict",
+        `The ${flag} is given twice, as ${JSON.stringify(fromInput)} and as launch option ${JSON.stringify(opt.value)}.`,
+        `Give the ${flag} once.`,
+      );
     }
     if (opt) {
       options.delete(flag);
@@ -198,21 +204,24 @@ export function buildClaudeLaunch(input: ClaudeLaunchInput): ClaudeLaunch {
   if (!path.isAbsolute(runtimeDir)) throw new ClaudeLaunchError(`The runtime directory must be an absolute path, not ${JSON.stringify(runtimeDir)}.`);
   const privateDir = path.join(runtimeDir, `${PRIVATE_DIR_PREFIX}${space.data}-${name.data}-${randomBytes(6).toString("hex")}`);
   const mcpConfigFile = path.join(privateDir, MCP_CONFIG_FILE);
-  const files: LaunchFile[] = input.pluginDir !== undefined || input.noMesh ? [] : [
-    {
-      path: mcpConfigFile,
-      mode: 0o600,
-      content: `${JSON.stringify(
-        {
-          mcpServers: {
-            [COTAL_MCP_SERVER]: { type: "stdio", command: input.nodePath ?? process.execPath, args: [...CONNECTOR_NODE_FLAGS, input.connectorEntry] },
+  const files: LaunchFile[] =
+    input.pluginDir !== undefined || input.noMesh
+      ? []
+      : [
+          {
+            path: mcpConfigFile,
+            mode: 0o600,
+            content: `${JSON.stringify(
+              {
+                mcpServers: {
+                  [COTAL_MCP_SERVER]: { type: "stdio", command: input.nodePath ?? process.execPath, args: [...CONNECTOR_NODE_FLAGS, input.connectorEntry] },
+                },
+              },
+              null,
+              2,
+            )}\n`,
           },
-        },
-        null,
-        2,
-      )}\n`,
-    },
-  ];
+        ];
   const persona = input.persona !== undefined && input.persona.trim() !== "" ? input.persona : undefined;
   const personaFile = persona !== undefined ? path.join(privateDir, PERSONA_FILE) : undefined;
   if (personaFile !== undefined && persona !== undefined) files.push({ path: personaFile, mode: 0o600, content: persona });
@@ -260,10 +269,13 @@ function readJsonSchema(file: string): string {
   try {
     parsed = JSON.parse(readFileSync(file, "utf8"));
   } catch (cause) {
-    throw new ClaudeLaunchError(`Cannot read the JSON schema ${file}: ${cause instanceof SyntaxError ? "not valid JSON" : ((cause as NodeJS.ErrnoException).code ?? String(cause))}.`, {
-      remedy: "Give a file holding one JSON Schema object.",
-      cause,
-    });
+    throw new ClaudeLaunchError(
+      `Cannot read the JSON schema ${file}: ${cause instanceof SyntaxError ? "not valid JSON" : ((cause as NodeJS.ErrnoException).code ?? String(cause))}.`,
+      {
+        remedy: "Give a file holding one JSON Schema object.",
+        cause,
+      },
+    );
   }
   if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
     throw new ClaudeLaunchError(`The JSON schema ${file} is not a JSON object.`, { remedy: "Give a file holding one JSON Schema object." });

@@ -6,11 +6,7 @@ import { LaunchOptionError } from "./errors.js";
 export const PERMISSION_MODES = ["default", "acceptEdits", "auto", "bypassPermissions", "manual", "dontAsk", "plan"] as const;
 export type PermissionMode = (typeof PERMISSION_MODES)[number];
 
-type OptionKind =
-  | { kind: "flag" }
-  | { kind: "string" }
-  | { kind: "number"; min?: number; integer?: boolean }
-  | { kind: "enum"; values: readonly string[] };
+type OptionKind = { kind: "flag" } | { kind: "string" } | { kind: "number"; min?: number; integer?: boolean } | { kind: "enum"; values: readonly string[] };
 
 /** Claude flags a launch may set, by flag name (kebab-case, no dashes). */
 export const PASS_THROUGH_OPTIONS: Readonly<Record<string, OptionKind>> = Object.freeze({
@@ -108,7 +104,12 @@ export function validateLaunchOptions(options: Readonly<Record<string, LaunchOpt
     }
     const kind = Object.hasOwn(PASS_THROUGH_OPTIONS, flag) ? PASS_THROUGH_OPTIONS[flag] : undefined;
     if (!kind) {
-      throw new LaunchOptionError(rawKey, "unknown", `Unknown launch option ${JSON.stringify(rawKey)}: it is not a Claude flag Cotal passes through.`, `Use one of: ${ALLOWED_LIST()}.`);
+      throw new LaunchOptionError(
+        rawKey,
+        "unknown",
+        `Unknown launch option ${JSON.stringify(rawKey)}: it is not a Claude flag Cotal passes through.`,
+        `Use one of: ${ALLOWED_LIST()}.`,
+      );
     }
     if (out.has(flag)) {
       throw new LaunchOptionError(rawKey, "conflict", `Launch option ${JSON.stringify(rawKey)} is given twice (as ${flag}).`, "Give each option once.");
@@ -119,7 +120,12 @@ export function validateLaunchOptions(options: Readonly<Record<string, LaunchOpt
 }
 
 function badValue(rawKey: string, value: LaunchOptionValue, expected: string): LaunchOptionError {
-  return new LaunchOptionError(rawKey, "bad-value", `Launch option ${JSON.stringify(rawKey)} has value ${JSON.stringify(value)}, but it takes ${expected}.`, `Give ${rawKey} ${expected}.`);
+  return new LaunchOptionError(
+    rawKey,
+    "bad-value",
+    `Launch option ${JSON.stringify(rawKey)} has value ${JSON.stringify(value)}, but it takes ${expected}.`,
+    `Give ${rawKey} ${expected}.`,
+  );
 }
 
 function toArgv(rawKey: string, flag: string, kind: OptionKind, value: LaunchOptionValue): string[] {

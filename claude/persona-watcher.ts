@@ -83,11 +83,15 @@ export function startPersonaWatcher(opts: PersonaWatcherOptions): number | undef
     throw new ClaudeLaunchError(`Refusing to watch ${JSON.stringify(opts.dir)}: not a Cotal launch directory.`);
   }
   const start = opts.start ?? processStartTime(opts.pid) ?? "-";
-  const watcher = spawn(process.execPath, ["--optimize-for-size", "--max-semi-space-size=1", "-e", WATCHER_SCRIPT, opts.dir, String(opts.pid), start, String(opts.pollMs ?? 500)], {
-    detached: true,
-    stdio: "ignore",
-    env: {},
-  });
+  const watcher = spawn(
+    process.execPath,
+    ["--optimize-for-size", "--max-semi-space-size=1", "-e", WATCHER_SCRIPT, opts.dir, String(opts.pid), start, String(opts.pollMs ?? 500)],
+    {
+      detached: true,
+      stdio: "ignore",
+      env: {},
+    },
+  );
   watcher.on("error", () => {}); // the launcher's own exit handler still cleans up
   watcher.unref();
   return watcher.pid;

@@ -71,7 +71,11 @@ export function listSessions(configDir: string): SessionFile[] {
 export function findSession(configDir: string, id: string): SessionFile | undefined {
   const found = listSessions(configDir).filter((s) => s.session === id);
   if (found.length > 1) {
-    throw new SessionLookupError("session-ambiguous", `Session ${id} is in ${found.length} projects: ${found.map((s) => s.file).join(", ")}; nothing was carried.`, "Remove or move the copy you do not mean, then carry it again.");
+    throw new SessionLookupError(
+      "session-ambiguous",
+      `Session ${id} is in ${found.length} projects: ${found.map((s) => s.file).join(", ")}; nothing was carried.`,
+      "Remove or move the copy you do not mean, then carry it again.",
+    );
   }
   return found[0];
 }
@@ -121,9 +125,13 @@ export async function sessionsNamed(configDir: string, name: string): Promise<Se
 /** The staged transcript does not have the bytes that were carried: the fork would name other bytes. */
 export class TranscriptMismatchError extends CotalError {
   constructor(session: string, want: string, got: string) {
-    super("transcript-mismatch", `The transcript of session ${session} has ${got}, not the carried ${want}: its fork would read other bytes, so the seat was refused.`, {
-      remedy: "Carry the session again (`cotal spawn --detach --resume <session> --on <instance>`).",
-    });
+    super(
+      "transcript-mismatch",
+      `The transcript of session ${session} has ${got}, not the carried ${want}: its fork would read other bytes, so the seat was refused.`,
+      {
+        remedy: "Carry the session again (`cotal spawn --detach --resume <session> --on <instance>`).",
+      },
+    );
   }
 }
 
@@ -168,7 +176,11 @@ export async function placeTranscript(configDir: string, cwd: string, t: { sessi
  * seat's own fork, the newest other session in the project folder (`--resume <fork>`), so a
  * crash does not throw away what the seat did since; with no fork yet it forks again.
  */
-export async function carriedResume(configDir: string, cwd: string, t: { session: string; file?: string | undefined; digest: string }): Promise<{ session: string; fork: boolean }> {
+export async function carriedResume(
+  configDir: string,
+  cwd: string,
+  t: { session: string; file?: string | undefined; digest: string },
+): Promise<{ session: string; fork: boolean }> {
   const dest = await placeTranscript(configDir, cwd, t);
   if (t.file !== undefined) return { session: t.session, fork: true };
   const dir = path.dirname(dest);

@@ -35,8 +35,11 @@ export function actingIdentity(target: MeshTarget, as: string | undefined, imper
   }
   const self = parsePrincipal(owner).actor;
   if (as !== undefined && as !== self) {
-    throw new UsageError(`This credential is ${owner}'s: it cannot act as ${as}.`, { remedy: `Leave --as out (it acts as ${self}), or use ${as}'s own credential.` });
+    throw new UsageError(`This credential is ${owner}'s: it cannot act as ${as}.`, {
+      remedy: `Leave --as out (it acts as ${self}), or use ${as}'s own credential.`,
+    });
   }
-  if (impersonate) throw new UsageError(`--impersonate needs the mesh host's operator credential; this one is ${owner}'s.`, { remedy: "Leave --impersonate out." });
+  if (impersonate)
+    throw new UsageError(`--impersonate needs the mesh host's operator credential; this one is ${owner}'s.`, { remedy: "Leave --impersonate out." });
   return { name: self };
 }

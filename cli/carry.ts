@@ -37,12 +37,17 @@ export async function requireSessionId(arg: string, configDir: string): Promise<
   if (SESSION_ID.test(arg)) return;
   const candidates = await sessionsNamed(configDir, arg);
   if (candidates.length === 0) {
-    throw new UsageError(`${JSON.stringify(arg)} is not a session id, and no session under ${configDir} is titled like it.`, { remedy: "Pass the session's id (the UUID its transcript file is named by)." });
+    throw new UsageError(`${JSON.stringify(arg)} is not a session id, and no session under ${configDir} is titled like it.`, {
+      remedy: "Pass the session's id (the UUID its transcript file is named by).",
+    });
   }
   const rows = candidates.map((c) => `  ${c.session}  ${c.digest}  ${c.mtime}  ${c.title.slice(0, 60)}`);
-  throw new UsageError(`${JSON.stringify(arg)} is a session name, not an id; ${candidates.length === 1 ? "this session matches" : `these ${candidates.length} sessions match`}:\n${rows.join("\n")}`, {
-    remedy: "Pass the id of the one you mean to --resume.",
-  });
+  throw new UsageError(
+    `${JSON.stringify(arg)} is a session name, not an id; ${candidates.length === 1 ? "this session matches" : `these ${candidates.length} sessions match`}:\n${rows.join("\n")}`,
+    {
+      remedy: "Pass the id of the one you mean to --resume.",
+    },
+  );
 }
 
 /** A progress bar on stderr (bytes, rate, time left), only where a person watches. */

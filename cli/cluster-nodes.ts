@@ -24,7 +24,16 @@ export interface NodeFiles {
 
 /** The single server's files. */
 export function singleNode(root: MeshRoot, space: string, storeDir: string): NodeFiles {
-  return { index: 0, name: "nats-server", serverName: `cotal_${space}`, config: root.serverConfig, pidFile: root.pidFile("nats-server"), log: root.log("nats-server"), storeDir, resolverDir: root.resolverDir };
+  return {
+    index: 0,
+    name: "nats-server",
+    serverName: `cotal_${space}`,
+    config: root.serverConfig,
+    pidFile: root.pidFile("nats-server"),
+    log: root.log("nats-server"),
+    storeDir,
+    resolverDir: root.resolverDir,
+  };
 }
 
 /**

@@ -89,8 +89,19 @@ export async function checkComponents(t: MeshTarget, which: readonly Component[]
       const proc = t.root ? pidOf(t.root.pidFile("manager")) : undefined;
       checks.push(
         t.root
-          ? { component: "manager", name: "manager", healthy: proc?.running === true, detail: proc ? `pid ${proc.pid} ${proc.running ? "running" : "NOT running"}` : "not recorded (`cotal up` starts it)", ...(proc ? { pid: proc.pid } : {}) }
-          : { component: "manager", name: "manager", healthy: nc !== undefined, detail: nc ? "the server answers (a manager elsewhere is checked on its own host)" : "the server cannot be reached" },
+          ? {
+              component: "manager",
+              name: "manager",
+              healthy: proc?.running === true,
+              detail: proc ? `pid ${proc.pid} ${proc.running ? "running" : "NOT running"}` : "not recorded (`cotal up` starts it)",
+              ...(proc ? { pid: proc.pid } : {}),
+            }
+          : {
+              component: "manager",
+              name: "manager",
+              healthy: nc !== undefined,
+              detail: nc ? "the server answers (a manager elsewhere is checked on its own host)" : "the server cannot be reached",
+            },
       );
     }
   } finally {

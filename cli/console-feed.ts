@@ -1,6 +1,16 @@
 import type { Subscription } from "@nats-io/transport-node";
 import { callControl, collectHistory, credsCaller, verifyEnvelope, type Logger, type RosterEntry } from "../broker/index.js";
-import { eventsChannelOf, frameOf, messageText, parsePrincipal, patterns, principalId, type AgUiFrame, type CotalMessage, type Principal } from "../schemas/index.js";
+import {
+  eventsChannelOf,
+  frameOf,
+  messageText,
+  parsePrincipal,
+  patterns,
+  principalId,
+  type AgUiFrame,
+  type CotalMessage,
+  type Principal,
+} from "../schemas/index.js";
 import { senderLabel } from "./format.js";
 import { clock, oneLine } from "./output.js";
 import type { MeshSession } from "./session.js";
@@ -70,7 +80,9 @@ export function plainLines(item: FeedItem, renderer: FrameRenderer): string[] {
   const mark = item.historical ? "[history] " : "";
   const who = item.from.owner === "local" ? item.from.actor : principalId(item.from);
   if (item.frame) return renderer.lines(who, item.frame).map((l) => `${mark}${clock(l.at)} ${l.text}`);
-  return [`${mark}${clock(item.message.ts)} #${oneLine(item.channel)} ${senderLabel(item.message)}: ${oneLine(messageText(item.message)) || `(${item.message.parts.map((p) => p.kind).join(", ")})`}`];
+  return [
+    `${mark}${clock(item.message.ts)} #${oneLine(item.channel)} ${senderLabel(item.message)}: ${oneLine(messageText(item.message)) || `(${item.message.parts.map((p) => p.kind).join(", ")})`}`,
+  ];
 }
 
 /** The event planes of the agents on a roster. */
@@ -110,7 +122,9 @@ export class ConsoleFeed {
         this.subscribe(channel);
         let history;
         try {
-          history = await collectHistory(channel, { sinceMs }, (args) => callControl(this.s.nc, this.s.target.space, "history", credsCaller(this.s.target.creds), args));
+          history = await collectHistory(channel, { sinceMs }, (args) =>
+            callControl(this.s.nc, this.s.target.space, "history", credsCaller(this.s.target.creds), args),
+          );
         } catch (err) {
           // A scoped credential sees only its own planes: the others are left out, not shown as errors.
           this.subs.get(channel)?.unsubscribe();

@@ -36,7 +36,8 @@ class ConsoleModel {
 
   add(item: FeedItem): void {
     const who = item.from.owner === "local" ? item.from.actor : principalId(item.from);
-    for (const text of plainLines(item, this.renderer)) this.lines.push({ ...(item.frame ? { agent: who } : {}), channel: item.channel, text, historical: item.historical });
+    for (const text of plainLines(item, this.renderer))
+      this.lines.push({ ...(item.frame ? { agent: who } : {}), channel: item.channel, text, historical: item.historical });
     if (item.frame && !this.fixed.length && !this.agents.includes(who)) this.agents.push(who);
     if (this.lines.length > 2_000) this.lines.splice(0, this.lines.length - 2_000);
     this.changed();
@@ -101,7 +102,11 @@ function App({ model }: { model: ConsoleModel }) {
         Box,
         { flexDirection: "column", width: 44, borderStyle: "single", paddingX: 1 },
         h(Text, { bold: true }, "Roster"),
-        ...(model.roster.length ? model.roster.map((e) => h(Text, { key: e.id, wrap: "truncate-end", dimColor: e.status === "offline" }, rosterLine(e, now).replace(/^(\[stale\] )?roster /, "$1"))) : [h(Text, { key: "none", dimColor: true }, "nobody here")]),
+        ...(model.roster.length
+          ? model.roster.map((e) =>
+              h(Text, { key: e.id, wrap: "truncate-end", dimColor: e.status === "offline" }, rosterLine(e, now).replace(/^(\[stale\] )?roster /, "$1")),
+            )
+          : [h(Text, { key: "none", dimColor: true }, "nobody here")]),
       ),
       h(
         Box,

@@ -96,7 +96,8 @@ export const SENDERS = ["agent", "operator", "manager"] as const;
 /** What each profile may do, for refusals. */
 export function profileMay(profile: string): string {
   const may: Record<string, string> = {
-    agent: "An agent credential posts on its --allow-publish channels, DMs and anycasts as itself, and reads its --allow-subscribe channels, its DMs, the roster and history within that scope.",
+    agent:
+      "An agent credential posts on its --allow-publish channels, DMs and anycasts as itself, and reads its --allow-subscribe channels, its DMs, the roster and history within that scope.",
     observer: "An observer credential reads every channel, history and the roster; it sends nothing and has no DMs.",
     admin: "An admin credential reads everything, including DMs and anycasts; it sends nothing.",
     operator: "The operator credential acts for people (--impersonate), reads everything and configures channels.",
@@ -144,7 +145,8 @@ export function describeError(err: unknown): string {
     return `cotal: The message is ${err.size} bytes, over the limit of ${err.limit} bytes (${Math.floor(err.limit / 1024)} KiB); nothing was sent. Send large content as a file with \`--attach FILE\` (stored in the mesh, fetched with \`cotal fetch\`), or split the text.`;
   }
   // The broker's refusal, typed by us or by nats.js (a request error's cause, for a JetStream publish).
-  const denied = err instanceof PermissionDeniedError ? err : err instanceof CotalError && err.cause instanceof PermissionDeniedError ? err.cause : permissionViolation(err);
+  const denied =
+    err instanceof PermissionDeniedError ? err : err instanceof CotalError && err.cause instanceof PermissionDeniedError ? err.cause : permissionViolation(err);
   if (denied) return `cotal: ${permissionRefusal(denied)}`;
   if (err instanceof CotalError) {
     const cause = err.cause instanceof Error && !(err.cause instanceof CotalError) ? ` (${err.cause.message})` : "";

@@ -5,10 +5,7 @@ import { ago, clock, oneLine, table } from "./output.js";
 
 /** "created 8", "up to date", "created 2, updated 1". */
 export function formatProvision(p: ProvisionReport): string {
-  const parts = [
-    p.created.length ? `created ${p.created.length}` : "",
-    p.updated.length ? `updated ${p.updated.length}` : "",
-  ].filter(Boolean);
+  const parts = [p.created.length ? `created ${p.created.length}` : "", p.updated.length ? `updated ${p.updated.length}` : ""].filter(Boolean);
   return parts.length ? `streams and buckets: ${parts.join(", ")}` : "streams and buckets up to date";
 }
 

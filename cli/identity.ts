@@ -14,10 +14,9 @@ export function defaultActorName(username: () => string = () => userInfo().usern
     throw new UsageError("Cannot tell who you are: the OS user name is unavailable.", { remedy: "Pass --as <name>.", cause });
   }
   if (!isToken("principal", name)) {
-    throw new UsageError(
-      `Your OS user name ${JSON.stringify(name)} is not a valid Cotal name: names use only ${ALPHABETS.principal.text}.`,
-      { remedy: "Pass --as <name> with a name made of those characters." },
-    );
+    throw new UsageError(`Your OS user name ${JSON.stringify(name)} is not a valid Cotal name: names use only ${ALPHABETS.principal.text}.`, {
+      remedy: "Pass --as <name> with a name made of those characters.",
+    });
   }
   return name;
 }

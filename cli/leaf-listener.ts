@@ -45,33 +45,36 @@ export function isLoopback(host: string): boolean {
 
 /** A PEM file we will hand to nats-server, read and parsed here so a bad one fails with its name, not a server log line. */
 const pemFile = (flag: string, kind: "certificate" | "key") =>
-  z.string().min(1, `${flag} must name a file`).transform((file, ctx) => {
-    const path = resolve(file);
-    const fail = (why: string) => {
-      ctx.addIssue({ code: "custom", message: `${path} ${why}` });
-      return z.NEVER;
-    };
-    try {
-      if (!statSync(path).isFile()) return fail("is not a file");
-      accessSync(path, constants.R_OK);
-    } catch (err) {
-      return fail((err as NodeJS.ErrnoException).code === "ENOENT" ? "does not exist" : "cannot be read");
-    }
-    const text = readFileSync(path, "utf8");
-    try {
-      if (kind === "certificate") {
-        if (!text.includes("-----BEGIN CERTIFICATE-----")) return fail("is not a PEM certificate (no BEGIN CERTIFICATE block)");
-        new X509Certificate(text);
-      } else {
-        if (!/-----BEGIN (RSA |EC |ENCRYPTED )?PRIVATE KEY-----/.test(text)) return fail("is not a PEM private key (no BEGIN PRIVATE KEY block)");
-        if (text.includes("ENCRYPTED")) return fail("is an encrypted key; nats-server needs it unencrypted (readable by the server's user only)");
-        createPrivateKey(text);
+  z
+    .string()
+    .min(1, `${flag} must name a file`)
+    .transform((file, ctx) => {
+      const path = resolve(file);
+      const fail = (why: string) => {
+        ctx.addIssue({ code: "custom", message: `${path} ${why}` });
+        return z.NEVER;
+      };
+      try {
+        if (!statSync(path).isFile()) return fail("is not a file");
+        accessSync(path, constants.R_OK);
+      } catch (err) {
+        return fail((err as NodeJS.ErrnoException).code === "ENOENT" ? "does not exist" : "cannot be read");
       }
-    } catch (err) {
-      return fail(`does not parse as a PEM ${kind}: ${(err as Error).message}`);
-    }
-    return path;
-  });
+      const text = readFileSync(path, "utf8");
+      try {
+        if (kind === "certificate") {
+          if (!text.includes("-----BEGIN CERTIFICATE-----")) return fail("is not a PEM certificate (no BEGIN CERTIFICATE block)");
+          new X509Certificate(text);
+        } else {
+          if (!/-----BEGIN (RSA |EC |ENCRYPTED )?PRIVATE KEY-----/.test(text)) return fail("is not a PEM private key (no BEGIN PRIVATE KEY block)");
+          if (text.includes("ENCRYPTED")) return fail("is an encrypted key; nats-server needs it unencrypted (readable by the server's user only)");
+          createPrivateKey(text);
+        }
+      } catch (err) {
+        return fail(`does not parse as a PEM ${kind}: ${(err as Error).message}`);
+      }
+      return path;
+    });
 
 const LeafFlagsSchema = z.object({
   leafPort: z.number().int().min(1).max(65535),
@@ -91,28 +94,37 @@ const LeafFlagsSchema = z.object({
 export function checkLeafFlags(flags: LeafFlags, defaultHost: string): LeafListener | undefined {
   const any = flags.leafTlsCert ?? flags.leafTlsKey ?? flags.leafTlsCa ?? flags.leafHost ?? flags.leafInsecure;
   if (flags.leafPort === undefined) {
-    if (any !== undefined) throw new UsageError("Invalid input: --leaf-host, --leaf-tls-* and --leaf-insecure need --leaf-port.", { remedy: "Add --leaf-port <n> (7422 is the usual leaf port)." });
+    if (any !== undefined)
+      throw new UsageError("Invalid input: --leaf-host, --leaf-tls-* and --leaf-insecure need --leaf-port.", {
+        remedy: "Add --leaf-port <n> (7422 is the usual leaf port).",
+      });
     return undefined;
   }
   const r = LeafFlagsSchema.safeParse({ ...flags, leafHost: flags.leafHost ?? defaultHost });
   if (!r.success) {
     const lines = r.error.issues.map((i) => `--${String(i.path[0] ?? "leaf").replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}: ${i.message}`);
-    throw new UsageError(`Invalid input: ${lines.join("; ")}.`, { remedy: "Pass readable PEM files (see docs/setup.md, \"Remote hosts\")." });
+    throw new UsageError(`Invalid input: ${lines.join("; ")}.`, { remedy: 'Pass readable PEM files (see docs/setup.md, "Remote hosts").' });
   }
   const f = r.data;
   if ((f.leafTlsCert === undefined) !== (f.leafTlsKey === undefined)) {
     throw new UsageError("Invalid input: --leaf-tls-cert and --leaf-tls-key go together.", { remedy: "Pass both: the hub's certificate and its private key." });
   }
-  if (f.leafTlsCa && !f.leafTlsCert) throw new UsageError("Invalid input: --leaf-tls-ca needs --leaf-tls-cert and --leaf-tls-key.", { remedy: "TLS needs the hub's own certificate and key first." });
+  if (f.leafTlsCa && !f.leafTlsCert)
+    throw new UsageError("Invalid input: --leaf-tls-ca needs --leaf-tls-cert and --leaf-tls-key.", {
+      remedy: "TLS needs the hub's own certificate and key first.",
+    });
   if (f.leafTlsCert && f.leafTlsKey) {
     const cert = new X509Certificate(readFileSync(f.leafTlsCert));
     if (!cert.checkPrivateKey(createPrivateKey(readFileSync(f.leafTlsKey)))) {
-      throw new UsageError(`Invalid input: --leaf-tls-key ${f.leafTlsKey} is not the private key of --leaf-tls-cert ${f.leafTlsCert}.`, { remedy: "Pass the key the certificate was issued for." });
+      throw new UsageError(`Invalid input: --leaf-tls-key ${f.leafTlsKey} is not the private key of --leaf-tls-cert ${f.leafTlsCert}.`, {
+        remedy: "Pass the key the certificate was issued for.",
+      });
     }
   }
   if (!f.leafTlsCert && !isLoopback(f.leafHost) && !f.leafInsecure) {
     throw new UsageError(`A leaf-node listener on ${f.leafHost} without TLS would carry every message of the space in clear text.`, {
-      remedy: "Pass --leaf-tls-cert and --leaf-tls-key (and --leaf-tls-ca to verify the leaf hosts' certificates), listen on loopback (--leaf-host 127.0.0.1, e.g. behind an SSH tunnel), or accept the risk with --leaf-insecure.",
+      remedy:
+        "Pass --leaf-tls-cert and --leaf-tls-key (and --leaf-tls-ca to verify the leaf hosts' certificates), listen on loopback (--leaf-host 127.0.0.1, e.g. behind an SSH tunnel), or accept the risk with --leaf-insecure.",
     });
   }
   return {

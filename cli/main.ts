@@ -106,7 +106,9 @@ function watchdog(argv: string[]): void {
   const command = argv.slice(2).find((a, i, rest) => !a.startsWith("-") && rest[i - 1] !== "--log-format");
   if (!command || !SHORT_COMMANDS.has(command)) return;
   setTimeout(() => {
-    process.stderr.write(`cotal: ${command} did not finish within ${WATCHDOG_MS / 1000} s; giving up. This is a bug: run it again with --debug and report what it prints.\n`);
+    process.stderr.write(
+      `cotal: ${command} did not finish within ${WATCHDOG_MS / 1000} s; giving up. This is a bug: run it again with --debug and report what it prints.\n`,
+    );
     process.exit(EXIT.failed);
   }, WATCHDOG_MS).unref();
 }

@@ -28,7 +28,10 @@ export function managerInstance(stateDir: string, asked?: string): string {
   }
   if (existsSync(file)) return ManagerInstance.parse(readFileSync(file, "utf8").trim());
   // Letters, digits and '_' only: the id is also the name of the manager's own credential.
-  const host = hostname().replace(/[^A-Za-z0-9_]/g, "_").slice(0, 40) || "host";
+  const host =
+    hostname()
+      .replace(/[^A-Za-z0-9_]/g, "_")
+      .slice(0, 40) || "host";
   const id = `${host}_${randomBytes(2).toString("hex")}`;
   writeFileSync(file, `${id}\n`, { mode: 0o600 });
   return id;
@@ -75,7 +78,19 @@ export async function ensureManager(root: MeshRoot, t: { server: string; space: 
   }
   removeRecord(file);
   const creds = t.creds ? await managerCredential(t as { server: string; space: string; creds: string }, stateDir, instance, notes) : undefined;
-  const args = ["manager", "--server", t.server, "--space", t.space, "--state-dir", stateDir, "--instance", instance, "--stop-seats", ...(creds ? ["--creds", creds] : [])];
+  const args = [
+    "manager",
+    "--server",
+    t.server,
+    "--space",
+    t.space,
+    "--state-dir",
+    stateDir,
+    "--instance",
+    instance,
+    "--stop-seats",
+    ...(creds ? ["--creds", creds] : []),
+  ];
   const started = await startDetached(root, "manager", "the manager", args, t, 20_000, answers);
   writeRecord(file, started);
   return { state, pid: started.pid, instance, log: root.log("manager") };

@@ -1,5 +1,14 @@
 import { mkdirSync } from "node:fs";
-import { clientsAccount, connectMesh, DEFAULT_ACCOUNT_STORAGE, ensureSpace, StreamConflictError, type AccountStorageLimits, type ProvisionReport, type StorageLimits } from "../broker/index.js";
+import {
+  clientsAccount,
+  connectMesh,
+  DEFAULT_ACCOUNT_STORAGE,
+  ensureSpace,
+  StreamConflictError,
+  type AccountStorageLimits,
+  type ProvisionReport,
+  type StorageLimits,
+} from "../broker/index.js";
 import { ephemeralPort, meshNodes, singleNode, type NodeFiles } from "./cluster-nodes.js";
 import type { LeafListener } from "./leaf-listener.js";
 import { DEFAULT_SPACE } from "./context.js";
@@ -85,10 +94,11 @@ async function up(root: MeshRoot, req: UpRequest): Promise<UpReport> {
   const auth = req.mode === "static" ? await prepareStaticAuth(root, req.space ?? prev?.space ?? DEFAULT_SPACE, accountLimits(req, prev)) : undefined;
   // Commands on the mesh host connect with its own operator-side credential unless told otherwise.
   if (auth && !req.creds) req = { ...req, creds: auth.cliCreds };
-  const servers = (prev?.cluster ? await adoptCluster(root, prev, req, auth, notes) : await adoptSingle(root, prev, req, auth, notes)) ?? (await startFresh(root, prev, req, auth, notes));
+  const servers =
+    (prev?.cluster ? await adoptCluster(root, prev, req, auth, notes) : await adoptSingle(root, prev, req, auth, notes)) ??
+    (await startFresh(root, prev, req, auth, notes));
   const { info, state: natsState, record: nats } = servers;
   const replicas = info.cluster && info.cluster.nodes.length >= 3 ? 3 : 1;
-
 
   // Streams live in the data account: only the mesh service's credential may create them.
   const provision = await provisionSpace({ server: info.server, creds: auth ? auth.meshCreds : req.creds }, info, replicas);
@@ -152,7 +162,13 @@ interface ServersUp {
 }
 
 /** The running single server of the previous run, adopted (undefined: none runs, start afresh). */
-async function adoptSingle(root: MeshRoot, prev: MeshInfo | undefined, req: UpRequest, auth: StaticAuth | undefined, notes: string[]): Promise<ServersUp | undefined> {
+async function adoptSingle(
+  root: MeshRoot,
+  prev: MeshInfo | undefined,
+  req: UpRequest,
+  auth: StaticAuth | undefined,
+  notes: string[],
+): Promise<ServersUp | undefined> {
   const natsRead = readRecordFile(root.pidFile("nats-server"));
   const natsRec = locateNatsServer(root, natsRead, [prev?.storeDir, req.storeDir ?? prev?.storeDir ?? root.defaultStoreDir], notes);
   if (!natsRec || !prev) {
@@ -216,11 +232,21 @@ async function startFresh(root: MeshRoot, prev: MeshInfo | undefined, req: UpReq
   const size = req.cluster ?? prev?.cluster?.nodes.length ?? 1;
   const leaf = req.leaf ?? prev?.leaf;
   const limits = { ...prev?.limits, ...req.limits };
-  const base = { space, mode: req.mode, host, storeDir, startedAt: new Date().toISOString(), ...(Object.keys(limits).length ? { limits } : {}), ...(leaf ? { leaf } : {}) };
+  const base = {
+    space,
+    mode: req.mode,
+    host,
+    storeDir,
+    startedAt: new Date().toISOString(),
+    ...(Object.keys(limits).length ? { limits } : {}),
+    ...(leaf ? { leaf } : {}),
+  };
   if (leaf) {
     for (let i = 0; i < size; i++) {
       if (!(await portIsFree(leaf.host, leaf.port + i))) {
-        throw new CommandFailedError(`Leaf-node port ${leaf.port + i} on ${leaf.host} is already in use.`, { remedy: `Pick another with --leaf-port${size > 1 ? ` (a cluster uses ${size} ports from it)` : ""}.` });
+        throw new CommandFailedError(`Leaf-node port ${leaf.port + i} on ${leaf.host} is already in use.`, {
+          remedy: `Pick another with --leaf-port${size > 1 ? ` (a cluster uses ${size} ports from it)` : ""}.`,
+        });
       }
     }
   }
@@ -236,7 +262,12 @@ async function startFresh(root: MeshRoot, prev: MeshInfo | undefined, req: UpReq
     }
     port = "auto";
   }
-  const started = await startNode(root, node, { host, port, space, auth: auth?.fragment, leaf: leaf ? { listener: leaf, port: leaf.port, account: leafAccount(auth, space) } : undefined }, req.creds);
+  const started = await startNode(
+    root,
+    node,
+    { host, port, space, auth: auth?.fragment, leaf: leaf ? { listener: leaf, port: leaf.port, account: leafAccount(auth, space) } : undefined },
+    req.creds,
+  );
   if (port === "auto") notes.push(`port ${wanted} on ${host} is in use; nats-server listens on ${started.port} instead`);
   const info: MeshInfo = { ...base, server: started.url, port: started.port };
   root.writeInfo(info);
@@ -255,7 +286,9 @@ async function startCluster(root: MeshRoot, base: MeshInfo, size: number, req: U
     const want = base.port + i;
     if (await portIsFree(base.host, want)) ports.push(want);
     else if (req.port !== undefined) {
-      throw new CommandFailedError(`Port ${want} on ${base.host} is already in use (a cluster of ${size} uses ${size} ports from --port ${req.port}).`, { remedy: "Pick another --port." });
+      throw new CommandFailedError(`Port ${want} on ${base.host} is already in use (a cluster of ${size} uses ${size} ports from --port ${req.port}).`, {
+        remedy: "Pick another --port.",
+      });
     } else {
       const free = await ephemeralPort(base.host);
       notes.push(`port ${want} on ${base.host} is in use; node ${i + 1} listens on ${free} instead`);
@@ -323,7 +356,11 @@ async function startNode(
   const claim = claimStore(n.storeDir, root.dir);
   let started: Awaited<ReturnType<typeof startNatsServer>>;
   try {
-    started = await startNatsServer(root, { ...c, storeDir: n.storeDir, portsDir: root.runDir, serverName: n.serverName }, { creds, onSpawn: (rec) => claim.handTo(rec), configFile: n.config, log: n.name });
+    started = await startNatsServer(
+      root,
+      { ...c, storeDir: n.storeDir, portsDir: root.runDir, serverName: n.serverName },
+      { creds, onSpawn: (rec) => claim.handTo(rec), configFile: n.config, log: n.name },
+    );
   } catch (err) {
     claim.release();
     throw err;
@@ -437,10 +474,13 @@ function refuseConflicts(root: MeshRoot, prev: MeshInfo, req: UpRequest): void {
   if (req.host !== undefined && req.host !== prev.host) diffs.push(`--host ${req.host} (it listens on ${prev.host})`);
   if (req.space !== undefined && req.space !== prev.space) diffs.push(`--space ${req.space} (it serves ${prev.space})`);
   if (req.storeDir !== undefined && req.storeDir !== prev.storeDir) diffs.push(`--store-dir ${req.storeDir} (it stores in ${prev.storeDir})`);
-  if (req.limits && JSON.stringify({ ...prev.limits, ...req.limits }) !== JSON.stringify(prev.limits ?? {})) diffs.push(`storage limits ${JSON.stringify(req.limits)} (it runs with ${JSON.stringify(prev.limits ?? "the defaults")})`);
+  if (req.limits && JSON.stringify({ ...prev.limits, ...req.limits }) !== JSON.stringify(prev.limits ?? {}))
+    diffs.push(`storage limits ${JSON.stringify(req.limits)} (it runs with ${JSON.stringify(prev.limits ?? "the defaults")})`);
   const size = prev.cluster?.nodes.length ?? 1;
-  if (req.cluster !== undefined && req.cluster !== size) diffs.push(`--cluster ${req.cluster} (it runs ${size === 1 ? "a single server" : `a cluster of ${size}`})`);
-  if (req.leaf && JSON.stringify(req.leaf) !== JSON.stringify(prev.leaf)) diffs.push(`leaf listener ${req.leaf.host}:${req.leaf.port} (it has ${prev.leaf ? `${prev.leaf.host}:${prev.leaf.port}` : "none"})`);
+  if (req.cluster !== undefined && req.cluster !== size)
+    diffs.push(`--cluster ${req.cluster} (it runs ${size === 1 ? "a single server" : `a cluster of ${size}`})`);
+  if (req.leaf && JSON.stringify(req.leaf) !== JSON.stringify(prev.leaf))
+    diffs.push(`leaf listener ${req.leaf.host}:${req.leaf.port} (it has ${prev.leaf ? `${prev.leaf.host}:${prev.leaf.port}` : "none"})`);
   if (req.mode !== prev.mode) diffs.push(`${req.mode === "open" ? "--open" : "static auth (no --open)"} (it runs ${prev.mode})`);
   if (diffs.length) {
     throw new UsageError(`The mesh in ${root.dir} is already running with other settings: ${diffs.join(", ")}.`, {
@@ -527,7 +567,11 @@ export async function bringDown(root: MeshRoot): Promise<DownReport> {
     // A cluster's nodes are stopped together: one by one, the last would wait for a quorum that is gone.
     const nodeReports = await Promise.all(nodes.map((n) => stop(n.pidFile, [], 15_000)));
     const stopped = new Set(nodeReports.map((r) => r.pid));
-    const single = await stop(root.pidFile("nats-server"), uniqueProcesses(servers).filter((p) => !stopped.has(p.pid)), 15_000);
+    const single = await stop(
+      root.pidFile("nats-server"),
+      uniqueProcesses(servers).filter((p) => !stopped.has(p.pid)),
+      15_000,
+    );
     const natsServer = single.result === "not-recorded" && nodeReports[0] ? nodeReports[0] : single;
     for (const store of stores) releaseStaleStore(store);
     return { root: root.dir, manager, meshService, natsServer, ...(nodes.length ? { nodes: nodeReports } : {}), web };

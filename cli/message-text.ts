@@ -20,7 +20,9 @@ export async function messageText(words: string[], file: string | undefined, std
   }
   if (words.length === 1 && words[0] === "-") {
     if ((stdin as { isTTY?: boolean }).isTTY) {
-      throw new UsageError("Invalid input: `-` reads the message from standard input, which is a terminal.", { remedy: "Pipe the text in (`… | cotal send msg general -`), or use --file F." });
+      throw new UsageError("Invalid input: `-` reads the message from standard input, which is a terminal.", {
+        remedy: "Pipe the text in (`… | cotal send msg general -`), or use --file F.",
+      });
     }
     const chunks: Buffer[] = [];
     for await (const c of stdin) chunks.push(typeof c === "string" ? Buffer.from(c) : (c as Buffer));

@@ -38,7 +38,10 @@ export type RecordRead<T = ProcessRecord> = { kind: "absent" } | { kind: "invali
  * Read and validate a pid file. An unreadable one is reported as such, never as "nothing
  * runs": the caller must then look for the real process instead of starting another.
  */
-export function readRecordFile<T extends ProcessRecord = ProcessRecord>(file: string, schema: z.ZodType<T> = ProcessRecord as unknown as z.ZodType<T>): RecordRead<T> {
+export function readRecordFile<T extends ProcessRecord = ProcessRecord>(
+  file: string,
+  schema: z.ZodType<T> = ProcessRecord as unknown as z.ZodType<T>,
+): RecordRead<T> {
   let text: string;
   try {
     text = readFileSync(file, "utf8");

@@ -24,7 +24,12 @@ export async function serverAnswers(addr: MeshAddress, timeoutMs = 2_000): Promi
 export type ServicePing = ControlReplyData<"ping">;
 
 /** Ping the space's mesh service on the control rail as `caller` (default: the host's CLI); undefined when none answers in time. */
-export async function pingMeshService(nc: NatsConnection, space: string, timeoutMs = 1_500, caller: Principal = SERVICE_PRINCIPALS.cli): Promise<ServicePing | undefined> {
+export async function pingMeshService(
+  nc: NatsConnection,
+  space: string,
+  timeoutMs = 1_500,
+  caller: Principal = SERVICE_PRINCIPALS.cli,
+): Promise<ServicePing | undefined> {
   try {
     return await callControl(nc, space, "ping", caller, {}, { timeoutMs });
   } catch {

@@ -38,7 +38,12 @@ export function selfCommand(): string[] {
 export async function startMeshService(root: MeshRoot, t: ServiceTarget, timeoutMs = 20_000): Promise<ProcessRecord> {
   // Paths only: no secret is ever put on a command line.
   const args = [
-    "mesh", "serve", "--server", t.server, "--space", t.space,
+    "mesh",
+    "serve",
+    "--server",
+    t.server,
+    "--space",
+    t.space,
     ...(t.serviceCreds ? ["--creds", t.serviceCreds] : t.creds ? ["--creds", t.creds] : []),
     ...(t.authDir ? ["--auth-dir", t.authDir] : []),
     ...(t.limits ? ["--limits", JSON.stringify(t.limits)] : []),

@@ -1,7 +1,20 @@
 // What `cotal setup` does on disk: the local marketplace under the Cotal home (the rendered
 // plugin tree plus the bundles), the seeded agent file, and the comparison `--check` reports.
 // Claude itself is driven through connector/ (claude command lines are built only in claude/).
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmdirSync, statSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmdirSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { MARKETPLACE_MANIFEST, MARKETPLACE_PLUGIN_PATH, PLUGIN_BIN_DIR, PLUGIN_BUNDLES, renderMarketplace, renderPlugin } from "../connector/index.js";
@@ -37,11 +50,16 @@ export interface TreeFile {
 export function desiredMarketplace(root: string): TreeFile[] {
   const files: TreeFile[] = [{ path: MARKETPLACE_MANIFEST, content: Buffer.from(renderMarketplace()), mode: 0o644 }];
   for (const [rel, text] of Object.entries(renderPlugin())) files.push({ path: `${MARKETPLACE_PLUGIN_PATH}/${rel}`, content: Buffer.from(text), mode: 0o644 });
-  const from = [path.join(root, "dist"), path.join(packagePluginDir(root), PLUGIN_BIN_DIR)].find((d) => PLUGIN_BUNDLES.every((b) => existsSync(path.join(d, b))));
+  const from = [path.join(root, "dist"), path.join(packagePluginDir(root), PLUGIN_BIN_DIR)].find((d) =>
+    PLUGIN_BUNDLES.every((b) => existsSync(path.join(d, b))),
+  );
   if (!from) {
-    throw new CommandFailedError(`The plugin's bundles (${PLUGIN_BUNDLES.join(", ")}) are not built: neither ${path.join(root, "dist")} nor ${path.join(root, "plugin", PLUGIN_BIN_DIR)} holds them.`, {
-      remedy: "Run `npm run build` in the Cotal package, then `cotal setup` again.",
-    });
+    throw new CommandFailedError(
+      `The plugin's bundles (${PLUGIN_BUNDLES.join(", ")}) are not built: neither ${path.join(root, "dist")} nor ${path.join(root, "plugin", PLUGIN_BIN_DIR)} holds them.`,
+      {
+        remedy: "Run `npm run build` in the Cotal package, then `cotal setup` again.",
+      },
+    );
   }
   for (const bundle of PLUGIN_BUNDLES) {
     for (const name of [bundle, `${bundle}.map`]) {

@@ -91,7 +91,10 @@ export const port = z
   .pipe(z.number().int().min(1, "port must be from 1 to 65535").max(65535, "port must be from 1 to 65535"));
 
 /** A host name or IP address to listen on. */
-export const host = z.string().min(1, "host must not be empty").regex(/^[A-Za-z0-9.:_-]+$/, "host must be a host name or an IP address such as 127.0.0.1");
+export const host = z
+  .string()
+  .min(1, "host must not be empty")
+  .regex(/^[A-Za-z0-9.:_-]+$/, "host must be a host name or an IP address such as 127.0.0.1");
 
 /** Commander's parser for a repeatable option (`--channel a --channel b`): every value, in order. */
 export const repeatable = (value: string, previous: string[] = []): string[] => [...previous, value];

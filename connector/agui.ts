@@ -1,4 +1,14 @@
-import { EventType, type RunErrorEvent, type RunFinishedEvent, type RunStartedEvent, type TextMessageContentEvent, type TextMessageEndEvent, type TextMessageStartEvent, type ToolCallEndEvent, type ToolCallStartEvent } from "@ag-ui/core";
+import {
+  EventType,
+  type RunErrorEvent,
+  type RunFinishedEvent,
+  type RunStartedEvent,
+  type TextMessageContentEvent,
+  type TextMessageEndEvent,
+  type TextMessageStartEvent,
+  type ToolCallEndEvent,
+  type ToolCallStartEvent,
+} from "@ag-ui/core";
 import { z } from "zod";
 
 /** The AG-UI events a seat publishes (typed by the AG-UI protocol's own package). */
@@ -33,7 +43,13 @@ export const RUN_INTERRUPTED = "run interrupted";
 /** Longest text delta in one event, characters (a frame must fit the server's payload). */
 export const MAX_DELTA_CHARS = 8_000;
 
-const Block = z.looseObject({ type: z.string(), text: z.string().optional(), id: z.string().optional(), name: z.string().optional(), tool_use_id: z.string().optional() });
+const Block = z.looseObject({
+  type: z.string(),
+  text: z.string().optional(),
+  id: z.string().optional(),
+  name: z.string().optional(),
+  tool_use_id: z.string().optional(),
+});
 /** The transcript fields the mapper reads; everything else (tool inputs and results among them) is never looked at. */
 const TranscriptRecord = z.looseObject({
   type: z.string(),
@@ -43,7 +59,9 @@ const TranscriptRecord = z.looseObject({
   isMeta: z.boolean().optional(),
   isCompactSummary: z.boolean().optional(),
   isApiErrorMessage: z.boolean().optional(),
-  message: z.looseObject({ role: z.string().optional(), content: z.union([z.string(), z.array(Block)]).optional(), stop_reason: z.string().nullish() }).optional(),
+  message: z
+    .looseObject({ role: z.string().optional(), content: z.union([z.string(), z.array(Block)]).optional(), stop_reason: z.string().nullish() })
+    .optional(),
 });
 
 /**
@@ -128,7 +146,8 @@ export class AgUiMapper {
 
   private text(messageId: string, role: "user" | "assistant", text: string, timestamp: number): RunEvent[] {
     const out = [this.ev({ type: EventType.TEXT_MESSAGE_START, messageId, role, timestamp })];
-    for (let i = 0; i < text.length; i += MAX_DELTA_CHARS) out.push(this.ev({ type: EventType.TEXT_MESSAGE_CONTENT, messageId, delta: text.slice(i, i + MAX_DELTA_CHARS), timestamp }));
+    for (let i = 0; i < text.length; i += MAX_DELTA_CHARS)
+      out.push(this.ev({ type: EventType.TEXT_MESSAGE_CONTENT, messageId, delta: text.slice(i, i + MAX_DELTA_CHARS), timestamp }));
     out.push(this.ev({ type: EventType.TEXT_MESSAGE_END, messageId, timestamp }));
     return out;
   }

@@ -42,7 +42,13 @@ export class Connector implements HookHandler {
     let seat: Seat | undefined;
     try {
       const front = new McpFront(() => seat!, log);
-      seat = await Seat.connect(cfg, log, () => custody.takeReturnedIds(), (w) => front.ring(w), (ep) => eventPlane(cfg, custody.dir, ep, log));
+      seat = await Seat.connect(
+        cfg,
+        log,
+        () => custody.takeReturnedIds(),
+        (w) => front.ring(w),
+        (ep) => eventPlane(cfg, custody.dir, ep, log),
+      );
       const hooks = new HookResponder(seat, cfg);
       custody.writeLocalFiles(cfg.launch.source, cfg.parentPid);
       const c = new Connector(custody, seat, hooks, front);

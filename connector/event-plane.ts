@@ -275,7 +275,10 @@ export class EventPlane {
       // One line longer than a whole step would hold the cursor forever: skip past what was read
       // (the rest of that line then reads as a torn line and is skipped too), and say so.
       if (carryAt === cur.offset && offset - cur.offset >= MAX_READ_PER_STEP) {
-        this.o.log.warn({ offset: cur.offset, transcript: cur.transcript, limit: MAX_READ_PER_STEP }, "skipped a transcript line longer than the plane reads in one step");
+        this.o.log.warn(
+          { offset: cur.offset, transcript: cur.transcript, limit: MAX_READ_PER_STEP },
+          "skipped a transcript line longer than the plane reads in one step",
+        );
         this.record([], { transcript: cur.transcript, offset });
       }
     } finally {
@@ -299,7 +302,15 @@ export class EventPlane {
         size += bytes + 1;
         continue;
       }
-      frames.push({ kind: AGUI_FRAME_KIND, protocol: AGUI_PROTOCOL, threadId: wal.snapshot.state.threadId, runId, epoch: this.head.epoch, seq: next++, events: [event] });
+      frames.push({
+        kind: AGUI_FRAME_KIND,
+        protocol: AGUI_PROTOCOL,
+        threadId: wal.snapshot.state.threadId,
+        runId,
+        epoch: this.head.epoch,
+        seq: next++,
+        events: [event],
+      });
       size = bytes + 300;
     }
     if (!frames.length && cursor.offset === wal.snapshot.cursor.offset) return;
@@ -328,7 +339,9 @@ export class EventPlane {
         if (isWrongLastSequence(err)) {
           const last = await this.o.ep.history(this.channel, { limit: 1 }).catch(() => []);
           const theirs = last.at(-1);
-          this.halt(`this writer expected stream sequence ${wal.snapshot.subjectSeq} (frame ${wal.snapshot.ackedSeq}) to be the last on ${this.channel}, the broker's last is ${theirs ? `stream sequence ${theirs.seq}${frameOf(theirs.message.parts) ? ` (frame ${frameOf(theirs.message.parts)!.seq})` : ""}` : "unknown"}`);
+          this.halt(
+            `this writer expected stream sequence ${wal.snapshot.subjectSeq} (frame ${wal.snapshot.ackedSeq}) to be the last on ${this.channel}, the broker's last is ${theirs ? `stream sequence ${theirs.seq}${frameOf(theirs.message.parts) ? ` (frame ${frameOf(theirs.message.parts)!.seq})` : ""}` : "unknown"}`,
+          );
           return;
         }
         this.downOnce(err, "publishing an event frame failed; the session goes on and the plane retries every second");
@@ -358,4 +371,3 @@ function sizeOf(file: string): number {
     return 0;
   }
 }
-

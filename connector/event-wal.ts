@@ -8,7 +8,15 @@ const State = z.object({ threadId: z.string(), runId: z.string().optional(), ope
 const Cursor = z.object({ transcript: z.string().nullable(), offset: z.number().int().min(0) });
 /** Lines of a WAL file: one base line, then frames written before publishing, then acks. */
 const WalLine = z.discriminatedUnion("t", [
-  z.object({ t: z.literal("base"), session: z.string(), cursor: Cursor, ackedSeq: z.number().int().min(0), subjectSeq: z.number().int().min(0), epoch: z.number().int().min(0), state: State }),
+  z.object({
+    t: z.literal("base"),
+    session: z.string(),
+    cursor: Cursor,
+    ackedSeq: z.number().int().min(0),
+    subjectSeq: z.number().int().min(0),
+    epoch: z.number().int().min(0),
+    state: State,
+  }),
   z.object({ t: z.literal("frames"), frames: z.array(AgUiFrame), cursor: Cursor, state: State }),
   z.object({ t: z.literal("ack"), seq: z.number().int().min(1), subjectSeq: z.number().int().min(1) }),
 ]);

@@ -75,7 +75,8 @@ function neutralizeSegment(s: string, inline: boolean): string {
     const mapped = REPLACE[ch];
     if (mapped !== undefined) out += mapped;
     else if (cp === 0x09) out += inline ? " " : "\t";
-    else if (cp < 0x20) out += String.fromCharCode(0x2400 + cp); // control pictures ␀…␟
+    else if (cp < 0x20)
+      out += String.fromCharCode(0x2400 + cp); // control pictures ␀…␟
     else if (cp >= 0x80 && cp <= 0x9f) out += "\uFFFD";
     else if (isInvisibleFormat(cp)) out += "\uFFFD";
     else out += ch;

@@ -106,7 +106,11 @@ export class HookResponder implements HookHandler {
 function notePlane(plane: EventPlane | undefined, event: HookEvent, payload: HookPayload): void {
   if (!plane) return;
   if (event === "SessionStart" && payload.session_id) {
-    plane.sessionStart({ sessionId: payload.session_id, ...(payload.transcript_path ? { transcriptPath: payload.transcript_path } : {}), ...(payload.source ? { source: payload.source } : {}) });
+    plane.sessionStart({
+      sessionId: payload.session_id,
+      ...(payload.transcript_path ? { transcriptPath: payload.transcript_path } : {}),
+      ...(payload.source ? { source: payload.source } : {}),
+    });
   } else if (event === "Stop" || event === "StopFailure") {
     plane.turnEnded(event === "Stop" ? "finished" : "failed");
   } else {

@@ -10,15 +10,7 @@ import * as z from "zod/mini";
 import { hookSpec } from "./hooks.js";
 import { frameLine, LineSplitter } from "./ndjson.js";
 import { controlDir, seatPaths, pairingFile, PRINCIPAL_TOKEN_RE, SPACE_RE, unsafeDirReason } from "./paths.js";
-import {
-  HookLaunchView,
-  HookResponse,
-  isHookEvent,
-  parseLine,
-  PROTOCOL_VERSION,
-  trimPayload,
-  type HookEvent,
-} from "./protocol.js";
+import { HookLaunchView, HookResponse, isHookEvent, parseLine, PROTOCOL_VERSION, trimPayload, type HookEvent } from "./protocol.js";
 
 /** Where the hook writes its reply. `write` resolves once the text was handed to the reader (flushed). */
 export interface HookIO {
@@ -135,7 +127,10 @@ async function readAll(stdin: string | AsyncIterable<string | Buffer>, deadline:
     for await (const c of stdin) chunks.push(typeof c === "string" ? Buffer.from(c) : c);
   })();
   let timer: NodeJS.Timeout | undefined;
-  await Promise.race([reading, new Promise((_, rej) => (timer = setTimeout(() => rej(new Error("stdin not closed in time")), Math.max(0, deadline - Date.now()))))]).finally(() => clearTimeout(timer));
+  await Promise.race([
+    reading,
+    new Promise((_, rej) => (timer = setTimeout(() => rej(new Error("stdin not closed in time")), Math.max(0, deadline - Date.now())))),
+  ]).finally(() => clearTimeout(timer));
   return Buffer.concat(chunks).toString("utf8");
 }
 

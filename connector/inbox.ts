@@ -308,7 +308,13 @@ export class Inbox {
       const index = (first.partsSent ?? 0) + 1;
       const h = this.open([first], { index, total: parts.length });
       const rest = free.filter((e) => e !== first);
-      return { handover: h, text: [parts[index - 1]!], waiting: rest.filter((e) => e.cls !== "pull").length, pullOnly: pullOnlyLeft(new Set([first])), tooLarge: 0 };
+      return {
+        handover: h,
+        text: [parts[index - 1]!],
+        waiting: rest.filter((e) => e.cls !== "pull").length,
+        pullOnly: pullOnlyLeft(new Set([first])),
+        tooLarge: 0,
+      };
     }
     const chosen: InboxEntry[] = [];
     const text: string[] = [];

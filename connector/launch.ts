@@ -2,15 +2,7 @@ import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { credsClaims, parseMeshLink } from "../broker/index.js";
-import {
-  ChannelName,
-  describeIssues,
-  LaunchMaterial,
-  LOCAL_OWNER,
-  PrincipalToken,
-  RoleName,
-  SpaceName,
-} from "../schemas/index.js";
+import { ChannelName, describeIssues, LaunchMaterial, LOCAL_OWNER, PrincipalToken, RoleName, SpaceName } from "../schemas/index.js";
 import { LaunchError } from "./errors.js";
 import { HOW_TO_JOIN } from "./model-text.js";
 
@@ -39,8 +31,7 @@ export interface Launch {
 }
 
 export type LaunchResolution =
-  | { kind: "none"; /** Why not joined, for the help tool (e.g. COTAL_SERVER set but no COTAL_NAME). */ note?: string }
-  | { kind: "launch"; launch: Launch };
+  { kind: "none"; /** Why not joined, for the help tool (e.g. COTAL_SERVER set but no COTAL_NAME). */ note?: string } | { kind: "launch"; launch: Launch };
 
 /** Environment variables of the hand-started form. COTAL_NAME selects it. */
 export const ENV_LAUNCH_VARS = ["COTAL_SERVER", "COTAL_SPACE", "COTAL_NAME", "COTAL_ROLE", "COTAL_CHANNELS", "COTAL_CREDS"] as const;
@@ -62,7 +53,8 @@ export function resolveLaunch(env: NodeJS.ProcessEnv = process.env): LaunchResol
   if (materialPath) return { kind: "launch", launch: readLaunchMaterial(materialPath) };
   // A minted credential (COTAL_CREDS) names who it is, so it selects the hand-started form too.
   if ((env.COTAL_NAME ?? "").trim() !== "" || credsDefaults(env.COTAL_CREDS?.trim()).COTAL_NAME) return { kind: "launch", launch: launchFromEnv(env) };
-  if (envSet.length) return { kind: "none", note: `${envSet.join(", ")} ${envSet.length === 1 ? "is" : "are"} set, but COTAL_NAME is not: the connector needs a name to join.` };
+  if (envSet.length)
+    return { kind: "none", note: `${envSet.join(", ")} ${envSet.length === 1 ? "is" : "are"} set, but COTAL_NAME is not: the connector needs a name to join.` };
   return { kind: "none" };
 }
 
@@ -134,7 +126,9 @@ export function credsDefaults(creds: string | undefined): Record<string, string>
   if (!claims?.name) return {};
   const space = claims.tags.find((t) => t.startsWith("cotal-space:"))?.slice("cotal-space:".length);
   const channels = space
-    ? claims.subAllow.flatMap((s) => (s.startsWith(`cotal.${space}.chat.*.*.`) ? [s.slice(`cotal.${space}.chat.*.*.`.length)] : [])).filter((c) => !c.includes("*") && !c.includes(">"))
+    ? claims.subAllow
+        .flatMap((s) => (s.startsWith(`cotal.${space}.chat.*.*.`) ? [s.slice(`cotal.${space}.chat.*.*.`.length)] : []))
+        .filter((c) => !c.includes("*") && !c.includes(">"))
     : [];
   return {
     COTAL_NAME: claims.name,
@@ -181,9 +175,7 @@ export function launchFromEnv(env: NodeJS.ProcessEnv): Launch {
   const dotted = rawName.split(".");
   // `<owner>.<actor>` or a bare actor; anything else is left whole so validation refuses it.
   const [owner, name] = dotted.length === 2 ? [dotted[0]!, dotted[1]!] : [LOCAL_OWNER, rawName];
-  const channels = (get("COTAL_CHANNELS") ?? "")
-    .split(/[\s,]+/)
-    .filter((c) => c !== "");
+  const channels = (get("COTAL_CHANNELS") ?? "").split(/[\s,]+/).filter((c) => c !== "");
   const parsed = EnvLaunch.safeParse({
     server,
     space,

@@ -96,7 +96,8 @@ export function receiptLine(r: Receipt): string {
 /** The sentence a send tool returns: what was sent, as whom, and its receipt line. */
 export function sentLine(r: Receipt, me: string): string {
   const t = r.target;
-  const what = t.kind === "channel" ? `Posted on #${t.channel} as ${me}` : t.kind === "dm" ? `DM to ${t.to} from ${me}` : `Anycast to role ${t.role} from ${me}`;
+  const what =
+    t.kind === "channel" ? `Posted on #${t.channel} as ${me}` : t.kind === "dm" ? `DM to ${t.to} from ${me}` : `Anycast to role ${t.role} from ${me}`;
   return `${what} (id ${r.id}): ${receiptLine(r)}.`;
 }
 
@@ -264,7 +265,8 @@ export function channelLine(name: string, cls: string, joinedMode: string | unde
 
 export const NO_CHANNELS = "No channels are configured and you are in none. cotal_join creates a membership in any channel name.";
 
-export const badSinceText = (since: string) => `since ${JSON.stringify(since)} is not a valid ISO 8601 time; use e.g. 2025-01-31T09:00:00Z or a duration such as 2h.`;
+export const badSinceText = (since: string) =>
+  `since ${JSON.stringify(since)} is not a valid ISO 8601 time; use e.g. 2025-01-31T09:00:00Z or a duration such as 2h.`;
 export const noPostsText = (channel: string, sinceMs: number) => `No posts on #${channel} since ${new Date(sinceMs).toISOString()}.`;
 
 /** The head of a `cotal_history` reply. */

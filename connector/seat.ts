@@ -276,7 +276,12 @@ export class Seat {
   /** Who this seat is, for identity lines (the launch channels until joined). */
   facts(): SeatFacts {
     const { launch } = this.cfg;
-    return { id: this.id, space: launch.space, ...(launch.role ? { role: launch.role } : {}), channels: this.joined ? this.ep.joinedChannels() : launch.channels };
+    return {
+      id: this.id,
+      space: launch.space,
+      ...(launch.role ? { role: launch.role } : {}),
+      channels: this.joined ? this.ep.joinedChannels() : launch.channels,
+    };
   }
 
   send(channel: string, text: string, mentions?: string[]): Promise<Receipt> {

@@ -119,8 +119,16 @@ const SentOutput = z.object({
   duplicate: z.boolean().describe("The broker had already stored this id."),
   target: z
     .discriminatedUnion("kind", [
-      z.object({ kind: z.literal("channel"), channel: z.string(), onlineMembers: z.number().int().nullable().describe("Other members online at send; null: unknown.") }),
-      z.object({ kind: z.literal("dm"), to: z.string(), recipient: z.union([PresenceStatus, z.enum(["not-joined", "unknown"])]).describe("The recipient's status at send.") }),
+      z.object({
+        kind: z.literal("channel"),
+        channel: z.string(),
+        onlineMembers: z.number().int().nullable().describe("Other members online at send; null: unknown."),
+      }),
+      z.object({
+        kind: z.literal("dm"),
+        to: z.string(),
+        recipient: z.union([PresenceStatus, z.enum(["not-joined", "unknown"])]).describe("The recipient's status at send."),
+      }),
       z.object({ kind: z.literal("anycast"), role: z.string(), holders: z.number().int().nullable().describe("Holders online at send; null: unknown.") }),
     ])
     .describe("Who it was for and what was known of them at send (never that it was read)."),
@@ -189,7 +197,8 @@ export function buildMcpServer(c: ToolSeat, replies: ReplyReceipts): McpServer {
   server.registerTool(
     "cotal_inbox",
     {
-      description: "Read waiting mail (directed first, then channels, then muted channels and history). Returns a bounded window and clears only what it returned; a very long message comes in parts.",
+      description:
+        "Read waiting mail (directed first, then channels, then muted channels and history). Returns a bounded window and clears only what it returned; a very long message comes in parts.",
       inputSchema: closed("cotal_inbox", who, {}),
     },
     (_args, extra) =>
@@ -231,7 +240,8 @@ export function buildMcpServer(c: ToolSeat, replies: ReplyReceipts): McpServer {
   server.registerTool(
     "cotal_status",
     {
-      description: "Show this seat's status, or set it: status (idle, waiting, working), attention (open: wake on anything; focus: only directed mail; dnd: nothing wakes), activity (a short label).",
+      description:
+        "Show this seat's status, or set it: status (idle, waiting, working), attention (open: wake on anything; focus: only directed mail; dnd: nothing wakes), activity (a short label).",
       inputSchema: closed("cotal_status", who, {
         status: z.enum(["idle", "waiting", "working"]).optional(),
         attention: Attention.optional(),
@@ -285,7 +295,9 @@ export function buildMcpServer(c: ToolSeat, replies: ReplyReceipts): McpServer {
     () =>
       domain("list channels", async () => {
         const joined = new Set(c.joinedChannels());
-        const lines = (await c.listChannels()).map((ch) => text.channelLine(ch.name, ch.class, joined.has(ch.name) ? c.channelMode(ch.name) : undefined, ch.description));
+        const lines = (await c.listChannels()).map((ch) =>
+          text.channelLine(ch.name, ch.class, joined.has(ch.name) ? c.channelMode(ch.name) : undefined, ch.description),
+        );
         return ok(lines.length ? lines.join("\n") : text.NO_CHANNELS);
       }),
   );
@@ -293,7 +305,8 @@ export function buildMcpServer(c: ToolSeat, replies: ReplyReceipts): McpServer {
   server.registerTool(
     "cotal_channel_mode",
     {
-      description: "Set how a joined channel reaches you: normal (posts wake you when idle), quiet (posts arrive without waking you), muted (posts wait in cotal_inbox only).",
+      description:
+        "Set how a joined channel reaches you: normal (posts wake you when idle), quiet (posts arrive without waking you), muted (posts wait in cotal_inbox only).",
       inputSchema: closed("cotal_channel_mode", who, { channel: ChannelName, mode: ChannelMode }),
     },
     ({ channel, mode }) =>
@@ -344,7 +357,12 @@ export function buildMcpServer(c: ToolSeat, replies: ReplyReceipts): McpServer {
  * `cotal_run`: dispatch one-shot headless runs on a manager (docs/runs.md), as this seat, under the
  * manager's budget gates; the typed results are the tool result.
  */
-function registerRunTool(server: McpServer, c: ToolSeat, who: () => string, domain: (what: string, fn: () => Promise<CallToolResult>) => Promise<CallToolResult>): void {
+function registerRunTool(
+  server: McpServer,
+  c: ToolSeat,
+  who: () => string,
+  domain: (what: string, fn: () => Promise<CallToolResult>) => Promise<CallToolResult>,
+): void {
   server.registerTool(
     "cotal_run",
     {
@@ -370,9 +388,14 @@ function registerRunTool(server: McpServer, c: ToolSeat, who: () => string, doma
         const rounds = Math.ceil(jobs / Math.min(maxParallel ?? 4, jobs));
         const reply = await c.run(
           {
-            personas, prompt, timeoutMs,
-            ...(jsonSchema ? { jsonSchema } : {}), ...(model ? { model } : {}), ...(task ? { task } : {}),
-            ...(parallel ? { parallel } : {}), ...(maxParallel ? { maxParallel } : {}),
+            personas,
+            prompt,
+            timeoutMs,
+            ...(jsonSchema ? { jsonSchema } : {}),
+            ...(model ? { model } : {}),
+            ...(task ? { task } : {}),
+            ...(parallel ? { parallel } : {}),
+            ...(maxParallel ? { maxParallel } : {}),
           },
           rounds * (timeoutMs + 15_000) + 15_000,
         );
@@ -383,7 +406,17 @@ function registerRunTool(server: McpServer, c: ToolSeat, who: () => string, doma
 }
 
 function historyFrame(m: CotalMessage, from: string, channel: string) {
-  return { kind: "channel" as const, from, ...(m.from.role ? { fromRole: m.from.role } : {}), ...(m.sentBy ? { sentBy: m.sentBy } : {}), channel, id: m.id, ts: m.ts, parts: m.parts, historical: true };
+  return {
+    kind: "channel" as const,
+    from,
+    ...(m.from.role ? { fromRole: m.from.role } : {}),
+    ...(m.sentBy ? { sentBy: m.sentBy } : {}),
+    channel,
+    id: m.id,
+    ts: m.ts,
+    parts: m.parts,
+    historical: true,
+  };
 }
 
 /** The MCP server of a connector that is not joined: one tool explaining how to join. */

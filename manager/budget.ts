@@ -2,7 +2,16 @@
 // over today's (UTC) run costs and a per-chain cap over the runs sharing a task marker. The
 // estimate for N runs is the median cost of recent runs × N (0 with no history).
 import { existsSync, readFileSync } from "node:fs";
-import { BudgetConfig, CotalError, describeIssues, type BudgetCap, type BudgetGauge, type BudgetLevel, type BudgetRefusal, type SeatEvent } from "../schemas/index.js";
+import {
+  BudgetConfig,
+  CotalError,
+  describeIssues,
+  type BudgetCap,
+  type BudgetGauge,
+  type BudgetLevel,
+  type BudgetRefusal,
+  type SeatEvent,
+} from "../schemas/index.js";
 
 /** A run as the seat log recorded it. */
 export type RunRecord = Extract<SeatEvent, { type: "run" }>;
@@ -41,10 +50,16 @@ export function budgetCaps(env: Readonly<Record<string, string | undefined>>, co
     try {
       json = JSON.parse(readFileSync(configFile, "utf8"));
     } catch (cause) {
-      throw new CotalError("invalid-budget-config", `The budget config ${configFile} is not valid JSON.`, { remedy: 'Write it as {"dailyUsd": 5, "taskUsd": 1} (either may be left out).', cause });
+      throw new CotalError("invalid-budget-config", `The budget config ${configFile} is not valid JSON.`, {
+        remedy: 'Write it as {"dailyUsd": 5, "taskUsd": 1} (either may be left out).',
+        cause,
+      });
     }
     const parsed = BudgetConfig.safeParse(json);
-    if (!parsed.success) throw new CotalError("invalid-budget-config", `Invalid budget config ${configFile}: ${describeIssues(parsed.error).join("; ")}.`, { remedy: 'Write it as {"dailyUsd": 5, "taskUsd": 1} (either may be left out).' });
+    if (!parsed.success)
+      throw new CotalError("invalid-budget-config", `Invalid budget config ${configFile}: ${describeIssues(parsed.error).join("; ")}.`, {
+        remedy: 'Write it as {"dailyUsd": 5, "taskUsd": 1} (either may be left out).',
+      });
     config = parsed.data;
   }
   const fromEnv = capsFromEnv(env);
@@ -135,7 +150,11 @@ export function checkGates(
 }
 
 /** The most a run may spend so that spent + reserved stays under every cap that applies (undefined: no cap). */
-export function headroom(runs: readonly RunRecord[], caps: BudgetCaps, at: { now: number; task?: string | undefined; reserved: { dailyUsd: number; taskUsd: number } }): number | undefined {
+export function headroom(
+  runs: readonly RunRecord[],
+  caps: BudgetCaps,
+  at: { now: number; task?: string | undefined; reserved: { dailyUsd: number; taskUsd: number } },
+): number | undefined {
   const rooms: number[] = [];
   if (caps.dailyUsd !== undefined) rooms.push(caps.dailyUsd - sum(runsUnder(runs, "daily", at)) - at.reserved.dailyUsd);
   if (caps.taskUsd !== undefined && at.task !== undefined) rooms.push(caps.taskUsd - sum(runsUnder(runs, "task", at)) - at.reserved.taskUsd);

@@ -130,6 +130,11 @@ export async function awaitInputScreen(terminal: SeatTerminal, proc: SeatProcess
     if (c.kind === "blocked") throw new UnexpectedScreenError(c.name, screen);
     await sleep(100);
   }
-  const first = screen.split("\n").map((l) => l.trim()).filter(Boolean).slice(0, 3).join(" / ");
+  const first = screen
+    .split("\n")
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .slice(0, 3)
+    .join(" / ");
   throw new UnexpectedScreenError(gone ? "an exit before its input screen" : `an unexpected screen (${first || "blank"})`, screen);
 }

@@ -26,7 +26,11 @@ export function readLaunchMaterial(file: string): LaunchMaterial {
     if ((st.mode & 0o077) !== 0) throw new Error(`mode ${(st.mode & 0o777).toString(8)} lets others read it`);
     text = readFileSync(file, "utf8");
   } catch (cause) {
-    throw new SeatRefusedError("bad-launch-material", `Cannot use launch material ${file}: ${(cause as Error).message}.`, "Launch seats through the manager (`cotal spawn`), which writes it 0600.");
+    throw new SeatRefusedError(
+      "bad-launch-material",
+      `Cannot use launch material ${file}: ${(cause as Error).message}.`,
+      "Launch seats through the manager (`cotal spawn`), which writes it 0600.",
+    );
   }
   let json: unknown;
   try {
@@ -35,6 +39,11 @@ export function readLaunchMaterial(file: string): LaunchMaterial {
     throw new SeatRefusedError("bad-launch-material", `Launch material ${file} is not JSON.`, "Launch seats through the manager (`cotal spawn`).");
   }
   const r = LaunchMaterial.safeParse(json);
-  if (!r.success) throw new SeatRefusedError("bad-launch-material", `Launch material ${file}: ${describeIssues(r.error).join("; ")}.`, "Launch seats through the manager (`cotal spawn`).");
+  if (!r.success)
+    throw new SeatRefusedError(
+      "bad-launch-material",
+      `Launch material ${file}: ${describeIssues(r.error).join("; ")}.`,
+      "Launch seats through the manager (`cotal spawn`).",
+    );
   return r.data;
 }

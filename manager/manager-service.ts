@@ -4,7 +4,17 @@ import { isAbsolute, join } from "node:path";
 import { Kvm, type KV } from "@nats-io/kv";
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
-import { MANAGER_COMMANDS, SeatEvent, names, patterns, type Principal, type SeatAgent, type SeatRuntime, type SeatView, type TableParsedArgs } from "../schemas/index.js";
+import {
+  MANAGER_COMMANDS,
+  SeatEvent,
+  names,
+  patterns,
+  type Principal,
+  type SeatAgent,
+  type SeatRuntime,
+  type SeatView,
+  type TableParsedArgs,
+} from "../schemas/index.js";
 import { JS_OPTIONS, serveControl, SERVICE_PRINCIPALS, type Logger } from "../broker/index.js";
 import { SeatRefusedError, StaleSeatLogError } from "./errors.js";
 import { newLifecycleUid } from "./lifecycle-uid.js";
@@ -105,7 +115,14 @@ export class ManagerService {
     private readonly managers: KV,
   ) {
     this.tmux = new TmuxServer(join(o.stateDir, "tmux.sock"), `cotal-${o.space}`);
-    this.carry = new TranscriptDesk({ nc, space: o.space, instance: o.instance, stateDir: o.stateDir, caller: o.caller ?? SERVICE_PRINCIPALS.cli, log: o.log.child({ part: "carry" }) });
+    this.carry = new TranscriptDesk({
+      nc,
+      space: o.space,
+      instance: o.instance,
+      stateDir: o.stateDir,
+      caller: o.caller ?? SERVICE_PRINCIPALS.cli,
+      log: o.log.child({ part: "carry" }),
+    });
   }
 
   static async start(nc: NatsConnection, o: ManagerOptions): Promise<ManagerService> {
@@ -118,18 +135,26 @@ export class ManagerService {
     const runs = m.runs;
     for (const target of ["one", o.instance]) {
       m.subs.push(
-        serveControl(nc, o.space, "manager", MANAGER_COMMANDS, {
-          spawn: (args, caller) => m.serial(() => m.spawn(args, caller)),
-          stop: (args, caller) => m.serial(() => m.stopSeat(args.name, caller)),
-          despawn: (args, caller) => m.serial(() => m.stopSeat(args.name, caller)),
-          ps: async (args) => ({ instance: o.instance, seats: m.view(args.all) }),
-          status: async () => m.status(),
-          run: (args, caller) => runs.run(args, caller),
-          budget: (args) => runs.budget(args),
-          "carry-begin": (args) => m.carry.begin(args),
-          "carry-commit": (args) => m.carry.commit(args),
-          "carry-resolve": (args) => m.carry.resolve(args),
-        }, o.log, { target }),
+        serveControl(
+          nc,
+          o.space,
+          "manager",
+          MANAGER_COMMANDS,
+          {
+            spawn: (args, caller) => m.serial(() => m.spawn(args, caller)),
+            stop: (args, caller) => m.serial(() => m.stopSeat(args.name, caller)),
+            despawn: (args, caller) => m.serial(() => m.stopSeat(args.name, caller)),
+            ps: async (args) => ({ instance: o.instance, seats: m.view(args.all) }),
+            status: async () => m.status(),
+            run: (args, caller) => runs.run(args, caller),
+            budget: (args) => runs.budget(args),
+            "carry-begin": (args) => m.carry.begin(args),
+            "carry-commit": (args) => m.carry.commit(args),
+            "carry-resolve": (args) => m.carry.resolve(args),
+          },
+          o.log,
+          { target },
+        ),
       );
     }
     await m.beat();
@@ -152,7 +177,8 @@ export class ManagerService {
   /** Stop every seat this manager runs (retiring them), then the service: `cotal down`. */
   async stopWithSeats(caller: Principal): Promise<void> {
     for (const r of [...this.seats.values()]) {
-      if (r.manager === this.o.instance && holdsName(r)) await this.serial(() => this.stopSeat(nameOf(r.seat), caller)).catch((err) => this.o.log.warn({ err, seat: r.seat }, "stop failed"));
+      if (r.manager === this.o.instance && holdsName(r))
+        await this.serial(() => this.stopSeat(nameOf(r.seat), caller)).catch((err) => this.o.log.warn({ err, seat: r.seat }, "stop failed"));
     }
     await this.tmux.closeIfIdle();
     await this.stop();
@@ -167,7 +193,8 @@ export class ManagerService {
   private async beat(): Promise<void> {
     for (const [seat, l] of this.live) {
       const r = this.seats.get(seat);
-      if (r?.state === "joined" && l.lastPresence) void this.maybeWake(seat, r, l, l.lastPresence).catch((err) => this.o.log.warn({ err, seat }, "wake failed"));
+      if (r?.state === "joined" && l.lastPresence)
+        void this.maybeWake(seat, r, l, l.lastPresence).catch((err) => this.o.log.warn({ err, seat }, "wake failed"));
     }
     const status = this.status();
     try {
@@ -212,12 +239,22 @@ export class ManagerService {
       if (proc) {
         this.o.log.info({ seat: r.seat, pid: r.pid }, "re-adopted a running seat");
         this.watch(r.seat, {
-          proc, files, stopping: false, restartsAt: [],
+          proc,
+          files,
+          stopping: false,
+          restartsAt: [],
           ...(r.runtime === "tmux" ? { terminal: this.tmux.terminal(nameOf(r.seat)) } : {}),
           ...(r.state === "joined" ? { joinedEpoch: r.epoch } : {}),
         });
       } else {
-        await this.serial(() => this.onExit(r.seat, { proc: deadProcess(), files, stopping: false, restartsAt: [] }, { code: null, signal: null }, "the process was gone when the manager restarted"));
+        await this.serial(() =>
+          this.onExit(
+            r.seat,
+            { proc: deadProcess(), files, stopping: false, restartsAt: [] },
+            { code: null, signal: null },
+            "the process was gone when the manager restarted",
+          ),
+        );
       }
     }
   }
@@ -247,11 +284,19 @@ export class ManagerService {
     await this.admit(a.agent, runtime);
     const cwd = a.cwd ?? process.cwd();
     if (!isAbsolute(cwd) || !statSync(cwd, { throwIfNoEntry: false })?.isDirectory()) {
-      throw new SeatRefusedError("bad-cwd", `The working directory ${JSON.stringify(cwd)} is not an absolute path to a folder on ${hostname()}; nothing was started.`, "Pass --cwd with a folder that exists on the manager's host.");
+      throw new SeatRefusedError(
+        "bad-cwd",
+        `The working directory ${JSON.stringify(cwd)} is not an absolute path to a folder on ${hostname()}; nothing was started.`,
+        "Pass --cwd with a folder that exists on the manager's host.",
+      );
     }
     const mine = [...this.seats.values()].filter((r) => r.manager === this.o.instance && holdsName(r)).length;
     if (mine >= (this.o.maxSeats ?? 32)) {
-      throw new SeatRefusedError("seat-limit", `Manager ${this.o.instance} already runs ${mine} seats (its limit); nothing was started.`, "Stop a seat (`cotal stop --name N`), spawn on another manager (`--on`), or start this one with a higher --max-seats.");
+      throw new SeatRefusedError(
+        "seat-limit",
+        `Manager ${this.o.instance} already runs ${mine} seats (its limit); nothing was started.`,
+        "Stop a seat (`cotal stop --name N`), spawn on another manager (`--on`), or start this one with a higher --max-seats.",
+      );
     }
     // An agent file is read on this host, before anything is claimed: a missing or invalid one refuses the spawn.
     const fm = a.persona ? loadAgentFile(cwd, a.persona).frontmatter : undefined;
@@ -260,11 +305,30 @@ export class ManagerService {
     const channels = a.channels.length ? a.channels : (fm?.subscribe ?? []);
     const model = a.model ?? fm?.model;
     const uid = newLifecycleUid();
-    const spec = { runtime, cwd, channels, ...(model ? { model } : {}), ...(carried ? { carried: { session: carried.session, digest: carried.digest } } : {}), ...(a.restarts !== undefined ? { restarts: a.restarts } : {}), ...(a.windowMs !== undefined ? { windowMs: a.windowMs } : {}) };
-    const { name, seat } = await this.claimName(a.name ?? fm?.name ?? a.agent, { uid, agent: a.agent, role, persona: a.persona, caller, requestId: a.requestId, spec });
+    const spec = {
+      runtime,
+      cwd,
+      channels,
+      ...(model ? { model } : {}),
+      ...(carried ? { carried: { session: carried.session, digest: carried.digest } } : {}),
+      ...(a.restarts !== undefined ? { restarts: a.restarts } : {}),
+      ...(a.windowMs !== undefined ? { windowMs: a.windowMs } : {}),
+    };
+    const { name, seat } = await this.claimName(a.name ?? fm?.name ?? a.agent, {
+      uid,
+      agent: a.agent,
+      role,
+      persona: a.persona,
+      caller,
+      requestId: a.requestId,
+      spec,
+    });
     try {
       const files = await prepareSeat(this.nc, this.o, {
-        name, uid, role, channels,
+        name,
+        uid,
+        role,
+        channels,
         ...(a.noEvents ? { noEvents: true } : {}),
         allowSubscribe: [...new Set([...channels, ...(fm?.allowSubscribe ?? [])])],
         allowPublish: [...new Set([...channels, ...(fm?.allowPublish ?? [])])],
@@ -272,7 +336,10 @@ export class ManagerService {
       await this.start(seat, files, 0, [], a.prompt, carried?.file);
     } catch (err) {
       const r = this.seats.get(seat);
-      if (r && holdsName(r)) await this.retire(seat, `could not be started: ${(err as Error).message}`).catch((e: unknown) => this.o.log.error({ err: e, seat }, "retiring a seat that could not start failed"));
+      if (r && holdsName(r))
+        await this.retire(seat, `could not be started: ${(err as Error).message}`).catch((e: unknown) =>
+          this.o.log.error({ err: e, seat }, "retiring a seat that could not start failed"),
+        );
       throw err;
     }
     return this.identity(this.seats.get(seat)!);
@@ -281,18 +348,37 @@ export class ManagerService {
   /** A `--resume` spawn's claim, taken once (before anything is claimed); refused for echo seats. */
   private takeCarried(a: Args<"spawn">): StagedTranscript | undefined {
     if (a.resume === undefined) return undefined;
-    if (a.agent !== "claude") throw new SeatRefusedError("resume-unavailable", "Only Claude seats resume a carried session; nothing was started.", "Leave out --resume, or spawn a claude seat.");
+    if (a.agent !== "claude")
+      throw new SeatRefusedError(
+        "resume-unavailable",
+        "Only Claude seats resume a carried session; nothing was started.",
+        "Leave out --resume, or spawn a claude seat.",
+      );
     return this.carry.take(a.claim, a.resume);
   }
 
   /** Refuse, before anything runs, an agent or runtime this manager cannot start. */
   private async admit(agent: SeatAgent, runtime: string): Promise<void> {
     if (agent === "echo" && runtime !== "process") {
-      throw new SeatRefusedError("runtime-unavailable", `The echo agent runs headless (runtime process), not ${runtime}; nothing was started.`, "Spawn echo seats with --runtime process (the default).");
+      throw new SeatRefusedError(
+        "runtime-unavailable",
+        `The echo agent runs headless (runtime process), not ${runtime}; nothing was started.`,
+        "Spawn echo seats with --runtime process (the default).",
+      );
     }
     if (agent === "claude") {
-      if (runtime !== "tmux" && runtime !== "pty") throw new SeatRefusedError("runtime-unavailable", `Claude seats run in a terminal the manager owns (tmux or pty), not ${runtime}; nothing was started.`, "Use --runtime tmux (the default for claude) or --runtime pty.");
-      if (!this.o.claude) throw new SeatRefusedError("agent-unavailable", `Manager ${this.o.instance} cannot start Claude seats (no claude executable or plugin tree configured); nothing was started.`, "Install @anthropic-ai/claude-code where the manager runs (or set COTAL_CLAUDE_BIN), then restart the manager.");
+      if (runtime !== "tmux" && runtime !== "pty")
+        throw new SeatRefusedError(
+          "runtime-unavailable",
+          `Claude seats run in a terminal the manager owns (tmux or pty), not ${runtime}; nothing was started.`,
+          "Use --runtime tmux (the default for claude) or --runtime pty.",
+        );
+      if (!this.o.claude)
+        throw new SeatRefusedError(
+          "agent-unavailable",
+          `Manager ${this.o.instance} cannot start Claude seats (no claude executable or plugin tree configured); nothing was started.`,
+          "Install @anthropic-ai/claude-code where the manager runs (or set COTAL_CLAUDE_BIN), then restart the manager.",
+        );
       if (runtime === "tmux") await TmuxServer.check();
       else await checkScript();
     }
@@ -302,7 +388,18 @@ export class ManagerService {
    * Claim `base` (or `base_2`, `base_3`…) by appending `requested` to its log: the append's
    * expected sequence makes two managers claiming one name at once fail all but one.
    */
-  private async claimName(base: string, r: { uid: string; agent: SeatAgent; role?: string | undefined; persona?: string | undefined; caller: Principal; requestId?: string | undefined; spec: SeatRecord["spec"] }) {
+  private async claimName(
+    base: string,
+    r: {
+      uid: string;
+      agent: SeatAgent;
+      role?: string | undefined;
+      persona?: string | undefined;
+      caller: Principal;
+      requestId?: string | undefined;
+      spec: SeatRecord["spec"];
+    },
+  ) {
     for (let n = 1; n <= 99; n++) {
       const name = n === 1 ? base : `${base}_${n}`;
       const seat = `local.${name}`;
@@ -310,10 +407,22 @@ export class ManagerService {
       if (held && holdsName(held)) continue;
       try {
         await this.append(seat, {
-          type: "requested", seat, uid: r.uid, epoch: 0, ts: Date.now(), agent: r.agent,
-          ...(r.role ? { role: r.role } : {}), ...(r.persona ? { persona: r.persona } : {}), by: `${r.caller.owner}.${r.caller.actor}`, ...(r.requestId ? { requestId: r.requestId } : {}),
-          ...(r.spec.runtime ? { runtime: r.spec.runtime as SeatRuntime } : {}), ...(r.spec.cwd ? { cwd: r.spec.cwd } : {}), ...(r.spec.model ? { model: r.spec.model } : {}), channels: r.spec.channels,
-          ...(r.spec.restarts !== undefined ? { restarts: r.spec.restarts } : {}), ...(r.spec.windowMs !== undefined ? { windowMs: r.spec.windowMs } : {}),
+          type: "requested",
+          seat,
+          uid: r.uid,
+          epoch: 0,
+          ts: Date.now(),
+          agent: r.agent,
+          ...(r.role ? { role: r.role } : {}),
+          ...(r.persona ? { persona: r.persona } : {}),
+          by: `${r.caller.owner}.${r.caller.actor}`,
+          ...(r.requestId ? { requestId: r.requestId } : {}),
+          ...(r.spec.runtime ? { runtime: r.spec.runtime as SeatRuntime } : {}),
+          ...(r.spec.cwd ? { cwd: r.spec.cwd } : {}),
+          ...(r.spec.model ? { model: r.spec.model } : {}),
+          channels: r.spec.channels,
+          ...(r.spec.restarts !== undefined ? { restarts: r.spec.restarts } : {}),
+          ...(r.spec.windowMs !== undefined ? { windowMs: r.spec.windowMs } : {}),
           ...(r.spec.carried ? { carried: r.spec.carried } : {}),
         });
         return { name, seat };
@@ -322,7 +431,11 @@ export class ManagerService {
         await this.refresh(seat); // another manager wrote it: learn what, then try the next number
       }
     }
-    throw new SeatRefusedError("name-taken", `Every name from ${base} to ${base}_99 is held; nothing was started.`, "Stop seats you no longer need, or pick another --name.");
+    throw new SeatRefusedError(
+      "name-taken",
+      `Every name from ${base} to ${base}_99 is held; nothing was started.`,
+      "Stop seats you no longer need, or pick another --name.",
+    );
   }
 
   private async refresh(seat: string): Promise<void> {
@@ -338,17 +451,40 @@ export class ManagerService {
       const agentFile = r.persona ? loadAgentFile(cwd, r.persona) : undefined;
       const runtime = r.spec.runtime === "pty" ? "pty" : "tmux";
       const { proc, terminal, permissionMode } = await startClaudeSeat(this.o.claude, runtime === "pty" ? { pty: true } : { tmux: this.tmux }, files, {
-        name: nameOf(seat), space: this.o.space, cwd, model: r.spec.model, agentFile,
+        name: nameOf(seat),
+        space: this.o.space,
+        cwd,
+        model: r.spec.model,
+        agentFile,
         resume: r.spec.carried ? { ...r.spec.carried, file: carriedFile } : undefined,
       });
-      await this.append(seat, { type: "launched", seat, uid: r.uid, epoch, ts: Date.now(), runtime, pid: proc.pid, ...(proc.startTime ? { startTime: proc.startTime } : {}), ...(permissionMode ? { permissionMode } : {}) });
+      await this.append(seat, {
+        type: "launched",
+        seat,
+        uid: r.uid,
+        epoch,
+        ts: Date.now(),
+        runtime,
+        pid: proc.pid,
+        ...(proc.startTime ? { startTime: proc.startTime } : {}),
+        ...(permissionMode ? { permissionMode } : {}),
+      });
       const l: Live = { proc, files, stopping: false, restartsAt, terminal };
       this.watch(seat, l);
       void this.untilReady(seat, l, prompt);
       return;
     }
     const proc = launchSeat(this.o, r.agent, files);
-    await this.append(seat, { type: "launched", seat, uid: r.uid, epoch, ts: Date.now(), runtime: "process", ...(proc.pid > 0 ? { pid: proc.pid } : {}), ...(proc.startTime ? { startTime: proc.startTime } : {}) });
+    await this.append(seat, {
+      type: "launched",
+      seat,
+      uid: r.uid,
+      epoch,
+      ts: Date.now(),
+      runtime: "process",
+      ...(proc.pid > 0 ? { pid: proc.pid } : {}),
+      ...(proc.startTime ? { startTime: proc.startTime } : {}),
+    });
     this.watch(seat, { proc, files, stopping: false, restartsAt });
   }
 
@@ -370,7 +506,16 @@ export class ManagerService {
         const r = this.seats.get(seat);
         if (!r || !holdsName(r)) return;
         const output = err instanceof UnexpectedScreenError ? err.screen.trimEnd().split("\n").slice(-20).join("\n") : undefined;
-        await this.append(seat, { type: "exited", seat, uid: r.uid, epoch: r.epoch, ts: Date.now(), code: exit.code, signal: exit.signal, ...(output ? { output } : {}) });
+        await this.append(seat, {
+          type: "exited",
+          seat,
+          uid: r.uid,
+          epoch: r.epoch,
+          ts: Date.now(),
+          code: exit.code,
+          signal: exit.signal,
+          ...(output ? { output } : {}),
+        });
         await this.retire(seat, `failed: ${why}`);
       }).catch((e: unknown) => this.o.log.error({ err: e, seat }, "failing a seat that did not start failed"));
     }
@@ -378,10 +523,12 @@ export class ManagerService {
 
   private watch(seat: string, l: Live): void {
     this.live.set(seat, l);
-    void l.proc.exited.then((exit) => {
-      if (this.stopped || this.live.get(seat) !== l || l.stopping) return;
-      return this.serial(() => this.onExit(seat, l, exit));
-    }).catch((err) => this.o.log.error({ err, seat }, "seat exit handling failed"));
+    void l.proc.exited
+      .then((exit) => {
+        if (this.stopped || this.live.get(seat) !== l || l.stopping) return;
+        return this.serial(() => this.onExit(seat, l, exit));
+      })
+      .catch((err) => this.o.log.error({ err, seat }, "seat exit handling failed"));
   }
 
   /** A seat's process ended on its own: record it, then restart, or retire a seat that never joined or loops. */
@@ -390,14 +537,28 @@ export class ManagerService {
     const r = this.seats.get(seat);
     if (!r || !holdsName(r)) return;
     const output = why ?? (await this.lastOutput(r, l));
-    await this.append(seat, { type: "exited", seat, uid: r.uid, epoch: r.epoch, ts: Date.now(), code: exit.code, signal: exit.signal, ...(output ? { output } : {}) });
+    await this.append(seat, {
+      type: "exited",
+      seat,
+      uid: r.uid,
+      epoch: r.epoch,
+      ts: Date.now(),
+      code: exit.code,
+      signal: exit.signal,
+      ...(output ? { output } : {}),
+    });
     const windowMs = r.spec.windowMs ?? this.o.windowMs ?? 60_000;
     const recent = [...l.restartsAt.filter((t) => Date.now() - t < windowMs), Date.now()];
     const joined = r.state === "joined" || l.joinedEpoch !== undefined;
     const screen = r.runtime === "tmux" && output ? classifyScreen(output) : undefined;
     let reason: string | undefined;
-    if (!joined) reason = screen?.kind === "blocked" ? `failed: the seat stopped on ${screen.name}, then ${describeExit(exit)}` : `failed: ${describeExit(exit)} before it joined`;
-    else if (recent.length > (r.spec.restarts ?? this.o.restarts ?? 3)) reason = `crash loop: exited ${recent.length} times within ${Math.round(windowMs / 1000)} s, last ${describeExit(exit)}`;
+    if (!joined)
+      reason =
+        screen?.kind === "blocked"
+          ? `failed: the seat stopped on ${screen.name}, then ${describeExit(exit)}`
+          : `failed: ${describeExit(exit)} before it joined`;
+    else if (recent.length > (r.spec.restarts ?? this.o.restarts ?? 3))
+      reason = `crash loop: exited ${recent.length} times within ${Math.round(windowMs / 1000)} s, last ${describeExit(exit)}`;
     if (reason) {
       await this.retire(seat, reason);
       return;
@@ -428,8 +589,18 @@ export class ManagerService {
   private async stopSeat(name: string, caller: Principal) {
     const seat = `local.${name}`;
     const r = this.seats.get(seat);
-    if (!r || !holdsName(r)) throw new SeatRefusedError("no-such-seat", `No seat named ${name} runs on manager ${this.o.instance}; nothing was stopped.`, "See `cotal ps` for the seats and the manager each runs on.");
-    if (r.manager !== this.o.instance) throw new SeatRefusedError("not-mine", `Seat ${name} runs on manager ${r.manager ?? "unknown"}, not ${this.o.instance}; nothing was stopped.`, `Call it there: \`cotal stop --name ${name} --on ${r.manager ?? "<instance>"}\`.`);
+    if (!r || !holdsName(r))
+      throw new SeatRefusedError(
+        "no-such-seat",
+        `No seat named ${name} runs on manager ${this.o.instance}; nothing was stopped.`,
+        "See `cotal ps` for the seats and the manager each runs on.",
+      );
+    if (r.manager !== this.o.instance)
+      throw new SeatRefusedError(
+        "not-mine",
+        `Seat ${name} runs on manager ${r.manager ?? "unknown"}, not ${this.o.instance}; nothing was stopped.`,
+        `Call it there: \`cotal stop --name ${name} --on ${r.manager ?? "<instance>"}\`.`,
+      );
     const l = this.live.get(seat);
     let stopped = false;
     if (l) {

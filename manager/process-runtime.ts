@@ -44,10 +44,7 @@ export function startSeatProcess(o: StartOptions): SeatProcess {
   }
   child.unref();
   const spawnError = new Promise<SeatExit>((resolve) => child.once("error", () => resolve({ code: 127, signal: null })));
-  const exited = Promise.race([
-    new Promise<SeatExit>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal }))),
-    spawnError,
-  ]);
+  const exited = Promise.race([new Promise<SeatExit>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal }))), spawnError]);
   const pid = child.pid ?? -1;
   return bounded(seatProcess(pid, pid > 0 ? processStartTime(pid) : undefined, exited), o.logFile, o.maxLogBytes ?? DEFAULT_MAX_LOG);
 }
@@ -132,7 +129,10 @@ export function logTailOf(logFile: string, maxBytes = 2_048): string {
     const len = Math.min(size, maxBytes);
     const buf = Buffer.alloc(len);
     readSync(fd, buf, 0, len, size - len);
-    return buf.toString("utf8").replace(/^[^\n]*\n/, len < size ? "" : "$&").trimEnd();
+    return buf
+      .toString("utf8")
+      .replace(/^[^\n]*\n/, len < size ? "" : "$&")
+      .trimEnd();
   } finally {
     closeSync(fd);
   }

@@ -122,7 +122,12 @@ export async function checkScript(): Promise<void> {
     c.once("error", () => resolve(false));
     c.once("exit", (code) => resolve(code === 0));
   });
-  if (!ok) throw new SeatRefusedError("runtime-unavailable", "The pty runtime needs util-linux `script`, which is not installed on the manager's host; nothing was started.", "Install util-linux (`apt-get install bsdutils`), or use --runtime tmux.");
+  if (!ok)
+    throw new SeatRefusedError(
+      "runtime-unavailable",
+      "The pty runtime needs util-linux `script`, which is not installed on the manager's host; nothing was started.",
+      "Install util-linux (`apt-get install bsdutils`), or use --runtime tmux.",
+    );
 }
 
 /* eslint-disable no-control-regex -- terminal control sequences are what this removes */

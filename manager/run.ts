@@ -61,7 +61,10 @@ const MAX_STDOUT = 8 * 1024 * 1024;
 const STDERR_TAIL = 4_096;
 
 /** Map a finished run's process exit and output to its typed result. Pure. */
-export function runResultOf(spec: Pick<RunSpec, "runId" | "persona" | "jsonSchema" | "model" | "modelSource" | "timeoutMs" | "fallbackCostUsd">, exit: RunExit): RunResult {
+export function runResultOf(
+  spec: Pick<RunSpec, "runId" | "persona" | "jsonSchema" | "model" | "modelSource" | "timeoutMs" | "fallbackCostUsd">,
+  exit: RunExit,
+): RunResult {
   let json: ClaudeJson | undefined;
   try {
     const parsed: unknown = JSON.parse(exit.stdout);
@@ -82,7 +85,12 @@ export function runResultOf(spec: Pick<RunSpec, "runId" | "persona" | "jsonSchem
     permissionDenials: [...new Set((json?.permission_denials ?? []).map((d) => d.tool_name).filter((t): t is string => typeof t === "string"))],
   };
   const failed = (status: "error" | "timeout", kind: RunErrorKind, message: string): RunResult => ({ ...base, status, error: { kind, message } });
-  if (exit.timedOut) return failed("timeout", "timeout", `The run passed its timeout of ${Math.round(spec.timeoutMs / 1000)} s and was killed with its whole process group (nothing of it runs any more).`);
+  if (exit.timedOut)
+    return failed(
+      "timeout",
+      "timeout",
+      `The run passed its timeout of ${Math.round(spec.timeoutMs / 1000)} s and was killed with its whole process group (nothing of it runs any more).`,
+    );
   if (!json) {
     if (exit.signal) return failed("error", "killed", `The run's process was killed by ${exit.signal} before it printed a result.`);
     return failed("error", "no-result", `Claude exited with code ${exit.code ?? "unknown"} without a JSON result${tail(exit.stderr)}.`);
@@ -90,9 +98,11 @@ export function runResultOf(spec: Pick<RunSpec, "runId" | "persona" | "jsonSchem
   const reason = json.errors?.filter((e) => typeof e === "string").join("; ") || json.result || json.terminal_reason || json.subtype || "no reason given";
   if (json.subtype === "error_max_structured_output_retries") return failed("error", "schema-violation", `The output did not match the JSON schema: ${reason}`);
   if (json.subtype === "error_max_budget_usd") return failed("error", "budget", `The run stopped at its spending limit (--max-budget-usd): ${reason}`);
-  if (json.is_error || (json.subtype !== undefined && json.subtype !== "success")) return failed("error", "failed", `Claude reported an error (${json.subtype ?? "error"}): ${reason}`);
+  if (json.is_error || (json.subtype !== undefined && json.subtype !== "success"))
+    return failed("error", "failed", `Claude reported an error (${json.subtype ?? "error"}): ${reason}`);
   if (spec.jsonSchema) {
-    if (json.structured_output === undefined) return failed("error", "no-result", "The run ended without structured output, though a JSON schema was given (the model never returned it).");
+    if (json.structured_output === undefined)
+      return failed("error", "no-result", "The run ended without structured output, though a JSON schema was given (the model never returned it).");
     return { ...base, status: "ok", output: json.structured_output };
   }
   if (typeof json.result !== "string") return failed("error", "no-result", "The run ended without a result text.");

@@ -6,15 +6,7 @@ import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { SERVICE_PRINCIPALS, type Logger } from "../broker/index.js";
 import { loadAgentFile, type AgentFile } from "../claude/index.js";
-import {
-  COST_BASIS,
-  type BudgetReply,
-  type Principal,
-  type RunReply,
-  type RunResult,
-  type TableParsedArgs,
-  type MANAGER_COMMANDS,
-} from "../schemas/index.js";
+import { COST_BASIS, type BudgetReply, type Principal, type RunReply, type RunResult, type TableParsedArgs, type MANAGER_COMMANDS } from "../schemas/index.js";
 import { checkGates, capsFromEnv, gauge, headroom, medianRunCost, utcDay, type BudgetCaps, type RunRecord } from "./budget.js";
 import type { ClaudeSeatOptions } from "./claude-seat.js";
 import { SeatRefusedError } from "./errors.js";
@@ -95,13 +87,26 @@ export class RunService {
   }
 
   async run(a: RunArgs, caller: Principal): Promise<RunReply> {
-    if (this.stopped) throw new SeatRefusedError("manager-stopping", `Manager ${this.o.instance} is stopping; nothing was started.`, "Run it on another manager, or again once this one is back.");
+    if (this.stopped)
+      throw new SeatRefusedError(
+        "manager-stopping",
+        `Manager ${this.o.instance} is stopping; nothing was started.`,
+        "Run it on another manager, or again once this one is back.",
+      );
     const claude = this.o.claude;
     if (!claude) {
-      throw new SeatRefusedError("agent-unavailable", `Manager ${this.o.instance} cannot start Claude (no claude executable or connector bundle configured); nothing was started.`, "Install @anthropic-ai/claude-code where the manager runs (or set COTAL_CLAUDE_BIN), then restart the manager.");
+      throw new SeatRefusedError(
+        "agent-unavailable",
+        `Manager ${this.o.instance} cannot start Claude (no claude executable or connector bundle configured); nothing was started.`,
+        "Install @anthropic-ai/claude-code where the manager runs (or set COTAL_CLAUDE_BIN), then restart the manager.",
+      );
     }
     if (a.cwd !== undefined && !isOperator(caller)) {
-      throw new SeatRefusedError("cwd-not-allowed", `Only the operator chooses where a run works; ${caller.owner}.${caller.actor} may not pass cwd. Nothing was started.`, "Leave cwd out: the run then works in the manager's folder, with its agent files.");
+      throw new SeatRefusedError(
+        "cwd-not-allowed",
+        `Only the operator chooses where a run works; ${caller.owner}.${caller.actor} may not pass cwd. Nothing was started.`,
+        "Leave cwd out: the run then works in the manager's folder, with its agent files.",
+      );
     }
     const cwd = a.cwd ?? process.cwd();
     // Agent files are read before the gate: a missing or invalid one refuses the request, unexecuted.
@@ -114,7 +119,12 @@ export class RunService {
     const refused = checkGates(runs, this.caps, { now: Date.now(), task: a.task, estimateUsd, reserved: this.reserved(a.task) });
     if (refused) {
       this.o.log.warn({ cap: refused.cap, spentUsd: refused.spentUsd, estimateUsd, runs: jobs.length }, "run refused by a budget gate");
-      return { instance: this.o.instance, estimateUsd, refused, results: jobs.map((persona) => skipped(persona, refused.message, modelOf(a.model, files.get(persona)))) };
+      return {
+        instance: this.o.instance,
+        estimateUsd,
+        refused,
+        results: jobs.map((persona) => skipped(persona, refused.message, modelOf(a.model, files.get(persona)))),
+      };
     }
 
     const results: RunResult[] = new Array<RunResult>(jobs.length);
@@ -131,13 +141,22 @@ export class RunService {
     else this.running++;
     return () => {
       const next = this.waiting.shift();
-      if (next) next(); // the slot passes on as it is
+      if (next)
+        next(); // the slot passes on as it is
       else this.running--;
     };
   }
 
   /** One run of a batch: a slot, the gate again (earlier runs have spent by now), then start, record. */
-  private async one(claude: ClaudeSeatOptions, a: RunArgs, persona: string, file: AgentFile, cwd: string, caller: Principal, median: number): Promise<RunResult> {
+  private async one(
+    claude: ClaudeSeatOptions,
+    a: RunArgs,
+    persona: string,
+    file: AgentFile,
+    cwd: string,
+    caller: Principal,
+    median: number,
+  ): Promise<RunResult> {
     const release = await this.slot();
     try {
       return await this.gatedRun(claude, a, persona, file, cwd, caller, median);
@@ -146,7 +165,15 @@ export class RunService {
     }
   }
 
-  private async gatedRun(claude: ClaudeSeatOptions, a: RunArgs, persona: string, file: AgentFile, cwd: string, caller: Principal, median: number): Promise<RunResult> {
+  private async gatedRun(
+    claude: ClaudeSeatOptions,
+    a: RunArgs,
+    persona: string,
+    file: AgentFile,
+    cwd: string,
+    caller: Principal,
+    median: number,
+  ): Promise<RunResult> {
     const { model, modelSource } = modelOf(a.model, file);
     const runs = await this.records();
     const reserved = this.reserved(a.task);
@@ -156,10 +183,25 @@ export class RunService {
     const runId = newLifecycleUid();
     this.inFlight.set(runId, { estimateUsd: median, task: a.task });
     try {
-      const result = await executeRun(claude, {
-        runId, space: this.o.space, persona, agentFile: file, prompt: a.prompt, jsonSchema: a.jsonSchema, timeoutMs: a.timeoutMs,
-        model, modelSource, cwd, maxBudgetUsd, fallbackCostUsd: median, runtimeDir: join(this.o.stateDir, "runs"),
-      }, this.o.log);
+      const result = await executeRun(
+        claude,
+        {
+          runId,
+          space: this.o.space,
+          persona,
+          agentFile: file,
+          prompt: a.prompt,
+          jsonSchema: a.jsonSchema,
+          timeoutMs: a.timeoutMs,
+          model,
+          modelSource,
+          cwd,
+          maxBudgetUsd,
+          fallbackCostUsd: median,
+          runtimeDir: join(this.o.stateDir, "runs"),
+        },
+        this.o.log,
+      );
       await this.record(result, a.task, caller);
       return result;
     } finally {
@@ -180,12 +222,29 @@ export class RunService {
   /** Append the run to the seat log; a run whose record failed is logged (its cost is then missing from the gauges). */
   private async record(r: RunResult, task: string | undefined, caller: Principal): Promise<void> {
     try {
-      await this.seatLog.append({
-        type: "run", seat: `${RUN_OWNER}.${r.runId}`, uid: r.runId, epoch: 0, ts: Date.now(), manager: this.o.instance,
-        status: r.status, costUsd: r.costUsd, costBasis: r.costBasis, latencyMs: r.latencyMs, modelSource: r.modelSource, by: `${caller.owner}.${caller.actor}`,
-        ...(r.persona ? { persona: r.persona } : {}), ...(r.model ? { model: r.model } : {}), ...(task !== undefined ? { task } : {}),
-        ...(r.usage ? { usage: r.usage } : {}), ...(r.sessionId ? { sessionId: r.sessionId } : {}), ...(r.error ? { errorKind: r.error.kind } : {}),
-      }, 0);
+      await this.seatLog.append(
+        {
+          type: "run",
+          seat: `${RUN_OWNER}.${r.runId}`,
+          uid: r.runId,
+          epoch: 0,
+          ts: Date.now(),
+          manager: this.o.instance,
+          status: r.status,
+          costUsd: r.costUsd,
+          costBasis: r.costBasis,
+          latencyMs: r.latencyMs,
+          modelSource: r.modelSource,
+          by: `${caller.owner}.${caller.actor}`,
+          ...(r.persona ? { persona: r.persona } : {}),
+          ...(r.model ? { model: r.model } : {}),
+          ...(task !== undefined ? { task } : {}),
+          ...(r.usage ? { usage: r.usage } : {}),
+          ...(r.sessionId ? { sessionId: r.sessionId } : {}),
+          ...(r.error ? { errorKind: r.error.kind } : {}),
+        },
+        0,
+      );
     } catch (err) {
       this.o.log.error({ err, run: r.runId, costUsd: r.costUsd }, "recording a run in the seat log failed: budgets will not count its cost");
     }
@@ -206,7 +265,15 @@ export function modelOf(explicit: string | undefined, file: AgentFile | undefine
 
 function skipped(persona: string, message: string, m: { model?: string | undefined; modelSource: RunResult["modelSource"] }): RunResult {
   return {
-    runId: newLifecycleUid(), persona, status: "skipped", costUsd: 0, costBasis: COST_BASIS, latencyMs: 0,
-    ...(m.model ? { model: m.model } : {}), modelSource: m.modelSource, permissionDenials: [], error: { kind: "budget", message },
+    runId: newLifecycleUid(),
+    persona,
+    status: "skipped",
+    costUsd: 0,
+    costBasis: COST_BASIS,
+    latencyMs: 0,
+    ...(m.model ? { model: m.model } : {}),
+    modelSource: m.modelSource,
+    permissionDenials: [],
+    error: { kind: "budget", message },
   };
 }

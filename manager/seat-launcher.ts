@@ -49,13 +49,18 @@ export async function prepareSeat(
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const files: SeatFiles = { dir, material: join(dir, "launch.json"), log: join(dir, "seat.log") };
   if (o.mints) {
-    const { creds } = await requestCredential(nc, o.space, {
-      name: seat.name,
-      profile: "agent",
-      allowSubscribe: seat.allowSubscribe,
-      allowPublish: seat.allowPublish,
-      ...(seat.role ? { role: seat.role } : {}),
-    }, o.caller);
+    const { creds } = await requestCredential(
+      nc,
+      o.space,
+      {
+        name: seat.name,
+        profile: "agent",
+        allowSubscribe: seat.allowSubscribe,
+        allowPublish: seat.allowPublish,
+        ...(seat.role ? { role: seat.role } : {}),
+      },
+      o.caller,
+    );
     files.creds = join(dir, `${seat.uid}.creds`);
     writeSecret(files.creds, creds);
   }

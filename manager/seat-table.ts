@@ -16,7 +16,15 @@ export interface SeatRecord {
   manager?: string;
   requestId?: string;
   /** Asked for at spawn: what a restart or a re-adoption needs again. */
-  spec: { runtime?: string; cwd?: string; model?: string; channels: string[]; restarts?: number; windowMs?: number; carried?: { session: string; digest: string } };
+  spec: {
+    runtime?: string;
+    cwd?: string;
+    model?: string;
+    channels: string[];
+    restarts?: number;
+    windowMs?: number;
+    carried?: { session: string; digest: string };
+  };
   runtime?: string;
   permissionMode?: string;
   pid?: number;

@@ -27,7 +27,11 @@ export class TmuxServer {
     try {
       await run("tmux", ["-V"]);
     } catch {
-      throw new SeatRefusedError("runtime-unavailable", "tmux is not installed on the manager's host; nothing was started.", "Install tmux (`apt-get install tmux`), or spawn with --runtime process.");
+      throw new SeatRefusedError(
+        "runtime-unavailable",
+        "tmux is not installed on the manager's host; nothing was started.",
+        "Install tmux (`apt-get install tmux`), or spawn with --runtime process.",
+      );
     }
   }
 
@@ -52,7 +56,10 @@ export class TmuxServer {
    * be read.
    */
   async start(name: string, script: string, cwd: string): Promise<SeatProcess> {
-    const exists = await this.tmux("has-session", "-t", this.session).then(() => true, () => false);
+    const exists = await this.tmux("has-session", "-t", this.session).then(
+      () => true,
+      () => false,
+    );
     if (!exists) {
       // The session opens on an idle keeper window, and every window is kept after exit from the
       // start: a seat that dies at once still leaves its last screen to read (and name).
@@ -76,8 +83,10 @@ export class TmuxServer {
       const t = setInterval(() => {
         if (processStartTime(pid) === startTime && startTime !== undefined) return;
         clearInterval(t);
-        void this.tmux("display-message", "-p", "-t", this.target(name), "#{pane_dead_status}")
-          .then((s) => resolve({ code: s.trim() === "" ? null : Number(s.trim()), signal: null }), () => resolve({ code: null, signal: null }));
+        void this.tmux("display-message", "-p", "-t", this.target(name), "#{pane_dead_status}").then(
+          (s) => resolve({ code: s.trim() === "" ? null : Number(s.trim()), signal: null }),
+          () => resolve({ code: null, signal: null }),
+        );
       }, POLL_MS);
       t.unref();
     });
@@ -132,7 +141,10 @@ export class TmuxServer {
 
   /** Stop the manager's tmux server once no seat window is left in it (only the keeper). */
   async closeIfIdle(): Promise<void> {
-    const names = await this.tmux("list-windows", "-t", this.session, "-F", "#{window_name}").then((o) => o.split("\n").filter(Boolean), () => []);
+    const names = await this.tmux("list-windows", "-t", this.session, "-F", "#{window_name}").then(
+      (o) => o.split("\n").filter(Boolean),
+      () => [],
+    );
     if (names.every((n) => n === "_keeper")) await this.tmux("kill-server").catch(() => undefined);
   }
 
@@ -151,7 +163,11 @@ export class TmuxServer {
 /** Write a seat's start script: its environment and command, 0700, read by nobody else. */
 export function writeStartScript(file: string, env: Record<string, string>, command: string, args: string[]): void {
   const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-  const lines = ["#!/bin/sh", "# Written by the Cotal manager: the seat's environment and command (never on a command line).", "unset $(env | sed -n 's/^\\([A-Za-z_][A-Za-z0-9_]*\\)=.*/\\1/p')"];
+  const lines = [
+    "#!/bin/sh",
+    "# Written by the Cotal manager: the seat's environment and command (never on a command line).",
+    "unset $(env | sed -n 's/^\\([A-Za-z_][A-Za-z0-9_]*\\)=.*/\\1/p')",
+  ];
   for (const [k, v] of Object.entries(env)) if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) lines.push(`export ${k}=${q(v)}`);
   lines.push(`exec ${[command, ...args].map(q).join(" ")}`);
   writeFileSync(file, `${lines.join("\n")}\n`, { mode: 0o700 });

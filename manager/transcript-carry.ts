@@ -26,9 +26,13 @@ export class ClaimRefusedError extends CotalError {
 /** The uploaded bytes are not the ones announced. */
 export class CarryDigestError extends CotalError {
   constructor(want: string, got: string, size: number) {
-    super("digest-mismatch", `The carried transcript read back as ${size} bytes with ${got}, not ${want}; nothing was staged and the broker copy was removed.`, {
-      remedy: "Carry it again; if it happens again the bytes are damaged on the way.",
-    });
+    super(
+      "digest-mismatch",
+      `The carried transcript read back as ${size} bytes with ${got}, not ${want}; nothing was staged and the broker copy was removed.`,
+      {
+        remedy: "Carry it again; if it happens again the bytes are damaged on the way.",
+      },
+    );
   }
 }
 
@@ -154,7 +158,9 @@ export class TranscriptDesk {
     await fh.close();
     const got = `sha256:${hash.digest("hex")}`;
     // The broker copy goes either way: staged here, or not the bytes announced.
-    await callXfer(party.nc, party.space, "xfer-remove", party.me, t, { timeoutMs: 30_000 }).catch((err: unknown) => this.o.log.warn({ err, digest: a.digest }, "removing the broker copy failed (it expires with the bucket's max age)"));
+    await callXfer(party.nc, party.space, "xfer-remove", party.me, t, { timeoutMs: 30_000 }).catch((err: unknown) =>
+      this.o.log.warn({ err, digest: a.digest }, "removing the broker copy failed (it expires with the bucket's max age)"),
+    );
     if (got !== a.digest || size !== a.size) {
       rmSync(part, { force: true });
       throw new CarryDigestError(a.digest, got, size);

@@ -20,10 +20,16 @@ export const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9
 export const SessionId = z.string().regex(SESSION_ID, "a session id is a UUID such as 0b6c…-…; a title or name is not an id").describe("a Claude session id");
 
 /** The one-time claim a manager issues for a staged transcript: 32 lowercase hex. */
-export const CarryClaim = z.string().regex(/^[0-9a-f]{32}$/, "a claim is 32 lowercase hex characters").describe("one-time claim for a staged transcript");
+export const CarryClaim = z
+  .string()
+  .regex(/^[0-9a-f]{32}$/, "a claim is 32 lowercase hex characters")
+  .describe("one-time claim for a staged transcript");
 
 const Instance = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "instance must be 1-64 letters, digits, '_' or '-'");
-const Base64Chunk = z.base64().max(Math.ceil(CARRY_CHUNK_BYTES / 3) * 4).describe(`base64 of at most ${CARRY_CHUNK_BYTES} bytes`);
+const Base64Chunk = z
+  .base64()
+  .max(Math.ceil(CARRY_CHUNK_BYTES / 3) * 4)
+  .describe(`base64 of at most ${CARRY_CHUNK_BYTES} bytes`);
 const Transfer = { instance: Instance.describe("the manager instance the transcript goes to"), digest: ArtifactDigest };
 
 /**

@@ -47,7 +47,7 @@ export const ARTIFACT_CHUNK_BYTES = 128 * 1024;
 export const ARTIFACT_MAX_BYTES = 4 * 1024 ** 3;
 
 /** `sha256:` and 64 lowercase hex characters: the artifact's name and its check. */
-export const ArtifactDigest = z.string().regex(ARTIFACT_DIGEST, "digest must be \"sha256:\" and 64 lowercase hex characters");
+export const ArtifactDigest = z.string().regex(ARTIFACT_DIGEST, 'digest must be "sha256:" and 64 lowercase hex characters');
 const Base64Chunk = z
   .base64()
   .max(Math.ceil(ARTIFACT_CHUNK_BYTES / 3) * 4)
@@ -56,11 +56,7 @@ const Base64Chunk = z
  * Who may read an artifact besides its uploader: the readers of a channel, one principal (a DM's
  * recipient), or the holders of a role (an anycast's). Admins and Cotal's services read all.
  */
-export const ArtifactGrant = z.union([
-  z.strictObject({ channel: ChannelName }),
-  z.strictObject({ to: PrincipalId }),
-  z.strictObject({ role: RoleName }),
-]);
+export const ArtifactGrant = z.union([z.strictObject({ channel: ChannelName }), z.strictObject({ to: PrincipalId }), z.strictObject({ role: RoleName })]);
 export type ArtifactGrant = z.infer<typeof ArtifactGrant>;
 
 const ArtifactInfo = z.object({
@@ -186,7 +182,12 @@ export const MESH_COMMANDS = {
       userPub: z.string().min(1),
       expiresAt: UnixMs.optional(),
       provisioned: RegisterReply.optional(),
-      othersValid: z.number().int().nonnegative().optional().describe("other credentials of this name that are still valid (neither revoked nor expired); they stay valid"),
+      othersValid: z
+        .number()
+        .int()
+        .nonnegative()
+        .optional()
+        .describe("other credentials of this name that are still valid (neither revoked nor expired); they stay valid"),
     }),
   },
   revoke: {

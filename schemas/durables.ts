@@ -12,8 +12,7 @@ export const durables = {
    * A principal's DM inbox on DM_<space>. Without a uid it is the name's own inbox, which
    * outlives any one session; a seat incarnation's inbox carries its lifecycle uid.
    */
-  dm: (p: Principal, uid?: string) =>
-    uid === undefined ? `dm_${principalDashed(p)}` : `dm_${principalDashed(p)}-${assertToken("uid", "lifecycle uid", uid)}`,
+  dm: (p: Principal, uid?: string) => (uid === undefined ? `dm_${principalDashed(p)}` : `dm_${principalDashed(p)}-${assertToken("uid", "lifecycle uid", uid)}`),
   /** The shared work-queue consumer of a role on TASK_<space>. */
   anycast: (role: string) => `svc_${assertToken("name", "role", role)}`,
   /**

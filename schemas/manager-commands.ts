@@ -31,7 +31,10 @@ export const SeatView = z.object({
   pid: z.number().int().optional(),
   exit: z.object({ code: z.number().int().nullable(), signal: z.string().nullable(), output: z.string().optional() }).optional(),
   reason: z.string().optional().describe("why it was fenced or retired"),
-  carried: z.object({ session: z.string(), digest: z.string() }).optional().describe("claude seats: the carried session it forked and the sha256 of the transcript the fork read"),
+  carried: z
+    .object({ session: z.string(), digest: z.string() })
+    .optional()
+    .describe("claude seats: the carried session it forked and the sha256 of the transcript the fork read"),
   requestedAt: z.number().int(),
   since: z.number().int().describe("when it entered this state, Unix ms"),
   restarts: z.number().int().nonnegative().describe("restarts in the current policy window"),
@@ -39,7 +42,12 @@ export const SeatView = z.object({
 export type SeatView = z.infer<typeof SeatView>;
 
 const StopArgs = z.object({ name: PrincipalToken });
-const StopReply = z.object({ seat: PrincipalId, uid: LifecycleUid, stopped: z.boolean().describe("a process was running and was stopped"), revoked: z.number().int().nonnegative() });
+const StopReply = z.object({
+  seat: PrincipalId,
+  uid: LifecycleUid,
+  stopped: z.boolean().describe("a process was running and was stopped"),
+  revoked: z.number().int().nonnegative(),
+});
 
 const ManagerStatus = z.object({
   instance: ManagerInstance,
@@ -60,7 +68,9 @@ export const MANAGER_COMMANDS = {
     summary: "admit, mint, write launch material and start a seat; replies at once with the identity",
     args: z.object({
       agent: SeatAgent.default("claude"),
-      persona: PrincipalToken.optional().describe("claude seats: an agent file `.cotal/agents/<persona>.md` under the seat's cwd on the manager's host (name, role, channels, model, allowedTools, persona text)"),
+      persona: PrincipalToken.optional().describe(
+        "claude seats: an agent file `.cotal/agents/<persona>.md` under the seat's cwd on the manager's host (name, role, channels, model, allowedTools, persona text)",
+      ),
       name: PrincipalToken.optional().describe("default: the agent's name; taken names get _2, _3…"),
       role: RoleName.optional(),
       channels: z.array(ChannelName).max(64).default([]),
@@ -68,7 +78,13 @@ export const MANAGER_COMMANDS = {
       cwd: z.string().min(1).max(4096).optional().describe("absolute working directory on the manager's host (default: the manager's state dir's seat folder)"),
       model: z.string().min(1).max(200).optional(),
       prompt: z.string().min(1).max(100_000).optional().describe("claude seats: typed into the session once it is ready"),
-      restarts: z.number().int().min(0).max(100).optional().describe("restarts allowed within windowMs before a crash loop retires the seat (default: the manager's, 3)"),
+      restarts: z
+        .number()
+        .int()
+        .min(0)
+        .max(100)
+        .optional()
+        .describe("restarts allowed within windowMs before a crash loop retires the seat (default: the manager's, 3)"),
       windowMs: z.number().int().min(1_000).max(86_400_000).optional().describe("the restart policy's window (default: the manager's, 60 s)"),
       requestId: z.string().min(1).max(128).optional().describe("the same id returns the first result"),
       noEvents: z.boolean().optional().describe("claude seats: publish nothing on the seat's event plane (launch material noEvents)"),

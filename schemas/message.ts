@@ -36,7 +36,7 @@ export const ArtifactPart = z
     kind: z.literal("artifact"),
     name: z.string().min(1),
     mediaType: z.string().min(1),
-    digest: z.string().regex(ARTIFACT_DIGEST, "digest must be \"sha256:\" and 64 lowercase hex characters"),
+    digest: z.string().regex(ARTIFACT_DIGEST, 'digest must be "sha256:" and 64 lowercase hex characters'),
     size: z.number().int().nonnegative(),
     bucket: z.string().optional().describe("Cotal addition: the Object Store bucket holding the bytes"),
   })
@@ -58,7 +58,11 @@ export const EpochMs = z.number().int().nonnegative();
 /** The message envelope. Unknown fields are ignored (stripped). */
 export const CotalMessage = z
   .object({
-    id: z.string().min(1).max(LIMITS.maxIdLength).regex(/^\S+$/, "id must not contain whitespace")
+    id: z
+      .string()
+      .min(1)
+      .max(LIMITS.maxIdLength)
+      .regex(/^\S+$/, "id must not contain whitespace")
       .describe("unique id; also the JetStream Nats-Msg-Id, so republishing dedupes"),
     ts: EpochMs.describe("send time, epoch milliseconds"),
     space: SpaceName,

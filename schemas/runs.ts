@@ -60,7 +60,10 @@ export const RunResult = z.object({
   persona: PrincipalToken.optional(),
   status: RunStatus,
   output: z.unknown().optional().describe("the parsed structured output when a JSON schema was given, else Claude's result text"),
-  costUsd: z.number().nonnegative().describe("what the run cost: the Claude CLI's client-side estimate, or the median of recent runs when it reported none (costBasis says which)"),
+  costUsd: z
+    .number()
+    .nonnegative()
+    .describe("what the run cost: the Claude CLI's client-side estimate, or the median of recent runs when it reported none (costBasis says which)"),
   costBasis: CostBasis,
   usage: RunUsage.optional(),
   sessionId: z.string().optional(),

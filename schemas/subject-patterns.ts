@@ -31,7 +31,8 @@ export const patterns = {
   /** One control command on one endpoint's `one` target, called as `caller`. */
   callAs: (space: string, endpoint: string, command: string, caller: Principal) => controlSubject(space, endpoint, "one", command, caller),
   /** Any command of one endpoint's `one` target, as `caller`. */
-  anyCallAs: (space: string, endpoint: string, caller: Principal) => `${root(space)}.ep.${assertToken("name", "endpoint", endpoint)}.one.*.${caller.owner}.${caller.actor}`,
+  anyCallAs: (space: string, endpoint: string, caller: Principal) =>
+    `${root(space)}.ep.${assertToken("name", "endpoint", endpoint)}.one.*.${caller.owner}.${caller.actor}`,
   /** Every control call to one endpoint (what a service subscribes to). */
   callsTo: (space: string, endpoint: string) => `${root(space)}.ep.${assertToken("name", "endpoint", endpoint)}.>`,
   /** Posts on every channel. */

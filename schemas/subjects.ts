@@ -46,13 +46,7 @@ export function anycastSubject(space: string, role: string, from: Principal): st
 export const ANY_INSTANCE = "one";
 
 /** A control call to `endpoint` (`target` = `one` or an instance id) by `caller`. */
-export function controlSubject(
-  space: string,
-  endpoint: string,
-  target: string,
-  command: string,
-  caller: Principal,
-): string {
+export function controlSubject(space: string, endpoint: string, target: string, command: string, caller: Principal): string {
   return `${spaceRoot(space)}.ep.${assertToken("name", "endpoint", endpoint)}.${assertToken("name", "target", target)}.${assertToken("name", "command", command)}.${principalTokens(caller)}`;
 }
 
@@ -148,7 +142,11 @@ export function parseSubject(subject: string): ParsedSubject | SubjectRejection 
     case "ep": {
       if (t.length !== 8) return reject("malformed", `control subject must have 8 tokens, has ${t.length}`);
       const [endpoint, target, command] = [t[3]!, t[4]!, t[5]!];
-      for (const [what, v] of [["endpoint", endpoint], ["target", target], ["command", command]] as const) {
+      for (const [what, v] of [
+        ["endpoint", endpoint],
+        ["target", target],
+        ["command", command],
+      ] as const) {
         if (!isToken("name", v)) return reject("invalid-token", `${what} ${JSON.stringify(v)} is invalid`);
       }
       const from = owner(t, 6);
@@ -177,6 +175,5 @@ export const names = {
   membersBucket: (space: string) => `cotal_members_${assertToken("space", "space", space)}`,
   managersBucket: (space: string) => `cotal_managers_${assertToken("space", "space", space)}`,
   artifactsBucket: (space: string) => `cotal_artifacts_${assertToken("space", "space", space)}`,
-  xferBucket: (space: string, instance: string) =>
-    `cotal_xfer_${assertToken("space", "space", space)}_${assertToken("name", "instance", instance)}`,
+  xferBucket: (space: string, instance: string) => `cotal_xfer_${assertToken("space", "space", space)}_${assertToken("name", "instance", instance)}`,
 };

@@ -41,11 +41,7 @@ export function assertChannel(channel: string): string {
   }
   for (const segment of channel.split(".")) {
     if (!isToken("name", segment)) {
-      throw new InvalidTokenError(
-        "channel",
-        channel,
-        `dot-separated segments of ${ALPHABETS.name.text} (segment ${JSON.stringify(segment)} is not)`,
-      );
+      throw new InvalidTokenError("channel", channel, `dot-separated segments of ${ALPHABETS.name.text} (segment ${JSON.stringify(segment)} is not)`);
     }
   }
   return channel;

@@ -101,9 +101,7 @@ export interface ContentBlock {
 }
 
 /** A content block of a reply, as sent on the wire. */
-export type ReplyContent =
-  | { type: "text"; text: string }
-  | { type: "tool_use"; id: string; name: string; input: Record<string, unknown> };
+export type ReplyContent = { type: "text"; text: string } | { type: "tool_use"; id: string; name: string; input: Record<string, unknown> };
 
 /** A `tool_result` found in a request, with the tool name resolved from the matching `tool_use`. */
 export interface ToolResult {

@@ -3,12 +3,7 @@ import { setTimeout as sleep } from "node:timers/promises";
  * Poll, don't sleep: wait until `condition` holds, or fail with a message that says what
  * never happened. `condition` may be async; exceptions it throws count as "not yet".
  */
-export async function until(
-  condition: () => boolean | Promise<boolean>,
-  timeoutMs: number,
-  what: string,
-  intervalMs = 20,
-): Promise<void> {
+export async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string, intervalMs = 20): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {
@@ -44,10 +39,7 @@ export class Latch {
   async wait(timeoutMs: number, what: string): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${this.count} × ${what}; saw ${this.#seen}`)),
-        timeoutMs,
-      );
+      timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${this.count} × ${what}; saw ${this.#seen}`)), timeoutMs);
     });
     try {
       await Promise.race([this.done, timeout]);

@@ -215,7 +215,7 @@ export class AuthStore {
       "  type: full",
       `  dir: ${JSON.stringify(resolverDir)}`,
       "  allow_delete: true",
-      "  interval: \"2m\"",
+      '  interval: "2m"',
       "}",
       "resolver_preload: {",
       preload,

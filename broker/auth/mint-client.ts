@@ -34,6 +34,11 @@ export async function requestCredential(
 }
 
 /** Ask the mesh service to revoke every credential issued to `name`. */
-export async function requestRevoke(nc: NatsConnection, space: string, name: string, caller: Principal = SERVICE_PRINCIPALS.cli): Promise<{ principal: string; revoked: number }> {
+export async function requestRevoke(
+  nc: NatsConnection,
+  space: string,
+  name: string,
+  caller: Principal = SERVICE_PRINCIPALS.cli,
+): Promise<{ principal: string; revoked: number }> {
   return callControl(nc, space, "revoke", caller, { name });
 }

@@ -42,13 +42,7 @@ export function credsTags(spec: Pick<IdentitySpec, "space" | "profile">): string
  * Sign a user JWT for `userPub` with the space's signing key. The user's seed never reaches
  * the signer: callers generate the key pair where the credential will live.
  */
-export async function signUser(
-  spec: IdentitySpec,
-  userPub: string,
-  signingKey: KeyPair,
-  accountPub: string,
-  expiresInMs?: number,
-): Promise<MintedUser> {
+export async function signUser(spec: IdentitySpec, userPub: string, signingKey: KeyPair, accountPub: string, expiresInMs?: number): Promise<MintedUser> {
   checkMintSpec(spec);
   const issuedAt = Math.floor(Date.now() / 1000);
   const exp = expiresInMs ? issuedAt + Math.ceil(expiresInMs / 1000) : undefined;

@@ -1,6 +1,20 @@
 import type { Permissions } from "@nats-io/jwt";
 import { clientServices } from "./space-accounts.js";
-import { assertChannel, BEAT_TOKEN, beatFilter, beatSubject, durables, eventsChannelOf, filters, JS_API, names, patterns, ROOT, type Principal, type Profile } from "../../schemas/index.js";
+import {
+  assertChannel,
+  BEAT_TOKEN,
+  beatFilter,
+  beatSubject,
+  durables,
+  eventsChannelOf,
+  filters,
+  JS_API,
+  names,
+  patterns,
+  ROOT,
+  type Principal,
+  type Profile,
+} from "../../schemas/index.js";
 
 /** Credential profiles (docs/security.md): defined with the control commands, whose `mint` names them. */
 export { PROFILES, type Profile } from "../../schemas/index.js";
@@ -36,7 +50,10 @@ export function eventsChannel(who: Principal): string {
 
 /** Read-only control calls every identity may make to the mesh service, as itself. */
 function meshReads(space: string, who: Principal): string[] {
-  return [...["roster", "history", "channels", "lookup", "ping"].map((c) => patterns.callAs(space, MESH, c, who)), patterns.callAs(space, ARTIFACT, "artifact-get", who)];
+  return [
+    ...["roster", "history", "channels", "lookup", "ping"].map((c) => patterns.callAs(space, MESH, c, who)),
+    patterns.callAs(space, ARTIFACT, "artifact-get", who),
+  ];
 }
 
 const MESH = "mesh";
@@ -126,7 +143,14 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
       return {
         // It also runs the mesh host's manager: heartbeats in the managers bucket.
         pub: {
-          allow: [patterns.space(space), `${JS_API}.>`, "$JS.ACK.>", presenceAll, patterns.bucketKeys(names.channelsBucket(space)), patterns.bucketKeys(names.managersBucket(space))],
+          allow: [
+            patterns.space(space),
+            `${JS_API}.>`,
+            "$JS.ACK.>",
+            presenceAll,
+            patterns.bucketKeys(names.channelsBucket(space)),
+            patterns.bucketKeys(names.managersBucket(space)),
+          ],
         },
         sub: { allow: ["_INBOX.>", patterns.space(space), presenceAll], deny: [allBeats(space)] },
         // The mesh host's manager runs with it: it answers the requests it receives, once each,

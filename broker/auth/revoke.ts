@@ -19,7 +19,11 @@ export class ClaimsUpdateError extends CotalError {
  * resolver this takes effect at once: revoked users' live connections are closed.
  */
 export async function pushAccountJwt(store: AuthStore, server: string, jwt: string): Promise<void> {
-  const nc = await connect({ servers: serverUrls(server), authenticator: credsAuthenticator(readSecret(store.path("creds", "sys.creds"))), name: "cotal-claims" });
+  const nc = await connect({
+    servers: serverUrls(server),
+    authenticator: credsAuthenticator(readSecret(store.path("creds", "sys.creds"))),
+    name: "cotal-claims",
+  });
   try {
     const reply = await nc.request("$SYS.REQ.CLAIMS.UPDATE", new TextEncoder().encode(jwt), { timeout: 5_000 });
     const body = JSON.parse(new TextDecoder().decode(reply.data)) as { data?: { code?: number; message?: string }; error?: { description?: string } };

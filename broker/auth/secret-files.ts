@@ -1,5 +1,19 @@
 import { randomBytes } from "node:crypto";
-import { chmodSync, closeSync, existsSync, fchmodSync, fstatSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  fchmodSync,
+  fstatSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from "node:fs";
 import { dirname, relative, sep } from "node:path";
 import { CotalError } from "../../schemas/index.js";
 
@@ -10,9 +24,13 @@ export class InsecureSecretError extends CotalError {
     readonly mode: number,
     want: number,
   ) {
-    super("insecure-secret", `${path} has mode ${mode.toString(8).padStart(4, "0")}: other users could read it; Cotal refuses secrets not kept at ${want.toString(8).padStart(4, "0")}.`, {
-      remedy: `Run \`chmod ${want.toString(8)} ${path}\` (and check who could have read it).`,
-    });
+    super(
+      "insecure-secret",
+      `${path} has mode ${mode.toString(8).padStart(4, "0")}: other users could read it; Cotal refuses secrets not kept at ${want.toString(8).padStart(4, "0")}.`,
+      {
+        remedy: `Run \`chmod ${want.toString(8)} ${path}\` (and check who could have read it).`,
+      },
+    );
   }
 }
 
@@ -52,7 +70,7 @@ export function writeSecret(path: string, data: string | Uint8Array): void {
   try {
     fchmodSync(fd, 0o600); // the umask may have narrowed it; never wider
     const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data;
-    for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off);
+    for (let off = 0; off < bytes.length;) off += writeSync(fd, bytes, off);
     fsyncSync(fd);
   } catch (err) {
     closeSync(fd);

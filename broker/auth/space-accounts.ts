@@ -56,9 +56,7 @@ export function clientServices(space: string): ServiceSubject[] {
 
 /** The data account's exports: the services above, public to accounts this operator signs. */
 export function dataExports(space: string): Export[] {
-  return clientServices(space).map(
-    (s) => ({ name: s.name, subject: s.subject, type: "service", ...(s.stream ? { response_type: "Stream" } : {}) }) as Export,
-  );
+  return clientServices(space).map((s) => ({ name: s.name, subject: s.subject, type: "service", ...(s.stream ? { response_type: "Stream" } : {}) }) as Export);
 }
 
 /**

@@ -31,7 +31,9 @@ export function registerBudget(program: Command): void {
   jsonOption(meshOptions(cmd)).action(async (raw: Record<string, unknown>) => {
     const f = parseInput(z.object({ task: TaskMarker.optional(), on: ManagerInstance.optional(), json: z.boolean().optional() }), raw);
     const target = resolveTarget(raw);
-    const b = await withSession(target, (s) => callManager(s.nc, target.space, "budget", credsCaller(target.creds), f.task ? { task: f.task } : {}, { target: f.on ?? "one", timeoutMs: 30_000 }));
+    const b = await withSession(target, (s) =>
+      callManager(s.nc, target.space, "budget", credsCaller(target.creds), f.task ? { task: f.task } : {}, { target: f.on ?? "one", timeoutMs: 30_000 }),
+    );
     if (f.json) printJson(b);
     else {
       printLines(

@@ -13,9 +13,7 @@ import { channelName, duration, parseInput } from "../validate.js";
 
 const SettingFlags = z.object({
   replay: z.boolean().optional(),
-  window: duration
-    .optional()
-    .refine((ms) => ms === undefined || ms >= 1000, "window must be at least 1s"),
+  window: duration.optional().refine((ms) => ms === undefined || ms >= 1000, "window must be at least 1s"),
   class: z.enum(["live", "durable"], { message: "class must be live or durable" }).optional(),
   description: z.string().max(1000, "description must be at most 1000 characters").optional(),
   instructions: z.string().max(4000, "instructions must be at most 4000 characters").optional(),

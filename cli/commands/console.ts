@@ -19,7 +19,6 @@ const ConsoleFlags = z.object({
   channel: z.array(channelName).default([]),
 });
 
-
 /** `cotal console`: the roster, every agent's activity (its event plane) and chosen channels, history first, then live. */
 export function registerConsole(program: Command): void {
   const cmd = program
@@ -63,7 +62,13 @@ async function observerByDefault(target: MeshTarget, defaulted: boolean): Promis
   if (!existsSync(file) || credentialScope(file)?.profile !== "observer") {
     const nc = await connectMesh({ server: target.server, creds: target.creds, name: "cotal-console-mint" });
     try {
-      const { creds } = await requestCredential(nc, target.space, { name: CONSOLE_OBSERVER, profile: "observer", allowSubscribe: [], allowPublish: [], provision: false });
+      const { creds } = await requestCredential(nc, target.space, {
+        name: CONSOLE_OBSERVER,
+        profile: "observer",
+        allowSubscribe: [],
+        allowPublish: [],
+        provision: false,
+      });
       writeSecret(file, creds);
     } finally {
       await nc.close().catch(() => undefined);

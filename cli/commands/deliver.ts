@@ -44,7 +44,11 @@ export function registerDeliver(program: Command): void {
   jsonOption(meshOptions(pending)).action(async (name: string, raw: Record<string, unknown>) => {
     const f = parseInput(z.object({ name: actorName("recipient name"), json: z.boolean().optional() }), { ...raw, name }, { name: "<name>" });
     const target = resolveTarget(raw);
-    requireProfile(target.creds, ["operator"], "read the state of DM inboxes (only the mesh host's operator credential can; run `cotal deliver pending` there)");
+    requireProfile(
+      target.creds,
+      ["operator"],
+      "read the state of DM inboxes (only the mesh host's operator credential can; run `cotal deliver pending` there)",
+    );
     const report = await withSession(target, (s) => inboxState(s, target.space, f.name));
     // Every key is always there: what does not apply is null, not missing.
     if (f.json) printJson({ lastDeliveredSeq: null, oldestUnacked: null, waiting: null, ...report });

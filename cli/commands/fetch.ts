@@ -65,7 +65,8 @@ export function registerFetch(program: Command): void {
         try {
           await link(temp, dest);
         } catch (err) {
-          if ((err as NodeJS.ErrnoException).code === "EEXIST") throw new UsageError(`Not writing ${JSON.stringify(info.name)}: a file of that name exists here.`, { remedy });
+          if ((err as NodeJS.ErrnoException).code === "EEXIST")
+            throw new UsageError(`Not writing ${JSON.stringify(info.name)}: a file of that name exists here.`, { remedy });
           throw err;
         }
       }
@@ -83,7 +84,10 @@ async function openTemp(file: string): Promise<FileHandle> {
   try {
     return await open(file, "wx", 0o600);
   } catch (cause) {
-    throw new UsageError(`Cannot write in ${dirname(file)} (${(cause as NodeJS.ErrnoException).code ?? "error"}).`, { remedy: "Choose a writable place with -o FILE.", cause });
+    throw new UsageError(`Cannot write in ${dirname(file)} (${(cause as NodeJS.ErrnoException).code ?? "error"}).`, {
+      remedy: "Choose a writable place with -o FILE.",
+      cause,
+    });
   }
 }
 

@@ -59,6 +59,11 @@ export function registerHistory(program: Command): void {
       printLines(`No posts on #${f.channel}${f.since !== undefined ? " in that time" : ""}.`);
       return;
     }
-    printLines(...items.map((h) => `${new Date(h.storedAt).toISOString().slice(0, 10)} ${clock(h.storedAt)} #${h.channel} ${senderLabel(h.message)}: ${oneLine(messageText(h.message))}${attachmentsLabel(h.message)}  [seq ${h.seq}]`));
+    printLines(
+      ...items.map(
+        (h) =>
+          `${new Date(h.storedAt).toISOString().slice(0, 10)} ${clock(h.storedAt)} #${h.channel} ${senderLabel(h.message)}: ${oneLine(messageText(h.message))}${attachmentsLabel(h.message)}  [seq ${h.seq}]`,
+      ),
+    );
   });
 }

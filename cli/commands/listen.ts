@@ -65,9 +65,12 @@ async function listen(ep: Endpoint, channels: string[], json: boolean, opts: { s
   const before = (await ep.roster()).get(ep.id);
   if (before && before.status !== "offline" && !opts.takeover) {
     await ep.close().catch(() => undefined);
-    throw new CommandFailedError(`${ep.id} is already listening${before.presence.card.meta?.host ? ` on ${before.presence.card.meta.host}` : ""}: a second listen would split its DMs with the first.`, {
-      remedy: "Stop the other `cotal listen`, or pass --takeover to make it leave.",
-    });
+    throw new CommandFailedError(
+      `${ep.id} is already listening${before.presence.card.meta?.host ? ` on ${before.presence.card.meta.host}` : ""}: a second listen would split its DMs with the first.`,
+      {
+        remedy: "Stop the other `cotal listen`, or pass --takeover to make it leave.",
+      },
+    );
   }
   let stopping: Promise<void> | undefined;
   const stop = (code: number): Promise<void> =>
@@ -84,7 +87,9 @@ async function listen(ep: Endpoint, channels: string[], json: boolean, opts: { s
     if (err && !stopping) {
       // The server closes a revoked (or expired) credential's connection with an authorization error.
       const refused = err instanceof AuthorizationError || err instanceof UserAuthenticationExpiredError;
-      note(refused ? `The mesh refused this credential (${ep.id}): it was revoked or it expired; leaving.` : `The connection to the mesh closed: ${err.message}`);
+      note(
+        refused ? `The mesh refused this credential (${ep.id}): it was revoked or it expired; leaving.` : `The connection to the mesh closed: ${err.message}`,
+      );
       void stop(refused ? EXIT.authentication : EXIT.unreachable);
     }
   });
@@ -113,7 +118,10 @@ async function listen(ep: Endpoint, channels: string[], json: boolean, opts: { s
       shown.set(e.id, key);
       if (json) printJsonLine({ type: "roster", ...rosterJson(e, now) });
       else {
-        const extra = [e.presence.condition?.code, e.presence.activity].filter(Boolean).map((s) => oneLine(s!)).join(", ");
+        const extra = [e.presence.condition?.code, e.presence.activity]
+          .filter(Boolean)
+          .map((s) => oneLine(s!))
+          .join(", ");
         printLines(`${clock(now)} roster ${oneLine(e.name)}${e.role ? ` (${oneLine(e.role)})` : ""} is ${e.status}${extra ? `: ${extra}` : ""}`);
       }
     }

@@ -36,7 +36,10 @@ function claudeSeats(log: Logger): { claude?: ClaudeSeatOptions } {
   const pluginDir = packagePluginDir(root);
   const connectorEntry = join(pluginDir, PLUGIN_BIN_DIR, "connector.mjs");
   if (!found.path || !existsSync(connectorEntry)) {
-    log.warn({ claude: found.path ?? null, connectorEntry }, "Claude seats are not available on this manager: no claude executable, or the plugin's bundles are not built");
+    log.warn(
+      { claude: found.path ?? null, connectorEntry },
+      "Claude seats are not available on this manager: no claude executable, or the plugin's bundles are not built",
+    );
     return {};
   }
   return { claude: { claudePath: found.path, connectorEntry, pluginDir, parentEnv: process.env } };
@@ -89,7 +92,10 @@ export function registerManager(program: Command): void {
     .option("--instance <id>", "instance id to register as (default: the one in the state dir, created once)")
     .option("--state-dir <dir>", "where the instance id and seat folders live (default: .cotal/manager beside the mesh, else ~/.cotal/manager/<space>)")
     .option("--max-seats <n>", "how many seats this manager runs at most (default 32)")
-    .option("--stop-seats", "stop and retire every seat when the manager stops (`cotal up`'s manager does; by default seats keep running and a restarted manager adopts them)");
+    .option(
+      "--stop-seats",
+      "stop and retire every seat when the manager stops (`cotal up`'s manager does; by default seats keep running and a restarted manager adopts them)",
+    );
   meshOptions(cmd).action(async (raw: Record<string, unknown>) => {
     const f = parseInput(ManagerFlags, raw);
     await runManager(resolveTarget(raw), f);

@@ -3,7 +3,16 @@ import type { Command } from "commander";
 import { z } from "zod";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { existsSync } from "node:fs";
-import { checkMintSpec, connectMesh, isPermissionDenied, MintRefusedError, PROFILES, requestCredential, requestRevoke, writeSecret } from "../../broker/index.js";
+import {
+  checkMintSpec,
+  connectMesh,
+  isPermissionDenied,
+  MintRefusedError,
+  PROFILES,
+  requestCredential,
+  requestRevoke,
+  writeSecret,
+} from "../../broker/index.js";
 import { localPrincipal } from "../../schemas/index.js";
 import { jsonOption, meshOptions, resolveTarget, type MeshTarget } from "../context.js";
 import { credentialScope } from "../credential.js";
@@ -15,14 +24,30 @@ import { actingName, channelName, duration, parseInput, token } from "../validat
 const list = z
   .string()
   .optional()
-  .transform((s) => (s ? s.split(",").map((x) => x.trim()).filter(Boolean) : []))
+  .transform((s) =>
+    s
+      ? s
+          .split(",")
+          .map((x) => x.trim())
+          .filter(Boolean)
+      : [],
+  )
   .pipe(z.array(channelName));
 
 const MintFlags = z.object({
   name: actingName("name"),
-  profile: z.enum(PROFILES.filter((p) => p === "agent" || p === "observer" || p === "admin" || p === "manager" || p === "leaf") as ["agent", "observer", "admin", "manager", "leaf"], {
-    message: "profile must be agent, observer, admin, manager or leaf",
-  }),
+  profile: z.enum(
+    PROFILES.filter((p) => p === "agent" || p === "observer" || p === "admin" || p === "manager" || p === "leaf") as [
+      "agent",
+      "observer",
+      "admin",
+      "manager",
+      "leaf",
+    ],
+    {
+      message: "profile must be agent, observer, admin, manager or leaf",
+    },
+  ),
   allowSubscribe: list,
   allowPublish: list,
   role: token("name", "role").optional(),
@@ -103,7 +128,9 @@ export function registerMint(program: Command): void {
         ...(result.provisioned ? ["inbox:     provisioned"] : []),
         ...(replaced ? [`replaced:  revoked ${replaced.revoked} old credential${replaced.revoked === 1 ? "" : "s"} of ${result.principal}`] : []),
         ...(result.othersValid
-          ? [`note:      ${result.othersValid} earlier credential${result.othersValid === 1 ? "" : "s"} of ${result.principal} stay${result.othersValid === 1 ? "s" : ""} valid (\`cotal mint ${f.name} --replace\` or \`cotal revoke ${f.name}\` ends them)`]
+          ? [
+              `note:      ${result.othersValid} earlier credential${result.othersValid === 1 ? "" : "s"} of ${result.principal} stay${result.othersValid === 1 ? "s" : ""} valid (\`cotal mint ${f.name} --replace\` or \`cotal revoke ${f.name}\` ends them)`,
+            ]
           : []),
       );
   });

@@ -35,9 +35,13 @@ function readSchema(file: string): Record<string, unknown> {
   try {
     parsed = JSON.parse(readFileSync(file, "utf8"));
   } catch (cause) {
-    throw new UsageError(`Cannot read the JSON schema ${file}: ${cause instanceof SyntaxError ? "it is not valid JSON" : ((cause as NodeJS.ErrnoException).code ?? String(cause))}.`, { remedy: "Give a file holding one JSON Schema object." });
+    throw new UsageError(
+      `Cannot read the JSON schema ${file}: ${cause instanceof SyntaxError ? "it is not valid JSON" : ((cause as NodeJS.ErrnoException).code ?? String(cause))}.`,
+      { remedy: "Give a file holding one JSON Schema object." },
+    );
   }
-  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new UsageError(`The JSON schema ${file} is not a JSON object.`, { remedy: "Give a file holding one JSON Schema object." });
+  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed))
+    throw new UsageError(`The JSON schema ${file} is not a JSON object.`, { remedy: "Give a file holding one JSON Schema object." });
   return parsed as Record<string, unknown>;
 }
 
@@ -49,7 +53,12 @@ export function describeRun(r: RunResult): string[] {
   const lines = [head];
   if (r.error) lines.push(`  ${r.error.kind}: ${r.error.message}`);
   if (r.permissionDenials.length) lines.push(`  denied tools: ${r.permissionDenials.join(", ")}`);
-  if (r.output !== undefined) lines.push(...safeLines(typeof r.output === "string" ? r.output : JSON.stringify(r.output, null, 2)).split("\n").map((l) => `  ${l}`));
+  if (r.output !== undefined)
+    lines.push(
+      ...safeLines(typeof r.output === "string" ? r.output : JSON.stringify(r.output, null, 2))
+        .split("\n")
+        .map((l) => `  ${l}`),
+    );
   return lines;
 }
 
@@ -88,10 +97,24 @@ export function registerRun(program: Command): void {
       // Only the operator chooses where a run works; anyone else's runs work in the manager's folder.
       const cwd = f.cwd ? resolve(f.cwd) : on === here && isOperator(caller) ? process.cwd() : undefined;
       const rounds = Math.ceil(jobs / Math.min(f.maxParallel, jobs));
-      return callManager(s.nc, target.space, "run", caller, {
-        personas: f.personas, prompt: f.prompt, timeoutMs: f.timeout, parallel: f.parallel, maxParallel: f.maxParallel,
-        ...(jsonSchema ? { jsonSchema } : {}), ...(f.model ? { model: f.model } : {}), ...(f.task ? { task: f.task } : {}), ...(cwd ? { cwd } : {}),
-      }, { target: on, timeoutMs: rounds * (f.timeout + 15_000) + 15_000 });
+      return callManager(
+        s.nc,
+        target.space,
+        "run",
+        caller,
+        {
+          personas: f.personas,
+          prompt: f.prompt,
+          timeoutMs: f.timeout,
+          parallel: f.parallel,
+          maxParallel: f.maxParallel,
+          ...(jsonSchema ? { jsonSchema } : {}),
+          ...(f.model ? { model: f.model } : {}),
+          ...(f.task ? { task: f.task } : {}),
+          ...(cwd ? { cwd } : {}),
+        },
+        { target: on, timeoutMs: rounds * (f.timeout + 15_000) + 15_000 },
+      );
     });
     if (f.json) printJson(reply);
     else {

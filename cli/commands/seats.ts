@@ -17,7 +17,6 @@ import { ago, note, oneLine, printJson, printLines, safeLines, table } from "../
 import { withSession, type MeshSession } from "../session.js";
 import { repeatable, parseInput } from "../validate.js";
 
-
 const SpawnFlags = z.object({
   persona: PrincipalToken.optional(),
   detach: z.boolean().optional(),
@@ -62,13 +61,19 @@ function seatRows(results: ManagerSeats[]): string[] {
       ? [[m.instance, "-", "-", `manager ${m.error}`, "-", "-", "-"]]
       : m.seats.map((v) => [m.instance, v.name, v.agent, v.state, v.role ?? "-", v.pid === undefined ? "-" : String(v.pid), ago(Date.now() - v.since)]),
   );
-  return table(["MANAGER", "NAME", "AGENT", "STATE", "ROLE", "PID", "SINCE"], rows.map((r) => r.map(oneLine)));
+  return table(
+    ["MANAGER", "NAME", "AGENT", "STATE", "ROLE", "PID", "SINCE"],
+    rows.map((r) => r.map(oneLine)),
+  );
 }
 
 /** A manager on this host (its heartbeat names this host), for seats that open in this terminal. */
 async function localManager(s: MeshSession): Promise<string> {
   const here = (await listManagers(s)).find((m) => m.host === hostname());
-  if (!here) throw new CommandFailedError(`No manager runs on this host (${hostname()}), so a seat cannot open in this terminal.`, { remedy: "Start one (`cotal up` does, or `cotal manager`), or spawn with --detach on another (--on)." });
+  if (!here)
+    throw new CommandFailedError(`No manager runs on this host (${hostname()}), so a seat cannot open in this terminal.`, {
+      remedy: "Start one (`cotal up` does, or `cotal manager`), or spawn with --detach on another (--on).",
+    });
   return here.instance;
 }
 
@@ -106,7 +111,9 @@ function relayPty(socketPath: string): Promise<void> {
       if (d.includes(PTY_DETACH_KEY)) return done();
       sock.write(d);
     };
-    sock.once("error", (err) => reject(new CommandFailedError(`Could not open the seat's terminal: ${err.message}.`, { remedy: "Run it on the manager's host, as the manager's user." })));
+    sock.once("error", (err) =>
+      reject(new CommandFailedError(`Could not open the seat's terminal: ${err.message}.`, { remedy: "Run it on the manager's host, as the manager's user." })),
+    );
     sock.once("connect", () => {
       if (stdin.isTTY) stdin.setRawMode(true);
       stdin.on("data", onKey);
@@ -144,36 +151,49 @@ export function registerSeats(program: Command): void {
     .option("--restarts <n>", "restarts allowed within --restart-window-ms before a crash loop retires it (default 3)")
     .option("--restart-window-ms <ms>", "the restart policy's window (default 60000)")
     .option("--no-events", "claude seats: publish nothing on the seat's event plane events.<owner>.<actor> (docs/events.md)")
-    .option("--resume <session>", "claude seats: carry this Claude session (its id) to the manager (--on) and fork it there (docs/manager.md, Transcript carry)");
+    .option(
+      "--resume <session>",
+      "claude seats: carry this Claude session (its id) to the manager (--on) and fork it there (docs/manager.md, Transcript carry)",
+    );
   jsonOption(meshOptions(spawn)).action(async (persona: string | undefined, raw: Record<string, unknown>) => {
     const f = parseInput(SpawnFlags, { ...raw, ...(persona !== undefined ? { persona } : {}) });
-    if (!f.detach && f.agent !== "claude") throw new UsageError("Only Claude seats open in this terminal; an echo seat runs in the background.", { remedy: "Add --detach (or -d)." });
-    if (!f.detach && f.json) throw new UsageError("--json reports a detached spawn; a seat in this terminal has nothing to print.", { remedy: "Add --detach, or leave out --json." });
+    if (!f.detach && f.agent !== "claude")
+      throw new UsageError("Only Claude seats open in this terminal; an echo seat runs in the background.", { remedy: "Add --detach (or -d)." });
+    if (!f.detach && f.json)
+      throw new UsageError("--json reports a detached spawn; a seat in this terminal has nothing to print.", { remedy: "Add --detach, or leave out --json." });
     const target = resolveTarget(raw);
     const result = await withSession(target, async (s) => {
       const caller = credsCaller(target.creds);
       // In the foreground the seat must run on a manager here: its terminal opens in this one.
       const on = f.on ?? (f.detach ? "one" : await localManager(s));
       const cwd = f.cwd ? resolve(f.cwd) : on !== "one" && (await isLocal(s, on)) ? process.cwd() : undefined;
-      if (f.resume && on === "one") throw new UsageError("--resume carries the session to one manager: name it.", { remedy: "Add --on <instance> (see `cotal ps`)." });
+      if (f.resume && on === "one")
+        throw new UsageError("--resume carries the session to one manager: name it.", { remedy: "Add --on <instance> (see `cotal ps`)." });
       const carried = f.resume ? await carrySession(s, f.resume, on, { bar: !f.json }) : undefined;
       if (carried && !f.json) printLines(carriedLine(carried));
-      const id = await callManager(s.nc, target.space, "spawn", caller, {
-        agent: f.agent,
-        ...(f.persona ? { persona: f.persona } : {}),
-        ...(f.name ? { name: f.name } : {}),
-        ...(f.role ? { role: f.role } : {}),
-        channels: f.channel,
-        ...(f.runtime ? { runtime: f.runtime } : {}),
-        ...(cwd ? { cwd } : {}),
-        ...(f.model ? { model: f.model } : {}),
-        ...(f.prompt ? { prompt: f.prompt } : {}),
-        ...(f.restarts !== undefined ? { restarts: f.restarts } : {}),
-        ...(f.restartWindowMs !== undefined ? { windowMs: f.restartWindowMs } : {}),
-        ...(carried ? { resume: carried.session, claim: carried.claim } : {}),
-        ...(f.events ? {} : { noEvents: true }),
-        requestId: randomUUID(),
-      }, { target: on, timeoutMs: 30_000 });
+      const id = await callManager(
+        s.nc,
+        target.space,
+        "spawn",
+        caller,
+        {
+          agent: f.agent,
+          ...(f.persona ? { persona: f.persona } : {}),
+          ...(f.name ? { name: f.name } : {}),
+          ...(f.role ? { role: f.role } : {}),
+          channels: f.channel,
+          ...(f.runtime ? { runtime: f.runtime } : {}),
+          ...(cwd ? { cwd } : {}),
+          ...(f.model ? { model: f.model } : {}),
+          ...(f.prompt ? { prompt: f.prompt } : {}),
+          ...(f.restarts !== undefined ? { restarts: f.restarts } : {}),
+          ...(f.restartWindowMs !== undefined ? { windowMs: f.restartWindowMs } : {}),
+          ...(carried ? { resume: carried.session, claim: carried.claim } : {}),
+          ...(f.events ? {} : { noEvents: true }),
+          requestId: randomUUID(),
+        },
+        { target: on, timeoutMs: 30_000 },
+      );
       const settled = await settle(s, id.instance, id.name, f.waitMs);
       if (!f.detach && settled.outcome === "started" && settled.seat?.attach) {
         // Foreground: the seat's terminal is this one until the person leaves it; then the identity is retired.
@@ -189,7 +209,12 @@ export function registerSeats(program: Command): void {
     }
     if (f.json) printJson(result);
     else {
-      const how = result.outcome === "started" ? "started" : result.outcome === "failed" ? `failed: ${result.seat?.reason ?? result.seat?.state ?? "exited"}` : `uncertain: not joined within ${f.waitMs} ms (kept; see \`cotal ps\`)`;
+      const how =
+        result.outcome === "started"
+          ? "started"
+          : result.outcome === "failed"
+            ? `failed: ${result.seat?.reason ?? result.seat?.state ?? "exited"}`
+            : `uncertain: not joined within ${f.waitMs} ms (kept; see \`cotal ps\`)`;
       printLines(`${result.name} on ${result.instance}: ${how}`);
       if (result.outcome === "failed" && result.seat?.exit?.output) printLines(safeLines(result.seat.exit.output));
     }
@@ -199,15 +224,23 @@ export function registerSeats(program: Command): void {
   const attach = program
     .command("attach")
     .summary("open a seat's terminal here (the seat must run on a manager on this host)")
-    .description("Open the terminal of a Claude seat in this one: tmux's own attach (its detach key, Ctrl-b d, leaves it running) or, for a pty seat, a relay to it (Ctrl-] leaves it running). The seat is found with ps, or on the manager named by --on.")
+    .description(
+      "Open the terminal of a Claude seat in this one: tmux's own attach (its detach key, Ctrl-b d, leaves it running) or, for a pty seat, a relay to it (Ctrl-] leaves it running). The seat is found with ps, or on the manager named by --on.",
+    )
     .requiredOption("--name <name>", "the seat")
     .option("--on <instance>", "the manager that runs it");
   meshOptions(attach).action(async (raw: Record<string, unknown>) => {
     const f = parseInput(z.object({ name: PrincipalToken, on: ManagerInstance.optional() }), raw);
     const view = await withSession(resolveTarget(raw), async (s) => {
       const found = await findSeat(s, f.name, f.on);
-      if (!found.attach) throw new CommandFailedError(`Seat ${f.name} runs headless (runtime ${found.runtime ?? "process"}): it has no terminal to open.`, { remedy: "Claude seats (runtime tmux or pty) have one." });
-      if (!(await isLocal(s, found.instance))) throw new CommandFailedError(`Seat ${f.name} runs on manager ${found.instance}, on another host.`, { remedy: `Run \`cotal attach --name ${f.name}\` on that host.` });
+      if (!found.attach)
+        throw new CommandFailedError(`Seat ${f.name} runs headless (runtime ${found.runtime ?? "process"}): it has no terminal to open.`, {
+          remedy: "Claude seats (runtime tmux or pty) have one.",
+        });
+      if (!(await isLocal(s, found.instance)))
+        throw new CommandFailedError(`Seat ${f.name} runs on manager ${found.instance}, on another host.`, {
+          remedy: `Run \`cotal attach --name ${f.name}\` on that host.`,
+        });
       return found;
     });
     await attachTo(view.attach!);
@@ -231,7 +264,9 @@ export function registerSeats(program: Command): void {
   const stop = program
     .command("stop")
     .summary("stop a seat: its process ends, its credential is revoked, its name is free")
-    .description("Stop a seat on the manager that runs it (found with ps, or named by --on): the process is stopped, the incarnation retired in the seat log, its credential revoked.")
+    .description(
+      "Stop a seat on the manager that runs it (found with ps, or named by --on): the process is stopped, the incarnation retired in the seat log, its credential revoked.",
+    )
     .requiredOption("--name <name>", "the seat to stop")
     .option("--on <instance>", "the manager that runs it");
   jsonOption(meshOptions(stop)).action(async (raw: Record<string, unknown>) => {
@@ -242,6 +277,9 @@ export function registerSeats(program: Command): void {
       return callManager(s.nc, target.space, "stop", credsCaller(target.creds), { name: f.name }, { target: on, timeoutMs: 30_000 });
     });
     if (f.json) printJson(r);
-    else printLines(`${f.name}: ${r.stopped ? "stopped" : "was not running"}, retired${r.revoked ? `, ${r.revoked} credential${r.revoked === 1 ? "" : "s"} revoked` : ""}`);
+    else
+      printLines(
+        `${f.name}: ${r.stopped ? "stopped" : "was not running"}, retired${r.revoked ? `, ${r.revoked} credential${r.revoked === 1 ? "" : "s"} revoked` : ""}`,
+      );
   });
 }

@@ -40,7 +40,10 @@ async function withAttachments(
     try {
       await access(file, constants.R_OK);
     } catch (cause) {
-      throw new UsageError(`Invalid input: --attach: cannot read ${JSON.stringify(file)} (${(cause as NodeJS.ErrnoException).code ?? "error"}); nothing was sent.`, { remedy: "Name a readable file.", cause });
+      throw new UsageError(
+        `Invalid input: --attach: cannot read ${JSON.stringify(file)} (${(cause as NodeJS.ErrnoException).code ?? "error"}); nothing was sent.`,
+        { remedy: "Name a readable file.", cause },
+      );
     }
   }
   // The message's readers may fetch the files too (static meshes check it; see docs/security.md).
@@ -93,8 +96,14 @@ export function registerSend(program: Command): void {
     .option("--file <path>", "send the contents of a text file as the message")
     .option("--attach <file>", ATTACH_HELP, repeatable);
   jsonOption(meshOptions(dm)).action(async (name: string, words: string[], raw: Record<string, unknown>) => {
-    const f = parseInput(Attachable.extend({ name: actorName("recipient name") }).refine(...hasContent), { ...raw, name, text: await messageText(words, raw.file as string | undefined) }, ARG_LABELS);
-    await sendAs(raw, f, f.json, async (ep, stored) => ep.dm(f.name, await withAttachments(ep, f.text, f.attach, stored, { to: principalId(parsePrincipal(f.name)) })));
+    const f = parseInput(
+      Attachable.extend({ name: actorName("recipient name") }).refine(...hasContent),
+      { ...raw, name, text: await messageText(words, raw.file as string | undefined) },
+      ARG_LABELS,
+    );
+    await sendAs(raw, f, f.json, async (ep, stored) =>
+      ep.dm(f.name, await withAttachments(ep, f.text, f.attach, stored, { to: principalId(parsePrincipal(f.name)) })),
+    );
   });
 
   const ask = send
@@ -107,7 +116,11 @@ export function registerSend(program: Command): void {
     .option("--file <path>", "send the contents of a text file as the message")
     .option("--attach <file>", ATTACH_HELP, repeatable);
   jsonOption(meshOptions(ask)).action(async (role: string, words: string[], raw: Record<string, unknown>) => {
-    const f = parseInput(Attachable.extend({ role: token("name", "role") }).refine(...hasContent), { ...raw, role, text: await messageText(words, raw.file as string | undefined) }, ARG_LABELS);
+    const f = parseInput(
+      Attachable.extend({ role: token("name", "role") }).refine(...hasContent),
+      { ...raw, role, text: await messageText(words, raw.file as string | undefined) },
+      ARG_LABELS,
+    );
     await sendAs(raw, f, f.json, async (ep, stored) => ep.anycast(f.role, await withAttachments(ep, f.text, f.attach, stored, { role: f.role })));
   });
 }
@@ -128,7 +141,10 @@ async function rosterForMentions(ep: Endpoint): Promise<void> {
 }
 
 function parseMentions(list: string): string[] {
-  const names = list.split(",").map((n) => n.trim()).filter(Boolean);
+  const names = list
+    .split(",")
+    .map((n) => n.trim())
+    .filter(Boolean);
   const bad = names.filter((n) => !/^[A-Za-z0-9_]{1,64}(\.[A-Za-z0-9_]{1,64})?$/.test(n));
   if (bad.length || names.length === 0) {
     throw new UsageError(`Invalid input: --mention: ${bad.length ? bad.map((n) => JSON.stringify(n)).join(", ") + " are not names" : "no names given"}.`, {

@@ -29,7 +29,17 @@ import { jsonOption } from "../context.js";
 import { CommandFailedError, UsageError } from "../errors.js";
 import { printJson, printLines } from "../output.js";
 import { packageRoot } from "../package-root.js";
-import { applyTree, compareTree, cotalHome, defaultAgentPath, desiredMarketplace, isDirectory, marketplaceDir, packagePluginDir, seedDefaultAgent } from "../setup.js";
+import {
+  applyTree,
+  compareTree,
+  cotalHome,
+  defaultAgentPath,
+  desiredMarketplace,
+  isDirectory,
+  marketplaceDir,
+  packagePluginDir,
+  seedDefaultAgent,
+} from "../setup.js";
 import { parseInput } from "../validate.js";
 import { COTAL_VERSION } from "../../schemas/index.js";
 
@@ -63,7 +73,10 @@ export function registerSetup(program: Command): void {
     .option("--scope <scope>", "user (every project; default) or project (recorded in <dir>/.claude/settings.json by claude)")
     .option("--dir <path>", "the project folder (default: the working directory)")
     .option("--check", "report what is installed and what is stale; change nothing; exit 1 unless all is in place")
-    .option("--allow-tools", `add the allow rule ${PLUGIN_ALLOW_RULE} to the user's Claude settings (~/.claude/settings.json, or $CLAUDE_CONFIG_DIR) without asking`)
+    .option(
+      "--allow-tools",
+      `add the allow rule ${PLUGIN_ALLOW_RULE} to the user's Claude settings (~/.claude/settings.json, or $CLAUDE_CONFIG_DIR) without asking`,
+    )
     .option("--print-plugin-dir", `print the package's plugin folder, for one session without installing: ${pluginDirCommandText()}`);
   jsonOption(cmd).action(async (raw: Record<string, unknown>) => {
     const f = parseFlags(raw);
@@ -80,7 +93,8 @@ function parseFlags(raw: Record<string, unknown>) {
   if (f.printPluginDir && (f.check || f.scope || f.dir || f.allowTools)) {
     throw new UsageError("--print-plugin-dir prints a path and does nothing else: it takes no --check, --scope, --dir or --allow-tools.");
   }
-  if (f.check && f.allowTools) throw new UsageError("--check changes nothing: it takes no --allow-tools.", { remedy: "Run `cotal setup --allow-tools` to add the rule." });
+  if (f.check && f.allowTools)
+    throw new UsageError("--check changes nothing: it takes no --allow-tools.", { remedy: "Run `cotal setup --allow-tools` to add the rule." });
   return f;
 }
 
@@ -103,7 +117,12 @@ interface AllowRuleOutcome {
 
 /** The part of the settings file setup writes, as it is shown before (and after) writing. */
 function allowRuleShown(plan: AllowRulePlan): string[] {
-  return [`  ${plan.exists ? "in" : "new file"} ${plan.file}:`, ...JSON.stringify({ permissions: { allow: plan.allow } }, null, 2).split("\n").map((l) => `    ${l}`)];
+  return [
+    `  ${plan.exists ? "in" : "new file"} ${plan.file}:`,
+    ...JSON.stringify({ permissions: { allow: plan.allow } }, null, 2)
+      .split("\n")
+      .map((l) => `    ${l}`),
+  ];
 }
 
 /**
@@ -127,7 +146,11 @@ async function allowRuleStep(opts: SetupOptions, lines: string[]): Promise<Allow
   let yes = !!opts.allowTools;
   const ask = !yes && !opts.json && !!process.stdin.isTTY && !!process.stdout.isTTY;
   if (ask) {
-    printLines(...lines.splice(0), `Claude asks before every cotal_* call unless an allow rule covers the plugin's tools. Setup can add this rule:`, ...allowRuleShown(plan));
+    printLines(
+      ...lines.splice(0),
+      `Claude asks before every cotal_* call unless an allow rule covers the plugin's tools. Setup can add this rule:`,
+      ...allowRuleShown(plan),
+    );
     const rl = createInterface({ input: process.stdin, output: process.stdout });
     try {
       yes = /^y(es)?$/i.test((await rl.question("Add it? [y/N] ")).trim());
@@ -136,7 +159,9 @@ async function allowRuleStep(opts: SetupOptions, lines: string[]): Promise<Allow
     }
   }
   if (!yes) {
-    lines.push(`allow rule   not set: Claude asks before every cotal_* call. \`cotal setup --allow-tools\` adds "${PLUGIN_ALLOW_RULE}" to permissions.allow in ${file}.`);
+    lines.push(
+      `allow rule   not set: Claude asks before every cotal_* call. \`cotal setup --allow-tools\` adds "${PLUGIN_ALLOW_RULE}" to permissions.allow in ${file}.`,
+    );
     return { file, rule: plan.rule, state: ask ? "declined" : "absent" };
   }
   applyAllowRule(plan);
@@ -146,7 +171,9 @@ async function allowRuleStep(opts: SetupOptions, lines: string[]): Promise<Allow
 
 function printPluginDir(json: boolean): void {
   const dir = packagePluginDir(packageRoot());
-  const missing = [path.join(".claude-plugin", "plugin.json"), path.join(PLUGIN_BIN_DIR, "connector.mjs"), path.join(PLUGIN_BIN_DIR, "hook.mjs")].filter((f) => !existsSync(path.join(dir, f)));
+  const missing = [path.join(".claude-plugin", "plugin.json"), path.join(PLUGIN_BIN_DIR, "connector.mjs"), path.join(PLUGIN_BIN_DIR, "hook.mjs")].filter(
+    (f) => !existsSync(path.join(dir, f)),
+  );
   if (missing.length > 0) {
     throw new CommandFailedError(`The plugin folder ${dir} is incomplete (no ${missing.join(", ")}).`, {
       remedy: "Run `npm run build` in the Cotal package (it copies the bundles into plugin/bin/), or install with `cotal setup`.",
@@ -162,7 +189,9 @@ async function setup(opts: SetupOptions): Promise<void> {
   const files = desiredMarketplace(packageRoot());
   const states = compareTree(market, files);
   applyTree(market, files, states);
-  const written = states.filter((s) => s.state !== "ok").map((s) => ({ path: s.path, action: s.state === "missing" ? "created" : s.state === "stale" ? "updated" : "removed" }));
+  const written = states
+    .filter((s) => s.state !== "ok")
+    .map((s) => ({ path: s.path, action: s.state === "missing" ? "created" : s.state === "stale" ? "updated" : "removed" }));
   const agentFile = { path: defaultAgentPath(opts.projectDir), action: seedDefaultAgent(opts.projectDir) };
 
   const cli = findClaudeCli();
@@ -173,7 +202,10 @@ async function setup(opts: SetupOptions): Promise<void> {
   const allowLines: string[] = [];
   const allowRule = await allowRuleStep(opts, allowLines);
   const changed =
-    written.length > 0 || agentFile.action === "created" || allowRule.state === "added" || (claude !== undefined && (claude.marketplace !== "present" || claude.plugin !== "present"));
+    written.length > 0 ||
+    agentFile.action === "created" ||
+    allowRule.state === "added" ||
+    (claude !== undefined && (claude.marketplace !== "present" || claude.plugin !== "present"));
 
   if (opts.json) {
     printJson({
@@ -187,7 +219,9 @@ async function setup(opts: SetupOptions): Promise<void> {
       files: written,
       agentFile,
       allowRule,
-      claude: cli.path ? { bin: cli.path, marketplace: claude!.marketplace, plugin: claude!.plugin, enabled: claude!.state.enabled ?? null } : { bin: null, command },
+      claude: cli.path
+        ? { bin: cli.path, marketplace: claude!.marketplace, plugin: claude!.plugin, enabled: claude!.state.enabled ?? null }
+        : { bin: null, command },
       notes: cli.notes,
     });
     return;
@@ -201,7 +235,9 @@ async function setup(opts: SetupOptions): Promise<void> {
   if (claude) {
     lines.push(`claude       ${cli.path}`);
     lines.push(`  marketplace ${PLUGIN_MARKETPLACE}: ${claude.marketplace === "present" ? "already added" : claude.marketplace}`);
-    lines.push(`  plugin ${PLUGIN_ID} (${opts.scope} scope): ${claude.plugin === "present" ? "already installed" : claude.plugin}${claude.state.installedVersion ? ` ${claude.state.installedVersion}` : ""}`);
+    lines.push(
+      `  plugin ${PLUGIN_ID} (${opts.scope} scope): ${claude.plugin === "present" ? "already installed" : claude.plugin}${claude.state.installedVersion ? ` ${claude.state.installedVersion}` : ""}`,
+    );
     if (claude.state.enabled === false) lines.push(`  it is disabled; setup leaves it so. To enable it: ${pluginEnableCommandText(opts.scope)}`);
     lines.push(
       changed
@@ -230,8 +266,10 @@ async function check(opts: SetupOptions): Promise<void> {
   if (cli.path) {
     state = await inspectPluginInstall(target, { bin: cli.path });
     if (state.marketplace === "absent") problems.push(`claude has no marketplace ${PLUGIN_MARKETPLACE}`);
-    if (state.marketplace === "elsewhere") problems.push(`claude's marketplace ${PLUGIN_MARKETPLACE} points at ${state.marketplacePath ?? "another folder"}, not ${market}`);
-    if (state.plugin === "absent") problems.push(`${PLUGIN_ID} is not installed (${opts.scope} scope${opts.scope === "project" ? ` for ${opts.projectDir}` : ""})`);
+    if (state.marketplace === "elsewhere")
+      problems.push(`claude's marketplace ${PLUGIN_MARKETPLACE} points at ${state.marketplacePath ?? "another folder"}, not ${market}`);
+    if (state.plugin === "absent")
+      problems.push(`${PLUGIN_ID} is not installed (${opts.scope} scope${opts.scope === "project" ? ` for ${opts.projectDir}` : ""})`);
     if (state.plugin === "outdated") problems.push(`${PLUGIN_ID} is recorded at version ${state.installedVersion ?? "?"}, not ${COTAL_VERSION}`);
     if (state.enabled === false) problems.push(`${PLUGIN_ID} is disabled (${pluginEnableCommandText(opts.scope)})`);
   }
@@ -263,7 +301,9 @@ async function check(opts: SetupOptions): Promise<void> {
     });
   } else {
     const bad = states.filter((s) => s.state !== "ok");
-    const lines = [`marketplace  ${market}: ${bad.length === 0 ? `${states.length} files up to date` : `${bad.length} of ${states.length} files not up to date`}`];
+    const lines = [
+      `marketplace  ${market}: ${bad.length === 0 ? `${states.length} files up to date` : `${bad.length} of ${states.length} files not up to date`}`,
+    ];
     for (const s of bad) lines.push(`  ${s.state.padEnd(8)} ${s.path}`);
     for (const n of cli.notes) lines.push(`note         ${n}`);
     if (state) {

@@ -85,15 +85,21 @@ export function registerStatus(program: Command): void {
 }
 
 /** `--components` alone (every component) or a comma-separated list of them. */
-const ComponentsFlag = z.union([z.literal(true).transform(() => COMPONENTS), z.string().transform((v, ctx) => {
-  const names = v.split(",").map((x) => x.trim()).filter(Boolean);
-  const bad = names.filter((n) => !(COMPONENTS as string[]).includes(n));
-  if (bad.length || names.length === 0) {
-    ctx.addIssue({ code: "custom", message: `components are ${COMPONENTS.join(", ")}${bad.length ? ` (not ${bad.join(", ")})` : ""}` });
-    return z.NEVER;
-  }
-  return names as Component[];
-})]);
+const ComponentsFlag = z.union([
+  z.literal(true).transform(() => COMPONENTS),
+  z.string().transform((v, ctx) => {
+    const names = v
+      .split(",")
+      .map((x) => x.trim())
+      .filter(Boolean);
+    const bad = names.filter((n) => !(COMPONENTS as string[]).includes(n));
+    if (bad.length || names.length === 0) {
+      ctx.addIssue({ code: "custom", message: `components are ${COMPONENTS.join(", ")}${bad.length ? ` (not ${bad.join(", ")})` : ""}` });
+      return z.NEVER;
+    }
+    return names as Component[];
+  }),
+]);
 
 const STREAMS = [names.chatStream, names.dmStream, names.taskStream, names.seatsStream];
 
@@ -113,7 +119,12 @@ async function collectStatus(t: MeshTarget): Promise<StatusReport> {
       return rec ? { pid: rec.pid, running: isRunning(rec) } : { running: false };
     };
     const nodes = t.info?.cluster ? meshNodes(t.root, t.info).map((n) => ({ name: n.name, ...proc(n.name) })) : undefined;
-    report.processes = { natsServer: nodes?.[0] ?? proc("nats-server"), meshService: proc("mesh-service"), manager: proc("manager"), ...(nodes ? { nodes } : {}) };
+    report.processes = {
+      natsServer: nodes?.[0] ?? proc("nats-server"),
+      meshService: proc("mesh-service"),
+      manager: proc("manager"),
+      ...(nodes ? { nodes } : {}),
+    };
   }
   let session: MeshSession;
   try {
@@ -175,13 +186,17 @@ function describeStatus(r: StatusReport): string[] {
       `managers:     ${r.managers.length === 0 ? "none (seats need one: `cotal up` starts one here, `cotal manager` on other hosts)" : r.managers.map((m) => `${m.instance} on ${m.host ?? "?"} (${m.seats ?? 0}/${m.maxSeats ?? "?"} seats)`).join(", ")}`,
     );
   }
-  if (r.meshService) lines.push(`mesh service: ${r.meshService.answering ? `answering (pid ${r.meshService.pid})` : "NOT answering (run `cotal up --detach` on the mesh host to repair it)"}`);
+  if (r.meshService)
+    lines.push(
+      `mesh service: ${r.meshService.answering ? `answering (pid ${r.meshService.pid})` : "NOT answering (run `cotal up --detach` on the mesh host to repair it)"}`,
+    );
   if (!r.reachable) {
     lines.push("", "Start it with `cotal up` (or check --server / COTAL_SERVER).");
     return lines;
   }
   lines.push("", `streams:${r.streamsHidden ? `      not shown (${r.streamsHidden})` : ""}`);
-  for (const s of r.streams) lines.push(`  ${s.name.padEnd(24)} ${s.exists ? `${s.messages} message${s.messages === 1 ? "" : "s"}` : "MISSING (run `cotal up`)"}`);
+  for (const s of r.streams)
+    lines.push(`  ${s.name.padEnd(24)} ${s.exists ? `${s.messages} message${s.messages === 1 ? "" : "s"}` : "MISSING (run `cotal up`)"}`);
   lines.push("", `roster (${r.roster.filter((e) => e.status !== "offline").length} online, ${r.roster.length} known):`);
   if (r.roster.length === 0) lines.push("  nobody has joined yet");
   else lines.push(...rosterTable(r.roster).map((l) => `  ${l}`));

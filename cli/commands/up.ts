@@ -84,9 +84,12 @@ export function registerUp(program: Command): void {
       const choice = chooseMode({ open: flags.open, host: flags.host ?? prev?.host ?? "127.0.0.1" });
       for (const w of choice.warnings) warn(w);
       const leaf = checkLeafFlags(flags, flags.host ?? prev?.host ?? "127.0.0.1");
-      if (leaf?.insecure) warn(`the leaf-node listener on ${leaf.host}:${leaf.port} has no TLS (--leaf-insecure): leaf traffic crosses the network in clear text.`);
+      if (leaf?.insecure)
+        warn(`the leaf-node listener on ${leaf.host}:${leaf.port} has no TLS (--leaf-insecure): leaf traffic crosses the network in clear text.`);
       if (leaf && choice.mode === "open" && !isLoopback(leaf.host) && !leaf.tls?.ca) {
-        warn(`open mode: any host that reaches ${leaf.host}:${leaf.port} may join as a leaf node and read every message (pass --leaf-tls-ca to require client certificates).`);
+        warn(
+          `open mode: any host that reaches ${leaf.host}:${leaf.port} may join as a leaf node and read every message (pass --leaf-tls-ca to require client certificates).`,
+        );
       }
       const report = await bringUp(root, {
         mode: choice.mode,
@@ -216,7 +219,8 @@ async function attach(root: MeshRoot): Promise<void> {
     }
     // A cluster keeps serving while one node is down (`cotal up` restarts it); the mesh stops when none is left.
     const dead = natsRecs.filter(([, rec]) => !isRunning(rec));
-    if (dead.length === natsRecs.length) void stopAll(`nats-server (pid ${natsRecs.map(([, r]) => r.pid).join(", ")}) exited; see ${root.logsDir}.`, EXIT.failed);
+    if (dead.length === natsRecs.length)
+      void stopAll(`nats-server (pid ${natsRecs.map(([, r]) => r.pid).join(", ")}) exited; see ${root.logsDir}.`, EXIT.failed);
     else if (!isRunning(svc)) void stopAll(`The mesh service (pid ${svc.pid}) exited; see ${root.log("mesh-service")}.`, EXIT.failed);
   }, 500);
   for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {

@@ -126,7 +126,11 @@ export function runClaudeCli(args: string[], opts: ClaudeCliOptions): Promise<Cl
     const timeoutMs = opts.timeoutMs ?? 60_000;
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
-      reject(new PluginInstallError(`\`${what}\` did not finish within ${timeoutMs / 1000} s.`, { remedy: `Run it yourself to see what it waits for: ${installHint(args)}` }));
+      reject(
+        new PluginInstallError(`\`${what}\` did not finish within ${timeoutMs / 1000} s.`, {
+          remedy: `Run it yourself to see what it waits for: ${installHint(args)}`,
+        }),
+      );
     }, timeoutMs);
     child.once("error", (cause) => {
       clearTimeout(timer);
@@ -221,7 +225,9 @@ export async function inspectPluginInstall(target: PluginInstallTarget, cli: Omi
   }
   if (plugins) {
     const project = target.scope === "project" ? target.projectDir : undefined;
-    const p = plugins.find((x) => x.id === PLUGIN_ID && x.scope === target.scope && (project === undefined || (x.projectPath !== undefined && samePath(x.projectPath, project))));
+    const p = plugins.find(
+      (x) => x.id === PLUGIN_ID && x.scope === target.scope && (project === undefined || (x.projectPath !== undefined && samePath(x.projectPath, project))),
+    );
     if (!p) state.plugin = "absent";
     else {
       state.plugin = p.version === target.version ? "current" : "outdated";

@@ -99,7 +99,9 @@ function json(value: unknown): string {
 }
 
 function renderReadme(info: PluginPackageInfo): string {
-  const rows = HOOKS.map((h) => `| \`${h.event}\` | ${h.matcher ? `\`${h.matcher}\`` : "all"} | ${h.timeoutSec} s | ${h.drains ? "yes" : "no"} | ${h.purpose} |`);
+  const rows = HOOKS.map(
+    (h) => `| \`${h.event}\` | ${h.matcher ? `\`${h.matcher}\`` : "all"} | ${h.timeoutSec} s | ${h.drains ? "yes" : "no"} | ${h.purpose} |`,
+  );
   return [
     `# Cotal plugin for Claude Code (${info.version})`,
     "",

@@ -38,8 +38,13 @@ function fail(msg) {
   process.exit(2);
 }
 if (o.help) {
-  const lines = readFileSync(new URL(import.meta.url), "utf8").split("\n").slice(1);
-  const header = lines.slice(0, lines.findIndex((l) => !l.startsWith("//")));
+  const lines = readFileSync(new URL(import.meta.url), "utf8")
+    .split("\n")
+    .slice(1);
+  const header = lines.slice(
+    0,
+    lines.findIndex((l) => !l.startsWith("//")),
+  );
   process.stdout.write(header.map((l) => l.replace(/^\/\/ ?/, "")).join("\n") + "\n");
   process.exit(0);
 }
@@ -81,7 +86,7 @@ process.stdout.write(
     `# A Cotal leaf-node host for space ${q(o.space)}, rendered by deploy/leaf/render.mjs from the mesh's`,
     "# public JWTs. After a `cotal revoke` on the mesh, render it again and reload this server",
     "# (nats-server --signal reload=<pid>, or SIGHUP): it resolves accounts from this file alone",
-    "# (docs/security.md, \"Leaf-node hosts\").",
+    '# (docs/security.md, "Leaf-node hosts").',
     `server_name: ${q(o.name)}`,
     `listen: ${q(o.listen)}`,
     "# Operator mode: local clients authenticate with their own credentials, checked here.",
@@ -93,7 +98,7 @@ process.stdout.write(
     `  ${clients.sub}: ${q(clients.jwt)}`,
     "}",
     "# No JetStream here: the space's JetStream is the hub's. Without this line nats-server denies",
-    "# $JS.API.>, $KV.> and $OBJ.> across the leaf connection (\"JetStream Not Extended\"); the hub",
+    '# $JS.API.>, $KV.> and $OBJ.> across the leaf connection ("JetStream Not Extended"); the hub',
     "# needs the same line for this account (`cotal up --leaf-port` writes it).",
     `default_js_domain: { ${clients.sub}: "" }`,
     "leafnodes {",

@@ -18,7 +18,18 @@ afterEach(async () => {
 describe("the mesh service replies only to a proper inbox", () => {
   test("isReplyInbox takes requester inboxes and service-import replies, nothing else", () => {
     for (const ok of ["_INBOX.abc.def", "_INBOX.local.alice.x1", "_R_.xyz.abc"]) expect(isReplyInbox(ok)).toBe(true);
-    for (const bad of [undefined, "", "$JS.API.STREAM.PURGE.DM_s", "$KV.cotal_presence_s.local.bob", "cotal.s.chat.local.bob.general", "_INBOX", "_INBOX.>", "_INBOX.a.*", "_INBOX..x", "x._INBOX.a"]) {
+    for (const bad of [
+      undefined,
+      "",
+      "$JS.API.STREAM.PURGE.DM_s",
+      "$KV.cotal_presence_s.local.bob",
+      "cotal.s.chat.local.bob.general",
+      "_INBOX",
+      "_INBOX.>",
+      "_INBOX.a.*",
+      "_INBOX..x",
+      "x._INBOX.a",
+    ]) {
       expect(isReplyInbox(bad)).toBe(false);
     }
   });
@@ -37,7 +48,12 @@ describe("the mesh service replies only to a proper inbox", () => {
     const mallory = localPrincipal("mallory");
     const purge = `$JS.API.STREAM.PURGE.${dmStream}`;
     for (const command of ["ping", "roster", "channels", "history"]) {
-      const req: ControlRequest = { id: `atk-${command}`, deadline: Date.now() + 10_000, caller: principalId(mallory), args: command === "history" ? { channel: "general" } : {} };
+      const req: ControlRequest = {
+        id: `atk-${command}`,
+        deadline: Date.now() + 10_000,
+        caller: principalId(mallory),
+        args: command === "history" ? { channel: "general" } : {},
+      };
       nc.publish(controlSubject(mesh.space, MESH_ENDPOINT, "one", command, mallory), JSON.stringify(req), { reply: purge });
     }
     // The service reads its rail in order: once a proper call after them is answered, all four were handled.

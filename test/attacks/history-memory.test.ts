@@ -61,12 +61,21 @@ describe("history with bounded memory", () => {
     const subject = chatSubject(SPACE, alice, "general");
     const filler = "x".repeat(POST_BYTES);
     const post = (i: number): Uint8Array => {
-      const m: CotalMessage = { id: `big-${i}`, ts: Date.now(), space: SPACE, from: { id: "local.alice", name: "alice" }, channel: "general", parts: [{ kind: "text", text: `${i} ${filler}` }] };
+      const m: CotalMessage = {
+        id: `big-${i}`,
+        ts: Date.now(),
+        space: SPACE,
+        from: { id: "local.alice", name: "alice" },
+        channel: "general",
+        parts: [{ kind: "text", text: `${i} ${filler}` }],
+      };
       return new TextEncoder().encode(JSON.stringify(m));
     };
     let lastSeq = 0;
     for (let i = 0; i < POSTS; i += 20) {
-      const acks = await Promise.all(Array.from({ length: Math.min(20, POSTS - i) }, (_, k) => js.publish(subject, post(i + k), { msgID: `big-${i + k}`, timeout: 30_000 })));
+      const acks = await Promise.all(
+        Array.from({ length: Math.min(20, POSTS - i) }, (_, k) => js.publish(subject, post(i + k), { msgID: `big-${i + k}`, timeout: 30_000 })),
+      );
       lastSeq = Math.max(lastSeq, ...acks.map((a) => a.seq));
     }
     const before = memoryOf(pid);

@@ -28,12 +28,21 @@ afterAll(async () => {
 let n = 0;
 async function mallory(profile: "agent" | "observer" = "agent"): Promise<{ nc: NatsConnection; name: string }> {
   const name = `mallory${n++}`;
-  const creds = await mesh.mint(profile === "agent" ? { name, profile, allowSubscribe: ["general"], allowPublish: ["general"], provision: true } : { name, profile });
+  const creds = await mesh.mint(
+    profile === "agent" ? { name, profile, allowSubscribe: ["general"], allowPublish: ["general"], provision: true } : { name, profile },
+  );
   return { name, nc: await mesh.connection(creds, `_INBOX.local.${name}`) };
 }
 
 function dm(from: string, to: string, text: string): CotalMessage {
-  return { id: `m-${n++}-${Math.random().toString(36).slice(2)}`, ts: Date.now(), space: SPACE, from: { id: `local.${from}`, name: from }, to: `local.${to}`, parts: [{ kind: "text", text }] } as CotalMessage;
+  return {
+    id: `m-${n++}-${Math.random().toString(36).slice(2)}`,
+    ts: Date.now(),
+    space: SPACE,
+    from: { id: `local.${from}`, name: from },
+    to: `local.${to}`,
+    parts: [{ kind: "text", text }],
+  } as CotalMessage;
 }
 
 /** The broker refused it (permission) or nothing in the clients account serves it: never a timeout. */
@@ -51,7 +60,9 @@ describe("records only the mesh service may read", () => {
   test.each(["agent", "observer"] as const)("%s: the members bucket (identities, scopes, user keys) cannot be read by any route", async (profile) => {
     const { nc } = await mallory(profile);
     const bucket = `KV_${names.membersBucket(SPACE)}`;
-    await refusedOutright(nc.request(`$JS.API.STREAM.MSG.GET.${bucket}`, JSON.stringify({ last_by_subj: `$KV.${names.membersBucket(SPACE)}.id.local.alice` }), { timeout: 3_000 }));
+    await refusedOutright(
+      nc.request(`$JS.API.STREAM.MSG.GET.${bucket}`, JSON.stringify({ last_by_subj: `$KV.${names.membersBucket(SPACE)}.id.local.alice` }), { timeout: 3_000 }),
+    );
     await refusedOutright(nc.request(`$JS.API.DIRECT.GET.${bucket}`, JSON.stringify({ seq: 1 }), { timeout: 3_000 }));
     await refusedOutright(nc.request(`$JS.API.CONSUMER.CREATE.${bucket}`, JSON.stringify({ stream_name: bucket, config: {} }), { timeout: 3_000 }));
   });
@@ -64,7 +75,9 @@ describe("storage limits: the sender is refused with the limit named, nothing st
     const big = encodeMessage(dm(name, "alice", "x".repeat(200 * 1024)));
     const huge = new Uint8Array(900 * 1024);
     huge.set(big);
-    const err = await jetstream(nc).publish(dmSubject(SPACE, localPrincipal("alice"), localPrincipal(name)), huge).catch((e: unknown) => e);
+    const err = await jetstream(nc)
+      .publish(dmSubject(SPACE, localPrincipal("alice"), localPrincipal(name)), huge)
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(JetStreamApiError);
     expect(String(err)).toMatch(/message size exceeds maximum allowed/);
     await expectUnchanged(mesh, before);
@@ -91,7 +104,9 @@ describe("storage limits: the sender is refused with the limit named, nothing st
     let stored = 0;
     outer: for (let i = 0; i < BACKLOG; i++) {
       for (const s of senders) {
-        const r = await jetstream(s.nc).publish(dmSubject(SPACE, localPrincipal("alice"), localPrincipal(s.name)), body(s.name, i)).catch((e: unknown) => e);
+        const r = await jetstream(s.nc)
+          .publish(dmSubject(SPACE, localPrincipal("alice"), localPrincipal(s.name)), body(s.name, i))
+          .catch((e: unknown) => e);
         if (r instanceof Error) {
           refusedWith = r;
           break outer;
@@ -121,7 +136,9 @@ describe("roles and presence come from the credential", () => {
     await alice.setPresence({ active: true });
     const h = headers();
     h.set("Nats-Rollup", "all");
-    const err = await jetstream(nc).publish(`$KV.${presence}.local.${name}`, "{}", { headers: h }).catch((e: unknown) => e);
+    const err = await jetstream(nc)
+      .publish(`$KV.${presence}.local.${name}`, "{}", { headers: h })
+      .catch((e: unknown) => e);
     expect(String(err)).toMatch(/rollup not permitted/i);
     const jsm = await mesh.dataJsm();
     const keys = (await jsm.streams.info(`KV_${presence}`, { subjects_filter: ">" })).state.subjects ?? {};

@@ -134,7 +134,15 @@ describe.each(withDurable)("%s: a JetStream publish of its own DM", (profile) =>
     const subject = dmSubject(SPACE, localPrincipal("ghost"), who);
     const jsm = await mesh.dataJsm();
     const stored = async () => (await jsm.streams.info(names.dmStream(SPACE), { subjects_filter: subject })).state.subjects?.[subject] ?? 0;
-    const body = () => encodeMessage({ id: `m-${n++}`, ts: Date.now(), space: SPACE, from: { id: `local.${who.actor}`, name: who.actor }, to: "local.ghost", parts: [{ kind: "text", text: "hi" }] } as never);
+    const body = () =>
+      encodeMessage({
+        id: `m-${n++}`,
+        ts: Date.now(),
+        space: SPACE,
+        from: { id: `local.${who.actor}`, name: who.actor },
+        to: "local.ghost",
+        parts: [{ kind: "text", text: "hi" }],
+      } as never);
     for (const target of targets(who)) {
       const before = await snapshot(mesh);
       const had = await stored();
@@ -170,7 +178,9 @@ describe.each(Object.keys(PROFILES))("%s: a control call to the mesh service", (
     const before = await snapshot(mesh);
     const ping = controlSubject(SPACE, "mesh", "one", "ping", who);
     for (let i = 0; i < 1_000; i++) {
-      nc.publish(ping, JSON.stringify({ id: `flood-${i}`, deadline: Date.now() + 30_000, caller: `local.${who.actor}`, args: {} }), { reply: `cotal.${SPACE}.chat.local.bob.general` });
+      nc.publish(ping, JSON.stringify({ id: `flood-${i}`, deadline: Date.now() + 30_000, caller: `local.${who.actor}`, args: {} }), {
+        reply: `cotal.${SPACE}.chat.local.bob.general`,
+      });
     }
     await callControl(nc, SPACE, "ping", who, {}, { timeoutMs: 30_000 });
     await expectUnchanged(mesh, before);

@@ -14,7 +14,14 @@ export interface MeshState {
 
 /** Streams compared subject by subject (presence is left out: heartbeats rewrite it). */
 function watched(space: string): string[] {
-  return [names.chatStream(space), names.dmStream(space), names.taskStream(space), names.seatsStream(space), `KV_${names.membersBucket(space)}`, `KV_${names.channelsBucket(space)}`];
+  return [
+    names.chatStream(space),
+    names.dmStream(space),
+    names.taskStream(space),
+    names.seatsStream(space),
+    `KV_${names.membersBucket(space)}`,
+    `KV_${names.channelsBucket(space)}`,
+  ];
 }
 
 /** The data account's view of everything an attack could touch. */
@@ -39,7 +46,9 @@ export async function expectUnchanged(mesh: TestMesh, before: MeshState, except:
   const after = await snapshot(mesh);
   const strip = (s: MeshState) => ({
     ...s,
-    streams: Object.fromEntries(Object.entries(s.streams).map(([k, v]) => [k, Object.fromEntries(Object.entries(v).filter(([subj]) => !except.includes(subj)))])),
+    streams: Object.fromEntries(
+      Object.entries(s.streams).map(([k, v]) => [k, Object.fromEntries(Object.entries(v).filter(([subj]) => !except.includes(subj)))]),
+    ),
   });
   expect(strip(after)).toEqual(strip(before));
 }

@@ -4,15 +4,7 @@
 // test). Written against public behaviour: minted credentials, the control rail, consumers.
 import { createUser } from "@nats-io/nkeys";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import {
-  callControl,
-  ControlCallError,
-  isConsumerNotFound,
-  isPermissionDenied,
-  isTimeout,
-  requestRevoke,
-  SERVICE_PRINCIPALS,
-} from "../../broker/internal.js";
+import { callControl, ControlCallError, isConsumerNotFound, isPermissionDenied, isTimeout, requestRevoke, SERVICE_PRINCIPALS } from "../../broker/internal.js";
 import { durables, localPrincipal, names } from "../../schemas/index.js";
 import { TestMesh } from "../harness/mesh.js";
 import { NatsServer } from "../harness/nats-server.js";

@@ -25,7 +25,7 @@ const API = JS_API;
 
 function rng(seed: number): () => number {
   let s = seed >>> 0;
-  return () => ((s = (Math.imul(s ^ (s >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0) / 2 ** 32);
+  return () => (s = (Math.imul(s ^ (s >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0) / 2 ** 32;
 }
 const ALPHA = "abcdefghijklmnopqrstuvwxyz0123456789_";
 function token(r: () => number, len = 3 + Math.floor(r() * 10)): string {
@@ -78,7 +78,12 @@ describe("permissions follow the subject grammar", () => {
       expect(allows(perms.sub?.allow, chatSubject(SPACE, other, `${channels[0]}x`))).toBe(false);
       expect(allows(perms.sub?.allow, dmSubject(SPACE, other, who))).toBe(false);
       // No agent may reach the members bucket or create, delete or purge anything.
-      for (const s of [`${API}.STREAM.MSG.GET.KV_${names.membersBucket(SPACE)}`, `${API}.CONSUMER.CREATE.${names.dmStream(SPACE)}`, `${API}.STREAM.PURGE.${names.dmStream(SPACE)}`, `${API}.CONSUMER.MSG.NEXT.${names.dmStream(SPACE)}.${durables.dm(localPrincipal("a"))}`]) {
+      for (const s of [
+        `${API}.STREAM.MSG.GET.KV_${names.membersBucket(SPACE)}`,
+        `${API}.CONSUMER.CREATE.${names.dmStream(SPACE)}`,
+        `${API}.STREAM.PURGE.${names.dmStream(SPACE)}`,
+        `${API}.CONSUMER.MSG.NEXT.${names.dmStream(SPACE)}.${durables.dm(localPrincipal("a"))}`,
+      ]) {
         expect(allows(perms.pub?.allow, s), s).toBe(false);
       }
     }

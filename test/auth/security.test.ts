@@ -54,7 +54,14 @@ async function refused(op: () => Promise<unknown>): Promise<void> {
 }
 
 function message(from: string, address: Partial<CotalMessage>, text = "forged"): CotalMessage {
-  return { id: `m-${Math.random().toString(36).slice(2)}`, ts: Date.now(), space: SPACE, from: { id: from, name: from.split(".")[1]! }, parts: [{ kind: "text", text }], ...address } as CotalMessage;
+  return {
+    id: `m-${Math.random().toString(36).slice(2)}`,
+    ts: Date.now(),
+    space: SPACE,
+    from: { id: from, name: from.split(".")[1]! },
+    parts: [{ kind: "text", text }],
+    ...address,
+  } as CotalMessage;
 }
 
 async function storedOn(subject: string): Promise<number> {
@@ -177,7 +184,9 @@ describe("observer and admin views", () => {
     expect(await receives(nc, "$KV.cotal_presence_sec.>", () => aliceEp.setPresence({ activity: "Bash" }), 1)).toBeGreaterThanOrEqual(1);
     expect(await receives(nc, "cotal.sec.inst.>", () => aliceEp.dm("bob", "not for observers"))).toBe(0);
     const w = localPrincipal("watchtower");
-    await refused(() => jetstream(nc).publish(chatSubject(SPACE, w, "general"), encodeMessage(message("local.watchtower", { channel: "general" })), { timeout: 1_500 }));
+    await refused(() =>
+      jetstream(nc).publish(chatSubject(SPACE, w, "general"), encodeMessage(message("local.watchtower", { channel: "general" })), { timeout: 1_500 }),
+    );
   });
 
   test("an admin sees DMs and anycast, and can publish nothing", async () => {
@@ -190,7 +199,9 @@ describe("observer and admin views", () => {
   });
 
   test("observer scope is fixed: --allow-subscribe on an observer is refused with an explanation", async () => {
-    await expect(mesh.mint({ name: "o2", profile: "observer", allowSubscribe: ["general"] })).rejects.toThrow(/fixed view.*scoped reader is an agent with --allow-subscribe/);
+    await expect(mesh.mint({ name: "o2", profile: "observer", allowSubscribe: ["general"] })).rejects.toThrow(
+      /fixed view.*scoped reader is an agent with --allow-subscribe/,
+    );
   });
 });
 
@@ -216,10 +227,11 @@ describe("a scoped reader of one agent's event plane", () => {
 
 describe("secrets", () => {
   test("secret files are 0600 and folders 0700", () => {
-    const walk = (dir: string): string[] => readdirSync(dir).flatMap((f) => {
-      const p = join(dir, f);
-      return statSync(p).isDirectory() ? [p, ...walk(p)] : [p];
-    });
+    const walk = (dir: string): string[] =>
+      readdirSync(dir).flatMap((f) => {
+        const p = join(dir, f);
+        return statSync(p).isDirectory() ? [p, ...walk(p)] : [p];
+      });
     const root = mesh.store.dir;
     const paths = [root, ...walk(root)];
     expect(paths.length).toBeGreaterThan(8);

@@ -80,7 +80,9 @@ describe("agent files", () => {
   });
 
   it("finds the line of an unknown key after a multi-line value, with CRLF line ends", () => {
-    const text = ["---", "name: crlf", "description: |", "  line one", "  line two", "launchOptions:", "  effort: high", "persona: nope", "---", "x"].join("\r\n");
+    const text = ["---", "name: crlf", "description: |", "  line one", "  line two", "launchOptions:", "  effort: high", "persona: nope", "---", "x"].join(
+      "\r\n",
+    );
     expect(refusal(() => parseAgentFile(text, "crlf.md"))).toMatchObject({ line: 8, key: "persona" });
   });
 

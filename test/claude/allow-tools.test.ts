@@ -106,7 +106,10 @@ describe("the allow rule for the plugin's tools", () => {
 
   it("refuses --allow-tools with --check or --print-plugin-dir", async () => {
     const u = fresh();
-    for (const args of [["--check", "--allow-tools"], ["--print-plugin-dir", "--allow-tools"]]) {
+    for (const args of [
+      ["--check", "--allow-tools"],
+      ["--print-plugin-dir", "--allow-tools"],
+    ]) {
       const r = await runCotal(["setup", ...args], { cwd: u.project, env: u.env });
       expect(r.code, args.join(" ")).not.toBe(0);
     }
@@ -117,7 +120,13 @@ describe("the allow rule for the plugin's tools", () => {
     await runCotal(["setup", "--allow-tools"], { cwd: u.project, env: u.env });
     const tool = "mcp__plugin_cotal_cotal__cotal_join_help";
     const double = await ModelDouble.start([{ reply: [{ tool, input: {} }] }, { afterToolResult: tool, reply: ["Read the help."] }]);
-    const run = await runClaude({ baseUrl: double.url, prompt: "How do I join?", home: u.home, args: ["--plugin-dir", path.join(projectRoot, "plugin")], timeoutMs: 60_000 });
+    const run = await runClaude({
+      baseUrl: double.url,
+      prompt: "How do I join?",
+      home: u.home,
+      args: ["--plugin-dir", path.join(projectRoot, "plugin")],
+      timeoutMs: 60_000,
+    });
     try {
       expect(run.json, run.stderr).toMatchObject({ is_error: false, result: "Read the help.", permission_denials: [] });
       expect(toolResults(double.mainRequests[1]!).find((r) => r.name === tool)).toMatchObject({ isError: false });

@@ -44,7 +44,8 @@ function findClaudeCommandLines(source: string, fileName = "x.ts"): Finding[] {
       const program = node.arguments[0];
       if (name && SPAWNERS.has(name) && program) {
         const literal = ts.isStringLiteralLike(program) ? program.text : undefined;
-        const spawnsClaude = literal !== undefined ? CLAUDE_PROGRAM.test(literal) || /^\s*(\S*\/)?claude(\.exe)?(\s|$)/.test(literal) : /claude/i.test(program.getText(sf));
+        const spawnsClaude =
+          literal !== undefined ? CLAUDE_PROGRAM.test(literal) || /^\s*(\S*\/)?claude(\.exe)?(\s|$)/.test(literal) : /claude/i.test(program.getText(sf));
         if (spawnsClaude) findings.push({ line: at(node), what: `${name}(${program.getText(sf).slice(0, 60)}) starts claude` });
       }
     }
@@ -70,9 +71,13 @@ function sourceFiles(dir: string): string[] {
 
 describe("guard: only the Claude binding builds a claude command line", () => {
   it("no scanned source file constructs one", () => {
-    const files = SCANNED_DIRS.flatMap((d) => sourceFiles(path.join(projectRoot, d))).filter((f) => !EXEMPT_DIRS.some((d) => path.relative(projectRoot, f).startsWith(d)));
+    const files = SCANNED_DIRS.flatMap((d) => sourceFiles(path.join(projectRoot, d))).filter(
+      (f) => !EXEMPT_DIRS.some((d) => path.relative(projectRoot, f).startsWith(d)),
+    );
     expect(files.length).toBeGreaterThan(0);
-    const violations = files.flatMap((file) => findClaudeCommandLines(readFileSync(file, "utf8"), file).map((f) => `${path.relative(projectRoot, file)}:${f.line}: ${f.what}`));
+    const violations = files.flatMap((file) =>
+      findClaudeCommandLines(readFileSync(file, "utf8"), file).map((f) => `${path.relative(projectRoot, file)}:${f.line}: ${f.what}`),
+    );
     expect(violations, "build Claude command lines with buildClaudeLaunch (claude/) instead").toEqual([]);
   });
 

@@ -146,7 +146,17 @@ describe("buildClaudeLaunch golden output", () => {
     const launch = buildClaudeLaunch(input({ profile: "foreground", persona: "P" }));
     expect(golden(launch)).toEqual({
       command: "claude",
-      args: ["--mcp-config", "<dir>/mcp.json", "--allowedTools", "mcp__cotal__*", "mcp__plugin_cotal_cotal", "--disallowedTools", "<DENY_FLOOR>", "--append-system-prompt-file", "<dir>/persona.md"],
+      args: [
+        "--mcp-config",
+        "<dir>/mcp.json",
+        "--allowedTools",
+        "mcp__cotal__*",
+        "mcp__plugin_cotal_cotal",
+        "--disallowedTools",
+        "<DENY_FLOOR>",
+        "--append-system-prompt-file",
+        "<dir>/persona.md",
+      ],
       cwd: "/work/proj",
       env: EXPECTED_ENV,
       files: [MCP_FILE, { path: "<dir>/persona.md", mode: "600", content: "P" }],
@@ -193,7 +203,9 @@ describe("buildClaudeLaunch golden output", () => {
     expect(launch.args).not.toContain("--mcp-config");
     expect(launch.files).toEqual([]);
     expect(launch.env.COTAL_LAUNCH_MATERIAL).toBeUndefined();
-    expect(launch.args).toEqual(expect.arrayContaining(["--allowedTools", "mcp__cotal__*", "Read", "--disallowedTools", ...DENY_FLOOR, "--permission-mode=dontAsk"]));
+    expect(launch.args).toEqual(
+      expect.arrayContaining(["--allowedTools", "mcp__cotal__*", "Read", "--disallowedTools", ...DENY_FLOOR, "--permission-mode=dontAsk"]),
+    );
     expect(() => buildClaudeLaunch(input({ profile: "seat", noMesh: true }))).toThrow(/Only a run may leave/);
   });
 
@@ -211,7 +223,10 @@ describe("buildClaudeLaunch golden output", () => {
     for (const v of variants) {
       const { args } = buildClaudeLaunch(input(v));
       const what = JSON.stringify(v);
-      expect(args.filter((a) => a === "--mcp-config"), what).toHaveLength(1);
+      expect(
+        args.filter((a) => a === "--mcp-config"),
+        what,
+      ).toHaveLength(1);
       expect(args.slice(args.indexOf("--allowedTools") + 1, args.indexOf("--allowedTools") + 3), what).toEqual(["mcp__cotal__*", "mcp__plugin_cotal_cotal"]);
       const floorAt = args.indexOf("--disallowedTools");
       expect(args.slice(floorAt + 1, floorAt + 1 + DENY_FLOOR.length), what).toEqual(DENY_FLOOR);

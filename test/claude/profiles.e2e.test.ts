@@ -20,7 +20,12 @@ interface Outcome {
 }
 
 /** Build a launch for `over`, run it to exit with the model double playing `script`. */
-async function runProfile(tag: string, script: ScriptStep[], over: Partial<ClaudeLaunchInput>, tweak?: (l: ClaudeLaunch) => ClaudeLaunch): Promise<Outcome & { cwd: string }> {
+async function runProfile(
+  tag: string,
+  script: ScriptStep[],
+  over: Partial<ClaudeLaunchInput>,
+  tweak?: (l: ClaudeLaunch) => ClaudeLaunch,
+): Promise<Outcome & { cwd: string }> {
   const base = mkdtempSync(path.join(root, `${tag}-`));
   const home = path.join(base, "home");
   const cwd = path.join(base, "work");
@@ -134,4 +139,3 @@ describe("the foreground profile's flags on the real CLI", () => {
     }
   }, 90_000);
 });
-

@@ -47,7 +47,9 @@ function launcherEnv(baseUrl: string, home: string): Record<string, string> {
 }
 
 function procStrings(pid: number, what: "cmdline" | "environ"): string[] {
-  return readFileSync(`/proc/${pid}/${what}`, "utf8").split("\0").filter((s) => s !== "");
+  return readFileSync(`/proc/${pid}/${what}`, "utf8")
+    .split("\0")
+    .filter((s) => s !== "");
 }
 
 const mode = (p: string): string => (statSync(p).mode & 0o777).toString(8);

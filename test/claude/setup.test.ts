@@ -36,7 +36,8 @@ function setupEnv(opts: { withClaude?: boolean; home?: string; cotalHome?: strin
   };
 }
 
-const setup = (args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) => runCotal(["setup", ...args], { cwd: opts.cwd ?? project, env: opts.env ?? setupEnv() });
+const setup = (args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) =>
+  runCotal(["setup", ...args], { cwd: opts.cwd ?? project, env: opts.env ?? setupEnv() });
 
 /** Run the real claude CLI in the isolated HOME. */
 async function claude(args: string[], cwd = project, inHome = home): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -98,7 +99,12 @@ describe("cotal setup --scope user, with the claude CLI on PATH", () => {
   it("writes the marketplace, seeds the agent file and installs the plugin with claude", async () => {
     const r = await setup(["--scope", "user", "--json"]);
     expect(r.code, r.stderr).toBe(0);
-    const out = r.json<{ changed: boolean; files: Array<{ path: string; action: string }>; agentFile: { path: string; action: string }; claude: Record<string, unknown> }>();
+    const out = r.json<{
+      changed: boolean;
+      files: Array<{ path: string; action: string }>;
+      agentFile: { path: string; action: string };
+      claude: Record<string, unknown>;
+    }>();
     expect(out.changed).toBe(true);
     expect(out.files.map((f) => f.path)).toEqual(
       expect.arrayContaining([
@@ -126,7 +132,9 @@ describe("cotal setup --scope user, with the claude CLI on PATH", () => {
     expect(settings).toMatchObject(USER_SETTINGS);
     expect(settings.enabledPlugins).toEqual({ "cotal@cotal-local": true });
     const list = await claude(["plugin", "list", "--json"]);
-    expect(JSON.parse(list.stdout)).toEqual(expect.arrayContaining([expect.objectContaining({ id: "cotal@cotal-local", version: pkg.version, scope: "user", enabled: true })]));
+    expect(JSON.parse(list.stdout)).toEqual(
+      expect.arrayContaining([expect.objectContaining({ id: "cotal@cotal-local", version: pkg.version, scope: "user", enabled: true })]),
+    );
     // The marketplace it wrote passes the CLI's own validation.
     const v = await claude(["plugin", "validate", "--strict", market]);
     expect(v.code, v.stdout + v.stderr).toBe(0);
@@ -141,7 +149,11 @@ describe("cotal setup --scope user, with the claude CLI on PATH", () => {
     expect(line).toContain("--optimize-for-size --max-semi-space-size=1");
     expect(line).toMatch(/✔ Connected/);
     // The connector it started left with the health check.
-    await until(() => processesUnderRoot().length === 0, 10_000, `the connector started by claude mcp list to exit (still running: ${processesUnderRoot().join(", ")})`);
+    await until(
+      () => processesUnderRoot().length === 0,
+      10_000,
+      `the connector started by claude mcp list to exit (still running: ${processesUnderRoot().join(", ")})`,
+    );
   });
 
   it("a second setup changes nothing and says so", async () => {

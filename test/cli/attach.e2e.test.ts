@@ -30,7 +30,10 @@ describe.each(["open", "static"] as const)("attachments on an %s mesh", (mode) =
     ok(await cotal("up", "--detach", "--port", String(port), ...(mode === "open" ? ["--open"] : [])));
     writeFileSync(join(project, "big.bin"), bytes);
     if (mode === "static") {
-      const mint = async (name: string) => (await cotal("mint", name, "--profile", "agent", "--allow-publish", "general", "--allow-subscribe", "general", "--provision", "--json")).json<{ creds: string }>().creds;
+      const mint = async (name: string) =>
+        (await cotal("mint", name, "--profile", "agent", "--allow-publish", "general", "--allow-subscribe", "general", "--provision", "--json")).json<{
+          creds: string;
+        }>().creds;
       sender = ["--creds", await mint("alice")];
       reader = ["--creds", await mint("bob")];
     }
@@ -46,13 +49,22 @@ describe.each(["open", "static"] as const)("attachments on an %s mesh", (mode) =
     ok(r);
     const receipt = r.json<{ artifacts: Array<{ kind: string; name: string; digest: string; size: number; mediaType: string; uploaded: boolean }> }>();
     expect(receipt.artifacts).toHaveLength(1);
-    expect(receipt.artifacts[0]).toMatchObject({ kind: "artifact", name: "big.bin", size: bytes.length, mediaType: "application/octet-stream", uploaded: true });
+    expect(receipt.artifacts[0]).toMatchObject({
+      kind: "artifact",
+      name: "big.bin",
+      size: bytes.length,
+      mediaType: "application/octet-stream",
+      uploaded: true,
+    });
     digest = receipt.artifacts[0]!.digest;
     expect(digest).toMatch(/^sha256:[0-9a-f]{64}$/);
     const h = await cotal("history", "general", "--json", ...reader);
     ok(h);
     const parts = h.json<Array<{ message: { parts: unknown[] } }>>().at(-1)!.message.parts;
-    expect(parts).toEqual([{ kind: "text", text: "the build log" }, expect.objectContaining({ kind: "artifact", digest, size: bytes.length, name: "big.bin" })]);
+    expect(parts).toEqual([
+      { kind: "text", text: "the build log" },
+      expect.objectContaining({ kind: "artifact", digest, size: bytes.length, name: "big.bin" }),
+    ]);
     // The human view names the file and its digest, so a reader knows what to fetch.
     const shown = await cotal("history", "general", ...reader);
     ok(shown);

@@ -21,7 +21,8 @@ const OTHER = "11111111-2222-4333-8444-555555555555";
 let project: string;
 let config: string;
 let instance: string;
-const cotal = (...args: string[]) => runCotal(args, { cwd: project, timeoutMs: 120_000, env: cleanEnv({ CLAUDE_CONFIG_DIR: config, COTAL_LOG_LEVEL: "warn" }) });
+const cotal = (...args: string[]) =>
+  runCotal(args, { cwd: project, timeoutMs: 120_000, env: cleanEnv({ CLAUDE_CONFIG_DIR: config, COTAL_LOG_LEVEL: "warn" }) });
 
 beforeAll(async () => {
   await buildCli();
@@ -55,7 +56,9 @@ describe("cotal spawn --resume", () => {
 
     // The seat itself may not start here (no model); the carry happens first and is reported.
     const first = await cotal("spawn", "-d", "--resume", SESSION, "--on", instance, "--wait-ms", "1000");
-    expect(first.stdout, first.stderr).toContain(`carried session ${SESSION} to ${instance}: ${digest}, ${size} of ${size} bytes sent in ${Math.ceil(size / (128 * 1024))} chunks`);
+    expect(first.stdout, first.stderr).toContain(
+      `carried session ${SESSION} to ${instance}: ${digest}, ${size} of ${size} bytes sent in ${Math.ceil(size / (128 * 1024))} chunks`,
+    );
     expect(first.stderr).not.toContain("carrying");
 
     const second = await cotal("spawn", "-d", "--resume", SESSION, "--on", instance, "--wait-ms", "1000");
@@ -66,18 +69,29 @@ describe("cotal spawn --resume", () => {
     const id = "33333333-2222-4333-8444-555555555555";
     session("-tty", id, `${Array.from({ length: 4_000 }, () => JSON.stringify({ t: randomBytes(900).toString("base64") })).join("\n")}\n`);
     const cmd = [process.execPath, cotalBundle, "spawn", "-d", "--resume", id, "--on", instance, "--wait-ms", "500"].map((a) => `'${a}'`).join(" ");
-    const r = spawnSync("script", ["-qfec", cmd, "/dev/null"], { cwd: project, env: cleanEnv({ CLAUDE_CONFIG_DIR: config, COTAL_LOG_LEVEL: "warn" }), encoding: "utf8", timeout: 120_000 });
+    const r = spawnSync("script", ["-qfec", cmd, "/dev/null"], {
+      cwd: project,
+      env: cleanEnv({ CLAUDE_CONFIG_DIR: config, COTAL_LOG_LEVEL: "warn" }),
+      encoding: "utf8",
+      timeout: 120_000,
+    });
     expect(r.stdout).toMatch(/carrying .*\d+% \| \d+\/\d+ bytes \| [\d.]+ MB\/s \| ETA \d+s/);
     expect(r.stdout).toContain(`carried session ${id} to ${instance}:`);
   }, 180_000);
 
   it("a session not found here is resolved on the manager's host (cotal up gave its manager this CLAUDE_CONFIG_DIR)", async () => {
     const id = "44444444-2222-4333-8444-555555555555";
-    session("-on-host", id, "{\"type\":\"user\"}\n");
+    session("-on-host", id, '{"type":"user"}\n');
     const elsewhere = join(project, "empty-claude");
     mkdirSync(elsewhere, { recursive: true });
-    const r = await runCotal(["spawn", "-d", "--resume", id, "--on", instance, "--wait-ms", "500"], { cwd: project, timeoutMs: 120_000, env: cleanEnv({ CLAUDE_CONFIG_DIR: elsewhere, COTAL_LOG_LEVEL: "warn" }) });
-    expect(r.stdout, r.stderr).toContain(`session ${id} found on ${instance}'s host: sha256:${createHash("sha256").update("{\"type\":\"user\"}\n").digest("hex")}, 16 bytes, nothing sent`);
+    const r = await runCotal(["spawn", "-d", "--resume", id, "--on", instance, "--wait-ms", "500"], {
+      cwd: project,
+      timeoutMs: 120_000,
+      env: cleanEnv({ CLAUDE_CONFIG_DIR: elsewhere, COTAL_LOG_LEVEL: "warn" }),
+    });
+    expect(r.stdout, r.stderr).toContain(
+      `session ${id} found on ${instance}'s host: sha256:${createHash("sha256").update('{"type":"user"}\n').digest("hex")}, 16 bytes, nothing sent`,
+    );
   }, 120_000);
 
   it("a CLI killed halfway (SIGKILL), run again, sends only what the broker did not store", async () => {
@@ -89,25 +103,35 @@ describe("cotal spawn --resume", () => {
     const digest = createHash("sha256").update(body).digest("hex");
     // Watch the bucket as the data account does (the mesh service's own credential on this host).
     const mesh = JSON.parse(readFileSync(join(project, ".cotal", "mesh.json"), "utf8")) as { server: string; space: string };
-    const data = await connect({ servers: mesh.server, authenticator: credsAuthenticator(readFileSync(join(project, ".cotal", "auth", "creds", mesh.space, "mesh.creds"))) });
+    const data = await connect({
+      servers: mesh.server,
+      authenticator: credsAuthenticator(readFileSync(join(project, ".cotal", "auth", "creds", mesh.space, "mesh.creds"))),
+    });
     try {
       const jsm = await jetstreamManager(data);
       const bucket = `cotal_xfer_${mesh.space}_${instance}`;
       const subject = `$O.${bucket}.C.${digest}`;
       const stored = async () => (await jsm.streams.info(`OBJ_${bucket}`, { subjects_filter: subject }).catch(() => undefined))?.state.subjects?.[subject] ?? 0;
-      const cli = CotalProcess.spawn(["spawn", "-d", "--resume", id, "--on", instance, "--wait-ms", "500"], { cwd: project, env: cleanEnv({ CLAUDE_CONFIG_DIR: config, COTAL_LOG_LEVEL: "warn" }) });
+      const cli = CotalProcess.spawn(["spawn", "-d", "--resume", id, "--on", instance, "--wait-ms", "500"], {
+        cwd: project,
+        env: cleanEnv({ CLAUDE_CONFIG_DIR: config, COTAL_LOG_LEVEL: "warn" }),
+      });
       await until(async () => (await stored()) >= 20, 60_000, "the first run to store 20 chunks", 20);
       cli.child.kill("SIGKILL");
       await cli.exited;
       // A chunk in flight at the kill may still land: take the count once it holds still.
       let kept = await stored();
-      await until(async () => {
-        await new Promise((r) => setTimeout(r, 300));
-        const now = await stored();
-        const still = now === kept;
-        kept = now;
-        return still;
-      }, 10_000, "the stored chunk count to hold still");
+      await until(
+        async () => {
+          await new Promise((r) => setTimeout(r, 300));
+          const now = await stored();
+          const still = now === kept;
+          kept = now;
+          return still;
+        },
+        10_000,
+        "the stored chunk count to hold still",
+      );
       expect(kept).toBeGreaterThanOrEqual(20);
       expect(kept).toBeLessThan(Math.ceil(size / (128 * 1024)));
 

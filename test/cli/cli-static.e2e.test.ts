@@ -30,7 +30,8 @@ describe("a static mesh from the CLI", () => {
     ok(r);
     expect(r.json<{ mode: string }>().mode).toBe("static");
     const auth = join(project, ".cotal", "auth");
-    const walk = (d: string): string[] => readdirSync(d).flatMap((f) => (statSync(join(d, f)).isDirectory() ? [join(d, f), ...walk(join(d, f))] : [join(d, f)]));
+    const walk = (d: string): string[] =>
+      readdirSync(d).flatMap((f) => (statSync(join(d, f)).isDirectory() ? [join(d, f), ...walk(join(d, f))] : [join(d, f)]));
     const paths = [auth, ...walk(auth)];
     expect(paths.some((p) => p.endsWith("cli.creds"))).toBe(true);
     for (const p of paths) expect([p, (statSync(p).mode & 0o777).toString(8)]).toEqual([p, statSync(p).isDirectory() ? "700" : "600"]);

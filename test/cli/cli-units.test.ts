@@ -57,7 +57,15 @@ describe("mesh root", () => {
       const root = new MeshRoot(dir);
       root.ensure();
       expect(findMeshRoot(deep), "a .cotal/ without mesh.json is not a mesh").toBeUndefined();
-      root.writeInfo({ server: "nats://127.0.0.1:4999", space: "default", mode: "open", host: "127.0.0.1", port: 4999, storeDir: join(dir, "s"), startedAt: new Date().toISOString() });
+      root.writeInfo({
+        server: "nats://127.0.0.1:4999",
+        space: "default",
+        mode: "open",
+        host: "127.0.0.1",
+        port: 4999,
+        storeDir: join(dir, "s"),
+        startedAt: new Date().toISOString(),
+      });
       expect(findMeshRoot(deep)?.project).toBe(dir);
       expect(readFileSync(join(dir, ".cotal", ".gitignore"), "utf8")).toContain("*");
       writeFileSync(root.meshJson, "{ not json");

@@ -36,9 +36,7 @@ function ourNatsServers(): string[] {
   } catch {
     return []; // pgrep exits 1 when nothing matches
   }
-  return out
-    .split("\n")
-    .filter((l) => projects.some((p) => l.includes(p)));
+  return out.split("\n").filter((l) => projects.some((p) => l.includes(p)));
 }
 
 function expectOk(r: CliResult): void {
@@ -89,7 +87,13 @@ describe("a detached mesh", () => {
   it("status --json shows the server reachable with its four streams", async () => {
     const r = await cotal("status", "--json");
     expectOk(r);
-    const s = r.json<{ reachable: boolean; mode: string; space: string; meshService: { answering: boolean }; streams: Array<{ name: string; exists: boolean; messages: number }> }>();
+    const s = r.json<{
+      reachable: boolean;
+      mode: string;
+      space: string;
+      meshService: { answering: boolean };
+      streams: Array<{ name: string; exists: boolean; messages: number }>;
+    }>();
     expect(s.reachable).toBe(true);
     expect(s.mode).toBe("open");
     expect(s.meshService.answering).toBe(true);
@@ -163,7 +167,10 @@ describe("a detached mesh", () => {
       const dm = await cotal("send", "dm", "bob", "live dm", "--as", "alice", "--json");
       expectOk(dm);
       // --json: the receipt as data, and the line people read.
-      expect(dm.json<{ target: unknown; text: string }>()).toMatchObject({ target: { kind: "dm", to: "local.bob", recipient: "idle" }, text: expect.stringMatching(/recipient idle at send$/) });
+      expect(dm.json<{ target: unknown; text: string }>()).toMatchObject({
+        target: { kind: "dm", to: "local.bob", recipient: "idle" },
+        text: expect.stringMatching(/recipient idle at send$/),
+      });
       expectOk(await cotal("send", "msg", "general", "hello", "channel", "--as", "alice", "--mention", "bob"));
 
       const waiting = await listen.waitForJson((l) => l.type === "message" && l.text === "hello before you joined", 10_000, "the waiting DM");
@@ -223,7 +230,10 @@ describe("a detached mesh", () => {
     const set = await cotal("channels", "set", "general", "--no-replay", "--window", "2h", "--class", "live", "--description", "team talk", "--json");
     expectOk(set);
     expect(set.json()).toEqual({ name: "general", config: { replay: false, windowSeconds: 7200, class: "live", description: "team talk" } });
-    const list = (await cotal("channels", "list", "--json")).json<{ defaults: { class: string }; channels: Array<{ name: string; posts: number; config: { class: string } }> }>();
+    const list = (await cotal("channels", "list", "--json")).json<{
+      defaults: { class: string };
+      channels: Array<{ name: string; posts: number; config: { class: string } }>;
+    }>();
     expect(list.defaults.class).toBe("durable");
     expect(list.channels).toEqual([expect.objectContaining({ name: "general", posts: 2, config: expect.objectContaining({ class: "live" }) })]);
     const defaults = await cotal("channels", "defaults", "--window", "1h", "--json");

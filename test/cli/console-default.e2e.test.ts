@@ -32,7 +32,10 @@ describe("cotal console on the mesh host", () => {
       const p = CotalProcess.spawn(["console", "--plain", "--channel", "general"], { cwd: project });
       try {
         await until(() => p.stderr.includes("Live from here"), 20_000, `the console went live\n${p.lines.join("\n")}\n${p.stderr}`);
-        expect(p.lines.some((l) => /^\[history\] \S+ #general alice \(sent by the operator local\.cotal_cli\): hello from alice$/.test(l)), p.lines.join("\n")).toBe(true);
+        expect(
+          p.lines.some((l) => /^\[history\] \S+ #general alice \(sent by the operator local\.cotal_cli\): hello from alice$/.test(l)),
+          p.lines.join("\n"),
+        ).toBe(true);
         expect(p.lines.join("\n")).not.toContain("a private DM body");
       } finally {
         await p.stop();

@@ -48,10 +48,16 @@ async function seat(name: string): Promise<{ ep: Endpoint; transcript: string; p
 function turn(tag: string, said: string): string {
   return [
     { type: "user", uuid: `p-${tag}`, message: { role: "user", content: `Please ${tag}` } },
-    { type: "assistant", uuid: `t-${tag}`, message: { role: "assistant", content: [{ type: "tool_use", id: `tool-${tag}`, name: "Bash", input: { command: "ls /secret-arg" } }] } },
+    {
+      type: "assistant",
+      uuid: `t-${tag}`,
+      message: { role: "assistant", content: [{ type: "tool_use", id: `tool-${tag}`, name: "Bash", input: { command: "ls /secret-arg" } }] },
+    },
     { type: "user", uuid: `r-${tag}`, message: { role: "user", content: [{ type: "tool_result", tool_use_id: `tool-${tag}`, content: "secret-result" }] } },
     { type: "assistant", uuid: `a-${tag}`, message: { role: "assistant", content: [{ type: "text", text: said }], stop_reason: "end_turn" } },
-  ].map((r) => JSON.stringify(r) + "\n").join("");
+  ]
+    .map((r) => JSON.stringify(r) + "\n")
+    .join("");
 }
 
 function consoleAs(creds: string): CotalProcess {
@@ -69,7 +75,12 @@ describe("cotal console --plain", () => {
     appendFileSync(bob.transcript, turn("build", "Built it."));
     appendFileSync(carol.transcript, turn("lint", "Carol linted."));
     await until(() => bob.plane.backlog === 0 && carol.plane.backlog === 0 && bob.plane.status === "live", 10_000, "the planes published");
-    await until(async () => (await (await mesh.endpoint("peek", { creds: await mesh.mint({ name: "peek", profile: "observer" }) })).history("events.local.carol")).length > 0, 10_000, "carol's frames stored");
+    await until(
+      async () =>
+        (await (await mesh.endpoint("peek", { creds: await mesh.mint({ name: "peek", profile: "observer" }) })).history("events.local.carol")).length > 0,
+      10_000,
+      "carol's frames stored",
+    );
     await carol.ep.dm("bob", "a private DM body");
 
     const watcherCreds = await mesh.mint({ name: "watcher", profile: "agent", allowSubscribe: ["events.local.bob"], provision: true });
@@ -112,7 +123,19 @@ class TmuxConsole {
   static start(socket: string, args: string[]): TmuxConsole {
     const env = ["env", "-i", `PATH=${process.env.PATH}`, "TERM=xterm-256color", "LANG=C.UTF-8", `HOME=${root}`];
     const t = new TmuxConsole(socket);
-    t.tmux("new-session", "-d", "-s", "console", "-x", "200", "-y", "40", "-c", root, [...env, process.execPath, cotalBundle, ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" "));
+    t.tmux(
+      "new-session",
+      "-d",
+      "-s",
+      "console",
+      "-x",
+      "200",
+      "-y",
+      "40",
+      "-c",
+      root,
+      [...env, process.execPath, cotalBundle, ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" "),
+    );
     return t;
   }
   tmux(...args: string[]): string {
@@ -153,7 +176,21 @@ describe("cotal console (terminal UI)", () => {
     appendFileSync(dave.transcript, turn("test", "Tests pass."));
     await until(() => dave.plane.backlog === 0 && dave.plane.status === "live", 10_000, "dave's plane published");
     const creds = await mesh.mint({ name: "olga_tui", profile: "observer" });
-    const t = TmuxConsole.start(path.join(root, "tmux.sock"), ["console", "--server", mesh.server.url, "--space", mesh.space, "--creds", creds, "--agent", "dave", "--agent", "bob", "--channel", "general"]);
+    const t = TmuxConsole.start(path.join(root, "tmux.sock"), [
+      "console",
+      "--server",
+      mesh.server.url,
+      "--space",
+      mesh.space,
+      "--creds",
+      creds,
+      "--agent",
+      "dave",
+      "--agent",
+      "bob",
+      "--channel",
+      "general",
+    ]);
     try {
       let screen = await t.waitFor(/dave ».*says: Tests pass\./, "the feed shows dave's reply");
       expect(screen).toMatch(/Roster/);

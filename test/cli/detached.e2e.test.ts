@@ -69,7 +69,10 @@ describe("a detached mesh", () => {
     const listen = CotalProcess.spawn(["listen", "--json", "--as", "zoe"], { cwd: project });
     await listen.waitForJson<{ type: string }>((l) => l.type === "ready", 15_000, "listen to be ready");
     ok(await cotal("down"), "down");
-    const exit = await Promise.race([listen.exited, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`listen still running 25 s after down\n${listen.stderr}`)), 25_000))]);
+    const exit = await Promise.race([
+      listen.exited,
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`listen still running 25 s after down\n${listen.stderr}`)), 25_000)),
+    ]);
     expect(exit.code, listen.stderr).toBe(3);
     expect(listen.stderr.match(/Lost the connection to the mesh/g)).toHaveLength(1);
     expect(listen.stderr).toContain("did not come back (stopped with `cotal down`?); leaving.");

@@ -15,7 +15,12 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 async function creds(actor: string, profile: Profile, expiresInMs?: number): Promise<string> {
   const account = createAccount();
-  const { creds: bytes } = await mintCreds({ space: "team", who: { owner: "local", actor }, profile, ...(profile === "agent" ? { allowSubscribe: ["general"] } : {}) }, account, account.getPublicKey(), expiresInMs);
+  const { creds: bytes } = await mintCreds(
+    { space: "team", who: { owner: "local", actor }, profile, ...(profile === "agent" ? { allowSubscribe: ["general"] } : {}) },
+    account,
+    account.getPublicKey(),
+    expiresInMs,
+  );
   const file = join(dir, `${actor}.creds`);
   writeFileSync(file, bytes, { mode: 0o600 });
   return file;
@@ -51,7 +56,9 @@ describe("a refusal names the profile and what it may do", () => {
     }
     expect(caught).toBeInstanceOf(ProfileRefusedError);
     expect(exitCodeOf(caught)).toBe(5);
-    expect(describeError(caught)).toContain("The admin credential of local.adam may not send messages (post, DM or anycast). An admin credential reads everything");
+    expect(describeError(caught)).toContain(
+      "The admin credential of local.adam may not send messages (post, DM or anycast). An admin credential reads everything",
+    );
   });
 
   it("an agent passes where agents may; no credential (an open mesh) passes too", async () => {
@@ -62,7 +69,12 @@ describe("a refusal names the profile and what it may do", () => {
 });
 
 describe("log lines for people", () => {
-  const line = JSON.stringify({ level: 50, component: "endpoint", msg: "presence write failed", err: { message: "timeout", stack: "Error: timeout\n    at x (y.js:1:1)" } });
+  const line = JSON.stringify({
+    level: 50,
+    component: "endpoint",
+    msg: "presence write failed",
+    err: { message: "timeout", stack: "Error: timeout\n    at x (y.js:1:1)" },
+  });
 
   it("text: one short line, the stack only with --debug", () => {
     expect(humanLine(line)).toBe("cotal: error: presence write failed: timeout\n");

@@ -39,7 +39,9 @@ function processesWith(needle: string): number[] {
   return out;
 }
 function readdirNumeric(dir: string): number[] {
-  return readdirSync(dir).filter((f) => /^\d+$/.test(f)).map(Number);
+  return readdirSync(dir)
+    .filter((f) => /^\d+$/.test(f))
+    .map(Number);
 }
 const environOf = (pid: number) => readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
 

@@ -35,9 +35,7 @@ describe("terminal output", () => {
     const line = oneLine(HOSTILE + "\nnext");
     expect(line).not.toMatch(RAW);
     expect(line).not.toContain("\n");
-    expect(line).toBe(
-      "a\\u202eb\\u2028c\\u2029d\\u0085e\\u007ff\\u009bg\\u001b[31mh\\u200fi\\u2066j\\u061ck\\u0000l\\nnext",
-    );
+    expect(line).toBe("a\\u202eb\\u2028c\\u2029d\\u0085e\\u007ff\\u009bg\\u001b[31mh\\u200fi\\u2066j\\u061ck\\u0000l\\nnext");
     expect(oneLine(line)).toBe(line); // framing twice changes nothing
     expect(oneLine("emoji 👩‍💻 and accents é stay")).toBe("emoji 👩‍💻 and accents é stay");
     expect(safeLines("first\u202e\nsecond")).toBe("first\\u202e\nsecond");

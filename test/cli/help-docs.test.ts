@@ -84,7 +84,8 @@ function sections(md: string): Map<string, string> {
 function definedFlags(section: string): Set<string> {
   const out = new Set<string>();
   for (const code of section.match(/```[\s\S]*?```/g) ?? []) {
-    for (const line of code.split("\n").filter((l) => /^\s*cotal /.test(l) || /^\s+\[/.test(l))) for (const f of line.match(/--[a-z][a-z0-9-]*/g) ?? []) out.add(f);
+    for (const line of code.split("\n").filter((l) => /^\s*cotal /.test(l) || /^\s+\[/.test(l)))
+      for (const f of line.match(/--[a-z][a-z0-9-]*/g) ?? []) out.add(f);
   }
   for (const row of section.split("\n").filter((l) => l.startsWith("| `--"))) out.add(/--[a-z][a-z0-9-]*/.exec(row)![0]);
   return out;

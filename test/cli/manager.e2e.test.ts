@@ -29,7 +29,10 @@ interface PsJson {
 function startManager(instance: string): CotalProcess {
   const stateDir = join(project, `state-${instance}`);
   mkdirSync(stateDir, { recursive: true });
-  const m = CotalProcess.spawn(["manager", "--instance", instance, "--state-dir", stateDir, "--stop-seats"], { cwd: project, env: cleanEnv({ COTAL_LOG_LEVEL: "warn" }) });
+  const m = CotalProcess.spawn(["manager", "--instance", instance, "--state-dir", stateDir, "--stop-seats"], {
+    cwd: project,
+    env: cleanEnv({ COTAL_LOG_LEVEL: "warn" }),
+  });
   managers.push(m);
   return m;
 }
@@ -133,7 +136,18 @@ describe("cotal manager, spawn, ps, stop", () => {
     try {
       const server = JSON.parse(readFileSync(join(project, ".cotal", "mesh.json"), "utf8")).server as string;
       const remote = CotalProcess.spawn(
-        ["manager", "--server", server, "--creds", join(project, "hostr.creds"), "--instance", "hostR", "--state-dir", join(elsewhere, "state"), "--stop-seats"],
+        [
+          "manager",
+          "--server",
+          server,
+          "--creds",
+          join(project, "hostr.creds"),
+          "--instance",
+          "hostR",
+          "--state-dir",
+          join(elsewhere, "state"),
+          "--stop-seats",
+        ],
         { cwd: elsewhere, env: cleanEnv({ COTAL_LOG_LEVEL: "warn" }) },
       );
       managers.push(remote);

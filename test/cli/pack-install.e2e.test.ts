@@ -43,7 +43,15 @@ afterAll(async () => {
 describe("the packed package installed into an empty project", () => {
   it("ships its bundles, plugin and docs, and nothing of the sources", () => {
     const pkg = join(project, "node_modules", "cotal");
-    for (const f of ["dist/cotal.mjs", "dist/connector.mjs", "dist/hook.mjs", "plugin/.claude-plugin/plugin.json", "plugin/bin/connector.mjs", "docs/cli.md", "README.md"]) {
+    for (const f of [
+      "dist/cotal.mjs",
+      "dist/connector.mjs",
+      "dist/hook.mjs",
+      "plugin/.claude-plugin/plugin.json",
+      "plugin/bin/connector.mjs",
+      "docs/cli.md",
+      "README.md",
+    ]) {
       expect([f, existsSync(join(pkg, f))]).toEqual([f, true]);
     }
     expect(existsSync(join(pkg, "cli"))).toBe(false);
@@ -58,7 +66,10 @@ describe("the packed package installed into an empty project", () => {
     await cotal("mint", "alice", "--profile", "agent", "--allow-publish", "general");
 
     const out: string[] = [];
-    const listen = execFile(process.execPath, [cotalBin, "listen", "--json", "--channel", "general", "--creds", ".cotal/creds/bob.creds"], { cwd: project, env: cleanEnv() });
+    const listen = execFile(process.execPath, [cotalBin, "listen", "--json", "--channel", "general", "--creds", ".cotal/creds/bob.creds"], {
+      cwd: project,
+      env: cleanEnv(),
+    });
     listen.stdout!.on("data", (c: Buffer) => out.push(...c.toString().split("\n").filter(Boolean)));
     try {
       await until(() => out.some((l) => l.includes('"type":"ready"')), 20_000, "listen to be ready");

@@ -83,7 +83,11 @@ describe("every profile off the mesh host", () => {
     });
 
     it(`${p.profile}: operator-only commands are refused, naming the profile (exit 5)`, async () => {
-      for (const args of [["deliver", "pending", "bob"], ["channels", "set", "general", "--no-replay"], ["mint", "zed", "--profile", "agent"]]) {
+      for (const args of [
+        ["deliver", "pending", "bob"],
+        ["channels", "set", "general", "--no-replay"],
+        ["mint", "zed", "--profile", "agent"],
+      ]) {
         const r = await off(p.creds, args);
         expect([args.join(" "), r.code], r.stderr).toEqual([args.join(" "), 5]);
         expect(r.stderr).toContain(`The ${p.profile} credential of ${p.principal} may not`);
@@ -107,7 +111,11 @@ describe("each refused credential says why, with its own exit code", () => {
   });
 
   it("a credential of another space: exit 4 before anything hangs", async () => {
-    const r = await runCotal(["send", "msg", "general", "hi", "--space", "other", "--server", server, "--creds", "alice.creds"], { cwd: away, env: cleanEnv(), timeoutMs: 20_000 });
+    const r = await runCotal(["send", "msg", "general", "hi", "--space", "other", "--server", server, "--creds", "alice.creds"], {
+      cwd: away,
+      env: cleanEnv(),
+      timeoutMs: 20_000,
+    });
     expect(r.code, r.stderr).toBe(4);
     expect(r.stderr).toContain('was minted for space "default", not "other"');
   });
@@ -170,7 +178,19 @@ describe("duplicates are never silent", () => {
     expect(again.code, again.stderr).toBe(2);
     expect(again.stderr).toContain("would leave the old one valid");
     copyFileSync(join(away, "alice.creds"), join(away, "alice-old.creds"));
-    const replaced = await host("mint", "alice", "--profile", "agent", "--allow-subscribe", "general", "--allow-publish", "general", "--out", join(away, "alice.creds"), "--replace");
+    const replaced = await host(
+      "mint",
+      "alice",
+      "--profile",
+      "agent",
+      "--allow-subscribe",
+      "general",
+      "--allow-publish",
+      "general",
+      "--out",
+      join(away, "alice.creds"),
+      "--replace",
+    );
     ok(replaced, "mint --replace");
     expect(replaced.stdout).toContain("replaced:  revoked 1 old credential of local.alice");
     const old = await off("alice-old.creds", ["send", "msg", "general", "from the old credential"]);
@@ -195,7 +215,10 @@ describe("duplicates are never silent", () => {
         expect(first.stderr).toContain("now listens as local.alice; leaving");
         // The first one's goodbye (offline) does not stand for the one that took over.
         await until(
-          async () => (await off("olga.creds", ["roster", "--json"])).json<Array<{ id: string; status: string }>>().some((e) => e.id === "local.alice" && e.status !== "offline"),
+          async () =>
+            (await off("olga.creds", ["roster", "--json"]))
+              .json<Array<{ id: string; status: string }>>()
+              .some((e) => e.id === "local.alice" && e.status !== "offline"),
           10_000,
           "alice to show online again after the takeover",
         );
@@ -220,7 +243,11 @@ describe("send --file and standard input", () => {
       await listen.waitForJson<{ type: string }>((l) => l.type === "ready", 15_000, "listen to be ready");
       ok(await off("alice.creds", ["send", "msg", "general", "--file", file]), "send --file");
       ok(await off("alice.creds", ["send", "msg", "general", "-"], text), "send -");
-      await until(() => listen.jsonLines<{ type: string; text?: string }>().filter((l) => l.type === "message" && l.text === text).length === 2, 15_000, "both copies to arrive");
+      await until(
+        () => listen.jsonLines<{ type: string; text?: string }>().filter((l) => l.type === "message" && l.text === text).length === 2,
+        15_000,
+        "both copies to arrive",
+      );
     } finally {
       await listen.stop();
     }
@@ -234,4 +261,3 @@ describe("send --file and standard input", () => {
     expect(big.stderr).toContain("--attach");
   });
 });
-

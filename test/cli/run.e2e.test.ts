@@ -40,7 +40,10 @@ beforeAll(async () => {
   await buildCli();
   project = await mkdtemp(join(tmpdir(), "cotal-run-cli-"));
   mkdirSync(join(project, ".cotal", "agents"), { recursive: true });
-  writeFileSync(join(project, ".cotal", "agents", "summarizer.md"), ["---", "name: summarizer", "model: claude-sonnet-4-5", "---", "You summarise logs.", ""].join("\n"));
+  writeFileSync(
+    join(project, ".cotal", "agents", "summarizer.md"),
+    ["---", "name: summarizer", "model: claude-sonnet-4-5", "---", "You summarise logs.", ""].join("\n"),
+  );
   writeFileSync(join(project, "verdict.json"), JSON.stringify({ type: "object", properties: { summary: { type: "string" } }, required: ["summary"] }));
   double = await ModelDouble.start([{ reply: [{ tool: "StructuredOutput", input: { summary: "all quiet" } }] }]);
   ok(await cotal("up", "--detach", "--port", String(await freePort())));
@@ -58,10 +61,32 @@ describe("cotal run and cotal budget", () => {
     startManager("runner");
     await listed("runner");
     const before = ok(await cotal("budget", "--json", "--on", "runner")).json<BudgetReply>();
-    const r = ok(await cotal("run", "summarizer", "--prompt", "Summarise the log", "--json-schema", "verdict.json", "--timeout", "120s", "--on", "runner", "--task", "log-42", "--json")).json<RunReply>();
+    const r = ok(
+      await cotal(
+        "run",
+        "summarizer",
+        "--prompt",
+        "Summarise the log",
+        "--json-schema",
+        "verdict.json",
+        "--timeout",
+        "120s",
+        "--on",
+        "runner",
+        "--task",
+        "log-42",
+        "--json",
+      ),
+    ).json<RunReply>();
     expect(r.results).toHaveLength(1);
     const result = r.results[0]!;
-    expect(result).toMatchObject({ status: "ok", output: { summary: "all quiet" }, persona: "summarizer", modelSource: "agent-file", costBasis: "client-estimate" });
+    expect(result).toMatchObject({
+      status: "ok",
+      output: { summary: "all quiet" },
+      persona: "summarizer",
+      modelSource: "agent-file",
+      costBasis: "client-estimate",
+    });
     expect(result.costUsd).toBeGreaterThan(0);
     expect(result.usage?.input_tokens).toBeGreaterThan(0);
 
@@ -72,7 +97,9 @@ describe("cotal run and cotal budget", () => {
     expect(after.costBasis).toBe("client-estimate");
     // Without --json: a line per run, then its output, indented.
     const plain = ok(await cotal("run", "summarizer", "--prompt", "Say something", "--on", "runner"));
-    expect(plain.stdout).toMatch(/^summarizer [a-z2-7]{26}: ok, \$\d+\.\d{4} \(client-side estimate\), \d+ ms, model claude-sonnet-4-5 \(agent-file\), session [0-9a-f-]{36}\n {2}OK\.\n$/);
+    expect(plain.stdout).toMatch(
+      /^summarizer [a-z2-7]{26}: ok, \$\d+\.\d{4} \(client-side estimate\), \d+ ms, model claude-sonnet-4-5 \(agent-file\), session [0-9a-f-]{36}\n {2}OK\.\n$/,
+    );
     const text = ok(await cotal("budget", "--on", "runner"));
     expect(text.stdout).toMatch(/^today \(UTC \d{4}-\d\d-\d\d\): \$\d+\.\d{4} in \d+ runs?, no cap$/m);
     expect(text.stdout).toMatch(/^task log-42: /m);
@@ -85,7 +112,9 @@ describe("cotal run and cotal budget", () => {
     const mainBefore = double.mainRequests.length;
     const r = await cotal("run", "summarizer", "--prompt", "again", "--parallel", "3", "--on", "capped");
     expect(r.code, r.stderr).toBe(1);
-    expect(r.stdout).toMatch(/^Refused by the daily cap \(UTC \d{4}-\d\d-\d\d\): \$\d+\.\d{4} spent \+ \$\d+\.\d{4} estimated would pass \$0\.0001; nothing was started\.$/m);
+    expect(r.stdout).toMatch(
+      /^Refused by the daily cap \(UTC \d{4}-\d\d-\d\d\): \$\d+\.\d{4} spent \+ \$\d+\.\d{4} estimated would pass \$0\.0001; nothing was started\.$/m,
+    );
     expect(double.mainRequests.length).toBe(mainBefore);
     const gauge = (await cotal("budget", "--json", "--on", "capped")).json<BudgetReply>();
     expect(gauge.daily).toMatchObject({ capUsd: 0.0001, level: "stop" });

@@ -45,7 +45,9 @@ describe("leaf flags", () => {
   it("refuse a certificate without its key, a CA without a certificate, and an empty or missing file", () => {
     expect(refused({ leafPort: 7422, leafTlsCert: pem("hub.pem") })).toMatch(/go together/);
     expect(refused({ leafPort: 7422, leafTlsCa: pem("ca.pem") })).toMatch(/needs --leaf-tls-cert/);
-    expect(refused({ leafPort: 7422, leafTlsCert: pem("empty.pem"), leafTlsKey: pem("hub.key") })).toMatch(/--leaf-tls-cert: .*empty\.pem is not a PEM certificate/);
+    expect(refused({ leafPort: 7422, leafTlsCert: pem("empty.pem"), leafTlsKey: pem("hub.key") })).toMatch(
+      /--leaf-tls-cert: .*empty\.pem is not a PEM certificate/,
+    );
     expect(refused({ leafPort: 7422, leafTlsCert: pem("nope.pem"), leafTlsKey: pem("hub.key") })).toMatch(/nope\.pem does not exist/);
     expect(refused({ leafPort: 7422, leafTlsCert: pem("hub.pem"), leafTlsKey: pem("hub.pem") })).toMatch(/--leaf-tls-key: .* is not a PEM private key/);
   });
@@ -55,7 +57,10 @@ describe("leaf flags", () => {
     expect(checkLeafFlags({ leafPort: 7422, leafHost: "0.0.0.0", leafInsecure: true }, "127.0.0.1")).toEqual({ host: "0.0.0.0", port: 7422, insecure: true });
   });
   it("keep absolute paths of checked files, and the CA turns on client verification", () => {
-    const l = checkLeafFlags({ leafPort: 7422, leafHost: "0.0.0.0", leafTlsCert: pem("hub.pem"), leafTlsKey: pem("hub.key"), leafTlsCa: pem("ca.pem") }, "127.0.0.1")!;
+    const l = checkLeafFlags(
+      { leafPort: 7422, leafHost: "0.0.0.0", leafTlsCert: pem("hub.pem"), leafTlsKey: pem("hub.key"), leafTlsCa: pem("ca.pem") },
+      "127.0.0.1",
+    )!;
     expect(l.tls).toEqual({ cert: pem("hub.pem"), key: pem("hub.key"), ca: pem("ca.pem") });
     expect(renderLeafBlock(l)).toMatch(/verify: true/);
   });
@@ -63,7 +68,10 @@ describe("leaf flags", () => {
 
 describe("a cluster node's config with a leaf listener", () => {
   it("passes nats-server -t", () => {
-    const leaf = checkLeafFlags({ leafPort: 7422, leafHost: "0.0.0.0", leafTlsCert: pem("hub.pem"), leafTlsKey: pem("hub.key"), leafTlsCa: pem("ca.pem") }, "127.0.0.1")!;
+    const leaf = checkLeafFlags(
+      { leafPort: 7422, leafHost: "0.0.0.0", leafTlsCert: pem("hub.pem"), leafTlsKey: pem("hub.key"), leafTlsCa: pem("ca.pem") },
+      "127.0.0.1",
+    )!;
     const text = renderServerConfig({
       host: "127.0.0.1",
       port: 14222,
@@ -71,7 +79,12 @@ describe("a cluster node's config with a leaf listener", () => {
       portsDir: dir,
       space: "default",
       serverName: "cotal_default_n2",
-      cluster: { name: "cotal_default", host: "127.0.0.1", port: 16222, routes: ["nats-route://127.0.0.1:16221", "nats-route://127.0.0.1:16222", "nats-route://127.0.0.1:16223"] },
+      cluster: {
+        name: "cotal_default",
+        host: "127.0.0.1",
+        port: 16222,
+        routes: ["nats-route://127.0.0.1:16221", "nats-route://127.0.0.1:16222", "nats-route://127.0.0.1:16223"],
+      },
       leaf: { listener: leaf, port: 7423, account: "$G" },
     });
     expect(text).toMatch(/server_name: "cotal_default_n2"/);

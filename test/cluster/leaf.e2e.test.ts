@@ -47,7 +47,21 @@ async function startLeaf(name: string, ca: string): Promise<{ port: number; log:
   const port = await freePort();
   const render = spawnSync(
     process.execPath,
-    [join(projectRoot, "deploy/leaf/render.mjs"), "--hub", `tls://127.0.0.1:${leafPort}`, "--auth-dir", join(hub, ".cotal/auth"), "--name", name, "--listen", `127.0.0.1:${port}`, "--creds", join(dir, "leaf.creds"), "--ca", ca],
+    [
+      join(projectRoot, "deploy/leaf/render.mjs"),
+      "--hub",
+      `tls://127.0.0.1:${leafPort}`,
+      "--auth-dir",
+      join(hub, ".cotal/auth"),
+      "--name",
+      name,
+      "--listen",
+      `127.0.0.1:${port}`,
+      "--creds",
+      join(dir, "leaf.creds"),
+      "--ca",
+      ca,
+    ],
     { encoding: "utf8" },
   );
   expect(render.status, render.stderr).toBe(0);
@@ -69,7 +83,18 @@ beforeAll(async () => {
   spawnSync("mkdir", ["-p", hub]);
   hubPort = await freePort();
   leafPort = await freePort();
-  await cotal(["up", "-d", "--port", String(hubPort), "--leaf-port", String(leafPort), "--leaf-tls-cert", join(certs, "hub.pem"), "--leaf-tls-key", join(certs, "hub.key")]);
+  await cotal([
+    "up",
+    "-d",
+    "--port",
+    String(hubPort),
+    "--leaf-port",
+    String(leafPort),
+    "--leaf-tls-cert",
+    join(certs, "hub.pem"),
+    "--leaf-tls-key",
+    join(certs, "hub.key"),
+  ]);
   await cotal(["mint", "hostb_leaf", "--profile", "leaf", "--out", join(dir, "leaf.creds")]);
   for (const who of ["alice", "bob"]) await cotal(["mint", who, "--profile", "agent", "--provision", "--out", join(dir, `${who}.creds`)]);
 }, 120_000);
@@ -84,13 +109,22 @@ describe("cotal up --leaf-port (hub side of leaf nodes)", () => {
   it("refuses a leaf listener without TLS off loopback, and certificate files that are not PEM", async () => {
     const other = join(dir, "other-project");
     spawnSync("mkdir", ["-p", other]);
-    const noTls = await runCotal(["up", "-d", "--port", String(await freePort()), "--leaf-port", String(await freePort()), "--leaf-host", "0.0.0.0"], { cwd: other, env });
+    const noTls = await runCotal(["up", "-d", "--port", String(await freePort()), "--leaf-port", String(await freePort()), "--leaf-host", "0.0.0.0"], {
+      cwd: other,
+      env,
+    });
     expect(noTls.code).toBe(2);
     expect(noTls.stderr).toMatch(/without TLS/);
-    const notPem = await runCotal(["up", "-d", "--leaf-port", "7422", "--leaf-tls-cert", join(certs, "ext.cnf"), "--leaf-tls-key", join(certs, "hub.key")], { cwd: other, env });
+    const notPem = await runCotal(["up", "-d", "--leaf-port", "7422", "--leaf-tls-cert", join(certs, "ext.cnf"), "--leaf-tls-key", join(certs, "hub.key")], {
+      cwd: other,
+      env,
+    });
     expect(notPem.code).toBe(2);
     expect(notPem.stderr).toMatch(/--leaf-tls-cert: .*ext\.cnf is not a PEM certificate/);
-    const wrongKey = await runCotal(["up", "-d", "--leaf-port", "7422", "--leaf-tls-cert", join(certs, "hub.pem"), "--leaf-tls-key", join(certs, "other.key")], { cwd: other, env });
+    const wrongKey = await runCotal(
+      ["up", "-d", "--leaf-port", "7422", "--leaf-tls-cert", join(certs, "hub.pem"), "--leaf-tls-key", join(certs, "other.key")],
+      { cwd: other, env },
+    );
     expect(wrongKey.code).toBe(2);
     expect(wrongKey.stderr).toMatch(/is not the private key of/);
   });
@@ -116,7 +150,11 @@ describe("cotal up --leaf-port (hub side of leaf nodes)", () => {
 
   it("a leaf that does not trust the hub's CA is refused", async () => {
     const leaf = await startLeaf("hostc", join(certs, "other.pem"));
-    await until(() => /Leafnode connection closed: TLS Handshake Failure/.test(leaf.log()), 10_000, "the leaf to close its connection for a failed TLS handshake");
+    await until(
+      () => /Leafnode connection closed: TLS Handshake Failure/.test(leaf.log()),
+      10_000,
+      "the leaf to close its connection for a failed TLS handshake",
+    );
     expect(leaf.log()).toMatch(/TLS leafnode handshake error: x509: certificate signed by unknown authority/);
     // nats-server logs "created" when the TCP connection opens, before TLS: every one it opened was
     // closed again (one may be mid-handshake while the log is read: it retries every second).

@@ -56,7 +56,11 @@ describe("presence across the loss of one node", () => {
     const live = await Promise.all(LIVE.map(connectJoined));
     const observer = await connectJoined("observer");
     const view = await observer.roster();
-    await until(() => LIVE.every((n) => view.entries().some((e) => e.name === n && e.status !== "offline")), 10_000, "the observer to see every live endpoint online");
+    await until(
+      () => LIVE.every((n) => view.entries().some((e) => e.name === n && e.status !== "offline")),
+      10_000,
+      "the observer to see every live endpoint online",
+    );
 
     // Every transition the observer's roster makes, stamped when it was heard.
     const spells: Spell[] = [];

@@ -81,7 +81,12 @@ describe("cotal up --cluster 3", () => {
     }
     const up = await cotal(["up", "-d", "--cluster", "3", "--port", String(base), "--json"]);
     expect(up.code, up.stderr).toBe(0);
-    const report = JSON.parse(up.stdout) as { nodes: Array<{ pid: number; port: number }>; replicas: number; meshService: { pid: number }; manager: { pid: number } };
+    const report = JSON.parse(up.stdout) as {
+      nodes: Array<{ pid: number; port: number }>;
+      replicas: number;
+      meshService: { pid: number };
+      manager: { pid: number };
+    };
     expect(report.nodes.map((n) => n.port)).toEqual([base, base + 1, base + 2]);
     expect(report.replicas).toBe(3);
     for (const p of [...report.nodes.map((n) => n.pid), report.meshService.pid, report.manager.pid]) pids.add(p);

@@ -8,19 +8,40 @@ const flat = (evs: RunEvent[]) => evs.map((e) => ({ ...e.event, runId: "runId" i
 const types = (evs: RunEvent[]) => evs.map((e) => e.event.type);
 
 const prompt = (uuid: string, text = "hi") => ({ type: "user", uuid, message: { role: "user", content: text } });
-const say = (uuid: string, text: string, stop?: string) => ({ type: "assistant", uuid, message: { role: "assistant", content: [{ type: "text", text }], ...(stop ? { stop_reason: stop } : {}) } });
-const tool = (uuid: string, id: string) => ({ type: "assistant", uuid, message: { role: "assistant", content: [{ type: "tool_use", id, name: "Edit", input: { file_path: "/etc/secret", new_string: "TOPSECRET" } }] } });
-const result = (uuid: string, id: string) => ({ type: "user", uuid, message: { role: "user", content: [{ type: "tool_result", tool_use_id: id, content: "TOPSECRET written" }] }, toolUseResult: { filePath: "/etc/secret" } });
+const say = (uuid: string, text: string, stop?: string) => ({
+  type: "assistant",
+  uuid,
+  message: { role: "assistant", content: [{ type: "text", text }], ...(stop ? { stop_reason: stop } : {}) },
+});
+const tool = (uuid: string, id: string) => ({
+  type: "assistant",
+  uuid,
+  message: { role: "assistant", content: [{ type: "tool_use", id, name: "Edit", input: { file_path: "/etc/secret", new_string: "TOPSECRET" } }] },
+});
+const result = (uuid: string, id: string) => ({
+  type: "user",
+  uuid,
+  message: { role: "user", content: [{ type: "tool_result", tool_use_id: id, content: "TOPSECRET written" }] },
+  toolUseResult: { filePath: "/etc/secret" },
+});
 
 describe("transcript records to AG-UI events", () => {
   it("a turn opens a run, streams text, starts and ends the tool call without its input or result, and finishes on end_turn", () => {
     const m = mapper();
     const evs = [prompt("p1"), say("a1", "ok"), tool("a2", "t1"), result("r1", "t1"), say("a3", "done", "end_turn")].flatMap((r) => m.map(r));
     expect(types(evs)).toEqual([
-      "RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
-      "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
-      "TOOL_CALL_START", "TOOL_CALL_END",
-      "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
+      "RUN_STARTED",
+      "TEXT_MESSAGE_START",
+      "TEXT_MESSAGE_CONTENT",
+      "TEXT_MESSAGE_END",
+      "TEXT_MESSAGE_START",
+      "TEXT_MESSAGE_CONTENT",
+      "TEXT_MESSAGE_END",
+      "TOOL_CALL_START",
+      "TOOL_CALL_END",
+      "TEXT_MESSAGE_START",
+      "TEXT_MESSAGE_CONTENT",
+      "TEXT_MESSAGE_END",
       "RUN_FINISHED",
     ]);
     expect(JSON.stringify(evs)).not.toMatch(/TOPSECRET|\/etc\/secret/);
@@ -30,7 +51,16 @@ describe("transcript records to AG-UI events", () => {
 
   it("an API error record ends the run with RUN_ERROR and the fixed message 'run failed'", () => {
     const m = mapper();
-    const evs = [prompt("p1"), tool("a1", "t1"), { type: "assistant", uuid: "e1", isApiErrorMessage: true, message: { role: "assistant", content: [{ type: "text", text: "API Error: 529 overloaded, request id req_123" }] } }].flatMap((r) => m.map(r));
+    const evs = [
+      prompt("p1"),
+      tool("a1", "t1"),
+      {
+        type: "assistant",
+        uuid: "e1",
+        isApiErrorMessage: true,
+        message: { role: "assistant", content: [{ type: "text", text: "API Error: 529 overloaded, request id req_123" }] },
+      },
+    ].flatMap((r) => m.map(r));
     expect(types(evs).slice(-2)).toEqual(["TOOL_CALL_END", "RUN_ERROR"]);
     expect(evs.at(-1)!.event).toMatchObject({ message: RUN_FAILED, code: "failed" });
     expect(JSON.stringify(evs)).not.toContain("req_123");
@@ -47,9 +77,19 @@ describe("transcript records to AG-UI events", () => {
     const m = mapper();
     const evs = [say("a0", "resumed mid-turn"), prompt("p2"), say("a2", "x", "end_turn")].flatMap((r) => m.map(r));
     expect(types(evs)).toEqual([
-      "RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
-      "RUN_FINISHED", "RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
-      "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "RUN_FINISHED",
+      "RUN_STARTED",
+      "TEXT_MESSAGE_START",
+      "TEXT_MESSAGE_CONTENT",
+      "TEXT_MESSAGE_END",
+      "RUN_FINISHED",
+      "RUN_STARTED",
+      "TEXT_MESSAGE_START",
+      "TEXT_MESSAGE_CONTENT",
+      "TEXT_MESSAGE_END",
+      "TEXT_MESSAGE_START",
+      "TEXT_MESSAGE_CONTENT",
+      "TEXT_MESSAGE_END",
+      "RUN_FINISHED",
     ]);
     expect(streamViolation(flat(evs))).toBeUndefined();
   });
@@ -67,8 +107,20 @@ describe("transcript records to AG-UI events", () => {
 
   it("the invariant check catches a stream that breaks it", () => {
     expect(streamViolation([{ type: "TEXT_MESSAGE_START", messageId: "m" }])).toMatch(/outside a run/);
-    expect(streamViolation([{ type: "RUN_STARTED", runId: "a" }, { type: "RUN_STARTED", runId: "b" }])).toMatch(/while a is open/);
-    expect(streamViolation([{ type: "RUN_STARTED", runId: "a" }, { type: "TOOL_CALL_START", toolCallId: "t" }, { type: "RUN_FINISHED" }])).toMatch(/still open/);
-    expect(streamViolation([{ type: "RUN_STARTED", runId: "a" }, { type: "TOOL_CALL_END", toolCallId: "t" }])).toMatch(/not open/);
+    expect(
+      streamViolation([
+        { type: "RUN_STARTED", runId: "a" },
+        { type: "RUN_STARTED", runId: "b" },
+      ]),
+    ).toMatch(/while a is open/);
+    expect(streamViolation([{ type: "RUN_STARTED", runId: "a" }, { type: "TOOL_CALL_START", toolCallId: "t" }, { type: "RUN_FINISHED" }])).toMatch(
+      /still open/,
+    );
+    expect(
+      streamViolation([
+        { type: "RUN_STARTED", runId: "a" },
+        { type: "TOOL_CALL_END", toolCallId: "t" },
+      ]),
+    ).toMatch(/not open/);
   });
 });

@@ -30,7 +30,11 @@ afterAll(async () => {
 const records = [
   { type: "user", uuid: "p1", message: { role: "user", content: "Run the tests" } },
   { type: "assistant", uuid: "a1", message: { role: "assistant", content: [{ type: "text", text: "Running them." }] } },
-  { type: "assistant", uuid: "a2", message: { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "Bash", input: { command: "npm test" } }] } },
+  {
+    type: "assistant",
+    uuid: "a2",
+    message: { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "Bash", input: { command: "npm test" } }] },
+  },
   { type: "user", uuid: "r1", message: { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "ok" }] } },
   { type: "assistant", uuid: "a3", message: { role: "assistant", content: [{ type: "text", text: "All green." }], stop_reason: "end_turn" } },
 ].map((r) => JSON.stringify(r) + "\n");
@@ -41,9 +45,21 @@ describe("the event plane across a connector killed mid-turn", () => {
     mkdirSync(state, { recursive: true });
     const transcript = path.join(ctl.dir, "session.jsonl");
     writeFileSync(transcript, records.slice(0, 3).join(""));
-    const env = { COTAL_SERVER: server.url, COTAL_SPACE: mesh.space, COTAL_NAME: "bob", COTAL_CONTROL_DIR: ctl.dir, COTAL_STATE_DIR: state, COTAL_JOIN_ON: "start" };
-    const start = (): ChildProcess => spawn(process.execPath, [CONNECTOR_BUNDLE], { env: { PATH: process.env.PATH ?? "", COTAL_LOG_LEVEL: "warn", ...env }, stdio: ["pipe", "ignore", "inherit"] });
-    const hook = (event: string, payload: Record<string, unknown>) => runHook(event, JSON.stringify({ hook_event_name: event, session_id: "sess-1", ...payload }), env, { io: { write: async () => undefined } });
+    const env = {
+      COTAL_SERVER: server.url,
+      COTAL_SPACE: mesh.space,
+      COTAL_NAME: "bob",
+      COTAL_CONTROL_DIR: ctl.dir,
+      COTAL_STATE_DIR: state,
+      COTAL_JOIN_ON: "start",
+    };
+    const start = (): ChildProcess =>
+      spawn(process.execPath, [CONNECTOR_BUNDLE], {
+        env: { PATH: process.env.PATH ?? "", COTAL_LOG_LEVEL: "warn", ...env },
+        stdio: ["pipe", "ignore", "inherit"],
+      });
+    const hook = (event: string, payload: Record<string, unknown>) =>
+      runHook(event, JSON.stringify({ hook_event_name: event, session_id: "sess-1", ...payload }), env, { io: { write: async () => undefined } });
     const reader = await mesh.endpoint("reader");
     const stored = async () => (await reader.history("events.local.bob")).map((h) => ({ id: h.message.id, frame: frameOf(h.message.parts)! }));
     const events = async () => (await stored()).flatMap((s) => s.frame.events.map((e) => ({ ...e, runId: e.runId ?? s.frame.runId })));
@@ -58,7 +74,11 @@ describe("the event plane across a connector killed mid-turn", () => {
     child = start();
     try {
       await hook("Stop", {});
-      await until(async () => (await events()).some((e) => e.type === "TEXT_MESSAGE_CONTENT" && e.delta === "All green."), 15_000, "the rest of the turn published after the restart");
+      await until(
+        async () => (await events()).some((e) => e.type === "TEXT_MESSAGE_CONTENT" && e.delta === "All green."),
+        15_000,
+        "the rest of the turn published after the restart",
+      );
       const frames = await stored();
       expect(frames.map((f) => f.frame.seq)).toEqual(frames.map((_, i) => i + 1));
       expect(new Set(frames.map((f) => f.id)).size).toBe(frames.length);
@@ -81,13 +101,22 @@ describe("turning the event plane off", () => {
     const dir = path.join(ctl.dir, "seat");
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const material = path.join(dir, "launch.json");
-    writeFileSync(material, JSON.stringify({ server: server.url, space: mesh.space, name: "quiet", controlToken: "t".repeat(32), controlDir: ctl.dir, noEvents: true }), { mode: 0o600 });
+    writeFileSync(
+      material,
+      JSON.stringify({ server: server.url, space: mesh.space, name: "quiet", controlToken: "t".repeat(32), controlDir: ctl.dir, noEvents: true }),
+      { mode: 0o600 },
+    );
     const launch = readLaunchMaterial(material);
     expect(launch).toMatchObject({ noEvents: true, stateDir: dir });
     expect(optionsFromEnv({ COTAL_EVENTS: "off" }).events).toBe(false);
     expect(optionsFromEnv({}).events).toBeUndefined();
     const off = await Connector.start({ launch, env: { COTAL_CONTROL_DIR: ctl.dir }, joinOn: "start", pairing: false });
-    const on = await Connector.start({ launch: { ...launch, name: "loud", noEvents: false }, env: { COTAL_CONTROL_DIR: ctl.dir }, joinOn: "start", pairing: false });
+    const on = await Connector.start({
+      launch: { ...launch, name: "loud", noEvents: false },
+      env: { COTAL_CONTROL_DIR: ctl.dir },
+      joinOn: "start",
+      pairing: false,
+    });
     try {
       await until(() => on.status().events.status === "live", 5_000, "the plane of the seat that has one is live");
       expect(off.status().events).toEqual({ status: "off" });

@@ -31,8 +31,21 @@ function turn(n: number): string[] {
   return [
     { type: "user", uuid: u("p"), message: { role: "user", content: `Say hi ${n}` } },
     { type: "assistant", uuid: u("a1"), message: { role: "assistant", content: [{ type: "text", text: "Let me look." }], stop_reason: "tool_use" } },
-    { type: "assistant", uuid: u("a2"), message: { role: "assistant", content: [{ type: "tool_use", id: u("toolu"), name: "Bash", input: { command: `echo ${SECRET}` } }], stop_reason: "tool_use" } },
-    { type: "user", uuid: u("r"), message: { role: "user", content: [{ type: "tool_result", tool_use_id: u("toolu"), content: SECRET }] }, toolUseResult: { stdout: SECRET } },
+    {
+      type: "assistant",
+      uuid: u("a2"),
+      message: {
+        role: "assistant",
+        content: [{ type: "tool_use", id: u("toolu"), name: "Bash", input: { command: `echo ${SECRET}` } }],
+        stop_reason: "tool_use",
+      },
+    },
+    {
+      type: "user",
+      uuid: u("r"),
+      message: { role: "user", content: [{ type: "tool_result", tool_use_id: u("toolu"), content: SECRET }] },
+      toolUseResult: { stdout: SECRET },
+    },
     { type: "assistant", uuid: u("a3"), message: { role: "assistant", content: [{ type: "text", text: "Done." }], stop_reason: "end_turn" } },
   ].map((r) => JSON.stringify(r) + "\n");
 }
@@ -82,10 +95,17 @@ describe("the event plane", () => {
     const types = eventsOf(got).map((e) => e.type);
     expect(types).toEqual([
       "RUN_STARTED",
-      "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
-      "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
-      "TOOL_CALL_START", "TOOL_CALL_END",
-      "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
+      "TEXT_MESSAGE_START",
+      "TEXT_MESSAGE_CONTENT",
+      "TEXT_MESSAGE_END",
+      "TEXT_MESSAGE_START",
+      "TEXT_MESSAGE_CONTENT",
+      "TEXT_MESSAGE_END",
+      "TOOL_CALL_START",
+      "TOOL_CALL_END",
+      "TEXT_MESSAGE_START",
+      "TEXT_MESSAGE_CONTENT",
+      "TEXT_MESSAGE_END",
       "RUN_FINISHED",
     ]);
     expect(eventsOf(got).find((e) => e.type === "TOOL_CALL_START")).toMatchObject({ toolCallName: "Bash", toolCallId: "toolu-1" });
@@ -98,7 +118,11 @@ describe("the event plane", () => {
     const s = await seat();
     const lines = turn(1);
     const first = recording(s, "sess-k", lines.slice(0, 3).join(""));
-    await until(async () => (await frames(s.name)).flatMap((f) => f.events).some((e) => e.type === "TOOL_CALL_START"), 10_000, "the tool call started on the plane");
+    await until(
+      async () => (await frames(s.name)).flatMap((f) => f.events).some((e) => e.type === "TOOL_CALL_START"),
+      10_000,
+      "the tool call started on the plane",
+    );
     // Crash: the connection drops with frames still only in the WAL; nothing is closed.
     await s.ep.close();
     appendFileSync(s.transcript, lines[3]!);
@@ -108,7 +132,11 @@ describe("the event plane", () => {
     const second = plane(ep2, s.dir);
     second.sessionStart({ sessionId: "sess-k", transcriptPath: s.transcript, source: "resume" });
     appendFileSync(s.transcript, lines[4]!);
-    await until(async () => (await frames(s.name)).flatMap((f) => f.events).filter((e) => e.type === "TEXT_MESSAGE_END").length >= 3, 10_000, "the final text arrived");
+    await until(
+      async () => (await frames(s.name)).flatMap((f) => f.events).filter((e) => e.type === "TEXT_MESSAGE_END").length >= 3,
+      10_000,
+      "the final text arrived",
+    );
     await until(() => second.backlog === 0, 5_000, "the WAL drained");
     const got = await frames(s.name);
     expect(got.map((f) => f.seq)).toEqual(got.map((_, i) => i + 1));
@@ -129,7 +157,11 @@ describe("the event plane", () => {
     const lines = turn(7);
     const torn = '{"type":"assistant","uuid":"x","message":{"role":"assis\n';
     const p = recording(s, "sess-t", lines[0]! + torn + lines.slice(1).join(""));
-    await until(async () => (await frames(s.name)).flatMap((f) => f.events).some((e) => e.type === "RUN_FINISHED"), 10_000, "the run after the torn line finished");
+    await until(
+      async () => (await frames(s.name)).flatMap((f) => f.events).some((e) => e.type === "RUN_FINISHED"),
+      10_000,
+      "the run after the torn line finished",
+    );
     expect(eventsOf(await frames(s.name)).filter((e) => e.type === "TOOL_CALL_START")).toHaveLength(1);
     await p.close();
   });
@@ -139,7 +171,11 @@ describe("the event plane", () => {
     const lines = turn(8);
     const huge = `{"type":"user","uuid":"big","message":{"role":"user","content":"${"x".repeat(5 * 1024 * 1024)}"}}\n`;
     const p = recording(s, "sess-big", lines[0]! + huge + lines.slice(1).join(""));
-    await until(async () => (await frames(s.name)).flatMap((f) => f.events).some((e) => e.type === "RUN_FINISHED"), 20_000, "the run after the huge line finished");
+    await until(
+      async () => (await frames(s.name)).flatMap((f) => f.events).some((e) => e.type === "RUN_FINISHED"),
+      20_000,
+      "the run after the huge line finished",
+    );
     expect(eventsOf(await frames(s.name)).filter((e) => e.type === "TOOL_CALL_START")).toHaveLength(1);
     await p.close();
   });
@@ -169,14 +205,28 @@ describe("the event plane", () => {
     p.sessionStart({ sessionId: "sess-b", transcriptPath: cleared, source: "clear" });
     await sleep(200);
     const big = "x".repeat(600_000);
-    appendFileSync(cleared, turn(3).join("") + JSON.stringify({ type: "assistant", uuid: "big", message: { role: "assistant", content: [{ type: "text", text: big }], stop_reason: "end_turn" } }) + "\n");
-    await until(async () => p.backlog === 0 && eventsOf(await frames(s.name)).some((e) => e.type === "RUN_FINISHED" && e.runId === "big"), 10_000, "session b published");
+    appendFileSync(
+      cleared,
+      turn(3).join("") +
+        JSON.stringify({ type: "assistant", uuid: "big", message: { role: "assistant", content: [{ type: "text", text: big }], stop_reason: "end_turn" } }) +
+        "\n",
+    );
+    await until(
+      async () => p.backlog === 0 && eventsOf(await frames(s.name)).some((e) => e.type === "RUN_FINISHED" && e.runId === "big"),
+      10_000,
+      "session b published",
+    );
     const got = await frames(s.name);
     const evs = eventsOf(got);
     expect(evs.filter((e) => e.type === "RUN_STARTED").map((e) => e.runId)).toEqual(["p-1", "p-3", "big"]);
     expect(got.filter((f) => f.threadId === "sess-b").length).toBeGreaterThan(3);
     expect(Math.max(...got.map((f) => Buffer.byteLength(f.raw)))).toBeLessThanOrEqual(256 * 1024);
-    expect(evs.filter((e) => e.type === "TEXT_MESSAGE_CONTENT" && e.messageId === "big:0").map((e) => e.delta).join("")).toBe(big);
+    expect(
+      evs
+        .filter((e) => e.type === "TEXT_MESSAGE_CONTENT" && e.messageId === "big:0")
+        .map((e) => e.delta)
+        .join(""),
+    ).toBe(big);
     expect(streamViolation(evs)).toBeUndefined();
     expect(got.map((f) => f.seq)).toEqual(got.map((_, i) => i + 1));
     await p.close();
@@ -194,7 +244,9 @@ describe("the event plane", () => {
     writeFileSync(other, turn(9).join(""));
     b.sessionStart({ sessionId: "sess-2w-b", transcriptPath: other, source: "startup" });
     await until(() => b.status === "halted", 5_000, "the second writer stopped");
-    expect(b.haltReason).toMatch(/expected stream sequence 0 \(frame 0\) to be the last on events\.local\.\w+, the broker's last is stream sequence \d+ \(frame 1\)/);
+    expect(b.haltReason).toMatch(
+      /expected stream sequence 0 \(frame 0\) to be the last on events\.local\.\w+, the broker's last is stream sequence \d+ \(frame 1\)/,
+    );
     const got = await frames(s.name);
     expect(got.every((f) => f.threadId === "sess-2w")).toBe(true);
     await a.close();

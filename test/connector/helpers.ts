@@ -77,7 +77,11 @@ export async function mcpClient(connector: Connector): Promise<{ client: Client;
 }
 
 /** Call a tool and return its text and error flag (and its structured content, when it has one). */
-export async function call(client: Client, name: string, args: Record<string, unknown> = {}): Promise<{ text: string; isError: boolean; data?: Record<string, unknown> }> {
+export async function call(
+  client: Client,
+  name: string,
+  args: Record<string, unknown> = {},
+): Promise<{ text: string; isError: boolean; data?: Record<string, unknown> }> {
   const r = (await client.callTool({ name, arguments: args })) as CallToolResult;
   const text = r.content.map((c) => (c.type === "text" ? c.text : "")).join("\n");
   return { text, isError: r.isError === true, ...(r.structuredContent ? { data: r.structuredContent } : {}) };
@@ -128,7 +132,15 @@ let fakeSeq = 0;
 export function fakeMail(
   kind: "dm" | "anycast" | "channel",
   text: string,
-  opts: { id?: string; channel?: string; from?: string; source?: "live" | "durable" | "history"; mentions?: string[]; possibleRepeat?: boolean; parts?: Part[] } = {},
+  opts: {
+    id?: string;
+    channel?: string;
+    from?: string;
+    source?: "live" | "durable" | "history";
+    mentions?: string[];
+    possibleRepeat?: boolean;
+    parts?: Part[];
+  } = {},
 ): FakeMail {
   const id = opts.id ?? `m${++fakeSeq}`;
   const from = opts.from ?? "alice";

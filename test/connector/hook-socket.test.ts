@@ -221,7 +221,11 @@ describe("the control socket's frame limit", () => {
 
   it("an oversize confirmation is dropped and its hand-over released, not acked", async () => {
     const { socket, rec } = await server(["r-1"]);
-    await hookRun(socket, JSON.stringify(request()) + "\n", () => JSON.stringify({ v: 1, written: true, receipt: "r-1", pad: "x".repeat(MAX_FRAME_BYTES) }) + "\n");
+    await hookRun(
+      socket,
+      JSON.stringify(request()) + "\n",
+      () => JSON.stringify({ v: 1, written: true, receipt: "r-1", pad: "x".repeat(MAX_FRAME_BYTES) }) + "\n",
+    );
     await until(() => rec.released.length === 1, 5_000, "the hand-over is released");
     expect(rec.confirmed).toEqual([]);
   });

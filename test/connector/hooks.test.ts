@@ -129,7 +129,10 @@ describe("hook-receipt acking", () => {
       return answer;
     };
     let out = "";
-    await runHook("UserPromptSubmit", JSON.stringify({ hook_event_name: "UserPromptSubmit", session_id: "s" }), env, { budgetMs: 200, io: { write: async (t) => void (out += t) } });
+    await runHook("UserPromptSubmit", JSON.stringify({ hook_event_name: "UserPromptSubmit", session_id: "s" }), env, {
+      budgetMs: 200,
+      io: { write: async (t) => void (out += t) },
+    });
     // The hook printed its empty reply without the connector's answer: it never waited for it.
     expect({ out, lateAnswers }).toEqual({ out: "{}\n", lateAnswers: 0 });
     hookDone();
@@ -151,7 +154,11 @@ describe("keep-alive", () => {
     await alice.dm("bob", "hold me");
     await alice.dm("carol", "let me lapse");
     await until(() => held(connector) === 1 && held(lax) === 1, 5_000, "both DMs are held");
-    await until(async () => (await dmConsumerInfo(mesh, "carol")).num_redelivered >= 1 && (await dmConsumerInfo(mesh, "carol")).delivered.consumer_seq >= 3, 10_000, "carol's DM lapsed twice");
+    await until(
+      async () => (await dmConsumerInfo(mesh, "carol")).num_redelivered >= 1 && (await dmConsumerInfo(mesh, "carol")).delivered.consumer_seq >= 3,
+      10_000,
+      "carol's DM lapsed twice",
+    );
     const info = await dmConsumerInfo(mesh, "bob");
     expect({ redelivered: info.num_redelivered, ackPending: info.num_ack_pending }).toEqual({ redelivered: 0, ackPending: 1 });
     const shown = await hook(env, "UserPromptSubmit", { prompt: "go" });
@@ -205,7 +212,11 @@ describe("the control endpoint", () => {
     const { connector, env } = await seat(mesh, "bob", { launch: { httpPort: 0 } });
     const url = `http://127.0.0.1:${connector.httpPort}/hook/PreToolUse`;
     const post = (auth: string) =>
-      fetch(url, { method: "POST", headers: { authorization: auth, "content-type": "application/json" }, body: JSON.stringify({ hook_event_name: "PreToolUse", tool_name: "Edit", tool_input: { file: "x" } }) });
+      fetch(url, {
+        method: "POST",
+        headers: { authorization: auth, "content-type": "application/json" },
+        body: JSON.stringify({ hook_event_name: "PreToolUse", tool_name: "Edit", tool_input: { file: "x" } }),
+      });
     expect((await post("Bearer nope")).status).toBe(401);
     const ok = await post(`Bearer ${seatToken(env)}`);
     expect(ok.status).toBe(200);
@@ -221,7 +232,13 @@ describe("hooks around the connector's start-up", () => {
     const paths = seatPaths(ctl.dir, { space: "s", owner: "local", actor: "bob" });
     const cs = await HookSocket.claim(paths, "local.bob", logger("test"));
     cleanups.push(() => cs.close());
-    const answer = rawRequest(paths.socket, { v: 1, token: "t".repeat(40), event: "PreToolUse", payload: { hook_event_name: "PreToolUse" }, pids: [process.pid] });
+    const answer = rawRequest(paths.socket, {
+      v: 1,
+      token: "t".repeat(40),
+      event: "PreToolUse",
+      payload: { hook_event_name: "PreToolUse" },
+      pids: [process.pid],
+    });
     await new Promise((r) => setTimeout(r, 300));
     cs.serve({ handle: async () => ({ reply: { served: true } }), confirm: async () => undefined, release: () => undefined }, "t".repeat(40));
     expect(await answer).toEqual({ v: 1, ok: true, reply: { served: true } });
@@ -235,7 +252,11 @@ describe("hooks around the connector's start-up", () => {
     const run = (event: string, budgetMs: number) => {
       let out = "";
       const reasons: string[] = [];
-      const done = runHook(event, JSON.stringify({ hook_event_name: event }), env, { budgetMs, io: { write: async (t) => void (out += t) }, onFallback: (r) => reasons.push(r) });
+      const done = runHook(event, JSON.stringify({ hook_event_name: event }), env, {
+        budgetMs,
+        io: { write: async (t) => void (out += t) },
+        onFallback: (r) => reasons.push(r),
+      });
       return done.then(() => ({ out, reasons }));
     };
     // No socket: a later hook gives up on the missing socket itself, not on its budget.
@@ -273,7 +294,9 @@ describe("custody", () => {
     const ctl = tempControlDir();
     cleanups.push(ctl.cleanup);
     const socket = seatPaths(ctl.dir, { space: mesh.space, owner: "local", actor: "bob" }).socket;
-    const child = spawn(process.execPath, ["-e", `require("net").createServer().listen(${JSON.stringify(socket)}, () => console.log("up"))`], { stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(process.execPath, ["-e", `require("net").createServer().listen(${JSON.stringify(socket)}, () => console.log("up"))`], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     await new Promise<void>((r) => child.stdout!.once("data", () => r()));
     child.kill("SIGKILL");
     await new Promise((r) => child.once("exit", r));
@@ -332,7 +355,8 @@ describe("wake", () => {
     const { env, connector } = await seat(mesh, "bob", { launch: { channels: ["general", "quiet"] } });
     const { client, notifications } = await mcpClient(connector);
     cleanups.push(() => client.close());
-    const wakes = () => notifications.filter((x) => x.method === "notifications/claude/channel").map((x) => x.params as { content: string; meta: Record<string, string> });
+    const wakes = () =>
+      notifications.filter((x) => x.method === "notifications/claude/channel").map((x) => x.params as { content: string; meta: Record<string, string> });
     const alice = await mesh.joined("alice");
 
     await alice.dm("bob", "ping");

@@ -15,7 +15,8 @@ describe("the seat's classifier", () => {
     const c = classifier();
     expect(c(fakeMail("dm", "x"))).toEqual({ cls: "directed", mentionsYou: false });
     expect(c(fakeMail("anycast", "x"))).toEqual({ cls: "directed", mentionsYou: false });
-    for (const m of ["bob", "BOB", "local.bob", "Local.Bob"]) expect(c(fakeMail("channel", "x", { mentions: [m] })), m).toEqual({ cls: "directed", mentionsYou: true });
+    for (const m of ["bob", "BOB", "local.bob", "Local.Bob"])
+      expect(c(fakeMail("channel", "x", { mentions: [m] })), m).toEqual({ cls: "directed", mentionsYou: true });
     expect(c(fakeMail("channel", "x", { mentions: ["team.bob", "alice"] }))).toEqual({ cls: "channel", mentionsYou: false });
   });
 

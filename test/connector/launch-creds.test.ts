@@ -13,7 +13,11 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 async function credsFile(name: string, allowSubscribe: string[]): Promise<string> {
   const account = createAccount();
-  const { creds } = await mintCreds({ space: "team", who: { owner: "local", actor: name }, profile: "agent", allowSubscribe, allowPublish: ["general"] }, account, account.getPublicKey());
+  const { creds } = await mintCreds(
+    { space: "team", who: { owner: "local", actor: name }, profile: "agent", allowSubscribe, allowPublish: ["general"] },
+    account,
+    account.getPublicKey(),
+  );
   const file = join(dir, `${name}.creds`);
   writeFileSync(file, creds, { mode: 0o600 });
   return file;

@@ -90,7 +90,11 @@ describe("a seat's mail across restarts, health checks and fresh hosts", () => {
     expect(probe.connector.joined).toBe(false);
     await probe.close();
     const info = await dmConsumerInfo(m, "bob");
-    expect({ pending: info.num_pending, ackPending: info.num_ack_pending, delivered: info.delivered.consumer_seq }).toEqual({ pending: 1, ackPending: 0, delivered: 0 });
+    expect({ pending: info.num_pending, ackPending: info.num_ack_pending, delivered: info.delivered.consumer_seq }).toEqual({
+      pending: 1,
+      ackPending: 0,
+      delivered: 0,
+    });
     expect(roster.get("local.bob")!.presence).toEqual(before);
   });
 

@@ -29,9 +29,18 @@ describe("presence from hooks", () => {
   const p = (extra: Record<string, unknown> = {}) => ({ hook_event_name: "x", ...extra });
 
   it("walks idle → working → idle through a turn, activity carrying the tool name only", () => {
-    expect(presenceFromHook("SessionStart", p({ source: "startup" }), idle)).toEqual({ patch: { status: "idle", condition: null, activity: null }, turnOpen: false });
-    expect(presenceFromHook("UserPromptSubmit", p(), idle)).toEqual({ patch: { status: "working", condition: null, activity: null, active: true }, turnOpen: true });
-    expect(presenceFromHook("PreToolUse", p({ tool_name: "Bash" }), busy)).toEqual({ patch: { status: "working", condition: null, activity: "Bash", active: true }, turnOpen: true });
+    expect(presenceFromHook("SessionStart", p({ source: "startup" }), idle)).toEqual({
+      patch: { status: "idle", condition: null, activity: null },
+      turnOpen: false,
+    });
+    expect(presenceFromHook("UserPromptSubmit", p(), idle)).toEqual({
+      patch: { status: "working", condition: null, activity: null, active: true },
+      turnOpen: true,
+    });
+    expect(presenceFromHook("PreToolUse", p({ tool_name: "Bash" }), busy)).toEqual({
+      patch: { status: "working", condition: null, activity: "Bash", active: true },
+      turnOpen: true,
+    });
     expect(presenceFromHook("Stop", p(), busy)).toEqual({ patch: { status: "idle", condition: null, activity: null, active: true }, turnOpen: false });
     expect(presenceFromHook("SessionEnd", p({ reason: "other" }), idle)).toEqual({ patch: { status: "offline", activity: null }, turnOpen: false });
   });
@@ -59,7 +68,10 @@ describe("presence from hooks", () => {
 
   it("idle_prompt (idle at the input, no dialog) clears a stale waiting or working, and leaves an idle seat's condition alone", () => {
     const waiting = { turnOpen: true, status: "waiting" as const };
-    expect(presenceFromHook("Notification", p({ notification_type: "idle_prompt" }), waiting)).toEqual({ patch: { status: "idle", condition: null, activity: null }, turnOpen: false });
+    expect(presenceFromHook("Notification", p({ notification_type: "idle_prompt" }), waiting)).toEqual({
+      patch: { status: "idle", condition: null, activity: null },
+      turnOpen: false,
+    });
     expect(presenceFromHook("Notification", p({ notification_type: "idle_prompt" }), busy).patch).toEqual({ status: "idle", condition: null, activity: null });
     expect(presenceFromHook("Notification", p({ notification_type: "idle_prompt" }), idle)).toEqual({ turnOpen: false });
   });
@@ -100,7 +112,14 @@ describe("presence from hooks", () => {
 });
 
 describe("presence times (nextPresence)", () => {
-  const start: PresenceState = { status: "working", statusSince: 100, activity: "Bash", activitySince: 100, attention: "open", channelModes: { general: "quiet" } };
+  const start: PresenceState = {
+    status: "working",
+    statusSince: 100,
+    activity: "Bash",
+    activitySince: 100,
+    attention: "open",
+    channelModes: { general: "quiet" },
+  };
 
   it("a heartbeat-like patch (same status, same activity) moves neither statusSince nor activitySince", () => {
     expect(nextPresence(start, { status: "working", activity: "Bash", unread: 2 }, 500)).toEqual({ ...start, unread: 2 });
@@ -225,11 +244,30 @@ describe("launch resolution", () => {
   }
 
   it("reads launch material (0600) with its defaults", () => {
-    const f = material({ server: "nats://127.0.0.1:1", space: "team", name: "alice", role: "reviewer", channels: ["general"], controlToken: token, uid: "a".repeat(26) });
+    const f = material({
+      server: "nats://127.0.0.1:1",
+      space: "team",
+      name: "alice",
+      role: "reviewer",
+      channels: ["general"],
+      controlToken: token,
+      uid: "a".repeat(26),
+    });
     expect(resolveLaunch({ COTAL_LAUNCH_MATERIAL: f })).toEqual({
       kind: "launch",
       // The material's folder is the seat's state dir (the event plane's WAL goes under it).
-      launch: { source: "material", server: "nats://127.0.0.1:1", space: "team", owner: "local", name: "alice", role: "reviewer", channels: ["general"], controlToken: token, uid: "a".repeat(26), stateDir: path.dirname(f) },
+      launch: {
+        source: "material",
+        server: "nats://127.0.0.1:1",
+        space: "team",
+        owner: "local",
+        name: "alice",
+        role: "reviewer",
+        channels: ["general"],
+        controlToken: token,
+        uid: "a".repeat(26),
+        stateDir: path.dirname(f),
+      },
     });
   });
 
@@ -250,9 +288,19 @@ describe("launch resolution", () => {
   });
 
   it("joins a hand-started session from the environment", () => {
-    expect(resolveLaunch({ COTAL_SERVER: "cotal://127.0.0.1:4999/team", COTAL_NAME: "ops.bob", COTAL_CHANNELS: "general, team.backend", COTAL_ROLE: "builder" })).toEqual({
+    expect(
+      resolveLaunch({ COTAL_SERVER: "cotal://127.0.0.1:4999/team", COTAL_NAME: "ops.bob", COTAL_CHANNELS: "general, team.backend", COTAL_ROLE: "builder" }),
+    ).toEqual({
       kind: "launch",
-      launch: { source: "env", server: "nats://127.0.0.1:4999", space: "team", owner: "ops", name: "bob", role: "builder", channels: ["general", "team.backend"] },
+      launch: {
+        source: "env",
+        server: "nats://127.0.0.1:4999",
+        space: "team",
+        owner: "ops",
+        name: "bob",
+        role: "builder",
+        channels: ["general", "team.backend"],
+      },
     });
     expect(() => resolveLaunch({ COTAL_NAME: "bob" })).toThrow(/COTAL_SERVER, COTAL_SPACE are not set/);
     expect(() => resolveLaunch({ COTAL_SERVER: "nats://x", COTAL_SPACE: "s", COTAL_NAME: "bad name" })).toThrow(/Invalid hand-started launch/);
@@ -266,7 +314,16 @@ describe("launch resolution", () => {
 
 describe("hook registry", () => {
   it("declares every event once, with drains only on SessionStart and UserPromptSubmit, command-only", () => {
-    expect(HOOKS.map((h) => h.event)).toEqual(["SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "Notification", "Stop", "StopFailure", "SessionEnd"]);
+    expect(HOOKS.map((h) => h.event)).toEqual([
+      "SessionStart",
+      "UserPromptSubmit",
+      "PreToolUse",
+      "PermissionRequest",
+      "Notification",
+      "Stop",
+      "StopFailure",
+      "SessionEnd",
+    ]);
     for (const h of HOOKS) {
       if (h.drains) expect(h.transports, h.event).toEqual(["command"]);
       expect(h.budgetMs, h.event).toBeLessThan(h.timeoutSec * 1000);
@@ -278,7 +335,17 @@ describe("hook registry", () => {
     const s = renderHooksSettings({ command: (e) => `node hook.mjs ${e}`, http: { url: "http://127.0.0.1:9/", tokenEnv: "COTAL_HOOK_TOKEN" } });
     expect(s.SessionStart).toEqual([{ hooks: [{ type: "command", command: "node hook.mjs SessionStart", timeout: 15 }] }]);
     expect(s.PreToolUse).toEqual([
-      { hooks: [{ type: "http", url: "http://127.0.0.1:9/hook/PreToolUse", headers: { Authorization: "Bearer $COTAL_HOOK_TOKEN" }, allowedEnvVars: ["COTAL_HOOK_TOKEN"], timeout: 5 }] },
+      {
+        hooks: [
+          {
+            type: "http",
+            url: "http://127.0.0.1:9/hook/PreToolUse",
+            headers: { Authorization: "Bearer $COTAL_HOOK_TOKEN" },
+            allowedEnvVars: ["COTAL_HOOK_TOKEN"],
+            timeout: 5,
+          },
+        ],
+      },
     ]);
   });
 

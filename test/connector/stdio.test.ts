@@ -141,7 +141,11 @@ describe("the connector bundle over stdio", () => {
     expect(await s.exit).toBe(0);
 
     const info = await dmConsumerInfo(mesh, "bob");
-    expect({ pending: info.num_pending, ackPending: info.num_ack_pending, redelivered: info.num_redelivered }).toEqual({ pending: 1, ackPending: 0, redelivered: 0 });
+    expect({ pending: info.num_pending, ackPending: info.num_ack_pending, redelivered: info.num_redelivered }).toEqual({
+      pending: 1,
+      ackPending: 0,
+      redelivered: 0,
+    });
     expect(roster.get("local.bob")!.presence).toEqual(before);
     expect(s.logs().some((l) => l.msg === "joined")).toBe(false);
   });
@@ -168,7 +172,12 @@ describe("the connector bundle over stdio", () => {
     s.child.kill("SIGTERM");
     expect(await s.exit).toBe(0);
     await until(() => roster.get("local.bob")?.presence.status === "offline", 3_000, "bob's final presence record is offline");
-    expect(s.logs().filter((l) => l.msg === "leaving the mesh").map((l) => l.reason)).toEqual(["SIGTERM"]);
+    expect(
+      s
+        .logs()
+        .filter((l) => l.msg === "leaving the mesh")
+        .map((l) => l.reason),
+    ).toEqual(["SIGTERM"]);
   });
 
   it("a second connector for the same principal refuses (exit 3) and the first one keeps serving", async () => {
@@ -205,7 +214,19 @@ describe("the connector bundle over stdio", () => {
   it("joins from launch material", async () => {
     const { mesh, ctl } = await setup();
     const material = path.join(ctl.dir, "launch.json");
-    writeFileSync(material, JSON.stringify({ server: server.url, space: mesh.space, name: "carol", role: "reviewer", channels: ["general"], controlToken: "k".repeat(48), uid: "abcdefghijklmnopqrstuvwxyz" }), { mode: 0o600 });
+    writeFileSync(
+      material,
+      JSON.stringify({
+        server: server.url,
+        space: mesh.space,
+        name: "carol",
+        role: "reviewer",
+        channels: ["general"],
+        controlToken: "k".repeat(48),
+        uid: "abcdefghijklmnopqrstuvwxyz",
+      }),
+      { mode: 0o600 },
+    );
     const s = startBundle({ COTAL_LAUNCH_MATERIAL: material, COTAL_CONTROL_DIR: ctl.dir });
     cleanups.push(() => kill(s));
     await attach(s);

@@ -43,7 +43,20 @@ describe("connector MCP tools", () => {
     const { client } = await seat();
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual(
-      ["cotal_anycast", "cotal_channel_mode", "cotal_channels", "cotal_dm", "cotal_history", "cotal_inbox", "cotal_join", "cotal_leave", "cotal_roster", "cotal_run", "cotal_send", "cotal_status"].sort(),
+      [
+        "cotal_anycast",
+        "cotal_channel_mode",
+        "cotal_channels",
+        "cotal_dm",
+        "cotal_history",
+        "cotal_inbox",
+        "cotal_join",
+        "cotal_leave",
+        "cotal_roster",
+        "cotal_run",
+        "cotal_send",
+        "cotal_status",
+      ].sort(),
     );
     for (const t of tools) expect(t.inputSchema.additionalProperties, t.name).toBe(false);
     expect(client.getServerCapabilities()?.experimental).toEqual({ "claude/channel": {} });
@@ -58,9 +71,16 @@ describe("connector MCP tools", () => {
     const r = await call(client, "cotal_send", { channel: "general", text: "build is green" });
     expect(r.isError).toBe(false);
     // The receipt as data: what the broker stored, and who of the channel was online at send.
-    expect(r.data).toMatchObject({ stream: `CHAT_${mesh.space}`, seq: expect.any(Number), duplicate: false, target: { kind: "channel", channel: "general", onlineMembers: 1 } });
+    expect(r.data).toMatchObject({
+      stream: `CHAT_${mesh.space}`,
+      seq: expect.any(Number),
+      duplicate: false,
+      target: { kind: "channel", channel: "general", onlineMembers: 1 },
+    });
     // The model reads the same receipt as a sentence (it never claims delivery).
-    expect(r.text).toBe(`Posted on #general as local.bob (id ${String(r.data!.id)}): stored seq ${String(r.data!.seq)} on general; 1 other member of #general online at send.`);
+    expect(r.text).toBe(
+      `Posted on #general as local.bob (id ${String(r.data!.id)}): stored seq ${String(r.data!.seq)} on general; 1 other member of #general online at send.`,
+    );
     expect(r.data!.text).toBe(r.text);
     await until(() => got.length === 1, 5_000, "carol gets bob's post");
     expect(got[0]).toMatchObject({ kind: "channel", from: { owner: "local", actor: "bob" }, channel: "general" });
@@ -100,7 +120,10 @@ describe("connector MCP tools", () => {
     const status = await call(client, "cotal_status", { name: "alice" });
     expect(status).toMatchObject({ isError: true, text: expect.stringContaining("identity never comes from an argument") });
     const unknown = await call(client, "cotal_send", { channel: "general", text: "x", urgent: true });
-    expect(unknown).toMatchObject({ isError: true, text: expect.stringContaining('cotal_send does not take "urgent"; its arguments are channel, text, mentions.') });
+    expect(unknown).toMatchObject({
+      isError: true,
+      text: expect.stringContaining('cotal_send does not take "urgent"; its arguments are channel, text, mentions.'),
+    });
     const inbox = await call(client, "cotal_inbox", { sender: "x" });
     expect(inbox.isError).toBe(true);
   });

@@ -19,8 +19,16 @@ describe("the wake prompt", () => {
 
   it("makes the turn's activity say the manager woke it, until the first tool call", () => {
     const s = { turnOpen: false, status: "idle" as const };
-    expect(presenceFromHook("UserPromptSubmit", { hook_event_name: "UserPromptSubmit", manager_wake: true }, s).patch).toMatchObject({ status: "working", activity: WOKEN_ACTIVITY });
-    expect(presenceFromHook("UserPromptSubmit", { hook_event_name: "UserPromptSubmit", manager_wake: false }, s).patch).toMatchObject({ status: "working", activity: null });
-    expect(presenceFromHook("PreToolUse", { hook_event_name: "PreToolUse", tool_name: "Read" }, { turnOpen: true, status: "working" }).patch).toMatchObject({ activity: "Read" });
+    expect(presenceFromHook("UserPromptSubmit", { hook_event_name: "UserPromptSubmit", manager_wake: true }, s).patch).toMatchObject({
+      status: "working",
+      activity: WOKEN_ACTIVITY,
+    });
+    expect(presenceFromHook("UserPromptSubmit", { hook_event_name: "UserPromptSubmit", manager_wake: false }, s).patch).toMatchObject({
+      status: "working",
+      activity: null,
+    });
+    expect(presenceFromHook("PreToolUse", { hook_event_name: "PreToolUse", tool_name: "Read" }, { turnOpen: true, status: "working" }).patch).toMatchObject({
+      activity: "Read",
+    });
   });
 });

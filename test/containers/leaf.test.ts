@@ -15,7 +15,18 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCli, cleanEnv, CotalProcess, freePort, projectRoot, runCotal, type CliResult } from "../harness/cli.js";
-import { docker, dockerUnavailable, ensureImage, logsOf, LoopbackContainer, Network, Wait, warnSkipped, type StartedNetwork, type StartedTestContainer } from "../harness/containers.js";
+import {
+  docker,
+  dockerUnavailable,
+  ensureImage,
+  logsOf,
+  LoopbackContainer,
+  Network,
+  Wait,
+  warnSkipped,
+  type StartedNetwork,
+  type StartedTestContainer,
+} from "../harness/containers.js";
 import { until } from "../harness/until.js";
 
 const skip = await dockerUnavailable();
@@ -41,7 +52,23 @@ function ok(r: CliResult): CliResult {
 /** A CA, and a hub certificate it signed for the name `hub` (what the leaf dials). */
 async function makeTls(dir: string): Promise<void> {
   const ssl = (...args: string[]) => run("openssl", args, { cwd: dir });
-  await ssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=cotal-test-ca");
+  await ssl(
+    "req",
+    "-x509",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:P-256",
+    "-nodes",
+    "-keyout",
+    "ca.key",
+    "-out",
+    "ca.pem",
+    "-days",
+    "2",
+    "-subj",
+    "/CN=cotal-test-ca",
+  );
   await ssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "hub.key", "-out", "hub.csr", "-subj", "/CN=hub");
   writeFileSync(join(dir, "ext"), "subjectAltName=DNS:hub\nextendedKeyUsage=serverAuth\n");
   await ssl("x509", "-req", "-in", "hub.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "hub.pem", "-days", "2", "-extfile", "ext");
@@ -102,9 +129,37 @@ describe.skipIf(skip !== undefined)("a remote host on a leaf node (its own conta
     // What the remote host needs, made on the hub as docs/remote-hosts.md says.
     ok(await cotal("mint", "hostb_leaf", "--profile", "leaf", "--out", join(etc, "leaf.creds")));
     ok(await cotal("mint", "hostb", "--profile", "manager", "--out", join(etc, "hostb.creds")));
-    ok(await cotal("mint", "lucy", "--profile", "agent", "--allow-subscribe", "general", "--allow-publish", "general", "--provision", "--out", join(etc, "lucy.creds")));
+    ok(
+      await cotal(
+        "mint",
+        "lucy",
+        "--profile",
+        "agent",
+        "--allow-subscribe",
+        "general",
+        "--allow-publish",
+        "general",
+        "--provision",
+        "--out",
+        join(etc, "lucy.creds"),
+      ),
+    );
     // The hub's seat: an agent like lucy, on this machine.
-    ok(await cotal("mint", "hubert", "--profile", "agent", "--allow-subscribe", "general", "--allow-publish", "general", "--provision", "--out", join(project, "hubert.creds")));
+    ok(
+      await cotal(
+        "mint",
+        "hubert",
+        "--profile",
+        "agent",
+        "--allow-subscribe",
+        "general",
+        "--allow-publish",
+        "general",
+        "--provision",
+        "--out",
+        join(project, "hubert.creds"),
+      ),
+    );
     await renderLeafConf();
     writeFileSync(join(etc, "hub-ca.pem"), readFileSync(join(tlsDir, "ca.pem")));
     // Owned by the image's user, secrets 0600: as they would be on the remote host.
@@ -162,7 +217,11 @@ describe.skipIf(skip !== undefined)("a remote host on a leaf node (its own conta
     procs.push(listen);
     await listen.waitForJson((l: { type?: string }) => l.type === "ready", 20_000, "listen ready");
     ok(await cotal("send", "dm", "parrot", "polly?", "--as", "carol", "--impersonate"));
-    await listen.waitForJson((l: { type?: string; text?: string }) => l.type === "message" && l.text === "echo: polly?", 30_000, "the echo reply from the leaf host");
+    await listen.waitForJson(
+      (l: { type?: string; text?: string }) => l.type === "message" && l.text === "echo: polly?",
+      30_000,
+      "the echo reply from the leaf host",
+    );
     await listen.stop();
     const stopped = ok(await cotal("stop", "--name", "parrot"));
     expect(stopped.stdout).toMatch(/1 credential revoked/);
@@ -198,14 +257,31 @@ describe.skipIf(skip !== undefined)("a remote host on a leaf node (its own conta
     const asHubert = ["--creds", join(project, "hubert.creds")];
     ok(await cotal("send", "msg", "general", "hello from the hub", ...asHubert));
     ok(await cotal("send", "dm", "lucy", "dm from the hub", ...asHubert));
-    await until(() => lucySaw((l) => l.type === "message" && l.from === "local.hubert" && l.text === "hello from the hub"), 30_000, `lucy to get hubert's post; lines: ${lucyLines.join("\n")}`);
-    await until(() => lucySaw((l) => l.type === "message" && l.kind === "dm" && l.from === "local.hubert" && l.text === "dm from the hub"), 30_000, `lucy to get hubert's DM; lines: ${lucyLines.join("\n")}`);
+    await until(
+      () => lucySaw((l) => l.type === "message" && l.from === "local.hubert" && l.text === "hello from the hub"),
+      30_000,
+      `lucy to get hubert's post; lines: ${lucyLines.join("\n")}`,
+    );
+    await until(
+      () => lucySaw((l) => l.type === "message" && l.kind === "dm" && l.from === "local.hubert" && l.text === "dm from the hub"),
+      30_000,
+      `lucy to get hubert's DM; lines: ${lucyLines.join("\n")}`,
+    );
 
     // Leaf host → hub.
     await inHostOk(["send", "msg", "general", "hello from the leaf", "--creds", "/etc/cotal/lucy.creds"]);
     await inHostOk(["send", "dm", "hubert", "dm from the leaf", "--creds", "/etc/cotal/lucy.creds"]);
-    await hubert.waitForJson((l: { type?: string; from?: string; text?: string }) => l.type === "message" && l.from === "local.lucy" && l.text === "hello from the leaf", 30_000, "hubert to get lucy's post");
-    await hubert.waitForJson((l: { type?: string; kind?: string; from?: string; text?: string }) => l.type === "message" && l.kind === "dm" && l.from === "local.lucy" && l.text === "dm from the leaf", 30_000, "hubert to get lucy's DM");
+    await hubert.waitForJson(
+      (l: { type?: string; from?: string; text?: string }) => l.type === "message" && l.from === "local.lucy" && l.text === "hello from the leaf",
+      30_000,
+      "hubert to get lucy's post",
+    );
+    await hubert.waitForJson(
+      (l: { type?: string; kind?: string; from?: string; text?: string }) =>
+        l.type === "message" && l.kind === "dm" && l.from === "local.lucy" && l.text === "dm from the leaf",
+      30_000,
+      "hubert to get lucy's DM",
+    );
 
     // The leaf server enforces lucy's own permissions: she may not post outside her channels.
     const refused = inHost(["send", "msg", "builds", "not mine", "--creds", "/etc/cotal/lucy.creds"]);
@@ -219,7 +295,11 @@ describe.skipIf(skip !== undefined)("a remote host on a leaf node (its own conta
     // The documented limit (docs/security.md, "Leaf-node hosts"): the leaf server resolves
     // accounts from its config, so lucy's revoked credential still works there for now.
     await inHostOk(["send", "msg", "general", "still here", ...asLucy]);
-    await hubert!.waitForJson((l: { type?: string; from?: string; text?: string }) => l.type === "message" && l.from === "local.lucy" && l.text === "still here", 30_000, "hubert to get lucy's post");
+    await hubert!.waitForJson(
+      (l: { type?: string; from?: string; text?: string }) => l.type === "message" && l.from === "local.lucy" && l.text === "still here",
+      30_000,
+      "hubert to get lucy's post",
+    );
 
     // Rendered again (the clients account's JWT now carries the revocation) and reloaded with
     // SIGHUP, which the image's entrypoint hands to the leaf server: refused, nothing restarted.

@@ -11,7 +11,18 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Endpoint, MeshService } from "../../broker/index.js";
 import { projectRoot } from "../harness/build.js";
-import { disconnect, dockerUnavailable, logsOf, natsUrl, Network, reconnect, startNatsContainer, warnSkipped, type StartedNetwork, type StartedTestContainer } from "../harness/containers.js";
+import {
+  disconnect,
+  dockerUnavailable,
+  logsOf,
+  natsUrl,
+  Network,
+  reconnect,
+  startNatsContainer,
+  warnSkipped,
+  type StartedNetwork,
+  type StartedTestContainer,
+} from "../harness/containers.js";
 import { messageText, names } from "../../schemas/index.js";
 import { until } from "../harness/until.js";
 
@@ -74,9 +85,7 @@ async function streamLeader(nc: NatsConnection): Promise<string | undefined> {
 describe.skipIf(skip !== undefined)("a partitioned cluster node (containers)", () => {
   beforeAll(async () => {
     network = await new Network().start();
-    const started = await Promise.all(
-      NODES.map((n) => startNatsContainer({ network: network!, alias: n, config: nodeConfig(n) })),
-    );
+    const started = await Promise.all(NODES.map((n) => startNatsContainer({ network: network!, alias: n, config: nodeConfig(n) })));
     NODES.forEach((n, i) => nodes.set(n, started[i]!));
     // JetStream answers once the meta group has a leader; provisioning R3 needs all three.
     const probe = await connect({ servers: NODES.map((n) => natsUrl(nodes.get(n)!)) });
@@ -165,7 +174,10 @@ describe.skipIf(skip !== undefined)("a partitioned cluster node (containers)", (
         return [...want].every((t) => seen.has(t));
       },
       90_000,
-      `every acknowledged DM to reach bob (${want.size} acked, ${failed.length} refused); missing: ${[...want].filter((t) => !got.texts().includes(t)).slice(0, 10).join(", ")}\n${await logsOf(container)}`,
+      `every acknowledged DM to reach bob (${want.size} acked, ${failed.length} refused); missing: ${[...want]
+        .filter((t) => !got.texts().includes(t))
+        .slice(0, 10)
+        .join(", ")}\n${await logsOf(container)}`,
     );
     expect(acked.length).toBeGreaterThan(CUT_AT + HEAL_AFTER);
 

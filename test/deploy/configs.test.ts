@@ -57,16 +57,25 @@ describe("deploy/ nats-server configurations", () => {
 describe("deploy/systemd units", () => {
   const unit = (f: string) => readFileSync(join(dir, f), "utf8");
   it("has the nats-server, mesh service, manager and health-check units", () => {
-    expect(units.sort()).toEqual(["systemd/cotal-health.service", "systemd/cotal-health.timer", "systemd/cotal-manager.service", "systemd/cotal-mesh.service", "systemd/cotal-nats.service"]);
+    expect(units.sort()).toEqual([
+      "systemd/cotal-health.service",
+      "systemd/cotal-health.timer",
+      "systemd/cotal-manager.service",
+      "systemd/cotal-mesh.service",
+      "systemd/cotal-nats.service",
+    ]);
   });
 
-  it.each(["systemd/cotal-nats.service", "systemd/cotal-mesh.service", "systemd/cotal-manager.service"])("%s restarts always and runs as the cotal user", (f) => {
-    const text = unit(f);
-    expect(text).toMatch(/^Restart=always$/m);
-    expect(text).toMatch(/^User=cotal$/m);
-    expect(text).toMatch(/^ExecStart=\S+/m);
-    expect(text).toMatch(/^WantedBy=multi-user\.target$/m);
-  });
+  it.each(["systemd/cotal-nats.service", "systemd/cotal-mesh.service", "systemd/cotal-manager.service"])(
+    "%s restarts always and runs as the cotal user",
+    (f) => {
+      const text = unit(f);
+      expect(text).toMatch(/^Restart=always$/m);
+      expect(text).toMatch(/^User=cotal$/m);
+      expect(text).toMatch(/^ExecStart=\S+/m);
+      expect(text).toMatch(/^WantedBy=multi-user\.target$/m);
+    },
+  );
 
   it("the health check maps each component's exit bit to its unit", () => {
     const text = unit("systemd/cotal-health.service");

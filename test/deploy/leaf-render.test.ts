@@ -32,9 +32,37 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 describe("deploy/leaf/render.mjs", () => {
   it("renders a config nats-server accepts, with public JWTs only and the clients account bridged", async () => {
     // The files the config names must exist for `-t` (it loads the CA).
-    await run("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", join(dir, "ca.key"), "-out", join(dir, "ca.pem"), "-days", "1", "-subj", "/CN=render-test"]);
+    await run("openssl", [
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:P-256",
+      "-nodes",
+      "-keyout",
+      join(dir, "ca.key"),
+      "-out",
+      join(dir, "ca.pem"),
+      "-days",
+      "1",
+      "-subj",
+      "/CN=render-test",
+    ]);
     writeFileSync(join(dir, "leaf.creds"), "", { mode: 0o600 });
-    const { stdout } = await run(process.execPath, [script, "--hub", "tls://hub.example.com:7422", "--auth-dir", auth, "--name", "hostb", "--creds", join(dir, "leaf.creds"), "--ca", join(dir, "ca.pem")]);
+    const { stdout } = await run(process.execPath, [
+      script,
+      "--hub",
+      "tls://hub.example.com:7422",
+      "--auth-dir",
+      auth,
+      "--name",
+      "hostb",
+      "--creds",
+      join(dir, "leaf.creds"),
+      "--ca",
+      join(dir, "ca.pem"),
+    ]);
     const conf = join(dir, "leaf.conf");
     writeFileSync(conf, stdout);
     const t = spawnSync(findNatsServer(), ["-t", "-c", conf], { encoding: "utf8" });

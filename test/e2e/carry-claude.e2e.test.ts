@@ -66,19 +66,37 @@ describe("transcript carry with the real claude", () => {
     const carriedBytes = readFileSync(found!.file);
 
     // The host: a manager with the real claude under tmux.
-    const { m, stateDir } = await startClaudeManager(mesh, nc, { root, instance: "host", baseUrl: double.url, claude: { screenTimeoutMs: 30_000 }, over: { heartbeatMs: 1_000, caller: operator } });
+    const { m, stateDir } = await startClaudeManager(mesh, nc, {
+      root,
+      instance: "host",
+      baseUrl: double.url,
+      claude: { screenTimeoutMs: 30_000 },
+      over: { heartbeatMs: 1_000, caller: operator },
+    });
     managers.push(m);
     const carried = await carryFile({ nc, space: mesh.space, me: operator }, { instance: "host", session, file: found!.file });
     expect(carried).toMatchObject({ sent: carriedBytes.length, size: carriedBytes.length });
 
     const work = mkdtempSync(join(root, "host-work-"));
-    await callManager(nc, mesh.space, "spawn", operator, { agent: "claude", name: "forked", cwd: work, resume: session, claim: carried.claim, prompt: LATER }, { target: "host", timeoutMs: 30_000 });
+    await callManager(
+      nc,
+      mesh.space,
+      "spawn",
+      operator,
+      { agent: "claude", name: "forked", cwd: work, resume: session, claim: carried.claim, prompt: LATER },
+      { target: "host", timeoutMs: 30_000 },
+    );
     let view: SeatView | undefined;
-    await until(async () => {
-      const ps = await callManager(nc, mesh.space, "ps", operator, { all: true }, { target: "host" });
-      view = ps.seats.find((s) => s.name === "forked");
-      return view?.state === "joined" || view?.state === "retired";
-    }, 90_000, "the forked seat to join", 250);
+    await until(
+      async () => {
+        const ps = await callManager(nc, mesh.space, "ps", operator, { all: true }, { target: "host" });
+        view = ps.seats.find((s) => s.name === "forked");
+        return view?.state === "joined" || view?.state === "retired";
+      },
+      90_000,
+      "the forked seat to join",
+      250,
+    );
     expect(view!.state, JSON.stringify(view)).toBe("joined");
     expect(view!.carried).toEqual({ session, digest: carried.digest });
 
@@ -97,6 +115,10 @@ describe("transcript carry with the real claude", () => {
 
     // The seat log's requested event (the first in this fresh space) records what it forked.
     const first = await (await mesh.dataJsm()).streams.getMessage(names.seatsStream(mesh.space), { seq: 1 });
-    expect(SeatEvent.parse(JSON.parse(new TextDecoder().decode(first!.data)))).toMatchObject({ type: "requested", seat: "local.forked", carried: { session, digest: carried.digest } });
+    expect(SeatEvent.parse(JSON.parse(new TextDecoder().decode(first!.data)))).toMatchObject({
+      type: "requested",
+      seat: "local.forked",
+      carried: { session, digest: carried.digest },
+    });
   }, 300_000);
 });

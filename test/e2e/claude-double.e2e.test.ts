@@ -72,17 +72,7 @@ describe("real claude CLI against the model double", () => {
     run = await runClaude({
       baseUrl: double.url,
       prompt: "Please echo something through the tiny server.",
-      args: [
-        "--mcp-config",
-        mcpConfig,
-        "--strict-mcp-config",
-        "--settings",
-        settings,
-        "--permission-mode",
-        "dontAsk",
-        "--allowedTools",
-        "mcp__tiny__*",
-      ],
+      args: ["--mcp-config", mcpConfig, "--strict-mcp-config", "--settings", settings, "--permission-mode", "dontAsk", "--allowedTools", "mcp__tiny__*"],
       timeoutMs: 90_000,
     });
   }, 120_000);

@@ -256,10 +256,18 @@ describe("the connector with the real claude CLI", () => {
     const port = await freePort();
     const token = "h".repeat(48);
     const material = path.join(seat.dir, "launch.json");
-    writeFileSync(material, JSON.stringify({ server: server.url, space: seat.mesh.space, name: "bob", controlToken: token, controlDir: seat.env.COTAL_CONTROL_DIR, httpPort: port }), { mode: 0o600 });
-    const settings = await writeSettingsFile(seat.dir, {
-      hooks: renderHooksSettings({ command: (e) => nodeCommand(HOOK_BUNDLE, e), http: { url: `http://127.0.0.1:${port}`, tokenEnv: "COTAL_HOOK_TOKEN" } }),
-    }, "settings-http.json");
+    writeFileSync(
+      material,
+      JSON.stringify({ server: server.url, space: seat.mesh.space, name: "bob", controlToken: token, controlDir: seat.env.COTAL_CONTROL_DIR, httpPort: port }),
+      { mode: 0o600 },
+    );
+    const settings = await writeSettingsFile(
+      seat.dir,
+      {
+        hooks: renderHooksSettings({ command: (e) => nodeCommand(HOOK_BUNDLE, e), http: { url: `http://127.0.0.1:${port}`, tokenEnv: "COTAL_HOOK_TOKEN" } }),
+      },
+      "settings-http.json",
+    );
     const args = seat.args.map((a) => (a.endsWith("settings.json") ? settings : a));
     const env = { COTAL_LAUNCH_MATERIAL: material, COTAL_HOOK_TOKEN: token, COTAL_LOG_FILE: seat.logFile, COTAL_LOG_LEVEL: "debug" };
     const alice = await seat.mesh.joined("alice");
@@ -327,7 +335,10 @@ describe("the connector with the real claude CLI", () => {
 
     const seenByModel = allText(double.mainRequests.at(-1)!);
     const shown = [...seenByModel.matchAll(/^│ (urgent dm \d+)$/gm)].map((m) => m[1]!);
-    expect(dmTexts.filter((t) => !shown.includes(t)), "DMs the model never saw").toEqual([]);
+    expect(
+      dmTexts.filter((t) => !shown.includes(t)),
+      "DMs the model never saw",
+    ).toEqual([]);
     expect(shown.sort(), "each DM handed over exactly once").toEqual([...dmTexts].sort());
     expect(connectorLog(seat).some((l) => l.msg === "inbox over capacity")).toBe(true);
     await until(async () => (await dmConsumerInfo(seat.mesh, "bob")).ack_floor.stream_seq === dmTexts.length, 5_000, "every DM acked");
@@ -346,7 +357,10 @@ describe("the connector with the real claude CLI", () => {
     const connectorPid = Number(roster.get("local.bob")!.presence.card.meta.pid);
     expect(alive(connectorPid)).toBe(true);
 
-    const second = spawn(process.execPath, [CONNECTOR_BUNDLE], { env: { PATH: process.env.PATH ?? "", ...seat.env, COTAL_LOG_FILE: "" }, stdio: ["pipe", "pipe", "pipe"] });
+    const second = spawn(process.execPath, [CONNECTOR_BUNDLE], {
+      env: { PATH: process.env.PATH ?? "", ...seat.env, COTAL_LOG_FILE: "" },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
     let secondErr = "";
     second.stderr.setEncoding("utf8").on("data", (s: string) => (secondErr += s));
     const secondExit = await new Promise<number | null>((r) => second.once("exit", (c) => r(c)));
@@ -358,7 +372,11 @@ describe("the connector with the real claude CLI", () => {
     await until(() => roster.get("local.bob")?.presence.status === "offline", 5_000, "bob's seat goes offline when claude dies");
     expect(Date.now() - killedAt).toBeLessThan(5_000); // well before the 6 s liveness window would say so
     await until(() => !alive(connectorPid), 5_000, "the connector exits after leaving");
-    expect(connectorLog(seat).filter((l) => l.msg === "leaving the mesh").map((l) => l.reason)).toEqual(["stdin closed"]);
+    expect(
+      connectorLog(seat)
+        .filter((l) => l.msg === "leaving the mesh")
+        .map((l) => l.reason),
+    ).toEqual(["stdin closed"]);
   }, 90_000);
 });
 

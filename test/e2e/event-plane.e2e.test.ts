@@ -43,7 +43,15 @@ async function session(name: string, double: ModelDouble, prompt: string, env: R
     baseUrl: double.url,
     prompt,
     args: ["--mcp-config", mcp, "--strict-mcp-config", "--settings", settings, "--permission-mode", "dontAsk", "--allowedTools", "Bash", "mcp__cotal__*"],
-    env: { COTAL_SERVER: server.url, COTAL_SPACE: mesh.space, COTAL_NAME: name, COTAL_CONTROL_DIR: ctl, COTAL_LOG_FILE: path.join(dir, "connector.log"), COTAL_LOG_LEVEL: "debug", ...env },
+    env: {
+      COTAL_SERVER: server.url,
+      COTAL_SPACE: mesh.space,
+      COTAL_NAME: name,
+      COTAL_CONTROL_DIR: ctl,
+      COTAL_LOG_FILE: path.join(dir, "connector.log"),
+      COTAL_LOG_LEVEL: "debug",
+      ...env,
+    },
     timeoutMs: 60_000,
   });
 }
@@ -99,7 +107,11 @@ describe("the event plane with the real claude CLI", () => {
     ]);
     const run = await session("carol", double, "Say hi", { CLAUDE_CODE_MAX_RETRIES: "0", ANTHROPIC_MAX_RETRIES: "0" });
     try {
-      await until(async () => (await planeOf("carol")).some((s) => s.frame.events.some((e) => e.type === "RUN_ERROR")), 20_000, `RUN_ERROR on events.local.carol (claude exited ${run.code}: ${run.stdout.slice(0, 300)})`);
+      await until(
+        async () => (await planeOf("carol")).some((s) => s.frame.events.some((e) => e.type === "RUN_ERROR")),
+        20_000,
+        `RUN_ERROR on events.local.carol (claude exited ${run.code}: ${run.stdout.slice(0, 300)})`,
+      );
       const frames = await planeOf("carol");
       const events = frames.flatMap((s) => s.frame.events);
       expect(events.filter((e) => e.type === "RUN_ERROR").map((e) => e.message)).toEqual(["run failed"]);

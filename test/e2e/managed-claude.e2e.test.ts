@@ -58,7 +58,13 @@ afterAll(async () => {
 });
 
 async function manager(instance: string, over: { claude?: Partial<ClaudeSeatOptions> } = {}): Promise<{ m: ManagerService; stateDir: string }> {
-  const { m, stateDir } = await startClaudeManager(mesh, nc, { root, instance, baseUrl: double.url, claude: { screenTimeoutMs: 30_000, ...over.claude }, over: { heartbeatMs: 1_000 } });
+  const { m, stateDir } = await startClaudeManager(mesh, nc, {
+    root,
+    instance,
+    baseUrl: double.url,
+    claude: { screenTimeoutMs: 30_000, ...over.claude },
+    over: { heartbeatMs: 1_000 },
+  });
   managers.push(m);
   return { m, stateDir };
 }
@@ -97,7 +103,14 @@ describe("managed Claude seats under tmux", () => {
       const a = roster.entries().find((e) => e.id === "local.bob")?.presence.activity;
       if (a) bobActivities.add(a);
     }, 10);
-    await callManager(nc, mesh.space, "spawn", operator, { agent: "claude", name: "alice", cwd: work, prompt: OPENING }, { target: "host1", timeoutMs: 30_000 });
+    await callManager(
+      nc,
+      mesh.space,
+      "spawn",
+      operator,
+      { agent: "claude", name: "alice", cwd: work, prompt: OPENING },
+      { target: "host1", timeoutMs: 30_000 },
+    );
     const alice = await untilState("host1", "alice", ["joined", "retired"], 90_000);
     expect(alice.state, JSON.stringify(alice)).toBe("joined");
 
@@ -105,7 +118,9 @@ describe("managed Claude seats under tmux", () => {
     try {
       await until(sawAnswer, 150_000, "alice's model to see bob's answer", 500);
     } catch (err) {
-      throw new Error(`${(err as Error).message}\n--- alice ---\n${await tmux.screen("alice", 60)}\n--- bob ---\n${await tmux.screen("bob", 60)}`, { cause: err });
+      throw new Error(`${(err as Error).message}\n--- alice ---\n${await tmux.screen("alice", 60)}\n--- bob ---\n${await tmux.screen("bob", 60)}`, {
+        cause: err,
+      });
     }
     // Both were woken by the manager typing into their terminals, not by anyone else.
     const woken = double.requests.filter((r) => isMainLoopRequest(r) && lastUserText(r).includes(WAKE_PROMPT));
@@ -120,12 +135,24 @@ describe("managed Claude seats under tmux", () => {
     mkdirSync(join(work, ".cotal", "agents"), { recursive: true });
     writeFileSync(
       join(work, ".cotal", "agents", "reviewer.md"),
-      ["---", "name: dora", "subscribe: [general]", "allowedTools: [Read]", "launchOptions:", "  permission-mode: bypassPermissions", "---", "You review diffs.", ""].join("\n"),
+      [
+        "---",
+        "name: dora",
+        "subscribe: [general]",
+        "allowedTools: [Read]",
+        "launchOptions:",
+        "  permission-mode: bypassPermissions",
+        "---",
+        "You review diffs.",
+        "",
+      ].join("\n"),
     );
     await callManager(nc, mesh.space, "spawn", operator, { agent: "claude", persona: "reviewer", cwd: work }, { target: "host1", timeoutMs: 30_000 });
     const dora = await untilState("host1", "dora", ["joined", "retired"], 90_000);
     expect(dora, JSON.stringify(dora)).toMatchObject({ state: "joined", permissionMode: "bypassPermissions" });
-    const missing = await callManager(nc, mesh.space, "spawn", operator, { agent: "claude", persona: "nobody", cwd: work }, { target: "host1" }).catch((e: unknown) => e);
+    const missing = await callManager(nc, mesh.space, "spawn", operator, { agent: "claude", persona: "nobody", cwd: work }, { target: "host1" }).catch(
+      (e: unknown) => e,
+    );
     expect(missing).toBeInstanceOf(ControlCallError);
     expect(missing).toMatchObject({ outcome: "not-executed" });
     expect((missing as Error).message).toMatch(/nobody\.md.*no such agent file/);
@@ -133,13 +160,25 @@ describe("managed Claude seats under tmux", () => {
 
   it("runtime pty: the seat runs on a pseudo-terminal the manager holds; a DM wakes it through that terminal", async () => {
     const work = mkdtempSync(join(root, "work-"));
-    await callManager(nc, mesh.space, "spawn", operator, { agent: "claude", name: "ptyseat", cwd: work, runtime: "pty" }, { target: "host1", timeoutMs: 30_000 });
+    await callManager(
+      nc,
+      mesh.space,
+      "spawn",
+      operator,
+      { agent: "claude", name: "ptyseat", cwd: work, runtime: "pty" },
+      { target: "host1", timeoutMs: 30_000 },
+    );
     const seatView = await untilState("host1", "ptyseat", ["joined", "retired"], 90_000);
     expect(seatView, JSON.stringify(seatView)).toMatchObject({ state: "joined", runtime: "pty", permissionMode: "dontAsk" });
     expect(seatView.attach?.[0]).toBe("pty");
     const sender = await mesh.joined("ptysender");
     await sender.dm("local.ptyseat", "ping over the pty");
-    await until(() => double.requests.some((r) => isMainLoopRequest(r) && allText(r).includes("ping over the pty")), 60_000, "the pty seat's woken turn to carry the DM", 250);
+    await until(
+      () => double.requests.some((r) => isMainLoopRequest(r) && allText(r).includes("ping over the pty")),
+      60_000,
+      "the pty seat's woken turn to carry the DM",
+      250,
+    );
     const stopped = await callManager(nc, mesh.space, "stop", operator, { name: "ptyseat" }, { target: "host1", timeoutMs: 30_000 });
     expect(stopped.stopped).toBe(true);
   }, 150_000);

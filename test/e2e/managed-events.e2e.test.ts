@@ -47,12 +47,23 @@ afterAll(async () => {
 
 describe("the event plane of a managed seat", () => {
   it("a managed Claude seat's prompted turn reaches events.local.eve as ordered frames an observer reads", async () => {
-    ({ m, stateDir } = await startClaudeManager(mesh, nc, { root, instance: "host1", baseUrl: double.url, claude: { screenTimeoutMs: 30_000 }, over: { heartbeatMs: 1_000 } }));
+    ({ m, stateDir } = await startClaudeManager(mesh, nc, {
+      root,
+      instance: "host1",
+      baseUrl: double.url,
+      claude: { screenTimeoutMs: 30_000 },
+      over: { heartbeatMs: 1_000 },
+    }));
     const work = mkdtempSync(join(root, "work-"));
     await callManager(nc, mesh.space, "spawn", operator, { agent: "claude", name: "eve", cwd: work, prompt: OPENING }, { target: "host1", timeoutMs: 30_000 });
     const observer = await mesh.endpoint("olga", { creds: await mesh.mint({ name: "olga", profile: "observer" }) });
     const frames = async () => (await observer.history("events.local.eve")).map((h) => frameOf(h.message.parts)!);
-    await until(async () => (await frames()).some((f) => f.events.some((e) => e.type === "TEXT_MESSAGE_CONTENT" && e.delta === "Reporting: all quiet.")), 120_000, "eve's reply on her plane", 500);
+    await until(
+      async () => (await frames()).some((f) => f.events.some((e) => e.type === "TEXT_MESSAGE_CONTENT" && e.delta === "Reporting: all quiet.")),
+      120_000,
+      "eve's reply on her plane",
+      500,
+    );
     await until(async () => (await frames()).some((f) => f.events.some((e) => e.type === "RUN_FINISHED")), 20_000, "eve's run finished", 250);
     const got = await frames();
     expect(got.map((f) => f.seq)).toEqual(got.map((_, i) => i + 1));
@@ -61,16 +72,28 @@ describe("the event plane of a managed seat", () => {
     expect(streamViolation(events)).toBeUndefined();
 
     // spawn noEvents (cotal spawn --no-events): the launch material says so, and the seat's turn leaves its plane empty.
-    await callManager(nc, mesh.space, "spawn", operator, { agent: "claude", name: "quinn", cwd: work, prompt: QUIET, noEvents: true }, { target: "host1", timeoutMs: 30_000 });
+    await callManager(
+      nc,
+      mesh.space,
+      "spawn",
+      operator,
+      { agent: "claude", name: "quinn", cwd: work, prompt: QUIET, noEvents: true },
+      { target: "host1", timeoutMs: 30_000 },
+    );
     await until(() => existsSync(join(stateDir, "seats", "quinn", "launch.json")), 30_000, "quinn's launch material");
     expect(JSON.parse(readFileSync(join(stateDir, "seats", "quinn", "launch.json"), "utf8"))).toMatchObject({ noEvents: true });
     const roster = await observer.roster();
     let wasWorking = false;
-    await until(() => {
-      const st = roster.entries().find((e) => e.id === "local.quinn")?.status;
-      wasWorking ||= st === "working";
-      return wasWorking && st === "idle";
-    }, 120_000, "quinn took its turn and went idle", 50);
+    await until(
+      () => {
+        const st = roster.entries().find((e) => e.id === "local.quinn")?.status;
+        wasWorking ||= st === "working";
+        return wasWorking && st === "idle";
+      },
+      120_000,
+      "quinn took its turn and went idle",
+      50,
+    );
     expect(await observer.history("events.local.quinn")).toEqual([]);
   }, 300_000);
 });

@@ -75,7 +75,11 @@ describe("mail across restarts, health checks and a fresh host (real claude, REA
     let second: Awaited<ReturnType<typeof runClaude>> | undefined;
     try {
       await first.waitFor(/shift\+tab to cycle|\? for shortcuts/, 45_000, "the first session's input screen");
-      await until(() => logLines(log).some((l) => l.msg === "hook answered" && l.event === "SessionStart"), 20_000, "the first session's SessionStart was answered");
+      await until(
+        () => logLines(log).some((l) => l.msg === "hook answered" && l.event === "SessionStart"),
+        20_000,
+        "the first session's SessionStart was answered",
+      );
       await bob.dm("alice", "are you still there?");
       await until(() => roster.get("local.alice")?.presence.unread === 1, 10_000, "the first session's connector holds the DM, unread");
       expect((await inbox("alice")).num_ack_pending).toBe(1);
@@ -83,7 +87,11 @@ describe("mail across restarts, health checks and a fresh host (real claude, REA
       const deliveredBefore = (await inbox("alice")).delivered.consumer_seq;
       await first.kill();
       await until(() => roster.get("local.alice")?.presence.status === "offline", 10_000, "the first session left the mesh");
-      await until(() => logLines(log).some((l) => l.msg === "held mail returned to the broker" && l.returned === 1), 10_000, "the first connector gave the DM back");
+      await until(
+        () => logLines(log).some((l) => l.msg === "held mail returned to the broker" && l.returned === 1),
+        10_000,
+        "the first connector gave the DM back",
+      );
       // Given back after its pull stopped: not redelivered under the dying session.
       expect((await inbox("alice")).delivered.consumer_seq).toBe(deliveredBefore);
 
@@ -95,10 +103,14 @@ describe("mail across restarts, health checks and a fresh host (real claude, REA
       const context = allText(double.mainRequests[0]!);
       expect(context).toMatch(/\[cotal DM from local\.bob [^\n\]]*possible repeat\]\n│ are you still there\?/);
       expect(context.match(/are you still there\?/g)).toHaveLength(1);
-      await until(async () => {
-        const i = await inbox("alice");
-        return i.num_pending === 0 && i.num_ack_pending === 0;
-      }, 10_000, "the DM is acked once the second session's hook wrote it");
+      await until(
+        async () => {
+          const i = await inbox("alice");
+          return i.num_pending === 0 && i.num_ack_pending === 0;
+        },
+        10_000,
+        "the DM is acked once the second session's hook wrote it",
+      );
     } finally {
       await first.cleanup();
       if (second) await cleanupRun(second);
@@ -118,7 +130,11 @@ describe("mail across restarts, health checks and a fresh host (real claude, REA
       // The health check really started our connector and completed the handshake.
       expect(run.stdout, run.stderr).toMatch(/plugin:cotal:cotal: .*connector\.mjs - ✔ Connected/);
       const i = await inbox("carol");
-      expect({ pending: i.num_pending, ackPending: i.num_ack_pending, delivered: i.delivered.consumer_seq }).toEqual({ pending: 1, ackPending: 0, delivered: 0 });
+      expect({ pending: i.num_pending, ackPending: i.num_ack_pending, delivered: i.delivered.consumer_seq }).toEqual({
+        pending: 1,
+        ackPending: 0,
+        delivered: 0,
+      });
       expect(roster.get("local.carol")?.presence).toEqual(presenceBefore);
     } finally {
       await cleanupRun(run);

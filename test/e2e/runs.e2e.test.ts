@@ -21,7 +21,12 @@ import { until } from "../harness/until.js";
 const callManager = controlCaller(MANAGER_COMMANDS);
 const operator = localPrincipal("cotal_cli");
 const MODEL = "claude-sonnet-4-5";
-const SCHEMA = { type: "object", properties: { verdict: { type: "string" }, score: { type: "number" } }, required: ["verdict", "score"], additionalProperties: false };
+const SCHEMA = {
+  type: "object",
+  properties: { verdict: { type: "string" }, score: { type: "number" } },
+  required: ["verdict", "score"],
+  additionalProperties: false,
+};
 
 let mesh: TestMesh;
 let nc: NatsConnection;
@@ -87,7 +92,14 @@ describe("one-shot runs", () => {
     const reply = await run("r1", { personas: ["reviewer"], prompt: "REVIEW-OK this diff", jsonSchema: SCHEMA });
     expect(reply.results).toHaveLength(1);
     const r = reply.results[0]!;
-    expect(r, JSON.stringify(r)).toMatchObject({ status: "ok", output: { verdict: "ship it", score: 4 }, persona: "reviewer", model: MODEL, modelSource: "agent-file", costBasis: "client-estimate" });
+    expect(r, JSON.stringify(r)).toMatchObject({
+      status: "ok",
+      output: { verdict: "ship it", score: 4 },
+      persona: "reviewer",
+      model: MODEL,
+      modelSource: "agent-file",
+      costBasis: "client-estimate",
+    });
     expect(r.costUsd).toBeGreaterThan(0);
     expect(r.usage?.input_tokens).toBeGreaterThan(0);
     expect(r.sessionId).toMatch(/^[0-9a-f-]{36}$/);
@@ -109,7 +121,9 @@ describe("one-shot runs", () => {
       expect(r.isError, r.text).toBe(false);
       const [line, json] = r.text.split("\n");
       expect(line).toMatch(/^reviewer: ok; cost \$\d+\.\d{4} \(client-side estimate\); model claude-sonnet-4-5 \(explicit\)$/);
-      expect(JSON.parse(json!)).toEqual([expect.objectContaining({ status: "ok", output: { verdict: "fine", score: 1 }, modelSource: "explicit", costBasis: "client-estimate" })]);
+      expect(JSON.parse(json!)).toEqual([
+        expect.objectContaining({ status: "ok", output: { verdict: "fine", score: 1 }, modelSource: "explicit", costBasis: "client-estimate" }),
+      ]);
       // It was recorded in the seat log like any other run.
       const b = await callManager(nc, mesh.space, "budget", operator, {}, { target: "r1" });
       expect(b.daily.runs).toBeGreaterThanOrEqual(2);
@@ -165,9 +179,18 @@ describe("one-shot runs", () => {
     const missing = (await run("r1", { personas: ["reviewer"], prompt: "REVIEW-TEXT this", jsonSchema: SCHEMA })).results[0]!;
     expect(missing, JSON.stringify(missing)).toMatchObject({ status: "error", error: { kind: "no-result" } });
 
-    double.push({ when: asked("WRITE-IT"), reply: [{ tool: "Write", input: { file_path: join(work, "x.txt"), content: "x" } }] }, { reply: ["could not write"] });
+    double.push(
+      { when: asked("WRITE-IT"), reply: [{ tool: "Write", input: { file_path: join(work, "x.txt"), content: "x" } }] },
+      { reply: ["could not write"] },
+    );
     const denied = (await run("r1", { personas: ["reviewer"], prompt: "WRITE-IT now", model: "claude-haiku-4-5" })).results[0]!;
-    expect(denied, JSON.stringify(denied)).toMatchObject({ status: "ok", output: expect.any(String), permissionDenials: ["Write"], model: "claude-haiku-4-5", modelSource: "explicit" });
+    expect(denied, JSON.stringify(denied)).toMatchObject({
+      status: "ok",
+      output: expect.any(String),
+      permissionDenials: ["Write"],
+      model: "claude-haiku-4-5",
+      modelSource: "explicit",
+    });
   }, 180_000);
 
   it("with a daily cap just above the spend, a fan-out of 3 is refused before anything starts while a single run passes", async () => {
@@ -194,9 +217,16 @@ describe("one-shot runs", () => {
   it("--parallel runs at most maxParallel at once and returns every result", async () => {
     double.push(...Array.from({ length: 3 }, () => ({ when: asked("PAR-RUN"), reply: ["parallel done"], delayMs: 1_500 })));
     const reply = await run("r1", { personas: ["reviewer"], prompt: "PAR-RUN now", parallel: 3, maxParallel: 2 });
-    expect(reply.results.map((r) => [r.status, r.output])).toEqual([["ok", "parallel done"], ["ok", "parallel done"], ["ok", "parallel done"]]);
+    expect(reply.results.map((r) => [r.status, r.output])).toEqual([
+      ["ok", "parallel done"],
+      ["ok", "parallel done"],
+      ["ok", "parallel done"],
+    ]);
     expect(new Set(reply.results.map((r) => r.runId)).size).toBe(3);
-    const arrivals = double.mainRequests.filter((r) => lastUserText(r).includes("PAR-RUN")).map((r) => r.receivedAt).sort((a, b) => a - b);
+    const arrivals = double.mainRequests
+      .filter((r) => lastUserText(r).includes("PAR-RUN"))
+      .map((r) => r.receivedAt)
+      .sort((a, b) => a - b);
     expect(arrivals).toHaveLength(3);
     // Two started together; the third only once one of them had finished its 1.5 s turn.
     expect(arrivals[1]! - arrivals[0]!).toBeLessThan(1_500);
@@ -205,17 +235,31 @@ describe("one-shot runs", () => {
 
   it("runs of separate requests share the manager's slots: with maxRuns 1 the second waits for the first", async () => {
     double.push(...Array.from({ length: 2 }, () => ({ when: asked("SOLO-RUN"), reply: ["solo done"], delayMs: 1_500 })));
-    const runs = await RunService.open({ space: mesh.space, instance: "solo", stateDir: join(root, "solo"), jsConnection: jetStreamConnection(nc, mesh.cliCreds), claude: claudeOptions(double.url, join(root, "solo-home")), budget: {}, maxRuns: 1, log: logger("test-runs") });
+    const runs = await RunService.open({
+      space: mesh.space,
+      instance: "solo",
+      stateDir: join(root, "solo"),
+      jsConnection: jetStreamConnection(nc, mesh.cliCreds),
+      claude: claudeOptions(double.url, join(root, "solo-home")),
+      budget: {},
+      maxRuns: 1,
+      log: logger("test-runs"),
+    });
     const args = { personas: ["reviewer"], prompt: "SOLO-RUN", timeoutMs: 60_000, parallel: 1, maxParallel: 4, cwd: work };
     const [a, b] = await Promise.all([runs.run(args, operator), runs.run(args, operator)]);
     expect([a.results[0]!.status, b.results[0]!.status]).toEqual(["ok", "ok"]);
-    const arrivals = double.mainRequests.filter((r) => lastUserText(r).includes("SOLO-RUN")).map((r) => r.receivedAt).sort((x, y) => x - y);
+    const arrivals = double.mainRequests
+      .filter((r) => lastUserText(r).includes("SOLO-RUN"))
+      .map((r) => r.receivedAt)
+      .sort((x, y) => x - y);
     expect(arrivals[1]! - arrivals[0]!).toBeGreaterThanOrEqual(1_400);
   }, 60_000);
 
   it("an agent may not choose where a run works; a missing agent file refuses the request unexecuted", async () => {
     const agent = principal("local", "alice");
-    const refused = await callManager(nc, mesh.space, "run", agent, { personas: ["reviewer"], prompt: "x", cwd: work }, { target: "r1" }).catch((e: unknown) => e);
+    const refused = await callManager(nc, mesh.space, "run", agent, { personas: ["reviewer"], prompt: "x", cwd: work }, { target: "r1" }).catch(
+      (e: unknown) => e,
+    );
     expect(refused).toMatchObject({ code: "cwd-not-allowed" });
     const missing = await run("r1", { personas: ["nobody"], prompt: "x" }).catch((e: unknown) => e);
     expect(missing).toMatchObject({ outcome: "not-executed" });
@@ -226,7 +270,9 @@ describe("one-shot runs", () => {
     const b = await callManager(nc, mesh.space, "budget", operator, {}, { target: "r1" });
     await manager("tight", { budget: { dailyUsd: b.daily.spentUsd + b.medianRunUsd * 1.5 } });
     const long = (r: RecordedRequest) => allText(r).includes("LONG-RUN");
-    double.push(...Array.from({ length: 4 }, () => ({ when: long, reply: [{ tool: "Read", input: { file_path: join(work, ".cotal", "agents", "reviewer.md") } }] })));
+    double.push(
+      ...Array.from({ length: 4 }, () => ({ when: long, reply: [{ tool: "Read", input: { file_path: join(work, ".cotal", "agents", "reviewer.md") } }] })),
+    );
     const r = (await run("tight", { personas: ["reviewer"], prompt: "LONG-RUN read it again and again" })).results[0]!;
     expect(r, JSON.stringify(r)).toMatchObject({ status: "error", error: { kind: "budget" } });
     expect(r.error!.message).toMatch(/--max-budget-usd/);

@@ -151,7 +151,10 @@ describe("an interactive session started with the README's launch line", () => {
     // Same launch line, in Claude's ask-first mode, with a tool the allow rule does not cover.
     const args = [...readmeLaunchArgs(), "--permission-mode", "default"];
     const double = await ModelDouble.start([
-      { when: (req) => lastUserText(req).includes("write the file"), reply: [{ tool: "Bash", input: { command: "echo hi > note.txt", description: "Write note.txt" } }] },
+      {
+        when: (req) => lastUserText(req).includes("write the file"),
+        reply: [{ tool: "Bash", input: { command: "echo hi > note.txt", description: "Write note.txt" } }],
+      },
       { afterToolResult: "Bash", reply: ["Wrote it."] },
     ]);
     const t = await TmuxClaude.start({ baseUrl: double.url, args, env: seatEnv("erin", join(root, "erin.log")) });
@@ -161,7 +164,11 @@ describe("an interactive session started with the README's launch line", () => {
       await t.submit("write the file");
       await t.waitFor(PROMPT_ON_SCREEN, 30_000, "the permission dialog");
       const shownAt = Date.now();
-      await until(() => roster.get("local.erin")?.status === "waiting" && roster.get("local.erin")?.presence.condition?.code === "approval", 10_000, "erin reads waiting (approval)");
+      await until(
+        () => roster.get("local.erin")?.status === "waiting" && roster.get("local.erin")?.presence.condition?.code === "approval",
+        10_000,
+        "erin reads waiting (approval)",
+      );
       // From the PermissionRequest hook, not the permission_prompt notification Claude sends after 6 s.
       expect(Date.now() - shownAt).toBeLessThan(5_000);
       expect((await cliRoster()).find((r) => r.id === "local.erin")).toMatchObject({ status: "waiting", condition: "approval" });

@@ -196,8 +196,7 @@ export async function writeSettingsFile(dir: string, settings: { hooks?: HooksCo
 
 /** One MCP server entry of an `--mcp-config` file. */
 export type McpServerConfig =
-  | { type?: "stdio"; command: string; args?: string[]; env?: Record<string, string> }
-  | { type: "http" | "sse"; url: string; headers?: Record<string, string> };
+  { type?: "stdio"; command: string; args?: string[]; env?: Record<string, string> } | { type: "http" | "sse"; url: string; headers?: Record<string, string> };
 
 /** Write an `--mcp-config` JSON file (`{ mcpServers }`) into `dir`; returns its path. */
 export async function writeMcpConfig(dir: string, servers: Record<string, McpServerConfig>, name = "mcp.json"): Promise<string> {

@@ -43,7 +43,11 @@ export function runCotal(args: string[], opts: CliOptions): Promise<CliResult> {
   return run(process.execPath, [cotalBundle, ...args], { cwd: opts.cwd, env: opts.env ?? cleanEnv(), timeoutMs: opts.timeoutMs ?? 30_000, input: opts.input });
 }
 
-function run(cmd: string, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number; input?: string | Buffer | undefined }): Promise<CliResult> {
+function run(
+  cmd: string,
+  args: string[],
+  opts: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number; input?: string | Buffer | undefined },
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env, stdio: [opts.input === undefined ? "ignore" : "pipe", "pipe", "pipe"] });
     if (opts.input !== undefined) child.stdin!.end(opts.input);

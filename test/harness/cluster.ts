@@ -84,14 +84,9 @@ async function formCluster(n: number, opts: ClusterOptions): Promise<NatsCluster
         startTimeoutMs: timeoutMs,
         // The meta leader is awaited for the cluster as a whole, below.
         ready: async () => {},
-        config: [
-          `cluster {`,
-          `  name: ${JSON.stringify(name)}`,
-          `  listen: "127.0.0.1:${routePort}"`,
-          `  routes: [${routes}]`,
-          `}`,
-          opts.config ?? "",
-        ].join("\n"),
+        config: [`cluster {`, `  name: ${JSON.stringify(name)}`, `  listen: "127.0.0.1:${routePort}"`, `  routes: [${routes}]`, `}`, opts.config ?? ""].join(
+          "\n",
+        ),
       }),
     ),
   );
@@ -174,4 +169,3 @@ async function jsz(server: NatsServer): Promise<JszMeta> {
   if (!res.ok) throw new Error(`GET ${base}/jsz: HTTP ${res.status}`);
   return (await res.json()) as JszMeta;
 }
-

@@ -172,17 +172,19 @@ export async function startNatsContainer(opts: {
 }): Promise<StartedTestContainer> {
   const tag = await ensureImage("nats");
   const files = Object.entries({ "/etc/nats/nats.conf": opts.config, ...opts.files }).map(([target, content]) => ({ content, target, mode: 0o644 }));
-  return new LoopbackContainer(tag)
-    .withNetwork(opts.network)
-    .withNetworkAliases(opts.alias)
-    .withName(`cotal-test-${opts.alias}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`)
-    .withCopyContentToContainer(files)
-    .withCommand(["-c", "/etc/nats/nats.conf"])
-    .withLoopbackPorts(4222)
-    // The default wait probes the port from a shell inside the container; a scratch image has none.
-    .withWaitStrategy(Wait.forLogMessage(/Server is ready/))
-    .withStartupTimeout(60_000)
-    .start();
+  return (
+    new LoopbackContainer(tag)
+      .withNetwork(opts.network)
+      .withNetworkAliases(opts.alias)
+      .withName(`cotal-test-${opts.alias}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`)
+      .withCopyContentToContainer(files)
+      .withCommand(["-c", "/etc/nats/nats.conf"])
+      .withLoopbackPorts(4222)
+      // The default wait probes the port from a shell inside the container; a scratch image has none.
+      .withWaitStrategy(Wait.forLogMessage(/Server is ready/))
+      .withStartupTimeout(60_000)
+      .start()
+  );
 }
 
 /** The nats:// URL of a started container's published client port, on loopback. */

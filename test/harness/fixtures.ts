@@ -7,13 +7,7 @@ import { NatsServer, type NatsServerOptions } from "./nats-server.js";
 
 export { expect };
 export { cluster, type ClusterOptions, type NatsCluster } from "./cluster.js";
-export {
-  NatsServer,
-  NatsServerNotFoundError,
-  NatsServerStartError,
-  findNatsServer,
-  type NatsServerOptions,
-} from "./nats-server.js";
+export { NatsServer, NatsServerNotFoundError, NatsServerStartError, findNatsServer, type NatsServerOptions } from "./nats-server.js";
 export { until, Latch } from "./until.js";
 import { startModeServer } from "./mesh-mode.js";
 
@@ -99,11 +93,7 @@ export async function withServer<T>(opts: NatsServerOptions, fn: (server: NatsSe
 }
 
 /** Form a cluster, run `fn`, always clean up; print every node's logs if `fn` throws. */
-export async function withCluster<T>(
-  n: number,
-  opts: ClusterOptions,
-  fn: (c: NatsCluster) => Promise<T>,
-): Promise<T> {
+export async function withCluster<T>(n: number, opts: ClusterOptions, fn: (c: NatsCluster) => Promise<T>): Promise<T> {
   brokerBackend();
   const c = await cluster(n, opts);
   try {

@@ -214,9 +214,7 @@ test("COTAL_TEST_BROKER=container asks for Docker and testcontainers; the defaul
   expect(() => brokerBackend({ COTAL_TEST_BROKER: "podman" })).toThrow(BrokerBackendUnavailableError);
 });
 
-test("a three-node cluster elects a meta leader and takes writes on an R3 stream, even with a node down", async ({
-  natsCluster,
-}) => {
+test("a three-node cluster elects a meta leader and takes writes on an R3 stream, even with a node down", async ({ natsCluster }) => {
   expect(natsCluster.servers).toHaveLength(3);
   expect(new Set(natsCluster.urls).size).toBe(3);
   const leader = await natsCluster.waitForMetaLeader();

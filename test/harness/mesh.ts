@@ -29,7 +29,13 @@ import type { NatsServer } from "./nats-server.js";
  * storage, so the production defaults (about 1.9 GB a space) would let only a few spaces share
  * one test server. A test that needs more passes `limits`.
  */
-export const TEST_STORAGE: Partial<StorageLimits> = { chatBytes: 64 * 1024 ** 2, dmBytes: 32 * 1024 ** 2, taskBytes: 16 * 1024 ** 2, seatsBytes: 16 * 1024 ** 2, artifactsBytes: 32 * 1024 ** 2 };
+export const TEST_STORAGE: Partial<StorageLimits> = {
+  chatBytes: 64 * 1024 ** 2,
+  dmBytes: 32 * 1024 ** 2,
+  taskBytes: 16 * 1024 ** 2,
+  seatsBytes: 16 * 1024 ** 2,
+  artifactsBytes: 32 * 1024 ** 2,
+};
 
 /** Channels agents are minted for when the suite runs in static mode. */
 export const STATIC_TEST_CHANNELS = ["general", "builds", "lobby", "notes", "empty"];

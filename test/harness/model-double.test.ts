@@ -213,7 +213,13 @@ describe("ModelDouble", () => {
         { type: "text", text: "Be brief." },
       ],
       messages: [
-        { role: "user", content: [{ type: "text", text: "<system-reminder>ctx</system-reminder>" }, { type: "text", text: "question" }] },
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "<system-reminder>ctx</system-reminder>" },
+            { type: "text", text: "question" },
+          ],
+        },
         { role: "system", content: "SessionStart hook additional context: MARKER-7" },
         { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "mcp__tiny__echo", input: { text: "q" } }] },
         { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "echo: q", is_error: true }] },
@@ -235,7 +241,10 @@ describe("ModelDouble", () => {
   });
 
   it("holds a delayed reply until its time, and close() abandons it", async () => {
-    double = await ModelDouble.start([{ delayMs: 150, reply: ["late"] }, { delayMs: 60_000, reply: ["never"] }]);
+    double = await ModelDouble.start([
+      { delayMs: 150, reply: ["late"] },
+      { delayMs: 60_000, reply: ["never"] },
+    ]);
     const started = Date.now();
     const res = (await (await post(double.url, { model: "m", tools: TOOLS, messages: [{ role: "user", content: "go" }] })).json()) as {
       content: Array<{ text: string }>;

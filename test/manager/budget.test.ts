@@ -5,11 +5,29 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { budgetCaps, capsFromEnv, checkGates, gauge, headroom, levelOf, medianRunCost, runResultOf, type RunExit, type RunRecord } from "../../manager/internal.js";
+import {
+  budgetCaps,
+  capsFromEnv,
+  checkGates,
+  gauge,
+  headroom,
+  levelOf,
+  medianRunCost,
+  runResultOf,
+  type RunExit,
+  type RunRecord,
+} from "../../manager/internal.js";
 
 const DAY = Date.UTC(2026, 10, 30, 12);
 const run = (costUsd: number, over: Partial<RunRecord> = {}): RunRecord => ({
-  type: "run", seat: "cotal_run.r", uid: "r", epoch: 0, ts: DAY, status: "ok", costUsd, ...over,
+  type: "run",
+  seat: "cotal_run.r",
+  uid: "r",
+  epoch: 0,
+  ts: DAY,
+  status: "ok",
+  costUsd,
+  ...over,
 });
 
 describe("budget policy", () => {
@@ -25,13 +43,32 @@ describe("budget policy", () => {
   });
 
   it("levels: ok < 50% ≤ info < 75% ≤ warning < 90% ≤ critical < 100% ≤ stop", () => {
-    expect([0, 0.49, 0.5, 0.74, 0.75, 0.89, 0.9, 0.99, 1, 2].map(levelOf)).toEqual(["ok", "ok", "info", "info", "warning", "warning", "critical", "critical", "stop", "stop"]);
+    expect([0, 0.49, 0.5, 0.74, 0.75, 0.89, 0.9, 0.99, 1, 2].map(levelOf)).toEqual([
+      "ok",
+      "ok",
+      "info",
+      "info",
+      "warning",
+      "warning",
+      "critical",
+      "critical",
+      "stop",
+      "stop",
+    ]);
   });
 
   it("the daily gauge counts today's (UTC) runs only; a task gauge counts its marker's runs", () => {
     const runs = [run(1), run(2, { ts: DAY - 86_400_000 }), run(4, { task: "pr-7" }), run(8, { task: "pr-7", ts: DAY - 86_400_000 })];
     expect(gauge(runs, "daily", 10, { now: DAY })).toEqual({ cap: "daily", spentUsd: 5, runs: 2, capUsd: 10, share: 0.5, level: "info" });
-    expect(gauge(runs, "task", 12, { now: DAY, task: "pr-7" })).toEqual({ cap: "task", task: "pr-7", spentUsd: 12, runs: 2, capUsd: 12, share: 1, level: "stop" });
+    expect(gauge(runs, "task", 12, { now: DAY, task: "pr-7" })).toEqual({
+      cap: "task",
+      task: "pr-7",
+      spentUsd: 12,
+      runs: 2,
+      capUsd: 12,
+      share: 1,
+      level: "stop",
+    });
     expect(gauge(runs, "daily", undefined, { now: DAY })).toEqual({ cap: "daily", spentUsd: 5, runs: 2 });
   });
 
@@ -43,7 +80,9 @@ describe("budget policy", () => {
     expect(r!.message).toBe("Refused by the daily cap (UTC 2026-11-30): $2.0000 spent + $3.0000 estimated would pass $3.5000; nothing was started.");
     expect(checkGates(runs, { dailyUsd: 2 }, { now: DAY, estimateUsd: 0 })).toMatchObject({ cap: "daily" });
     // Runs in flight count as spent.
-    expect(checkGates(runs, { dailyUsd: 3.5 }, { now: DAY, estimateUsd: 1, reserved: { dailyUsd: 1, taskUsd: 0 } })!.message).toMatch(/runs in flight included/);
+    expect(checkGates(runs, { dailyUsd: 3.5 }, { now: DAY, estimateUsd: 1, reserved: { dailyUsd: 1, taskUsd: 0 } })!.message).toMatch(
+      /runs in flight included/,
+    );
     // The task cap counts only its chain, and only when a marker is given.
     const chain = [run(5, { task: "a" }), run(5, { task: "b" })];
     expect(checkGates(chain, { taskUsd: 6 }, { now: DAY, estimateUsd: 0.5 })).toBeUndefined();
@@ -87,14 +126,36 @@ describe("budget policy", () => {
 describe("run results", () => {
   const spec = { runId: "r1", persona: "reviewer", model: "m", modelSource: "explicit" as const, timeoutMs: 30_000 };
   const exit = (over: Partial<RunExit>): RunExit => ({ code: 0, signal: null, timedOut: false, stdout: "", stderr: "", latencyMs: 12, ...over });
-  const json = (o: Record<string, unknown>) => JSON.stringify({ subtype: "success", is_error: false, session_id: "s", total_cost_usd: 0.25, usage: { input_tokens: 10, output_tokens: 2, extra: 1 }, permission_denials: [], ...o });
+  const json = (o: Record<string, unknown>) =>
+    JSON.stringify({
+      subtype: "success",
+      is_error: false,
+      session_id: "s",
+      total_cost_usd: 0.25,
+      usage: { input_tokens: 10, output_tokens: 2, extra: 1 },
+      permission_denials: [],
+      ...o,
+    });
 
   it("ok: text, or the structured output when a schema was given; cost, usage, session and denials as the CLI reported", () => {
     expect(runResultOf(spec, exit({ stdout: json({ result: "hi", permission_denials: [{ tool_name: "Write" }, { tool_name: "Write" }] }) }))).toEqual({
-      runId: "r1", persona: "reviewer", status: "ok", output: "hi", costUsd: 0.25, costBasis: "client-estimate", usage: { input_tokens: 10, output_tokens: 2 },
-      sessionId: "s", latencyMs: 12, model: "m", modelSource: "explicit", permissionDenials: ["Write"],
+      runId: "r1",
+      persona: "reviewer",
+      status: "ok",
+      output: "hi",
+      costUsd: 0.25,
+      costBasis: "client-estimate",
+      usage: { input_tokens: 10, output_tokens: 2 },
+      sessionId: "s",
+      latencyMs: 12,
+      model: "m",
+      modelSource: "explicit",
+      permissionDenials: ["Write"],
     });
-    expect(runResultOf({ ...spec, jsonSchema: {} }, exit({ stdout: json({ result: "{}", structured_output: { a: 1 } }) }))).toMatchObject({ status: "ok", output: { a: 1 } });
+    expect(runResultOf({ ...spec, jsonSchema: {} }, exit({ stdout: json({ result: "{}", structured_output: { a: 1 } }) }))).toMatchObject({
+      status: "ok",
+      output: { a: 1 },
+    });
   });
 
   it("a schema violation, a missing result, a kill, a timeout and a budget stop each map to their own status and kind", () => {
@@ -102,7 +163,10 @@ describe("run results", () => {
       const r = runResultOf(s, e);
       return [r.status, r.error?.kind];
     };
-    expect(kind(spec, exit({ code: 1, stdout: json({ subtype: "error_max_structured_output_retries", is_error: true, errors: ["bad"] }) }))).toEqual(["error", "schema-violation"]);
+    expect(kind(spec, exit({ code: 1, stdout: json({ subtype: "error_max_structured_output_retries", is_error: true, errors: ["bad"] }) }))).toEqual([
+      "error",
+      "schema-violation",
+    ]);
     expect(kind({ ...spec, jsonSchema: {} }, exit({ stdout: json({ result: "text" }) }))).toEqual(["error", "no-result"]);
     expect(kind(spec, exit({ code: 1, stdout: "", stderr: "boom" }))).toEqual(["error", "no-result"]);
     expect(kind(spec, exit({ code: null, signal: "SIGKILL" }))).toEqual(["error", "killed"]);
@@ -115,6 +179,9 @@ describe("run results", () => {
   it("a run Claude reported no cost for (killed, timed out) counts at the median of recent runs, labelled so, never as free", () => {
     const killed = runResultOf({ ...spec, fallbackCostUsd: 0.07 }, exit({ code: null, signal: "SIGTERM", timedOut: true }));
     expect(killed).toMatchObject({ status: "timeout", costUsd: 0.07, costBasis: "median-estimate" });
-    expect(runResultOf({ ...spec, fallbackCostUsd: 0.07 }, exit({ stdout: json({ result: "x" }) }))).toMatchObject({ costUsd: 0.25, costBasis: "client-estimate" });
+    expect(runResultOf({ ...spec, fallbackCostUsd: 0.07 }, exit({ stdout: json({ result: "x" }) }))).toMatchObject({
+      costUsd: 0.25,
+      costBasis: "client-estimate",
+    });
   });
 });

@@ -10,7 +10,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { callXfer, carryChunkBytes, connectMesh, ControlCallError, controlCaller, jetStreamConnection, logger, PermissionDeniedError, uploadTransfer, XferService } from "../../broker/internal.js";
+import {
+  callXfer,
+  carryChunkBytes,
+  connectMesh,
+  ControlCallError,
+  controlCaller,
+  jetStreamConnection,
+  logger,
+  PermissionDeniedError,
+  uploadTransfer,
+  XferService,
+} from "../../broker/internal.js";
 import { carriedResume, findSession, sessionsNamed, TranscriptMismatchError } from "../../claude/index.js";
 import { ManagerService, TranscriptDesk } from "../../manager/internal.js";
 import { localPrincipal, MANAGER_COMMANDS, names, type SeatView } from "../../schemas/index.js";
@@ -148,7 +159,11 @@ describe("transcript carry", () => {
       const party = { nc, space: mesh.space, me: operator };
       const t = { instance: "stale1", file, digest: sha(bytes), size: bytes.length };
       let chunks = 0;
-      await expect(uploadTransfer(party, t, () => { if (++chunks > 2) throw new Error("killed"); })).rejects.toThrow("killed");
+      await expect(
+        uploadTransfer(party, t, () => {
+          if (++chunks > 2) throw new Error("killed");
+        }),
+      ).rejects.toThrow("killed");
       expect(await brokerChunks("stale1", t.digest)).toBe(2);
       await until(async () => (await brokerChunks("stale1", t.digest)) === 0, 15_000, "the stale chunks to expire");
       const again = await callXfer(nc, mesh.space, "xfer-begin", operator, { instance: "stale1", digest: t.digest, size: t.size });
@@ -165,8 +180,16 @@ describe("transcript carry", () => {
     try {
       const stateDir = mkdtempSync(join(root, "hostb-"));
       const m = await ManagerService.start(conn, {
-        space: mesh.space, server: mesh.server.url, stateDir, instance: "hostb", mints: true, caller: localPrincipal("hostb"),
-        jsConnection: jetStreamConnection(conn, creds), agentCommand: () => [process.execPath, "-e", ""], seatEnv: (e) => e, log: logger("test-hostb"),
+        space: mesh.space,
+        server: mesh.server.url,
+        stateDir,
+        instance: "hostb",
+        mints: true,
+        caller: localPrincipal("hostb"),
+        jsConnection: jetStreamConnection(conn, creds),
+        agentCommand: () => [process.execPath, "-e", ""],
+        seatEnv: (e) => e,
+        log: logger("test-hostb"),
       });
       managers.push(m);
       const file = transcript(400_000);
@@ -175,7 +198,9 @@ describe("transcript carry", () => {
       const other = await callXfer(conn, mesh.space, "xfer-read", localPrincipal("hostb"), { instance: "c1", digest: c.digest }).catch((e: unknown) => e);
       expect(other).toBeInstanceOf(ControlCallError);
       expect((other as ControlCallError).code).toBe("not-allowed");
-      await expect(callXfer(conn, mesh.space, "xfer-begin", localPrincipal("hostb"), { instance: "hostb", digest: c.digest, size: 1 })).rejects.toBeInstanceOf(PermissionDeniedError);
+      await expect(callXfer(conn, mesh.space, "xfer-begin", localPrincipal("hostb"), { instance: "hostb", digest: c.digest, size: 1 })).rejects.toBeInstanceOf(
+        PermissionDeniedError,
+      );
     } finally {
       await conn.close();
     }
@@ -185,18 +210,37 @@ describe("transcript carry", () => {
     const creds = await mesh.mint({ name: "mallory", profile: "agent", allowSubscribe: ["general"], allowPublish: ["general"] });
     const agent = await mesh.connection(creds, "_INBOX.local.mallory");
     const digest = `sha256:${"a".repeat(64)}`;
-    await expect(callXfer(agent, mesh.space, "xfer-begin", localPrincipal("mallory"), { instance: "c1", digest, size: 10 })).rejects.toBeInstanceOf(PermissionDeniedError);
+    await expect(callXfer(agent, mesh.space, "xfer-begin", localPrincipal("mallory"), { instance: "c1", digest, size: 10 })).rejects.toBeInstanceOf(
+      PermissionDeniedError,
+    );
     await expect(callXfer(agent, mesh.space, "xfer-read", localPrincipal("mallory"), { instance: "c1", digest })).rejects.toBeInstanceOf(PermissionDeniedError);
   }, 60_000);
 
   test("a claim is one-time, bound to its session, and expires; staged files are swept", async () => {
     const dir = mkdtempSync(join(root, "desk-"));
-    const desk = new TranscriptDesk({ nc, space: mesh.space, instance: "d1", stateDir: dir, caller: operator, log: logger("test-desk"), claudeConfigDir: join(root, "nowhere"), ttlMs: 60_000 });
+    const desk = new TranscriptDesk({
+      nc,
+      space: mesh.space,
+      instance: "d1",
+      stateDir: dir,
+      caller: operator,
+      log: logger("test-desk"),
+      claudeConfigDir: join(root, "nowhere"),
+      ttlMs: 60_000,
+    });
     try {
       const home = mkdtempSync(join(root, "cfg-"));
       mkdirSync(join(home, "projects", "-w"), { recursive: true });
       writeFileSync(join(home, "projects", "-w", `${SESSION}.jsonl`), "{}\n");
-      const resolving = new TranscriptDesk({ nc, space: mesh.space, instance: "d2", stateDir: mkdtempSync(join(root, "desk-")), caller: operator, log: logger("test-desk"), claudeConfigDir: home });
+      const resolving = new TranscriptDesk({
+        nc,
+        space: mesh.space,
+        instance: "d2",
+        stateDir: mkdtempSync(join(root, "desk-")),
+        caller: operator,
+        log: logger("test-desk"),
+        claudeConfigDir: home,
+      });
       const c = await resolving.resolve({ session: SESSION });
       expect(() => resolving.take(c.claim, "11111111-2222-4333-8444-555555555555")).toThrow(/is for session/);
       const c2 = await resolving.resolve({ session: SESSION });
@@ -233,7 +277,11 @@ describe("transcript carry", () => {
 
   test("a title instead of an id is refused listing the candidates; an id found twice is refused", async () => {
     const home = mkdtempSync(join(root, "cfg-"));
-    for (const [dir, id, title] of [["-a", SESSION, "Fix the login bug"], ["-b", "11111111-2222-4333-8444-555555555555", "login page redesign"], ["-c", "22222222-2222-4333-8444-555555555555", "other"]] as const) {
+    for (const [dir, id, title] of [
+      ["-a", SESSION, "Fix the login bug"],
+      ["-b", "11111111-2222-4333-8444-555555555555", "login page redesign"],
+      ["-c", "22222222-2222-4333-8444-555555555555", "other"],
+    ] as const) {
       mkdirSync(join(home, "projects", dir), { recursive: true });
       writeFileSync(join(home, "projects", dir, `${id}.jsonl`), `${JSON.stringify({ type: "summary", summary: title })}\n`);
     }
@@ -256,15 +304,26 @@ describe("transcript carry", () => {
     const c = await carryFile({ nc, space: mesh.space, me: operator }, { instance: "t1", session: SESSION, file });
     writeFileSync(join(stateDir, "carry", `${c.digest.slice(7)}.jsonl`), "tampered\n");
     const work = mkdtempSync(join(root, "work-"));
-    const err = await callManager(nc, mesh.space, "spawn", operator, { agent: "claude", name: "forked", cwd: work, resume: SESSION, claim: c.claim }, { target: "t1", timeoutMs: 30_000 }).catch((e: unknown) => e);
+    const err = await callManager(
+      nc,
+      mesh.space,
+      "spawn",
+      operator,
+      { agent: "claude", name: "forked", cwd: work, resume: SESSION, claim: c.claim },
+      { target: "t1", timeoutMs: 30_000 },
+    ).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ControlCallError);
     expect((err as ControlCallError).code).toBe("transcript-mismatch");
     let seat: SeatView | undefined;
-    await until(async () => {
-      const ps = await callManager(nc, mesh.space, "ps", operator, { all: true }, { target: "t1" });
-      seat = ps.seats.find((s) => s.name === "forked");
-      return seat?.state === "retired";
-    }, 10_000, "the refused seat to be retired");
+    await until(
+      async () => {
+        const ps = await callManager(nc, mesh.space, "ps", operator, { all: true }, { target: "t1" });
+        seat = ps.seats.find((s) => s.name === "forked");
+        return seat?.state === "retired";
+      },
+      10_000,
+      "the refused seat to be retired",
+    );
     expect(seat!.reason).toMatch(/transcript of session .* has sha256:[0-9a-f]{64}, not the carried/);
     // Retiring removed the seat's folder, its config dir and the copy with it.
     expect(statSync(join(stateDir, "seats", "forked"), { throwIfNoEntry: false })).toBeUndefined();

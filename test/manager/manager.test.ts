@@ -8,7 +8,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { ControlCallError, controlCaller, inboxPrefix, jetStreamConnection, logger, PermissionDeniedError, permissionViolation, requestCredential, requestRevoke } from "../../broker/internal.js";
+import {
+  ControlCallError,
+  controlCaller,
+  inboxPrefix,
+  jetStreamConnection,
+  logger,
+  PermissionDeniedError,
+  permissionViolation,
+  requestCredential,
+  requestRevoke,
+} from "../../broker/internal.js";
 import { ManagerService, type ManagerOptions } from "../../manager/index.js";
 import { localPrincipal, MANAGER_COMMANDS, messageText, type SeatView } from "../../schemas/index.js";
 import { buildCli, cotalBundle } from "../harness/cli.js";
@@ -159,7 +169,15 @@ describe("manager", () => {
     for (let i = 0; i < 3; i++) {
       const s = await untilState("m7", "flaky", "joined");
       process.kill(s.pid!, "SIGKILL");
-      await until(async () => { const now = await seat("m7", "flaky"); return now?.pid !== s.pid || now?.state === "retired"; }, 20_000, `flaky's process ${s.pid} to be replaced or retired`, 100);
+      await until(
+        async () => {
+          const now = await seat("m7", "flaky");
+          return now?.pid !== s.pid || now?.state === "retired";
+        },
+        20_000,
+        `flaky's process ${s.pid} to be replaced or retired`,
+        100,
+      );
     }
     const flaky = await untilState("m7", "flaky", "retired");
     expect(flaky.reason).toMatch(/crash loop: exited 3 times/);
@@ -195,7 +213,9 @@ describe("manager", () => {
     expect(operatorRevoke).toMatchObject({ code: "not-allowed" });
     // Nor another's agent name: minting it would let the manager act as that agent, revoking it would cut it off.
     await mesh.mint({ name: "someone", profile: "agent", allowSubscribe: ["general"], allowPublish: ["general"] });
-    const takeOver = await requestCredential(remoteNc, mesh.space, { name: "someone", profile: "agent", allowPublish: ["general"] }, me).catch((e: unknown) => e);
+    const takeOver = await requestCredential(remoteNc, mesh.space, { name: "someone", profile: "agent", allowPublish: ["general"] }, me).catch(
+      (e: unknown) => e,
+    );
     expect(takeOver).toMatchObject({ code: "not-allowed" });
     const cutOff = await requestRevoke(remoteNc, mesh.space, "someone", me).catch((e: unknown) => e);
     expect(cutOff).toMatchObject({ code: "not-allowed" });
@@ -207,7 +227,9 @@ describe("manager", () => {
     const squat = await requestCredential(remoteNc, mesh.space, { name: "hostc", profile: "agent" }, me);
     writeFileSync(squatCreds, squat.creds, { mode: 0o600 });
     await mesh.mint({ name: "hostc", profile: "manager" });
-    await expect(connect({ servers: mesh.server.url, authenticator: credsAuthenticator(squat.creds), maxReconnectAttempts: 0 })).rejects.toThrow(/Authorization/i);
+    await expect(connect({ servers: mesh.server.url, authenticator: credsAuthenticator(squat.creds), maxReconnectAttempts: 0 })).rejects.toThrow(
+      /Authorization/i,
+    );
     // Its own seat's name again is fine (a new incarnation after a retire).
     expect((await requestCredential(remoteNc, mesh.space, { name: "faraway", profile: "agent" }, me)).reply.principal).toBe("local.faraway");
   });

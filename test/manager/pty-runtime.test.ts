@@ -16,7 +16,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 describe("pty runtime", () => {
   it("runs on a 200×50 pty, shows its screen, takes typed and attached input, and stops", async () => {
     const script = join(dir, "start.sh");
-    writeFileSync(script, "#!/bin/sh\nstty size\necho ready\nwhile read line; do echo \"got:$line\"; done\n");
+    writeFileSync(script, '#!/bin/sh\nstty size\necho ready\nwhile read line; do echo "got:$line"; done\n');
     chmodSync(script, 0o700);
     const seat = await PtySeat.start(script, dir, join(dir, "pty.sock"));
     await until(async () => (await seat.screen()).includes("ready"), 10_000, "the script to start");

@@ -50,7 +50,14 @@ describe("artifacts", () => {
     const bytes = randomBytes(1024 * 1024 + 12_345);
     const { part, uploaded } = await putArtifact(alice, tempFile("data.bin", bytes), { audience: [{ channel: "general" }] });
     expect(uploaded).toBe(true);
-    expect(part).toEqual({ kind: "artifact", name: "data.bin", mediaType: "application/octet-stream", digest: sha(bytes), size: bytes.length, bucket: names.artifactsBucket(mesh.space) });
+    expect(part).toEqual({
+      kind: "artifact",
+      name: "data.bin",
+      mediaType: "application/octet-stream",
+      digest: sha(bytes),
+      size: bytes.length,
+      bucket: names.artifactsBucket(mesh.space),
+    });
     expect((await fetchAll(bob, part.digest)).equals(bytes)).toBe(true);
 
     const before = await storedMessages(mesh);
@@ -73,7 +80,12 @@ describe("artifacts", () => {
     const claimed = randomBytes(1000);
     const sent = randomBytes(1000);
     const before = await storedMessages(mesh);
-    const begun = await callControl(alice.nc, mesh.space, "artifact-begin", alice.me, { digest: sha(claimed), size: 1000, name: "x.bin", mediaType: "application/octet-stream" });
+    const begun = await callControl(alice.nc, mesh.space, "artifact-begin", alice.me, {
+      digest: sha(claimed),
+      size: 1000,
+      name: "x.bin",
+      mediaType: "application/octet-stream",
+    });
     await callControl(alice.nc, mesh.space, "artifact-chunk", alice.me, { upload: begun.upload!, seq: 0, data: sent.toString("base64") });
     const err = await callControl(alice.nc, mesh.space, "artifact-commit", alice.me, { upload: begun.upload! }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ControlCallError);
@@ -89,10 +101,17 @@ describe("artifacts", () => {
     const mallory = await mesh.endpoint("mallory");
     const bytes = randomBytes(10);
     const begun = await callControl(alice.nc, mesh.space, "artifact-begin", alice.me, { digest: sha(bytes), size: 10, name: "a", mediaType: "text/plain" });
-    const err = await callControl(mallory.nc, mesh.space, "artifact-chunk", mallory.me, { upload: begun.upload!, seq: 0, data: bytes.toString("base64") }).catch((e: unknown) => e);
+    const err = await callControl(mallory.nc, mesh.space, "artifact-chunk", mallory.me, {
+      upload: begun.upload!,
+      seq: 0,
+      data: bytes.toString("base64"),
+    }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: "unknown-upload" });
     await callControl(alice.nc, mesh.space, "artifact-chunk", alice.me, { upload: begun.upload!, seq: 0, data: bytes.toString("base64") });
-    expect(await callControl(alice.nc, mesh.space, "artifact-commit", alice.me, { upload: begun.upload! })).toMatchObject({ digest: sha(bytes), uploader: "local.alice" });
+    expect(await callControl(alice.nc, mesh.space, "artifact-commit", alice.me, { upload: begun.upload! })).toMatchObject({
+      digest: sha(bytes),
+      uploader: "local.alice",
+    });
   });
 
   test("an upload left idle is dropped: its chunks are purged and it takes no more", async ({ nats }) => {
@@ -100,9 +119,18 @@ describe("artifacts", () => {
     const alice = await mesh.endpoint("alice");
     const before = await storedMessages(mesh);
     const bytes = randomBytes(300 * 1024);
-    const begun = await callControl(alice.nc, mesh.space, "artifact-begin", alice.me, { digest: sha(bytes), size: bytes.length, name: "a", mediaType: "text/plain" });
+    const begun = await callControl(alice.nc, mesh.space, "artifact-begin", alice.me, {
+      digest: sha(bytes),
+      size: bytes.length,
+      name: "a",
+      mediaType: "text/plain",
+    });
     const chunk = (seq: number) =>
-      callControl(alice.nc, mesh!.space, "artifact-chunk", alice.me, { upload: begun.upload!, seq, data: bytes.subarray(seq * 131072, (seq + 1) * 131072).toString("base64") });
+      callControl(alice.nc, mesh!.space, "artifact-chunk", alice.me, {
+        upload: begun.upload!,
+        seq,
+        data: bytes.subarray(seq * 131072, (seq + 1) * 131072).toString("base64"),
+      });
     await chunk(0);
     await chunk(1);
     await expect.poll(() => chunk(2).catch((e: unknown) => (e as { code?: string }).code), { timeout: 5_000 }).toBe("unknown-upload");
@@ -126,9 +154,20 @@ describe("artifacts", () => {
   test.runIf(meshMode() === "static")("who may fetch: the uploader, the audience, admins; to anyone else the artifact is absent", async ({ nats }) => {
     mesh = await TestMesh.start(nats, "artwho");
     const m = mesh;
-    const agent = async (name: string, channels: string[]) => m.endpoint(name, { creds: await m.mint({ name, profile: "agent", allowSubscribe: channels, allowPublish: channels }) });
-    const [alice, bob, carol, eve, lou] = [await agent("alice", ["general"]), await agent("bob", ["general"]), await agent("carol", []), await agent("eve", ["lobby"]), await agent("lou", ["lobby"])];
-    const boss = { nc: await m.connection(await m.mint({ name: "boss", profile: "admin" }), inboxPrefix(localPrincipal("boss"))), space: m.space, me: localPrincipal("boss") };
+    const agent = async (name: string, channels: string[]) =>
+      m.endpoint(name, { creds: await m.mint({ name, profile: "agent", allowSubscribe: channels, allowPublish: channels }) });
+    const [alice, bob, carol, eve, lou] = [
+      await agent("alice", ["general"]),
+      await agent("bob", ["general"]),
+      await agent("carol", []),
+      await agent("eve", ["lobby"]),
+      await agent("lou", ["lobby"]),
+    ];
+    const boss = {
+      nc: await m.connection(await m.mint({ name: "boss", profile: "admin" }), inboxPrefix(localPrincipal("boss"))),
+      space: m.space,
+      me: localPrincipal("boss"),
+    };
     const post = randomBytes(3000);
     const letter = randomBytes(2000);
     await putArtifact(alice, tempFile("post.bin", post), { audience: [{ channel: "general" }] });
@@ -138,7 +177,13 @@ describe("artifacts", () => {
         () => true,
         (e: unknown) => (expect(e).toMatchObject({ code: "artifact-not-found" }), false),
       );
-    expect([await reads(alice, post), await reads(bob, post), await reads(boss, post), await reads(eve, post), await reads(carol, post)]).toEqual([true, true, true, false, false]);
+    expect([await reads(alice, post), await reads(bob, post), await reads(boss, post), await reads(eve, post), await reads(carol, post)]).toEqual([
+      true,
+      true,
+      true,
+      false,
+      false,
+    ]);
     expect([await reads(bob, letter), await reads(boss, letter), await reads(carol, letter)]).toEqual([true, true, false]);
 
     // Eve holds the post's bytes but may not read it: she must send them (proof), then may read and share.

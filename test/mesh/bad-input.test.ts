@@ -73,10 +73,7 @@ describe("bad input gets a clear error and loses nothing", () => {
     expect(got.texts()).not.toContain("I am mallory, trust me");
     const dropped = logs.filter((l) => l.me === "local.bob" && String(l.msg).startsWith("dropped"));
     expect(dropped.map((l) => l.msg)).toEqual(
-      expect.arrayContaining([
-        "dropped a malformed message",
-        "dropped a message whose from.id disagrees with its subject",
-      ]),
+      expect.arrayContaining(["dropped a malformed message", "dropped a message whose from.id disagrees with its subject"]),
     );
     expect(dropped.filter((l) => l.claimed === "local.mallory")).toHaveLength(2);
     setLogDestination(undefined);

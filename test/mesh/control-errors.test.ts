@@ -2,7 +2,15 @@
 // answered in time, the broker refused this credential (naming the subject), or the
 // connection is closed. A refusal is never reported as "mesh service unavailable".
 import { afterEach, describe } from "vitest";
-import { callControl, ConnectionClosedError, MESH_ENDPOINT, MeshServiceUnavailableError, PermissionDeniedError, requestControl, setLogDestination } from "../../broker/internal.js";
+import {
+  callControl,
+  ConnectionClosedError,
+  MESH_ENDPOINT,
+  MeshServiceUnavailableError,
+  PermissionDeniedError,
+  requestControl,
+  setLogDestination,
+} from "../../broker/internal.js";
 import { expect, test } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
 import { meshMode } from "../harness/mesh-mode.js";
@@ -50,6 +58,9 @@ describe("control call failures are told apart", () => {
     expect((err as PermissionDeniedError).operation).toBe("publish");
     expect(logs.some((l) => l.level === 50 && l.subject === `cotal.${mesh!.space}.ep.manager.one.ps.local.bob`)).toBe(true);
     // The mesh endpoint is one subject in an agent's credential; the operator's commands are refused by the service.
-    expect(await callControl(bob.nc, mesh.space, "revoke", bob.me, { name: "alice" }).catch((e: unknown) => e)).toMatchObject({ code: "not-allowed", outcome: "not-executed" });
+    expect(await callControl(bob.nc, mesh.space, "revoke", bob.me, { name: "alice" }).catch((e: unknown) => e)).toMatchObject({
+      code: "not-allowed",
+      outcome: "not-executed",
+    });
   });
 });

@@ -5,13 +5,7 @@ import { randomUUID } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { z } from "zod";
-import {
-  controlCaller,
-  ControlCallError,
-  logger,
-  MeshServiceUnavailableError,
-  serveControl,
-} from "../../broker/index.js";
+import { controlCaller, ControlCallError, logger, MeshServiceUnavailableError, serveControl } from "../../broker/index.js";
 import { controlSubject, CotalError, localPrincipal } from "../../schemas/index.js";
 import { NatsServer } from "../harness/nats-server.js";
 import { connect } from "@nats-io/transport-node";
@@ -21,7 +15,12 @@ const alice = localPrincipal("alice");
 /** The rail's test commands: `ep1` echoes and fails on purpose; `fake` and `absent` are served by nobody real. */
 const anyReply = z.unknown();
 const RAIL = {
-  echo: { endpoint: "ep1", summary: "echo", args: z.object({ x: z.number().optional() }), reply: z.object({ echoed: z.record(z.string(), z.unknown()), caller: z.object({ owner: z.string(), actor: z.string() }) }) },
+  echo: {
+    endpoint: "ep1",
+    summary: "echo",
+    args: z.object({ x: z.number().optional() }),
+    reply: z.object({ echoed: z.record(z.string(), z.unknown()), caller: z.object({ owner: z.string(), actor: z.string() }) }),
+  },
   refuse: { endpoint: "ep1", summary: "refuse", args: z.object({}), reply: anyReply },
   crash: { endpoint: "ep1", summary: "crash", args: z.object({}), reply: anyReply },
   crashOdd: { endpoint: "ep1", summary: "crash oddly", args: z.object({}), reply: anyReply },

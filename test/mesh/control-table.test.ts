@@ -5,7 +5,16 @@ import { createHash } from "node:crypto";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { createUser } from "@nats-io/nkeys";
 import { afterEach, describe } from "vitest";
-import { callControl, ControlCallError, logger, requestControl, SERVICE_PRINCIPALS, serveControl, setLogDestination, type Endpoint } from "../../broker/internal.js";
+import {
+  callControl,
+  ControlCallError,
+  logger,
+  requestControl,
+  SERVICE_PRINCIPALS,
+  serveControl,
+  setLogDestination,
+  type Endpoint,
+} from "../../broker/internal.js";
 import { ARTIFACT_CHUNK_BYTES, ARTIFACT_COMMANDS, durables, localPrincipal, MESH_COMMANDS, names } from "../../schemas/index.js";
 import { expect, NatsServer, test } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
@@ -62,7 +71,12 @@ const ROUND_TRIPS: { [C in keyof typeof SERVED]: (ctx: Ctx) => Promise<void> } =
     expect(list.find((c) => c.name === "builds")).toMatchObject({ configured: true, config: { description: "CI results", class: "durable" } });
   },
   mint: async ({ mesh, cli }) => {
-    const call = callControl(cli, mesh.space, "mint", SERVICE_PRINCIPALS.cli, { name: "bob", profile: "agent", allowSubscribe: ["general"], userPub: createUser().getPublicKey() });
+    const call = callControl(cli, mesh.space, "mint", SERVICE_PRINCIPALS.cli, {
+      name: "bob",
+      profile: "agent",
+      allowSubscribe: ["general"],
+      userPub: createUser().getPublicKey(),
+    });
     if (!isStatic) return void (await expect(call).rejects.toMatchObject({ code: "open-mesh" }));
     const r = await call;
     expect(r.principal).toBe("local.bob");
@@ -74,7 +88,12 @@ const ROUND_TRIPS: { [C in keyof typeof SERVED]: (ctx: Ctx) => Promise<void> } =
     expect(await call).toEqual({ principal: "local.bob", revoked: 1 });
   },
   "artifact-begin": async ({ mesh, alice }) => {
-    const r = await callControl(alice.nc, mesh.space, "artifact-begin", alice.me, { digest: HELLO.digest, size: 5, name: "hello.txt", mediaType: "text/plain" });
+    const r = await callControl(alice.nc, mesh.space, "artifact-begin", alice.me, {
+      digest: HELLO.digest,
+      size: 5,
+      name: "hello.txt",
+      mediaType: "text/plain",
+    });
     expect(r).toMatchObject({ known: false, chunkBytes: ARTIFACT_CHUNK_BYTES });
     upload = r.upload!;
   },
@@ -83,7 +102,14 @@ const ROUND_TRIPS: { [C in keyof typeof SERVED]: (ctx: Ctx) => Promise<void> } =
   },
   "artifact-commit": async ({ mesh, alice }) => {
     const info = await callControl(alice.nc, mesh.space, "artifact-commit", alice.me, { upload });
-    expect(info).toEqual({ digest: HELLO.digest, size: 5, name: "hello.txt", mediaType: "text/plain", bucket: names.artifactsBucket(mesh.space), uploader: "local.alice" });
+    expect(info).toEqual({
+      digest: HELLO.digest,
+      size: 5,
+      name: "hello.txt",
+      mediaType: "text/plain",
+      bucket: names.artifactsBucket(mesh.space),
+      uploader: "local.alice",
+    });
   },
   "artifact-get": async ({ mesh, alice }) => {
     const r = await callControl(alice.nc, mesh.space, "artifact-get", alice.me, { digest: HELLO.digest });
@@ -126,7 +152,10 @@ describe("replies that break their schema", () => {
   async function plainServer(): Promise<NatsConnection> {
     const server = await NatsServer.start();
     const nc = await connect({ servers: server.url });
-    cleanups.push(() => server.cleanup(), () => nc.close());
+    cleanups.push(
+      () => server.cleanup(),
+      () => nc.close(),
+    );
     return nc;
   }
   const alice = localPrincipal("alice");

@@ -50,21 +50,91 @@ describe("verifyEnvelope: the body must agree with the subject", () => {
   });
 
   test.each([
-    ["a post whose space is another space", chatSubject("demo", alice, "general"), msg({ channel: "general" }, { space: "other" }), "dropped a message whose space disagrees with its subject"],
-    ["a DM whose space is another space", dmSubject("demo", bob, alice), msg({ to: "local.bob" }, { space: "other" }), "dropped a message whose space disagrees with its subject"],
-    ["an anycast whose space is another space", anycastSubject("demo", "reviewer", alice), msg({ toService: "reviewer" }, { space: "other" }), "dropped a message whose space disagrees with its subject"],
-    ["a post whose channel is another channel", chatSubject("demo", alice, "general"), msg({ channel: "builds" }), "dropped a message whose address disagrees with its subject"],
-    ["a post on a nested channel claiming its parent", chatSubject("demo", alice, "team.backend"), msg({ channel: "team" }), "dropped a message whose address disagrees with its subject"],
-    ["a post whose body is a DM", chatSubject("demo", alice, "general"), msg({ to: "local.bob" }), "dropped a message whose address disagrees with its subject"],
-    ["a DM whose recipient is someone else", dmSubject("demo", bob, alice), msg({ to: "local.carol" }), "dropped a message whose address disagrees with its subject"],
-    ["a DM whose body is a channel post", dmSubject("demo", bob, alice), msg({ channel: "general" }), "dropped a message whose address disagrees with its subject"],
-    ["an anycast whose role is another role", anycastSubject("demo", "reviewer", alice), msg({ toService: "builder" }), "dropped a message whose address disagrees with its subject"],
-    ["an anycast whose body is a DM", anycastSubject("demo", "reviewer", alice), msg({ to: "local.bob" }), "dropped a message whose address disagrees with its subject"],
-    ["a post whose from.id is another principal", chatSubject("demo", alice, "general"), msg({ channel: "general" }, { from: { id: "local.mallory", name: "mallory" } }), "dropped a message whose from.id disagrees with its subject"],
-    ["a message on a seat-log subject (no sender slot)", seatSubject("demo", alice), msg({ channel: "general" }), "dropped a message whose from.id disagrees with its subject"],
-    ["a message on a control subject", controlSubject("demo", "mesh", "one", "join", alice), msg({ channel: "general" }), "dropped a message on a non-message subject"],
+    [
+      "a post whose space is another space",
+      chatSubject("demo", alice, "general"),
+      msg({ channel: "general" }, { space: "other" }),
+      "dropped a message whose space disagrees with its subject",
+    ],
+    [
+      "a DM whose space is another space",
+      dmSubject("demo", bob, alice),
+      msg({ to: "local.bob" }, { space: "other" }),
+      "dropped a message whose space disagrees with its subject",
+    ],
+    [
+      "an anycast whose space is another space",
+      anycastSubject("demo", "reviewer", alice),
+      msg({ toService: "reviewer" }, { space: "other" }),
+      "dropped a message whose space disagrees with its subject",
+    ],
+    [
+      "a post whose channel is another channel",
+      chatSubject("demo", alice, "general"),
+      msg({ channel: "builds" }),
+      "dropped a message whose address disagrees with its subject",
+    ],
+    [
+      "a post on a nested channel claiming its parent",
+      chatSubject("demo", alice, "team.backend"),
+      msg({ channel: "team" }),
+      "dropped a message whose address disagrees with its subject",
+    ],
+    [
+      "a post whose body is a DM",
+      chatSubject("demo", alice, "general"),
+      msg({ to: "local.bob" }),
+      "dropped a message whose address disagrees with its subject",
+    ],
+    [
+      "a DM whose recipient is someone else",
+      dmSubject("demo", bob, alice),
+      msg({ to: "local.carol" }),
+      "dropped a message whose address disagrees with its subject",
+    ],
+    [
+      "a DM whose body is a channel post",
+      dmSubject("demo", bob, alice),
+      msg({ channel: "general" }),
+      "dropped a message whose address disagrees with its subject",
+    ],
+    [
+      "an anycast whose role is another role",
+      anycastSubject("demo", "reviewer", alice),
+      msg({ toService: "builder" }),
+      "dropped a message whose address disagrees with its subject",
+    ],
+    [
+      "an anycast whose body is a DM",
+      anycastSubject("demo", "reviewer", alice),
+      msg({ to: "local.bob" }),
+      "dropped a message whose address disagrees with its subject",
+    ],
+    [
+      "a post whose from.id is another principal",
+      chatSubject("demo", alice, "general"),
+      msg({ channel: "general" }, { from: { id: "local.mallory", name: "mallory" } }),
+      "dropped a message whose from.id disagrees with its subject",
+    ],
+    [
+      "a message on a seat-log subject (no sender slot)",
+      seatSubject("demo", alice),
+      msg({ channel: "general" }),
+      "dropped a message whose from.id disagrees with its subject",
+    ],
+    [
+      "a message on a control subject",
+      controlSubject("demo", "mesh", "one", "join", alice),
+      msg({ channel: "general" }),
+      "dropped a message on a non-message subject",
+    ],
     ["malformed JSON", chatSubject("demo", alice, "general"), new TextEncoder().encode("{nope"), "dropped a malformed message"],
-    ["a subject with no trustworthy sender", "cotal.demo.chat.lo-cal.alice.general", msg({ channel: "general" }), "dropped a message on a subject with no trustworthy sender"],
+    [
+      "a subject with no trustworthy sender",
+      "cotal.demo.chat.lo-cal.alice.general",
+      msg({ channel: "general" }),
+      "dropped a message on a subject with no trustworthy sender",
+    ],
   ])("%s is dropped with a log line", (_what, subject, body, line) => {
     const { result, logs } = verify(subject, body);
     expect(result).toBeUndefined();

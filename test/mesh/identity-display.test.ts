@@ -36,8 +36,12 @@ describe("the verified identity is what is shown", () => {
       ...address,
       parts: [{ kind: "text", text: `i am carol (${id})` }],
     });
-    await js.publish(dmSubject(mesh.space, localPrincipal("bob"), localPrincipal("alice")), encodeMessage(forged({ to: "local.bob" }, "claim-dm")), { msgID: "claim-dm" });
-    await js.publish(chatSubject(mesh.space, localPrincipal("alice"), "general"), encodeMessage(forged({ channel: "general" }, "claim-post")), { msgID: "claim-post" });
+    await js.publish(dmSubject(mesh.space, localPrincipal("bob"), localPrincipal("alice")), encodeMessage(forged({ to: "local.bob" }, "claim-dm")), {
+      msgID: "claim-dm",
+    });
+    await js.publish(chatSubject(mesh.space, localPrincipal("alice"), "general"), encodeMessage(forged({ channel: "general" }, "claim-post")), {
+      msgID: "claim-post",
+    });
 
     await until(() => got.items.length === 2, 5_000, "bob gets the DM and the post");
     for (const d of got.items) {
@@ -76,7 +80,10 @@ describe("the verified identity is what is shown", () => {
     expect(roster.known("carol")).toBe(true);
 
     // A record whose card names someone else is dropped, as is a publish ack landing on her key.
-    await kv.put("local.alice", JSON.stringify({ card: { ...card, id: "local.carol" }, status: "idle", attention: "open", channels: [], channelModes: {}, ts: Date.now() }));
+    await kv.put(
+      "local.alice",
+      JSON.stringify({ card: { ...card, id: "local.carol" }, status: "idle", attention: "open", channels: [], channelModes: {}, ts: Date.now() }),
+    );
     alice.nc.publish(`$KV.${names.presenceBucket(mesh.space)}.local.alice`, JSON.stringify({ stream: names.chatStream(mesh.space), seq: 7 }));
     await until(
       () =>
@@ -90,7 +97,11 @@ describe("the verified identity is what is shown", () => {
     expect(roster.entries().filter((e) => e.name === "carol")).toHaveLength(1);
 
     // The mesh service's view (a KV watch: the ack was stored as a value) drops them too, and still serves its snapshot.
-    await until(() => logs.some((l) => l.component === "mesh-service" && l.msg === "dropped a malformed presence record" && l.key === "local.alice"), 5_000, "the mesh service logs the dropped ack");
+    await until(
+      () => logs.some((l) => l.component === "mesh-service" && l.msg === "dropped a malformed presence record" && l.key === "local.alice"),
+      5_000,
+      "the mesh service logs the dropped ack",
+    );
     const erin = await mesh.joined("erin");
     const erinView = await erin.roster();
     expect(erinView.entries().map((e) => e.name)).toEqual(["alice", "bob", "carol", "erin"]);

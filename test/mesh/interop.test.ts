@@ -46,7 +46,10 @@ describe("the interop scenario", () => {
     // DM inbox have handed everything out, it was acked, and nothing waits for redelivery.
     const jsm = await mesh.dataJsm();
     const bobInbox = (await jsm.consumers.list("DM_interop").next()).find((c) => c.name.startsWith("dm_local-bob"))!.name;
-    for (const [stream, durable] of [["TASK_interop", "svc_reviewer"], ["DM_interop", bobInbox]] as const) {
+    for (const [stream, durable] of [
+      ["TASK_interop", "svc_reviewer"],
+      ["DM_interop", bobInbox],
+    ] as const) {
       const drained = async () => {
         const c = await jsm.consumers.info(stream, durable);
         return c.num_pending === 0 && c.num_ack_pending === 0 && c.num_redelivered === 0;

@@ -57,7 +57,10 @@ async function fakeService(m: TestMesh) {
 
 /** Start a second mesh service on the mesh's own service connection (after the first was stopped). */
 async function restartService(m: TestMesh, opts: MeshServiceOptions = {}): Promise<void> {
-  const svc = await MeshService.start(m.serviceConnection, m.space, { ...opts, ...(meshMode() === "static" ? { auth: { store: m.store, server: m.server.url } } : {}) });
+  const svc = await MeshService.start(m.serviceConnection, m.space, {
+    ...opts,
+    ...(meshMode() === "static" ? { auth: { store: m.store, server: m.server.url } } : {}),
+  });
   cleanups.push(() => svc.stop());
 }
 
@@ -113,7 +116,11 @@ describe("join() and its consumers", () => {
 
     const jsm = await jetstreamManager(mesh.serviceConnection); // the data account's rights
     expect(await jsm.consumers.delete(names.dmStream(mesh.space), "dm_local-bob")).toBe(true);
-    await until(() => statuses.some((s) => s.state === "re-establishing") && bob.consumerStatus()[0]?.state === "consuming", 10_000, "the inbox consumer is re-established");
+    await until(
+      () => statuses.some((s) => s.state === "re-establishing") && bob.consumerStatus()[0]?.state === "consuming",
+      10_000,
+      "the inbox consumer is re-established",
+    );
     await expect(jsm.consumers.info(names.dmStream(mesh.space), "dm_local-bob")).resolves.toBeDefined();
 
     await alice.dm("bob", "after");
@@ -155,7 +162,8 @@ describe("a refused live-channel read", () => {
     mesh = await TestMesh.start(server, "liveread", { authorizeRead: (_who, channel) => channel !== "notes" });
     await mesh.setChannel("notes", { class: "live" });
     await mesh.setChannel("general", { class: "live" });
-    const creds = meshMode() === "static" ? await mesh.mint({ name: "bob", profile: "agent", allowSubscribe: ["general"], allowPublish: ["general"] }) : undefined;
+    const creds =
+      meshMode() === "static" ? await mesh.mint({ name: "bob", profile: "agent", allowSubscribe: ["general"], allowPublish: ["general"] }) : undefined;
     const bob = await mesh.joined("bob", creds ? { creds } : {});
 
     const err = await bob.joinChannel("notes").catch((e: unknown) => e);

@@ -36,7 +36,14 @@ async function storePost(m: TestMesh, text: string): Promise<void> {
   const from = localPrincipal("poster");
   await jetstream(m.serviceConnection).publish(
     chatSubject(m.space, from, "general"),
-    encodeMessage({ id: `p-${text}`, ts: Date.now(), space: m.space, from: { id: "local.poster", name: "poster" }, channel: "general", parts: [{ kind: "text", text }] }),
+    encodeMessage({
+      id: `p-${text}`,
+      ts: Date.now(),
+      space: m.space,
+      from: { id: "local.poster", name: "poster" },
+      channel: "general",
+      parts: [{ kind: "text", text }],
+    }),
   );
 }
 
@@ -68,7 +75,11 @@ describe("the mesh service's consumers and records", () => {
       max_deliver: -1,
     });
     const svc = await consumer(mesh, names.taskStream(space), "svc_reviewer");
-    expect(svc?.config).toMatchObject({ filter_subject: filters.anycast(space, "reviewer"), deliver_policy: DeliverPolicy.All, ack_policy: AckPolicy.Explicit });
+    expect(svc?.config).toMatchObject({
+      filter_subject: filters.anycast(space, "reviewer"),
+      deliver_policy: DeliverPolicy.All,
+      ack_policy: AckPolicy.Explicit,
+    });
     expect(await record(mesh, "dm.local.alice")).toMatchObject({ durable: "dm_local-alice", stream: names.dmStream(space) });
     expect(await record(mesh, "svc.reviewer")).toMatchObject({ durable: "svc_reviewer", stream: names.taskStream(space) });
     expect(await mesh.service.register(alice, "reviewer")).toEqual({ dm: "dm_local-alice", dmCreated: false, anycast: "svc_reviewer" });

@@ -10,8 +10,15 @@ describe("provisioning a space", () => {
     try {
       const first = await ensureSpace(nc, "prov");
       expect(first.created).toEqual([
-        "CHAT_prov", "DM_prov", "TASK_prov", "SEATS_prov",
-        "cotal_presence_prov", "cotal_channels_prov", "cotal_members_prov", "cotal_managers_prov", "cotal_artifacts_prov",
+        "CHAT_prov",
+        "DM_prov",
+        "TASK_prov",
+        "SEATS_prov",
+        "cotal_presence_prov",
+        "cotal_channels_prov",
+        "cotal_members_prov",
+        "cotal_managers_prov",
+        "cotal_artifacts_prov",
       ]);
       const second = await ensureSpace(nc, "prov");
       expect(second.created).toEqual([]);

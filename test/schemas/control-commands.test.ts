@@ -34,7 +34,11 @@ describe("the control command table", () => {
 
   it("mint args fill their defaults; a bad user key is refused naming the field", () => {
     const userPub = `U${"A".repeat(55)}`;
-    expect(CONTROL_COMMANDS.mint.args.parse({ name: "bob", profile: "agent", userPub })).toMatchObject({ allowSubscribe: [], allowPublish: [], provision: false });
+    expect(CONTROL_COMMANDS.mint.args.parse({ name: "bob", profile: "agent", userPub })).toMatchObject({
+      allowSubscribe: [],
+      allowPublish: [],
+      provision: false,
+    });
     const r = CONTROL_COMMANDS.mint.args.safeParse({ name: "bob", profile: "agent", userPub: "nope" });
     expect(r.success).toBe(false);
     expect(r.error?.issues[0]?.path).toEqual(["userPub"]);

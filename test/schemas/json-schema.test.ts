@@ -11,7 +11,9 @@ describe("exported JSON Schema", () => {
     for (const [file, text] of Object.entries(rendered)) writeFileSync(join(dir, file), text);
   }
   it("docs/schema/ holds exactly the rendered files (run `npm run schema:export` after changing schemas/)", () => {
-    const committed = readdirSync(dir).filter((f) => f.endsWith(".schema.json")).sort();
+    const committed = readdirSync(dir)
+      .filter((f) => f.endsWith(".schema.json"))
+      .sort();
     expect(committed).toEqual(Object.keys(rendered).sort());
   });
   it.each(Object.keys(rendered))("%s matches the zod source", (file) => {

@@ -54,7 +54,10 @@ describe("published fixtures parse", () => {
   it("an AgentCard with skills and reserved meta keys parses", () => {
     const raw = wireFixture("agent-card.json");
     const c = AgentCard.parse(raw);
-    expect(c.skills).toEqual([{ id: "review", name: "Code review" }, { id: "explain", name: "Explain a diff", description: "summarises a change for people" }]);
+    expect(c.skills).toEqual([
+      { id: "review", name: "Code review" },
+      { id: "explain", name: "Explain a diff", description: "summarises a change for people" },
+    ]);
     expect(c.meta).toMatchObject({ connector: "acme-bot", repo: "github.com/acme/app", branch: "main" });
     expect(jsonSchema("AgentCard", raw)).toEqual([]);
   });
@@ -83,7 +86,9 @@ describe("non-conforming records are refused, naming the field", () => {
   });
 
   it("an extension kind without a dot is refused at parts.N.kind", () => {
-    expect(refusedMessage("extension-without-dot.json")).toEqual(["parts.0.kind: kind must be text, data, artifact, or a reverse-DNS extension kind such as ag-ui.frame"]);
+    expect(refusedMessage("extension-without-dot.json")).toEqual([
+      "parts.0.kind: kind must be text, data, artifact, or a reverse-DNS extension kind such as ag-ui.frame",
+    ]);
   });
 
   it("a message with two addresses is refused naming the three fields", () => {
@@ -93,7 +98,10 @@ describe("non-conforming records are refused, naming the field", () => {
 
   it("a built-in part missing a field names that field", () => {
     const m = { ...wireFixture("dm.json"), parts: [{ kind: "artifact", digest: `sha256:${"a".repeat(64)}`, size: 1 }] };
-    expect(issues(CotalMessage, m)).toEqual(["parts.0.name: Invalid input: expected string, received undefined", "parts.0.mediaType: Invalid input: expected string, received undefined"]);
+    expect(issues(CotalMessage, m)).toEqual([
+      "parts.0.name: Invalid input: expected string, received undefined",
+      "parts.0.mediaType: Invalid input: expected string, received undefined",
+    ]);
   });
 
   it("presence with an ISO ts is refused at ts", () => {

@@ -129,7 +129,12 @@ describe("the 64-character token limit", () => {
     expect(parseSubject(dmSubject(t64, p, p))).toEqual({ kind: "inst", space: t64, to: p, from: p });
     expect(parseSubject(anycastSubject("demo", t64, p))).toEqual({ kind: "svc", space: "demo", role: t64, from: p });
     expect(parseSubject(controlSubject("demo", t64, t64, t64, p))).toEqual({
-      kind: "ep", space: "demo", endpoint: t64, target: t64, command: t64, from: p,
+      kind: "ep",
+      space: "demo",
+      endpoint: t64,
+      target: t64,
+      command: t64,
+      from: p,
     });
     expect(parseSubject(seatSubject("demo", p))).toEqual({ kind: "seat", space: "demo", seat: p });
   });

@@ -17,25 +17,17 @@ const bob = localPrincipal("bob");
 
 describe("subject parsing", () => {
   const table: Array<[string, string, unknown]> = [
-    ["a chat subject with a nested channel", "cotal.demo.chat.local.alice.team.backend",
-      { kind: "chat", space: "demo", from: alice, channel: "team.backend" }],
-    ["a chat subject with a one-token channel", "cotal.demo.chat.local.alice.general",
-      { kind: "chat", space: "demo", from: alice, channel: "general" }],
-    ["a 7-token DM", "cotal.demo.inst.local.bob.local.alice",
-      { kind: "inst", space: "demo", to: bob, from: alice }],
-    ["a 6-token anycast", "cotal.demo.svc.reviewer.local.alice",
-      { kind: "svc", space: "demo", role: "reviewer", from: alice }],
-    ["a control call", "cotal.demo.ep.mesh.one.join.local.alice",
-      { kind: "ep", space: "demo", endpoint: "mesh", target: "one", command: "join", from: alice }],
+    ["a chat subject with a nested channel", "cotal.demo.chat.local.alice.team.backend", { kind: "chat", space: "demo", from: alice, channel: "team.backend" }],
+    ["a chat subject with a one-token channel", "cotal.demo.chat.local.alice.general", { kind: "chat", space: "demo", from: alice, channel: "general" }],
+    ["a 7-token DM", "cotal.demo.inst.local.bob.local.alice", { kind: "inst", space: "demo", to: bob, from: alice }],
+    ["a 6-token anycast", "cotal.demo.svc.reviewer.local.alice", { kind: "svc", space: "demo", role: "reviewer", from: alice }],
+    ["a control call", "cotal.demo.ep.mesh.one.join.local.alice", { kind: "ep", space: "demo", endpoint: "mesh", target: "one", command: "join", from: alice }],
     ["a seat log subject", "cotal.demo.seat.local.alice", { kind: "seat", space: "demo", seat: alice }],
-    ["a chat subject with no channel (malformed)", "cotal.demo.chat.local.alice",
-      { kind: "rejected", reason: "malformed" }],
+    ["a chat subject with no channel (malformed)", "cotal.demo.chat.local.alice", { kind: "rejected", reason: "malformed" }],
     ["a DM with 8 tokens (malformed)", "cotal.demo.inst.local.bob.local.alice.x", { kind: "rejected", reason: "malformed" }],
     ["an anycast with 5 tokens (malformed)", "cotal.demo.svc.reviewer.local", { kind: "rejected", reason: "malformed" }],
-    ["an owner slot that is not a valid owner (dropped)", "cotal.demo.chat.lo-cal.alice.general",
-      { kind: "rejected", reason: "invalid-token" }],
-    ["a DM whose sender owner is a wildcard (dropped)", "cotal.demo.inst.local.bob.*.alice",
-      { kind: "rejected", reason: "invalid-token" }],
+    ["an owner slot that is not a valid owner (dropped)", "cotal.demo.chat.lo-cal.alice.general", { kind: "rejected", reason: "invalid-token" }],
+    ["a DM whose sender owner is a wildcard (dropped)", "cotal.demo.inst.local.bob.*.alice", { kind: "rejected", reason: "invalid-token" }],
     ["a retired/unknown kind (no sender)", "cotal.demo.task.local.alice", { kind: "rejected", reason: "unknown-kind" }],
     ["not a cotal subject", "other.demo.chat.local.alice.general", { kind: "rejected", reason: "malformed" }],
     ["an invalid space", "cotal.de*mo.chat.local.alice.general", { kind: "rejected", reason: "invalid-token" }],
@@ -46,7 +38,10 @@ describe("subject parsing", () => {
 
   it("round-trips every builder through the parser", () => {
     expect(parseSubject(chatSubject("demo", alice, "events.local.alice"))).toEqual({
-      kind: "chat", space: "demo", from: alice, channel: "events.local.alice",
+      kind: "chat",
+      space: "demo",
+      from: alice,
+      channel: "events.local.alice",
     });
     expect(parseSubject(dmSubject("demo", bob, alice))).toEqual({ kind: "inst", space: "demo", to: bob, from: alice });
     expect(parseSubject(anycastSubject("demo", "reviewer", alice))).toEqual({ kind: "svc", space: "demo", role: "reviewer", from: alice });

@@ -44,7 +44,16 @@ describe("names of a space's streams and buckets", () => {
     expect(names.xferBucket("demo", "m1")).toBe("cotal_xfer_demo_m1");
   });
   it("refuse a space or instance that is not a token", () => {
-    for (const f of [names.chatStream, names.dmStream, names.taskStream, names.seatsStream, names.presenceBucket, names.channelsBucket, names.membersBucket, names.managersBucket]) {
+    for (const f of [
+      names.chatStream,
+      names.dmStream,
+      names.taskStream,
+      names.seatsStream,
+      names.presenceBucket,
+      names.channelsBucket,
+      names.membersBucket,
+      names.managersBucket,
+    ]) {
       expect(() => f("a.b")).toThrow(/Invalid space "a.b"/);
     }
     expect(() => names.xferBucket("demo", "m.1")).toThrow(/Invalid instance "m.1"/);
@@ -119,7 +128,9 @@ describe("messages on the wire", () => {
 
   it("an invalid message is refused before encoding, naming the field", () => {
     expect(() => encodeMessage({ ...base, id: "has space", parts: [{ kind: "text", text: "x" }] } as CotalMessage)).toThrow(ValidationError);
-    expect(() => encodeMessage({ ...base, id: "has space", parts: [{ kind: "text", text: "x" }] } as CotalMessage)).toThrow(/Invalid message: id: id must not contain whitespace\./);
+    expect(() => encodeMessage({ ...base, id: "has space", parts: [{ kind: "text", text: "x" }] } as CotalMessage)).toThrow(
+      /Invalid message: id: id must not contain whitespace\./,
+    );
   });
 
   it("JSON that is not JSON is a validation error that keeps its cause", () => {
@@ -142,7 +153,13 @@ describe("messages on the wire", () => {
 
   it("messageText joins the text parts only", () => {
     expect(
-      messageText({ parts: [{ kind: "text", text: "a" }, { kind: "data", data: { text: "not me" } }, { kind: "text", text: "b" }] }),
+      messageText({
+        parts: [
+          { kind: "text", text: "a" },
+          { kind: "data", data: { text: "not me" } },
+          { kind: "text", text: "b" },
+        ],
+      }),
     ).toBe("a\nb");
     expect(messageText({ parts: [{ kind: "data", data: 1 }] })).toBe("");
   });

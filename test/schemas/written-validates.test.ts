@@ -46,7 +46,11 @@ describe("what we write validates against the exported JSON Schemas (ajv)", () =
     const post = await alice.send("general", parts, { mentions: ["Bob"], replyTo: "m-0", contextId: "c-1" });
     const dm = await alice.dm("carol", "to someone who never joined (so it stays stored)");
     const any = await alice.anycast("reviewer", "no holder yet (so it stays stored)");
-    for (const [r, stream] of [[post, names.chatStream(mesh.space)], [dm, names.dmStream(mesh.space)], [any, names.taskStream(mesh.space)]] as const) {
+    for (const [r, stream] of [
+      [post, names.chatStream(mesh.space)],
+      [dm, names.dmStream(mesh.space)],
+      [any, names.taskStream(mesh.space)],
+    ] as const) {
       const m = await stored(mesh, stream, r.seq);
       expect(validate("CotalMessage", m), `${stream} seq ${r.seq}`).toEqual([]);
       expect(typeof m.ts).toBe("number");
@@ -71,8 +75,18 @@ describe("what we write validates against the exported JSON Schemas (ajv)", () =
     const rec = await presenceOf(mesh, ep.id);
     expect(validate("Presence", rec)).toEqual([]);
     expect(validate("AgentCard", rec.card)).toEqual([]);
-    expect(rec.card).toMatchObject({ kind: "endpoint", owner: "local", actor: "alice", protocolVersion: COTAL_PROTOCOL_VERSION, skills: [{ id: "build", name: "Build" }] });
-    expect(rec).toMatchObject({ status: "waiting", condition: { code: "approval", source: "test", message: "waiting for a person" }, channelModes: { general: "quiet" } });
+    expect(rec.card).toMatchObject({
+      kind: "endpoint",
+      owner: "local",
+      actor: "alice",
+      protocolVersion: COTAL_PROTOCOL_VERSION,
+      skills: [{ id: "build", name: "Build" }],
+    });
+    expect(rec).toMatchObject({
+      status: "waiting",
+      condition: { code: "approval", source: "test", message: "waiting for a person" },
+      channelModes: { general: "quiet" },
+    });
     expect(typeof (rec.condition as { since: unknown }).since).toBe("number");
     expect(rec.channelModes).not.toHaveProperty("other");
     await ep.leave();
