@@ -471,6 +471,14 @@ export class Endpoint {
         if (id === this.id && this.joined)
           void this.writePresence().catch((err) => this.log.warn({ err }, "presence write after our key was taken offline failed"));
       });
+      // Someone else wrote our key offline while we live: the goodbye of a predecessor we took over
+      // from (listen --takeover), landing after our join. Records are written on change only, so
+      // no heartbeat would undo it: writing ours again is the way back online.
+      view.onChange(() => {
+        const seen = view.get(this.id)?.presence;
+        if (this.joined && seen?.status === "offline" && this.lastPresence && seen.ts !== this.lastPresence.ts)
+          void this.writePresence().catch((err) => this.log.warn({ err }, "presence write after another wrote our key offline failed"));
+      });
       // Static meshes: someone who appears after the snapshot shows a role only once the mesh
       // service said which role their credential holds.
       const asking = new Set<string>();

@@ -137,7 +137,12 @@ describe("an interactive session started with the README's launch line", () => {
       expect(screens.length).toBeGreaterThan(3);
       expect(screens.filter((s) => PROMPT_ON_SCREEN.test(s))).toEqual([]);
       const dmResult = double.mainRequests.flatMap(toolResults).find((r) => r.name === DM_TOOL);
-      expect(dmResult).toMatchObject({ isError: false, text: expect.stringMatching(/^DM to local\.bob from local\.alice/) });
+      // Claude Code hands the model the tool's structured content as JSON: the receipt's data, its sentence in `text`.
+      expect(dmResult).toMatchObject({ isError: false });
+      expect(JSON.parse(dmResult!.text)).toMatchObject({
+        target: { kind: "dm", to: "local.bob" },
+        text: expect.stringMatching(/^DM to local\.bob from local\.alice/),
+      });
 
       await until(() => roster.get("local.alice")?.presence.unread === 0, 10_000, "the roster counts 0 unread after the hand-over");
       expect((await cliRoster()).find((r) => r.id === "local.alice")).toMatchObject({ unread: 0 });

@@ -150,6 +150,21 @@ describe("status and liveness", () => {
     expect(alice.presence.status).toBe("idle");
   }, 30_000);
 
+  test("a predecessor's goodbye landing after a takeover does not leave the live endpoint offline", async ({ nats }) => {
+    mesh = await TestMesh.start(nats, "takeover", { livenessMs: LIVENESS_MS });
+    const first = await mesh.joined("alice", { heartbeatMs: BEAT_MS });
+    const bob = await mesh.joined("bob", { heartbeatMs: BEAT_MS });
+    const view = await bob.roster();
+    await until(() => view.get("local.alice")?.status === "idle", 5_000, "bob sees alice");
+    // The new incarnation joins; then the old one says goodbye (an offline record under the same key).
+    const second = await mesh.joined("alice", { heartbeatMs: BEAT_MS });
+    const gone = statusIn(view, "local.alice", "offline");
+    await first.leave();
+    await gone;
+    await statusIn(view, "local.alice", "idle");
+    expect(second.presence.status).toBe("idle");
+  }, 30_000);
+
   test("a mesh-service restart keeps live endpoints online and takes offline one that died while it was down", async ({ nats }) => {
     mesh = await TestMesh.start(nats, "restart", { livenessMs: LIVENESS_MS });
     await mesh.joined("erin", { heartbeatMs: BEAT_MS });

@@ -5,7 +5,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { afterEach, describe } from "vitest";
 import type { Endpoint } from "../../broker/index.js";
-import { COTAL_PROTOCOL_VERSION, names, type Part } from "../../schemas/index.js";
+import { beatSubject, COTAL_PROTOCOL_VERSION, names, parsePrincipal, type Part } from "../../schemas/index.js";
 import { hook, startConnector } from "../connector/helpers.js";
 import { expect, test, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
@@ -93,7 +93,7 @@ describe("what we write validates against the exported JSON Schemas (ajv)", () =
     expect(validate("Presence", await presenceOf(mesh, ep.id))).toEqual([]);
   });
 
-  test("a connector's presence from hooks: condition from StopFailure, statusSince kept by heartbeats, activeAt moved by a tool call", async ({ nats }) => {
+  test("a connector's presence from hooks: condition from StopFailure, the record untouched by heartbeats, activeAt moved by a tool call", async ({ nats }) => {
     mesh = await TestMesh.start(nats, "written");
     const seat = await startConnector(mesh, "bob", { heartbeatMs: 100, launch: { uid: "abcdefghijklmnopqrstuvwxyz" } });
     try {
@@ -108,9 +108,13 @@ describe("what we write validates against the exported JSON Schemas (ajv)", () =
       expect(working).toMatchObject({ status: "working", lifecycleUid: "abcdefghijklmnopqrstuvwxyz" });
       expect(working.activeAt).toBe(working.activitySince);
 
-      // Heartbeats rewrite the record (ts moves); statusSince does not.
-      await until(async () => ((await presenceOf(mesh!, id)).ts as number) > (working.ts as number) + 150, 5_000, "two more heartbeats");
+      // Heartbeats are beats to the mesh service (protocol 0.3): three of them leave the record as written.
+      let beats = 0;
+      const sub = mesh.serviceConnection.subscribe(beatSubject(mesh.space, parsePrincipal(id)), { callback: () => void beats++ });
+      await until(() => beats >= 3, 5_000, "three beats from bob");
+      sub.unsubscribe();
       const later = await presenceOf(mesh, id);
+      expect(later.ts).toBe(working.ts);
       expect(later.statusSince).toBe(working.statusSince);
       expect(later.activeAt).toBe(working.activeAt);
 
