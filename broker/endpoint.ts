@@ -414,6 +414,9 @@ export class Endpoint {
       ts: Date.now(),
       since: this.since,
     };
+    // Our own view shows our own latest state at once: not after the write comes back around, nor
+    // after the broker's ack (a tool reading the roster right after a hook must see its activity).
+    this.rosterView?.update(this.id, record);
     try {
       await this.presenceKv.put(this.id, JSON.stringify(record));
     } catch (err) {
@@ -422,8 +425,6 @@ export class Endpoint {
     }
     this.presenceDirty = false;
     this.lastPresence = record;
-    // Our own view shows our own latest state at once, not after the write comes back around.
-    this.rosterView?.update(this.id, record);
   }
 
   /**

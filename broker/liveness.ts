@@ -1,6 +1,6 @@
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
-import { beatFilter, describeIssues, PRESENCE, PresenceBeat, PrincipalId } from "../schemas/index.js";
+import { beatFilter, describeIssues, PRESENCE, PresenceBeat, PrincipalId, type Presence } from "../schemas/index.js";
 import type { Logger } from "./log.js";
 import { watchPresence, type PresenceWrite, type Roster } from "./roster.js";
 
@@ -27,6 +27,8 @@ export class LivenessJudge {
   private readonly online = new Set<string>();
   /** Per id, the members-bucket writes in order (put and delete of one key never reorder). */
   private readonly chains = new Map<string, Promise<void>>();
+  /** When a stale goodbye was last deleted, per id (see correctStaleGoodbye). */
+  private readonly corrected = new Map<string, number>();
   private sub?: Subscription;
   private sweep?: NodeJS.Timeout;
 
@@ -102,10 +104,26 @@ export class LivenessJudge {
     }
     const now = Date.now();
     this.proof.set(id, now);
+    this.correctStaleGoodbye(id, parsed.data.presence, now);
     // The record may have aged out of the bucket (a restart): the beat carries it.
     this.roster.merge(id, parsed.data.presence, now);
     this.roster.touch(id, now);
     if (parsed.data.presence.status !== "offline") this.markOnline(id);
+  }
+
+  /**
+   * A live endpoint beats while its key holds a newer goodbye than its own record: another
+   * incarnation's (the listener a `listen --takeover` replaced) landed after its write. Records
+   * are written on change only, so nothing would undo it; deleting the key does, as the endpoint
+   * writes its record again when it sees its key deleted. At most once a window per id.
+   */
+  private correctStaleGoodbye(id: string, beating: Presence, now: number): void {
+    const cur = this.roster.record(id);
+    if (!cur || cur.deleted || cur.presence.status !== "offline" || beating.status === "offline" || beating.ts >= cur.presence.ts) return;
+    if (now - (this.corrected.get(id) ?? 0) < this.livenessMs) return;
+    this.corrected.set(id, now);
+    this.log.info({ id }, "a live endpoint's key holds an older incarnation's goodbye: deleting it so the endpoint writes its record again");
+    this.takeOffline(id).catch((err: unknown) => this.log.warn({ err, id }, "could not delete a stale goodbye"));
   }
 
   private write(w: PresenceWrite): void {

@@ -99,7 +99,7 @@ describe("presence across the loss of one node", () => {
           20_000,
           `a DM to ${ep.id} to be stored with node ${i + 1} down`,
         );
-        await until(() => inboxes[k]!.texts().includes(text), 25_000, `${ep.id} to get a DM with node ${i + 1} down`);
+        await until(() => inboxes[k]!.texts().includes(text), 45_000, `${ep.id} to get a DM with node ${i + 1} down`);
       }
       await node.restart();
       await c.waitForMetaLeader(30_000);
