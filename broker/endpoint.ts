@@ -477,7 +477,8 @@ export class Endpoint {
       // no heartbeat would undo it: writing ours again is the way back online.
       view.onChange(() => {
         const seen = view.get(this.id)?.presence;
-        if (this.joined && seen?.status === "offline" && this.lastPresence && seen.ts !== this.lastPresence.ts)
+        // (Not when we say offline ourselves: a seat may, while joined; that is no one else's write.)
+        if (this.joined && this.presenceState.status !== "offline" && seen?.status === "offline" && seen.ts !== this.lastPresence?.ts)
           void this.writePresence().catch((err) => this.log.warn({ err }, "presence write after another wrote our key offline failed"));
       });
       // Static meshes: someone who appears after the snapshot shows a role only once the mesh

@@ -165,6 +165,18 @@ describe("status and liveness", () => {
     expect(second.presence.status).toBe("idle");
   }, 30_000);
 
+  test("an endpoint that says offline itself while joined stays offline (it does not fight its own write)", async ({ nats }) => {
+    mesh = await TestMesh.start(nats, "self-offline", { livenessMs: LIVENESS_MS });
+    const alice = await mesh.joined("alice", { heartbeatMs: BEAT_MS });
+    const bob = await mesh.joined("bob", { heartbeatMs: BEAT_MS });
+    const view = await bob.roster();
+    await until(() => view.get("local.alice")?.status === "idle", 5_000, "bob sees alice");
+    await alice.setPresence({ status: "offline" }); // resolves: no write of its own undoes it, no recursion
+    await statusIn(view, "local.alice", "offline");
+    expect(view.get("local.alice")?.status).toBe("offline");
+    expect(alice.presence.status).toBe("offline");
+  }, 30_000);
+
   test("a mesh-service restart keeps live endpoints online and takes offline one that died while it was down", async ({ nats }) => {
     mesh = await TestMesh.start(nats, "restart", { livenessMs: LIVENESS_MS });
     await mesh.joined("erin", { heartbeatMs: BEAT_MS });
