@@ -464,8 +464,12 @@ export class Endpoint {
         view.stop();
         throw err;
       }
-      // Our own record is in our view at once, even when the snapshot was taken before it landed.
-      if (this.lastPresence && !view.get(this.id)) view.update(this.id, this.lastPresence);
+      // Our key missing or offline in the snapshot while we are joined: taken offline between our
+      // join's write and this view (a slow first beat under load), or written before it landed.
+      // Writing it again puts us back for every watcher, and in our own view at once.
+      const mine = view.get(this.id);
+      if (this.joined && this.presenceState.status !== "offline" && (!mine || mine.status === "offline"))
+        void this.writePresence().catch((err) => this.log.warn({ err }, "presence write after a snapshot without our key failed"));
       // The mesh service deleted our key (it heard no beat for the liveness window, or the
       // write raced its judgement) while we live: writing it again is the way back online.
       view.onRemove((id) => {
