@@ -3,11 +3,13 @@ import { callControl, collectHistory, credsCaller, verifyEnvelope, type Logger, 
 import {
   eventsChannelOf,
   frameOf,
+  FrameFolder,
   messageText,
   parsePrincipal,
   patterns,
   principalId,
   type AgUiFrame,
+  type FoldedEvent,
   type CotalMessage,
   type Principal,
 } from "../schemas/index.js";
@@ -29,49 +31,28 @@ export interface FeedItem {
 
 /** A readable timeline line for each event of a frame that a person would want to see (text is shown whole at its end). */
 export class FrameRenderer {
-  private readonly texts = new Map<string, { role: string; text: string }>();
-  private readonly tools = new Map<string, string>();
+  private readonly folder = new FrameFolder();
 
   lines(who: string, frame: AgUiFrame): Array<{ at: number; text: string }> {
-    const out: Array<{ at: number; text: string }> = [];
-    for (const e of frame.events) {
-      const at = e.timestamp ?? Date.now();
-      const put = (text: string) => out.push({ at, text: `${who} ${text}` });
-      switch (e.type) {
-        case "RUN_STARTED":
-          put(`▶ turn started (${oneLine(frame.runId).slice(0, 12)})`);
-          break;
-        case "RUN_FINISHED":
-          put("■ turn finished");
-          break;
-        case "RUN_ERROR":
-          put(`✗ turn ended: ${oneLine(e.message ?? "run failed")}`);
-          break;
-        case "TEXT_MESSAGE_START":
-          this.texts.set(e.messageId ?? "", { role: e.role ?? "assistant", text: "" });
-          break;
-        case "TEXT_MESSAGE_CONTENT": {
-          const t = this.texts.get(e.messageId ?? "");
-          if (t) t.text += e.delta ?? "";
-          break;
-        }
-        case "TEXT_MESSAGE_END": {
-          const t = this.texts.get(e.messageId ?? "");
-          this.texts.delete(e.messageId ?? "");
-          if (t) put(`${t.role === "user" ? "« prompt" : "» says"}: ${oneLine(t.text).slice(0, 500)}`);
-          break;
-        }
-        case "TOOL_CALL_START":
-          this.tools.set(e.toolCallId ?? "", e.toolCallName ?? "tool");
-          put(`⚙ ${oneLine(e.toolCallName ?? "tool")} started`);
-          break;
-        case "TOOL_CALL_END":
-          put(`⚙ ${oneLine(this.tools.get(e.toolCallId ?? "") ?? "tool")} ended`);
-          this.tools.delete(e.toolCallId ?? "");
-          break;
-      }
-    }
-    return out;
+    return this.folder.fold(frame, Date.now()).map((e) => ({ at: e.at, text: `${who} ${wordOf(e, frame.runId)}` }));
+  }
+}
+
+function wordOf(e: FoldedEvent, runId: string): string {
+  switch (e.kind) {
+    case "run-started":
+      return `▶ turn started (${oneLine(runId).slice(0, 12)})`;
+    case "run-finished":
+      return "■ turn finished";
+    case "run-failed":
+      return `✗ turn ended: ${oneLine(e.text ?? "run failed")}`;
+    case "prompt":
+    case "reply":
+      return `${e.kind === "prompt" ? "« prompt" : "» says"}: ${oneLine(e.text ?? "").slice(0, 500)}`;
+    case "tool-started":
+      return `⚙ ${oneLine(e.tool ?? "tool")} started`;
+    case "tool-ended":
+      return `⚙ ${oneLine(e.tool ?? "tool")} ended`;
   }
 }
 

@@ -265,6 +265,20 @@ export class ManagerService {
   }
 
   /** Append to the seat's log and fold the event into the table; a stale view is the fence. */
+  /** The seat log's `exited` record for a seat's process that ended (its last screen lines, if any). */
+  private appendExited(seat: string, r: SeatRecord, exit: SeatExit, output: string | undefined): Promise<SeatRecord> {
+    return this.append(seat, {
+      type: "exited",
+      seat,
+      uid: r.uid,
+      epoch: r.epoch,
+      ts: Date.now(),
+      code: exit.code,
+      signal: exit.signal,
+      ...(output ? { output } : {}),
+    });
+  }
+
   private async append(seat: string, event: Parameters<SeatLog["append"]>[0]): Promise<SeatRecord> {
     const before = this.seats.get(seat);
     const seq = await this.seatLog.append({ manager: this.o.instance, ...event }, before?.lastSeq ?? 0);
@@ -506,16 +520,7 @@ export class ManagerService {
         const r = this.seats.get(seat);
         if (!r || !holdsName(r)) return;
         const output = err instanceof UnexpectedScreenError ? err.screen.trimEnd().split("\n").slice(-20).join("\n") : undefined;
-        await this.append(seat, {
-          type: "exited",
-          seat,
-          uid: r.uid,
-          epoch: r.epoch,
-          ts: Date.now(),
-          code: exit.code,
-          signal: exit.signal,
-          ...(output ? { output } : {}),
-        });
+        await this.appendExited(seat, r, exit, output);
         await this.retire(seat, `failed: ${why}`);
       }).catch((e: unknown) => this.o.log.error({ err: e, seat }, "failing a seat that did not start failed"));
     }
@@ -537,16 +542,7 @@ export class ManagerService {
     const r = this.seats.get(seat);
     if (!r || !holdsName(r)) return;
     const output = why ?? (await this.lastOutput(r, l));
-    await this.append(seat, {
-      type: "exited",
-      seat,
-      uid: r.uid,
-      epoch: r.epoch,
-      ts: Date.now(),
-      code: exit.code,
-      signal: exit.signal,
-      ...(output ? { output } : {}),
-    });
+    await this.appendExited(seat, r, exit, output);
     const windowMs = r.spec.windowMs ?? this.o.windowMs ?? 60_000;
     const recent = [...l.restartsAt.filter((t) => Date.now() - t < windowMs), Date.now()];
     const joined = r.state === "joined" || l.joinedEpoch !== undefined;

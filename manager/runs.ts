@@ -35,6 +35,18 @@ export interface RunServiceOptions {
   log: Logger;
 }
 
+/** One run of a batch: the persona to run and what every run of the batch shares. */
+interface RunJob {
+  claude: ClaudeSeatOptions;
+  a: RunArgs;
+  persona: string;
+  file: AgentFile;
+  cwd: string;
+  caller: Principal;
+  /** The median cost of recent runs, the estimate the gates reserve. */
+  median: number;
+}
+
 interface InFlight {
   estimateUsd: number;
   task?: string | undefined;
@@ -130,7 +142,8 @@ export class RunService {
     const results: RunResult[] = new Array<RunResult>(jobs.length);
     let next = 0;
     const worker = async (): Promise<void> => {
-      for (let i = next++; i < jobs.length; i = next++) results[i] = await this.one(claude, a, jobs[i]!, files.get(jobs[i]!)!, cwd, caller, median);
+      for (let i = next++; i < jobs.length; i = next++)
+        results[i] = await this.one({ claude, a, persona: jobs[i]!, file: files.get(jobs[i]!)!, cwd, caller, median });
     };
     await Promise.all(Array.from({ length: Math.min(a.maxParallel, jobs.length) }, worker));
     return { instance: this.o.instance, estimateUsd, results };
@@ -148,32 +161,16 @@ export class RunService {
   }
 
   /** One run of a batch: a slot, the gate again (earlier runs have spent by now), then start, record. */
-  private async one(
-    claude: ClaudeSeatOptions,
-    a: RunArgs,
-    persona: string,
-    file: AgentFile,
-    cwd: string,
-    caller: Principal,
-    median: number,
-  ): Promise<RunResult> {
+  private async one(job: RunJob): Promise<RunResult> {
     const release = await this.slot();
     try {
-      return await this.gatedRun(claude, a, persona, file, cwd, caller, median);
+      return await this.gatedRun(job);
     } finally {
       release();
     }
   }
 
-  private async gatedRun(
-    claude: ClaudeSeatOptions,
-    a: RunArgs,
-    persona: string,
-    file: AgentFile,
-    cwd: string,
-    caller: Principal,
-    median: number,
-  ): Promise<RunResult> {
+  private async gatedRun({ claude, a, persona, file, cwd, caller, median }: RunJob): Promise<RunResult> {
     const { model, modelSource } = modelOf(a.model, file);
     const runs = await this.records();
     const reserved = this.reserved(a.task);

@@ -23,5 +23,6 @@ export * from "./subject-patterns.js";
 export * from "./manager-commands.js";
 export * from "./runs.js";
 export * from "./events.js";
+export * from "./frame-fold.js";
 export * from "./carry.js";
 export * from "./version.js";
