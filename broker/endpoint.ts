@@ -83,6 +83,8 @@ export interface EndpointOptions extends MeshAddress {
    * REESTABLISH_DELAYS_MS in schemas/limits.ts); after the last failed attempt it is reported `lost`.
    */
   reestablishDelaysMs?: readonly number[];
+  /** Waits before each new try of an ack the broker did not confirm, ms (default ACK_RETRY_DELAYS_MS). */
+  ackRetryDelaysMs?: readonly number[];
   /**
    * Who really acts through this endpoint when it is not `name` (the operator's credential acting
    * for a person): every message says so in `sentBy`, and the presence card in `meta.sentBy`.
@@ -181,7 +183,7 @@ export class Endpoint {
   readonly jsConnection: NatsConnection;
   private readonly ledger = new IdLedger();
   /** Delivery acks, confirmed by the broker one batch at a time. */
-  private readonly acks = new AckBatcher();
+  private readonly acks: AckBatcher;
   private readonly memberships = new Map<string, ChannelMembership>();
   private readonly stoppers: Array<() => void> = [];
   private rosterView?: Roster;
@@ -217,6 +219,7 @@ export class Endpoint {
     if (opts.role) assertToken("name", "role", opts.role);
     this.jsConnection = jetStreamConnection(nc, opts.creds);
     this.js = jetstream(this.jsConnection, JS_OPTIONS);
+    this.acks = new AckBatcher(this.jsConnection, opts.ackRetryDelaysMs);
     this.watchRefusals();
     this.channels = new ChannelRegistry(channelsKv);
     this.card = AgentCard.parse({
@@ -878,8 +881,13 @@ export class Endpoint {
       possibleRepeat: redelivered,
       ...(seq !== undefined ? { seq } : {}),
       async ack() {
-        if (jsMsg) await acks.ack(jsMsg); // confirmed by the broker, in batches (ack-batch.ts)
-        ledger.settle(id);
+        try {
+          if (jsMsg) await acks.ack(jsMsg); // confirmed by the broker, in batches (ack-batch.ts)
+        } finally {
+          // Handled either way: a copy the broker hands out again is acked, not delivered twice
+          // (onDurable). Left held, the copy would be ignored unacked at every ack wait, forever.
+          ledger.settle(id);
+        }
       },
       nak(delayMs?: number) {
         ledger.release(id);

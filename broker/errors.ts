@@ -135,6 +135,23 @@ export class ConsumerLostError extends CotalError {
   }
 }
 
+/**
+ * The broker did not confirm a delivery's ack after every retry. The message was handled all the
+ * same: if the broker hands it out again, the endpoint acks the copy without delivering it twice.
+ */
+export class AckUnconfirmedError extends CotalError {
+  constructor(
+    readonly count: number,
+    cause?: unknown,
+  ) {
+    super("ack-unconfirmed", `The broker did not confirm the ack of ${count} message(s).`, {
+      remedy:
+        "Nothing to do for the message: a copy the broker redelivers is acked again, not delivered twice. If it keeps happening, check the mesh (`cotal status --components`).",
+      cause,
+    });
+  }
+}
+
 /** The broker refused to store a message: a storage limit is reached. Nothing was stored. */
 export class StorageLimitError extends CotalError {
   constructor(subject: string, detail: string, cause?: unknown) {

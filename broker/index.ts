@@ -10,6 +10,7 @@ export { logger, setLogDestination, type Logger } from "./log.js";
 
 // Typed errors, and the JetStream API errors mapped once into predicates.
 export {
+  AckUnconfirmedError,
   AuthenticationRefusedError,
   ConnectionClosedError,
   ConsumerLostError,
