@@ -353,7 +353,8 @@ export class Inbox {
           await Promise.all([e.mail, ...e.dups].map((m) => m.ack()));
           acked += 1;
         } catch (err) {
-          // Shown but not acked: if the broker redelivers it, flag it.
+          // Shown, ack unconfirmed: the endpoint acks a copy the broker hands out again instead of
+          // delivering it; should one still reach the inbox, it is flagged a possible repeat.
           this.surfaced.add(e.id);
           this.onSettleError(err, e);
         }

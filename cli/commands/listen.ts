@@ -140,7 +140,7 @@ async function listen(ep: Endpoint, channels: string[], json: boolean, opts: { s
     try {
       await d.ack();
     } catch (err) {
-      log.warn({ err, id: d.message.id }, "ack failed; the broker will deliver it again");
+      log.warn({ err, id: d.message.id }, "ack not confirmed; a copy the broker hands out again is acked, not shown twice");
     }
   }
   await stop(EXIT.ok);
