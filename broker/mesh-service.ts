@@ -19,6 +19,7 @@ import {
   type LookupReply,
   type MintReply,
   type Principal,
+  type Profile,
   type RegisterReply,
   type RevokeReply,
   type TableParsedArgs,
@@ -199,6 +200,7 @@ export class MeshService {
         channels: () => svc.channels(),
         mint: (args, caller) => svc.mint(caller, args),
         revoke: (args, caller) => svc.revoke(caller, args.name),
+        whoami: (_args, caller) => svc.whoami(caller),
         ping: async () => ({ space, pid: process.pid }),
       },
       log,
@@ -443,6 +445,19 @@ export class MeshService {
       });
     if (principalId(caller) !== principalId(SERVICE_PRINCIPALS.cli)) throw new NotAllowedError(what);
     return this.opts.auth;
+  }
+
+  /**
+   * The caller's principal and the profile its name was minted with. A credential made before the
+   * store it is judged by (a folder's mesh moved to a new cluster) connects but is known to no
+   * record: `cotal up` asks this to know the host manager's credential must be minted again.
+   */
+  async whoami(caller: Principal): Promise<{ principal: string; profile?: Profile }> {
+    const principal = principalId(caller);
+    if (!this.opts.auth) return { principal };
+    if (principal === principalId(SERVICE_PRINCIPALS.cli)) return { principal, profile: "cli" };
+    const rec = await this.identities.get(caller);
+    return rec ? { principal, profile: rec.profile } : { principal };
   }
 
   /** Configured channels. */

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from
 import { homedir, hostname } from "node:os";
 import { join, resolve } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { connectMesh, controlCaller, credsCaller, requestCredential, writeSecret } from "../broker/index.js";
+import { AuthenticationRefusedError, callControl, connectMesh, controlCaller, credsCaller, requestCredential, writeSecret } from "../broker/index.js";
 import { MANAGER_COMMANDS, ManagerInstance, PrincipalToken } from "../schemas/index.js";
 import type { MeshTarget } from "./context.js";
 import type { MeshRoot } from "./mesh-root.js";
@@ -109,7 +109,10 @@ async function managerCredential(t: { server: string; space: string; creds: stri
     return t.creds;
   }
   const file = join(stateDir, "manager.creds");
-  if (existsSync(file)) return file;
+  if (existsSync(file)) {
+    if ((await managerCredentialKnown(t, file)) !== false) return file;
+    notes.push("the host manager's credential is not one this mesh knows (minted before its store was replaced, or revoked): minted it again");
+  }
   const nc = await connectMesh({ server: t.server, creds: t.creds, name: "cotal-up" });
   try {
     const { creds } = await requestCredential(nc, t.space, { name: instance, profile: "manager" });
@@ -118,6 +121,30 @@ async function managerCredential(t: { server: string; space: string; creds: stri
     await nc.close().catch(() => undefined);
   }
   return file;
+}
+
+/**
+ * Whether the mesh still knows `file` as a manager's credential: false when the broker refuses it
+ * or the mesh service holds no manager record of its name (a store started anew, as when a
+ * folder's single node becomes a cluster, keeps the account keys, so the credential connects, but
+ * not the records: every seat's mint would be refused). Undefined when it cannot tell (an older
+ * mesh service without `whoami`): the file is kept.
+ */
+async function managerCredentialKnown(t: { server: string; space: string }, file: string): Promise<boolean | undefined> {
+  let nc: NatsConnection;
+  try {
+    nc = await connectMesh({ server: t.server, creds: file, name: "cotal-up" });
+  } catch (err) {
+    return err instanceof AuthenticationRefusedError ? false : undefined;
+  }
+  try {
+    const me = await callControl(nc, t.space, "whoami", credsCaller(file), {}, { timeoutMs: 5_000 });
+    return me.profile === "manager";
+  } catch {
+    return undefined;
+  } finally {
+    await nc.close().catch(() => undefined);
+  }
 }
 
 /** Stop the mesh host's manager (it stops its seats first); `cotal down`. */

@@ -196,6 +196,20 @@ export const MESH_COMMANDS = {
     args: z.object({ name: PrincipalName }),
     reply: z.object({ principal: PrincipalId, revoked: z.number().int().nonnegative().describe("credentials revoked") }),
   },
+  whoami: {
+    endpoint: "mesh",
+    summary: "what the mesh knows of the caller: its principal, and the profile its name was minted with",
+    args: NoArgs,
+    reply: z.object({
+      principal: PrincipalId,
+      profile: z
+        .enum(PROFILES)
+        .optional()
+        .describe(
+          "the profile this mesh minted the name with (`cli` for the operator's credential); absent on an open mesh, and for a name this mesh's store never minted",
+        ),
+    }),
+  },
   ping: {
     endpoint: "mesh",
     summary: "is the mesh service up",

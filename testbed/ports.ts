@@ -26,3 +26,22 @@ export async function freePorts(n: number): Promise<number[]> {
   while (ports.size < n) ports.add(await freePort());
   return [...ports];
 }
+
+/** Whether `port` on 127.0.0.1 can be listened on right now. */
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once("error", () => resolve(false));
+    srv.listen({ host: "127.0.0.1", port, exclusive: true }, () => srv.close(() => resolve(true)));
+  });
+}
+
+/** The first of `n` consecutive free ports (`cotal up --cluster n --port p` takes p and the ports above it). */
+export async function freePortRun(n: number): Promise<number> {
+  for (;;) {
+    const base = await freePort();
+    let free = true;
+    for (let i = 1; i < n && free; i++) free = !RESERVED_PORTS.has(base + i) && (await canListen(base + i));
+    if (free) return base;
+  }
+}

@@ -51,7 +51,7 @@ export function eventsChannel(who: Principal): string {
 /** Read-only control calls every identity may make to the mesh service, as itself. */
 function meshReads(space: string, who: Principal): string[] {
   return [
-    ...["roster", "history", "channels", "lookup", "ping"].map((c) => patterns.callAs(space, MESH, c, who)),
+    ...["roster", "history", "channels", "lookup", "whoami", "ping"].map((c) => patterns.callAs(space, MESH, c, who)),
     patterns.callAs(space, ARTIFACT, "artifact-get", who),
   ];
 }

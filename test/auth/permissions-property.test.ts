@@ -44,7 +44,7 @@ function agentTraffic(who: Principal, channels: string[], role: string, peer: Pr
       chatSubject(SPACE, who, `events.${who.owner}.${who.actor}`),
       dmSubject(SPACE, peer, who),
       anycastSubject(SPACE, token(rng(1)), who),
-      ...["register", "join", "leave", "roster", "history", "channels", "lookup", "ping"].map((c) => controlSubject(SPACE, "mesh", "one", c, who)),
+      ...["register", "join", "leave", "roster", "history", "channels", "lookup", "whoami", "ping"].map((c) => controlSubject(SPACE, "mesh", "one", c, who)),
       patterns.presenceKey(SPACE, who),
       `${API}.CONSUMER.INFO.${names.dmStream(SPACE)}.${durables.dm(who)}`,
       `${API}.CONSUMER.MSG.NEXT.${names.dmStream(SPACE)}.${durables.dm(who)}`,

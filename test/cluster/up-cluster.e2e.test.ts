@@ -2,13 +2,12 @@
 // between two endpoints, one node SIGKILLed and the DM path still working, `cotal up` starting
 // the lost node again, and `cotal down` leaving no process behind.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Endpoint } from "../../broker/index.js";
 import { collect } from "../harness/deliveries.js";
-import { buildCli, cleanEnv, freePort, pidAlive, runCotal } from "../harness/cli.js";
+import { buildCli, cleanEnv, freePortRun, pidAlive, runCotal } from "../harness/cli.js";
 import { until } from "../harness/until.js";
 
 const dir = mkdtempSync(join(tmpdir(), "cotal-cluster-"));
@@ -21,14 +20,6 @@ interface MeshJson {
 }
 const meshJson = () => JSON.parse(readFileSync(join(dir, ".cotal/mesh.json"), "utf8")) as MeshJson;
 const pidOf = (name: string) => (JSON.parse(readFileSync(join(dir, ".cotal/run", `${name}.json`), "utf8")) as { pid: number }).pid;
-
-function canListen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const srv = createServer();
-    srv.once("error", () => resolve(false));
-    srv.listen({ host: "127.0.0.1", port, exclusive: true }, () => srv.close(() => resolve(true)));
-  });
-}
 
 async function cotal(args: string[]) {
   return runCotal(args, { cwd: dir, env, timeoutMs: 90_000 });
@@ -74,11 +65,7 @@ afterAll(async () => {
 describe("cotal up --cluster 3", () => {
   it("runs three nodes (logs and health per node), survives losing one, and stops every process on down", async () => {
     // Three consecutive free client ports: the cluster asks for --port and the two above it.
-    let base = 0;
-    while (!base) {
-      const p = await freePort();
-      if ((await canListen(p + 1)) && (await canListen(p + 2))) base = p;
-    }
+    const base = await freePortRun(3);
     const up = await cotal(["up", "-d", "--cluster", "3", "--port", String(base), "--json"]);
     expect(up.code, up.stderr).toBe(0);
     const report = JSON.parse(up.stdout) as {

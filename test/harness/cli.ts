@@ -145,7 +145,7 @@ export class CotalProcess {
   }
 }
 
-export { freePort } from "./ports.js";
+export { freePort, freePortRun } from "./ports.js";
 
 /** True while a process with this pid exists and is not a zombie. */
 export function pidAlive(pid: number): boolean {

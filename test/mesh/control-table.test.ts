@@ -115,6 +115,14 @@ const ROUND_TRIPS: { [C in keyof typeof SERVED]: (ctx: Ctx) => Promise<void> } =
     const r = await callControl(alice.nc, mesh.space, "artifact-get", alice.me, { digest: HELLO.digest });
     expect(r).toMatchObject({ data: HELLO.base64, info: { size: 5 } });
   },
+  whoami: async ({ mesh, alice, cli }) => {
+    // Static: the profile the name was minted with; open: no profiles, the principal only.
+    expect(await callControl(alice.nc, mesh.space, "whoami", alice.me)).toEqual({ principal: "local.alice", ...(isStatic ? { profile: "agent" } : {}) });
+    expect(await callControl(cli, mesh.space, "whoami", SERVICE_PRINCIPALS.cli)).toEqual({
+      principal: "local.cotal_cli",
+      ...(isStatic ? { profile: "cli" } : {}),
+    });
+  },
   ping: async ({ mesh, alice }) => {
     expect(await callControl(alice.nc, mesh.space, "ping", alice.me)).toEqual({ space: mesh.space, pid: process.pid });
   },
