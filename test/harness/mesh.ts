@@ -48,6 +48,8 @@ export const STATIC_TEST_CHANNELS = ["general", "builds", "lobby", "notes", "emp
 export class TestMesh {
   private readonly endpoints: Endpoint[] = [];
   private readonly conns: NatsConnection[] = [];
+  /** Mesh services started after the first (a restart): stopped by close(). */
+  private readonly laterServices: MeshService[] = [];
   private constructor(
     readonly server: NatsServer,
     readonly space: string,
@@ -135,6 +137,18 @@ export class TestMesh {
   }
 
   /**
+   * Start the space's mesh service again on the service connection (stop `service` first to
+   * restart it), with the mesh's credentials in static mode; close() stops it.
+   */
+  async startService(opts: MeshServiceOptions = {}): Promise<MeshService> {
+    const limits = { ...TEST_STORAGE, ...opts.limits };
+    const auth = this.auth ? { auth: { store: this.auth.store, server: this.server.url } } : {};
+    const service = await MeshService.start(this.serviceConnection, this.space, { ...opts, limits, ...auth });
+    this.laterServices.push(service);
+    return service;
+  }
+
+  /**
    * JetStream management as the data account sees it (the mesh service's own connection):
    * for assertions on streams, consumers and stored counts that no client credential may make.
    */
@@ -190,6 +204,7 @@ export class TestMesh {
     await Promise.all(this.endpoints.map((e) => e.close().catch(() => undefined)));
     await Promise.all(this.conns.map((c) => c.close().catch(() => undefined)));
     await this.service.stop().catch(() => undefined);
+    for (const s of this.laterServices) await s.stop().catch(() => undefined);
     await this.serviceConnection.close().catch(() => undefined);
     if (this.auth) rmSync(this.auth.dir, { recursive: true, force: true });
     if (this.ownsServer) await this.server.cleanup();

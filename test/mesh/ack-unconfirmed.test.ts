@@ -4,17 +4,14 @@
 // deterministic on one server by stopping the mesh service and deleting the inbox consumer, so
 // nothing answers the ack until the service is back and the endpoint has re-created it.
 import { afterEach, describe } from "vitest";
-import { AckUnconfirmedError, MeshService, type Delivery, type Endpoint } from "../../broker/index.js";
+import { AckUnconfirmedError, type Delivery, type Endpoint } from "../../broker/index.js";
 import { messageText, names } from "../../schemas/index.js";
 import { expect, test, until } from "../harness/fixtures.js";
-import { TEST_STORAGE, TestMesh } from "../harness/mesh.js";
-import { meshMode } from "../harness/mesh-mode.js";
+import { TestMesh } from "../harness/mesh.js";
 import type { NatsServer } from "../harness/nats-server.js";
 
 let mesh: TestMesh | undefined;
-const extraServices: MeshService[] = [];
 afterEach(async () => {
-  for (const s of extraServices.splice(0)) await s.stop().catch(() => undefined);
   await mesh?.close();
   mesh = undefined;
 });
@@ -39,10 +36,7 @@ async function ackWithNoResponders(nats: NatsServer, space: string, ackRetryDela
   await mesh.service.stop();
   const jsm = await mesh.dataJsm();
   expect(await jsm.consumers.delete(names.dmStream(space), "dm_local-bob")).toBe(true);
-  const restart = async () => {
-    const auth = meshMode() === "static" ? { auth: { store: mesh!.store, server: nats.url } } : {};
-    extraServices.push(await MeshService.start(mesh!.serviceConnection, space, { limits: TEST_STORAGE, ackWaitMs: 1_000, ...auth }));
-  };
+  const restart = () => mesh!.startService({ ackWaitMs: 1_000 });
   return { alice, bob, one: one!, jsm, restart };
 }
 

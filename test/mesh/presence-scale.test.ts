@@ -5,10 +5,10 @@
 import { Kvm } from "@nats-io/kv";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
 import { afterEach, describe } from "vitest";
-import { MeshService, type Endpoint, type Roster } from "../../broker/index.js";
+import type { Endpoint, Roster } from "../../broker/index.js";
 import { names, PRESENCE, type PresenceStatus } from "../../schemas/index.js";
 import { expect, test, until } from "../harness/fixtures.js";
-import { TEST_STORAGE, TestMesh } from "../harness/mesh.js";
+import { TestMesh } from "../harness/mesh.js";
 import { meshMode } from "../harness/mesh-mode.js";
 
 /** Fast timing for tests: beats every 250 ms, offline after 2.5 s without one. */
@@ -16,9 +16,7 @@ const BEAT_MS = 250;
 const LIVENESS_MS = 2_500;
 
 let mesh: TestMesh | undefined;
-const extraServices: MeshService[] = [];
 afterEach(async () => {
-  for (const s of extraServices.splice(0)) await s.stop().catch(() => undefined);
   await mesh?.close();
   mesh = undefined;
 });
@@ -195,9 +193,7 @@ describe("status and liveness", () => {
     await until(async () => (await kv.get("local.dave")) === null, PRESENCE.livenessMs * 3, "dave's record aged out of the bucket");
     expect(view.get("local.dave")?.status, "nobody takes dave offline while the mesh service is down").toBe("idle");
 
-    const auth = meshMode() === "static" ? { auth: { store: mesh.store, server: nats.url } } : {};
-    const restarted = await MeshService.start(mesh.serviceConnection, mesh.space, { limits: TEST_STORAGE, livenessMs: LIVENESS_MS, ...auth });
-    extraServices.push(restarted);
+    await mesh.startService({ livenessMs: LIVENESS_MS });
     await statusIn(view, "local.dave", "offline");
     expect(erinOffline, "erin (beating) never read offline").toEqual([]);
     expect(view.get("local.erin")?.status).toBe("idle");
