@@ -168,17 +168,26 @@ describe.skipIf(skip !== undefined)("a partitioned cluster node (containers)", (
     await until(async () => (await streamLeader(serviceNc!)) !== undefined, 60_000, "the DM stream to have a leader after the heal", 250);
 
     const want = new Set(acked);
-    await until(
-      () => {
-        const seen = new Set(got.texts());
-        return [...want].every((t) => seen.has(t));
-      },
-      90_000,
-      `every acknowledged DM to reach bob (${want.size} acked, ${failed.length} refused); missing: ${[...want]
-        .filter((t) => !got.texts().includes(t))
-        .slice(0, 10)
-        .join(", ")}\n${await logsOf(container)}`,
-    );
+    const missing = () => [...want].filter((t) => !got.texts().includes(t));
+    await until(() => missing().length === 0, 90_000, "every acknowledged DM to reach bob").catch(async (err: Error) => {
+      // Said at the failure, not at the start of the wait: what is missing then, and bob's consumer as the cluster sees it.
+      const ci = await (await jetstreamManager(serviceNc!)).consumers.info(names.dmStream(SPACE), "dm_local-bob").catch((e: unknown) => String(e));
+      const consumer =
+        typeof ci === "string"
+          ? ci
+          : JSON.stringify({
+              delivered: ci.delivered,
+              ack_floor: ci.ack_floor,
+              num_pending: ci.num_pending,
+              num_ack_pending: ci.num_ack_pending,
+              num_redelivered: ci.num_redelivered,
+              leader: ci.cluster?.leader,
+            });
+      throw new Error(
+        `${err.message} (${want.size} acked, ${failed.length} refused; received ${got.texts().length}, ack failures ${got.ackFailures()}); ` +
+          `missing ${missing().length}: ${missing().slice(0, 10).join(", ")}\nbob's consumer: ${consumer}\n${await logsOf(container)}`,
+      );
+    });
     expect(acked.length).toBeGreaterThan(CUT_AT + HEAL_AFTER);
 
     // The node that was cut off catches up: every replica current again.
