@@ -1,10 +1,5 @@
-import type { NatsConnection } from "@nats-io/transport-node";
 import type { JsMsg } from "@nats-io/jetstream";
-import { ACK_RETRY_DELAYS_MS } from "../schemas/index.js";
 import { AckUnconfirmedError } from "./errors.js";
-
-/** What every ack sends on a delivery's reply subject. */
-const ACK = "+ACK";
 
 /**
  * Confirmed acks in batches. `Delivery.ack()` resolves only once the broker has processed the
@@ -16,23 +11,16 @@ const ACK = "+ACK";
  * Why one confirmation covers the batch: a connection's messages reach the server in order, the
  * server hands every ack of one consumer (`$JS.ACK.<stream>.<consumer>.…`) to that consumer's
  * ack queue in arrival order, and it answers the `ackAck()` only after processing it, so after
- * every ack queued before it.
- *
- * When the confirmation fails, the whole batch is sent again after each of `retryDelaysMs`: acks
- * are idempotent, and the usual cause passes (a cluster node died with the consumer's leader, and
- * until a new one is elected its ack subject has no responders: measured at about a second on
- * loopback). Only when every try failed does each ack of the batch reject, with
- * AckUnconfirmedError.
+ * every ack queued before it. When the confirmation fails (no responders while a cluster elects
+ * the consumer's new leader, a timeout), every ack of the batch rejects with AckUnconfirmedError
+ * at once: a receiver that settles one message at a time is not held up, and the endpoint acks
+ * the copy the broker redelivers after the ack wait (SPEC §5). Trying again here instead held
+ * such receivers for up to 18 s per message during a node loss, long enough to miss the next DM.
  */
 export class AckBatcher {
   /** Per consumer (stream/durable): the acks of the current tick, in order. */
   private readonly open = new Map<string, Array<{ m: JsMsg; done: (err?: unknown) => void }>>();
   private scheduled = false;
-
-  constructor(
-    private readonly nc: NatsConnection,
-    private readonly retryDelaysMs: readonly number[] = ACK_RETRY_DELAYS_MS,
-  ) {}
 
   /** Ack `m`; resolves once the broker confirmed it (with the rest of its batch). */
   ack(m: JsMsg): Promise<void> {
@@ -59,37 +47,15 @@ export class AckBatcher {
     }
   }
 
-  /** Send the batch's acks, then again after each retry delay until one try is confirmed; the last error if none is. */
+  /** Send the batch's acks, the last one confirmed; the error when it is not. */
   private async confirm(msgs: JsMsg[]): Promise<AckUnconfirmedError | undefined> {
     const last = msgs[msgs.length - 1]!;
     for (const a of msgs.slice(0, -1)) a.ack();
-    let cause: unknown;
     try {
       if (await last.ackAck()) return undefined;
-      cause = new Error("the client had acked this message already");
+      return new AckUnconfirmedError(msgs.length, new Error("the client had acked this message already"));
     } catch (err) {
-      cause = err;
+      return new AckUnconfirmedError(msgs.length, err);
     }
-    // A retry cannot go through JsMsg (it sends an ack once): it publishes on the reply subjects.
-    const replies = msgs.map(replyOf);
-    if (replies.some((r) => r === undefined)) return new AckUnconfirmedError(msgs.length, cause);
-    for (const wait of this.retryDelaysMs) {
-      await new Promise((r) => setTimeout(r, wait));
-      if (this.nc.isClosed()) break;
-      try {
-        for (const r of replies.slice(0, -1)) this.nc.publish(r!, ACK);
-        await this.nc.request(replies[replies.length - 1]!, ACK);
-        return undefined;
-      } catch (err) {
-        cause = err;
-      }
-    }
-    return new AckUnconfirmedError(msgs.length, cause);
   }
-}
-
-/** The delivery's ack subject: nats.js keeps it on the message it wraps (not on the JsMsg interface). */
-function replyOf(m: JsMsg): string | undefined {
-  const reply = (m as Partial<{ reply: unknown }>).reply;
-  return typeof reply === "string" && reply !== "" ? reply : undefined;
 }

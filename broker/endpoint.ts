@@ -83,8 +83,6 @@ export interface EndpointOptions extends MeshAddress {
    * REESTABLISH_DELAYS_MS in schemas/limits.ts); after the last failed attempt it is reported `lost`.
    */
   reestablishDelaysMs?: readonly number[];
-  /** Waits before each new try of an ack the broker did not confirm, ms (default ACK_RETRY_DELAYS_MS). */
-  ackRetryDelaysMs?: readonly number[];
   /**
    * Who really acts through this endpoint when it is not `name` (the operator's credential acting
    * for a person): every message says so in `sentBy`, and the presence card in `meta.sentBy`.
@@ -219,7 +217,7 @@ export class Endpoint {
     if (opts.role) assertToken("name", "role", opts.role);
     this.jsConnection = jetStreamConnection(nc, opts.creds);
     this.js = jetstream(this.jsConnection, JS_OPTIONS);
-    this.acks = new AckBatcher(this.jsConnection, opts.ackRetryDelaysMs);
+    this.acks = new AckBatcher();
     this.watchRefusals();
     this.channels = new ChannelRegistry(channelsKv);
     this.card = AgentCard.parse({

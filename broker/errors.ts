@@ -136,8 +136,8 @@ export class ConsumerLostError extends CotalError {
 }
 
 /**
- * The broker did not confirm a delivery's ack after every retry. The message was handled all the
- * same: if the broker hands it out again, the endpoint acks the copy without delivering it twice.
+ * The broker did not confirm a delivery's ack. The message was handled all the same: when the
+ * broker hands it out again, the endpoint acks the copy without delivering it twice.
  */
 export class AckUnconfirmedError extends CotalError {
   constructor(

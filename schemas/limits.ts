@@ -51,9 +51,3 @@ export const PUBLISH = {
  * attempt it is reported lost.
  */
 export const REESTABLISH_DELAYS_MS: readonly number[] = [0, 250, 1_000, 3_000, 10_000];
-
-/**
- * Waits before each new try of a delivery ack the broker did not confirm (no responders while a
- * cluster elects the consumer's new leader, a timeout): ≈ 8 s in all, longer than an election.
- */
-export const ACK_RETRY_DELAYS_MS: readonly number[] = [250, 500, 1_000, 2_000, 4_000];
