@@ -181,7 +181,7 @@ export class Endpoint {
   readonly jsConnection: NatsConnection;
   private readonly ledger = new IdLedger();
   /** Delivery acks, confirmed by the broker one batch at a time. */
-  private readonly acks: AckBatcher;
+  private readonly acks = new AckBatcher();
   private readonly memberships = new Map<string, ChannelMembership>();
   private readonly stoppers: Array<() => void> = [];
   private rosterView?: Roster;
@@ -217,7 +217,6 @@ export class Endpoint {
     if (opts.role) assertToken("name", "role", opts.role);
     this.jsConnection = jetStreamConnection(nc, opts.creds);
     this.js = jetstream(this.jsConnection, JS_OPTIONS);
-    this.acks = new AckBatcher();
     this.watchRefusals();
     this.channels = new ChannelRegistry(channelsKv);
     this.card = AgentCard.parse({

@@ -19,10 +19,10 @@ import {
   type LookupReply,
   type MintReply,
   type Principal,
-  type Profile,
   type RegisterReply,
   type RevokeReply,
   type TableParsedArgs,
+  type WhoamiReply,
 } from "../schemas/index.js";
 import { ArtifactService } from "./artifacts.js";
 import { ChannelRegistry, type ResolvedChannel } from "./channel-registry.js";
@@ -452,7 +452,7 @@ export class MeshService {
    * store it is judged by (a folder's mesh moved to a new cluster) connects but is known to no
    * record: `cotal up` asks this to know the host manager's credential must be minted again.
    */
-  async whoami(caller: Principal): Promise<{ principal: string; profile?: Profile }> {
+  async whoami(caller: Principal): Promise<WhoamiReply> {
     const principal = principalId(caller);
     if (!this.opts.auth) return { principal };
     if (principal === principalId(SERVICE_PRINCIPALS.cli)) return { principal, profile: "cli" };

@@ -296,6 +296,7 @@ export type HistoryItem = HistoryPage["items"][number];
 export type MintArgs = ControlArgs<"mint">;
 export type MintReply = ControlReplyData<"mint">;
 export type RevokeReply = ControlReplyData<"revoke">;
+export type WhoamiReply = ControlReplyData<"whoami">;
 export type PingReply = ControlReplyData<"ping">;
 export type ArtifactInfo = ControlReplyData<"artifact-commit">;
 

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { jetstream, jetstreamManager, AckPolicy } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { permissionViolation, requestRevoke, setLogDestination, type Endpoint } from "../../broker/index.js";
+import { callControl, permissionViolation, requestRevoke, setLogDestination, type Endpoint } from "../../broker/index.js";
 import { chatSubject, dmSubject, anycastSubject, encodeMessage, localPrincipal, type CotalMessage } from "../../schemas/index.js";
 import { TestMesh } from "../harness/mesh.js";
 import { until } from "../harness/until.js";
@@ -157,6 +157,12 @@ describe("an agent reads only what it was granted", () => {
   test("another agent's presence key cannot be written", async () => {
     const nc = await mesh.connection(malloryCreds, "_INBOX.local.mallory");
     await refused(() => jetstream(nc).publish("$KV.cotal_presence_sec.local.bob", "{}", { timeout: 1_500 }));
+  });
+
+  test("whoami tells a credential only about itself: asked as another name, the broker refuses", async () => {
+    const nc = await mesh.connection(malloryCreds, "_INBOX.local.mallory");
+    expect(await callControl(nc, SPACE, "whoami", localPrincipal("mallory"))).toEqual({ principal: "local.mallory", profile: "agent" });
+    await refused(() => callControl(nc, SPACE, "whoami", alice, {}, { timeoutMs: 1_500 }));
   });
 
   test("streams and consumers cannot be created", async () => {
