@@ -4,10 +4,30 @@
 //
 // The mutated files are used by nearly every test, so a mutant run against the whole suite
 // costs minutes. Each folder set is therefore measured against the tests written for it
-// (`testFiles`), one set per run: COTAL_MUTATE=schemas|connector|broker (default schemas).
+// (`testFiles`), one set per run: COTAL_MUTATE=schemas|connector|broker|auth (default schemas).
+import { readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import process from "node:process";
+
+/**
+ * Stryker's `file:start-end` ranges of the named members of `file`, found by the line that opens
+ * each (a regular expression) and ending where its indentation closes: the authorization code of a
+ * file that holds other things too, kept right while others edit the file around it.
+ */
+function rangesOf(file, openers) {
+  const lines = readFileSync(file, "utf8").split("\n");
+  const indent = (l) => /^\s*/.exec(l)[0].length;
+  return openers.map((opener) => {
+    const start = lines.findIndex((l) => opener.test(l));
+    if (start < 0) throw new Error(`stryker.config.mjs: nothing in ${file} matches ${opener}`);
+    // The first line back at the opener's indentation that does not open a block (`): T {` does).
+    let end = lines.findIndex((l, i) => i > start && l.trim() !== "" && indent(l) <= indent(lines[start]) && !l.trimEnd().endsWith("{"));
+    if (end < 0) end = lines.length;
+    else if (!/^\s*[}\])]/.test(lines[end])) end -= 1;
+    return `${file}:${start + 1}-${end + 1}`;
+  });
+}
 
 const SETS = {
   schemas: {
@@ -23,6 +43,47 @@ const SETS = {
   broker: {
     mutate: ["broker/verify.ts", "broker/control.ts", "broker/mesh-service.ts"],
     testFiles: ["test/mesh/*.test.ts", "test/auth/*.test.ts", "test/attacks/*.test.ts"],
+  },
+  // Who may publish, subscribe and call (issue 25): the permission builders, and the mesh service's
+  // decisions on who may call what (the sender check, mint/revoke, read scope, roles, whoami).
+  auth: {
+    mutate: [
+      "broker/auth/permissions.ts",
+      // What the mesh service lets a reader call (issue 25, route 7).
+      "broker/auth/reader-calls.ts",
+      ...rangesOf("broker/auth/request-info.ts", [/^export function senderOf\(/, /^function leafOf\(/, /^export async function checkSender\(/]),
+      ...rangesOf("broker/auth/identity-registry.ts", [/^ {2}async mayRead\(/]),
+      ...rangesOf("broker/mesh-service.ts", [
+        /^ {4}const authenticated = opts\.auth/,
+        /^ {2}async grantedRole\(/,
+        /^ {4}if \(member !== undefined && this\.opts\.auth\)/,
+        /^ {4}if \(this\.opts\.authorizeRead && !\(await/,
+        /^ {4}const allowed = this\.opts\.authorizeRead/,
+        /^ {4}const auth = await this\.requireMinter\(/,
+        /^ {4}const via = sender/,
+        /^ {4}const through = rec/,
+        /^ {2}private async requireMinter\(/,
+        /^ {2}private requireOperator\(/,
+        /^ {2}async whoami\(/,
+        // What a name was minted with, which a manager judges a helper's spawn by (issue 29 part 5).
+        /^ {2}async grant\(/,
+        /^function mintedByOther\(/,
+      ]),
+      // The manager's helper policy: which personas, how many, never wider than the spawner.
+      "manager/helpers.ts",
+    ],
+    // Quick tests that reach them on a real server (no dist/ needed); the profile table tries every profile.
+    testFiles: [
+      "test/auth/permissions-property.test.ts",
+      "test/auth/sender-of.test.ts",
+      "test/auth/profile-table.test.ts",
+      "test/auth/operator-only.test.ts",
+      "test/attacks/leaf-credential.test.ts",
+      "test/attacks/bounds-least-privilege.test.ts",
+      "test/attacks/limits-and-records.test.ts",
+      "test/attacks/reader-profile.test.ts",
+      "test/manager/spawn-policy.test.ts",
+    ],
   },
 };
 

@@ -11,29 +11,23 @@ import {
   type JetStreamManager,
   type JsMsg,
 } from "@nats-io/jetstream";
-import { ACK_WAIT_MS, Endpoint, MAX_ACK_PENDING, spaceStreams, type RegisterReply } from "../broker/internal.js";
+import { ACK_WAIT_MS, Endpoint, MAX_ACK_PENDING, spaceStreams, type EndpointOptions, type RegisterReply } from "../broker/internal.js";
+import { Teardown } from "./teardown.js";
 
 /** Messages a consumer pulls per request; Cotal's endpoint uses the same figure. */
 export const CONSUME_BATCH = 256;
 
 const nanos = (ms: number) => ms * 1_000_000;
 
-/** Resources opened by one benchmark; `close()` releases them in reverse order, errors ignored. */
-export class Scope {
-  readonly #closers: Array<() => Promise<unknown>> = [];
-  #closed = false;
-
+/** Resources opened by one benchmark, on its server and space; `close()` releases them in reverse order. */
+export class Scope extends Teardown {
   constructor(
     /** Client URL of the benchmark's own nats-server. */
     readonly url: string,
     /** The provisioned Cotal space. */
     readonly space: string,
-  ) {}
-
-  /** Run `fn` when the scope closes. */
-  defer(fn: () => Promise<unknown>): void {
-    if (this.#closed) throw new Error("scope already closed");
-    this.#closers.push(fn);
+  ) {
+    super();
   }
 
   /** A child scope; closed with this one if not closed before. */
@@ -44,8 +38,8 @@ export class Scope {
   }
 
   /** Connect an endpoint as `name` and join the mesh (closed with the scope). */
-  async joined(name: string): Promise<Joined> {
-    const ep = await Endpoint.connect({ server: this.url, space: this.space, name });
+  async joined(name: string, opts: Pick<EndpointOptions, "heartbeatMs"> = {}): Promise<Joined> {
+    const ep = await Endpoint.connect({ server: this.url, space: this.space, name, ...opts });
     this.defer(() => ep.close());
     const reply = await ep.join();
     return { ep, reply };
@@ -56,12 +50,6 @@ export class Scope {
     const nc = await connect({ servers: this.url, name, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
     this.defer(() => nc.close());
     return { nc, js: jetstream(nc), jsm: await jetstreamManager(nc) };
-  }
-
-  async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    for (const fn of this.#closers.splice(0).reverse()) await fn().catch(() => undefined);
   }
 }
 
@@ -116,17 +104,39 @@ export async function consumeRaw(scope: Scope, client: RawClient, stream: string
   return iter;
 }
 
-/** Both sides' pending and ack-pending counts must reach zero: nothing was left unacked. */
-export async function assertDrained(jsm: JetStreamManager, stream: string, durable: string, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
+/** How long a run's consumers get to settle their last acks before what they hold counts as left over. */
+const SETTLE_MS = 10_000;
+
+/**
+ * Messages still pending or unacknowledged on `durables` of `stream` after a run: 0 once every
+ * one has settled (waited for up to `settleMs`, 10 s by default: acks may still be in flight),
+ * else what is left.
+ */
+export async function leftPending(jsm: JetStreamManager, stream: string, durables: readonly string[], settleMs = SETTLE_MS): Promise<number> {
+  const deadline = Date.now() + settleMs;
   for (;;) {
-    const info = await jsm.consumers.info(stream, durable);
-    if (info.num_pending === 0 && info.num_ack_pending === 0) return;
-    if (Date.now() > deadline) {
-      throw new Error(`${what}: consumer ${stream}/${durable} still has ${info.num_pending} pending and ${info.num_ack_pending} unacked after the run`);
+    let left = 0;
+    for (const d of durables) {
+      const info = await jsm.consumers.info(stream, d);
+      left += info.num_pending + info.num_ack_pending;
     }
+    if (left === 0 || Date.now() > deadline) return left;
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** What is left pending on every consumer of `stream` (every inbox of a space's DM stream, say), once settled. */
+export async function streamPending(jsm: JetStreamManager, stream: string, settleMs?: number): Promise<number> {
+  const durables: string[] = [];
+  for await (const c of jsm.consumers.list(stream)) durables.push(c.name);
+  return leftPending(jsm, stream, durables, settleMs);
+}
+
+/** What is left pending on every durable consumer `ep` reads (its DM inbox, channel memberships); call before it closes. */
+export async function endpointPending(jsm: JetStreamManager, ep: Endpoint, settleMs?: number): Promise<number> {
+  let left = 0;
+  for (const c of ep.consumerStatus()) left += await leftPending(jsm, c.stream, [c.durable], settleMs);
+  return left;
 }
 
 /** An async FIFO: producers `push`, one reader awaits `next`. */
@@ -219,6 +229,64 @@ export function envelopeLike(space: string, from: string, address: Record<string
   return new TextEncoder().encode(
     JSON.stringify({ id, ts: new Date().toISOString(), space, from: { id: `local.${from}`, name: from }, ...address, parts: [{ kind: "text", text }] }),
   );
+}
+
+/**
+ * Confirmed acks (Cotal's Delivery.ack(), the raw client's ackAck()) whose confirmation failed:
+ * on an overloaded machine the broker's answer can miss the client's timeout. The message counts
+ * as handled (SPEC §5: a copy the broker redelivers is acked, not delivered), so a bench counts
+ * it too, says how many, and gives the durable the ack wait to settle before what it holds counts
+ * as pending; a copy that does come back shows as a duplicate.
+ */
+export class Unconfirmed {
+  count = 0;
+  first: unknown;
+  note(err: unknown): void {
+    this.count += 1;
+    this.first ??= err;
+  }
+  /** How long the recipient's durable gets to settle: with unconfirmed acks, the ack wait (a lost ack's copy comes back then) and more. */
+  get settleMs(): number | undefined {
+    return this.count ? ACK_WAIT_MS + 15_000 : undefined;
+  }
+}
+
+/** Unconfirmed acks per side of a bench, and the first reason. */
+export interface UnconfirmedAcks {
+  counts: Record<string, number>;
+  first?: string;
+}
+
+/** The unconfirmed acks of a bench's sides, for its result and its notes. */
+export function unconfirmedOf(sides: Record<string, Unconfirmed>): UnconfirmedAcks {
+  const first = Object.values(sides).find((u) => u.first !== undefined)?.first;
+  return { counts: Object.fromEntries(Object.entries(sides).map(([k, u]) => [k, u.count])), ...(first !== undefined ? { first: String(first) } : {}) };
+}
+
+/** "acks not confirmed (…): 3 cotal, 0 raw" for a row's note; empty when every ack was confirmed. */
+export function unconfirmedNote(u: UnconfirmedAcks): string {
+  const sides = Object.entries(u.counts);
+  if (sides.every(([, n]) => n === 0)) return "";
+  return `; acks sent but not confirmed, counted as handled: ${sides.map(([k, n]) => `${n} ${k}`).join(", ")} (first: ${u.first})`;
+}
+
+/** How long a count may stand still before a run counts as stuck rather than slow (a loaded 2-core machine is slow). */
+export const STALL_MS = 60_000;
+
+/**
+ * Resolves once `counter` reaches `target`. Fails only when the count made no progress for
+ * `stallMs`: a round of thousands of messages may take minutes on a loaded machine, and that is
+ * a figure, not a failure; a count that stopped moving is.
+ */
+export async function progressTo(counter: Counter, target: number, what: string, stallMs = STALL_MS): Promise<void> {
+  const reached = counter.reach(target).then(() => true);
+  for (let last = counter.value; ; last = counter.value) {
+    let timer: NodeJS.Timeout | undefined;
+    const lapse = new Promise<false>((r) => (timer = setTimeout(() => r(false), stallMs)));
+    const done = await Promise.race([reached, lapse]).finally(() => clearTimeout(timer));
+    if (done) return;
+    if (counter.value === last) throw new Error(`stuck: ${what} stayed at ${last} of ${target} for ${stallMs / 1000} s`);
+  }
 }
 
 /** Milliseconds since an arbitrary origin, sub-millisecond resolution. */

@@ -3,7 +3,22 @@
 // Raw: js.publish with msgID → durable consume + ack(); and, to attribute the difference, the
 // raw client acking with ackAck() the way Cotal's Delivery.ack() does.
 import { randomUUID } from "node:crypto";
-import { addRawConsumer, addRawStream, assertDrained, consumeRaw, Counter, envelopeLike, now, runBounded, withTimeout, type Scope } from "./context.js";
+import { Arrivals, type Tally } from "./checks.js";
+import {
+  addRawConsumer,
+  addRawStream,
+  consumeRaw,
+  Counter,
+  envelopeLike,
+  leftPending,
+  now,
+  progressTo,
+  runBounded,
+  Unconfirmed,
+  unconfirmedOf,
+  type Scope,
+  type UnconfirmedAcks,
+} from "./context.js";
 
 export interface DmThroughputOptions {
   /** DMs per side, measured (split over `rounds`). */
@@ -24,16 +39,21 @@ export interface DmThroughputResult {
   rawAckAck: number;
   /** Deliveries whose id had been seen before (should be 0: nothing is redelivered here). */
   duplicates: number;
+  /** Per side: DMs sent (warm-up included), received once each, repeats, left on the recipient's durable. */
+  tallies: { cotal: Tally; raw: Tally; rawAckAck: Tally };
+  /** Confirmed acks whose confirmation failed (counted as handled; see Unconfirmed). */
+  unconfirmed: UnconfirmedAcks;
 }
 
 const TEXT = "bench: a short direct message of typical size for an agent";
-const ROUND_TIMEOUT_MS = 120_000;
 
 interface Side {
   /** Send `n` DMs; resolves with the seconds until all were received and acked. */
   round(n: number): Promise<number>;
-  drained(): Promise<void>;
-  duplicates(): number;
+  /** The side's counts, once its recipient's durable settled. */
+  tally(): Promise<Tally>;
+  /** Acks that were sent but not confirmed. */
+  unconfirmed: Unconfirmed;
 }
 
 export async function dmThroughput(parent: Scope, opts: DmThroughputOptions): Promise<DmThroughputResult> {
@@ -56,12 +76,14 @@ export async function dmThroughput(parent: Scope, opts: DmThroughputOptions): Pr
         totals[s].n += n;
       }
     }
-    for (const s of names) await sides[s].drained();
+    const tallies = { cotal: await sides.cotal.tally(), raw: await sides.raw.tally(), rawAckAck: await sides.rawAckAck.tally() };
     return {
+      unconfirmed: unconfirmedOf({ cotal: sides.cotal.unconfirmed, "raw+ackAck": sides.rawAckAck.unconfirmed }),
       cotal: totals.cotal.n / totals.cotal.s,
       raw: totals.raw.n / totals.raw.s,
       rawAckAck: totals.rawAckAck.n / totals.rawAckAck.s,
-      duplicates: names.reduce((sum, s) => sum + sides[s].duplicates(), 0),
+      duplicates: names.reduce((sum, s) => sum + tallies[s].duplicates, 0),
+      tallies,
     };
   } finally {
     await scope.close();
@@ -73,16 +95,18 @@ async function cotalSide(scope: Scope, inflight: number): Promise<Side> {
   const { ep: recipient, reply } = await scope.joined("tp_recipient");
   const admin = await scope.raw("bench-tp-admin");
   const acked = new Counter();
-  const seen = new Set<string>();
-  let duplicates = 0;
-  let failure: unknown;
+  const arrivals = new Arrivals();
+  const unconfirmed = new Unconfirmed();
+  let sent = 0;
   void (async () => {
     for await (const d of recipient.deliveries) {
-      if (seen.has(d.message.id)) duplicates += 1;
-      seen.add(d.message.id);
+      arrivals.add(d.message.id);
       d.ack().then(
         () => acked.add(),
-        (err: unknown) => (failure ??= err),
+        (err: unknown) => {
+          unconfirmed.note(err);
+          acked.add();
+        },
       );
     }
   })();
@@ -90,14 +114,13 @@ async function cotalSide(scope: Scope, inflight: number): Promise<Side> {
     async round(n) {
       const target = acked.value + n;
       const t0 = now();
+      sent += n;
       await runBounded(n, inflight, () => sender.dm("tp_recipient", TEXT, { id: randomUUID() }));
-      await withTimeout(acked.reach(target), ROUND_TIMEOUT_MS, `Cotal: ${n} DMs received and acked (acked ${acked.value - (target - n)})`);
-      const seconds = (now() - t0) / 1000;
-      if (failure) throw new Error("Cotal throughput: an ack failed", { cause: failure });
-      return seconds;
+      await progressTo(acked, target, "Cotal: DMs received and acked (a running count)");
+      return (now() - t0) / 1000;
     },
-    drained: () => assertDrained(admin.jsm, `DM_${scope.space}`, reply.dm, "Cotal DM throughput"),
-    duplicates: () => duplicates,
+    tally: async () => arrivals.tally(sent, await leftPending(admin.jsm, `DM_${scope.space}`, [reply.dm], unconfirmed.settleMs)),
+    unconfirmed,
   };
 }
 
@@ -111,20 +134,21 @@ async function rawSide(scope: Scope, inflight: number, ackMode: "ack" | "ackAck"
   await addRawStream(pub.jsm, scope.space, stream, [`${root}.>`]);
   await addRawConsumer(pub.jsm, stream, durable, `${root}.local.tp_recipient.>`);
   const acked = new Counter();
-  const seen = new Set<string>();
-  let duplicates = 0;
-  let failure: unknown;
+  const arrivals = new Arrivals();
+  const unconfirmed = new Unconfirmed();
+  let sent = 0;
   await consumeRaw(scope, sub, stream, durable, (m) => {
-    const id = m.headers?.get("Nats-Msg-Id") ?? "";
-    if (seen.has(id)) duplicates += 1;
-    seen.add(id);
+    arrivals.add(m.headers?.get("Nats-Msg-Id") ?? "");
     if (ackMode === "ack") {
       m.ack();
       acked.add();
     } else {
       m.ackAck().then(
         () => acked.add(),
-        (err: unknown) => (failure ??= err),
+        (err: unknown) => {
+          unconfirmed.note(err);
+          acked.add();
+        },
       );
     }
   });
@@ -133,18 +157,17 @@ async function rawSide(scope: Scope, inflight: number, ackMode: "ack" | "ackAck"
     async round(n) {
       const target = acked.value + n;
       const t0 = now();
+      sent += n;
       await runBounded(n, inflight, () => {
         const id = randomUUID();
         return pub.js.publish(subject, envelopeLike(scope.space, "tp_sender", { to: "local.tp_recipient" }, id, TEXT), { msgID: id });
       });
-      await withTimeout(acked.reach(target), ROUND_TIMEOUT_MS, `raw (${ackMode}): ${n} DMs received and acked`);
+      await progressTo(acked, target, `raw (${ackMode}): DMs received and acked (a running count)`);
       // A plain ack() is fire-and-forget: count the run as done once the acks reached the server.
       if (ackMode === "ack") await sub.nc.flush();
-      const seconds = (now() - t0) / 1000;
-      if (failure) throw new Error(`raw throughput (${ackMode}): an ack failed`, { cause: failure });
-      return seconds;
+      return (now() - t0) / 1000;
     },
-    drained: () => assertDrained(pub.jsm, stream, durable, `raw DM throughput (${ackMode})`),
-    duplicates: () => duplicates,
+    tally: async () => arrivals.tally(sent, await leftPending(pub.jsm, stream, [durable], unconfirmed.settleMs)),
+    unconfirmed,
   };
 }

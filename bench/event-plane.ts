@@ -11,7 +11,9 @@ import { logger } from "../broker/index.js";
 import { ConsoleFeed, FrameRenderer, plainLines } from "../cli/console-feed.js";
 import { MeshSession } from "../cli/session.js";
 import { Connector, EventPlane, runHook } from "../connector/internal.js";
-import { chatSubject, encodeMessage, eventsChannelOf, frameOf, patterns, type CotalMessage } from "../schemas/index.js";
+import { encodeMessage, eventsChannelOf, frameOf, patterns, postSubject, type CotalMessage } from "../schemas/index.js";
+import { until } from "../testbed/until.js";
+import { Arrivals, type Tally } from "./checks.js";
 import type { Scope } from "./context.js";
 import { summarize, type Summary } from "./stats.js";
 
@@ -26,10 +28,16 @@ export interface EventPlaneResult {
   publish: { cotal: number; raw: number; frames: number; events: number };
   render: { cotal: number; raw: number; frames: number };
   hook: { planeOn: Summary; planeOff: Summary };
+  /**
+   * `published`: turns written, turns whose RUN_FINISHED reached the console, frames seen twice,
+   * frames the plane still held; `raw`: frames published and received by the raw subscriber;
+   * `rendered`: the same raw frames rendered by the console; `hooks on`/`hooks off`: hooks run and
+   * answered `{}`.
+   */
+  tallies: Record<"published" | "raw" | "rendered" | "hooks on" | "hooks off", Tally>;
 }
 
 const log = logger("bench-event-plane");
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const ms = (t0: bigint) => Number(process.hrtime.bigint() - t0) / 1e6;
 
 /** Transcript lines of `n` turns, as Claude writes them. */
@@ -55,13 +63,8 @@ function turns(from: number, n: number): string {
   return out.join("\n") + "\n";
 }
 
-async function until(cond: () => boolean | Promise<boolean>, what: string, timeoutMs = 120_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`event-plane bench: ${what} did not happen within ${timeoutMs} ms`);
-    await sleep(5);
-  }
-}
+/** Every wait of this bench: generous, a loaded 2-core machine is slow, and polled often. */
+const wait = (cond: () => boolean | Promise<boolean>, what: string) => until(cond, 120_000, `event-plane bench: ${what}`, 5);
 
 export async function eventPlane(scope: Scope, plan: EventPlanePlan): Promise<EventPlaneResult> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "cotal-bench-evt-"));
@@ -73,13 +76,17 @@ export async function eventPlane(scope: Scope, plan: EventPlanePlan): Promise<Ev
   scope.defer(() => session.close());
   const renderer = new FrameRenderer();
   const seen: CotalMessage[] = [];
+  const frameIds = new Arrivals();
+  const finished = new Set<string>();
   let lastSeen = 0n;
   let lastFrameAt = 0n;
   const finalRun = `p${plan.turns - 1}`;
   const feed = new ConsoleFeed(session, log, (item) => {
     if (!item.frame) return;
     plainLines(item, renderer);
+    if (!frameIds.add(item.message.id)) return;
     seen.push(item.message);
+    if (item.frame.events.some((e) => e.type === "RUN_FINISHED")) finished.add(item.frame.runId);
     lastSeen = process.hrtime.bigint();
     if (item.frame.runId === finalRun && item.frame.events.some((e) => e.type === "RUN_FINISHED")) lastFrameAt = lastSeen;
   });
@@ -91,32 +98,36 @@ export async function eventPlane(scope: Scope, plan: EventPlanePlan): Promise<Ev
   scope.defer(() => plane.close(0));
   plane.start();
   plane.sessionStart({ sessionId: "bench", transcriptPath: transcript, source: "startup" });
-  await until(() => plane.status === "live", "the plane established");
+  await wait(() => plane.status === "live", "the plane established");
   const t0 = process.hrtime.bigint();
   appendFileSync(transcript, turns(0, plan.turns));
   // The last turn's RUN_FINISHED reached a live subscriber: every frame before it was stored, in order.
-  await until(() => lastFrameAt > 0n && plane.backlog === 0, "all frames stored");
+  await wait(() => lastFrameAt > 0n && plane.backlog === 0, "all frames stored");
   const publishMs = Number(lastFrameAt - t0) / 1e6;
   const frames = seen.length;
   const events = seen.reduce((n, m) => n + (frameOf(m.parts)?.events.length ?? 0), 0);
 
   // --- raw: the same frame bytes, published in order with msg id and expected last subject sequence.
   const raw = await scope.raw("evraw");
-  const subject = chatSubject(scope.space, { owner: "local", actor: "evraw" }, "events.local.evraw");
+  const subject = postSubject(scope.space, { owner: "local", actor: "evraw" }, "events.local.evraw");
+  const rawIds = new Arrivals();
   let rawReceived = 0;
   const sub = raw.nc.subscribe(patterns.channelPosts(scope.space, "events.local.evraw"), {
-    callback: (_e, m) => void (JSON.parse(new TextDecoder().decode(m.data)) && (rawReceived += 1)),
+    callback: (_e, m) => {
+      const parsed = JSON.parse(new TextDecoder().decode(m.data)) as { id: string };
+      if (rawIds.add(parsed.id)) rawReceived += 1;
+    },
   });
   scope.defer(async () => sub.unsubscribe());
   const payloads = seen.map((m) => encodeMessage({ ...m, from: { id: "local.evraw", name: "evraw" }, channel: "events.local.evraw", id: `raw-${m.id}` }));
   // The console renders the raw publishes too, beside the raw subscriber: the same stream, two readers.
-  let consoleRendered = 0;
+  const rendered = new Arrivals();
   let consoleDoneAt = 0n;
   const rawRenderer = new FrameRenderer();
   const rawFeed = new ConsoleFeed(session, log, (item) => {
     if (!item.frame) return;
     plainLines(item, rawRenderer);
-    if (++consoleRendered === payloads.length) consoleDoneAt = process.hrtime.bigint();
+    if (rendered.add(item.message.id) && rendered.received === payloads.length) consoleDoneAt = process.hrtime.bigint();
   });
   scope.defer(async () => rawFeed.close());
   await rawFeed.add(["events.local.evraw"], Date.now());
@@ -127,13 +138,13 @@ export async function eventPlane(scope: Scope, plan: EventPlanePlan): Promise<Ev
     last = ack.seq;
   }
   const rawPublishMs = ms(r0);
-  await until(() => rawReceived >= payloads.length, "the raw subscriber got every frame");
+  await wait(() => rawReceived >= payloads.length, "the raw subscriber got every frame");
   const rawRenderMs = ms(r0);
-  await until(() => consoleDoneAt > 0n, "the console rendered every raw frame");
+  await wait(() => consoleDoneAt > 0n, "the console rendered every raw frame");
   const renderMs = Number(consoleDoneAt - r0) / 1e6;
 
   // --- hook round trip: PreToolUse relay with the plane on (and busy) vs off.
-  const hook = async (events: boolean): Promise<Summary> => {
+  const hook = async (events: boolean): Promise<{ summary: Summary; tally: Tally }> => {
     const name = events ? "hookon" : "hookoff";
     const ctl = mkdtempSync(path.join(dir, `${name}-`));
     const c = await Connector.start({
@@ -148,7 +159,9 @@ export async function eventPlane(scope: Scope, plan: EventPlanePlan): Promise<Ev
     const tr = path.join(ctl, "t.jsonl");
     writeFileSync(tr, "");
     const env = { COTAL_CONTROL_DIR: ctl, COTAL_SPACE: scope.space, COTAL_NAME: name };
+    let answered = 0;
     const sink = { write: async () => undefined };
+    const reply = { write: async (text: string) => void (text.trim() === "{}" && (answered += 1)) };
     const payload = (event: string) =>
       JSON.stringify({ hook_event_name: event, session_id: `s-${name}`, transcript_path: tr, source: "startup", tool_name: "Bash" });
     await runHook("SessionStart", payload("SessionStart"), env, { io: sink });
@@ -157,10 +170,10 @@ export async function eventPlane(scope: Scope, plan: EventPlanePlan): Promise<Ev
       // A turn's worth of transcript for the plane to chew on between tool calls.
       if (i % 10 === 0) appendFileSync(tr, turns(i, 5));
       const h0 = process.hrtime.bigint();
-      await runHook("PreToolUse", payload("PreToolUse"), env, { io: sink });
+      await runHook("PreToolUse", payload("PreToolUse"), env, { io: reply });
       samples.push(ms(h0));
     }
-    return summarize(samples);
+    return { summary: summarize(samples), tally: { sent: plan.hooks, received: answered, duplicates: 0, pending: 0 } };
   };
   const planeOff = await hook(false);
   const planeOn = await hook(true);
@@ -168,6 +181,13 @@ export async function eventPlane(scope: Scope, plan: EventPlanePlan): Promise<Ev
   return {
     publish: { cotal: frames / (publishMs / 1000), raw: frames / (rawPublishMs / 1000), frames, events },
     render: { cotal: frames / (renderMs / 1000), raw: frames / (rawRenderMs / 1000), frames },
-    hook: { planeOn, planeOff },
+    hook: { planeOn: planeOn.summary, planeOff: planeOff.summary },
+    tallies: {
+      published: { sent: plan.turns, received: finished.size, duplicates: frameIds.duplicates, pending: plane.backlog },
+      raw: rawIds.tally(payloads.length, 0),
+      rendered: rendered.tally(payloads.length, 0),
+      "hooks on": planeOn.tally,
+      "hooks off": planeOff.tally,
+    },
   };
 }

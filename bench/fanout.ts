@@ -4,9 +4,28 @@
 // by the mesh service). Raw: M connections, each with a durable consumer on the same filter;
 // and, to attribute the difference, the same with members acking by ackAck() as Cotal does.
 import { randomUUID } from "node:crypto";
+import type { NatsConnection } from "@nats-io/transport-node";
 import type { Endpoint } from "../broker/index.js";
-import { addRawConsumer, addRawStream, consumeRaw, envelopeLike, now, runBounded, withTimeout, type RawClient, type Scope } from "./context.js";
+import { Arrivals, type Tally } from "./checks.js";
+import {
+  addRawConsumer,
+  addRawStream,
+  consumeRaw,
+  STALL_MS,
+  endpointPending,
+  envelopeLike,
+  leftPending,
+  now,
+  runBounded,
+  withTimeout,
+  Unconfirmed,
+  unconfirmedOf,
+  type RawClient,
+  type Scope,
+  type UnconfirmedAcks,
+} from "./context.js";
 import { summarize, type Summary } from "./stats.js";
+import { tapInbound } from "./wire-tap.js";
 
 export interface FanoutOptions {
   /** Durable members of the channel. */
@@ -17,6 +36,8 @@ export interface FanoutOptions {
   warmup: number;
   /** Alternating blocks (raw, Cotal, Cotal, raw, …) so drift hits both. */
   blocks: number;
+  /** Quiet window in which background traffic to the members is counted, ms (default 2 s). */
+  idleMs?: number;
 }
 
 export interface FanoutResult {
@@ -31,18 +52,26 @@ export interface FanoutResult {
   /** Seconds spent making the members (connect, join, join channel), per side. */
   setupSeconds: { cotal: number; raw: number };
   /**
-   * Messages per second all member connections together receive while no one posts (Cotal:
-   * presence heartbeats through every member's roster watch; raw: consumer heartbeats).
+   * Messages per second all member connections together receive while no one posts: JetStream's
+   * keepalives of their pulls (idle heartbeats and expiries; Cotal's pulls expire every 5 s, raw
+   * nats.js's every 30 s) and anything else (presence, beats, messages: `other`, goal 0).
    */
   idleInboundPerSecond: { cotal: number; raw: number };
+  /** Of idleInboundPerSecond, what is not a pull keepalive. */
+  idleOtherPerSecond: { cotal: number; raw: number };
+  /** Per side: member deliveries expected (posts × members, warm-up included), received once each, repeats, left on the members' durables. */
+  tallies: { cotal: Tally; raw: Tally; rawAckAck: Tally };
+  /** Confirmed acks whose confirmation failed (counted as handled; see Unconfirmed). */
+  unconfirmed: UnconfirmedAcks;
 }
 
 const CHANNEL = "bench.fanout";
 const TEXT = "bench: a channel post of typical size, one line of status for the team";
-const POST_TIMEOUT_MS = 30_000;
+/** One post to every member; only a post that never completes hits it (a loaded machine is slow, not stuck). */
+const POST_TIMEOUT_MS = STALL_MS;
 /** Members connected at once during setup. */
 const SETUP_CONCURRENCY = 10;
-/** Quiet window in which background traffic to the members is counted. */
+/** Quiet window in which background traffic to the members is counted, by default. */
 const IDLE_WINDOW_MS = 2_000;
 
 /** One post in flight: when it was sent and when each member got it. */
@@ -51,7 +80,6 @@ class Post {
   acked = 0;
   readonly done: Promise<void>;
   #resolve!: () => void;
-  failure: unknown;
   constructor(
     readonly t0: number,
     readonly members: number,
@@ -70,15 +98,24 @@ class Post {
 interface Side {
   /** Post once; resolves with [ms to all members, ms to the first]. */
   post(): Promise<[number, number]>;
-  /** Messages received so far by all member connections together. */
-  inbound(): number;
+  /** The members' connections. */
+  members: NatsConnection[];
+  /** The side's counts, once the members' durables settled. */
+  tally(): Promise<Tally>;
+  /** Acks that were sent but not confirmed. */
+  unconfirmed: Unconfirmed;
 }
 
-/** Inbound messages per second on a side's member connections over `ms` with no posts. */
-async function idleRate(side: Side, ms: number): Promise<number> {
-  const before = side.inbound();
+/** Inbound messages per second on a side's member connections over `ms` with no posts: all, and all but pull keepalives. */
+async function idleRate(side: Side, ms: number): Promise<{ all: number; other: number }> {
+  const taps = side.members.map((nc) => tapInbound(nc));
+  const t0 = now();
   await new Promise((r) => setTimeout(r, ms));
-  return ((side.inbound() - before) * 1000) / ms;
+  const seconds = (now() - t0) / 1000;
+  for (const t of taps) t.stop(); // the posts are measured untapped
+  const all = taps.reduce((sum, t) => sum + t.keepalives + t.other, 0);
+  const other = taps.reduce((sum, t) => sum + t.other, 0);
+  return { all: all / seconds, other: other / seconds };
 }
 
 export async function fanout(parent: Scope, opts: FanoutOptions): Promise<FanoutResult> {
@@ -94,7 +131,8 @@ export async function fanout(parent: Scope, opts: FanoutOptions): Promise<Fanout
     const sides = { cotal, raw, rawAckAck };
     const names = ["raw", "cotal", "rawAckAck"] as const;
     for (let i = 0; i < opts.warmup; i++) for (const s of names) await sides[s].post();
-    const idleInboundPerSecond = { cotal: await idleRate(cotal, IDLE_WINDOW_MS), raw: await idleRate(raw, IDLE_WINDOW_MS) };
+    const idleMs = opts.idleMs ?? IDLE_WINDOW_MS;
+    const idle = { cotal: await idleRate(cotal, idleMs), raw: await idleRate(raw, idleMs) };
     const all = { cotal: [] as number[], raw: [] as number[], rawAckAck: [] as number[] };
     const first = { cotal: [] as number[], raw: [] as number[], rawAckAck: [] as number[] };
     const perBlock = Math.ceil(opts.posts / opts.blocks);
@@ -116,7 +154,10 @@ export async function fanout(parent: Scope, opts: FanoutOptions): Promise<Fanout
       rawFirst: summarize(first.raw),
       rawAckAckAll: summarize(all.rawAckAck),
       setupSeconds: { cotal: cotalSetup, raw: rawSetup },
-      idleInboundPerSecond,
+      idleInboundPerSecond: { cotal: idle.cotal.all, raw: idle.raw.all },
+      idleOtherPerSecond: { cotal: idle.cotal.other, raw: idle.raw.other },
+      tallies: { cotal: await cotal.tally(), raw: await raw.tally(), rawAckAck: await rawAckAck.tally() },
+      unconfirmed: unconfirmedOf({ cotal: cotal.unconfirmed, "raw+ackAck": rawAckAck.unconfirmed }),
     };
   } finally {
     await scope.close();
@@ -133,18 +174,26 @@ const memberName = (i: number) => `fan_m${String(i).padStart(2, "0")}`;
 async function cotalSide(scope: Scope, members: number): Promise<Side> {
   const posts = new Map<string, Post>();
   const memberEps: Endpoint[] = [];
+  const arrivals = new Arrivals();
+  const unconfirmed = new Unconfirmed();
+  let sent = 0;
   const { ep: sender } = await scope.joined("fan_sender");
+  const admin = await scope.raw("bench-fan-admin");
   const pump = async (ep: Endpoint) => {
     for await (const d of ep.deliveries) {
+      const first = d.kind === "channel" && arrivals.add(`${d.message.id} to ${ep.id}`);
       const post = posts.get(d.message.id);
-      if (!post || d.kind !== "channel") {
-        await d.ack();
+      if (!post || !first) {
+        await d.ack().catch((err: unknown) => unconfirmed.note(err));
         continue;
       }
       post.received();
       d.ack().then(
         () => post.ackedOne(),
-        (err: unknown) => (post.failure ??= err),
+        (err: unknown) => {
+          unconfirmed.note(err);
+          post.ackedOne();
+        },
       );
     }
   };
@@ -160,16 +209,22 @@ async function cotalSide(scope: Scope, members: number): Promise<Side> {
       const id = randomUUID();
       const post = new Post(now(), members);
       posts.set(id, post);
+      sent += members;
       await withTimeout(
         Promise.all([post.done, sender.send(CHANNEL, TEXT, { id })]),
         POST_TIMEOUT_MS,
         `Cotal post ${id} received and acked by ${members} members (received ${post.receipts.length}, acked ${post.acked})`,
       );
       posts.delete(id);
-      if (post.failure) throw new Error("Cotal fan-out: an ack failed", { cause: post.failure });
       return measure(post);
     },
-    inbound: () => memberEps.reduce((sum, ep) => sum + ep.nc.stats().inMsgs, 0),
+    members: memberEps.map((ep) => ep.nc),
+    tally: async () => {
+      let pending = 0;
+      for (const ep of memberEps) pending += await endpointPending(admin.jsm, ep, unconfirmed.settleMs);
+      return arrivals.tally(sent, pending);
+    },
+    unconfirmed,
   };
 }
 
@@ -180,15 +235,22 @@ async function rawSide(scope: Scope, members: number, ackMode: "ack" | "ackAck")
   const stream = `BENCH_RAW_${tag.toUpperCase()}`;
   const root = `raw${tag}.${scope.space}.chat`;
   const clients: RawClient[] = [];
+  const durables: string[] = [];
+  const arrivals = new Arrivals();
+  const unconfirmed = new Unconfirmed();
+  let sent = 0;
   await addRawStream(pub.jsm, scope.space, stream, [`${root}.>`], "CHAT");
   await runBounded(members, SETUP_CONCURRENCY, async (i) => {
     const client = await scope.raw(`bench-${tag}-raw-${memberName(i)}`);
     clients.push(client);
     const durable = `raw_${tag}_${memberName(i)}`;
+    durables.push(durable);
     await addRawConsumer(client.jsm, stream, durable, `${root}.*.*.${CHANNEL}`);
     await consumeRaw(scope, client, stream, durable, (m) => {
-      const post = posts.get(m.headers?.get("Nats-Msg-Id") ?? "");
-      if (!post) {
+      const id = m.headers?.get("Nats-Msg-Id") ?? "";
+      const first = arrivals.add(`${id} to ${durable}`);
+      const post = posts.get(id);
+      if (!post || !first) {
         m.ack();
         return;
       }
@@ -199,7 +261,10 @@ async function rawSide(scope: Scope, members: number, ackMode: "ack" | "ackAck")
       } else {
         m.ackAck().then(
           () => post.ackedOne(),
-          (err: unknown) => (post.failure ??= err),
+          (err: unknown) => {
+            unconfirmed.note(err);
+            post.ackedOne();
+          },
         );
       }
     });
@@ -211,15 +276,20 @@ async function rawSide(scope: Scope, members: number, ackMode: "ack" | "ackAck")
       const payload = envelopeLike(scope.space, "fan_sender", { channel: CHANNEL }, id, TEXT);
       const post = new Post(now(), members);
       posts.set(id, post);
+      sent += members;
       await withTimeout(
         Promise.all([post.done, pub.js.publish(subject, payload, { msgID: id })]),
         POST_TIMEOUT_MS,
         `raw (${ackMode}) post ${id} received by ${members} consumers (received ${post.receipts.length})`,
       );
       posts.delete(id);
-      if (post.failure) throw new Error(`raw fan-out (${ackMode}): an ack failed`, { cause: post.failure });
       return measure(post);
     },
-    inbound: () => clients.reduce((sum, c) => sum + c.nc.stats().inMsgs, 0),
+    members: clients.map((c) => c.nc),
+    tally: async () => {
+      for (const c of clients) await c.nc.flush();
+      return arrivals.tally(sent, await leftPending(pub.jsm, stream, durables, unconfirmed.settleMs));
+    },
+    unconfirmed,
   };
 }

@@ -7,11 +7,13 @@
 // reach sizes one process cannot join for real.
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
-import type { Endpoint } from "../broker/index.js";
+import { Endpoint } from "../broker/index.js";
 import { beatSubject, localPrincipal, names, PRESENCE, type Presence, type PresenceBeat } from "../schemas/index.js";
+import type { Tally } from "./checks.js";
 import { dmLatency } from "./dm-latency.js";
 import { now, runBounded, type Scope } from "./context.js";
 import type { Summary } from "./stats.js";
+import { tapInbound, type WireTap } from "./wire-tap.js";
 
 export interface PresenceOptions {
   /** Joined endpoint counts, measured in this order (the mesh grows between them). */
@@ -22,6 +24,8 @@ export interface PresenceOptions {
   latencySamples: number;
   /** Simulated endpoint counts (bare beating connections plus real watchers). */
   simulated: number[];
+  /** Heartbeat of every endpoint, joined or simulated, ms (default PRESENCE.heartbeatMs, what endpoints use). */
+  heartbeatMs?: number;
 }
 
 export interface PresenceSize {
@@ -30,52 +34,94 @@ export interface PresenceSize {
   perEndpoint: number;
   /** Of which received by the endpoints themselves (what used to grow with N). */
   toEndpoints: number;
+  /** Of that, what is not a keepalive of their DM pulls (presence, beats, messages): 0 when idle. */
+  toEndpointsOther: number;
   /** What protocol 0.2 cost at this size: N heartbeats per heartbeat period reach every endpoint. */
   before: number;
-  latency?: { cotal: Summary; raw: Summary };
+  latency?: { cotal: Summary; raw: Summary; tallies: { cotal: Tally; raw: Tally } };
+  /** Endpoints asked to join, and how many a fresh roster view shows online after the window. */
+  joined: Tally;
 }
 
 export interface PresenceResult {
   sizes: PresenceSize[];
-  simulated: Array<{ endpoints: number; perEndpoint: number; toWatchers: number; before: number }>;
+  simulated: Array<{ endpoints: number; perEndpoint: number; toWatchers: number; toWatchersOther: number; before: number; joined: Tally }>;
 }
 
 const JOIN_LANES = 10;
+
+/**
+ * How many endpoints whose name starts with `prefix` are online on a fresh roster view (the mesh
+ * service's snapshot, then the bucket's changes). Read through a connection of its own, after a
+ * window, so the view's own traffic is in no window.
+ */
+async function onRoster(scope: Scope, prefix: string): Promise<number> {
+  const watcher = await Endpoint.connect({ server: scope.url, space: scope.space, name: "roster_check" });
+  try {
+    const roster = await watcher.roster();
+    return roster.entries().filter((e) => e.name.startsWith(prefix) && e.status !== "offline").length;
+  } finally {
+    await watcher.close();
+  }
+}
+
 const inbound = (conns: NatsConnection[]) => conns.reduce((sum, nc) => sum + nc.stats().inMsgs, 0);
 
-async function window(conns: NatsConnection[], watchers: NatsConnection[], ms: number): Promise<{ all: number; watchers: number; seconds: number }> {
+const other = (taps: WireTap[]) => taps.reduce((sum, t) => sum + t.other, 0);
+
+async function window(
+  conns: NatsConnection[],
+  watchers: NatsConnection[],
+  taps: WireTap[],
+  ms: number,
+): Promise<{ all: number; watchers: number; watchersOther: number; seconds: number }> {
   const a0 = inbound(conns);
   const w0 = inbound(watchers);
+  const o0 = other(taps);
   const t0 = now();
   await new Promise((r) => setTimeout(r, ms));
   const seconds = (now() - t0) / 1000;
-  return { all: inbound(conns) - a0, watchers: inbound(watchers) - w0, seconds };
+  return { all: inbound(conns) - a0, watchers: inbound(watchers) - w0, watchersOther: other(taps) - o0, seconds };
 }
 
 export async function presenceScale(parent: Scope, service: NatsConnection, opts: PresenceOptions): Promise<PresenceResult> {
   const scope = parent.child();
-  const periodS = PRESENCE.heartbeatMs / 1000;
+  const heartbeatMs = opts.heartbeatMs ?? PRESENCE.heartbeatMs;
+  const periodS = heartbeatMs / 1000;
   try {
     const eps: Endpoint[] = [];
+    const taps: WireTap[] = [];
     const sizes: PresenceSize[] = [];
     for (const n of opts.sizes) {
       const start = eps.length;
-      await runBounded(n - start, JOIN_LANES, async (i) => void eps.push((await scope.joined(`pres_${String(start + i).padStart(3, "0")}`)).ep));
+      await runBounded(n - start, JOIN_LANES, async (i) => {
+        const { ep } = await scope.joined(`pres_${String(start + i).padStart(3, "0")}`, { heartbeatMs });
+        eps.push(ep);
+        taps.push(tapInbound(ep.nc));
+      });
       // Let the joins' own writes settle: one heartbeat.
-      await new Promise((r) => setTimeout(r, PRESENCE.heartbeatMs));
+      await new Promise((r) => setTimeout(r, heartbeatMs));
       const w = await window(
         [...eps.map((e) => e.nc), service],
         eps.map((e) => e.nc),
-        opts.beats * PRESENCE.heartbeatMs,
+        taps,
+        opts.beats * heartbeatMs,
       );
-      const size: PresenceSize = { endpoints: n, perEndpoint: w.all / n / w.seconds, toEndpoints: w.watchers / n / w.seconds, before: n / periodS };
+      const size: PresenceSize = {
+        endpoints: n,
+        perEndpoint: w.all / n / w.seconds,
+        toEndpoints: w.watchers / n / w.seconds,
+        toEndpointsOther: w.watchersOther / n / w.seconds,
+        before: n / periodS,
+        joined: { sent: n, received: await onRoster(scope, "pres_"), duplicates: 0, pending: 0 },
+      };
       if (opts.latencySamples > 0)
         size.latency = await dmLatency(scope, { samples: opts.latencySamples, warmup: Math.ceil(opts.latencySamples / 10), blocks: 2 });
       sizes.push(size);
     }
     await scope.close();
     const simulated = [];
-    for (const n of opts.simulated) simulated.push(await simulate(parent, service, n, opts.beats));
+    for (const n of opts.simulated) simulated.push(await simulate(parent, service, n, opts.beats, heartbeatMs));
     return { sizes, simulated };
   } finally {
     await scope.close();
@@ -86,7 +132,7 @@ export async function presenceScale(parent: Scope, service: NatsConnection, opts
  * N bare connections, each writing one presence key once and then beating like an endpoint,
  * plus 5 joined endpoints as watchers: what a watcher and the mesh service receive per second.
  */
-async function simulate(parent: Scope, service: NatsConnection, n: number, beats: number): Promise<PresenceResult["simulated"][number]> {
+async function simulate(parent: Scope, service: NatsConnection, n: number, beats: number, heartbeatMs: number): Promise<PresenceResult["simulated"][number]> {
   const scope = parent.child();
   try {
     const conns: NatsConnection[] = [];
@@ -108,21 +154,24 @@ async function simulate(parent: Scope, service: NatsConnection, n: number, beats
       await kv.put(id, JSON.stringify(presence));
       const timer = setInterval(
         () => nc.publish(beatSubject(scope.space, who), JSON.stringify({ ts: Date.now(), presence } satisfies PresenceBeat)),
-        PRESENCE.heartbeatMs,
+        heartbeatMs,
       );
       timer.unref();
       scope.defer(async () => clearInterval(timer));
     });
     const watchers: NatsConnection[] = [];
-    for (let i = 0; i < 5; i++) watchers.push((await scope.joined(`sim_watch${i}`)).ep.nc);
-    await new Promise((r) => setTimeout(r, PRESENCE.heartbeatMs));
-    const w = await window([...conns, ...watchers, service], watchers, beats * PRESENCE.heartbeatMs);
+    for (let i = 0; i < 5; i++) watchers.push((await scope.joined(`sim_watch${i}`, { heartbeatMs })).ep.nc);
+    const taps = watchers.map((nc) => tapInbound(nc));
+    await new Promise((r) => setTimeout(r, heartbeatMs));
+    const w = await window([...conns, ...watchers, service], watchers, taps, beats * heartbeatMs);
     const total = n + watchers.length;
     return {
       endpoints: n,
       perEndpoint: w.all / total / w.seconds,
       toWatchers: w.watchers / watchers.length / w.seconds,
-      before: total / (PRESENCE.heartbeatMs / 1000),
+      toWatchersOther: w.watchersOther / watchers.length / w.seconds,
+      before: total / (heartbeatMs / 1000),
+      joined: { sent: n, received: await onRoster(scope, "sim_0"), duplicates: 0, pending: 0 },
     };
   } finally {
     await scope.close();

@@ -1,4 +1,7 @@
-// The results table: each Cotal figure beside the raw client's and their ratio.
+// The results table: each Cotal figure beside the raw client's and their ratio, and what every
+// bench hands back to its entry (and to its smoke test).
+import type { Tallies } from "./checks.js";
+import type { Teardown } from "./teardown.js";
 
 /** Which way is better for a figure: latencies want lower, throughputs higher. */
 export type Better = "lower" | "higher";
@@ -19,6 +22,12 @@ export interface Row {
 /** Cotal ÷ raw. */
 export function ratio(row: Pick<Row, "cotal" | "raw">): number {
   return row.cotal / row.raw;
+}
+
+/** Cotal ÷ raw to two places; `n/a` when the raw figure is 0 (idle traffic the raw client does not have). */
+function ratioText(row: Pick<Row, "cotal" | "raw">): string {
+  const r = ratio(row);
+  return Number.isFinite(r) ? r.toFixed(2) : "n/a";
 }
 
 /** "1.9× slower", "1.2× faster", "same", from the row's direction of better. */
@@ -42,7 +51,7 @@ export function fmt(x: number): string {
 /** The table as aligned plain text (what `npm run bench` prints). */
 export function renderTable(rows: readonly Row[]): string {
   const header = ["measure", "unit", "Cotal", "raw NATS", "Cotal ÷ raw", "verdict"];
-  const body = rows.map((r) => [r.name, r.unit, fmt(r.cotal), fmt(r.raw), `${ratio(r).toFixed(2)}`, verdict(r)]);
+  const body = rows.map((r) => [r.name, r.unit, fmt(r.cotal), fmt(r.raw), ratioText(r), verdict(r)]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => (b[i] ?? "").length)));
   const numeric = new Set([2, 3, 4]);
   const line = (cells: string[]) =>
@@ -60,6 +69,25 @@ export function renderTable(rows: readonly Row[]): string {
 /** The table as Markdown (for docs/performance.md). */
 export function renderMarkdown(rows: readonly Row[]): string {
   const out = ["| measure | unit | Cotal | raw NATS | Cotal ÷ raw | verdict |", "|---|---|---:|---:|---:|---|"];
-  for (const r of rows) out.push(`| ${r.name} | ${r.unit} | ${fmt(r.cotal)} | ${fmt(r.raw)} | ${ratio(r).toFixed(2)} | ${verdict(r)} |`);
+  for (const r of rows) out.push(`| ${r.name} | ${r.unit} | ${fmt(r.cotal)} | ${fmt(r.raw)} | ${ratioText(r)} | ${verdict(r)} |`);
   return out.join("\n");
+}
+
+/** What one bench returns: its figures, lines printed after them, the counts that say the run was sound, details for BENCH_JSON. */
+export interface BenchReport {
+  rows: Row[];
+  /** Printed after the table (memory figures, tables of another shape). */
+  lines: string[];
+  tallies: Tallies;
+  detail: Record<string, unknown>;
+  /** Why the bench did not run here (a tool it needs is missing): no figures, no counts, not a failure. */
+  skipped?: string;
+}
+
+/** What a bench run is given: where to register what it opens, and where to say what it does next. */
+export interface BenchRun {
+  /** Everything the run opens is released through this, by whoever started the run, also on failure or Ctrl-C. */
+  td: Teardown;
+  /** One line of progress (the entry prints it with the elapsed time; the smoke tests drop it). */
+  step(what: string): void;
 }

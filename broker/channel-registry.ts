@@ -1,5 +1,5 @@
 import type { KV } from "@nats-io/kv";
-import { assertChannel, CHANNEL_DEFAULTS_KEY, ChannelConfig, DEFAULT_CHANNEL_CONFIG } from "../schemas/index.js";
+import { assertChannel, CHANNEL_DEFAULTS_KEY, ChannelConfig, DEFAULT_CHANNEL_CONFIG, eventPlaneOf } from "../schemas/index.js";
 
 /** A channel's effective settings, with where they came from. */
 export interface ResolvedChannel {
@@ -25,8 +25,13 @@ export class ChannelRegistry {
     assertChannel(channel);
     const defaults = await this.defaults();
     const e = await this.kv.get(channel);
-    if (!e || e.operation !== "PUT") return { name: channel, config: defaults, configured: false };
-    return { name: channel, config: { ...defaults, ...ChannelConfig.partial().parse(e.json()) }, configured: true };
+    const r: ResolvedChannel =
+      !e || e.operation !== "PUT"
+        ? { name: channel, config: defaults, configured: false }
+        : { name: channel, config: { ...defaults, ...ChannelConfig.partial().parse(e.json()) }, configured: true };
+    // An event plane is a rolling window (EVENTS_): read live and by history, never held for a member.
+    if (eventPlaneOf(channel)) r.config = { ...r.config, class: "live" };
+    return r;
   }
 
   /** Merge `patch` into a channel's settings (or the defaults, with `=defaults`). */

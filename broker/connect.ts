@@ -1,6 +1,13 @@
 import { closeSync, fstatSync, openSync, readFileSync } from "node:fs";
 import { fromSeed } from "@nats-io/nkeys";
-import { AuthorizationError, connect, credsAuthenticator, UserAuthenticationExpiredError, type NatsConnection } from "@nats-io/transport-node";
+import {
+  AuthorizationError,
+  connect,
+  credsAuthenticator,
+  UserAuthenticationExpiredError,
+  type Authenticator,
+  type NatsConnection,
+} from "@nats-io/transport-node";
 import { assertToken, CotalError, parsePrincipal, ValidationError, type Principal } from "../schemas/index.js";
 import { SERVICE_PRINCIPALS } from "./auth/permissions.js";
 import { InsecureSecretError } from "./auth/secret-files.js";
@@ -153,8 +160,30 @@ export function readCredsFile(file: string): Buffer {
 }
 
 /**
+ * The authenticator of a connection made with a `.creds` file: the file is read again at every
+ * (re)connect, so a credential renewed in place (a seat's, by its manager; the host manager's, by
+ * `cotal up`) is what the next connection presents, and when the server closes a connection whose
+ * JWT expired the client comes back on the renewed one (docs/security.md, Credential lifetime and
+ * renewal). A file that cannot be read at that moment (removed with a retired seat's folder) leaves
+ * the last bytes read: the server judges them.
+ */
+export function credsFileAuthenticator(file: string, first: Uint8Array): Authenticator {
+  let last = first;
+  return (nonce?: string) => {
+    try {
+      last = readCredsFile(file);
+    } catch {
+      // Keep the last good bytes: a refusal then comes from the server, with its reason.
+    }
+    // Once per connect: the JWT and the seed come from the same read.
+    return credsAuthenticator(last)(nonce);
+  };
+}
+
+/**
  * Connect to the mesh, with a typed error that names the remedy when it fails. With a Cotal
- * credential, replies come on that identity's own inbox prefix (the only one it may read).
+ * credential, replies come on that identity's own inbox prefix (the only one it may read), and
+ * every reconnect reads the credential file again (credsFileAuthenticator).
  */
 export async function connectMesh(addr: MeshAddress): Promise<NatsConnection> {
   const list = serverUrls(addr.server);
@@ -171,7 +200,7 @@ export async function connectMesh(addr: MeshAddress): Promise<NatsConnection> {
       // Async stack traces cost a third of client CPU under load; errors here carry causes instead.
       noAsyncTraces: true,
       ...(inboxPrefix ? { inboxPrefix } : {}),
-      ...(creds ? { authenticator: credsAuthenticator(creds) } : {}),
+      ...(creds && addr.creds ? { authenticator: credsFileAuthenticator(addr.creds, creds) } : {}),
     });
   } catch (cause) {
     if (cause instanceof AuthorizationError || cause instanceof UserAuthenticationExpiredError) {
@@ -196,6 +225,8 @@ export interface CredsClaims {
   sub?: string;
   /** Expiry, seconds since the epoch. */
   exp?: number;
+  /** When it was signed, seconds since the epoch. */
+  iat?: number;
   /** Cotal's tags: `cotal-space:<space>`, `cotal-profile:<profile>` (credentials minted since #12). */
   tags: string[];
   /** Subjects it may publish on. */
@@ -214,6 +245,7 @@ export function credsClaims(creds: Uint8Array): CredsClaims | undefined {
     ...(typeof p.name === "string" ? { name: p.name } : {}),
     ...(typeof p.sub === "string" ? { sub: p.sub } : {}),
     ...(typeof p.exp === "number" ? { exp: p.exp } : {}),
+    ...(typeof p.iat === "number" ? { iat: p.iat } : {}),
     tags: strings(nats.tags),
     pubAllow: strings(nats.pub?.allow),
     subAllow: strings(nats.sub?.allow),

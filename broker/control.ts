@@ -135,6 +135,9 @@ export function classifyRequestError(cause: unknown, what: string): Error {
   return cause instanceof Error ? cause : new Error(String(cause));
 }
 
+/** The header a sharing service import adds: who the server says sent the request (nats-server's ClientInfo). */
+export const REQUEST_INFO_HEADER = "Nats-Request-Info";
+
 /**
  * Reply subjects the control rail answers on: a requester's inbox, or the `_R_.` subject a NATS
  * service import substitutes. Anything else (`$JS.API.…`, `$KV.…`, `cotal.…`) would make the
@@ -145,8 +148,15 @@ export function isReplyInbox(reply: string | undefined): reply is string {
   return reply.split(".").every((t) => t !== "" && t !== "*" && t !== ">");
 }
 
-/** The handler of one command of `T`: receives the checked args and the caller taken from the subject. */
-export type ControlHandler<T extends ControlTable, C extends keyof T> = (args: TableParsedArgs<T, C>, caller: Principal) => Promise<z.input<T[C]["reply"]>>;
+/**
+ * The handler of one command of `T`: receives the checked args, the caller taken from the subject
+ * and, where serveControl was given `authenticate`, the server's `Nats-Request-Info` (already checked by it).
+ */
+export type ControlHandler<T extends ControlTable, C extends keyof T> = (
+  args: TableParsedArgs<T, C>,
+  caller: Principal,
+  requestInfo?: string,
+) => Promise<z.input<T[C]["reply"]>>;
 
 /** A handler for every command of `T`. */
 export type ControlHandlers<T extends ControlTable> = { [C in keyof T]: ControlHandler<T, C> };
@@ -168,7 +178,16 @@ export function serveControl<T extends ControlTable>(
   table: T,
   handlers: ControlHandlers<T>,
   log: Logger,
-  opts: { target?: string } = {},
+  opts: {
+    target?: string;
+    /**
+     * Checks the caller the subject names against who the server says sent the request (the
+     * `Nats-Request-Info` header a sharing import stamps; undefined when none did). Only a service
+     * reached through such an import (the data account's) may pass this: anywhere else the header
+     * is whatever the sender wrote. Throws a CotalError to refuse (not executed).
+     */
+    authenticate?: (caller: Principal, requestInfo: string | undefined, command: string) => Promise<void>;
+  } = {},
 ): Subscription {
   const strays = Object.entries(table).filter(([, spec]) => spec.endpoint !== endpoint);
   if (strays.length)
@@ -222,7 +241,9 @@ export function serveControl<T extends ControlTable>(
     if (!args.success) return fail(body.id, "invalid-args", `Invalid ${command} arguments: ${describeIssues(args.error).join("; ")}.`, "not-executed");
     let data: unknown;
     try {
-      data = await (handlers[command] as ControlHandler<ControlTable, string>)(args.data, parsedSubject.from);
+      const requestInfo = opts.authenticate ? msg.headers?.get(REQUEST_INFO_HEADER) || undefined : undefined;
+      await opts.authenticate?.(parsedSubject.from, requestInfo, command);
+      data = await (handlers[command] as ControlHandler<ControlTable, string>)(args.data, parsedSubject.from, requestInfo);
     } catch (err) {
       if (err instanceof CotalError) return fail(body.id, err.code, err.message, "not-executed");
       log.error({ err, command }, "control handler failed");

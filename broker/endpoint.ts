@@ -8,7 +8,7 @@ import {
   COTAL_PROTOCOL_VERSION,
   assertChannel,
   assertToken,
-  chatSubject,
+  postSubject,
   CotalError,
   dmSubject,
   encodeMessage,
@@ -45,9 +45,10 @@ import { connectMesh, type MeshAddress } from "./connect.js";
 import { jetStreamConnection, JS_OPTIONS } from "./js-access.js";
 import { callControl, type ControlCallRest } from "./control.js";
 import { DeliveryQueue, IdLedger, type Delivery, type DeliverySource } from "./delivery.js";
-import { ConsumerLostError, JoinFailedError, NotJoinedError, PermissionDeniedError, StorageLimitError, UnknownMentionError } from "./errors.js";
+import { ConsumerLostError, JoinFailedError, NotJoinedError, PermissionDeniedError, UnknownMentionError } from "./errors.js";
 import { collectHistory, verifiedName, type HistoryItem, type HistoryQuery } from "./history.js";
 import { isStorageRefusal, isTransientPublishError, permissionViolation } from "./js-errors.js";
+import { storageRefusalError } from "./provision.js";
 import { logger, type Logger } from "./log.js";
 import { AckBatcher } from "./ack-batch.js";
 import { exponentialBackoff, fixedDelays, retry, until } from "./retry.js";
@@ -71,6 +72,8 @@ export interface EndpointOptions extends MeshAddress {
   meta?: Record<string, string>;
   /** Card kind: `agent` for a model-driven seat, `endpoint` (the default) for any other program. */
   kind?: CardKind;
+  /** Card `runtime`: the agent CLI this seat runs (`claude`, `codex`, `echo`, …), as its launch says. */
+  runtime?: string;
   skills?: Skill[];
   /** The seat incarnation, written in presence as `lifecycleUid`. */
   lifecycleUid?: string;
@@ -80,7 +83,8 @@ export interface EndpointOptions extends MeshAddress {
   publishTimeoutMs?: number;
   /**
    * Waits before each attempt to re-create a durable consumer that stopped, ms (default
-   * REESTABLISH_DELAYS_MS in schemas/limits.ts); after the last failed attempt it is reported `lost`.
+   * REESTABLISH_DELAYS_MS in schemas/limits.ts); after the last failed attempt it is reported `lost`
+   * and tried again at the last delay until it binds.
    */
   reestablishDelaysMs?: readonly number[];
   /**
@@ -165,6 +169,9 @@ interface ChannelMembership {
   stop: () => void;
 }
 
+/** How long a send's receipt waits for the mesh service (the recipient's inbox and status), ms; the message is stored before. */
+const RECEIPT_WAIT_MS = 1_500;
+
 /**
  * The endpoint client: every component's way onto the mesh. Publishes are JetStream
  * publishes with `Nats-Msg-Id = id`; receipts say "stored", never "delivered". Received
@@ -181,10 +188,12 @@ export class Endpoint {
   readonly jsConnection: NatsConnection;
   private readonly ledger = new IdLedger();
   /** Delivery acks, confirmed by the broker one batch at a time. */
-  private readonly acks = new AckBatcher();
+  private readonly acks: AckBatcher;
   private readonly memberships = new Map<string, ChannelMembership>();
   private readonly stoppers: Array<() => void> = [];
   private rosterView?: Roster;
+  /** The roster view being loaded (first use), shared by every caller until it is ready. */
+  private rosterLoading: Promise<Roster> | undefined;
   /** The presence record this endpoint wrote last (what its beats carry). */
   private lastPresence?: Presence;
   /** Something changed that is not written yet (a failed write, new card meta): the next beat writes it. */
@@ -216,6 +225,7 @@ export class Endpoint {
     this.id = principalId(this.me);
     if (opts.role) assertToken("name", "role", opts.role);
     this.jsConnection = jetStreamConnection(nc, opts.creds);
+    this.acks = new AckBatcher(nc);
     this.js = jetstream(this.jsConnection, JS_OPTIONS);
     this.watchRefusals();
     this.channels = new ChannelRegistry(channelsKv);
@@ -231,6 +241,7 @@ export class Endpoint {
       ...(opts.skills?.length ? { skills: opts.skills } : {}),
       meta: { ...opts.meta, ...(opts.impersonatedBy ? { sentBy: opts.impersonatedBy } : {}) },
       protocolVersion: COTAL_PROTOCOL_VERSION,
+      ...(opts.runtime ? { runtime: opts.runtime } : {}),
     });
   }
 
@@ -456,53 +467,73 @@ export class Endpoint {
    * presence write as it is published. Needs no consumer of its own.
    */
   async roster(): Promise<Roster> {
-    if (!this.rosterView) {
-      const view = new Roster(this.log);
-      try {
-        await followPresence(this.nc, this.space, view, () => this.mesh("roster"));
-      } catch (err) {
-        view.stop();
-        throw err;
-      }
-      // Our key missing or offline in the snapshot while we are joined: taken offline between our
-      // join's write and this view (a slow first beat under load), or written before it landed.
-      // Writing it again puts us back for every watcher, and in our own view at once.
-      const mine = view.get(this.id);
-      if (this.joined && this.presenceState.status !== "offline" && (!mine || mine.status === "offline"))
-        void this.writePresence().catch((err) => this.log.warn({ err }, "presence write after a snapshot without our key failed"));
-      // The mesh service deleted our key (it heard no beat for the liveness window, or the
-      // write raced its judgement) while we live: writing it again is the way back online.
-      view.onRemove((id) => {
-        if (id === this.id && this.joined)
-          void this.writePresence().catch((err) => this.log.warn({ err }, "presence write after our key was taken offline failed"));
-      });
-      // Someone else wrote our key offline while we live: the goodbye of a predecessor we took over
-      // from (listen --takeover), landing after our join. Records are written on change only, so
-      // no heartbeat would undo it: writing ours again is the way back online.
-      view.onChange(() => {
-        const seen = view.get(this.id)?.presence;
-        // (Not when we say offline ourselves: a seat may, while joined; that is no one else's write.)
-        if (this.joined && this.presenceState.status !== "offline" && seen?.status === "offline" && seen.ts !== this.lastPresence?.ts)
-          void this.writePresence().catch((err) => this.log.warn({ err }, "presence write after another wrote our key offline failed"));
-      });
-      // Static meshes: someone who appears after the snapshot shows a role only once the mesh
-      // service said which role their credential holds.
-      const asking = new Set<string>();
-      const verify = () => {
-        for (const id of view.unverifiedRoles()) {
-          if (asking.has(id)) continue;
-          asking.add(id);
-          void this.mesh("lookup", { name: id })
-            .then((r) => r.registeredRole !== undefined && view.setRegisteredRole(id, r.registeredRole))
-            .catch((err) => this.log.debug({ err, id }, "could not look up a registered role"))
-            .finally(() => asking.delete(id));
-        }
-      };
-      view.onChange(verify);
-      verify();
-      this.rosterView = view;
+    if (this.rosterView) return this.rosterView;
+    // One load at a time: a receipt that stopped waiting for it must not start another.
+    this.rosterLoading ??= this.loadRoster().finally(() => (this.rosterLoading = undefined));
+    return this.rosterLoading;
+  }
+
+  private async loadRoster(): Promise<Roster> {
+    const view = new Roster(this.log);
+    try {
+      await followPresence(this.nc, this.space, view, (after) => this.mesh("roster", after ? { after } : {}));
+    } catch (err) {
+      view.stop();
+      throw err;
     }
-    return this.rosterView;
+    // Our key missing or offline in the snapshot while we are joined: taken offline between our
+    // join's write and this view (a slow first beat under load), or written before it landed.
+    // Writing it again puts us back for every watcher, and in our own view at once.
+    const mine = view.get(this.id);
+    if (this.joined && this.presenceState.status !== "offline" && (!mine || mine.status === "offline"))
+      void this.writePresence().catch((err) => this.log.warn({ err }, "presence write after a snapshot without our key failed"));
+    // The mesh service deleted our key (it heard no beat for the liveness window, or the
+    // write raced its judgement) while we live: writing it again is the way back online.
+    view.onRemove((id) => {
+      if (id === this.id && this.joined)
+        void this.writePresence().catch((err) => this.log.warn({ err }, "presence write after our key was taken offline failed"));
+    });
+    // Someone else wrote our key offline while we live: the goodbye of a predecessor we took over
+    // from (listen --takeover), landing after our join. Records are written on change only, so
+    // no heartbeat would undo it: writing ours again is the way back online.
+    view.onChange(() => {
+      const seen = view.get(this.id)?.presence;
+      // (Not when we say offline ourselves: a seat may, while joined; that is no one else's write.)
+      if (this.joined && this.presenceState.status !== "offline" && seen?.status === "offline" && seen.ts !== this.lastPresence?.ts)
+        void this.writePresence().catch((err) => this.log.warn({ err }, "presence write after another wrote our key offline failed"));
+    });
+    // Static meshes: someone who appears after the snapshot shows a role only once the mesh
+    // service said which role their credential holds.
+    const asking = new Set<string>();
+    const verify = () => {
+      for (const id of view.unverifiedRoles()) {
+        if (asking.has(id)) continue;
+        asking.add(id);
+        void this.mesh("lookup", { name: id })
+          .then((r) => r.registeredRole !== undefined && view.setRegisteredRole(id, r.registeredRole))
+          .catch((err) => this.log.debug({ err, id }, "could not look up a registered role"))
+          .finally(() => asking.delete(id));
+      }
+    };
+    view.onChange(verify);
+    verify();
+    this.rosterView = view;
+    return view;
+  }
+
+  /**
+   * Who reads channels through the mesh service (history, memberships): the operator acting for
+   * a person (`--impersonate`) reads with its own right, as it may read everything; the person's
+   * name may be one this mesh never minted, which may read nothing.
+   */
+  private get reader(): Principal {
+    return this.opts.impersonatedBy ? parsePrincipal(this.opts.impersonatedBy) : this.me;
+  }
+
+  /** This endpoint's durable membership of a channel (the operator asks for it by name when it acts for someone). */
+  private joinMembership(channel: string): Promise<ControlReplyData<"join">> {
+    if (!this.opts.impersonatedBy) return this.mesh("join", { channel });
+    return callControl(this.nc, this.space, "join", this.reader, { channel, member: this.id });
   }
 
   /** Call the mesh service as this endpoint. */
@@ -517,7 +548,7 @@ export class Endpoint {
     assertChannel(channel);
     if (opts.mentions?.length) await this.checkMentions(opts.mentions);
     const m = this.envelope({ channel }, content, opts);
-    const ack = await this.publish(chatSubject(this.space, this.me, channel), m);
+    const ack = await this.publish(postSubject(this.space, this.me, channel), m);
     const entries = await this.rosterAfterStore();
     // Who could read it now: the channel's members (their presence lists it), not every endpoint online.
     const online = entries ? entries.filter((e) => e.status !== "offline" && e.id !== this.id && e.presence.channels.includes(channel)).length : null;
@@ -526,14 +557,15 @@ export class Endpoint {
 
   /**
    * Post `parts` on a channel and return only what the broker stored (no roster, no receipt
-   * target): the event plane's writer. With `expectLastSubjectSequence` the broker stores it only
+   * target): the event plane's writer, on its own plane's name `events.<owner>.<actor>` (stored on
+   * the plane's subject in EVENTS_). With `expectLastSubjectSequence` the broker stores it only
    * if the last message on this sender's subject of the channel is at that stream sequence (0:
    * none yet); otherwise it refuses (`isWrongLastSequence`), so two writers cannot interleave.
    */
   async post(channel: string, parts: Part[], opts: { id: string; expectLastSubjectSequence?: number }): Promise<Omit<Receipt, "target">> {
     assertChannel(channel);
     const m = this.envelope({ channel }, parts, { id: opts.id });
-    return this.publish(chatSubject(this.space, this.me, channel), m, opts.expectLastSubjectSequence);
+    return this.publish(postSubject(this.space, this.me, channel), m, opts.expectLastSubjectSequence);
   }
 
   /** The largest payload the server accepts, bytes (its INFO), capped at the envelope limit. */
@@ -547,15 +579,20 @@ export class Endpoint {
     const toId = principalId(recipient);
     const m = this.envelope({ to: toId }, content, opts);
     const ack = await this.publish(dmSubject(this.space, recipient, this.me), m);
+    let serviceSilent = false;
     if (!this.registered.has(toId)) {
       // Only the mesh service reads the members bucket; it says whether the inbox exists.
-      const found = await this.mesh("lookup", { name: toId }).catch(() => undefined);
+      const found = await this.mesh("lookup", { name: toId }, { timeoutMs: RECEIPT_WAIT_MS }).catch(() => {
+        serviceSilent = true;
+        return undefined;
+      });
       if (found && !found.dm) {
         return { ...ack, target: { kind: "dm", to: toId, recipient: "not-joined" } };
       }
       if (found) this.registered.add(toId);
     }
-    const entries = await this.rosterAfterStore();
+    // A mesh service that did not answer the lookup would not answer the roster's snapshot either.
+    const entries = serviceSilent && !this.rosterView ? undefined : await this.rosterAfterStore();
     const status = entries ? (entries.find((e) => e.id === toId)?.status ?? "offline") : "unknown";
     return { ...ack, target: { kind: "dm", to: toId, recipient: status } };
   }
@@ -575,11 +612,20 @@ export class Endpoint {
    * turn a stored message into an error (the sender would resend it).
    */
   private async rosterAfterStore(): Promise<RosterEntry[] | undefined> {
+    // Bounded: a mesh service that hangs (stopped, overloaded) would hold a message already
+    // stored for the control call's whole timeout (10 s) only to say the recipient's status.
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), RECEIPT_WAIT_MS)));
     try {
-      return (await this.roster()).entries();
-    } catch (err) {
-      this.log.warn({ err: (err as Error).message }, "roster unavailable for a receipt");
+      const view = await Promise.race([this.roster(), late]);
+      if (view !== "late") return view.entries();
+      this.log.info({ waitedMs: RECEIPT_WAIT_MS }, "roster not ready for a receipt in time; the receipt says the status is unknown");
       return undefined;
+    } catch (err) {
+      this.log.info({ err: (err as Error).message }, "roster unavailable for a receipt; the receipt says the status is unknown");
+      return undefined;
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -615,8 +661,7 @@ export class Endpoint {
       });
       return { id: m.id, stream: ack.stream, seq: ack.seq, duplicate: ack.duplicate };
     } catch (err) {
-      if (isStorageRefusal(err)) throw new StorageLimitError(subject, (err as Error).message, err);
-      throw err;
+      throw storageRefusalError(subject, err);
     }
   }
 
@@ -646,11 +691,11 @@ export class Endpoint {
     const sinceMs = Date.now() - config.windowSeconds * 1000;
     let backfilled = 0;
     if (config.class === "durable") {
-      const reply = await this.mesh("join", { channel });
+      const reply = await this.joinMembership(channel);
       if (reply.created && config.replay) {
         backfilled = this.pushHistory(await this.readHistory(channel, { sinceMs, beforeSeq: reply.watermark }));
       }
-      const stop = await this.consumeDurable(names.chatStream(this.space), reply.durable, async () => (await this.mesh("join", { channel })).durable).catch(
+      const stop = await this.consumeDurable(names.chatStream(this.space), reply.durable, async () => (await this.joinMembership(channel)).durable).catch(
         (err: unknown) => {
           throw err instanceof CotalError ? err : new JoinFailedError(`binding the membership ${reply.durable} of channel ${channel}`, err);
         },
@@ -728,7 +773,7 @@ export class Endpoint {
    * `limit`, later pages run to the current end, so the newest N are kept at the end.
    */
   private readHistory(channel: string, q: HistoryQuery): Promise<HistoryItem[]> {
-    return collectHistory(channel, q, (args) => this.mesh("history", args));
+    return collectHistory(channel, q, (args) => callControl(this.nc, this.space, "history", this.reader, args));
   }
 
   // ---- receiving -----------------------------------------------------------------------
@@ -755,7 +800,8 @@ export class Endpoint {
    * bound and its first pull went out unrefused; rejects (leaving nothing behind) when binding
    * fails. If the consumer later stops (deleted, or missing after missed heartbeats), it is
    * re-created with `reestablish` (through the mesh service) and bound again; when that keeps
-   * failing it is reported `lost` (logged at error, and in consumerStatus()).
+   * failing it is reported `lost` (logged at error, and in consumerStatus()) and still tried at
+   * the last delay, back to `consuming` when it binds again.
    */
   private async consumeDurable(stream: string, durable: string, reestablish: () => Promise<string>): Promise<() => void> {
     const key = `${stream}/${durable}`;
@@ -798,6 +844,11 @@ export class Endpoint {
       }
       return { it, ended };
     };
+    const delays = this.opts.reestablishDelaysMs ?? REESTABLISH_DELAYS_MS;
+    const attempt = async () => {
+      durable = await reestablish();
+      return bind(durable);
+    };
     current = await bind(durable);
     this.stoppers.push(stop);
     this.setConsumerState(key, { stream, durable, state: "consuming", since: Date.now() });
@@ -810,13 +861,7 @@ export class Endpoint {
         let lastErr: unknown = ended;
         let next: typeof current | undefined;
         try {
-          next = await retry(
-            async () => {
-              durable = await reestablish();
-              return bind(durable);
-            },
-            { delays: fixedDelays(this.opts.reestablishDelaysMs ?? REESTABLISH_DELAYS_MS), stop: () => stopped || this.nc.isClosed() },
-          );
+          next = await retry(attempt, { delays: fixedDelays(delays), stop: () => stopped || this.nc.isClosed() });
         } catch (err) {
           lastErr = err;
         }
@@ -827,8 +872,15 @@ export class Endpoint {
         if (!next) {
           const error = new ConsumerLostError(stream, durable, lastErr);
           this.setConsumerState(key, { stream, durable, state: "lost", error, since: Date.now() });
-          log.error({ err: error }, "durable consumer lost: nothing more arrives from it");
-          return;
+          // Lost is loud, never final: what waits in the stream arrives once the consumer can be
+          // made again (a cluster still electing, a mesh service restarting), so keep trying.
+          const every = delays[delays.length - 1] ?? REESTABLISH_DELAYS_MS[REESTABLISH_DELAYS_MS.length - 1]!;
+          log.error({ err: error, retryEveryMs: every }, "durable consumer lost: nothing arrives from it until it is re-created; still trying");
+          next = await retry(attempt, { delays: () => every, stop: () => stopped || this.nc.isClosed() }).catch(() => undefined);
+          if (stopped || !next) {
+            next?.it.stop();
+            return;
+          }
         }
         current = next;
         this.setConsumerState(key, { stream, durable, state: "consuming", since: Date.now() });

@@ -152,16 +152,38 @@ export class AckUnconfirmedError extends CotalError {
   }
 }
 
+/** Which limit refused a write (see docs/security.md "Storage limits"). */
+export interface StorageLimit {
+  /** The stream or bucket that refused, e.g. `DM_<space>` or `cotal_presence_<space>`. */
+  store: string;
+  /** The limit in words, e.g. "its byte limit" or "the largest value it takes". */
+  limit: string;
+  /** The limit's size when it is fixed or known (e.g. "16384 bytes"); configurable limits say their default. */
+  size?: string;
+  /** The `cotal up` flag that raises it, when one does. */
+  flag?: string;
+  /** What frees room by itself, when waiting helps (default: waiting messages being handed over). */
+  wait?: string;
+}
+
 /** The broker refused to store a message: a storage limit is reached. Nothing was stored. */
 export class StorageLimitError extends CotalError {
-  constructor(subject: string, detail: string, cause?: unknown) {
-    super("storage-limit", `The mesh refused to store this message (${detail}); nothing was stored, and what is stored is kept.`, {
-      remedy:
-        "A recipient's backlog from you, or a stream, is full: wait until waiting messages are handed over, or raise the limit " +
-        "(`cotal down`, then `cotal up --dm-backlog N` / `--dm-bytes SIZE` / `--chat-bytes SIZE`).",
-      cause,
-    });
+  constructor(subject: string, which: StorageLimit, cause?: unknown) {
+    const size = which.size ? ` (${which.size})` : "";
+    const broker = cause instanceof Error ? ` (the broker: ${cause.message})` : "";
+    super(
+      "storage-limit",
+      `${which.store} refused to store this message: ${which.limit}${size} is reached${broker}; nothing was stored, and what is stored is kept.`,
+      {
+        remedy: which.flag
+          ? `Wait until ${which.wait ?? "waiting messages are handed over"}, or raise the limit: \`cotal down\`, then \`cotal up ${which.flag}\`.`
+          : "This limit is fixed: send less (split the content, or attach a file: `cotal send --attach`).",
+        cause,
+      },
+    );
     this.subject = subject;
+    this.which = which;
   }
   readonly subject: string;
+  readonly which: StorageLimit;
 }

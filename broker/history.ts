@@ -59,7 +59,7 @@ export async function readHistoryPage(
   log: Logger,
 ): Promise<HistoryPage> {
   const jsm = await js.jetstreamManager(false);
-  const stream = names.chatStream(space);
+  const stream = names.streamOfChannel(space, channel);
   const filter = filters.channel(space, channel);
   let start: Start = q.afterSeq !== undefined ? { seq: q.afterSeq } : q.sinceMs !== undefined ? { timeMs: q.sinceMs } : { seq: 1 };
   if (q.limit !== undefined) start = await newestStart(jsm, stream, filter, start, q.limit, q.beforeSeq);

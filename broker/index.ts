@@ -27,7 +27,7 @@ export {
 export { isConsumerNotFound, isNoMessageFound, isPermissionDenied, isStreamNotFound, isWrongLastSequence, permissionViolation } from "./js-errors.js";
 
 // The nats-server binary, connecting with a credential, and JetStream access.
-export { findNatsServer, NatsServerNotFoundError } from "./nats-binary.js";
+export { findNatsServer, NatsServerNotFoundError, NatsServerTooOldError, natsServerVersion, MIN_NATS_SERVER } from "./nats-binary.js";
 export {
   connectMesh,
   credsCaller,
@@ -44,7 +44,16 @@ export {
 export { JS_OPTIONS, jetStreamConnection } from "./js-access.js";
 
 // Provisioning a space and the mesh service that answers the control rail.
-export { clusterReplicas, ensureSpace, StorageLimitsInput, type ProvisionReport, type SpaceOptions, type StorageLimits } from "./provision.js";
+export {
+  clusterReplicas,
+  ensureSpace,
+  STORAGE_DEFAULTS,
+  storageRefusalError,
+  StorageLimitsInput,
+  type ProvisionReport,
+  type SpaceOptions,
+  type StorageLimits,
+} from "./provision.js";
 export { MeshService, type MeshServiceOptions } from "./mesh-service.js";
 export { callControl, controlCaller, serveControl, type ControlCallOptions, type ControlCaller, type ControlHandler, type ControlHandlers } from "./control.js";
 
@@ -68,7 +77,9 @@ export { verifyEnvelope, type VerifiedMessage } from "./verify.js";
 
 // Artifacts and transcript transfers over the control rail.
 export { ArtifactDigestMismatchError, ArtifactNotFoundError, fetchArtifact, putArtifact, type ArtifactPart, type ControlParty } from "./artifacts.js";
-export { callXfer, readTransfer, UnknownTransferError, uploadTransfer, XferService, type UploadResult, type XferServiceOptions } from "./xfer.js";
+export { callXfer, XferService, type XferServiceOptions } from "./xfer.js";
+export { uploadTransfer, type UploadResult } from "./xfer-upload.js";
+export { TransferIncompleteError, TransferReceiver, type Received, type ReceiverOptions } from "./xfer-receive.js";
 
 // Credentials and accounts: the auth store, minting, revocation, secret files, permission profiles.
 export {
@@ -79,16 +90,25 @@ export {
   InsecureSecretError,
   MintRefusedError,
   PROFILES,
+  permissionsFor,
   pushSpaceAccounts,
   requestCredential,
   requestRevoke,
   SERVICE_PRINCIPALS,
   serviceCreds,
+  readSecret,
+  secretModeProblem,
   writeSecret,
   type AccountStorageLimits,
   type MintRequest,
   type Profile,
 } from "./auth/index.js";
+
+// Backup and restore (cotal backup / restore): a stream's snapshot through JetStream's own API,
+// the credential they connect with, and a space's identity carried from one auth store to another.
+export { backupCreds, BACKUP_PRINCIPAL } from "./auth/backup-creds.js";
+export { adoptSpaceIdentity, IdentityIncompleteError, readSpaceIdentity, type AdoptedIdentity, type IdentityFile } from "./auth/space-identity.js";
+export { restoreStream, SNAPSHOT_CHUNK_BYTES, snapshotStream, StreamRestoreError, StreamSnapshotError, type StreamSnapshotMeta } from "./snapshot.js";
 
 // Plumbing the cli and the connector share: lock files naming their holder, bounded id sets.
 export { takeLockFile, type LockFileOptions, type LockFileTake } from "./lock-file.js";

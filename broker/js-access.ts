@@ -14,7 +14,7 @@ const NOT_ENABLED = 10039;
  *
  * In a static space every identity but the mesh service is in the clients account, which has no
  * JetStream of its own and reaches the data account's API through service imports under the same
- * `$JS.API.…` subjects (docs/security.md). nats-server 2.9.10 answers every such request twice
+ * `$JS.API.…` subjects (docs/security.md). nats-server (2.9.10, and still 2.10.27: test/auth/server-behaviour.test.ts) answers every such request twice
  * there: its own stand-in ("JetStream not enabled for account", 10039) and the data account's
  * real answer through the import, in either order. For those connections a JetStream API request
  * waits for the real answer (and returns the stand-in only if nothing else came in time). The

@@ -49,19 +49,25 @@ export function isConnectionClosed(err: unknown): boolean {
   return chain(err).some((e) => e instanceof ClosedConnectionError || e instanceof DrainingConnectionError);
 }
 
+/** JetStream's codes for a stream refusing to store (nats-server errors.json). */
+export const STORE_FAILED = 10077; // the store's own limit: "maximum bytes exceeded", "maximum messages per subject exceeded"
+export const INSUFFICIENT_RESOURCES = 10047; // the account's JetStream storage is used up
+export const MESSAGE_TOO_LARGE = 10054; // "message size exceeds maximum allowed" (the stream's, or a bucket's, largest message)
+
+/**
+ * The stream refused to store a message because a limit is reached: per-subject backlog,
+ * stream bytes or messages (10077, "store failed"), storage resources (10047), or the largest
+ * message it takes (10054). Final: a retry would be refused the same way. storageLimitOf
+ * (provision.ts) says which limit, for people.
+ */
+export function isStorageRefusal(err: unknown): err is JetStreamApiError {
+  return err instanceof JetStreamApiError && [STORE_FAILED, INSUFFICIENT_RESOURCES, MESSAGE_TOO_LARGE].includes(err.code);
+}
+
 /**
  * A publish whose outcome is unknown (no ack arrived, or the stream had no responder during a
  * restart): retrying with the same Nats-Msg-Id is safe. A refusal or closed connection is not.
  */
-/**
- * The stream refused to store a message because a limit is reached: per-subject backlog,
- * stream bytes or messages (10077, "store failed"), or storage resources (10047). Final: a
- * retry would be refused the same way.
- */
-export function isStorageRefusal(err: unknown): boolean {
-  return err instanceof JetStreamApiError && (err.code === 10077 || err.code === 10047);
-}
-
 export function isTransientPublishError(err: unknown): boolean {
   if (isPermissionDenied(err) || isConnectionClosed(err) || isStorageRefusal(err)) return false;
   return isTimeout(err) || isNoResponders(err) || (err instanceof JetStreamApiError && err.status === 503);

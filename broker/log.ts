@@ -1,4 +1,5 @@
 import { pino, type Logger } from "pino";
+import { neutralizeLogLine } from "../schemas/index.js";
 
 /**
  * One root logger per process, to stderr (stdout belongs to MCP stdio and hook replies).
@@ -23,9 +24,18 @@ export function rootLogger(): Logger {
       base: { pid: process.pid },
       redact: { paths: ["*.creds", "*.seed", "*.token", "*.jwt", "*.password", "creds", "seed", "token", "jwt"], censor: "[redacted]" },
     },
-    destination ?? pino.destination({ fd: 2, sync: true }),
+    neutralizing(destination ?? pino.destination({ fd: 2, sync: true })),
   );
   return root;
+}
+
+/**
+ * The log boundary: every line passes neutralizeLogLine on its way out. Log lines quote what
+ * peers wrote (presence keys and records, subjects, card names, error text); escaping each line
+ * once here covers every field and every logger, instead of each call site (issue 25, route 9).
+ */
+function neutralizing(dest: pino.DestinationStream): pino.DestinationStream {
+  return { write: (line: string) => dest.write(neutralizeLogLine(line)) };
 }
 
 /** A child logger for one component, carrying its bindings (space, seat, stream…). */

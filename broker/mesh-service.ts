@@ -7,6 +7,7 @@ import {
   DELIVERY,
   PUBLISH,
   durables,
+  eventPlaneOf,
   filters,
   MESH_COMMANDS,
   names,
@@ -21,6 +22,7 @@ import {
   type Principal,
   type RegisterReply,
   type RevokeReply,
+  type SpawnGrant,
   type TableParsedArgs,
   type WhoamiReply,
 } from "../schemas/index.js";
@@ -32,19 +34,29 @@ import { isConsumerNotFound } from "./js-errors.js";
 import { logger, type Logger } from "./log.js";
 import { ensureSpace, type SpaceOptions } from "./provision.js";
 import {
+  checkMintSpec,
+  checkReaderCall,
+  checkSender,
   clientsAccount,
+  DEFAULT_MINT_LIMITS,
   IdentityRegistry,
+  liveRevocations,
   MintRefusedError,
   revokeUsers,
+  senderOf,
   SERVICE_PRINCIPALS,
   serviceCreds,
   signUser,
   type AuthStore,
   type IdentitySpec,
+  type MintLimits,
+  type RevokedUser,
+  type Sender,
 } from "./auth/index.js";
 import { serverUrls } from "./connect.js";
 import { LivenessJudge } from "./liveness.js";
-import { Roster, type RosterSnapshotItem } from "./roster.js";
+import { WildcardSweep } from "./wildcard-sweep.js";
+import { Roster, rosterPage, type RosterSnapshotItem } from "./roster.js";
 
 /** The control endpoint name of the mesh service. */
 export const MESH_ENDPOINT = "mesh";
@@ -87,7 +99,14 @@ export interface MeshServiceOptions extends SpaceOptions {
   auth?: { store: AuthStore; server: string };
   /** An endpoint silent (no beat, no write) this long is taken offline, ms (default PRESENCE.livenessMs). */
   livenessMs?: number;
+  /** How often messages stored under a wildcard subject are removed, ms (default 30 s; see WildcardSweep). */
+  wildcardSweepMs?: number;
+  /** Static auth: what a credential other than the operator's may mint (defaults: DEFAULT_MINT_LIMITS). */
+  mintLimits?: Partial<MintLimits>;
 }
+
+/** Commands whose sender the server must have named (static auth): they change who may do what. */
+const PRIVILEGED_COMMANDS: ReadonlySet<string> = new Set(["mint", "revoke"]);
 
 /** Only the mesh host's own CLI credential may mint and revoke. */
 export class NotAllowedError extends CotalError {
@@ -109,6 +128,15 @@ export class ReadDeniedError extends CotalError {
   constructor(channel: string) {
     super("read-denied", `Not allowed to read channel ${channel}.`, {
       remedy: "Ask the mesh admin for a credential whose --allow-subscribe includes it.",
+    });
+  }
+}
+
+/** An event plane has no durable membership: it is a rolling window, read live and by history. */
+export class NoPlaneMembershipError extends CotalError {
+  constructor(channel: string) {
+    super("no-plane-membership", `${channel} is an event plane: it is read live and by history, and has no durable membership.`, {
+      remedy: "Read it with `cotal history`, `cotal console` or a live subscription; joining it as a channel does that.",
     });
   }
 }
@@ -185,6 +213,20 @@ export class MeshService {
       liveness,
     );
     if (offline) svc.closers.push(offline.close);
+    const sweep = new WildcardSweep(jsm, space, log);
+    sweep.start(opts.wildcardSweepMs ?? 30_000);
+    svc.closers.push(async () => sweep.stop());
+    // Static auth: the subject names the caller, the server names the credential that sent it; a
+    // credential may act only as itself (the operator's as anyone, a leaf host's as its own identities).
+    const authenticated = opts.auth
+      ? {
+          authenticate: async (caller: Principal, info: string | undefined, command: string) => {
+            await checkSender(senderOf(info), caller, identities, PRIVILEGED_COMMANDS.has(command) ? `${command} credentials` : undefined);
+            // A reader may call only reads (and its own memberships), whatever its permissions let through.
+            await checkReaderCall(identities, caller, command);
+          },
+        }
+      : {};
     svc.sub = serveControl(
       nc,
       space,
@@ -193,17 +235,19 @@ export class MeshService {
       {
         register: async (args, caller) => svc.register(caller, await svc.grantedRole(caller, args.role)),
         lookup: (args) => svc.lookup(parsePrincipal(args.name)),
-        join: (args, caller) => svc.join(caller, args.channel),
+        join: (args, caller) => svc.join(caller, args.channel, args.member),
         leave: (args, caller) => svc.leave(caller, args.channel),
-        roster: () => svc.rosterSnapshot(),
+        roster: (args) => svc.rosterSnapshot(args.after),
         history: (args, caller) => svc.history(caller, args),
         channels: () => svc.channels(),
-        mint: (args, caller) => svc.mint(caller, args),
+        mint: (args, caller, info) => svc.mint(caller, args, senderOf(info)),
         revoke: (args, caller) => svc.revoke(caller, args.name),
+        grant: (args, caller) => svc.grant(caller, parsePrincipal(args.name)),
         whoami: (_args, caller) => svc.whoami(caller),
         ping: async () => ({ space, pid: process.pid }),
       },
       log,
+      authenticated,
     );
     svc.artifactSub = serveControl(
       nc,
@@ -217,6 +261,7 @@ export class MeshService {
         "artifact-get": (args, caller) => artifacts.get(caller, args),
       },
       log,
+      authenticated,
     );
     await nc.flush();
     return svc;
@@ -266,9 +311,16 @@ export class MeshService {
     return { principal: principalId(who), dm: !!e && e.operation === "PUT", ...(this.opts.auth ? { registeredRole: await this.registeredRole(who) } : {}) };
   }
 
-  /** Create a durable channel membership from the join watermark; idempotent. */
-  async join(who: Principal, channel: string): Promise<JoinReply> {
-    if (this.opts.authorizeRead && !(await this.opts.authorizeRead(who, channel))) throw new ReadDeniedError(channel);
+  /**
+   * Create a durable channel membership from the join watermark; idempotent. `member`: the
+   * operator acting for a person (`cotal listen --as bob --impersonate`) creates bob's membership
+   * and reads with its own right, since bob may be a name this mesh never minted (no read right).
+   */
+  async join(caller: Principal, channel: string, member?: string): Promise<JoinReply> {
+    if (member !== undefined && this.opts.auth) this.requireOperator(caller, `create ${member}'s membership of a channel`);
+    if (this.opts.authorizeRead && !(await this.opts.authorizeRead(caller, channel))) throw new ReadDeniedError(channel);
+    if (eventPlaneOf(channel)) throw new NoPlaneMembershipError(channel);
+    const who = member === undefined ? caller : parsePrincipal(member);
     const stream = names.chatStream(this.space);
     const durable = durables.channel(who, channel);
     const existing = await this.members.get(memberKeys.channel(who, channel));
@@ -302,9 +354,9 @@ export class MeshService {
     return { left };
   }
 
-  /** The roster as this service sees it (endpoints load it, then follow live writes). */
-  async rosterSnapshot(): Promise<RosterSnapshotItem[]> {
-    const items = this.roster.snapshot();
+  /** The roster as this service sees it, one page after `after` (endpoints load it, then follow live writes). */
+  async rosterSnapshot(after?: string): Promise<RosterSnapshotItem[]> {
+    const items = rosterPage(this.roster.snapshot(), after);
     if (!this.opts.auth) return items;
     // Static meshes: the role each credential holds, so no card can claim another.
     return Promise.all(items.map(async (i) => ({ ...i, registeredRole: await this.registeredRole(parsePrincipal(i.id)) })));
@@ -330,7 +382,7 @@ export class MeshService {
    * Sign a credential for `userPub` (generated where the credential will live, so its seed
    * never travels). Optionally pre-create the identity's DM durable and role queue.
    */
-  async mint(caller: Principal, req: TableParsedArgs<typeof MESH_COMMANDS, "mint">): Promise<MintReply> {
+  async mint(caller: Principal, req: TableParsedArgs<typeof MESH_COMMANDS, "mint">, sender?: Sender): Promise<MintReply> {
     const who = parsePrincipal(req.name);
     // Cotal's own services (the operator's tool among them) are known by these names: never minted at run time.
     if (who.actor.startsWith("cotal_"))
@@ -355,18 +407,19 @@ export class MeshService {
       allowSubscribe: req.allowSubscribe,
       allowPublish: req.allowPublish,
       ...(req.role ? { role: req.role } : {}),
+      ...(req.events !== undefined ? { events: req.events } : {}),
+      ...(req.allowSpawn.length ? { allowSpawn: req.allowSpawn } : {}),
+      ...(req.spawnLimit !== undefined ? { spawnLimit: req.spawnLimit } : {}),
     };
+    // Refused before anything is counted or revoked (signUser checks again).
+    checkMintSpec(spec);
+    const expiresInMs = await this.admitMint(caller, auth.store, req.expiresInMs);
     // What happens to the name's earlier credentials is said, not left to be found out: they stay valid.
     const revoked = auth.store.revocations(clientsAccount(this.space));
     // A name minted again under another profile is a new identity: its earlier credentials carry the
     // old permissions but would be judged by the new record (an agent's by a manager's), so they end.
     if (existing && existing.profile !== req.profile) {
-      await revokeUsers(
-        auth.store,
-        auth.server,
-        this.space,
-        existing.users.map((u) => u.pub),
-      );
+      await this.revokeLogged(auth, principalId(who), existing.users);
       this.log.info(
         { who: principalId(who), from: existing.profile, to: req.profile, revoked: existing.users.length },
         "profile changed: revoked the earlier credentials",
@@ -380,8 +433,10 @@ export class MeshService {
       req.userPub,
       auth.store.signingKey(this.space),
       auth.store.accountKey(clientsAccount(this.space)).getPublicKey(),
-      req.expiresInMs,
+      expiresInMs,
     );
+    // A leaf host's manager mints over the leaf connection: revoking that leaf revokes this too.
+    const via = sender?.profile === "leaf" && sender.name !== principalId(caller) ? sender.name : undefined;
     await this.identities.add(
       who,
       {
@@ -389,13 +444,17 @@ export class MeshService {
         allowSubscribe: req.allowSubscribe,
         allowPublish: req.allowPublish,
         ...(req.role ? { role: req.role } : {}),
+        ...(req.allowSpawn.length ? { allowSpawn: req.allowSpawn } : {}),
+        ...(req.spawnLimit !== undefined ? { spawnLimit: req.spawnLimit } : {}),
         mintedBy: principalId(caller),
       },
-      { pub: user.userPub, issuedAt: user.issuedAt, ...(user.expiresAt ? { expiresAt: user.expiresAt } : {}) },
+      { pub: user.userPub, issuedAt: user.issuedAt, ...(user.expiresAt ? { expiresAt: user.expiresAt } : {}), ...(via ? { via } : {}) },
     );
-    const provisioned = req.provision ? await this.register(who, req.role) : undefined;
-    if (req.provision) for (const ch of req.allowSubscribe) await this.join(who, ch);
-    this.log.info({ who: principalId(who), profile: req.profile, expiresAt: user.expiresAt }, "minted a credential");
+    // A reader gets no DM inbox (nobody's mail is for it): provisioning creates its memberships only.
+    const provisioned = req.provision && req.profile !== "reader" ? await this.register(who, req.role) : undefined;
+    // Event planes are read live and by history: no membership to create.
+    if (req.provision) for (const ch of req.allowSubscribe.filter((c) => !eventPlaneOf(c))) await this.join(who, ch);
+    this.log.info({ who: principalId(who), profile: req.profile, expiresAt: user.expiresAt, by: principalId(caller), via }, "minted a credential");
     return {
       principal: principalId(who),
       jwt: user.jwt,
@@ -419,10 +478,49 @@ export class MeshService {
           : undefined,
       "revoke credentials",
     );
-    const pubs = rec?.users.map((u) => u.pub) ?? [];
-    await revokeUsers(auth.store, auth.server, this.space, pubs);
-    this.log.info({ who: principalId(who), revoked: pubs.length }, "revoked credentials");
-    return { principal: principalId(who), revoked: pubs.length };
+    const users: RevokedUser[] = [...(rec?.users ?? [])];
+    // A leaf host's credential: what its host minted through it goes with it.
+    const through = rec?.profile === "leaf" ? await this.identities.mintedVia(who) : [];
+    for (const m of through) users.push(...m.users);
+    await this.revokeLogged(auth, principalId(who), users);
+    this.log.info({ who: principalId(who), revoked: users.length, through: through.map((m) => principalId(m.who)) }, "revoked credentials");
+    return { principal: principalId(who), revoked: users.length };
+  }
+
+  /** Revoke, saying so loudly when the server did not take it: a revocation that failed is never silent. */
+  private async revokeLogged(auth: NonNullable<MeshServiceOptions["auth"]>, who: string, users: RevokedUser[]): Promise<void> {
+    try {
+      await revokeUsers(auth.store, auth.server, this.space, users, this.limits.maxRevocations);
+    } catch (err) {
+      this.log.error({ err, who, credentials: users.length }, "revocation failed: the credentials stay valid");
+      throw err;
+    }
+  }
+
+  private get limits(): MintLimits {
+    return { ...DEFAULT_MINT_LIMITS, ...this.opts.mintLimits };
+  }
+
+  /**
+   * The operator mints as asked. Any other minter (a manager, for its seats) gets credentials that
+   * expire within the lifetime limit, at most so many unexpired at once, and none while the
+   * revocation list is near full: their revocations then drop out as they expire, and what is left
+   * of the list is the operator's. Returns the lifetime to sign.
+   */
+  private async admitMint(caller: Principal, store: AuthStore, asked: number | undefined): Promise<number | undefined> {
+    if (principalId(caller) === principalId(SERVICE_PRINCIPALS.cli)) return asked;
+    const limits = this.limits;
+    const lifetime = Math.min(asked ?? limits.maxLifetimeMs, limits.maxLifetimeMs);
+    const listed = liveRevocations(store, this.space);
+    if (listed >= limits.mintersRevocationCap) {
+      this.log.error({ caller: principalId(caller), revocations: listed, cap: limits.mintersRevocationCap }, "mint refused: the revocation list is near full");
+      throw new MintRefusedError(
+        `The space's revocation list holds ${listed} revocations, at the ${limits.mintersRevocationCap} after which only the operator mints; nothing was minted.`,
+        "Revocations drop out as their credentials expire; the operator can still mint and revoke. Find who minted and revoked so many (the mesh service's log).",
+      );
+    }
+    await this.identities.reserveMint(caller, Date.now() + lifetime, limits.perMinter);
+    return lifetime;
   }
 
   /**
@@ -458,6 +556,31 @@ export class MeshService {
     if (principal === principalId(SERVICE_PRINCIPALS.cli)) return { principal, profile: "cli" };
     const rec = await this.identities.get(caller);
     return rec ? { principal, profile: rec.profile } : { principal };
+  }
+
+  /**
+   * What `who` was minted with, as a manager judges a spawn by it (docs/manager.md, Helpers): its
+   * profile, channels, role and spawn right. Asked by the operator, a manager (for whoever calls it)
+   * or the name itself; anyone else is refused (`not-allowed`): another's scope is not theirs to read.
+   */
+  async grant(caller: Principal, who: Principal): Promise<SpawnGrant> {
+    const principal = principalId(who);
+    if (!this.opts.auth) return { principal, minted: false, allowSubscribe: [], allowPublish: [], allowSpawn: [] };
+    if (principalId(caller) !== principalId(SERVICE_PRINCIPALS.cli) && principalId(caller) !== principal) {
+      if ((await this.identities.get(caller))?.profile !== "manager") throw new NotAllowedError(`read what ${principal} was minted with (a manager may too)`);
+    }
+    const rec = await this.identities.get(who);
+    if (!rec) return { principal, minted: false, allowSubscribe: [], allowPublish: [], allowSpawn: [] };
+    return {
+      principal,
+      minted: true,
+      profile: rec.profile,
+      allowSubscribe: rec.allowSubscribe,
+      allowPublish: rec.allowPublish,
+      ...(rec.role ? { role: rec.role } : {}),
+      allowSpawn: rec.allowSpawn ?? [],
+      ...(rec.spawnLimit !== undefined ? { spawnLimit: rec.spawnLimit } : {}),
+    };
   }
 
   /** Configured channels. */

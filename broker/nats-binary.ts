@@ -1,9 +1,24 @@
+import { spawnSync } from "node:child_process";
 import { accessSync, constants, statSync } from "node:fs";
+import { homedir } from "node:os";
 import { delimiter, join } from "node:path";
 import { CotalError } from "../schemas/index.js";
 
-/** Folders searched after PATH: distribution packages install nats-server into an sbin. */
-export const EXTRA_BIN_DIRS: readonly string[] = ["/usr/sbin", "/usr/local/sbin"];
+/** The oldest nats-server Cotal runs on (docs/security.md "Supported servers"). */
+export const MIN_NATS_SERVER = { major: 2, minor: 10 } as const;
+
+/** Where `scripts/install-nats-server.sh` puts the binary by default; searched after PATH. */
+export const PRIVATE_BIN_DIR = join(homedir(), ".local", "share", "cotal", "bin");
+
+/** Folders searched after PATH: distribution packages install nats-server into an sbin; our installer into PRIVATE_BIN_DIR. */
+export const EXTRA_BIN_DIRS: readonly string[] = ["/usr/sbin", "/usr/local/sbin", PRIVATE_BIN_DIR];
+
+/** How to get a supported server, on the platforms people use. One text, shared by both errors. */
+export const NATS_SERVER_INSTALL_HINT =
+  "Get nats-server 2.10 or newer: Debian 13 / Ubuntu 24.04: `apt-get install nats-server`; " +
+  "Debian 12 (which ships 2.9.10): `bash scripts/install-nats-server.sh` from a Cotal clone or node_modules/cotal (fetches Debian 13's package without changing your apt sources, docs/setup.md); " +
+  "macOS: `brew install nats-server`; containers: the official `nats:2.10` image; " +
+  "or a release binary. Then put it on PATH or set NATS_SERVER_BIN to its path.";
 
 /** No nats-server binary was found; the message says how to install one or point at it. */
 export class NatsServerNotFoundError extends CotalError {
@@ -12,25 +27,84 @@ export class NatsServerNotFoundError extends CotalError {
     /** Paths that were tried, in order. */
     readonly searched: readonly string[],
   ) {
-    super("nats-server-missing", `${detail}.`, {
-      remedy:
-        "Install it (Debian/Ubuntu: `apt-get install nats-server`; others: https://github.com/nats-io/nats-server/releases), " +
-        "or set NATS_SERVER_BIN to the path of a nats-server binary.",
-    });
+    super("nats-server-missing", `${detail}.`, { remedy: NATS_SERVER_INSTALL_HINT });
   }
 }
 
-/** Find nats-server: NATS_SERVER_BIN (must exist), else PATH, then /usr/sbin and /usr/local/sbin. */
+/** Only nats-server binaries older than MIN_NATS_SERVER were found; they are refused, never used. */
+export class NatsServerTooOldError extends CotalError {
+  constructor(
+    /** Each refused binary and the version it reported. */
+    readonly found: readonly { path: string; version: string }[],
+  ) {
+    const list = found.map((f) => `${f.path} (${f.version})`).join(", ");
+    super(
+      "nats-server-too-old",
+      `nats-server ${MIN_NATS_SERVER.major}.${MIN_NATS_SERVER.minor} or newer is required; found only ${list}. ` +
+        "Older servers can be crashed by one message from any credential (a wildcard reply subject through an import) " +
+        "and acknowledge JetStream writes before they reach disk (no `sync_interval: always`), so acknowledged mail is lost on a power cut.",
+      { remedy: NATS_SERVER_INSTALL_HINT },
+    );
+  }
+}
+
+/** A parsed `nats-server --version`. */
+export interface NatsServerVersion {
+  major: number;
+  minor: number;
+  patch: number;
+  /** As the binary printed it, e.g. `v2.10.27`. */
+  text: string;
+}
+
+/** Parse `nats-server: v2.10.27` (any prefix); undefined when no version is in the text. */
+export function parseNatsServerVersion(out: string): NatsServerVersion | undefined {
+  const m = /v(\d+)\.(\d+)\.(\d+)\S*/.exec(out);
+  if (!m) return undefined;
+  return { major: Number(m[1]), minor: Number(m[2]), patch: Number(m[3]), text: m[0] };
+}
+
+/** Whether a version is at least MIN_NATS_SERVER. */
+export function isSupportedNatsServer(v: NatsServerVersion): boolean {
+  return v.major > MIN_NATS_SERVER.major || (v.major === MIN_NATS_SERVER.major && v.minor >= MIN_NATS_SERVER.minor);
+}
+
+// One `--version` call per binary per process: the finder runs for every server a test starts.
+const versions = new Map<string, NatsServerVersion | undefined>();
+
+/** Ask a binary its version (cached per path). */
+export function natsServerVersion(path: string): NatsServerVersion | undefined {
+  if (versions.has(path)) return versions.get(path);
+  const r = spawnSync(path, ["--version"], { encoding: "utf8", timeout: 10_000 });
+  const v = parseNatsServerVersion(`${r.stdout ?? ""}${r.stderr ?? ""}`);
+  versions.set(path, v);
+  return v;
+}
+
+/**
+ * Find a supported nats-server: NATS_SERVER_BIN (must exist and be ≥ 2.10), else the first
+ * binary ≥ 2.10 on PATH, then /usr/sbin, /usr/local/sbin and ~/.local/share/cotal/bin. Older
+ * binaries found on the way are skipped; when only older ones exist, NatsServerTooOldError
+ * names them.
+ */
 export function findNatsServer(env: NodeJS.ProcessEnv = process.env, extraDirs: readonly string[] = EXTRA_BIN_DIRS): string {
   const fromEnv = env.NATS_SERVER_BIN;
   if (fromEnv) {
-    if (isExecutable(fromEnv)) return fromEnv;
-    throw new NatsServerNotFoundError(`NATS_SERVER_BIN=${fromEnv} is not an executable file`, [fromEnv]);
+    if (!isExecutable(fromEnv)) throw new NatsServerNotFoundError(`NATS_SERVER_BIN=${fromEnv} is not an executable file`, [fromEnv]);
+    const v = natsServerVersion(fromEnv);
+    if (v && isSupportedNatsServer(v)) return fromEnv;
+    throw new NatsServerTooOldError([{ path: `NATS_SERVER_BIN=${fromEnv}`, version: v?.text ?? "no version reported" }]);
   }
   const dirs = [...new Set([...(env.PATH ?? "").split(delimiter).filter(Boolean), ...extraDirs])];
   const searched = dirs.map((d) => join(d, "nats-server"));
-  const found = searched.find(isExecutable);
-  if (found) return found;
+  const tooOld: { path: string; version: string }[] = [];
+  for (const path of new Set(searched)) {
+    if (!isExecutable(path)) continue;
+    const v = natsServerVersion(path);
+    if (v && isSupportedNatsServer(v)) return path;
+    tooOld.push({ path, version: v?.text ?? "no version reported" });
+  }
+  if (tooOld.length) throw new NatsServerTooOldError(tooOld);
   throw new NatsServerNotFoundError(`nats-server was not found in PATH or in ${extraDirs.join(", ")}`, searched);
 }
 

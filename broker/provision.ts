@@ -1,11 +1,20 @@
 import { Kvm } from "@nats-io/kv";
 import { Objm } from "@nats-io/obj";
-import { DiscardPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamManager, type StreamConfig } from "@nats-io/jetstream";
+import {
+  DiscardPolicy,
+  jetstream,
+  jetstreamManager,
+  type JetStreamApiError,
+  RetentionPolicy,
+  StorageType,
+  type JetStreamManager,
+  type StreamConfig,
+} from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { z } from "zod";
-import { filters, LIMITS, names, PRESENCE } from "../schemas/index.js";
-import { StreamConflictError } from "./errors.js";
-import { isStreamNotFound } from "./js-errors.js";
+import { BUCKET_VALUE_BYTES, CARRY_MAX_BYTES, EVENT_PLANE, filters, formatDuration, LIMITS, names, PRESENCE, XFER_TOKEN } from "../schemas/index.js";
+import { StorageLimitError, StreamConflictError, type StorageLimit } from "./errors.js";
+import { INSUFFICIENT_RESOURCES, isStorageRefusal, isStreamNotFound, MESSAGE_TOO_LARGE } from "./js-errors.js";
 
 /** Knobs of a space's storage; defaults suit one laptop. */
 export interface SpaceOptions {
@@ -14,8 +23,6 @@ export interface SpaceOptions {
    * (clusterReplicas): 3 on a cluster of three or more nodes, else 1. Existing streams keep theirs.
    */
   replicas?: number;
-  /** Posts kept per channel subject (CHAT_ per-subject cap). Default 1000. */
-  chatPerSubject?: number;
   /** JetStream dedupe window for Nats-Msg-Id, ms. Default 2 minutes. */
   duplicateWindowMs?: number;
   /** Storage limits (`cotal up --max-…`); unset fields take STORAGE_DEFAULTS. */
@@ -27,11 +34,20 @@ export interface SpaceOptions {
  * sender gets a refusal naming the limit and nothing already stored is dropped to make room.
  */
 export interface StorageLimits {
-  /** Bytes each of CHAT_, DM_, TASK_, SEATS_ may hold. */
+  /** Bytes each of CHAT_, DM_, TASK_, SEATS_, EVENTS_ may hold. */
   chatBytes: number;
   dmBytes: number;
   taskBytes: number;
   seatsBytes: number;
+  eventsBytes: number;
+  /**
+   * Posts one sender may keep on one channel (CHAT_'s per-subject limit). The next post is refused
+   * (discard new per subject): nothing a member has not read yet is dropped to make room. Posts
+   * leave after `chatMaxAgeMs`, so a sender at the limit may post again as its oldest age out.
+   */
+  chatPerSender: number;
+  /** How long a channel post is kept, ms (CHAT_'s max age; 0: for ever). */
+  chatMaxAgeMs: number;
   /** Bytes the artifacts Object Store (`cotal_artifacts_<space>`) may hold. */
   artifactsBytes: number;
   /**
@@ -45,6 +61,11 @@ export const STORAGE_DEFAULTS: StorageLimits = {
   dmBytes: 512 * 1024 ** 2,
   taskBytes: 256 * 1024 ** 2,
   seatsBytes: 128 * 1024 ** 2,
+  // Every actor's rolling window together; one actor holds at most EVENT_PLANE's 64 MiB. Counted
+  // against the data account's 4 GiB with the other stores (JetStream reserves each max_bytes).
+  eventsBytes: 256 * 1024 ** 2,
+  chatPerSender: 10_000,
+  chatMaxAgeMs: 90 * 24 * 3600_000,
   artifactsBytes: 1024 ** 3,
   backlogPerSender: 10_000,
 };
@@ -56,6 +77,9 @@ export const StorageLimitsInput = z
     dmBytes: z.number().int().positive(),
     taskBytes: z.number().int().positive(),
     seatsBytes: z.number().int().positive(),
+    eventsBytes: z.number().int().positive(),
+    chatPerSender: z.number().int().positive(),
+    chatMaxAgeMs: z.number().int().nonnegative(),
     artifactsBytes: z.number().int().positive(),
     backlogPerSender: z.number().int().positive(),
   })
@@ -105,10 +129,28 @@ export function spaceStreams(space: string, opts: SpaceOptions = {}): Array<Part
       name: names.chatStream(space),
       subjects: [filters.kind(space, "chat")],
       retention: RetentionPolicy.Limits,
-      max_msgs_per_subject: opts.chatPerSubject ?? 1000,
+      // One sender's posts on one channel: the next one past the limit is refused, never an old one
+      // evicted (issue 24: a durable member lost posts it had not read yet, without a word).
+      max_msgs_per_subject: limits.chatPerSender,
+      discard_new_per_subject: true,
+      max_age: nanos(limits.chatMaxAgeMs),
       max_bytes: limits.chatBytes,
       allow_direct: true,
       description: "Cotal channel posts",
+    },
+    {
+      ...common,
+      name: names.eventsStream(space),
+      subjects: [filters.kind(space, "events")],
+      retention: RetentionPolicy.Limits,
+      // A rolling activity log per actor: its newest frames are kept and the oldest leave (discard
+      // old per subject). A frame is small, so one actor's share is bounded by count × size
+      // (docs/events.md "Storage"); the stream refuses new frames (discard new) when all of them
+      // together are full, except from an actor already at its window, whose frame replaces its own oldest.
+      max_msgs_per_subject: EVENT_PLANE.framesPerActor,
+      max_msg_size: EVENT_PLANE.maxFrameBytes,
+      max_bytes: limits.eventsBytes,
+      description: "Cotal event planes (a rolling window of AG-UI frames per actor)",
     },
     {
       ...common,
@@ -140,13 +182,27 @@ export function spaceStreams(space: string, opts: SpaceOptions = {}): Array<Part
   ];
 }
 
-/** KV buckets of a space, with their TTLs (0 = keep). */
-export function spaceBuckets(space: string): Array<{ name: string; ttlMs: number; history: number; clientsWrite: boolean }> {
+/** A KV bucket of a space: its TTL (0 = keep), history, whether clients write it, and its largest value (-1: unbounded). */
+export interface SpaceBucket {
+  name: string;
+  ttlMs: number;
+  history: number;
+  clientsWrite: boolean;
+  /** The bucket's largest value in bytes, headers included (its stream's `max_msg_size`); reconciled in place. */
+  maxValueBytes: number;
+}
+
+/**
+ * KV buckets of a space. Every bucket someone other than the mesh service writes has a largest
+ * value: one peer's record must never be more than a reader can take (issue 25: two 600 KB
+ * presence records broke the roster for everyone). The members bucket is the mesh service's alone.
+ */
+export function spaceBuckets(space: string): SpaceBucket[] {
   return [
-    { name: names.presenceBucket(space), ttlMs: PRESENCE.livenessMs, history: 1, clientsWrite: true },
-    { name: names.channelsBucket(space), ttlMs: 0, history: 5, clientsWrite: false },
-    { name: names.membersBucket(space), ttlMs: 0, history: 1, clientsWrite: false },
-    { name: names.managersBucket(space), ttlMs: 10_000, history: 1, clientsWrite: true },
+    { name: names.presenceBucket(space), ttlMs: PRESENCE.livenessMs, history: 1, clientsWrite: true, maxValueBytes: BUCKET_VALUE_BYTES.presence },
+    { name: names.channelsBucket(space), ttlMs: 0, history: 5, clientsWrite: false, maxValueBytes: BUCKET_VALUE_BYTES.channels },
+    { name: names.membersBucket(space), ttlMs: 0, history: 1, clientsWrite: false, maxValueBytes: -1 },
+    { name: names.managersBucket(space), ttlMs: 10_000, history: 1, clientsWrite: true, maxValueBytes: BUCKET_VALUE_BYTES.managers },
   ];
 }
 
@@ -165,6 +221,7 @@ function conflicts(want: Partial<StreamConfig>, have: StreamConfig): string[] {
 const RECONCILED = [
   "max_msgs_per_subject",
   "discard_new_per_subject",
+  "max_age",
   "max_bytes",
   "max_msg_size",
   "allow_direct",
@@ -174,7 +231,8 @@ const RECONCILED = [
   "allow_rollup_hdrs",
 ] as const;
 
-async function ensureStream(jsm: JetStreamManager, want: Partial<StreamConfig> & { name: string }, report: ProvisionReport) {
+/** Create stream `want.name`, or reconcile the RECONCILED fields of the one there (a conflict is a StreamConflictError). */
+export async function ensureStream(jsm: JetStreamManager, want: Partial<StreamConfig> & { name: string }, report: ProvisionReport): Promise<void> {
   let have: StreamConfig | undefined;
   try {
     have = (await jsm.streams.info(want.name)).config;
@@ -224,11 +282,15 @@ export async function ensureSpace(nc: NatsConnection, space: string, opts: Space
       await kvm.create(b.name, { history: b.history, replicas: opts.replicas ?? 1, ...(b.ttlMs ? { ttl: b.ttlMs } : {}) });
       report.created.push(b.name);
     }
+    const config = (await jsm.streams.info(stream)).config;
+    const patch: Partial<StreamConfig> = {};
     // A client's write with `Nats-Rollup: all` on its own key would wipe the whole bucket.
     // Buckets clients write (presence, managers) take no rollups; Cotal never purges them.
-    const config = (await jsm.streams.info(stream)).config;
-    if (b.clientsWrite && config.allow_rollup_hdrs) {
-      await jsm.streams.update(stream, { ...config, allow_rollup_hdrs: false });
+    if (b.clientsWrite && config.allow_rollup_hdrs) patch.allow_rollup_hdrs = false;
+    // The largest value, set on a mesh provisioned before it had one too (`cotal up` updates in place).
+    if ((config.max_msg_size ?? -1) !== b.maxValueBytes) patch.max_msg_size = b.maxValueBytes;
+    if (Object.keys(patch).length) {
+      await jsm.streams.update(stream, { ...config, ...patch });
       if (exists) report.updated.push(b.name);
     } else if (exists) {
       report.unchanged.push(b.name);
@@ -266,4 +328,64 @@ async function ensureArtifacts(nc: NatsConnection, jsm: JetStreamManager, space:
   } else {
     report.unchanged.push(bucket);
   }
+}
+
+const mib = (bytes: number) => (bytes >= 1024 ** 3 && bytes % 1024 ** 3 === 0 ? `${bytes / 1024 ** 3} GiB` : `${Math.round(bytes / 1024 ** 2)} MiB`);
+
+/**
+ * What a store refusal means, named for a person: which stream or bucket refused a publish on
+ * `subject`, which of its limits, that limit's size (configurable limits say their default: a
+ * sender cannot read the stream's configuration) and the `cotal up` flag that raises it. The one
+ * place JetStream's storage errors are turned into words (issue 25: "maximum bytes exceeded"
+ * named neither the stream nor the limit).
+ */
+export function storageLimitOf(subject: string, err: JetStreamApiError): StorageLimit {
+  const t = subject.split(".");
+  const d = STORAGE_DEFAULTS;
+  if (t[0] === "$KV") {
+    const store = t[1] ?? "a bucket";
+    const bound = spaceBuckets(store.replace(/^cotal_[a-z]+_/, "")).find((b) => b.name === store)?.maxValueBytes;
+    if (err.code === MESSAGE_TOO_LARGE) return { store, limit: "the largest value it takes", ...(bound && bound > 0 ? { size: `${bound} bytes` } : {}) };
+    return { store, limit: "the space's JetStream storage", size: "the data account's disk limit" };
+  }
+  const space = t[1] ?? "";
+  const kind = t[2];
+  const byKind: Record<string, { store: string; bytes: number; flag: string; backlog?: boolean }> = {
+    chat: { store: `CHAT_${space}`, bytes: d.chatBytes, flag: "--chat-bytes SIZE" },
+    inst: { store: `DM_${space}`, bytes: d.dmBytes, flag: "--dm-bytes SIZE", backlog: true },
+    svc: { store: `TASK_${space}`, bytes: d.taskBytes, flag: "--task-bytes SIZE", backlog: true },
+    seat: { store: `SEATS_${space}`, bytes: d.seatsBytes, flag: "--seat-log-bytes SIZE" },
+    events: { store: `EVENTS_${space}`, bytes: d.eventsBytes, flag: "--events-bytes SIZE" },
+    // A carried transcript (docs/manager.md): the instance's transfer stream, fixed at 256 MiB.
+    [XFER_TOKEN]: { store: `XFER_${space}_${t[3] ?? ""}`, bytes: CARRY_MAX_BYTES, flag: "" },
+  };
+  const s = byKind[kind ?? ""] ?? { store: `the stream of ${subject}`, bytes: 0, flag: "" };
+  if (err.code === MESSAGE_TOO_LARGE)
+    return {
+      store: s.store,
+      limit: "the largest message it stores",
+      size: `${kind === "events" ? EVENT_PLANE.maxFrameBytes : MAX_STORED_MESSAGE_BYTES} bytes, headers included`,
+    };
+  if (err.code === INSUFFICIENT_RESOURCES) return { store: s.store, limit: "the space's JetStream storage", size: "the data account's disk limit" };
+  if (s.backlog && /per subject/i.test(err.message))
+    return {
+      store: s.store,
+      limit: "the backlog one sender may have waiting for one recipient",
+      size: `${d.backlogPerSender} messages by default`,
+      flag: "--dm-backlog N",
+    };
+  if (kind === "chat" && /per subject/i.test(err.message))
+    return {
+      store: s.store,
+      limit: "the posts one sender may keep on one channel",
+      size: `${d.chatPerSender} posts by default, each kept ${formatDuration(d.chatMaxAgeMs)}`,
+      flag: "--chat-per-sender N",
+      wait: "your oldest posts on this channel age out (--chat-max-age)",
+    };
+  return { store: s.store, limit: "its byte limit", ...(s.bytes ? { size: `${mib(s.bytes)} by default` } : {}), ...(s.flag ? { flag: s.flag } : {}) };
+}
+
+/** A store refusal as the typed error callers test (`instanceof StorageLimitError`), or `err` unchanged. */
+export function storageRefusalError(subject: string, err: unknown): unknown {
+  return isStorageRefusal(err) ? new StorageLimitError(subject, storageLimitOf(subject, err), err) : err;
 }

@@ -1,7 +1,17 @@
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { z } from "zod";
-import { describeIssues, names, parsePrincipal, Presence, PrincipalId, type PresenceStatus } from "../schemas/index.js";
+import {
+  describeIssues,
+  names,
+  parsePrincipal,
+  Presence,
+  PrincipalId,
+  ROSTER_PAGE_BYTES,
+  ROSTER_ROW_OVERHEAD_BYTES,
+  BUCKET_VALUE_BYTES,
+  type PresenceStatus,
+} from "../schemas/index.js";
 import { PermissionDeniedError } from "./errors.js";
 import { permissionViolation } from "./js-errors.js";
 import type { Logger } from "./log.js";
@@ -222,6 +232,53 @@ export class Roster {
   }
 }
 
+/** Encoded size of a value as JSON, UTF-8 bytes. */
+function jsonBytes(v: unknown): number {
+  return Buffer.byteLength(JSON.stringify(v) ?? "", "utf8");
+}
+
+/**
+ * One page of a roster snapshot: the rows whose id sorts after `after`, by id, up to
+ * ROSTER_PAGE_BYTES of encoded JSON (at least one row, so a page always moves on). The roster
+ * keeps the last record of everyone seen, so a whole snapshot may exceed what one message carries.
+ */
+export function rosterPage<T extends { id: string }>(items: T[], after?: string): T[] {
+  const sorted = items.filter((i) => after === undefined || i.id > after).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const page: T[] = [];
+  let bytes = 2;
+  for (const item of sorted) {
+    const size = jsonBytes(item) + 1;
+    if (page.length > 0 && bytes + size > ROSTER_PAGE_BYTES) break;
+    page.push(item);
+    bytes += size;
+  }
+  return page;
+}
+
+/** Whether a roster page may be followed by more: it is within one row of the page size (see rosterPage). */
+export function rosterPageMayContinue(page: unknown): page is Array<{ id: string }> {
+  if (!Array.isArray(page) || page.length === 0) return false;
+  const last: unknown = (page.at(-1) as { id?: unknown } | undefined)?.id;
+  return typeof last === "string" && jsonBytes(page) > ROSTER_PAGE_BYTES - BUCKET_VALUE_BYTES.presence - ROSTER_ROW_OVERHEAD_BYTES;
+}
+
+/**
+ * Load every page of a roster snapshot into `roster`. `snapshot(after)` asks for the page after
+ * an id; a mesh service that does not page answers everything at once, and a page that does not
+ * move past `after` ends the walk, so nothing loops.
+ */
+async function loadSnapshot(roster: Roster, snapshot: (after?: string) => Promise<unknown>): Promise<void> {
+  let after: string | undefined;
+  for (;;) {
+    const page = await snapshot(after);
+    roster.load(page);
+    if (!rosterPageMayContinue(page)) return;
+    const last = page.at(-1)!.id;
+    if (after !== undefined && last <= after) return;
+    after = last;
+  }
+}
+
 function decodeJson(data: Uint8Array): unknown {
   try {
     return JSON.parse(new TextDecoder().decode(data));
@@ -269,7 +326,7 @@ export async function watchPresence(kv: KV, roster: Roster, log: Logger, onWrite
 
 /**
  * Feed a roster from the presence bucket's subject with a core subscription (every write is
- * published there), after loading a snapshot. Needs only subscribe rights on `$KV.<bucket>.>`.
+ * published there), after loading a snapshot (page by page: `snapshot(after)`). Needs only subscribe rights on `$KV.<bucket>.>`.
  * Writes are sent only on change (no heartbeat refreshes them), so a change missed while the
  * connection was away is made up by loading a fresh snapshot after each reconnect.
  */
@@ -277,7 +334,7 @@ export async function followPresence(
   nc: NatsConnection,
   space: string,
   roster: Roster,
-  snapshot: () => Promise<unknown>,
+  snapshot: (after?: string) => Promise<unknown>,
   log: Logger = roster.logger,
 ): Promise<void> {
   const prefix = `$KV.${names.presenceBucket(space)}.`;
@@ -300,7 +357,7 @@ export async function followPresence(
   });
   try {
     await nc.flush();
-    roster.load(await snapshot());
+    await loadSnapshot(roster, snapshot);
   } catch (err) {
     sub.unsubscribe();
     throw err;
@@ -312,9 +369,8 @@ export async function followPresence(
     for await (const s of nc.status()) {
       if (stopped) return;
       if (s.type !== "reconnect") continue;
-      await snapshot().then(
-        (items) => roster.load(items),
-        (err: unknown) => log.warn({ err }, "could not reload the roster after a reconnect; changes missed meanwhile show at their next write"),
+      await loadSnapshot(roster, snapshot).catch((err: unknown) =>
+        log.warn({ err }, "could not reload the roster after a reconnect; changes missed meanwhile show at their next write"),
       );
     }
   })().catch((err) => log.debug({ err }, "connection status watch of the roster ended"));

@@ -40,6 +40,7 @@ export function verifyEnvelope(subject: string, data: Uint8Array, log: Logger): 
   }
   switch (parsed.kind) {
     case "chat":
+    case "events": // an event plane reads as the channel `events.<owner>.<actor>`
       if (message.channel !== parsed.channel) break;
       return { message, kind: "channel", from: sender, channel: parsed.channel };
     case "inst":

@@ -1,16 +1,8 @@
 // The environment a Claude child gets: an allow-list, never the launcher's whole environment.
 // Names come from the Claude Code environment-variable reference and the provider pages
 // (Bedrock, Vertex AI, Microsoft Foundry); each is also a string the 2.1.332 binary reads.
-import { z } from "zod";
+import { ClaudeAuthMode, MODE_SWITCH, MODE_SWITCHES } from "./auth.js";
 import { ClaudeLaunchError } from "./errors.js";
-
-/**
- * How Claude authenticates (from the mesh config). `subscription`: the user's Claude login;
- * `ANTHROPIC_API_KEY` is set to "" so a stray key in the launcher's shell cannot win over it.
- * `api_key`: `ANTHROPIC_API_KEY` is forwarded.
- */
-export const AuthMode = z.enum(["subscription", "api_key"]);
-export type AuthMode = z.infer<typeof AuthMode>;
 
 /** Process basics: where things are, who the user is, how the terminal and locale look. */
 export const BASE_VARS = [
@@ -185,8 +177,12 @@ export function isAllowedEnvName(name: string): boolean {
 export interface ClaudeEnvInput {
   /** The launcher's environment; only allowed names are read from it. */
   parentEnv: Readonly<Record<string, string | undefined>>;
-  /** Default `subscription`. */
-  authMode?: AuthMode;
+  /**
+   * How Claude authenticates (claude/auth.ts; default `subscription`). Only this mode's switch or
+   * secret reaches the child: `ANTHROPIC_API_KEY` is forwarded in `api-key` mode and set to ""
+   * otherwise (so a stray key cannot win over the login), and every other mode's switch is dropped.
+   */
+  authMode?: ClaudeAuthMode;
   /** Variables Cotal sets for this launch (COTAL_LAUNCH_MATERIAL, IS_SANDBOX…); they win over the parent. */
   set?: Readonly<Record<string, string>>;
   /** Extra parent variables the user explicitly allowed (e.g. SSH_AUTH_SOCK); never the dropped markers or the API key. */
@@ -195,14 +191,14 @@ export interface ClaudeEnvInput {
 
 /** The child's environment: the allow-list applied to the parent, then the auth mode, then Cotal's own variables. */
 export function buildClaudeEnv(input: ClaudeEnvInput): Record<string, string> {
-  const authMode = AuthMode.parse(input.authMode ?? "subscription");
+  const authMode = ClaudeAuthMode.parse(input.authMode ?? "subscription");
   const extra = new Set<string>();
   for (const name of input.passEnv ?? []) {
     if (DROPPED.has(name) || name === "ANTHROPIC_API_KEY" || COTAL_IDENTITY.has(name) || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
       throw new ClaudeLaunchError(`The environment variable ${JSON.stringify(name)} cannot be passed to Claude explicitly.`, {
         remedy:
           name === "ANTHROPIC_API_KEY"
-            ? "Set the auth mode to api_key to forward ANTHROPIC_API_KEY."
+            ? "Choose the auth mode api-key (--claude-auth api-key) to forward ANTHROPIC_API_KEY."
             : "CLAUDECODE and CLAUDE_CODE_CHILD_SESSION are always dropped, and Cotal's identity travels in the launch material.",
       });
     }
@@ -213,9 +209,39 @@ export function buildClaudeEnv(input: ClaudeEnvInput): Record<string, string> {
     if (value === undefined) continue;
     if (isAllowedEnvName(name) || extra.has(name)) env[name] = value;
   }
-  if (authMode === "subscription") env.ANTHROPIC_API_KEY = "";
-  else if (input.parentEnv.ANTHROPIC_API_KEY !== undefined) env.ANTHROPIC_API_KEY = input.parentEnv.ANTHROPIC_API_KEY;
+  modeOnly(input.parentEnv, authMode, env);
   for (const [name, value] of Object.entries(input.set ?? {})) env[name] = value;
   for (const name of ALWAYS_DROPPED) delete env[name];
+  return env;
+}
+
+/**
+ * `env` with only `mode`'s switch or secret among the mode-selecting variables: the others are
+ * removed, and `ANTHROPIC_API_KEY` is the parent's in `api-key` mode, "" in every other.
+ */
+function modeOnly(parentEnv: Readonly<Record<string, string | undefined>>, mode: ClaudeAuthMode, env: Record<string, string>): Record<string, string> {
+  const own = mode === "subscription" ? undefined : MODE_SWITCH[mode];
+  for (const name of MODE_SWITCHES) if (name !== own) delete env[name];
+  if (mode !== "api-key") env.ANTHROPIC_API_KEY = "";
+  else if (parentEnv.ANTHROPIC_API_KEY !== undefined) env.ANTHROPIC_API_KEY = parentEnv.ANTHROPIC_API_KEY;
+  else delete env.ANTHROPIC_API_KEY;
+  return env;
+}
+
+/**
+ * The Claude part of a shell's environment, for a process that starts Claude later (the manager
+ * `cotal up` starts): everything the allow-list passes beyond the process basics and Cotal's own
+ * variables (the provider, network and Claude settings), with only `mode`'s switch or secret.
+ */
+export function claudeShellEnv(parentEnv: Readonly<Record<string, string | undefined>>, mode: ClaudeAuthMode): Record<string, string> {
+  const basics = new Set<string>(BASE_VARS);
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(parentEnv)) {
+    if (value === undefined || basics.has(name) || name.startsWith("COTAL_") || name.startsWith("LC_")) continue;
+    if (isAllowedEnvName(name)) env[name] = value;
+  }
+  modeOnly(parentEnv, mode, env);
+  // A process that is not Claude itself needs no "" marker: the launch builder sets it per child.
+  if (env.ANTHROPIC_API_KEY === "") delete env.ANTHROPIC_API_KEY;
   return env;
 }

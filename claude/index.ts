@@ -15,14 +15,17 @@ export {
 } from "./launch-builder.js";
 export { DENY_FLOOR } from "./deny-floor.js";
 export { normaliseOptionKey, type LaunchOptionValue, type PermissionMode } from "./launch-options.js";
-export { AuthMode, buildClaudeEnv, isAllowedEnvName, ALWAYS_DROPPED, type ClaudeEnvInput } from "./env-allowlist.js";
+export { buildClaudeEnv, claudeShellEnv, isAllowedEnvName, ALWAYS_DROPPED, type ClaudeEnvInput } from "./env-allowlist.js";
+export { ClaudeAuthChoice, ClaudeAuthMode, describeClaudeAuth, detectClaudeAuth, loginFile, resolveClaudeAuth } from "./auth.js";
 export { launchClaude, writeLaunchFiles, type LaunchClaudeOptions, type LaunchedClaude } from "./persona.js";
 export { processGone, startPersonaWatcher, type PersonaWatcherOptions } from "./persona-watcher.js";
 export { parseStartTime, processStartTime, statFields } from "./process-stat.js";
 export { applyAllowRule, claudeUserSettingsPath, ClaudeSettingsError, planAllowRule, type AllowRulePlan } from "./allow-rule.js";
 export { loadAgentFile, parseAgentFile, type AgentFile } from "./agent-file.js";
+export { claudeRuntime, type ClaudeHostSettings } from "./runtime.js";
+export { runResultOf } from "./run-result.js";
 export { AgentFileError, BypassAsRootError, ClaudeLaunchError, LaunchOptionError } from "./errors.js";
-export { classifyScreen, seedSeatConfig, type BlockingScreen, type SeatConfigInput } from "./seat-config.js";
+export { authFailureOnScreen, classifyScreen, seedSeatConfig, type BlockingScreen, type SeatConfigInput } from "./seat-config.js";
 export {
   carriedResume,
   claudeConfigDir,

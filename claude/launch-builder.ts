@@ -7,9 +7,13 @@ import { readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
+import type { LaunchFile, RuntimeLaunch } from "../runtime/index.js";
+
+export type { LaunchFile };
 import { PrincipalToken, SpaceName } from "../schemas/index.js";
 import { DENY_FLOOR } from "./deny-floor.js";
-import { buildClaudeEnv, type AuthMode } from "./env-allowlist.js";
+import type { ClaudeAuthMode } from "./auth.js";
+import { buildClaudeEnv } from "./env-allowlist.js";
 import { BypassAsRootError, ClaudeLaunchError, LaunchOptionError } from "./errors.js";
 import { validateLaunchOptions, type LaunchOptionValue } from "./launch-options.js";
 import { PRIVATE_DIR_PREFIX } from "./persona-watcher.js";
@@ -65,7 +69,7 @@ export interface ClaudeLaunchInput {
   /** The launcher's environment (default `process.env`); the child gets only the allow-list of it. */
   parentEnv?: Readonly<Record<string, string | undefined>>;
   /** Default `subscription`. */
-  authMode?: AuthMode;
+  authMode?: ClaudeAuthMode;
   /** Whether the launcher runs as root (default: this process's uid is 0). */
   isRoot?: boolean;
   /**
@@ -92,34 +96,11 @@ export interface ClaudeLaunchInput {
   runtimeDir?: string;
 }
 
-/** A file the launch needs on disk before Claude starts. */
-export interface LaunchFile {
-  path: string;
-  content: string;
-  /** Always 0o600: launch files may hold the persona. */
-  mode: number;
-}
-
-/** What to run: pass `command`, `args`, `cwd` and `env` to spawn exactly as they are. */
-export interface ClaudeLaunch {
+/** What to run: pass `command`, `args`, `cwd` and `env` to spawn exactly as they are (the seam's launch, runtime/adapter.ts). */
+export interface ClaudeLaunch extends RuntimeLaunch {
   profile: ClaudeProfile;
-  command: string;
-  args: string[];
-  env: Record<string, string>;
-  cwd: string;
-  /**
-   * The private launch directory (create it fresh with mode 0700; it must not exist yet). It
-   * holds every file in `files` and is removed once the Claude process is proven gone.
-   */
-  privateDir: string;
-  /** Files to write inside `privateDir` (mode 0600) before spawning. */
-  files: LaunchFile[];
   /** The persona file, when there is a persona. */
   personaFile?: string;
-  /** Text to write to Claude's stdin, then close it (headless seats and runs). */
-  stdin?: string;
-  /** The permission mode Cotal chose (`undefined`: Claude's own default or settings decide). */
-  permissionMode?: string;
 }
 
 const PERSONA_FILE = "persona.md";

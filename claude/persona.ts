@@ -2,45 +2,22 @@
 // directory as 0600 files, and the directory goes once Claude is proven gone, whether the
 // launcher sees the exit itself or was killed first (the detached watcher).
 import { spawn, type ChildProcess, type StdioOptions } from "node:child_process";
-import { chmodSync, closeSync, fchmodSync, mkdirSync, openSync, rmSync, writeSync } from "node:fs";
-import path from "node:path";
+import { removePrivateDir as removeDir, writePrivateFiles, type PrivateDirRules } from "../runtime/index.js";
 import { ClaudeLaunchError } from "./errors.js";
 import type { ClaudeLaunch } from "./launch-builder.js";
 import { PRIVATE_DIR_PREFIX, startPersonaWatcher } from "./persona-watcher.js";
 import { processStartTime } from "./process-stat.js";
 
+const RULES: PrivateDirRules = { prefix: PRIVATE_DIR_PREFIX, fail: (message, cause) => new ClaudeLaunchError(message, { cause }) };
+
 /** Create the launch's private directory (0700, must not exist yet) and write its files (0600, exclusive). */
 export function writeLaunchFiles(launch: Pick<ClaudeLaunch, "privateDir" | "files">): void {
-  const dir = launch.privateDir;
-  if (!path.basename(dir).startsWith(PRIVATE_DIR_PREFIX)) throw new ClaudeLaunchError(`Not a Cotal launch directory: ${dir}.`);
-  mkdirSync(path.dirname(dir), { recursive: true, mode: 0o700 });
-  try {
-    mkdirSync(dir, { mode: 0o700 });
-  } catch (cause) {
-    throw new ClaudeLaunchError(`Cannot create the private launch directory ${dir}: ${(cause as NodeJS.ErrnoException).code ?? String(cause)}.`, { cause });
-  }
-  try {
-    chmodSync(dir, 0o700); // the umask may only have taken bits away, but be exact
-    for (const file of launch.files) {
-      if (path.dirname(file.path) !== dir) throw new ClaudeLaunchError(`Launch file ${file.path} is outside the private directory ${dir}.`);
-      const fd = openSync(file.path, "wx", 0o600);
-      try {
-        fchmodSync(fd, 0o600);
-        writeSync(fd, file.content);
-      } finally {
-        closeSync(fd);
-      }
-    }
-  } catch (err) {
-    removePrivateDir(dir);
-    throw err;
-  }
+  writePrivateFiles(launch, RULES);
 }
 
 /** Remove a launch's private directory (idempotent). */
 export function removePrivateDir(dir: string): void {
-  if (!path.basename(dir).startsWith(PRIVATE_DIR_PREFIX)) return;
-  rmSync(dir, { recursive: true, force: true });
+  removeDir(dir, PRIVATE_DIR_PREFIX);
 }
 
 export interface LaunchClaudeOptions {

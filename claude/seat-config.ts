@@ -3,8 +3,8 @@
 // (docs/manager.md "A Claude seat starts unattended"; CLAUDE_CONFIG_DIR holds `.claude.json`
 // and `settings.json` itself, verified on 2.1.332).
 import { copyFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
-import os from "node:os";
 import path from "node:path";
+import { loginFile } from "./auth.js";
 
 export interface SeatConfigInput {
   /** The seat's config dir (created 0700; removed with the seat). */
@@ -41,10 +41,8 @@ export function seedSeatConfig(input: SeatConfigInput): string {
   writeFileSync(path.join(input.dir, GLOBAL_CONFIG), `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
   const settings = input.bypassAccepted ? { skipDangerousModePermissionPrompt: true } : {};
   writeFileSync(path.join(input.dir, SETTINGS), `${JSON.stringify(settings, null, 2)}\n`, { mode: 0o600 });
-  const env = input.parentEnv ?? process.env;
-  const userDir = env.CLAUDE_CONFIG_DIR || path.join(env.HOME || os.homedir(), ".claude");
-  const login = path.join(userDir, CREDENTIALS);
-  if (path.resolve(userDir) !== path.resolve(input.dir) && existsSync(login)) {
+  const login = loginFile(input.parentEnv ?? process.env);
+  if (path.resolve(path.dirname(login)) !== path.resolve(input.dir) && existsSync(login)) {
     copyFileSync(login, path.join(input.dir, CREDENTIALS));
   }
   return input.dir;
@@ -70,6 +68,22 @@ export const BLOCKING_SCREENS: readonly BlockingScreen[] = [
   { name: "the Bypass Permissions warning", pattern: /Bypass Permissions mode/i },
   { name: "a permission prompt", pattern: /Do you want to proceed\?/ },
 ];
+
+/**
+ * What an interactive session shows while its model calls are refused for their credentials
+ * (2.1.332 retries a 401 ten times with backoff, `401 invalid x-api-key · retrying in 18s ·
+ * attempt 6/10`, before its StopFailure hook fires): the line, or undefined.
+ */
+const AUTH_FAILURE =
+  /\b401\b.*(invalid|unauthori[sz]ed|authentication)|invalid api key|not logged in|please run \/login|oauth token (has )?expired|authentication_error/i;
+export function authFailureOnScreen(screen: string): string | undefined {
+  return screen
+    .split("\n")
+    .find((l) => AUTH_FAILURE.test(l))
+    ?.replace(/^[^A-Za-z0-9]+/, "")
+    .trim()
+    .slice(0, 200);
+}
 
 /** The input screen of an idle interactive session (its footer). */
 export const INPUT_SCREEN = /\(shift\+tab to cycle\)/;

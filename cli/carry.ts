@@ -1,12 +1,12 @@
 // `cotal spawn --resume <session> --on <instance>`: find the session's transcript here, carry it to
 // the target manager (docs/manager.md "Transcript carry") and return its claim.
 import { stat } from "node:fs/promises";
-import cliProgress from "cli-progress";
 import { credsCaller, uploadTransfer, type ControlParty } from "../broker/index.js";
 import { claudeConfigDir, findSession, sessionsNamed, sha256File } from "../claude/index.js";
 import { SESSION_ID } from "../schemas/index.js";
 import { UsageError } from "./errors.js";
 import { callManager } from "./managers.js";
+import { progressBar } from "./progress.js";
 import type { MeshSession } from "./session.js";
 
 /** What a carry did: the claim a spawn presents, and what was sent. */
@@ -50,35 +50,10 @@ export async function requireSessionId(arg: string, configDir: string): Promise<
   );
 }
 
-/** A progress bar on stderr (bytes, rate, time left), only where a person watches. */
-function progressBar(size: number, enabled: boolean): { update(stored: number): void; stop(): void } {
-  if (!enabled || !process.stderr.isTTY) return { update: () => undefined, stop: () => undefined };
-  const bar = new cliProgress.SingleBar(
-    {
-      stream: process.stderr,
-      format: "carrying {bar} {percentage}% | {value}/{total} bytes | {rate} | ETA {eta_formatted}",
-      hideCursor: true,
-      clearOnComplete: true,
-    },
-    cliProgress.Presets.shades_classic,
-  );
-  const started = Date.now();
-  let first: number | undefined;
-  bar.start(size, 0, { rate: "-" });
-  return {
-    update(stored) {
-      first ??= stored;
-      const secs = (Date.now() - started) / 1000;
-      bar.update(stored, { rate: secs > 0 ? `${((stored - first) / 1024 ** 2 / secs).toFixed(1)} MB/s` : "-" });
-    },
-    stop: () => bar.stop(),
-  };
-}
-
 /**
  * Carry a transcript file to `instance`: hash it, ask the manager whether it holds these bytes
- * (then nothing is sent), else upload what the broker does not hold yet and have the manager
- * verify and stage it. Resolves with the one-time claim.
+ * (then nothing is sent; else it starts taking the chunks as they pass), upload what the broker
+ * does not hold yet, and have the manager check and stage it. Resolves with the one-time claim.
  */
 export async function carryFile(
   party: ControlParty,
@@ -109,7 +84,7 @@ export async function carrySession(s: MeshSession, arg: string, instance: string
     const r = await callManager(s.nc, s.target.space, "carry-resolve", party.me, { session: arg }, { target: instance, timeoutMs: 60_000 });
     return { session: arg, instance, digest: r.digest, size: r.size, sent: 0, chunks: 0, claim: r.claim, from: "manager" };
   }
-  const bar = progressBar(found.size, opts.bar);
+  const bar = progressBar("carrying", found.size, opts.bar);
   try {
     return await carryFile(party, { instance, session: arg, file: found.file }, (stored) => bar.update(stored));
   } finally {

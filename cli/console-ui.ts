@@ -90,7 +90,6 @@ function App({ model }: { model: ConsoleModel }) {
   const tabs = model.tabs;
   const current = tabs[Math.min(tab, tabs.length - 1)] ?? "feed";
   const lines = model.linesOf(current).slice(-rows);
-  const now = Date.now();
   return h(
     Box,
     { flexDirection: "column" },
@@ -103,9 +102,7 @@ function App({ model }: { model: ConsoleModel }) {
         { flexDirection: "column", width: 44, borderStyle: "single", paddingX: 1 },
         h(Text, { bold: true }, "Roster"),
         ...(model.roster.length
-          ? model.roster.map((e) =>
-              h(Text, { key: e.id, wrap: "truncate-end", dimColor: e.status === "offline" }, rosterLine(e, now).replace(/^(\[stale\] )?roster /, "$1")),
-            )
+          ? model.roster.map((e) => h(Text, { key: e.id, wrap: "truncate-end", dimColor: e.status === "offline" }, rosterLine(e).replace(/^roster /, "")))
           : [h(Text, { key: "none", dimColor: true }, "nobody here")]),
       ),
       h(
@@ -132,12 +129,9 @@ export async function runConsoleUi(s: MeshSession, o: { sinceMs: number; agents:
     model.setRoster(entries);
     if (!o.agents.length) void feed.add(planesOf(entries), o.sinceMs).catch((err: unknown) => log.debug({ err }, "following a new plane failed"));
   });
-  // Roster rows age (a seat that went quiet turns stale) without any new record.
-  const tick = setInterval(() => model.setRoster(roster.entries()), 2_000);
   void s.nc.closed().then((err) => model.setStale(`connection closed${err ? `: ${err.message}` : ""}`));
   process.once("SIGTERM", () => app.unmount());
   await app.waitUntilExit();
-  clearInterval(tick);
   feed.close();
   await s.close();
 }

@@ -7,7 +7,7 @@ export interface CredentialScope {
   file: string;
   /** `<owner>.<actor>`, when it is a Cotal credential. */
   principal?: string;
-  /** agent, observer, admin, manager, or `operator` for the mesh host's own CLI credential. */
+  /** agent, reader, observer, admin, manager, leaf, or `operator` for the mesh host's own CLI credential. */
   profile?: string;
   /** The space it was minted for. */
   space?: string;

@@ -98,6 +98,7 @@ export function profileMay(profile: string): string {
   const may: Record<string, string> = {
     agent:
       "An agent credential posts on its --allow-publish channels, DMs and anycasts as itself, and reads its --allow-subscribe channels, its DMs, the roster and history within that scope.",
+    reader: "A reader credential reads its --allow-subscribe channels and event planes (live and history) and the roster; it sends nothing and has no DMs.",
     observer: "An observer credential reads every channel, history and the roster; it sends nothing and has no DMs.",
     admin: "An admin credential reads everything, including DMs and anycasts; it sends nothing.",
     operator: "The operator credential acts for people (--impersonate), reads everything and configures channels.",

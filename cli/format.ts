@@ -57,6 +57,8 @@ export interface RosterRow {
   id: string;
   name: string;
   role?: string;
+  /** The agent CLI the seat runs (`claude`, `codex`, `echo`, …), as its card says. */
+  runtime?: string;
   status: string;
   /** The condition's code (e.g. `rate_limit`), while one is set. */
   condition?: string;
@@ -74,6 +76,7 @@ export function rosterJson(e: RosterEntry, now = Date.now()): RosterRow {
     id: e.id,
     name: e.name,
     ...(e.role ? { role: e.role } : {}),
+    ...(e.presence.card.runtime ? { runtime: e.presence.card.runtime } : {}),
     status: e.status,
     ...(e.presence.condition ? { condition: e.presence.condition.code } : {}),
     ...(e.presence.activity ? { activity: e.presence.activity } : {}),
@@ -84,13 +87,14 @@ export function rosterJson(e: RosterEntry, now = Date.now()): RosterRow {
   };
 }
 
-/** The roster as an aligned table: name, role, status, activity, last seen. */
+/** The roster as an aligned table (`cotal status`): name, role, runtime, status, activity, last seen. */
 export function rosterTable(rows: RosterRow[]): string[] {
   return table(
-    ["NAME", "ROLE", "STATUS", "ACTIVITY", "SEEN"],
+    ["NAME", "ROLE", "RUNTIME", "STATUS", "ACTIVITY", "SEEN"],
     rows.map((r) => [
       oneLine(r.name),
       oneLine(r.role ?? "-"),
+      oneLine(r.runtime ?? "-"),
       r.condition && r.status !== "offline" ? `${r.status} (${r.condition})` : r.status,
       oneLine(r.activity ?? "-"),
       ago(r.lastSeenAgoMs),

@@ -1,7 +1,9 @@
 import { Command, CommanderError } from "commander";
 import { registerChannels } from "./commands/channels.js";
+import { registerCompletion } from "./commands/completion.js";
 import { registerConsole } from "./commands/console.js";
 import { registerDeliver } from "./commands/deliver.js";
+import { registerDoctor } from "./commands/doctor.js";
 import { registerDown } from "./commands/down.js";
 import { registerHistory } from "./commands/history.js";
 import { registerFetch } from "./commands/fetch.js";
@@ -20,8 +22,9 @@ import { registerSeats } from "./commands/seats.js";
 import { registerRun } from "./commands/run.js";
 import { registerBudget } from "./commands/budget.js";
 import { registerWeb } from "./commands/web.js";
+import { registerBackup } from "./commands/backup.js";
 import { describeError, EXIT, exitCodeOf } from "./errors.js";
-import { initCliLogging } from "./logging.js";
+import { initCliLogging, settleHeldErrors } from "./logging.js";
 import { safeLines } from "./output.js";
 import { COTAL_VERSION } from "../schemas/index.js";
 
@@ -53,8 +56,11 @@ export function buildProgram(): Command {
   registerSeats(program);
   registerRun(program);
   registerBudget(program);
+  registerBackup(program);
   registerManager(program);
   registerMeshServe(program);
+  registerDoctor(program);
+  registerCompletion(program);
   program.addHelpText(
     "after",
     "\nExit codes: 0 done, 1 failed, 2 bad input (fix the command line), 3 no mesh found or the server cannot be reached, " +
@@ -86,6 +92,7 @@ export async function main(argv: string[]): Promise<void> {
       code = err.exitCode === 0 ? EXIT.ok : EXIT.usage;
     } else {
       code = exitCodeOf(err);
+      settleHeldErrors(err); // the sentence below says it: not a log line as well
       process.stderr.write(safeLines(describeError(err)) + "\n");
       if (debug && err instanceof Error && err.stack) process.stderr.write(err.stack + "\n");
     }

@@ -3,8 +3,21 @@ import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from
 import { homedir, hostname } from "node:os";
 import { join, resolve } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { AuthenticationRefusedError, callControl, connectMesh, controlCaller, credsCaller, requestCredential, writeSecret } from "../broker/index.js";
-import { MANAGER_COMMANDS, ManagerInstance, PrincipalToken } from "../schemas/index.js";
+import {
+  AuthenticationRefusedError,
+  callControl,
+  connectMesh,
+  controlCaller,
+  credsCaller,
+  credsClaims,
+  permissionsFor,
+  requestCredential,
+  requestRevoke,
+  writeSecret,
+} from "../broker/index.js";
+import { claudeShellEnv, ClaudeAuthChoice, resolveClaudeAuth } from "../claude/index.js";
+import { renewalDueAt, RUNTIMES } from "../manager/index.js";
+import { localPrincipal, MANAGER_COMMANDS, ManagerInstance, PrincipalToken, type ClaudeAuthStatus } from "../schemas/index.js";
 import type { MeshTarget } from "./context.js";
 import type { MeshRoot } from "./mesh-root.js";
 import { findProcesses, isRunning, readRecordFile, removeRecord, stopProcess, writeRecord, type ProcessRecord } from "./pid-file.js";
@@ -43,34 +56,62 @@ export interface ManagerUp {
   pid: number;
   instance: string;
   log: string;
+  /** How its Claude seats and runs authenticate (absent: it cannot start Claude). */
+  claudeAuth?: ClaudeAuthStatus;
+}
+
+/** `cotal up`'s Claude auth choice when none is given: COTAL_CLAUDE_AUTH, else auto. */
+export function defaultClaudeAuth(env: NodeJS.ProcessEnv = process.env): ClaudeAuthChoice {
+  return ClaudeAuthChoice.parse(env.COTAL_CLAUDE_AUTH ?? "auto");
 }
 
 /**
  * Keep the mesh host's manager running beside the mesh service (`cotal up`): adopt the recorded
  * one when it answers, else (re)start `cotal manager` detached, on the operator's credential, with
  * its state in `.cotal/manager`. It stops its seats when stopped (`cotal down`).
+ *
+ * Claude auth (docs/claude-binding.md, Auth): the manager's Claude seats and runs authenticate as
+ * `claude` in this shell would. The choice goes on its command line (`--claude-auth`, no secret);
+ * the Claude part of this shell's environment (claudeShellEnv: the chosen mode's switch or secret,
+ * the provider, network and Claude settings) goes into its environment, never onto a command line.
+ * A running manager keeps the auth it was started with; a note says when this shell's differs.
  */
-export async function ensureManager(root: MeshRoot, t: { server: string; space: string; creds?: string | undefined }, notes: string[]): Promise<ManagerUp> {
+export async function ensureManager(
+  root: MeshRoot,
+  t: { server: string; space: string; creds?: string | undefined },
+  notes: string[],
+  claudeAuth: ClaudeAuthChoice = defaultClaudeAuth(),
+): Promise<ManagerUp> {
   const stateDir = join(root.dir, "manager");
   const instance = managerInstance(stateDir);
   const file = root.pidFile("manager");
   const read = readRecordFile(file);
   const rec = read.kind === "ok" && isRunning(read.record) ? read.record : findManagers(root)[0];
+  let status: { claudeAuth?: ClaudeAuthStatus | undefined } | undefined;
   const answers = async (nc: NatsConnection) => {
     try {
-      await callManager(nc, t.space, "status", credsCaller(t.creds), {}, { target: instance, timeoutMs: 1_000 });
+      status = await callManager(nc, t.space, "status", credsCaller(t.creds), {}, { target: instance, timeoutMs: 1_000 });
       return true;
     } catch {
       return false;
     }
   };
+  const mode = resolveClaudeAuth(claudeAuth, process.env);
+  const authOf = () => (status?.claudeAuth ? { claudeAuth: status.claudeAuth } : {});
   let state: ManagerUp["state"] = "started";
   if (rec) {
     const nc = await connectMesh({ server: t.server, creds: t.creds, name: "cotal-up" });
     const alive = await answers(nc).finally(() => nc.close().catch(() => undefined));
     if (alive) {
       writeRecord(file, rec);
-      return { state: "running", pid: rec.pid, instance, log: root.log("manager") };
+      if (t.creds && PrincipalToken.safeParse(instance).success)
+        await renewManagerCredential(t as StaticTarget, join(stateDir, "manager.creds"), instance, notes);
+      const running = status?.claudeAuth?.mode;
+      if (running && running !== mode)
+        notes.push(
+          `the running manager's Claude seats authenticate with ${running}, this shell's with ${mode}; it keeps ${running} (\`cotal down\` then \`cotal up\` from this shell to change it)`,
+        );
+      return { state: "running", pid: rec.pid, instance, log: root.log("manager"), ...authOf() };
     }
     notes.push(`the manager pid ${rec.pid} was running but did not answer; restarted it`);
     await stopProcess(rec, 10_000);
@@ -89,11 +130,14 @@ export async function ensureManager(root: MeshRoot, t: { server: string; space: 
     "--instance",
     instance,
     "--stop-seats",
+    "--claude-auth",
+    claudeAuth,
     ...(creds ? ["--creds", creds] : []),
   ];
-  const started = await startDetached(root, "manager", "the manager", args, t, 20_000, answers);
+  const runtimesEnv = Object.assign({}, ...RUNTIMES.map((r) => r.shellEnv?.(process.env) ?? {})) as Record<string, string>;
+  const started = await startDetached(root, "manager", "the manager", args, t, 20_000, answers, { ...runtimesEnv, ...claudeShellEnv(process.env, mode) });
   writeRecord(file, started);
-  return { state, pid: started.pid, instance, log: root.log("manager") };
+  return { state, pid: started.pid, instance, log: root.log("manager"), ...authOf() };
 }
 
 /**
@@ -103,24 +147,90 @@ export async function ensureManager(root: MeshRoot, t: { server: string; space: 
  * operator's credential. An instance id that cannot be a name (an older one with '-') keeps the
  * operator's credential, and a note says so.
  */
-async function managerCredential(t: { server: string; space: string; creds: string }, stateDir: string, instance: string, notes: string[]): Promise<string> {
+async function managerCredential(t: StaticTarget, stateDir: string, instance: string, notes: string[]): Promise<string> {
   if (!PrincipalToken.safeParse(instance).success) {
     notes.push(`the manager's instance id ${instance} cannot name a credential; it runs on the operator's (delete .cotal/manager/instance to get a new id)`);
     return t.creds;
   }
   const file = join(stateDir, "manager.creds");
+  let stale = false;
   if (existsSync(file)) {
-    if ((await managerCredentialKnown(t, file)) !== false) return file;
-    notes.push("the host manager's credential is not one this mesh knows (minted before its store was replaced, or revoked): minted it again");
+    const known = await managerCredentialKnown(t, file);
+    stale = known !== false && !managerRightsCurrent(readFileSync(file), t.space, instance);
+    if (known !== false && !stale) {
+      await renewManagerCredential(t, file, instance, notes);
+      return file;
+    }
+    notes.push(
+      stale
+        ? "the host manager's credential carried the rights of an older Cotal (a manager's rights were narrowed since): revoked it and minted it again"
+        : "the host manager's credential is not one this mesh knows (minted before its store was replaced, revoked, or expired): minted it again",
+    );
   }
+  await mintManagerCredential(t, file, instance, { revokeOlder: stale, lifetimeMs: existsSync(file) ? lifetimeOf(file) : undefined });
+  return file;
+}
+
+type StaticTarget = { server: string; space: string; creds: string };
+
+/**
+ * Mint the host manager's credential as the operator and write it atomically, 0600, over `file`
+ * (a running manager reads it at its next reconnect). `revokeOlder`: every earlier credential of
+ * the name is revoked first. `lifetimeMs`: the new one expires (undefined: never, the operator's default).
+ */
+async function mintManagerCredential(
+  t: StaticTarget,
+  file: string,
+  instance: string,
+  o: { revokeOlder?: boolean; lifetimeMs?: number | undefined },
+): Promise<void> {
   const nc = await connectMesh({ server: t.server, creds: t.creds, name: "cotal-up" });
   try {
-    const { creds } = await requestCredential(nc, t.space, { name: instance, profile: "manager" });
+    // An older credential must not stay valid beside the new one: its wider rights are the point.
+    if (o.revokeOlder) await requestRevoke(nc, t.space, instance);
+    const { creds } = await requestCredential(nc, t.space, { name: instance, profile: "manager", ...(o.lifetimeMs ? { expiresInMs: o.lifetimeMs } : {}) });
     writeSecret(file, creds);
   } finally {
     await nc.close().catch(() => undefined);
   }
-  return file;
+}
+
+/** How long a credential file was signed to live (ms), or undefined when it never expires. */
+function lifetimeOf(file: string): number | undefined {
+  const c = credsClaims(readFileSync(file));
+  return c?.exp !== undefined && c.iat !== undefined ? (c.exp - c.iat) * 1000 : undefined;
+}
+
+/**
+ * The host manager's credential, when it expires, is minted again by `cotal up` once less than a
+ * third of its life is left (renewalDueAt, as a manager renews its seats'), with the same lifetime:
+ * the running manager takes the new file at its next reconnect, at the latest when the server closes
+ * its expired connection (docs/security.md, Credential lifetime and renewal). The older credential
+ * is not revoked: it expires by itself. The operator mints it without an expiry, so by default this never comes.
+ */
+async function renewManagerCredential(t: StaticTarget, file: string, instance: string, notes: string[]): Promise<void> {
+  if (!existsSync(file)) return;
+  const due = renewalDueAt(file);
+  const lifetimeMs = lifetimeOf(file);
+  if (due === undefined || lifetimeMs === undefined || Date.now() < due) return;
+  const expires = new Date(credsClaims(readFileSync(file))!.exp! * 1000).toISOString();
+  await mintManagerCredential(t, file, instance, { lifetimeMs });
+  notes.push(
+    `the host manager's credential had less than a third of its life left (it expires at ${expires}): minted it again with the same lifetime; the running manager takes it at its next reconnect`,
+  );
+}
+
+/**
+ * Whether a manager credential carries exactly the rights this version mints for it: a credential
+ * minted by an older Cotal keeps the rights it was signed with (e.g. serving every instance's
+ * subjects) until it is minted again.
+ */
+export function managerRightsCurrent(creds: Uint8Array, space: string, instance: string): boolean {
+  const claims = credsClaims(creds);
+  if (!claims) return false;
+  const want = permissionsFor({ space, who: localPrincipal(instance), profile: "manager" });
+  const same = (a: readonly string[], b: readonly string[] = []) => a.length === b.length && [...a].sort().join("\n") === [...b].sort().join("\n");
+  return same(claims.pubAllow, want.pub?.allow) && same(claims.subAllow, want.sub?.allow);
 }
 
 /**

@@ -1,5 +1,6 @@
 import { controlCaller, credsCaller, MeshServiceUnavailableError, scanStream } from "../broker/index.js";
-import { MANAGER_COMMANDS, names, type SeatView } from "../schemas/index.js";
+import { MANAGER_COMMANDS, names, type ClaudeAuthStatus, type RuntimeConfigStatus, type SeatView } from "../schemas/index.js";
+import { isOperator } from "../manager/index.js";
 import type { MeshSession } from "./session.js";
 
 /** A call to a manager, typed and checked by the manager's command table. */
@@ -12,6 +13,26 @@ export interface ManagerEntry {
   pid?: number;
   seats?: number;
   maxSeats?: number;
+  /**
+   * How its Claude seats and runs authenticate (absent: it cannot start Claude, or predates the
+   * field). A heartbeat carries the verdict only (mode, how chosen, variable names, ready); the
+   * login, the base URL and the problem come from the manager's `status` (withStatus).
+   */
+  claudeAuth?: ClaudeAuthStatus;
+  /** Every runtime it can start: ready or not, and, from its `status`, the configuration it uses (docs/runtimes.md). */
+  runtimes?: Array<Pick<RuntimeConfigStatus, "name" | "ready"> & Partial<RuntimeConfigStatus>>;
+}
+
+/**
+ * A manager's Claude auth for people: the mode, how it was chosen, the variables it reads (names
+ * only) and the endpoint or login; when its credentials are missing, that and the fix.
+ */
+export function describeClaudeAuth(a: ClaudeAuthStatus): string {
+  const from = [a.vars.length ? a.vars.join(", ") : undefined, a.baseUrl ? `base URL ${a.baseUrl}` : undefined, a.login ? `login ${a.login}` : undefined]
+    .filter(Boolean)
+    .join("; ");
+  const head = `${a.mode} (${a.chosen === "auto" ? "detected" : "chosen"}${from ? `: ${from}` : ""})`;
+  return a.ready ? head : `${head}, NOT READY: ${a.problem ?? "credentials missing"} ${a.remedy ?? ""}`.trimEnd();
 }
 
 /**
@@ -36,17 +57,40 @@ export async function listManagers(s: MeshSession): Promise<ManagerEntry[]> {
   return [...out.values()];
 }
 
+/**
+ * The managers with what each one's `status` says of its auth and runtimes (the operator's call: its
+ * login file, configuration and problems, which heartbeats leave out); a manager that does not
+ * answer, or a caller who may not ask, keeps its heartbeat's verdict.
+ */
+export async function withStatus(s: MeshSession, managers: ManagerEntry[]): Promise<ManagerEntry[]> {
+  const caller = credsCaller(s.target.creds);
+  // Only the operator may call a manager's `status` (the broker refuses anyone else, and each refusal
+  // is a violation in the server's log): other credentials keep the heartbeat's verdict.
+  if (!isOperator(caller)) return managers;
+  return Promise.all(
+    managers.map(async (m) => {
+      const st = await callManager(s.nc, s.target.space, "status", caller, {}, { target: m.instance, timeoutMs: 2_000 }).catch(() => undefined);
+      if (!st) return m;
+      return { ...m, ...(st.claudeAuth ? { claudeAuth: st.claudeAuth } : {}), ...(st.runtimes ? { runtimes: st.runtimes } : {}) };
+    }),
+  );
+}
+
 /** `ps` of one manager, or why it did not answer. */
 export type ManagerSeats = { instance: string; seats: SeatView[] } | { instance: string; error: string };
 
-/** Ask every listed manager (or only `on`) for its seats; a manager that does not answer is reported, not skipped. */
+/**
+ * Ask every listed manager (or only `on`) for its seats; a manager that does not answer is reported,
+ * not skipped. Each answer speaks for its own instance only: seats it lists under another are left out.
+ */
 export async function seatsOfManagers(s: MeshSession, opts: { on?: string | undefined; all?: boolean }): Promise<ManagerSeats[]> {
   const instances = opts.on ? [opts.on] : (await listManagers(s)).map((m) => m.instance);
   const caller = credsCaller(s.target.creds);
   return Promise.all(
     instances.map(async (instance): Promise<ManagerSeats> => {
       try {
-        return await callManager(s.nc, s.target.space, "ps", caller, { all: opts.all ?? false }, { target: instance, timeoutMs: 3_000 });
+        const ps = await callManager(s.nc, s.target.space, "ps", caller, { all: opts.all ?? false }, { target: instance, timeoutMs: 3_000 });
+        return { instance, seats: ps.seats.filter((v) => v.instance === instance) };
       } catch (err) {
         return { instance, error: err instanceof MeshServiceUnavailableError ? "did not answer" : (err as Error).message };
       }

@@ -20,8 +20,10 @@ import { connectHost, findNatsServers, startNatsServer, type ServerConfig } from
 import { isRunning, ProcessRecord, readRecordFile, removeRecord, stopProcess, writeRecord, type RecordRead } from "./pid-file.js";
 import { DEFAULT_PORT, portIsFree } from "./ports.js";
 import { pingMeshService, serverAnswers } from "./probe.js";
-import { ensureManager, stopManager, type ManagerUp } from "./manager-process.js";
+import { defaultClaudeAuth, ensureManager, stopManager, type ManagerUp } from "./manager-process.js";
+import type { ClaudeAuthChoice } from "../claude/index.js";
 import { findMeshServices, startMeshService } from "./service-process.js";
+import { DEFAULT_SYNC, describeSync } from "./sync-interval.js";
 import { prepareStaticAuth, publishSpaceAccount, type StaticAuth } from "./static-auth.js";
 
 /** What `cotal up` was asked for; unset fields come from the last run's mesh.json, then defaults. */
@@ -40,6 +42,10 @@ export interface UpRequest {
   cluster?: number | undefined;
   /** `--leaf-port …`: a leaf-node listener for remote hosts; unset: as last time. */
   leaf?: LeafListener | undefined;
+  /** `--sync`: JetStream's sync_interval (`always` or a duration); unset: as last time, then `always`. */
+  sync?: string | undefined;
+  /** `--claude-auth`: how the host manager's Claude seats and runs authenticate; unset: COTAL_CLAUDE_AUTH, then auto. */
+  claudeAuth?: ClaudeAuthChoice | undefined;
 }
 
 /** One node of a local cluster, as `up` found or started it. */
@@ -67,6 +73,8 @@ export interface UpReport {
   /** The mesh host's manager (seats: `cotal spawn`). */
   manager: ManagerUp;
   provision: ProvisionReport;
+  /** JetStream's sync_interval in force: `always` or a duration (unset: started before cotal set it). */
+  sync?: string;
   /** Things worth telling the user (a port fallback, a stale pid file). */
   notes: string[];
 }
@@ -136,7 +144,7 @@ async function up(root: MeshRoot, req: UpRequest): Promise<UpReport> {
     writeRecord(svcFile, svc);
     svcState = natsState === "started" ? "started" : svcAlive ? "restarted" : "repaired";
   }
-  const manager = await ensureManager(root, { server: info.server, space: info.space, creds: req.creds }, notes);
+  const manager = await ensureManager(root, { server: info.server, space: info.space, creds: req.creds }, notes, req.claudeAuth ?? defaultClaudeAuth());
   return {
     root: root.dir,
     server: info.server,
@@ -148,6 +156,7 @@ async function up(root: MeshRoot, req: UpRequest): Promise<UpReport> {
     meshService: { state: svcState, pid: svc.pid, log: root.log("mesh-service") },
     manager,
     provision,
+    ...(info.sync ? { sync: info.sync } : {}),
     notes,
   };
 }
@@ -234,6 +243,7 @@ async function startFresh(root: MeshRoot, prev: MeshInfo | undefined, req: UpReq
   const limits = { ...prev?.limits, ...req.limits };
   const base = {
     space,
+    sync: req.sync ?? prev?.sync ?? DEFAULT_SYNC,
     mode: req.mode,
     host,
     storeDir,
@@ -265,7 +275,14 @@ async function startFresh(root: MeshRoot, prev: MeshInfo | undefined, req: UpReq
   const started = await startNode(
     root,
     node,
-    { host, port, space, auth: auth?.fragment, leaf: leaf ? { listener: leaf, port: leaf.port, account: leafAccount(auth, space) } : undefined },
+    {
+      host,
+      port,
+      space,
+      sync: base.sync,
+      auth: auth?.fragment,
+      leaf: leaf ? { listener: leaf, port: leaf.port, account: leafAccount(auth, space) } : undefined,
+    },
     req.creds,
   );
   if (port === "auto") notes.push(`port ${wanted} on ${host} is in use; nats-server listens on ${started.port} instead`);
@@ -335,6 +352,7 @@ async function startClusterNode(root: MeshRoot, info: MeshInfo, n: NodeFiles, au
       host: info.host,
       port: me.port,
       space: info.space,
+      sync: info.sync ?? DEFAULT_SYNC,
       // Each node keeps its own resolver folder: the full resolver writes account JWTs there.
       auth: auth ? await auth.store.serverConfig(n.resolverDir) : undefined,
       cluster: { name: cluster.name, host: info.host, port: me.routePort, routes },
@@ -370,18 +388,36 @@ async function startNode(
 }
 
 /**
+ * How long `up` waits for a new cluster to take the space's streams. Nodes that started together
+ * elect a meta leader in seconds, but on a loaded host a peer can stay behind for tens of seconds,
+ * and until every peer is current an R3 stream is refused ("no suitable peers for placement"):
+ * seen past 30 s under load (test/cluster/up-cluster.e2e).
+ */
+const CLUSTER_PROVISION_MS = 120_000;
+
+/**
  * Create or reconcile the space's streams. On a cluster JetStream answers only once the nodes
  * have elected a meta leader, and an R3 stream needs three current peers: until then the
  * attempt is repeated (a stream conflict is final at once).
  */
 async function provisionSpace(addr: { server: string; creds?: string | undefined }, info: MeshInfo, replicas: number): Promise<ProvisionReport> {
-  const deadline = Date.now() + (info.cluster ? 30_000 : 0);
+  const deadline = Date.now() + (info.cluster ? CLUSTER_PROVISION_MS : 0);
   for (;;) {
     const nc = await connectMesh({ ...addr, name: "cotal-up" });
     try {
       return await ensureSpace(nc, info.space, { replicas, ...(info.limits ? { limits: info.limits } : {}) });
     } catch (err) {
-      if (err instanceof StreamConflictError || Date.now() >= deadline) throw err;
+      if (err instanceof StreamConflictError) throw err;
+      if (Date.now() >= deadline) {
+        if (!info.cluster) throw err;
+        throw new CommandFailedError(
+          `The cluster's nodes are running, but JetStream did not take the space's streams at R${replicas} within ${CLUSTER_PROVISION_MS / 1000} s: ${(err as Error).message}.`,
+          {
+            cause: err,
+            remedy: "Run `cotal up` again (the nodes keep running and catch up); if it fails again, `cotal logs nats-server` shows which node stays behind.",
+          },
+        );
+      }
     } finally {
       await nc.close().catch(() => undefined);
     }
@@ -473,6 +509,7 @@ function refuseConflicts(root: MeshRoot, prev: MeshInfo, req: UpRequest): void {
   if (req.port !== undefined && req.port !== prev.port) diffs.push(`--port ${req.port} (it listens on ${prev.port})`);
   if (req.host !== undefined && req.host !== prev.host) diffs.push(`--host ${req.host} (it listens on ${prev.host})`);
   if (req.space !== undefined && req.space !== prev.space) diffs.push(`--space ${req.space} (it serves ${prev.space})`);
+  if (req.sync !== undefined && req.sync !== (prev.sync ?? DEFAULT_SYNC)) diffs.push(`--sync ${req.sync} (it syncs ${describeSync(prev.sync)})`);
   if (req.storeDir !== undefined && req.storeDir !== prev.storeDir) diffs.push(`--store-dir ${req.storeDir} (it stores in ${prev.storeDir})`);
   if (req.limits && JSON.stringify({ ...prev.limits, ...req.limits }) !== JSON.stringify(prev.limits ?? {}))
     diffs.push(`storage limits ${JSON.stringify(req.limits)} (it runs with ${JSON.stringify(prev.limits ?? "the defaults")})`);

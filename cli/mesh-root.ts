@@ -6,6 +6,7 @@ import { describeIssues, SpaceName } from "../schemas/index.js";
 import { CommandFailedError } from "./errors.js";
 import { LeafListener } from "./leaf-listener.js";
 import { MeshMode } from "./mode.js";
+import { SyncInterval } from "./sync-interval.js";
 
 /** The background processes of a mesh, by the names of their log and pid files. */
 export type ServiceLog = "nats-server" | `nats-server-n${number}` | "mesh-service" | "manager" | "web";
@@ -38,6 +39,8 @@ export const MeshInfo = z.object({
   cluster: ClusterInfo.optional(),
   /** The leaf-node listener for remote hosts (`cotal up --leaf-port`). */
   leaf: LeafListener.optional(),
+  /** `cotal up --sync`: when JetStream syncs to disk (unset in meshes from before it: `always`, cli/sync-interval.ts). */
+  sync: SyncInterval.optional(),
 });
 export type MeshInfo = z.infer<typeof MeshInfo>;
 

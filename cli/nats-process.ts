@@ -8,6 +8,7 @@ import type { MeshRoot, ServiceLog } from "./mesh-root.js";
 import { findNatsServer } from "../broker/index.js";
 import { findProcesses, isRunning, recordOf, stopProcess, type ProcessRecord } from "./pid-file.js";
 import { serverAnswers } from "./probe.js";
+import { renderSyncInterval } from "./sync-interval.js";
 
 /** What the generated nats-server config says. */
 export interface ServerConfig {
@@ -15,6 +16,8 @@ export interface ServerConfig {
   /** A port, or "auto" to let the server choose a free one. */
   port: number | "auto";
   storeDir: string;
+  /** `sync_interval` of the jetstream block: `always` (fsync before ack) or a duration (cli/sync-interval.ts). */
+  sync: string;
   /** Folder the server writes its `<name>_<pid>.ports` file into. */
   portsDir: string;
   space: string;
@@ -46,6 +49,7 @@ export function renderServerConfig(c: ServerConfig): string {
     `ports_file_dir: ${JSON.stringify(c.portsDir)}`,
     "jetstream {",
     `  store_dir: ${JSON.stringify(c.storeDir)}`,
+    renderSyncInterval(c.sync),
     "}",
     ...(c.cluster
       ? [
@@ -60,8 +64,8 @@ export function renderServerConfig(c: ServerConfig): string {
       ? [
           renderLeafBlock(c.leaf.listener, c.leaf.port),
           // Leaf hosts run no JetStream: without an empty domain for the account they bridge,
-          // nats-server 2.9 denies $JS.API/$KV/$OBJ across the leaf connection ("JetStream Not
-          // Extended") and the remote seats could not bind their durables.
+          // nats-server (2.9 and 2.10 alike) denies $JS.API/$KV/$OBJ across the leaf connection
+          // (2.10 logs `JetStream using domains`) and the remote seats could not bind their durables.
           `default_js_domain: { ${JSON.stringify(c.leaf.account)}: "" }`,
         ]
       : []),

@@ -3,18 +3,9 @@
  * person go to stderr, so `--json` output can be piped as is.
  */
 
-/**
- * Characters that must never reach a terminal raw: C0 controls, DEL, C1 controls (U+0080–U+009F,
- * among them the 8-bit CSI U+009B), the line and paragraph separators U+2028/U+2029, and the
- * bidirectional controls (U+061C, U+200E/U+200F, U+202A–U+202E, U+2066–U+2069) that can make a
- * line read differently from what it holds ("Trojan Source").
- */
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
-const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
-/** The same set minus C0 controls: JSON.stringify already escapes those, and leaves these raw. */
-const UNSAFE_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+import { escapeChar, oneLine, UNSAFE_IN_JSON } from "../schemas/index.js";
 
-const escapeChar = (c: string): string => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
+export { oneLine };
 
 /**
  * JSON text with DEL, C1 controls, U+2028/U+2029 and bidi controls written as `\u` escapes.
@@ -51,20 +42,6 @@ export function note(line: string): void {
 /** A warning for the person at the terminal (stderr). */
 export function warn(line: string): void {
   process.stderr.write(`cotal: warning: ${safeLines(line)}\n`);
-}
-
-/**
- * Make peer-controlled text safe for one terminal line: newlines and tabs are shown as \n
- * and \t, every other character of the unsafe set above (terminal escapes, DEL, C1, line
- * separators, bidi overrides) as \uXXXX.
- */
-export function oneLine(text: string): string {
-  return text.replace(UNSAFE, (c) => {
-    if (c === "\n") return "\\n";
-    if (c === "\t") return "\\t";
-    if (c === "\r") return "\\r";
-    return escapeChar(c);
-  });
 }
 
 /** Like oneLine, but keeps newlines: for several lines of our own text quoting others' (errors). */

@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
-import { closeSync, openSync, realpathSync } from "node:fs";
+import { closeSync, existsSync, openSync, realpathSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { connectMesh, type StorageLimits } from "../broker/index.js";
@@ -29,6 +30,17 @@ export function selfCommand(): string[] {
   const entry = process.argv[1];
   if (!entry) throw new CommandFailedError("Cannot tell where the cotal CLI is installed (process.argv[1] is empty).");
   return [process.execPath, ...process.execArgv, realpathSync(entry)];
+}
+
+/**
+ * A bundle the build put beside this CLI's own (e.g. `echo-seat.mjs` beside `dist/cotal.mjs`), or
+ * undefined when there is none (run from sources, or an older build).
+ */
+export function siblingBundle(file: string): string | undefined {
+  const entry = process.argv[1];
+  if (!entry) return undefined;
+  const path = join(dirname(realpathSync(entry)), file);
+  return existsSync(path) ? path : undefined;
 }
 
 /**

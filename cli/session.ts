@@ -87,7 +87,7 @@ export class MeshSession {
       // A snapshot from the mesh service, then live writes: records are written only when they
       // change, and only the mesh service knows every live endpoint (protocol 0.3).
       const space = this.target.space;
-      const snapshot = () => callControl(this.nc, space, "roster", credsCaller(this.target.creds));
+      const snapshot = (after?: string) => callControl(this.nc, space, "roster", credsCaller(this.target.creds), after ? { after } : {});
       if (!this.clientAccount) {
         try {
           await followPresence(this.nc, space, roster, snapshot, log);

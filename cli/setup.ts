@@ -17,8 +17,24 @@ import {
 } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { MARKETPLACE_MANIFEST, MARKETPLACE_PLUGIN_PATH, PLUGIN_BIN_DIR, PLUGIN_BUNDLES, renderMarketplace, renderPlugin } from "../connector/index.js";
+import {
+  findClaudeCli,
+  inspectPluginInstall,
+  MARKETPLACE_MANIFEST,
+  MARKETPLACE_PLUGIN_PATH,
+  PLUGIN_BIN_DIR,
+  PLUGIN_BUNDLES,
+  PLUGIN_ID,
+  PLUGIN_MARKETPLACE,
+  pluginEnableCommandText,
+  renderMarketplace,
+  renderPlugin,
+  type PluginInstallState,
+  type PluginScope,
+} from "../connector/index.js";
+import { COTAL_VERSION } from "../schemas/index.js";
 import { CommandFailedError } from "./errors.js";
+import { packageRoot } from "./package-root.js";
 
 /** `$COTAL_HOME`, else `~/.cotal`: Cotal's per-user folder. */
 export function cotalHome(env: NodeJS.ProcessEnv = process.env): string {
@@ -109,6 +125,44 @@ export function applyTree(dir: string, files: readonly TreeFile[], states: Reado
     writeFileSync(tmp, f.content, { mode: f.mode });
     renameSync(tmp, abs);
   }
+}
+
+/** What `cotal setup --check` (and `cotal doctor`) finds of the plugin's install. */
+export interface SetupInspection {
+  /** The local marketplace folder. */
+  market: string;
+  /** Each marketplace file against what this version writes. */
+  states: Array<{ path: string; state: FileState }>;
+  /** The claude CLI, when there is one (without it, Claude's record is not read). */
+  cli: ReturnType<typeof findClaudeCli>;
+  /** Claude's record of the marketplace and plugin at the scope asked. */
+  state?: PluginInstallState;
+  /** Each thing not in place, in words (empty: all is). */
+  problems: string[];
+}
+
+/**
+ * Compare the marketplace with what this version would write, and ask claude (when there is
+ * one) whether the plugin is installed at this scope and version and enabled. Changes nothing.
+ */
+export async function inspectSetup(opts: { scope: PluginScope; projectDir: string }): Promise<SetupInspection> {
+  const market = marketplaceDir(cotalHome());
+  const states = compareTree(market, desiredMarketplace(packageRoot()));
+  const problems: string[] = [];
+  if (states.every((s) => s.state === "missing")) problems.push(`no marketplace at ${market}`);
+  else for (const s of states) if (s.state !== "ok") problems.push(`${s.state} file ${path.join(market, s.path)}`);
+  const cli = findClaudeCli();
+  if (!cli.path) return { market, states, cli, problems };
+  const target = { marketplaceDir: market, scope: opts.scope, projectDir: opts.projectDir, version: COTAL_VERSION };
+  const state = await inspectPluginInstall(target, { bin: cli.path });
+  if (state.marketplace === "absent") problems.push(`claude has no marketplace ${PLUGIN_MARKETPLACE}`);
+  if (state.marketplace === "elsewhere")
+    problems.push(`claude's marketplace ${PLUGIN_MARKETPLACE} points at ${state.marketplacePath ?? "another folder"}, not ${market}`);
+  if (state.plugin === "absent")
+    problems.push(`${PLUGIN_ID} is not installed (${opts.scope} scope${opts.scope === "project" ? ` for ${opts.projectDir}` : ""})`);
+  if (state.plugin === "outdated") problems.push(`${PLUGIN_ID} is recorded at version ${state.installedVersion ?? "?"}, not ${COTAL_VERSION}`);
+  if (state.enabled === false) problems.push(`${PLUGIN_ID} is disabled (${pluginEnableCommandText(opts.scope)})`);
+  return { market, states, cli, state, problems };
 }
 
 function listFiles(dir: string, rel = ""): string[] {

@@ -17,6 +17,7 @@ import { HookResponder } from "./hook-responder.js";
 import type { HookAnswer, HookHandler, HookVia } from "./hook-socket.js";
 import type { HookRequest } from "./protocol.js";
 import { McpFront } from "./mcp-front.js";
+import { seatRuntimeOf } from "./seat-runtime.js";
 import { Seat, type ConnectorStatus } from "./seat.js";
 
 export class Connector implements HookHandler {
@@ -49,6 +50,7 @@ export class Connector implements HookHandler {
         (w) => front.ring(w),
         (ep) => eventPlane(cfg, custody.dir, ep, log),
       );
+      seat.plane?.startForLeftovers();
       const hooks = new HookResponder(seat, cfg);
       custody.writeLocalFiles(cfg.launch.source, cfg.parentPid);
       const c = new Connector(custody, seat, hooks, front);
@@ -139,7 +141,9 @@ export class Connector implements HookHandler {
 function eventPlane(cfg: ConnectorConfig, controlDir: string, ep: Endpoint, log: Logger): EventPlane | undefined {
   if (!cfg.events) return undefined;
   const dir = path.join(stateDirOf(cfg, controlDir), "events");
-  return new EventPlane({ ep, dir, log: log.child({ component: "event-plane" }), ...cfg.eventPlane });
+  // The agent CLI's session file, read as the plane's transcript records (Claude's as is, Codex's rollout mapped).
+  const transcript = seatRuntimeOf(cfg.launch.runtime).transcript;
+  return new EventPlane({ ep, dir, log: log.child({ component: "event-plane" }), transcript, ...cfg.eventPlane });
 }
 
 export type { ConnectorStatus };

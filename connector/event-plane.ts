@@ -1,10 +1,11 @@
 import { createHash } from "node:crypto";
 import { closeSync, existsSync, openSync, readSync, statSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
-import { isWrongLastSequence, type Endpoint, type Logger } from "../broker/index.js";
-import { AGUI_FRAME_KIND, AGUI_PROTOCOL, eventsChannelOf, frameOf, type AgUiFrame } from "../schemas/index.js";
+import { isPermissionDenied, isWrongLastSequence, type Endpoint, type Logger } from "../broker/index.js";
+import { AGUI_FRAME_KIND, AGUI_PROTOCOL, EVENT_PLANE, eventsChannelOf, frameOf, type AgUiFrame } from "../schemas/index.js";
 import { AgUiMapper, type RunEvent, type RunState } from "./agui.js";
-import { EventWal, type TranscriptCursor, type WalSnapshot } from "./event-wal.js";
+import { EventWal, WAL_STORE, type TranscriptCursor, type WalSnapshot } from "./event-wal.js";
+import type { TranscriptReader } from "./seat-runtime.js";
 
 /** What a SessionStart hook tells the plane. */
 export interface SessionInfo {
@@ -17,6 +18,8 @@ export interface SessionInfo {
 export interface EventPlaneOptions {
   /** The seat's endpoint (posts as itself on `events.<owner>.<actor>`). */
   ep: Pick<Endpoint, "post" | "history" | "maxPayload" | "me">;
+  /** How one line of the session file reads as transcript records (default: as is, Claude's transcript). */
+  transcript?: TranscriptReader;
   /** The WAL directory (under the seat's state dir). */
   dir: string;
   log: Logger;
@@ -45,7 +48,8 @@ const READ_CHUNK = 1 << 20;
 const MAX_READ_PER_STEP = 4 << 20;
 
 /**
- * The event plane of one seat (docs/events.md): tails the Claude transcript, maps its records to
+ * The event plane of one seat (docs/events.md): tails the session's transcript (Claude's, or
+ * another CLI's session file read as Claude's records by `transcript`), maps its records to
  * AG-UI events, writes them as frames to the WAL, and publishes them in order on
  * `events.<owner>.<actor>` with `Nats-Expected-Last-Subject-Sequence`. Nothing here runs on a
  * hook's path: hooks only note what happened and return.
@@ -70,17 +74,34 @@ export class EventPlane {
   private failing = false;
   private queued = false;
 
+  private readonly transcript: TranscriptReader;
+
   constructor(private readonly o: EventPlaneOptions) {
     this.channel = eventsChannelOf(o.ep.me);
+    this.transcript = o.transcript ?? ((line) => [line]);
   }
 
   /** Read the WAL left by the previous incarnation and start establishing (retried every second until the mesh answers). */
   start(): void {
+    if (this.poll) return; // started already (for a previous incarnation's frames, before the join)
     this.loaded = EventWal.latest(this.o.dir);
     for (const at of this.loaded?.torn ?? []) this.o.log.warn({ offset: at }, "skipped a torn write-ahead log line");
     this.poll = setInterval(() => this.kick(), this.o.pollMs ?? 250);
     this.poll.unref();
     this.kick();
+  }
+
+  /**
+   * Start now if the previous incarnation's WAL holds frames the broker never confirmed (its
+   * process was killed before its flush ended: Claude sends SIGKILL about half a second after
+   * SIGINT), so they are published at this start rather than at the next session's first hook,
+   * which may never come. True when it started.
+   */
+  startForLeftovers(): boolean {
+    if (this.poll || !EventWal.latest(this.o.dir)?.pending.length) return false;
+    this.o.log.info({ channel: this.channel }, "publishing the frames a previous incarnation left in the write-ahead log");
+    this.start();
+    return true;
   }
 
   /** A session started (SessionStart hook): where its transcript is and where reading starts. Returns at once. */
@@ -117,10 +138,11 @@ export class EventPlane {
       return;
     }
     clearInterval(this.poll);
-    // One last read: what the session wrote just before it ended goes out too.
-    this.kick();
-    await this.work.catch(() => undefined);
     const deadline = Date.now() + flushMs;
+    // One last read: what the session wrote just before it ended goes out too (an establishing
+    // plane establishes first; a mesh that does not answer in time leaves it all in the WAL).
+    this.kick();
+    await Promise.race([this.work.catch(() => undefined), sleep(flushMs, undefined, { ref: false })]);
     while (this.backlog > 0 && this.status === "live" && Date.now() < deadline) await sleep(20);
     this.status = "closed";
     this.wake?.();
@@ -166,7 +188,7 @@ export class EventPlane {
     }
     const lastFrame = last ? frameOf(last.message.parts) : undefined;
     const broker = { seq: lastFrame?.seq ?? 0, subjectSeq: last?.seq ?? 0, epoch: lastFrame?.epoch ?? 0 };
-    const snap = this.loaded;
+    const snap = this.loaded && this.loaded.store !== WAL_STORE ? this.movedToOwnStream(this.loaded) : this.loaded;
     const epoch = Math.max(snap?.epoch ?? 0, broker.epoch) + 1;
     if (!snap) {
       this.head = { ackedSeq: broker.seq, subjectSeq: broker.subjectSeq, epoch };
@@ -196,6 +218,19 @@ export class EventPlane {
     this.o.log.info({ channel: this.channel, lastFrame: broker.seq, subjectSeq: broker.subjectSeq, epoch }, "event plane established");
     this.publishing ??= this.publishLoop();
     return true;
+  }
+
+  /**
+   * A WAL from before the plane had its own stream names CHAT_'s sequences, which mean nothing on
+   * EVENTS_ (docs/SPEC.md §9.4): the plane starts over there from frame 1, keeping the transcript
+   * cursor, the run state and the frames not yet published (numbered on from 1).
+   */
+  private movedToOwnStream(old: WalSnapshot): WalSnapshot {
+    this.o.log.info(
+      { channel: this.channel, lastFrame: old.ackedSeq, waiting: old.pending.length },
+      "the write-ahead log predates the event plane's own stream; the plane starts over there",
+    );
+    return { ...old, ackedSeq: 0, subjectSeq: 0, pending: old.pending.map((f, i) => ({ ...f, seq: i + 1 })), store: WAL_STORE };
   }
 
   private open(snap: WalSnapshot): void {
@@ -265,7 +300,7 @@ export class EventPlane {
             this.o.log.warn({ offset: at, transcript: cur.transcript }, "skipped a torn transcript line");
             continue;
           }
-          events.push(...this.mapper!.map(rec));
+          for (const r of this.transcript(rec)) events.push(...this.mapper!.map(r));
         }
         carry = Buffer.from(data.subarray(start));
         carryAt += start;
@@ -286,12 +321,16 @@ export class EventPlane {
     }
   }
 
-  /** Pack events into frames (one run per frame, each within the server's payload), write them to the WAL, wake the publisher. */
+  /**
+   * Pack events into frames (one run per frame, each within what EVENTS_ stores: its 64 KiB
+   * largest frame, or the server's payload if smaller, less room for the envelope and headers),
+   * write them to the WAL, wake the publisher.
+   */
   private record(events: RunEvent[], cursor: TranscriptCursor): void {
     const wal = this.wal;
     if (!wal || !this.head) return;
     const frames: AgUiFrame[] = [];
-    const budget = this.o.ep.maxPayload - 4_096;
+    const budget = Math.min(this.o.ep.maxPayload, EVENT_PLANE.maxFrameBytes) - 4_096;
     let next = Math.max(wal.snapshot.ackedSeq, wal.pending.at(-1)?.seq ?? 0) + 1;
     let size = 0;
     for (const { runId, event } of events) {
@@ -341,6 +380,13 @@ export class EventPlane {
           const theirs = last.at(-1);
           this.halt(
             `this writer expected stream sequence ${wal.snapshot.subjectSeq} (frame ${wal.snapshot.ackedSeq}) to be the last on ${this.channel}, the broker's last is ${theirs ? `stream sequence ${theirs.seq}${frameOf(theirs.message.parts) ? ` (frame ${frameOf(theirs.message.parts)!.seq})` : ""}` : "unknown"}`,
+          );
+          return;
+        }
+        if (isPermissionDenied(err)) {
+          // Final: only a credential minted for a seat may write its plane (a scoped reader may not).
+          this.halt(
+            `this credential may not publish on ${this.channel} (the broker refused it): a seat's credential needs --events (\`cotal mint ${actor} --profile agent --events --replace\`)`,
           );
           return;
         }

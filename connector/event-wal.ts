@@ -4,6 +4,9 @@ import { z } from "zod";
 import { AgUiFrame } from "../schemas/index.js";
 import type { RunState } from "./agui.js";
 
+/** The stream a WAL's acks refer to: every WAL written now names EVENTS_ (docs/SPEC.md §9.4). */
+export const WAL_STORE = "EVENTS_";
+
 const State = z.object({ threadId: z.string(), runId: z.string().optional(), openTools: z.array(z.string()) });
 const Cursor = z.object({ transcript: z.string().nullable(), offset: z.number().int().min(0) });
 /** Lines of a WAL file: one base line, then frames written before publishing, then acks. */
@@ -16,6 +19,8 @@ const WalLine = z.discriminatedUnion("t", [
     subjectSeq: z.number().int().min(0),
     epoch: z.number().int().min(0),
     state: State,
+    /** The stream whose sequences the acks name; absent in WALs from before the plane had its own stream (CHAT_). */
+    store: z.literal(WAL_STORE).optional(),
   }),
   z.object({ t: z.literal("frames"), frames: z.array(AgUiFrame), cursor: Cursor, state: State }),
   z.object({ t: z.literal("ack"), seq: z.number().int().min(1), subjectSeq: z.number().int().min(1) }),
@@ -39,6 +44,8 @@ export interface WalSnapshot {
   pending: AgUiFrame[];
   /** Lines that could not be read (a write torn by a crash), by byte offset. */
   torn: number[];
+  /** WAL_STORE, or undefined for a WAL from before the plane had its own stream (its sequences are CHAT_'s). */
+  store?: typeof WAL_STORE;
 }
 
 /**
@@ -131,11 +138,20 @@ export class EventWal {
     }
     renameSync(tmp, file);
     for (const f of readdirSync(dir)) if (f.endsWith(".wal") && path.join(dir, f) !== file) unlinkSync(path.join(dir, f));
-    return new EventWal(dir, file, { ...snap, pending: [...snap.pending], torn: [] });
+    return new EventWal(dir, file, { ...snap, pending: [...snap.pending], torn: [], store: WAL_STORE });
   }
 
   private static baseText(s: WalSnapshot): string {
-    const base: WalLine = { t: "base", session: s.session, cursor: s.cursor, ackedSeq: s.ackedSeq, subjectSeq: s.subjectSeq, epoch: s.epoch, state: s.state };
+    const base: WalLine = {
+      t: "base",
+      session: s.session,
+      cursor: s.cursor,
+      ackedSeq: s.ackedSeq,
+      subjectSeq: s.subjectSeq,
+      epoch: s.epoch,
+      state: s.state,
+      store: WAL_STORE,
+    };
     const frames: WalLine[] = s.pending.length ? [{ t: "frames", frames: s.pending, cursor: s.cursor, state: s.state }] : [];
     return [base, ...frames].map((l) => JSON.stringify(l) + "\n").join("");
   }

@@ -3,10 +3,14 @@
 // the connector's reply, and only then confirms the reply was written (so the connector may ack
 // the mail it carries). Any failure prints `{}` and exits 0 within the hook's budget: a hook
 // never blocks the session. Keep this file light (node built-ins, zod/mini): it starts per call.
+// With `denyFloor` (`hook.mjs PreToolUse --deny-floor`) a PreToolUse hook first refuses a shell
+// command the deny floor matches (floor-refusal.ts), and a payload it cannot read: that one
+// answer is never `{}`.
 import { existsSync, readFileSync } from "node:fs";
 import net from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import * as z from "zod/mini";
+import { floorRefusal, unreadableRefusal } from "./floor-refusal.js";
 import { hookSpec } from "./hooks.js";
 import { frameLine, LineSplitter } from "./ndjson.js";
 import { controlDir, seatPaths, pairingFile, PRINCIPAL_TOKEN_RE, SPACE_RE, unsafeDirReason } from "./paths.js";
@@ -23,6 +27,8 @@ export interface RunHookOptions {
   budgetMs?: number;
   /** Called with a one-line reason when the hook falls back to an empty reply (diagnostics). */
   onFallback?: (reason: string) => void;
+  /** Enforce the deny floor on a PreToolUse hook's shell command (`--deny-floor`), before relaying. */
+  denyFloor?: boolean;
 }
 
 /** How a hook found its connector. */
@@ -226,12 +232,14 @@ export async function runHook(
   const started = Date.now();
   let written = false;
   let socket: net.Socket | undefined;
+  // Until the floor has seen the command, a failure refuses the call instead of letting it through.
+  let floorPending = opts.denyFloor === true && event === "PreToolUse";
   const fallback = async (reason: string) => {
     opts.onFallback?.(reason);
     if (written) return;
     written = true;
     try {
-      await io.write("{}\n");
+      await io.write(floorPending ? `${JSON.stringify(unreadableRefusal(reason))}\n` : "{}\n");
     } catch {
       // nowhere to write: nothing more to do
     }
@@ -243,6 +251,15 @@ export async function runHook(
     const deadline = started + budget;
     const raw = parseLine(await readAll(stdin, deadline));
     if (!raw || typeof raw !== "object" || Array.isArray(raw)) return (await fallback("hook payload is not a JSON object"), 0);
+    if (floorPending) {
+      const refused = floorRefusal(raw as Record<string, unknown>);
+      if (refused) {
+        written = true;
+        await io.write(`${JSON.stringify(refused)}\n`);
+        return 0;
+      }
+      floorPending = false;
+    }
     const payload = trimPayload(raw as Record<string, unknown>);
     const name = event ?? (payload.hook_event_name as string | undefined);
     if (!name || !isHookEvent(name)) return (await fallback(`not a hook event the connector handles: ${String(name)}`), 0);

@@ -2,7 +2,8 @@ import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { credsClaims, parseMeshLink } from "../broker/index.js";
-import { ChannelName, describeIssues, LaunchMaterial, LOCAL_OWNER, PrincipalToken, RoleName, SpaceName } from "../schemas/index.js";
+import { RUNTIME_ENV } from "../runtime/index.js";
+import { ChannelName, describeIssues, LaunchMaterial, LOCAL_OWNER, PrincipalToken, RoleName, RuntimeName, SpaceName } from "../schemas/index.js";
 import { LaunchError } from "./errors.js";
 import { HOW_TO_JOIN } from "./model-text.js";
 
@@ -24,10 +25,14 @@ export interface Launch {
   description?: string;
   tags?: string[];
   meta?: Record<string, string>;
+  /** The agent CLI the seat runs (launch material `runtime`, else COTAL_RUNTIME); undefined when neither says. */
+  runtime?: string;
   /** Publish nothing on the event plane (launch material `noEvents`, `cotal spawn --no-events`). */
   noEvents?: boolean;
   /** The seat's state dir (the event plane's WAL goes under it): the launch material's folder. */
   stateDir?: string;
+  /** The manager instance that runs the seat (launch material `manager`): where cotal_spawn asks. */
+  manager?: string;
 }
 
 export type LaunchResolution =
@@ -50,12 +55,29 @@ export function resolveLaunch(env: NodeJS.ProcessEnv = process.env): LaunchResol
       remedy: "Use one: launch material (written by the manager or `cotal spawn`) or the COTAL_* variables of a hand-started session, not both.",
     });
   }
-  if (materialPath) return { kind: "launch", launch: readLaunchMaterial(materialPath) };
+  if (materialPath) return { kind: "launch", launch: withRuntime(readLaunchMaterial(materialPath), env) };
   // A minted credential (COTAL_CREDS) names who it is, so it selects the hand-started form too.
-  if ((env.COTAL_NAME ?? "").trim() !== "" || credsDefaults(env.COTAL_CREDS?.trim()).COTAL_NAME) return { kind: "launch", launch: launchFromEnv(env) };
+  if ((env.COTAL_NAME ?? "").trim() !== "" || credsDefaults(env.COTAL_CREDS?.trim()).COTAL_NAME)
+    return { kind: "launch", launch: withRuntime(launchFromEnv(env), env) };
   if (envSet.length)
     return { kind: "none", note: `${envSet.join(", ")} ${envSet.length === 1 ? "is" : "are"} set, but COTAL_NAME is not: the connector needs a name to join.` };
   return { kind: "none" };
+}
+
+/**
+ * The launch with the agent CLI it runs: the launch material's `runtime`, else COTAL_RUNTIME (set
+ * where a setup put the connector into a CLI's configuration). An invalid name is refused.
+ */
+function withRuntime(launch: Launch, env: NodeJS.ProcessEnv): Launch {
+  if (launch.runtime !== undefined) return launch;
+  const given = env[RUNTIME_ENV]?.trim();
+  if (!given) return launch;
+  const parsed = RuntimeName.safeParse(given);
+  if (!parsed.success)
+    throw new LaunchError(`${RUNTIME_ENV} ${JSON.stringify(given)} is not a runtime name: ${describeIssues(parsed.error).join("; ")}.`, {
+      remedy: `Set ${RUNTIME_ENV} to the agent CLI that starts this connector (claude, codex), or leave it unset.`,
+    });
+  return { ...launch, runtime: parsed.data };
 }
 
 /** Read and validate a launch material file; its mode must be 0600 and it must be ours. */
@@ -105,7 +127,9 @@ export function readLaunchMaterial(file: string): Launch {
     ...(m.description ? { description: m.description } : {}),
     ...(m.tags ? { tags: m.tags } : {}),
     ...(m.meta ? { meta: m.meta } : {}),
+    ...(m.runtime ? { runtime: m.runtime } : {}),
     ...(m.noEvents ? { noEvents: true } : {}),
+    ...(m.manager ? { manager: m.manager } : {}),
     stateDir: path.dirname(path.resolve(file)),
   };
 }

@@ -287,3 +287,52 @@ export function runLine(r: RunReply["results"][number]): string {
 export function runRefusedText(r: { message: string; capUsd: number; spentUsd: number; estimateUsd: number }): string {
   return `${r.message} (cap $${r.capUsd}, spent $${r.spentUsd.toFixed(4)}, estimated $${r.estimateUsd.toFixed(4)})`;
 }
+
+// ---- helpers (cotal_spawn, cotal_despawn, cotal_personas, cotal_handover) ---------------------
+
+/** The personas this seat may spawn, each in a line, and how many helpers it holds. */
+export function personasText(r: {
+  instance: string;
+  personas: ReadonlyArray<{
+    persona: string;
+    name: string;
+    runtime: string;
+    role?: string;
+    channels: readonly string[];
+    description?: string;
+    problem?: string;
+  }>;
+  limit: number;
+  held: number;
+}): string {
+  const lines = r.personas.map((p) => {
+    const bits = [
+      `runtime ${p.runtime}`,
+      ...(p.role ? [`role ${p.role}`] : []),
+      p.channels.length ? `in ${p.channels.map((c) => `#${c}`).join(", ")}` : "no channels",
+    ];
+    const about = p.description ? `: ${neutralizeInline(p.description)}` : "";
+    const cannot = p.problem ? ` — cannot be spawned: ${neutralizeInline(p.problem, 600)}` : "";
+    return `- ${p.persona} (seat name ${p.name}; ${bits.join("; ")})${about}${cannot}`;
+  });
+  const head = lines.length ? `You may spawn helpers of these personas (manager ${r.instance}):` : "You may spawn helpers of no persona.";
+  return [head, ...lines, `You hold ${plural(r.held, "helper")} of at most ${r.limit}.`].join("\n");
+}
+
+/** A helper the manager accepted. */
+export function spawnedText(r: { name: string; instance: string; state: string }, persona: string): string {
+  return (
+    `Spawned ${r.name} (persona ${persona}) on manager ${r.instance}: ${r.state}; it joins the mesh shortly (cotal_roster shows it). ` +
+    `It answers to you: cotal_despawn retires it, and it retires with you unless you hand it over (cotal_handover).`
+  );
+}
+
+/** A helper retired. */
+export function despawnedText(name: string, r: { stopped: boolean; revoked: number }): string {
+  return `${name}: ${r.stopped ? "stopped" : "was not running"}, retired, ${plural(r.revoked, "credential")} revoked; its name is free.`;
+}
+
+/** A helper handed over. */
+export function handedOverText(name: string, r: { to?: string | undefined }): string {
+  return `${name} answers to ${r.to ?? "the operator"} now: it no longer retires with you, and you can no longer retire it.`;
+}

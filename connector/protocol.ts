@@ -1,6 +1,7 @@
 // The hook ⇄ connector control protocol: newline-delimited JSON frames over one unix socket
 // connection per hook run. Shared by the hook command, so it uses zod/mini (small, fast to load).
 import * as z from "zod/mini";
+import { MANAGER_WAKE_PROMPT } from "../runtime/index.js";
 
 /** Protocol version carried by every frame. */
 export const PROTOCOL_VERSION = 1;
@@ -54,11 +55,8 @@ export const HookPayload = z.object({
 });
 export type HookPayload = z.infer<typeof HookPayload>;
 
-/**
- * The prompt a Cotal manager types into an idle seat that holds mail (manager WAKE_PROMPT; a test
- * keeps the two equal: the hook bundle may not import the manager).
- */
-export const MANAGER_WAKE_PROMPT = "You have new Cotal mail. Read it and act on it.";
+/** The prompt a Cotal manager types into an idle seat that holds mail (one definition, in the runtime seam). */
+export { MANAGER_WAKE_PROMPT };
 
 /** Keys of HookPayload: the only fields a hook relays. */
 export const RELAYED_FIELDS = [

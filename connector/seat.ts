@@ -11,9 +11,11 @@ import { BacklogLatch, joinBacklog } from "./backlog.js";
 import { seatClassifier } from "./classify.js";
 import { keepAlivePeriod, type ConnectorConfig } from "./config.js";
 import type { EventPlane } from "./event-plane.js";
+import { credsMaySpawn, HelperDesk } from "./helpers.js";
 import { Inbox, type Mail, type Selection } from "./inbox.js";
 import type { SeatFacts } from "./model-text.js";
 import type { TurnState } from "./presence.js";
+import { seatRuntimeOf } from "./seat-runtime.js";
 import { Waker, type Wake, type WakeView } from "./wake.js";
 
 /** A snapshot for cotal_status and tests. */
@@ -41,6 +43,13 @@ export interface ChannelListing {
 
 const callManager = controlCaller(MANAGER_COMMANDS);
 
+/**
+ * How long leaving waits for the event plane to publish what its WAL holds, ms. Claude sends its
+ * MCP server SIGINT, SIGTERM 0.1 s later and SIGKILL about 0.5 s after the first (seen with
+ * 2.1.332): whatever is not stored by then stays in the WAL for the next start.
+ */
+const PLANE_FLUSH_MS = 400;
+
 export class Seat {
   readonly me: Principal;
   readonly id: string;
@@ -55,10 +64,12 @@ export class Seat {
   private readonly backlog: BacklogLatch;
   private activation?: Promise<void>;
   private leavingNow = false;
-  /** The unread count last published in presence. */
-  private publishedUnread = 0;
+  /** The unread count last published in presence (-1: none yet; the join publishes the first). */
+  private publishedUnread = -1;
   /** How often held durable mail is kept alive, ms (known once joined). */
   keepAliveMs = 0;
+  /** Its helpers, when its credential carries the spawn right (cotal_spawn; docs/connector.md). */
+  readonly helpers: HelperDesk | undefined;
 
   private constructor(
     private readonly cfg: ConnectorConfig,
@@ -78,6 +89,9 @@ export class Seat {
       (err, e) => this.log.warn({ err, id: e.id }, "settling a message failed; the broker will redeliver it"),
     );
     this.waker = new Waker(ring);
+    this.helpers = credsMaySpawn(cfg.launch.creds, cfg.launch.space, this.me)
+      ? new HelperDesk(ep.nc, cfg.launch.space, this.me, cfg.launch.manager)
+      : undefined;
     this.backlog = new BacklogLatch(() => this.ep.deliveries.size);
   }
 
@@ -106,7 +120,14 @@ export class Seat {
       ...(launch.description ? { description: launch.description } : {}),
       ...(launch.tags ? { tags: launch.tags } : {}),
       kind: "agent",
-      meta: { ...(launch.meta ?? {}), connector: "claude-code", host: os.hostname(), cwd: process.cwd(), pid: String(process.pid) },
+      ...(launch.runtime ? { runtime: launch.runtime } : {}),
+      meta: {
+        ...(launch.meta ?? {}),
+        connector: seatRuntimeOf(launch.runtime).connectorMeta,
+        host: os.hostname(),
+        cwd: process.cwd(),
+        pid: String(process.pid),
+      },
       ...(launch.uid ? { lifecycleUid: launch.uid } : {}),
       ...(cfg.heartbeatMs ? { heartbeatMs: cfg.heartbeatMs } : {}),
     });
@@ -158,6 +179,9 @@ export class Seat {
     }, this.keepAliveMs);
     this.keepAlive.unref();
     this.backlog.expect(backlog.messages, this.cfg.readyTimeoutMs);
+    // Say the count once at join, 0 included: presence is written on change, and a seat whose
+    // count never left 0 would otherwise never report one (readers show none then, not 0).
+    this.refreshUnread();
     this.log.info({ why, backlog: backlog.messages, keepAliveMs: this.keepAliveMs, channels: this.ep.joinedChannels() }, "joined");
   }
 
@@ -390,8 +414,11 @@ export class Seat {
   async leave(noteReturned: (ids: string[]) => void): Promise<void> {
     this.beginLeaving();
     await this.activation?.catch(() => undefined);
+    // The plane's flush runs beside the mail's return: Claude kills its MCP server about half a
+    // second after SIGINT, and both the session's last frames (the turn's end) and the held mail
+    // must be out by then. Both need the connection, which closes after them.
+    const plane = this.plane?.close(PLANE_FLUSH_MS).catch((err: unknown) => this.log.warn({ err }, "closing the event plane failed"));
     await this.presenceChain;
-    await this.plane?.close().catch((err: unknown) => this.log.warn({ err }, "closing the event plane failed"));
     // The flush puts the unsubscribes on the server before the naks below.
     this.ep.stopConsuming();
     await this.ep.nc.flush().catch(() => undefined);
@@ -403,6 +430,7 @@ export class Seat {
     }
     const returned = this.inbox.returnAll();
     if (returned) this.log.info({ returned }, "held mail returned to the broker");
+    await plane;
     await this.ep.leave().catch((err) => this.log.warn({ err }, "leaving the mesh failed"));
     await this.ep.close().catch((err) => this.log.warn({ err }, "closing the mesh connection failed"));
   }

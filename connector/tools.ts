@@ -5,7 +5,7 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult, RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import type { Receipt } from "../broker/index.js";
+import { PermissionDeniedError, permissionViolation, type Receipt } from "../broker/index.js";
 import {
   Attention,
   ChannelMode,
@@ -24,6 +24,7 @@ import {
 import { frameMessage } from "./framing.js";
 import * as text from "./model-text.js";
 import type { Seat } from "./seat.js";
+import { registerSpawnTools } from "./spawn-tools.js";
 
 /** What the tools may do with the seat: send, read its inbox, its channels and status, dispatch runs. */
 export type ToolSeat = Pick<
@@ -48,6 +49,7 @@ export type ToolSeat = Pick<
   | "setChannelMode"
   | "history"
   | "run"
+  | "helpers"
 >;
 
 /** Acks of `cotal_inbox` replies: the front acks a hand-over once the reply to `id` was written. */
@@ -101,6 +103,9 @@ async function runDomain(what: string, fn: () => Promise<CallToolResult>): Promi
     return await fn();
   } catch (err) {
     if (err instanceof CotalError) return fail(err.message);
+    // The broker's refusal (a JetStream publish's request error carries it): a refusal, not an unreachable mesh.
+    const denied = permissionViolation(err);
+    if (denied) return fail(new PermissionDeniedError(denied.operation === "subscription" ? "subscribe" : "publish", denied.subject, err).message);
     return fail(text.toolFailureText(what, err instanceof Error ? err.message : String(err)));
   }
 }
@@ -349,6 +354,8 @@ export function buildMcpServer(c: ToolSeat, replies: ReplyReceipts): McpServer {
   );
 
   registerRunTool(server, c, who, domain);
+  // The helper tools, only for a credential that carries the spawn right (docs/connector.md, Helpers).
+  if (c.helpers) registerSpawnTools(server, c.helpers, (tool, shape) => closed(tool, who, shape), domain);
 
   return server;
 }

@@ -1,7 +1,7 @@
 // Budget gates (docs/runs.md), as pure policy over the runs the seat log recorded: a daily cap
 // over today's (UTC) run costs and a per-chain cap over the runs sharing a task marker. The
 // estimate for N runs is the median cost of recent runs × N (0 with no history).
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import {
   BudgetConfig,
   CotalError,
@@ -41,29 +41,61 @@ export function capsFromEnv(env: Readonly<Record<string, string | undefined>>): 
 /**
  * The caps a manager enforces: COTAL_DAILY_BUDGET_USD / COTAL_TASK_BUDGET_USD from `env`, else the
  * mesh's config file (`.cotal/budget.json`, BudgetConfig) when there is one. An invalid file is
- * refused, naming the field: a manager never runs with a cap it misread.
+ * refused, naming the field: a manager never runs with a cap it misread. The file is read again
+ * whenever it changes (`cotal up -f` writes it while the manager runs, docs/team-file.md): the
+ * caps returned are a live view of it, and a file made invalid later refuses the gate that reads it.
  */
 export function budgetCaps(env: Readonly<Record<string, string | undefined>>, configFile?: string): BudgetCaps {
-  let config: BudgetConfig = {};
-  if (configFile && existsSync(configFile)) {
-    let json: unknown;
-    try {
-      json = JSON.parse(readFileSync(configFile, "utf8"));
-    } catch (cause) {
-      throw new CotalError("invalid-budget-config", `The budget config ${configFile} is not valid JSON.`, {
-        remedy: 'Write it as {"dailyUsd": 5, "taskUsd": 1} (either may be left out).',
-        cause,
-      });
-    }
-    const parsed = BudgetConfig.safeParse(json);
-    if (!parsed.success)
-      throw new CotalError("invalid-budget-config", `Invalid budget config ${configFile}: ${describeIssues(parsed.error).join("; ")}.`, {
-        remedy: 'Write it as {"dailyUsd": 5, "taskUsd": 1} (either may be left out).',
-      });
-    config = parsed.data;
-  }
   const fromEnv = capsFromEnv(env);
-  return { dailyUsd: fromEnv.dailyUsd ?? config.dailyUsd, taskUsd: fromEnv.taskUsd ?? config.taskUsd };
+  const read = (): BudgetCaps => {
+    const config = configFile ? readBudgetConfig(configFile) : {};
+    return { dailyUsd: fromEnv.dailyUsd ?? config.dailyUsd, taskUsd: fromEnv.taskUsd ?? config.taskUsd };
+  };
+  let caps = read();
+  if (!configFile) return caps;
+  let stamp = stampOf(configFile);
+  const current = (): BudgetCaps => {
+    const now = stampOf(configFile);
+    if (now !== stamp) {
+      caps = read();
+      stamp = now;
+    }
+    return caps;
+  };
+  return {
+    get dailyUsd() {
+      return current().dailyUsd;
+    },
+    get taskUsd() {
+      return current().taskUsd;
+    },
+  };
+}
+
+/** The file's identity for "has it changed": modification time and size (absent: "-"). */
+function stampOf(file: string): string {
+  const st = statSync(file, { throwIfNoEntry: false });
+  return st ? `${st.mtimeMs}/${st.size}` : "-";
+}
+
+/** `.cotal/budget.json` (absent: no caps), or a refusal naming what is wrong in it. */
+function readBudgetConfig(configFile: string): BudgetConfig {
+  if (!existsSync(configFile)) return {};
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(configFile, "utf8"));
+  } catch (cause) {
+    throw new CotalError("invalid-budget-config", `The budget config ${configFile} is not valid JSON.`, {
+      remedy: 'Write it as {"dailyUsd": 5, "taskUsd": 1} (either may be left out).',
+      cause,
+    });
+  }
+  const parsed = BudgetConfig.safeParse(json);
+  if (!parsed.success)
+    throw new CotalError("invalid-budget-config", `Invalid budget config ${configFile}: ${describeIssues(parsed.error).join("; ")}.`, {
+      remedy: 'Write it as {"dailyUsd": 5, "taskUsd": 1} (either may be left out).',
+    });
+  return parsed.data;
 }
 
 /** The UTC day of a Unix ms time, `YYYY-MM-DD`. */

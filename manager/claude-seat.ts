@@ -1,7 +1,9 @@
-import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { buildClaudeLaunch, carriedResume, classifyScreen, seedSeatConfig, writeLaunchFiles, type AgentFile, type AuthMode } from "../claude/index.js";
+import { claudeRuntime, describeClaudeAuth, detectClaudeAuth, type AgentFile, type ClaudeAuthMode } from "../claude/index.js";
+import type { RuntimeAdapter, RuntimeHost, ScreenState, SeatLaunchInput } from "../runtime/index.js";
+import { hostsOf } from "./runtimes.js";
+import type { ClaudeAuthStatus } from "../schemas/index.js";
 import type { SeatProcess } from "./process-runtime.js";
 import type { SeatFiles } from "./seat-launcher.js";
 import { PtySeat } from "./pty-runtime.js";
@@ -18,8 +20,8 @@ export interface ClaudeSeatOptions {
   pluginDir: string;
   /** The manager's environment: the seat gets only the launch builder's allow-list of it. */
   parentEnv: Readonly<Record<string, string | undefined>>;
-  /** How Claude authenticates (default: `api_key` when ANTHROPIC_API_KEY is set, else the user's login). */
-  authMode?: AuthMode;
+  /** How Claude authenticates (claude/auth.ts; default: what `parentEnv` selects, in Claude Code's own order). */
+  authMode?: ClaudeAuthMode;
   /** How long a seat has to reach its input screen before it is failed, naming its screen (default 15 s). */
   screenTimeoutMs?: number;
   /**
@@ -27,6 +29,16 @@ export interface ClaudeSeatOptions {
    * unmanaged first run would be: the seat then stops on a first-run screen and is failed.
    */
   seedConfig?: boolean;
+}
+
+/** What a manager says of its Claude auth (status, heartbeat) and checks before a spawn or run: never a secret. */
+export function claudeAuthOf(o: Pick<ClaudeSeatOptions, "authMode" | "parentEnv">): ClaudeAuthStatus {
+  return describeClaudeAuth(o.authMode ?? "auto", o.parentEnv);
+}
+
+/** The auth mode a manager's Claude seats and runs use: the one chosen, else what its environment selects. */
+export function seatAuthMode(o: Pick<ClaudeSeatOptions, "authMode" | "parentEnv">): ClaudeAuthMode {
+  return o.authMode ?? detectClaudeAuth(o.parentEnv);
 }
 
 export interface ClaudeSeatRequest {
@@ -45,11 +57,14 @@ export interface ClaudeSeatRequest {
   resume?: { session: string; digest: string; file?: string | undefined } | undefined;
 }
 
+/** The Claude host of a manager's Claude options (manager/runtimes.ts). */
+function claudeHost(o: ClaudeSeatOptions): RuntimeHost {
+  return hostsOf({ claude: o }).get(claudeRuntime.name)!;
+}
+
 /**
- * Start an interactive Claude seat: a pre-seeded, seat-private Claude config dir,
- * the launch built by buildClaudeLaunch (plugin tree, dontAsk, deny floor), and a 0700 start
- * script carrying its environment, in a tmux window or on a pty the manager holds. Resolves once it
- * runs (not yet ready: see awaitInputScreen).
+ * Start an interactive Claude seat: the Claude adapter's seat launch (a pre-seeded, seat-private
+ * config dir; plugin tree, dontAsk, deny floor) under the manager's terminal runtime.
  */
 export async function startClaudeSeat(
   o: ClaudeSeatOptions,
@@ -57,40 +72,35 @@ export async function startClaudeSeat(
   files: SeatFiles,
   seat: ClaudeSeatRequest,
 ): Promise<{ proc: SeatProcess; terminal: SeatTerminal; permissionMode: string | undefined }> {
-  const authMode = o.authMode ?? (o.parentEnv.ANTHROPIC_API_KEY ? "api_key" : "subscription");
-  const configDir = join(files.dir, "claude-config");
-  const resume = seat.resume ? await carriedResume(configDir, seat.cwd, seat.resume) : undefined;
-  const launch = buildClaudeLaunch({
-    profile: "seat",
+  const fm = seat.agentFile?.frontmatter;
+  return startRuntimeSeat(claudeRuntime, claudeHost(o), runtime, files, {
+    name: seat.name,
+    space: seat.space,
     cwd: seat.cwd,
-    identity: { name: seat.name, space: seat.space, launchMaterialPath: files.material },
-    connectorEntry: o.connectorEntry,
-    pluginDir: o.pluginDir,
-    parentEnv: { ...o.parentEnv, CLAUDE_CONFIG_DIR: configDir },
-    authMode,
-    claudePath: o.claudePath,
-    runtimeDir: files.dir,
-    ...(seat.model ? { model: seat.model } : {}),
-    ...(seat.agentFile
-      ? {
-          ...(seat.agentFile.persona ? { persona: seat.agentFile.persona } : {}),
-          ...(seat.agentFile.frontmatter.agent ? { agent: seat.agentFile.frontmatter.agent } : {}),
-          allowedTools: seat.agentFile.frontmatter.allowedTools,
-        }
-      : {}),
-    launchOptions: { ...seat.agentFile?.frontmatter.launchOptions, ...(resume ? { resume: resume.session, "fork-session": resume.fork } : {}) },
+    model: seat.model,
+    persona: seat.agentFile?.persona,
+    agent: fm?.agent,
+    allowedTools: fm?.allowedTools ?? [],
+    launchOptions: fm?.launchOptions ?? {},
+    resume: seat.resume,
+    unseeded: o.seedConfig === false,
   });
-  if (o.seedConfig === false) mkdirSync(configDir, { recursive: true, mode: 0o700 });
-  else {
-    seedSeatConfig({
-      dir: configDir,
-      cwd: seat.cwd,
-      apiKey: authMode === "api_key" ? o.parentEnv.ANTHROPIC_API_KEY : undefined,
-      parentEnv: o.parentEnv,
-      bypassAccepted: launch.permissionMode === "bypassPermissions",
-    });
-  }
-  writeLaunchFiles(launch);
+}
+
+/**
+ * Start an interactive seat of any runtime: its adapter prepares the seat's home and launch, and
+ * a 0700 start script carrying its environment runs it in a tmux window or on a pty the manager
+ * holds. Resolves once it runs (not yet ready: see awaitInputScreen).
+ */
+export async function startRuntimeSeat(
+  adapter: RuntimeAdapter,
+  host: RuntimeHost,
+  runtime: { tmux: TmuxServer } | { pty: true },
+  files: SeatFiles,
+  seat: Omit<SeatLaunchInput, "seatDir" | "launchMaterialPath">,
+): Promise<{ proc: SeatProcess; terminal: SeatTerminal; permissionMode: string | undefined }> {
+  const launch = await adapter.buildSeat(host, { ...seat, seatDir: files.dir, launchMaterialPath: files.material });
+  adapter.writeLaunchFiles(launch);
   const script = join(files.dir, "start.sh");
   writeStartScript(script, { ...launch.env, TERM: "xterm-256color" }, launch.command, launch.args);
   if ("tmux" in runtime) {
@@ -116,7 +126,13 @@ export class UnexpectedScreenError extends Error {
  * warning, a permission prompt) fails at once, naming it; anything else fails after the bound
  * with the screen's first lines.
  */
-export async function awaitInputScreen(terminal: SeatTerminal, proc: SeatProcess, timeoutMs = 15_000, seen?: (screen: string) => void): Promise<void> {
+export async function awaitInputScreen(
+  terminal: SeatTerminal,
+  proc: SeatProcess,
+  timeoutMs = 15_000,
+  seen?: (screen: string) => void,
+  classify: (screen: string) => ScreenState = claudeRuntime.classifyScreen,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let gone = false;
   void proc.exited.then(() => (gone = true));
@@ -125,7 +141,7 @@ export async function awaitInputScreen(terminal: SeatTerminal, proc: SeatProcess
     screen = await terminal.screen();
     // A TUI that exits restores the terminal's main screen: what it showed is kept by the caller.
     if (screen.trim()) seen?.(screen);
-    const c = classifyScreen(screen);
+    const c = classify(screen);
     if (c.kind === "ready") return;
     if (c.kind === "blocked") throw new UnexpectedScreenError(c.name, screen);
     await sleep(100);

@@ -7,6 +7,7 @@ import { messageText, principalId, type LaunchMaterial } from "../schemas/index.
  * Resolves when `stop` resolves (the process's SIGTERM), after leaving the mesh.
  */
 export async function runEchoAgent(m: LaunchMaterial, log: Logger, stop: Promise<unknown>): Promise<void> {
+  const loaded = performance.now();
   const ep = await Endpoint.connect({
     server: m.server,
     space: m.space,
@@ -16,13 +17,15 @@ export async function runEchoAgent(m: LaunchMaterial, log: Logger, stop: Promise
     ...(m.creds ? { creds: m.creds } : {}),
     ...(m.uid ? { lifecycleUid: m.uid } : {}),
     kind: "agent",
+    runtime: m.runtime ?? "echo",
     description: m.description ?? "echo agent: answers DMs and anycasts with the same text",
     meta: { connector: "cotal-echo", ...(m.meta ?? {}) },
   });
   try {
+    const connected = performance.now();
     await ep.join();
     for (const ch of m.channels) await ep.joinChannel(ch);
-    log.info({ seat: ep.id, uid: m.uid }, "echo agent joined");
+    log.info({ seat: ep.id, uid: m.uid, startup: startupPhases(loaded, connected, performance.now()) }, "echo agent joined");
     const answering = answer(ep, log);
     await stop;
     ep.stopConsuming();
@@ -45,4 +48,24 @@ async function echo(ep: Endpoint, d: Delivery, log: Logger): Promise<void> {
     log.warn({ err, id: d.message.id }, "echo failed; the message will be redelivered");
     d.nak(1_000);
   }
+}
+
+/**
+ * Where a seat's start went, ms (logged with "echo agent joined"; bench-manager reads it):
+ * `startedAt` the process's start (epoch ms), `boot` Node's own bootstrap, `load` evaluating the
+ * bundle, `connect` the NATS connection and bucket handles, `join` registering, presence, the roster
+ * and binding the inbox (and the channels of the launch material).
+ */
+export interface StartupPhases {
+  startedAt: number;
+  boot: number;
+  load: number;
+  connect: number;
+  join: number;
+}
+
+function startupPhases(loaded: number, connected: number, joined: number): StartupPhases {
+  const boot = performance.nodeTiming.bootstrapComplete;
+  const ms = (v: number) => Math.round(v * 10) / 10;
+  return { startedAt: performance.timeOrigin, boot: ms(boot), load: ms(loaded - boot), connect: ms(connected - loaded), join: ms(joined - connected) };
 }

@@ -7,7 +7,11 @@ export { ManagerService, WAKE_PROMPT, type ManagerOptions } from "./manager-serv
 export type { ClaudeSeatOptions, ClaudeSeatRequest } from "./claude-seat.js";
 export { SeatRefusedError, StaleSeatLogError } from "./errors.js";
 export { runEchoAgent } from "./echo-agent.js";
+export { ECHO_SEAT_NODE_FLAGS, echoSeatCommand, runEchoSeat } from "./echo-seat.js";
 export { readLaunchMaterial } from "./launch-material-file.js";
+export { renewalDueAt, SEAT_CREDS_LIFETIME_MS } from "./seat-credential.js";
 export { budgetCaps, type BudgetCaps } from "./budget.js";
 export { isOperator } from "./runs.js";
 export { PTY_DETACH_KEY } from "./pty-runtime.js";
+export { localAttachCommand, type TerminalRuntime } from "./attach.js";
+export { capabilityGaps, DEFAULT_RUNTIME, findRuntimeCli, hostsOf, RUNTIMES, runtimeNamed } from "./runtimes.js";

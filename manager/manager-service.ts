@@ -1,4 +1,4 @@
-import { statSync } from "node:fs";
+import { readdirSync, statSync } from "node:fs";
 import { hostname } from "node:os";
 import { isAbsolute, join } from "node:path";
 import { Kvm, type KV } from "@nats-io/kv";
@@ -8,28 +8,53 @@ import {
   MANAGER_COMMANDS,
   SeatEvent,
   names,
+  parsePrincipal,
   patterns,
+  principalId,
+  type AgentFrontmatter,
+  type PersonaInfo,
   type Principal,
+  type SpawnGrant,
   type SeatAgent,
   type SeatRuntime,
   type SeatView,
   type TableParsedArgs,
 } from "../schemas/index.js";
-import { JS_OPTIONS, serveControl, SERVICE_PRINCIPALS, type Logger } from "../broker/index.js";
+import { callControl, JS_OPTIONS, serveControl, SERVICE_PRINCIPALS, type Logger } from "../broker/index.js";
 import { SeatRefusedError, StaleSeatLogError } from "./errors.js";
 import { newLifecycleUid } from "./lifecycle-uid.js";
 import { adoptSeatProcess, logTailOf, type SeatExit, type SeatProcess } from "./process-runtime.js";
+import { proveSeatProcess, seatFolderProblem } from "./seat-adoption.js";
 import { launchSeat, prepareSeat, retireSeatFiles, seatDir, type LauncherOptions, type SeatFiles } from "./seat-launcher.js";
+import { renewalCheckMs, renewalDueAt, renewSeatCredential } from "./seat-credential.js";
+import { heartbeatOf } from "./heartbeat.js";
+import { redactHostPaths } from "./host-paths.js";
+import { isOperator } from "./runs.js";
 import { SeatLog } from "./seat-log.js";
-import { classifyScreen, loadAgentFile } from "../claude/index.js";
-import { awaitInputScreen, startClaudeSeat, UnexpectedScreenError, type ClaudeSeatOptions } from "./claude-seat.js";
+import { loadAgentFile } from "../claude/index.js";
+import { awaitInputScreen, claudeAuthOf, startClaudeSeat, startRuntimeSeat, UnexpectedScreenError, type ClaudeSeatOptions } from "./claude-seat.js";
+import { DEFAULT_RUNTIME, hostsOf, refuseWithoutAuth, runtimeNamed } from "./runtimes.js";
 import { checkScript } from "./pty-runtime.js";
 import type { SeatTerminal } from "./seat-terminal.js";
 import { TmuxServer } from "./tmux-runtime.js";
+import { tmuxSessionName, tmuxSocketPath } from "./attach.js";
 import { RunService } from "./runs.js";
+import { wakeDue, type RuntimeAdapter, type RuntimeHost } from "../runtime/index.js";
 import { TranscriptDesk, type StagedTranscript } from "./transcript-carry.js";
 import type { BudgetCaps } from "./budget.js";
 import { applyEvent, holdsName, projectSeat, type SeatRecord } from "./seat-table.js";
+import {
+  helperAgent,
+  refuseOperatorOnly,
+  refuseOverLimit,
+  refuseUngranted,
+  refuseWider,
+  refuseWithoutRight,
+  seatScope,
+  spawnLimitOf,
+  widerThan,
+} from "./helpers.js";
+import type { SeatHistory } from "./seat-log.js";
 
 type Args<C extends keyof typeof MANAGER_COMMANDS> = TableParsedArgs<typeof MANAGER_COMMANDS, C>;
 
@@ -47,8 +72,16 @@ export interface ManagerOptions extends LauncherOptions {
   heartbeatMs?: number;
   /** What Claude seats run (absent: this manager refuses claude seats, saying why). */
   claude?: ClaudeSeatOptions;
+  /** The other runtimes (manager/runtimes.ts) this manager can start, by name (absent: refused, saying why). */
+  runtimes?: Readonly<Record<string, RuntimeHost>>;
   /** Budget caps for runs (default: COTAL_DAILY_BUDGET_USD / COTAL_TASK_BUDGET_USD from the environment). */
   budget?: BudgetCaps;
+  /**
+   * The manager's folder: where the helpers of a spawner started by hand work, and where their
+   * agent files are read (a spawner that is a seat of this manager: its own folder). Default: the
+   * process's working directory.
+   */
+  folder?: string;
   log: Logger;
 }
 
@@ -58,11 +91,12 @@ interface SeatPresence {
   lifecycleUid?: string;
   unread?: number;
   attention?: string;
+  condition?: { code?: string; message?: string };
+  activeAt?: number;
 }
 
 /** What the manager types into an idle seat that holds mail: the turn it starts hands the mail over. */
-export const WAKE_PROMPT = "You have new Cotal mail. Read it and act on it.";
-const WAKE_EVERY_MS = 15_000;
+export const WAKE_PROMPT = DEFAULT_RUNTIME.wakePrompt;
 
 interface Live {
   /** Claude seats: the terminal the manager reads and types into. */
@@ -71,6 +105,12 @@ interface Live {
   lastScreen?: string;
   /** When the manager last typed a wake prompt (unset once the seat worked). */
   wokenAt?: number | undefined;
+  /**
+   * What the manager saw on a working seat's screen that says its model refuses its credentials
+   * (Claude retries a 401 for minutes before its hooks say so), and when it last looked.
+   */
+  authOnScreen?: string | undefined;
+  screenCheckedAt?: number;
   waking?: boolean;
   /**
    * The seat's presence as last written. Records are written only when they change (protocol
@@ -93,12 +133,26 @@ interface Live {
 export class ManagerService {
   private readonly seats = new Map<string, SeatRecord>();
   private readonly live = new Map<string, Live>();
+  /** Per seat: this manager's last sequence on its own subject of the seat's log (the fence its next append expects). */
+  private readonly ownSeq = new Map<string, number>();
   private readonly subs: Subscription[] = [];
   private heartbeat?: NodeJS.Timeout;
   private beatFailing = false;
+  /** Mints running seats' credentials again before they expire (static meshes). */
+  private renewer?: NodeJS.Timeout;
+  private renewing = false;
+  /** Seats (by credential file) already reported as lapsing: said once, not every check. */
+  private readonly lapsing = new Set<string>();
+  /**
+   * Set while rebuild() runs: a spawner retired then leaves its helpers (which may not be adopted
+   * yet, so could not be stopped) to retireOrphans(), which runs once every seat is.
+   */
+  private rebuilding = false;
   /** Set by stop(): this instance writes nothing more (a successor may own the log now). */
   private stopped = false;
   private readonly startedAt = Date.now();
+  /** Where each runtime this manager can start is (manager/runtimes.ts). */
+  private readonly hosts: Map<string, RuntimeHost>;
   /** Serialises changes to the table and the log (one writer per seat at a time). */
   private queue: Promise<unknown> = Promise.resolve();
   /** The manager's own tmux server: one session per space, a window per seat. */
@@ -114,9 +168,11 @@ export class ManagerService {
     private readonly seatLog: SeatLog,
     private readonly managers: KV,
   ) {
-    this.tmux = new TmuxServer(join(o.stateDir, "tmux.sock"), `cotal-${o.space}`);
+    this.tmux = new TmuxServer(tmuxSocketPath(o.stateDir), tmuxSessionName(o.space));
+    this.hosts = hostsOf(o);
     this.carry = new TranscriptDesk({
       nc,
+      js: o.jsConnection,
       space: o.space,
       instance: o.instance,
       stateDir: o.stateDir,
@@ -126,10 +182,11 @@ export class ManagerService {
   }
 
   static async start(nc: NatsConnection, o: ManagerOptions): Promise<ManagerService> {
-    const seatLog = await SeatLog.open(o.jsConnection, o.space, o.log);
+    const seatLog = await SeatLog.open(o.jsConnection, o.space, o.log, o.caller ?? SERVICE_PRINCIPALS.cli);
     const managers = await new Kvm(jetstream(o.jsConnection, JS_OPTIONS)).open(names.managersBucket(o.space), { bindOnly: true });
     const m = new ManagerService(nc, o, seatLog, managers);
     await m.rebuild();
+    await m.serial(() => m.retireOrphans());
     m.watchPresence();
     m.runs = await RunService.open(o);
     const runs = m.runs;
@@ -144,7 +201,9 @@ export class ManagerService {
             spawn: (args, caller) => m.serial(() => m.spawn(args, caller)),
             stop: (args, caller) => m.serial(() => m.stopSeat(args.name, caller)),
             despawn: (args, caller) => m.serial(() => m.stopSeat(args.name, caller)),
-            ps: async (args) => ({ instance: o.instance, seats: m.view(args.all) }),
+            personas: (_args, caller) => m.personas(caller),
+            handover: (args, caller) => m.serial(() => m.handover(args, caller)),
+            ps: async (args, caller) => ({ instance: o.instance, seats: m.view(args.all, caller) }),
             status: async () => m.status(),
             run: (args, caller) => runs.run(args, caller),
             budget: (args) => runs.budget(args),
@@ -159,6 +218,7 @@ export class ManagerService {
     }
     await m.beat();
     m.heartbeat = setInterval(() => void m.beat(), o.heartbeatMs ?? 3_000);
+    if (o.mints) m.renewer = setInterval(() => void m.renewCredentials(), renewalCheckMs(o.seatCredsLifetimeMs));
     await nc.flush();
     return m;
   }
@@ -169,16 +229,24 @@ export class ManagerService {
     this.runs?.stop();
     this.carry.stop();
     if (this.heartbeat) clearInterval(this.heartbeat);
+    if (this.renewer) clearInterval(this.renewer);
     for (const s of this.subs.splice(0)) s.unsubscribe();
     await this.queue.catch(() => undefined);
     await this.managers.delete(this.o.instance).catch(() => undefined);
   }
 
-  /** Stop every seat this manager runs (retiring them), then the service: `cotal down`. */
+  /**
+   * Stop every seat this manager runs (retiring them), then the service: `cotal down`. The manager's
+   * own shutdown (`caller` is whoever asked, for the seat log): no seat's owner is asked, so a helper
+   * stops as its spawner does.
+   */
   async stopWithSeats(caller: Principal): Promise<void> {
-    for (const r of [...this.seats.values()]) {
-      if (r.manager === this.o.instance && holdsName(r))
-        await this.serial(() => this.stopSeat(nameOf(r.seat), caller)).catch((err) => this.o.log.warn({ err, seat: r.seat }, "stop failed"));
+    for (const seat of [...this.seats.keys()]) {
+      await this.serial(async () => {
+        // A helper may have gone with its spawner already.
+        const r = this.seats.get(seat);
+        if (r?.manager === this.o.instance && holdsName(r)) await this.stopAndRetire(r.seat, r, `stopped with its manager by ${principalId(caller)}`);
+      }).catch((err) => this.o.log.warn({ err, seat }, "stop failed"));
     }
     await this.tmux.closeIfIdle();
     await this.stop();
@@ -190,15 +258,49 @@ export class ManagerService {
     return next;
   }
 
+  /**
+   * Mint again the credential of each running seat that has less than a third of its life left
+   * (docs/security.md, Credential lifetime and renewal). In the manager's queue, so a renewal never
+   * races a stop: a seat stopped (its credentials revoked) gets no new one.
+   */
+  private async renewCredentials(): Promise<void> {
+    if (this.renewing || this.stopped) return;
+    this.renewing = true;
+    try {
+      for (const [seat, l] of this.live) {
+        const creds = l.files.creds;
+        const due = creds ? renewalDueAt(creds) : undefined;
+        if (!creds || due === undefined || Date.now() < due) continue;
+        await this.serial(async () => {
+          const r = this.seats.get(seat);
+          if (this.stopped || this.live.get(seat) !== l || l.stopping || !r || !holdsName(r)) return;
+          const o = { space: this.o.space, caller: this.o.caller, lifetimeMs: this.o.seatCredsLifetimeMs };
+          const done = await renewSeatCredential(this.nc, o, creds);
+          if (done === "renewed") this.o.log.info({ seat }, "renewed a running seat's credential");
+          if (done === "no-request" && !this.lapsing.has(creds)) {
+            this.lapsing.add(creds);
+            this.o.log.warn(
+              { seat },
+              "a seat's credential is due for renewal, but an older manager started it without keeping its mint request: it lapses at its expiry",
+            );
+          }
+        }).catch((err: unknown) => this.o.log.warn({ err, seat }, "renewing a seat's credential failed; tried again at the next check"));
+      }
+    } finally {
+      this.renewing = false;
+    }
+  }
+
   private async beat(): Promise<void> {
     for (const [seat, l] of this.live) {
       const r = this.seats.get(seat);
       if (r?.state === "joined" && l.lastPresence)
         void this.maybeWake(seat, r, l, l.lastPresence).catch((err) => this.o.log.warn({ err, seat }, "wake failed"));
+      if (r?.state === "joined") void this.checkAuthOnScreen(seat, l).catch((err) => this.o.log.warn({ err, seat }, "reading a seat's screen failed"));
     }
     const status = this.status();
     try {
-      await this.managers.put(this.o.instance, JSON.stringify({ ...status, ts: Date.now() }));
+      await this.managers.put(this.o.instance, JSON.stringify({ ...heartbeatOf(status), ts: Date.now() }));
       if (this.beatFailing) this.o.log.info("manager heartbeat works again");
       this.beatFailing = false;
     } catch (err) {
@@ -216,26 +318,43 @@ export class ManagerService {
       seats: [...this.seats.values()].filter((r) => r.manager === this.o.instance && holdsName(r)).length,
       maxSeats: this.o.maxSeats ?? 32,
       startedAt: this.startedAt,
+      ...(this.o.claude ? { claudeAuth: claudeAuthOf(this.o.claude) } : {}),
+      runtimes: [...this.hosts].flatMap(([name, host]) => {
+        const adapter = runtimeNamed(name);
+        if (!adapter) return [];
+        const { ready, summary, problem, remedy } = adapter.auth(host);
+        return [{ name, ready, config: summary, ...(problem ? { problem } : {}), ...(remedy ? { remedy } : {}) }];
+      }),
     };
   }
 
-  /** Replay the log; adopt this instance's seats whose process still runs, relaunch the rest. */
+  /**
+   * Replay the log; adopt this instance's seats whose process still runs and proves to be its own
+   * (seat-adoption.ts), relaunch the rest; one whose folder is gone is retired, naming it.
+   */
   private async rebuild(): Promise<void> {
-    for (const h of (await this.seatLog.replay()).values()) {
-      const r = projectSeat(h);
-      if (r) this.seats.set(r.seat, r);
+    this.rebuilding = true;
+    try {
+      await this.adoptOrRelaunch();
+    } finally {
+      this.rebuilding = false;
     }
+  }
+
+  private async adoptOrRelaunch(): Promise<void> {
+    for (const h of (await this.seatLog.replay()).values()) this.learn(h);
     for (const r of this.seats.values()) {
       if (r.manager !== this.o.instance || !["launched", "joined", "requested"].includes(r.state)) continue;
       const files = this.filesOf(r);
+      const proof = await proveSeatProcess(r, files, () => this.tmux.panePid(nameOf(r.seat)));
+      if (proof.kind === "not-ours" && proof.running)
+        this.o.log.warn({ seat: r.seat, pid: r.pid, why: proof.why }, "a recorded seat's process is not this manager's: not adopted");
       const proc =
-        r.pid === undefined || !r.startTime
+        proof.kind !== "ours" || r.pid === undefined || !r.startTime
           ? undefined
           : r.runtime === "tmux"
             ? this.tmux.adopt(nameOf(r.seat), r.pid, r.startTime)
-            : r.runtime === "pty"
-              ? undefined // a pty lives with the manager that held it: never adopted
-              : adoptSeatProcess(r.pid, r.startTime, files.log);
+            : adoptSeatProcess(r.pid, r.startTime, files.log);
       if (proc) {
         this.o.log.info({ seat: r.seat, pid: r.pid }, "re-adopted a running seat");
         this.watch(r.seat, {
@@ -247,14 +366,15 @@ export class ManagerService {
           ...(r.state === "joined" ? { joinedEpoch: r.epoch } : {}),
         });
       } else {
-        await this.serial(() =>
-          this.onExit(
-            r.seat,
-            { proc: deadProcess(), files, stopping: false, restartsAt: [] },
-            { code: null, signal: null },
-            "the process was gone when the manager restarted",
-          ),
-        );
+        const why = proof.kind === "not-ours" ? proof.why : "the process was gone when the manager restarted";
+        const lost = seatFolderProblem(files);
+        await this.serial(async () => {
+          if (!lost) return this.onExit(r.seat, { proc: deadProcess(), files, stopping: false, restartsAt: [] }, { code: null, signal: null }, why);
+          // Nothing to start it again from (a restored seat log, a removed folder): recorded as failed, never launched.
+          this.o.log.warn({ seat: r.seat, problem: lost }, "a recorded seat cannot be started again: retired");
+          await this.appendExited(r.seat, r, { code: null, signal: null }, why);
+          await this.retire(r.seat, `failed: ${lost} when the manager started, so it could not be started again`);
+        });
       }
     }
   }
@@ -281,22 +401,35 @@ export class ManagerService {
 
   private async append(seat: string, event: Parameters<SeatLog["append"]>[0]): Promise<SeatRecord> {
     const before = this.seats.get(seat);
-    const seq = await this.seatLog.append({ manager: this.o.instance, ...event }, before?.lastSeq ?? 0);
+    const seq = await this.seatLog.append({ manager: this.o.instance, ...event }, this.ownSeq.get(seat) ?? 0);
+    this.ownSeq.set(seat, seq);
     const after = applyEvent(before, SeatEvent.parse({ manager: this.o.instance, ...event }));
     if (!after) throw new Error(`seat log event ${event.type} for ${seat} has no incarnation to apply to`);
-    const next = { ...after, lastSeq: seq };
+    const next = { ...after, lastSeq: seq, ...(event.type === "requested" ? { writer: this.seatLog.writerId } : {}) };
     this.seats.set(seat, next);
     return next;
   }
 
-  private async spawn(a: Args<"spawn">, caller: Principal) {
-    if (a.requestId) {
-      const first = [...this.seats.values()].find((r) => r.requestId === a.requestId);
+  /** Take a seat's history as the log tells it: its projection, and this manager's own fence token on it. */
+  private learn(h: SeatHistory): SeatRecord | undefined {
+    const r = projectSeat(h);
+    if (r) this.seats.set(h.seat, r);
+    this.ownSeq.set(h.seat, h.lastSeqBy.get(this.seatLog.writerId) ?? 0);
+    return r;
+  }
+
+  private async spawn(asked: Args<"spawn">, caller: Principal) {
+    if (asked.requestId) {
+      const first = [...this.seats.values()].find((r) => r.requestId === asked.requestId);
       if (first) return this.identity(first);
     }
-    const runtime = a.runtime ?? (a.agent === "claude" ? "tmux" : "process");
+    // Anyone but the operator spawns a helper: within its grant, its limit and the budget gates.
+    const helper = isOperator(caller) ? undefined : await this.admitHelper(asked, caller);
+    const a = helper ? { ...asked, agent: helper.agent } : asked;
+    // Agent CLIs run in a terminal the manager owns; the echo agent is a plain process.
+    const runtime = a.runtime ?? (runtimeNamed(a.agent) ? "tmux" : "process");
     await this.admit(a.agent, runtime);
-    const cwd = a.cwd ?? process.cwd();
+    const cwd = helper?.cwd ?? a.cwd ?? process.cwd();
     if (!isAbsolute(cwd) || !statSync(cwd, { throwIfNoEntry: false })?.isDirectory()) {
       throw new SeatRefusedError(
         "bad-cwd",
@@ -313,11 +446,14 @@ export class ManagerService {
       );
     }
     // An agent file is read on this host, before anything is claimed: a missing or invalid one refuses the spawn.
-    const fm = a.persona ? loadAgentFile(cwd, a.persona).frontmatter : undefined;
+    const fm = helper?.fm ?? (a.persona ? loadAgentFile(cwd, a.persona).frontmatter : undefined);
     const carried = this.takeCarried(a);
-    const role = a.role ?? fm?.role;
-    const channels = a.channels.length ? a.channels : (fm?.subscribe ?? []);
+    const scope = seatScope(a, fm);
+    const { role, channels } = scope;
     const model = a.model ?? fm?.model;
+    // The spawn right of the seat's own credential: the operator's spawn or its agent file (never a helper's).
+    const allowSpawn = helper ? [] : (a.allowSpawn ?? fm?.allowSpawn ?? []);
+    const spawnLimit = allowSpawn.length ? (a.spawnLimit ?? fm?.spawnLimit) : undefined;
     const uid = newLifecycleUid();
     const spec = {
       runtime,
@@ -336,16 +472,23 @@ export class ManagerService {
       caller,
       requestId: a.requestId,
       spec,
+      ...(helper ? { spawnedBy: helper.spawnedBy, ...(helper.spawnerUid ? { spawnerUid: helper.spawnerUid } : {}) } : {}),
+      ...(allowSpawn.length ? { allowSpawn, ...(spawnLimit !== undefined ? { spawnLimit } : {}) } : {}),
     });
     try {
       const files = await prepareSeat(this.nc, this.o, {
         name,
         uid,
+        agent: a.agent,
         role,
         channels,
-        ...(a.noEvents ? { noEvents: true } : {}),
-        allowSubscribe: [...new Set([...channels, ...(fm?.allowSubscribe ?? [])])],
-        allowPublish: [...new Set([...channels, ...(fm?.allowPublish ?? [])])],
+        // A runtime whose transcript the event plane cannot read publishes no plane (docs/runtimes.md).
+        ...(a.noEvents || runtimeNamed(a.agent)?.capabilities.eventPlane === false ? { noEvents: true } : {}),
+        allowSubscribe: scope.allowSubscribe,
+        allowPublish: scope.allowPublish,
+        allowSpawn,
+        spawnLimit,
+        manager: this.o.instance,
       });
       await this.start(seat, files, 0, [], a.prompt, carried?.file);
     } catch (err) {
@@ -359,14 +502,171 @@ export class ManagerService {
     return this.identity(this.seats.get(seat)!);
   }
 
+  /** What the mesh service minted `who` with (its channels, role and spawn right). */
+  private grantOf(who: Principal): Promise<SpawnGrant> {
+    return callControl(this.nc, this.o.space, "grant", this.o.caller ?? SERVICE_PRINCIPALS.cli, { name: principalId(who) });
+  }
+
+  /**
+   * The seat log as it stands now, for a spawner: its own seat (on any manager) and every seat that
+   * answers to it, each holding its name. Read from the log rather than this manager's table, which
+   * knows other managers' seats only as they were at its start.
+   */
+  private async spawnerState(id: string): Promise<{ spawner?: SeatRecord; helpers: SeatRecord[] }> {
+    const all = [...(await this.seatLog.replay()).values()].map(projectSeat).filter((r): r is SeatRecord => !!r && holdsName(r));
+    const spawner = all.find((r) => r.seat === id);
+    return { ...(spawner ? { spawner } : {}), helpers: all.filter((r) => r.spawnedBy === id) };
+  }
+
+  /**
+   * Where a spawner's helpers work and read their agent files: beside it when it is a seat of this
+   * manager, else the manager's folder. A spawner that is another manager's seat spawns there.
+   */
+  private placeOf(id: string, spawner: SeatRecord | undefined): string {
+    if (spawner && spawner.manager !== this.o.instance)
+      throw new SeatRefusedError(
+        "not-your-manager",
+        `${id} is a seat of manager ${spawner.manager ?? "unknown"}: its helpers run there, beside it (so they retire with it); nothing was done here.`,
+        `Call manager ${spawner.manager ?? "<instance>"} (cotal_spawn does, from a managed seat).`,
+      );
+    return spawner?.spec.cwd ?? this.o.folder ?? process.cwd();
+  }
+
+  /** A spawner that is a seat with a persona: its agent file, to compare its helpers' tools with. */
+  private spawnerFile(spawner: SeatRecord | undefined): AgentFrontmatter | undefined {
+    return spawner?.persona ? loadAgentFile(spawner.spec.cwd ?? this.o.folder ?? process.cwd(), spawner.persona).frontmatter : undefined;
+  }
+
+  /**
+   * Admit a helper an agent asks for (docs/manager.md, Helpers), refusing before anything is
+   * claimed: operator-only arguments; a persona its credential does not name (the broker already
+   * refused a credential without the spawn right); its seat limit; a helper wider than it; the
+   * budget gates.
+   */
+  private async admitHelper(
+    a: Args<"spawn">,
+    caller: Principal,
+  ): Promise<{ agent: SeatAgent; cwd: string; fm: AgentFrontmatter; spawnedBy: string; spawnerUid?: string }> {
+    const id = principalId(caller);
+    refuseOperatorOnly(id, a);
+    const grant = await this.grantOf(caller);
+    refuseUngranted(id, grant, a.persona);
+    const { spawner, helpers } = await this.spawnerState(id);
+    const cwd = this.placeOf(id, spawner);
+    refuseOverLimit(
+      id,
+      grant,
+      helpers.map((h) => nameOf(h.seat)),
+    );
+    const fm = loadAgentFile(cwd, a.persona).frontmatter;
+    const agent = helperAgent(a.agent, fm, a.persona);
+    refuseWider(id, a.persona, widerThan({ ...seatScope(a, fm), agent, fm }, grant, this.spawnerFile(spawner)));
+    const refused = await this.runs?.spawnGate(agent !== "echo");
+    if (refused) {
+      this.o.log.warn({ spawner: id, cap: refused.cap, spentUsd: refused.spentUsd }, "helper refused by a budget gate");
+      throw new SeatRefusedError("budget", refused.message, "Wait for the next UTC day, or ask the operator to raise the cap (`cotal budget`, docs/runs.md).");
+    }
+    return { agent, cwd, fm, spawnedBy: id, ...(spawner ? { spawnerUid: spawner.uid } : {}) };
+  }
+
+  /**
+   * The personas a spawner may spawn, as its helpers' folder holds them: each agent file's name,
+   * runtime, role and channels, or why it cannot be spawned (missing, invalid, wider than the
+   * spawner). The operator may spawn any: every agent file of the manager's folder.
+   */
+  private async personas(caller: Principal) {
+    const id = principalId(caller);
+    const grant = isOperator(caller) ? undefined : await this.grantOf(caller);
+    if (grant) refuseWithoutRight(id, grant);
+    const { spawner, helpers } = await this.spawnerState(id);
+    const cwd = this.placeOf(id, spawner);
+    const spawnerFile = grant ? this.spawnerFile(spawner) : undefined;
+    const names = grant?.allowSpawn ?? agentFilesIn(cwd);
+    const hide = (t: string) => (grant ? redactHostPaths(t, { stateDir: this.o.stateDir, cwd }) : t);
+    const personas = names.map((persona): PersonaInfo => {
+      try {
+        const fm = loadAgentFile(cwd, persona).frontmatter;
+        const runtime = fm.runtime ?? DEFAULT_RUNTIME.name;
+        const wider = grant ? widerThan({ ...seatScope({ channels: [] }, fm), agent: runtime as SeatAgent, fm }, grant, spawnerFile) : [];
+        return {
+          persona,
+          name: fm.name,
+          runtime,
+          ...(fm.role ? { role: fm.role } : {}),
+          channels: fm.subscribe,
+          ...(fm.description ? { description: fm.description.slice(0, 1000) } : {}),
+          ...(wider.length ? { problem: `a helper of it would be wider than you: ${wider.join("; ")}` } : {}),
+        };
+      } catch (err) {
+        return { persona, name: persona, runtime: "-", channels: [], problem: hide((err as Error).message) };
+      }
+    });
+    return { instance: this.o.instance, personas, limit: grant ? spawnLimitOf(grant) : (this.o.maxSeats ?? 32), held: helpers.length };
+  }
+
+  /**
+   * Hand a helper over (docs/manager.md, Helpers): its spawner (or the operator) makes another agent
+   * answer for it, who must be allowed to spawn its persona, within that agent's limit and scope;
+   * or, with no `to`, the operator. Either way it no longer retires with its spawner.
+   */
+  private async handover(a: Args<"handover">, caller: Principal) {
+    const seat = `local.${a.name}`;
+    const r = this.ownedSeat(a.name, caller, "handed over");
+    const from = r.spawnedBy;
+    if (!from)
+      throw new SeatRefusedError(
+        "not-a-helper",
+        `${a.name} is not a helper: no agent answers for it (the operator does); nothing changed.`,
+        "Only helpers are handed over (`cotal ps` names who spawned each).",
+      );
+    if (a.to === from)
+      throw new SeatRefusedError(
+        "not-a-handover",
+        `${from} already answers for ${a.name}; nothing changed.`,
+        "Name another agent, or leave `to` out for the operator.",
+      );
+    let toUid: string | undefined;
+    if (a.to) {
+      const grant = await this.grantOf(parsePrincipal(a.to));
+      refuseUngranted(a.to, grant, r.persona);
+      const { spawner, helpers } = await this.spawnerState(a.to);
+      const cwd = this.placeOf(a.to, spawner);
+      refuseOverLimit(
+        a.to,
+        grant,
+        helpers.map((h) => nameOf(h.seat)),
+      );
+      const fm = loadAgentFile(r.spec.cwd ?? cwd, r.persona).frontmatter;
+      refuseWider(
+        a.to,
+        r.persona,
+        widerThan({ ...seatScope({ role: r.role, channels: r.spec.channels }, fm), agent: r.agent, fm }, grant, this.spawnerFile(spawner)),
+      );
+      toUid = spawner?.uid;
+    }
+    await this.append(seat, {
+      type: "handed-over",
+      seat,
+      uid: r.uid,
+      epoch: r.epoch,
+      ts: Date.now(),
+      from,
+      ...(a.to ? { to: a.to } : {}),
+      ...(toUid ? { toUid } : {}),
+    });
+    this.o.log.info({ seat, from, to: a.to ?? "the operator", by: principalId(caller) }, "helper handed over");
+    return { seat, uid: r.uid, from, ...(a.to ? { to: a.to } : {}) };
+  }
+
   /** A `--resume` spawn's claim, taken once (before anything is claimed); refused for echo seats. */
   private takeCarried(a: Args<"spawn">): StagedTranscript | undefined {
     if (a.resume === undefined) return undefined;
-    if (a.agent !== "claude")
+    const adapter = runtimeNamed(a.agent);
+    if (!adapter?.capabilities.carry)
       throw new SeatRefusedError(
         "resume-unavailable",
-        "Only Claude seats resume a carried session; nothing was started.",
-        "Leave out --resume, or spawn a claude seat.",
+        `${adapter ? `${adapter.label} seats cannot resume a carried session (docs/runtimes.md)` : "Only agent CLI seats resume a carried session"}; nothing was started.`,
+        `Leave out --resume, or spawn a ${DEFAULT_RUNTIME.name} seat.`,
       );
     return this.carry.take(a.claim, a.resume);
   }
@@ -380,19 +680,22 @@ export class ManagerService {
         "Spawn echo seats with --runtime process (the default).",
       );
     }
-    if (agent === "claude") {
+    const adapter = runtimeNamed(agent);
+    if (adapter) {
       if (runtime !== "tmux" && runtime !== "pty")
         throw new SeatRefusedError(
           "runtime-unavailable",
-          `Claude seats run in a terminal the manager owns (tmux or pty), not ${runtime}; nothing was started.`,
-          "Use --runtime tmux (the default for claude) or --runtime pty.",
+          `${adapter.label} seats run in a terminal the manager owns (tmux or pty), not ${runtime}; nothing was started.`,
+          `Use --runtime tmux (the default for ${adapter.name}) or --runtime pty.`,
         );
-      if (!this.o.claude)
+      const host = this.hosts.get(adapter.name);
+      if (!host)
         throw new SeatRefusedError(
           "agent-unavailable",
-          `Manager ${this.o.instance} cannot start Claude seats (no claude executable or plugin tree configured); nothing was started.`,
-          "Install @anthropic-ai/claude-code where the manager runs (or set COTAL_CLAUDE_BIN), then restart the manager.",
+          `Manager ${this.o.instance} cannot start ${adapter.label} seats (no ${adapter.command} executable or plugin tree configured); nothing was started.`,
+          adapter.installHint,
         );
+      refuseWithoutAuth(this.o.instance, adapter, host, "seat");
       if (runtime === "tmux") await TmuxServer.check();
       else await checkScript();
     }
@@ -412,6 +715,10 @@ export class ManagerService {
       caller: Principal;
       requestId?: string | undefined;
       spec: SeatRecord["spec"];
+      spawnedBy?: string;
+      spawnerUid?: string;
+      allowSpawn?: string[];
+      spawnLimit?: number;
     },
   ) {
     for (let n = 1; n <= 99; n++) {
@@ -438,11 +745,19 @@ export class ManagerService {
           ...(r.spec.restarts !== undefined ? { restarts: r.spec.restarts } : {}),
           ...(r.spec.windowMs !== undefined ? { windowMs: r.spec.windowMs } : {}),
           ...(r.spec.carried ? { carried: r.spec.carried } : {}),
+          ...(r.spawnedBy ? { spawnedBy: r.spawnedBy } : {}),
+          ...(r.spawnerUid ? { spawnerUid: r.spawnerUid } : {}),
+          ...(r.allowSpawn ? { allowSpawn: r.allowSpawn } : {}),
+          ...(r.spawnLimit !== undefined ? { spawnLimit: r.spawnLimit } : {}),
         });
-        return { name, seat };
+        // Each manager writes its own subject, so the broker cannot refuse a second claim: the log's
+        // order decides (projectSeat), the first claim of a free name wins. Read back who won.
+        const h = await this.seatLog.history(parsePrincipal(seat));
+        if (h && this.learn(h)?.uid === r.uid) return { name, seat };
+        this.o.log.info({ seat }, "another manager claimed the name first; trying the next");
       } catch (err) {
         if (!(err instanceof StaleSeatLogError)) throw err;
-        await this.refresh(seat); // another manager wrote it: learn what, then try the next number
+        await this.refresh(seat); // another process of this instance wrote it: learn what, then try the next number
       }
     }
     throw new SeatRefusedError(
@@ -453,25 +768,37 @@ export class ManagerService {
   }
 
   private async refresh(seat: string): Promise<void> {
-    const h = (await this.seatLog.replay()).get(seat);
-    const r = h && projectSeat(h);
-    if (r) this.seats.set(seat, r);
+    const h = await this.seatLog.history(parsePrincipal(seat));
+    if (h) this.learn(h);
   }
 
   private async start(seat: string, files: SeatFiles, epoch: number, restartsAt: number[], prompt?: string, carriedFile?: string): Promise<void> {
     const r = this.seats.get(seat)!;
-    if (r.agent === "claude" && this.o.claude) {
+    const adapter = runtimeNamed(r.agent);
+    const host = adapter ? this.hosts.get(adapter.name) : undefined;
+    if (adapter && host) {
       const cwd = r.spec.cwd ?? process.cwd();
       const agentFile = r.persona ? loadAgentFile(cwd, r.persona) : undefined;
       const runtime = r.spec.runtime === "pty" ? "pty" : "tmux";
-      const { proc, terminal, permissionMode } = await startClaudeSeat(this.o.claude, runtime === "pty" ? { pty: true } : { tmux: this.tmux }, files, {
+      const term = runtime === "pty" ? ({ pty: true } as const) : { tmux: this.tmux };
+      const request = {
         name: nameOf(seat),
         space: this.o.space,
         cwd,
         model: r.spec.model,
-        agentFile,
         resume: r.spec.carried ? { ...r.spec.carried, file: carriedFile } : undefined,
-      });
+      };
+      const fm = agentFile?.frontmatter;
+      const { proc, terminal, permissionMode } =
+        adapter === DEFAULT_RUNTIME && this.o.claude
+          ? await startClaudeSeat(this.o.claude, term, files, { ...request, agentFile })
+          : await startRuntimeSeat(adapter, host, term, files, {
+              ...request,
+              persona: agentFile?.persona,
+              agent: fm?.agent,
+              allowedTools: fm?.allowedTools ?? [],
+              launchOptions: fm?.launchOptions ?? {},
+            });
       await this.append(seat, {
         type: "launched",
         seat,
@@ -485,7 +812,7 @@ export class ManagerService {
       });
       const l: Live = { proc, files, stopping: false, restartsAt, terminal };
       this.watch(seat, l);
-      void this.untilReady(seat, l, prompt);
+      void this.untilReady(seat, l, adapter, prompt);
       return;
     }
     const proc = launchSeat(this.o, r.agent, files);
@@ -506,10 +833,16 @@ export class ManagerService {
    * An interactive seat must reach its input screen unattended: on a screen it does not expect
    * it is failed and retired, naming the screen. Once ready, the spawn's prompt is typed in.
    */
-  private async untilReady(seat: string, l: Live, prompt?: string): Promise<void> {
+  private async untilReady(seat: string, l: Live, adapter: RuntimeAdapter, prompt?: string): Promise<void> {
     try {
-      await awaitInputScreen(l.terminal!, l.proc, this.o.claude?.screenTimeoutMs, (screen) => (l.lastScreen = screen));
-      if (prompt && !this.stopped) await l.terminal!.type(prompt);
+      await awaitInputScreen(
+        l.terminal!,
+        l.proc,
+        this.o.claude?.screenTimeoutMs ?? adapter.screenTimeoutMs,
+        (screen) => (l.lastScreen = screen),
+        adapter.classifyScreen,
+      );
+      if (prompt && !this.stopped) await l.terminal!.type(prompt, adapter.submitDelayMs);
     } catch (err) {
       if (this.stopped || this.live.get(seat) !== l || l.stopping) return;
       const why = err instanceof UnexpectedScreenError ? err.message : `its screen could not be read: ${(err as Error).message}`;
@@ -546,7 +879,7 @@ export class ManagerService {
     const windowMs = r.spec.windowMs ?? this.o.windowMs ?? 60_000;
     const recent = [...l.restartsAt.filter((t) => Date.now() - t < windowMs), Date.now()];
     const joined = r.state === "joined" || l.joinedEpoch !== undefined;
-    const screen = r.runtime === "tmux" && output ? classifyScreen(output) : undefined;
+    const screen = r.runtime === "tmux" && output ? this.adapterOf(r).classifyScreen(output) : undefined;
     let reason: string | undefined;
     if (!joined)
       reason =
@@ -569,34 +902,85 @@ export class ManagerService {
     let screen = (await l.terminal.screen(100)).trimEnd();
     await l.terminal.close();
     // An exiting TUI may leave a blank screen (it restores the main one): then what it showed last.
+    const { classifyScreen } = this.adapterOf(r);
     if (classifyScreen(screen).kind !== "blocked" && l.lastScreen && classifyScreen(l.lastScreen).kind === "blocked") screen = l.lastScreen.trimEnd();
     return screen.split("\n").slice(-30).join("\n");
   }
 
+  /** Retire a seat's incarnation (its credential revoked, its folder removed), then its helpers with it. */
   private async retire(seat: string, reason: string): Promise<number> {
     const r = this.seats.get(seat)!;
     try {
       return await retireSeatFiles(this.nc, this.o, nameOf(seat));
     } finally {
       await this.append(seat, { type: "retired", seat, uid: r.uid, epoch: r.epoch, ts: Date.now(), reason });
+      if (!this.rebuilding) await this.retireHelpersOf(seat, r.uid);
     }
   }
 
-  private async stopSeat(name: string, caller: Principal) {
-    const seat = `local.${name}`;
-    const r = this.seats.get(seat);
+  /**
+   * A spawner retired takes its helpers with it (docs/manager.md, Helpers): every seat of this
+   * manager that answers to it (to that incarnation, when it is a seat here) and was not handed over.
+   */
+  private async retireHelpersOf(spawner: string, uid: string): Promise<void> {
+    for (const h of [...this.seats.values()]) {
+      if (h.manager !== this.o.instance || !holdsName(h) || h.spawnedBy !== spawner) continue;
+      if (h.spawnerUid !== undefined && h.spawnerUid !== uid) continue;
+      await this.stopAndRetire(h.seat, h, `retired with its spawner ${spawner}`).catch((err: unknown) =>
+        this.o.log.error({ err, seat: h.seat, spawner }, "retiring a helper with its spawner failed"),
+      );
+    }
+  }
+
+  /**
+   * After a restart: a helper whose spawner, a seat of this manager, was retired (or replaced by a new
+   * incarnation) while its retirement was under way goes now.
+   */
+  private async retireOrphans(): Promise<void> {
+    for (const h of [...this.seats.values()]) {
+      if (h.manager !== this.o.instance || !holdsName(h) || !h.spawnedBy || h.spawnerUid === undefined) continue;
+      const s = this.seats.get(h.spawnedBy);
+      if (s && s.uid === h.spawnerUid && holdsName(s)) continue;
+      await this.stopAndRetire(h.seat, h, `retired with its spawner ${h.spawnedBy}`).catch((err: unknown) =>
+        this.o.log.error({ err, seat: h.seat }, "retiring a helper whose spawner is gone failed"),
+      );
+    }
+  }
+
+  /**
+   * The seat `name` of this manager that `caller` may change: the operator's any, an agent's only a
+   * helper that answers to it. Refused otherwise, naming why (and where it runs, when elsewhere).
+   */
+  private ownedSeat(name: string, caller: Principal, what: string): SeatRecord {
+    const r = this.seats.get(`local.${name}`);
     if (!r || !holdsName(r))
       throw new SeatRefusedError(
         "no-such-seat",
-        `No seat named ${name} runs on manager ${this.o.instance}; nothing was stopped.`,
+        `No seat named ${name} runs on manager ${this.o.instance}; nothing was ${what}.`,
         "See `cotal ps` for the seats and the manager each runs on.",
+      );
+    if (!isOperator(caller) && r.spawnedBy !== principalId(caller))
+      throw new SeatRefusedError(
+        "not-your-helper",
+        `${name} does not answer to ${principalId(caller)}: an agent may change only the helpers it spawned (or was handed); nothing was ${what}.`,
+        "Ask its spawner, or the operator (`cotal stop`).",
       );
     if (r.manager !== this.o.instance)
       throw new SeatRefusedError(
         "not-mine",
-        `Seat ${name} runs on manager ${r.manager ?? "unknown"}, not ${this.o.instance}; nothing was stopped.`,
+        `Seat ${name} runs on manager ${r.manager ?? "unknown"}, not ${this.o.instance}; nothing was ${what}.`,
         `Call it there: \`cotal stop --name ${name} --on ${r.manager ?? "<instance>"}\`.`,
       );
+    return r;
+  }
+
+  private async stopSeat(name: string, caller: Principal) {
+    const r = this.ownedSeat(name, caller, "stopped");
+    return this.stopAndRetire(r.seat, r, `stopped by ${caller.owner}.${caller.actor}`);
+  }
+
+  /** Stop a seat's process if it runs, and retire its incarnation (its helpers with it). */
+  private async stopAndRetire(seat: string, r: SeatRecord, reason: string) {
     const l = this.live.get(seat);
     let stopped = false;
     if (l) {
@@ -606,7 +990,7 @@ export class ManagerService {
       stopped = true;
       await this.append(seat, { type: "exited", seat, uid: r.uid, epoch: r.epoch, ts: Date.now(), code: exit.code, signal: exit.signal });
     }
-    const revoked = await this.retire(seat, `stopped by ${caller.owner}.${caller.actor}`);
+    const revoked = await this.retire(seat, reason);
     return { seat, uid: r.uid, stopped, revoked };
   }
 
@@ -647,8 +1031,8 @@ export class ManagerService {
    * Wake an idle Claude seat that holds mail its attention lets through: type a short prompt into
    * its terminal, so the next turn's hook hands the mail over (the channel push is not available
    * to count on). Never into a seat that is working, waiting (approval or input), has a person
-   * attached, or whose screen is not its empty input screen; at most once per WAKE_EVERY_MS
-   * unless it worked in between.
+   * attached, or whose screen is not its empty input screen; at most once per WAKE_EVERY_MS (or
+   * the runtime's longer `rewakeAfterMs`) unless it worked in between.
    */
   private async maybeWake(seat: string, r: SeatRecord, l: Live, p: SeatPresence): Promise<void> {
     if (!l.terminal) return;
@@ -657,18 +1041,42 @@ export class ManagerService {
       return;
     }
     if (p.status !== "idle" || !(typeof p.unread === "number" && p.unread > 0) || p.attention === "dnd") return;
-    if (l.wokenAt !== undefined && Date.now() - l.wokenAt < WAKE_EVERY_MS) return;
+    const adapter = this.adapterOf(r);
+    if (!wakeDue(l.wokenAt, Date.now(), adapter)) return;
     if (l.waking) return;
     l.waking = true;
     try {
       if (await l.terminal.attached()) return;
-      if (classifyScreen(await l.terminal.screen()).kind !== "ready") return;
-      await l.terminal.type(WAKE_PROMPT);
+      if (adapter.classifyScreen(await l.terminal.screen()).kind !== "ready") return;
+      await l.terminal.type(adapter.wakePrompt, adapter.submitDelayMs);
       l.wokenAt = Date.now();
       this.o.log.info({ seat, unread: p.unread }, "woke an idle seat holding mail (typed into its terminal)");
     } finally {
       l.waking = false;
     }
+  }
+
+  /**
+   * A seat that is working reads its screen at most every 10 s: a model call refused for its
+   * credentials shows there as `auth` in ps long before Claude gives up and its StopFailure hook
+   * sets the condition. Cleared once it works or idles again.
+   */
+  private async checkAuthOnScreen(seat: string, l: Live): Promise<void> {
+    if (!l.terminal || l.lastPresence?.status !== "working") {
+      l.authOnScreen = undefined;
+      return;
+    }
+    if (l.screenCheckedAt !== undefined && Date.now() - l.screenCheckedAt < 10_000) return;
+    l.screenCheckedAt = Date.now();
+    const r = this.seats.get(seat);
+    const seen = r ? this.adapterOf(r).authFailureOnScreen(await l.terminal.screen()) : undefined;
+    if (seen && !l.authOnScreen) this.o.log.warn({ seat, screen: seen }, "a seat's model calls are refused for its credentials");
+    l.authOnScreen = seen;
+  }
+
+  /** The runtime adapter of a seat's agent (an agent CLI seat; the default runtime's for anything else). */
+  private adapterOf(r: Pick<SeatRecord, "agent">): RuntimeAdapter {
+    return runtimeNamed(r.agent) ?? DEFAULT_RUNTIME;
   }
 
   private identity(r: SeatRecord) {
@@ -680,7 +1088,25 @@ export class ManagerService {
     return r.state;
   }
 
-  private view(all: boolean): SeatView[] {
+  /**
+   * The seats `ps` answers. How a person opens a seat's terminal is not in it: `cotal attach` builds
+   * that on the manager's host from its own state (attach.ts), and a reply is readable by observers.
+   * For anyone but the operator, the text a seat's failure carries (its reason, its last output, its
+   * condition's message) names this host's paths by what they are (host-paths.ts), as a run's error does.
+   */
+  private view(all: boolean, caller: Principal): SeatView[] {
+    const seats = this.allViews(all);
+    if (isOperator(caller)) return seats;
+    const hide = (text: string) => redactHostPaths(text, { stateDir: this.o.stateDir, cwd: process.cwd() });
+    return seats.map((v) => ({
+      ...v,
+      ...(v.reason ? { reason: hide(v.reason) } : {}),
+      ...(v.exit?.output ? { exit: { ...v.exit, output: hide(v.exit.output) } } : {}),
+      ...(v.presence?.message ? { presence: { ...v.presence, message: hide(v.presence.message) } } : {}),
+    }));
+  }
+
+  private allViews(all: boolean): SeatView[] {
     return [...this.seats.values()]
       .filter((r) => r.manager === this.o.instance && (all || holdsName(r)))
       .map((r) => ({
@@ -694,16 +1120,41 @@ export class ManagerService {
         ...(r.role ? { role: r.role } : {}),
         ...(r.runtime ? { runtime: r.runtime as SeatView["runtime"] } : {}),
         ...(r.permissionMode ? { permissionMode: r.permissionMode } : {}),
-        ...(this.live.get(r.seat)?.terminal ? { attach: this.live.get(r.seat)!.terminal!.attachCommand() } : {}),
+        ...presenceOf(this.live.get(r.seat)),
         ...(this.live.get(r.seat)?.wokenAt !== undefined ? { lastWakeAt: this.live.get(r.seat)!.wokenAt! } : {}),
         ...(r.pid !== undefined ? { pid: r.pid } : {}),
         ...(r.exit ? { exit: r.exit } : {}),
         ...(r.reason ? { reason: r.reason } : {}),
         ...(r.spec.carried ? { carried: r.spec.carried } : {}),
+        ...(r.spawnedBy ? { spawnedBy: r.spawnedBy } : {}),
+        ...(r.handedOverBy ? { handedOverBy: r.handedOverBy } : {}),
         requestedAt: r.requestedAt,
         since: r.since,
         restarts: this.live.get(r.seat)?.restartsAt.length ?? 0,
       }));
+  }
+}
+
+/** What ps shows of a running seat's presence: its status and its condition while one is set (e.g. `auth`: its model calls fail). */
+function presenceOf(l: Live | undefined): Pick<SeatView, "presence"> {
+  const p = l?.lastPresence;
+  if (!p?.status) return {};
+  if (l?.authOnScreen) return { presence: { status: p.status, condition: "auth", message: l.authOnScreen } };
+  const code = typeof p.condition?.code === "string" ? p.condition.code : undefined;
+  const message = code && typeof p.condition?.message === "string" ? p.condition.message.slice(0, 200) : undefined;
+  const activeAt = typeof p.activeAt === "number" && Number.isInteger(p.activeAt) ? p.activeAt : undefined;
+  return { presence: { status: p.status, ...(code ? { condition: code } : {}), ...(message ? { message } : {}), ...(activeAt ? { activeAt } : {}) } };
+}
+
+/** The agent files (`.cotal/agents/*.md`) of a folder, by persona name. */
+function agentFilesIn(cwd: string): string[] {
+  try {
+    return readdirSync(join(cwd, ".cotal", "agents"))
+      .filter((f) => f.endsWith(".md"))
+      .map((f) => f.slice(0, -3))
+      .sort();
+  } catch {
+    return [];
   }
 }
 

@@ -89,19 +89,15 @@ export class PtySeat implements SeatTerminal {
   }
 
   /** Type `text`, then Enter (a separate write: a TUI reads a pasted Enter as a newline). */
-  async type(text: string): Promise<void> {
+  async type(text: string, submitDelayMs = 50): Promise<void> {
     this.child.stdin!.write(text);
-    await sleep(50);
+    await sleep(submitDelayMs);
     this.child.stdin!.write("\r");
   }
 
   /** Whether someone has the seat's terminal open (`cotal attach`). */
   async attached(): Promise<boolean> {
     return this.clients.size > 0;
-  }
-
-  attachCommand(): string[] {
-    return ["pty", this.socketPath];
   }
 
   async close(): Promise<void> {

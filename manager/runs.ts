@@ -6,18 +6,31 @@ import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { SERVICE_PRINCIPALS, type Logger } from "../broker/index.js";
 import { loadAgentFile, type AgentFile } from "../claude/index.js";
-import { COST_BASIS, type BudgetReply, type Principal, type RunReply, type RunResult, type TableParsedArgs, type MANAGER_COMMANDS } from "../schemas/index.js";
+import {
+  COST_BASIS,
+  MAX_RUN_COST_USD,
+  type BudgetRefusal,
+  type BudgetReply,
+  type Principal,
+  type RunReply,
+  type RunResult,
+  type TableParsedArgs,
+  type MANAGER_COMMANDS,
+} from "../schemas/index.js";
 import { checkGates, capsFromEnv, gauge, headroom, medianRunCost, utcDay, type BudgetCaps, type RunRecord } from "./budget.js";
 import type { ClaudeSeatOptions } from "./claude-seat.js";
+import type { RuntimeAdapter, RuntimeHost } from "../runtime/index.js";
+import { DEFAULT_RUNTIME, hostsOf, refuseWithoutAuth, runtimeNamed } from "./runtimes.js";
 import { SeatRefusedError } from "./errors.js";
 import { newLifecycleUid } from "./lifecycle-uid.js";
 import { executeRun } from "./run.js";
+import { redactHostPaths } from "./host-paths.js";
 import { SeatLog } from "./seat-log.js";
 
 type RunArgs = TableParsedArgs<typeof MANAGER_COMMANDS, "run">;
 type BudgetArgs = TableParsedArgs<typeof MANAGER_COMMANDS, "budget">;
 
-/** The seat-log owner token under which runs are recorded: `cotal.<space>.seat.cotal_run.<runId>`. */
+/** The seat-log owner token under which runs are recorded: `cotal.<space>.seat.cotal_run.<runId>.<writer>`. */
 export const RUN_OWNER = "cotal_run";
 
 export interface RunServiceOptions {
@@ -26,10 +39,14 @@ export interface RunServiceOptions {
   stateDir: string;
   /** The connection JetStream requests go over. */
   jsConnection: NatsConnection;
-  /** What runs start (absent: runs are refused, saying why). */
+  /** What Claude runs start (absent: Claude runs are refused, saying why). */
   claude?: ClaudeSeatOptions | undefined;
+  /** The other runtimes this manager can start, by name (manager/runtimes.ts). */
+  runtimes?: Readonly<Record<string, RuntimeHost>> | undefined;
   /** The caps (default: COTAL_DAILY_BUDGET_USD / COTAL_TASK_BUDGET_USD from the manager's environment). */
   budget?: BudgetCaps | undefined;
+  /** The manager's own principal, which writes its run records (default: the operator's). */
+  caller?: Principal | undefined;
   /** Runs at once on this manager, over every request (default 8); more wait for a free slot. */
   maxRuns?: number | undefined;
   log: Logger;
@@ -37,7 +54,9 @@ export interface RunServiceOptions {
 
 /** One run of a batch: the persona to run and what every run of the batch shares. */
 interface RunJob {
-  claude: ClaudeSeatOptions;
+  /** The persona's runtime and where its CLI is on this host. */
+  adapter: RuntimeAdapter;
+  host: RuntimeHost;
   a: RunArgs;
   persona: string;
   file: AgentFile;
@@ -69,7 +88,7 @@ export class RunService {
   }
 
   static async open(o: RunServiceOptions): Promise<RunService> {
-    return new RunService(o, await SeatLog.open(o.jsConnection, o.space, o.log));
+    return new RunService(o, await SeatLog.open(o.jsConnection, o.space, o.log, o.caller ?? SERVICE_PRINCIPALS.cli));
   }
 
   /** Refuse new runs (runs in flight end at their timeout at the latest, their process groups with them). */
@@ -77,11 +96,24 @@ export class RunService {
     this.stopped = true;
   }
 
-  /** Every run the seat log holds (the stream's retention bounds it). */
+  /**
+   * Every run the seat log holds (the stream's retention bounds it), each written by the manager
+   * it names (its subject proves it: SeatLog skips the rest), at most MAX_RUN_COST_USD and not
+   * dated in the future.
+   */
   async records(): Promise<RunRecord[]> {
     const out: RunRecord[] = [];
     for await (const { event } of this.seatLog.events(RUN_OWNER)) if (event.type === "run") out.push(event);
     return out;
+  }
+
+  /**
+   * The estimate of one run: the median of this manager's own recent runs. Spending is added up
+   * over every manager's runs, but the estimate is not: a manager could record runs of its own at
+   * no cost and drag a shared median to 0, letting a fan-out pass a cap it should fail.
+   */
+  private median(runs: readonly RunRecord[]): number {
+    return medianRunCost(runs.filter((r) => r.manager === this.o.instance));
   }
 
   async budget(a: BudgetArgs): Promise<BudgetReply> {
@@ -93,9 +125,19 @@ export class RunService {
       day: utcDay(now),
       daily: gauge(runs, "daily", this.caps.dailyUsd, { now }),
       tasks: tasks.map((task) => gauge(runs, "task", this.caps.taskUsd, { now, task })),
-      medianRunUsd: medianRunCost(runs),
+      medianRunUsd: this.median(runs),
       costBasis: COST_BASIS,
     };
+  }
+
+  /**
+   * The budget gate a helper's spawn passes (docs/manager.md, Helpers): refused once a cap is
+   * reached, or when one run's estimate (the median of this manager's runs; none for a helper that
+   * runs no model) would pass it. Undefined: it may start.
+   */
+  async spawnGate(runsModel: boolean): Promise<BudgetRefusal | undefined> {
+    const runs = await this.records();
+    return checkGates(runs, this.caps, { now: Date.now(), estimateUsd: runsModel ? this.median(runs) : 0, reserved: this.reserved(undefined) });
   }
 
   async run(a: RunArgs, caller: Principal): Promise<RunReply> {
@@ -105,14 +147,6 @@ export class RunService {
         `Manager ${this.o.instance} is stopping; nothing was started.`,
         "Run it on another manager, or again once this one is back.",
       );
-    const claude = this.o.claude;
-    if (!claude) {
-      throw new SeatRefusedError(
-        "agent-unavailable",
-        `Manager ${this.o.instance} cannot start Claude (no claude executable or connector bundle configured); nothing was started.`,
-        "Install @anthropic-ai/claude-code where the manager runs (or set COTAL_CLAUDE_BIN), then restart the manager.",
-      );
-    }
     if (a.cwd !== undefined && !isOperator(caller)) {
       throw new SeatRefusedError(
         "cwd-not-allowed",
@@ -123,10 +157,12 @@ export class RunService {
     const cwd = a.cwd ?? process.cwd();
     // Agent files are read before the gate: a missing or invalid one refuses the request, unexecuted.
     const files = new Map<string, AgentFile>(a.personas.map((p) => [p, loadAgentFile(cwd, p)]));
+    // Each persona's runtime must be startable here, or nothing of the batch starts.
+    const runtimes = new Map(a.personas.map((p) => [p, this.runtimeFor(files.get(p)!)]));
     const jobs = a.personas.flatMap((persona) => Array.from({ length: a.parallel }, () => persona));
 
     const runs = await this.records();
-    const median = medianRunCost(runs);
+    const median = this.median(runs);
     const estimateUsd = median * jobs.length;
     const refused = checkGates(runs, this.caps, { now: Date.now(), task: a.task, estimateUsd, reserved: this.reserved(a.task) });
     if (refused) {
@@ -143,10 +179,18 @@ export class RunService {
     let next = 0;
     const worker = async (): Promise<void> => {
       for (let i = next++; i < jobs.length; i = next++)
-        results[i] = await this.one({ claude, a, persona: jobs[i]!, file: files.get(jobs[i]!)!, cwd, caller, median });
+        results[i] = await this.one({ ...runtimes.get(jobs[i]!)!, a, persona: jobs[i]!, file: files.get(jobs[i]!)!, cwd, caller, median });
     };
     await Promise.all(Array.from({ length: Math.min(a.maxParallel, jobs.length) }, worker));
-    return { instance: this.o.instance, estimateUsd, results };
+    // Only the operator (on this host) sees this host's paths in a run's error.
+    const shown = isOperator(caller)
+      ? results
+      : results.map((r) => (r.error ? { ...r, error: { ...r.error, message: this.redact(r.error.message, cwd) } } : r));
+    return { instance: this.o.instance, estimateUsd, results: shown };
+  }
+
+  private redact(message: string, cwd: string): string {
+    return redactHostPaths(message, { stateDir: this.o.stateDir, cwd });
   }
 
   private async slot(): Promise<() => void> {
@@ -170,7 +214,23 @@ export class RunService {
     }
   }
 
-  private async gatedRun({ claude, a, persona, file, cwd, caller, median }: RunJob): Promise<RunResult> {
+  /** The adapter and host a persona runs with, refused (nothing started) when this manager cannot start its runtime or it has no credentials. */
+  private runtimeFor(file: AgentFile): { adapter: RuntimeAdapter; host: RuntimeHost } {
+    const adapter = file.frontmatter.runtime ? runtimeNamed(file.frontmatter.runtime) : DEFAULT_RUNTIME;
+    const host = adapter ? hostsOf(this.o).get(adapter.name) : undefined;
+    if (!adapter || !host) {
+      const label = adapter?.label ?? file.frontmatter.runtime;
+      throw new SeatRefusedError(
+        "agent-unavailable",
+        `Manager ${this.o.instance} cannot start ${label} (no executable or connector bundle configured); nothing was started.`,
+        adapter?.installHint ?? "Name a runtime of docs/runtimes.md in the agent file.",
+      );
+    }
+    refuseWithoutAuth(this.o.instance, adapter, host, "run");
+    return { adapter, host };
+  }
+
+  private async gatedRun({ adapter, host, a, persona, file, cwd, caller, median }: RunJob): Promise<RunResult> {
     const { model, modelSource } = modelOf(a.model, file);
     const runs = await this.records();
     const reserved = this.reserved(a.task);
@@ -181,7 +241,8 @@ export class RunService {
     this.inFlight.set(runId, { estimateUsd: median, task: a.task });
     try {
       const result = await executeRun(
-        claude,
+        adapter,
+        host,
         {
           runId,
           space: this.o.space,
@@ -228,7 +289,8 @@ export class RunService {
           ts: Date.now(),
           manager: this.o.instance,
           status: r.status,
-          costUsd: r.costUsd,
+          // A cost past the bound would make the record invalid (and the run uncounted): counted at the bound instead.
+          costUsd: Math.min(r.costUsd, MAX_RUN_COST_USD),
           costBasis: r.costBasis,
           latencyMs: r.latencyMs,
           modelSource: r.modelSource,

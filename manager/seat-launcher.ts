@@ -1,10 +1,11 @@
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { requestCredential, requestRevoke, writeSecret } from "../broker/index.js";
+import { requestRevoke } from "../broker/index.js";
 import type { Principal, SeatAgent } from "../schemas/index.js";
 import { newControlToken, writeLaunchMaterial } from "./launch-material-file.js";
 import { startSeatProcess, type SeatProcess } from "./process-runtime.js";
+import { mintSeatCredential } from "./seat-credential.js";
 
 /** What the launcher needs from the manager that runs it. */
 export interface LauncherOptions {
@@ -17,6 +18,8 @@ export interface LauncherOptions {
   mints: boolean;
   /** Who the manager calls the mesh service as (its credential's principal; default the operator's tool). */
   caller?: Principal;
+  /** How long a seat's credential lives before the manager mints it again (default 30 days; seat-credential.ts). */
+  seatCredsLifetimeMs?: number;
   /** The command line that runs `agent` with COTAL_LAUNCH_MATERIAL (the CLI's hidden `cotal agent <agent>`). */
   agentCommand: (agent: SeatAgent) => string[];
   /** The environment a seat starts with (the CLI's allow-list), plus what is added here. */
@@ -43,26 +46,39 @@ export function seatDir(stateDir: string, name: string): string {
 export async function prepareSeat(
   nc: NatsConnection,
   o: LauncherOptions,
-  seat: { name: string; uid: string; role?: string | undefined; channels: string[]; allowSubscribe: string[]; allowPublish: string[]; noEvents?: boolean },
+  seat: {
+    name: string;
+    uid: string;
+    /** The agent the seat runs (its card's `runtime`, and which session file its event plane reads). */
+    agent: SeatAgent;
+    role?: string | undefined;
+    channels: string[];
+    allowSubscribe: string[];
+    allowPublish: string[];
+    noEvents?: boolean;
+    /** Personas its credential may spawn helpers of (the operator's spawn only; docs/manager.md, Helpers). */
+    allowSpawn?: string[] | undefined;
+    spawnLimit?: number | undefined;
+    /** The manager instance that runs it (launch material `manager`: where its helpers are spawned). */
+    manager?: string | undefined;
+  },
 ): Promise<SeatFiles> {
   const dir = seatDir(o.stateDir, seat.name);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const files: SeatFiles = { dir, material: join(dir, "launch.json"), log: join(dir, "seat.log") };
   if (o.mints) {
-    const { creds } = await requestCredential(
-      nc,
-      o.space,
-      {
-        name: seat.name,
-        profile: "agent",
-        allowSubscribe: seat.allowSubscribe,
-        allowPublish: seat.allowPublish,
-        ...(seat.role ? { role: seat.role } : {}),
-      },
-      o.caller,
-    );
     files.creds = join(dir, `${seat.uid}.creds`);
-    writeSecret(files.creds, creds);
+    await mintSeatCredential(nc, { space: o.space, caller: o.caller, lifetimeMs: o.seatCredsLifetimeMs }, files.creds, {
+      name: seat.name,
+      profile: "agent",
+      allowSubscribe: seat.allowSubscribe,
+      allowPublish: seat.allowPublish,
+      ...(seat.role ? { role: seat.role } : {}),
+      // A seat writes its own event plane (docs/events.md), unless spawned with --no-events.
+      events: !seat.noEvents,
+      allowSpawn: seat.allowSpawn ?? [],
+      ...(seat.spawnLimit !== undefined ? { spawnLimit: seat.spawnLimit } : {}),
+    });
   }
   writeLaunchMaterial(files.material, {
     server: o.server,
@@ -73,7 +89,9 @@ export async function prepareSeat(
     ...(files.creds ? { creds: files.creds } : {}),
     uid: seat.uid,
     controlToken: newControlToken(),
+    runtime: seat.agent,
     ...(seat.noEvents ? { noEvents: true } : {}),
+    ...(seat.manager ? { manager: seat.manager } : {}),
   });
   return files;
 }

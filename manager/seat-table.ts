@@ -1,5 +1,5 @@
 import type { SeatAgent, SeatEvent } from "../schemas/index.js";
-import type { SeatHistory } from "./seat-log.js";
+import type { SeatEntry, SeatHistory } from "./seat-log.js";
 
 /** Where a seat's incarnation stands, as its log says. */
 export type SeatState = "requested" | "launched" | "joined" | "exited" | "fenced" | "retired";
@@ -14,7 +14,15 @@ export interface SeatRecord {
   role?: string;
   persona?: string;
   manager?: string;
+  /** Who wrote the incarnation's `requested` (a principal id, proven by the record's subject): only its records count. */
+  writer?: string;
   requestId?: string;
+  /** A helper: the agent that answers for it (its spawner, or whom it was handed over to); its retirement retires this seat. */
+  spawnedBy?: string;
+  /** That agent's seat incarnation, when it is a seat of the same manager. */
+  spawnerUid?: string;
+  /** The spawner that handed it over, once it was. */
+  handedOverBy?: string;
   /** Asked for at spawn: what a restart or a re-adoption needs again. */
   spec: {
     runtime?: string;
@@ -35,15 +43,33 @@ export interface SeatRecord {
   requestedAt: number;
   /** When it entered `state`, Unix ms. */
   since: number;
-  /** The stream sequence of its last event: what the next append must expect. */
+  /** The stream sequence of its writer's last record on the seat: what that writer's next append must expect. */
   lastSeq: number;
 }
 
-/** Fold one seat's history into its record (undefined before any `requested`). */
+/**
+ * Fold one seat's history into its record (undefined before any `requested`). Only the seat's
+ * owner writes its incarnation: a `requested` counts while the name is free (or from the owner
+ * itself), and every other record counts only from the writer and manager that claimed the
+ * incarnation. So a manager cannot retire, fence or rewrite another's seat, and of two managers
+ * claiming a free name at once the first record in the log wins, for every reader alike.
+ */
 export function projectSeat(h: SeatHistory): SeatRecord | undefined {
   let r: SeatRecord | undefined;
-  for (const e of h.events) r = applyEvent(r, e);
-  return r && { ...r, lastSeq: h.lastSeq };
+  for (const entry of h.entries) r = applyEntry(r, entry);
+  return r && { ...r, lastSeq: h.lastSeqBy.get(r.writer ?? "") ?? 0 };
+}
+
+/** Whether `entry` was written by the owner of incarnation `r` (its writer and its manager). */
+export function ownedBy(r: SeatRecord, entry: SeatEntry): boolean {
+  return r.writer === entry.writer && r.manager === entry.event.manager;
+}
+
+/** The record after one proven entry, by the ownership rule of projectSeat. */
+export function applyEntry(r: SeatRecord | undefined, entry: SeatEntry): SeatRecord | undefined {
+  if (r && !ownedBy(r, entry) && (entry.event.type !== "requested" || holdsName(r))) return r;
+  const next = applyEvent(r, entry.event);
+  return entry.event.type === "requested" && next ? { ...next, writer: entry.writer } : next;
 }
 
 /** The record after `e`. A `requested` starts a new incarnation; events of an older uid are ignored. */
@@ -59,6 +85,8 @@ export function applyEvent(r: SeatRecord | undefined, e: SeatEvent): SeatRecord 
       ...(e.persona ? { persona: e.persona } : {}),
       ...(e.manager ? { manager: e.manager } : {}),
       ...(e.requestId ? { requestId: e.requestId } : {}),
+      ...(e.spawnedBy ? { spawnedBy: e.spawnedBy } : {}),
+      ...(e.spawnerUid ? { spawnerUid: e.spawnerUid } : {}),
       spec: {
         ...(e.runtime ? { runtime: e.runtime } : {}),
         ...(e.cwd ? { cwd: e.cwd } : {}),
@@ -74,6 +102,11 @@ export function applyEvent(r: SeatRecord | undefined, e: SeatEvent): SeatRecord 
     };
   }
   if (!r || r.uid !== e.uid) return r;
+  if (e.type === "handed-over") {
+    // Who answers for it changes; its state and since do not.
+    const { spawnedBy: _by, spawnerUid: _uid, ...rest } = r;
+    return { ...rest, handedOverBy: e.from, ...(e.to ? { spawnedBy: e.to } : {}), ...(e.toUid ? { spawnerUid: e.toUid } : {}) };
+  }
   const next: SeatRecord = { ...r, epoch: e.epoch, since: e.ts };
   switch (e.type) {
     case "launched": {

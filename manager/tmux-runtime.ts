@@ -1,6 +1,7 @@
 import { execFile } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { promisify } from "node:util";
+import { setTimeout as sleep } from "node:timers/promises";
 import { SeatRefusedError } from "./errors.js";
 import { processStartTime } from "../claude/index.js";
 import type { SeatExit, SeatProcess } from "./process-runtime.js";
@@ -72,6 +73,13 @@ export class TmuxServer {
     return this.watch(name, pid, startTime);
   }
 
+  /** The pid of the seat `name`'s window on this tmux server; undefined when the server has no such window. */
+  async panePid(name: string): Promise<number | undefined> {
+    const out = await this.tmux("display-message", "-p", "-t", this.target(name), "#{pane_pid}").catch(() => "");
+    const pid = Number(out.trim());
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  }
+
   /** Adopt a window a previous manager started, if its process (pid and start time) still runs. */
   adopt(name: string, pid: number, startTime: string): SeatProcess | undefined {
     if (processStartTime(pid) !== startTime) return undefined;
@@ -123,8 +131,9 @@ export class TmuxServer {
   }
 
   /** Type `text` literally, then Enter. */
-  async type(name: string, text: string): Promise<void> {
+  async type(name: string, text: string, submitDelayMs = 0): Promise<void> {
     await this.tmux("send-keys", "-t", this.target(name), "-l", text);
+    if (submitDelayMs > 0) await sleep(submitDelayMs);
     await this.tmux("send-keys", "-t", this.target(name), "Enter");
   }
 
@@ -152,9 +161,8 @@ export class TmuxServer {
   terminal(name: string): SeatTerminal {
     return {
       screen: (history = 0) => this.screen(name, history),
-      type: (text) => this.type(name, text),
+      type: (text, submitDelayMs) => this.type(name, text, submitDelayMs),
       attached: () => this.attached(),
-      attachCommand: () => this.attachCommand(name),
       close: () => this.close(name),
     };
   }

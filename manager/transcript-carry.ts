@@ -1,13 +1,13 @@
-// The manager's side of transcript carry (docs/manager.md "Transcript carry"): read
-// an uploaded transcript from this instance's transfer bucket through the mesh service, verify
-// its sha256, stage it 0600 under the state dir, remove the broker copy and issue a one-time
-// claim (10 minutes) that a `spawn --resume` presents.
-import { createHash, randomBytes } from "node:crypto";
+// The manager's side of transcript carry (docs/manager.md "Transcript carry"): take an uploaded
+// transcript as its chunks pass (broker/xfer-receive.ts), and from this instance's transfer stream
+// what did not pass, hashing it on the way into a 0600 file; keep it only if it has the announced
+// sha256, remove the broker copy and issue a one-time claim (10 minutes) that a `spawn --resume`
+// presents.
+import { randomBytes } from "node:crypto";
 import { chmodSync, copyFileSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
-import { open } from "node:fs/promises";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { callXfer, readTransfer, type Logger } from "../broker/index.js";
+import { callXfer, TransferReceiver, type Logger, type Received } from "../broker/index.js";
 import { claudeConfigDir, findSession, sha256File } from "../claude/index.js";
 import { CARRY_TTL_MS, CotalError, names, type Principal, type TableParsedArgs, type TableReplyData, type MANAGER_COMMANDS } from "../schemas/index.js";
 
@@ -26,13 +26,9 @@ export class ClaimRefusedError extends CotalError {
 /** The uploaded bytes are not the ones announced. */
 export class CarryDigestError extends CotalError {
   constructor(want: string, got: string, size: number) {
-    super(
-      "digest-mismatch",
-      `The carried transcript read back as ${size} bytes with ${got}, not ${want}; nothing was staged and the broker copy was removed.`,
-      {
-        remedy: "Carry it again; if it happens again the bytes are damaged on the way.",
-      },
-    );
+    super("digest-mismatch", `The carried transcript arrived as ${size} bytes with ${got}, not ${want}; nothing was staged and the broker copy was removed.`, {
+      remedy: "Carry it again; if it happens again the bytes are damaged on the way.",
+    });
   }
 }
 
@@ -49,7 +45,10 @@ interface Staged extends StagedTranscript {
 }
 
 export interface TranscriptDeskOptions {
+  /** The connection the manager serves its rail on: chunks are taken live there. */
   nc: NatsConnection;
+  /** Its JetStream connection (jetStreamConnection): the transfer stream is read there. Default `nc`. */
+  js?: NatsConnection;
   space: string;
   instance: string;
   stateDir: string;
@@ -71,6 +70,10 @@ export class TranscriptDesk {
   readonly dir: string;
   private readonly staged = new Map<string, Staged>();
   private readonly claims = new Map<string, { digest: string; session: string; expiresAt: number }>();
+  /** Transfers begun here and not yet committed, by digest: their chunks are taken as they pass. */
+  private readonly receiving = new Map<string, { receiver: TransferReceiver; size: number; touched: number }>();
+  /** Commits under way, by digest: a second commit of the same bytes waits for the first. */
+  private readonly committing = new Map<string, Promise<Staged>>();
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(private readonly o: TranscriptDeskOptions) {
@@ -86,20 +89,29 @@ export class TranscriptDesk {
 
   stop(): void {
     clearInterval(this.sweeper);
+    for (const r of this.receiving.values()) void r.receiver.abort();
+    this.receiving.clear();
   }
 
-  /** Drop expired claims and staged transcripts untouched for the TTL (and any partial read). */
+  /** Drop expired claims, transfers and staged transcripts untouched for the TTL (and any partial read). */
   sweep(now = Date.now()): void {
     for (const [c, v] of this.claims) if (v.expiresAt <= now) this.claims.delete(c);
+    for (const [d, r] of this.receiving) {
+      if (now - Math.max(r.touched, r.receiver.active) < this.ttl) continue;
+      this.receiving.delete(d);
+      void r.receiver.abort();
+      this.o.log.info({ digest: d }, "unfinished transfer swept");
+    }
     for (const [d, s] of this.staged) {
       if (now - s.touched < this.ttl) continue;
       this.staged.delete(d);
       rmSync(s.file, { force: true });
       this.o.log.info({ digest: d, session: s.session }, "staged transcript swept");
     }
+    const receiving = new Set([...this.receiving.values()].map((r) => r.receiver.file));
     for (const f of readdirSync(this.dir)) {
       const p = join(this.dir, f);
-      if (f.endsWith(".part") && now - statSync(p).mtimeMs >= this.ttl) rmSync(p, { force: true });
+      if (f.endsWith(".part") && !receiving.has(p) && now - statSync(p).mtimeMs >= this.ttl) rmSync(p, { force: true });
     }
   }
 
@@ -134,40 +146,73 @@ export class TranscriptDesk {
       s = undefined;
     }
     if (s && s.size === a.size) return { known: true, ...this.claim(s.session === a.session ? s : this.stage(a.session, s.digest, s.size, s.file)) };
-    return { known: false, bucket: names.xferBucket(this.o.space, this.o.instance) };
+    this.receiver(a.digest, a.size);
+    return { known: false, stream: names.xferStream(this.o.space, this.o.instance) };
   }
 
-  /** Read the uploaded object, hash it while writing a 0600 `.part`, keep it only if it is the announced bytes. */
+  /** The transfer of `digest` being received here (begun now, or kept from an earlier begin of the same bytes). */
+  private receiver(digest: string, size: number): TransferReceiver {
+    const had = this.receiving.get(digest);
+    if (had && had.size === size) {
+      had.touched = Date.now();
+      return had.receiver;
+    }
+    void had?.receiver.abort();
+    const receiver = new TransferReceiver({
+      nc: this.o.nc,
+      js: this.o.js ?? this.o.nc,
+      space: this.o.space,
+      instance: this.o.instance,
+      digest,
+      size,
+      file: `${this.file(digest)}.${randomBytes(4).toString("hex")}.part`,
+      log: this.o.log,
+    });
+    this.receiving.set(digest, { receiver, size, touched: Date.now() });
+    return receiver;
+  }
+
+  /**
+   * The upload is stored: take from the stream what did not pass here, and keep the file only if
+   * it is the announced bytes (hashed as they were written). The broker copy goes either way.
+   */
   async commit(a: Args<"carry-commit">): Promise<Reply<"carry-commit">> {
-    const party = { nc: this.o.nc, space: this.o.space, me: this.o.caller };
-    const t = { instance: this.o.instance, digest: a.digest };
-    const part = `${this.file(a.digest)}.${randomBytes(4).toString("hex")}.part`;
-    const hash = createHash("sha256");
-    const fh = await open(part, "wx", 0o600);
-    let size: number;
+    let staging = this.committing.get(a.digest);
+    if (!staging) {
+      staging = this.receive(a).finally(() => this.committing.delete(a.digest));
+      this.committing.set(a.digest, staging);
+    }
+    const s = await staging;
+    return this.claim(s.session === a.session ? s : this.stage(a.session, s.digest, s.size, s.file));
+  }
+
+  private async receive(a: Args<"carry-commit">): Promise<Staged> {
+    const receiver = this.receiver(a.digest, a.size);
+    this.receiving.delete(a.digest);
+    let got: Received;
     try {
-      size = await readTransfer(party, t, async (chunk) => {
-        hash.update(chunk);
-        await fh.write(chunk);
-      });
+      got = await receiver.finish();
     } catch (err) {
-      await fh.close();
-      rmSync(part, { force: true });
+      await receiver.abort();
       throw err;
     }
-    await fh.close();
-    const got = `sha256:${hash.digest("hex")}`;
-    // The broker copy goes either way: staged here, or not the bytes announced.
-    await callXfer(party.nc, party.space, "xfer-remove", party.me, t, { timeoutMs: 30_000 }).catch((err: unknown) =>
-      this.o.log.warn({ err, digest: a.digest }, "removing the broker copy failed (it expires with the bucket's max age)"),
-    );
-    if (got !== a.digest || size !== a.size) {
-      rmSync(part, { force: true });
-      throw new CarryDigestError(a.digest, got, size);
+    if (got.digest !== a.digest || got.size !== a.size) {
+      await receiver.abort();
+      await this.removeBrokerCopy(a.digest);
+      throw new CarryDigestError(a.digest, got.digest, got.size);
     }
-    renameSync(part, this.file(a.digest));
-    this.o.log.info({ session: a.session, digest: a.digest, size }, "transcript staged");
-    return this.claim(this.stage(a.session, a.digest, size, this.file(a.digest)));
+    renameSync(receiver.file, this.file(a.digest));
+    this.o.log.info({ session: a.session, digest: a.digest, size: got.size, live: got.live }, "transcript staged");
+    // Staged: the claim need not wait for the purge (a 50 MB one takes a while on a loaded host).
+    void this.removeBrokerCopy(a.digest);
+    return this.stage(a.session, a.digest, got.size, this.file(a.digest));
+  }
+
+  /** Purge the stream's copy of a transfer; a failure is logged (the copy expires with the stream's max age). */
+  private async removeBrokerCopy(digest: string): Promise<void> {
+    await callXfer(this.o.nc, this.o.space, "xfer-remove", this.o.caller, { instance: this.o.instance, digest }, { timeoutMs: 30_000 }).catch((err: unknown) =>
+      this.o.log.warn({ err, digest }, "removing the broker copy failed (it expires with the stream's max age)"),
+    );
   }
 
   /** A session on this host (its Claude config dir): stage a copy and claim it. */

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { AllowSpawn, SpawnLimit } from "./spawn.js";
 import { ChannelName, PrincipalToken, RoleName } from "./tokens.js";
 
 /** Capabilities an agent may be granted. */
@@ -15,6 +16,7 @@ export const AgentFrontmatter = z
     allowSubscribe: z.array(ChannelName).default([]),
     allowPublish: z.array(ChannelName).default([]),
     model: z.string().optional(),
+    runtime: z.enum(["claude", "codex", "opencode", "gemini"]).optional().describe("the agent CLI that runs this persona (docs/runtimes.md); default claude"),
     agent: z.string().optional().describe("a Claude Code subagent name to run as"),
     launchOptions: z.record(z.string(), z.union([z.string(), z.boolean(), z.number()])).default({}),
     allowedTools: z
@@ -23,6 +25,10 @@ export const AgentFrontmatter = z
       .default([])
       .describe("Claude permission rules a managed seat may use without asking (it runs dontAsk: anything else is refused), e.g. Read, Bash(npm test:*)"),
     capabilities: z.array(Capability).default([]),
+    allowSpawn: AllowSpawn.default([]).describe(
+      "personas (agent files) a seat of this persona may spawn helpers of with cotal_spawn, when the operator spawns it (docs/manager.md, Helpers); a helper spawned by an agent may not carry it",
+    ),
+    spawnLimit: SpawnLimit.optional(),
   })
   .describe("Frontmatter of an agent file.");
 export type AgentFrontmatter = z.infer<typeof AgentFrontmatter>;

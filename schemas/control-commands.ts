@@ -1,7 +1,9 @@
 import { z } from "zod";
 import { ChannelConfig } from "./channel.js";
+import { ROSTER_PAGE_BYTES } from "./limits.js";
 import { ARTIFACT_DIGEST, CotalMessage } from "./message.js";
 import { PrincipalId } from "./principal.js";
+import { AllowSpawn, SpawnGrant, SpawnLimit } from "./spawn.js";
 import { ChannelName, PrincipalToken, RoleName, SpaceName } from "./tokens.js";
 
 /**
@@ -22,7 +24,7 @@ export interface ControlCommandSpec {
 export type ControlTable = Record<string, ControlCommandSpec>;
 
 /** Credential profiles (docs/security.md#profiles). */
-export const PROFILES = ["agent", "observer", "admin", "mesh", "cli", "manager", "leaf"] as const;
+export const PROFILES = ["agent", "reader", "observer", "admin", "mesh", "cli", "manager", "leaf"] as const;
 export type Profile = (typeof PROFILES)[number];
 
 /** A principal named by `<owner>.<actor>` or a bare actor (owner `local`). */
@@ -122,7 +124,12 @@ export const MESH_COMMANDS = {
   join: {
     endpoint: "mesh",
     summary: "create the caller's durable membership of a channel, from the join watermark; idempotent",
-    args: z.object({ channel: ChannelName }),
+    args: z.object({
+      channel: ChannelName,
+      member: PrincipalId.optional().describe(
+        "the operator's credential only: whose membership to create when it acts for a person (`cotal listen --as bob --impersonate`); the read right checked is the caller's. Default: the caller",
+      ),
+    }),
     reply: z.object({
       durable: z.string().min(1),
       created: z.boolean(),
@@ -137,9 +144,13 @@ export const MESH_COMMANDS = {
   },
   roster: {
     endpoint: "mesh",
-    summary: "a snapshot of the presence records, to load before following live writes",
-    args: NoArgs,
-    reply: z.array(RosterItem),
+    summary: `a snapshot of the presence records, to load before following live writes: a page of ≤ ${ROSTER_PAGE_BYTES / 1024} KiB, by id`,
+    args: z.object({
+      after: PrincipalId.optional().describe("only rows whose id sorts after this one (the last id of the previous page)"),
+    }),
+    reply: z
+      .array(RosterItem)
+      .describe(`rows sorted by id; a page within one row of ${ROSTER_PAGE_BYTES} bytes may have more: ask again with after = its last id`),
   },
   history: {
     endpoint: "mesh",
@@ -173,6 +184,9 @@ export const MESH_COMMANDS = {
       allowPublish: z.array(ChannelName).default([]),
       role: RoleName.optional(),
       provision: z.boolean().default(false).describe("also create the DM inbox, role queue and channel memberships"),
+      events: z.boolean().optional().describe("it runs a seat: may publish its own event plane (agent; unset: only if it may post on a channel)"),
+      allowSpawn: AllowSpawn.default([]).describe("agent: personas it may spawn helpers of (docs/manager.md, Helpers); empty: no spawn right"),
+      spawnLimit: SpawnLimit.optional().describe("agent with allowSpawn: helpers it may hold at once"),
       expiresInMs: z.number().int().positive().optional(),
       userPub: z.string().regex(/^U[A-Z2-7]{55}$/, "userPub must be a user public nkey"),
     }),
@@ -195,6 +209,12 @@ export const MESH_COMMANDS = {
     summary: "revoke every credential minted for a name (operator credential only)",
     args: z.object({ name: PrincipalName }),
     reply: z.object({ principal: PrincipalId, revoked: z.number().int().nonnegative().describe("credentials revoked") }),
+  },
+  grant: {
+    endpoint: "mesh",
+    summary: "what a name was minted with: profile, channels, role and spawn right (the operator, managers, and the name itself)",
+    args: z.object({ name: PrincipalName }),
+    reply: SpawnGrant,
   },
   whoami: {
     endpoint: "mesh",

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { isToken } from "./tokens.js";
 
 /** The extension part kind of an event-plane frame (docs/events.md, docs/SPEC.md §3). */
 export const AGUI_FRAME_KIND = "ag-ui.frame";
@@ -66,7 +67,19 @@ export function frameOf(parts: readonly { kind: string }[]): AgUiFrame | undefin
   return undefined;
 }
 
-/** The channel a principal's seat publishes its activity on (docs/events.md). */
+/**
+ * The name people and programs use for a principal's event plane (docs/events.md): `events.<owner>.<actor>`.
+ * It reads like a channel (history, scoped readers, `cotal console`), but the plane is stored on its
+ * own subject kind, `cotal.<space>.events.<owner>.<actor>`, in its own stream `EVENTS_<space>`.
+ */
 export function eventsChannelOf(who: { owner: string; actor: string }): string {
   return `events.${who.owner}.${who.actor}`;
+}
+
+/** Whose event plane a channel name is (`events.<owner>.<actor>`, exactly); undefined for any other name. */
+export function eventPlaneOf(channel: string): { owner: string; actor: string } | undefined {
+  const t = channel.split(".");
+  if (t.length !== 3 || t[0] !== "events") return undefined;
+  const [owner, actor] = [t[1]!, t[2]!];
+  return isToken("principal", owner) && isToken("principal", actor) ? { owner, actor } : undefined;
 }

@@ -6,6 +6,7 @@
  */
 export * from "./errors.js";
 export * from "./tokens.js";
+export * from "./terminal-safe.js";
 export * from "./principal.js";
 export * from "./subjects.js";
 export * from "./durables.js";
@@ -25,4 +26,6 @@ export * from "./runs.js";
 export * from "./events.js";
 export * from "./frame-fold.js";
 export * from "./carry.js";
+export * from "./spawn.js";
+export * from "./team-file.js";
 export * from "./version.js";

@@ -7,6 +7,7 @@ import { AgUiFrame } from "./events.js";
 import { CotalMessage, EndpointRef, Part } from "./message.js";
 import { AgentCard, Presence, PresenceBeat } from "./presence.js";
 import { SeatEvent } from "./seat-log.js";
+import { TeamFile } from "./team-file.js";
 
 /** Every wire type, by the file name of its exported JSON Schema in docs/schema/. */
 export const WIRE_TYPES = {
@@ -23,6 +24,8 @@ export const WIRE_TYPES = {
   AgentFrontmatter,
   AgUiFrame,
   ...CONTRACT_WIRE_TYPES,
+  /** Not a wire type: the file `cotal up -f` reads (docs/team-file.md), exported for editors. */
+  "cotal-yaml": TeamFile,
 } as const;
 
 /** Render the JSON Schema documents (file name → pretty JSON text) from the zod source. */

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { LOCAL_OWNER } from "./principal.js";
-import { ChannelName, LifecycleUid, PrincipalToken, RoleName, SpaceName } from "./tokens.js";
+import { ChannelName, LifecycleUid, PrincipalToken, RoleName, RuntimeName, SpaceName } from "./tokens.js";
 
 /**
  * The launch material file (path in `COTAL_LAUNCH_MATERIAL`, mode 0600), written by the manager
@@ -24,7 +24,15 @@ export const LaunchMaterial = z
     description: z.string().max(1000).optional(),
     tags: z.array(z.string().max(64)).max(32).optional(),
     meta: z.record(z.string(), z.string().max(1000)).optional(),
+    runtime: RuntimeName.optional().describe(
+      "the agent CLI the seat runs (claude, codex, echo): its presence card says so, and its event plane reads that CLI's session file",
+    ),
     noEvents: z.boolean().optional().describe("do not publish the seat's activity on its event plane (`cotal spawn --no-events`)"),
+    manager: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{1,64}$/)
+      .optional()
+      .describe("the manager instance that runs the seat: where its helpers are spawned (cotal_spawn, docs/manager.md)"),
   })
   .describe("A seat's launch material (COTAL_LAUNCH_MATERIAL).");
 export type LaunchMaterial = z.infer<typeof LaunchMaterial>;

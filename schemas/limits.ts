@@ -9,6 +9,55 @@ export const LIMITS = {
 } as const;
 
 /**
+ * The event plane's bounds (docs/events.md "Storage"): `EVENTS_<space>` keeps a rolling window of
+ * each actor's newest `framesPerActor` frames (older ones leave as new ones come), and stores no
+ * frame over `maxFrameBytes` (headers included). So one actor holds at most framesPerActor ×
+ * maxFrameBytes = 64 MiB, whatever it sends; the stream's own byte limit bounds them all.
+ */
+export const EVENT_PLANE = {
+  framesPerActor: 1_000,
+  /** One event is at most 8,000 characters of text (≤ 48 KB of JSON even if every one is escaped): it always fits. */
+  maxFrameBytes: 64 * 1024,
+} as const;
+
+/**
+ * Largest value a client may store in a bucket it writes (docs/security.md "Storage limits").
+ * Each is the bucket's `max_msg_size` (the KV `max_value_size`, headers included), set and
+ * reconciled by provisioning, so the broker refuses a larger write; readers also drop a larger
+ * record with a log line (the schemas bound each field well inside it). A presence record near the
+ * bound is ≈ 50 times a usual one.
+ */
+export const BUCKET_VALUE_BYTES = {
+  /** One presence record (`cotal_presence_<space>`, and the record a beat carries). */
+  presence: 16 * 1024,
+  /** One manager heartbeat (`cotal_managers_<space>`). */
+  managers: 8 * 1024,
+  /** One channel configuration (`cotal_channels_<space>`; written by the operator's tool; 5,000 characters of text at most). */
+  channels: 32 * 1024,
+} as const;
+
+/**
+ * Most bytes of one `roster` answer (encoded rows). The roster keeps the last record of everyone
+ * seen, so a space outgrows one message (the server's max payload, 1 MiB by default): the mesh
+ * service answers in pages by id, and a page within one row of this size may have more.
+ */
+export const ROSTER_PAGE_BYTES = 512 * 1024;
+
+/** Most bytes one roster row adds beside its presence record (id, age, flags, role). */
+export const ROSTER_ROW_OVERHEAD_BYTES = 512;
+
+/** Bounds of the free-form parts of a presence record (each also counts toward the whole record's bound). */
+export const PRESENCE_FIELD_BOUNDS = {
+  /** Entries of `card.meta`, and the longest key. */
+  metaEntries: 32,
+  metaKeyLength: 64,
+  /** Channels in `channels` and in `channelModes`. */
+  channels: 256,
+  /** `environment`, as encoded JSON (UTF-8 bytes). */
+  environmentBytes: 4 * 1024,
+} as const;
+
+/**
  * Presence timing (docs/SPEC.md §5). An endpoint beats every `heartbeatMs` on its beat subject, which
  * only the mesh service reads; the mesh service takes a key offline (deletes it) after
  * `livenessMs` without a beat or a write. The presence record itself is written only when it

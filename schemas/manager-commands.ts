@@ -3,6 +3,7 @@ import { PrincipalId } from "./principal.js";
 import { CARRY_COMMANDS, CarryClaim, SessionId } from "./carry.js";
 import { BudgetArgs, BudgetReply, RunArgs, RunReply } from "./runs.js";
 import { SeatAgent, SeatRuntime } from "./seat-log.js";
+import { AllowSpawn, ChannelRights, PersonaInfo, SpawnLimit } from "./spawn.js";
 import { ChannelName, LifecycleUid, PrincipalToken, RoleName } from "./tokens.js";
 
 /** A manager instance id (kept in its state dir): letters, digits, `_` and `-`. */
@@ -26,7 +27,15 @@ export const SeatView = z.object({
   role: RoleName.optional(),
   runtime: SeatRuntime.optional(),
   permissionMode: z.string().optional().describe("Claude seats: the permission mode (dontAsk unless the agent file asked for another)"),
-  attach: z.array(z.string()).optional().describe("tmux seats: the command that opens its terminal, on the manager's host"),
+  presence: z
+    .object({
+      status: z.string(),
+      condition: z.string().optional(),
+      message: z.string().optional(),
+      activeAt: z.number().int().optional().describe("its last real progress (a prompt, a tool call, a finished turn), Unix ms"),
+    })
+    .optional()
+    .describe("the running incarnation's presence: its status and, while set, its condition (e.g. auth: its model calls fail) in the seat's words"),
   lastWakeAt: z.number().int().optional().describe("when the manager last typed a wake prompt into its terminal, Unix ms"),
   pid: z.number().int().optional(),
   exit: z.object({ code: z.number().int().nullable(), signal: z.string().nullable(), output: z.string().optional() }).optional(),
@@ -35,6 +44,8 @@ export const SeatView = z.object({
     .object({ session: z.string(), digest: z.string() })
     .optional()
     .describe("claude seats: the carried session it forked and the sha256 of the transcript the fork read"),
+  spawnedBy: PrincipalId.optional().describe("the agent that spawned it and answers for it (docs/manager.md, Helpers); its retirement retires this seat"),
+  handedOverBy: PrincipalId.optional().describe("the spawner that handed it over (to spawnedBy, or, with no spawnedBy, to the operator)"),
   requestedAt: z.number().int(),
   since: z.number().int().describe("when it entered this state, Unix ms"),
   restarts: z.number().int().nonnegative().describe("restarts in the current policy window"),
@@ -49,6 +60,37 @@ const StopReply = z.object({
   revoked: z.number().int().nonnegative(),
 });
 
+/**
+ * How a manager's Claude seats and runs authenticate (docs/claude-binding.md, Auth): Claude Code's
+ * own ways, in its order of precedence. Chosen with `--claude-auth` (default `auto`: what the
+ * environment the manager was started from selects, as `claude` in that shell would).
+ */
+export const ClaudeAuthMode = z.enum(["bedrock", "vertex", "foundry", "auth-token", "api-key", "oauth-token", "subscription"]);
+export type ClaudeAuthMode = z.infer<typeof ClaudeAuthMode>;
+
+/** What a manager says of its Claude auth: never a secret, only names and where the login or endpoint is. */
+export const ClaudeAuthStatus = z.object({
+  mode: ClaudeAuthMode,
+  chosen: z.enum(["auto", "explicit"]).describe("auto: detected from the manager's environment; explicit: named with --claude-auth"),
+  vars: z.array(z.string()).describe("the environment variables the mode reads that are set (names only)"),
+  baseUrl: z.string().optional().describe("ANTHROPIC_BASE_URL's origin, when set (without any user or password in it)"),
+  login: z.string().optional().describe("subscription: the login file seats copy"),
+  ready: z.boolean().describe("the mode's credentials are present (a pre-flight: not a call to the model)"),
+  problem: z.string().optional().describe("why not ready"),
+  remedy: z.string().optional().describe("how to make it ready"),
+});
+export type ClaudeAuthStatus = z.infer<typeof ClaudeAuthStatus>;
+
+/** A runtime a manager can start, and which configuration its seats and runs use: names and paths, never a value. */
+export const RuntimeConfigStatus = z.object({
+  name: z.string(),
+  ready: z.boolean().describe("its credentials are present (a pre-flight: not a call to the model)"),
+  config: z.string().describe("which configuration it uses (config file, provider, model, key variable names, login file)"),
+  problem: z.string().optional(),
+  remedy: z.string().optional(),
+});
+export type RuntimeConfigStatus = z.infer<typeof RuntimeConfigStatus>;
+
 const ManagerStatus = z.object({
   instance: ManagerInstance,
   host: z.string(),
@@ -56,6 +98,11 @@ const ManagerStatus = z.object({
   seats: z.number().int().nonnegative().describe("seats holding a name (not retired)"),
   maxSeats: z.number().int().positive(),
   startedAt: z.number().int(),
+  claudeAuth: ClaudeAuthStatus.optional().describe("how its Claude seats and runs authenticate (absent: it cannot start Claude)"),
+  runtimes: z
+    .array(RuntimeConfigStatus)
+    .optional()
+    .describe("every runtime it can start (docs/runtimes.md) and the configuration its seats and runs use (absent: it predates the field)"),
 });
 
 /**
@@ -90,6 +137,9 @@ export const MANAGER_COMMANDS = {
       noEvents: z.boolean().optional().describe("claude seats: publish nothing on the seat's event plane (launch material noEvents)"),
       resume: SessionId.optional().describe("claude seats: fork this carried session (`--resume <id> --fork-session`); needs its claim"),
       claim: CarryClaim.optional().describe("the one-time claim carry-commit, carry-begin or carry-resolve issued for the session"),
+      allowSpawn: AllowSpawn.optional().describe("the operator only: the seat's credential may spawn helpers of these personas (docs/manager.md, Helpers)"),
+      spawnLimit: SpawnLimit.optional().describe("the operator only: helpers the seat may hold at once"),
+      channelRights: ChannelRights.optional(),
     }),
     reply: z.object({ seat: PrincipalId, name: PrincipalToken, uid: LifecycleUid, instance: ManagerInstance, state: SeatStateName }),
   },
@@ -104,6 +154,28 @@ export const MANAGER_COMMANDS = {
     summary: "the same as stop (its other name): stop if running, retire, revoke, free the name",
     args: StopArgs,
     reply: StopReply,
+  },
+  personas: {
+    endpoint: "manager",
+    summary: "the personas the caller may spawn helpers of, as this manager's folder holds them (cotal_personas)",
+    args: z.object({}),
+    reply: z.object({
+      instance: ManagerInstance,
+      personas: z.array(PersonaInfo),
+      limit: z.number().int().nonnegative().describe("helpers the caller may hold at once"),
+      held: z.number().int().nonnegative().describe("helpers it holds now (on every manager)"),
+    }),
+  },
+  handover: {
+    endpoint: "manager",
+    summary: "hand a helper over, so it outlives its spawner: to another spawner (`to`), or to the operator (its spawner or the operator only)",
+    args: z.object({
+      name: PrincipalToken,
+      to: PrincipalId.optional().describe(
+        "the agent that answers for it from now on (it must be allowed to spawn its persona, within its limit); absent: the operator",
+      ),
+    }),
+    reply: z.object({ seat: PrincipalId, uid: LifecycleUid, from: PrincipalId, to: PrincipalId.optional() }),
   },
   ps: {
     endpoint: "manager",

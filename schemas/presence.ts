@@ -1,8 +1,9 @@
 import { z } from "zod";
+import { BUCKET_VALUE_BYTES, PRESENCE_FIELD_BOUNDS as B } from "./limits.js";
 import { EpochMs } from "./message.js";
 import { PrincipalId, type Principal } from "./principal.js";
 import { ROOT } from "./subjects.js";
-import { assertToken, ChannelName, RoleName } from "./tokens.js";
+import { assertToken, ChannelName, RoleName, RuntimeName } from "./tokens.js";
 
 /** `agent`: a model-driven seat (a Claude session); `endpoint`: any other program (CLI, mesh service, bot). */
 export const CardKind = z.enum(["agent", "endpoint"]);
@@ -35,10 +36,12 @@ export const AgentCard = z
     tags: z.array(z.string().max(64)).max(32).default([]),
     skills: z.array(Skill).max(64).optional(),
     meta: z
-      .record(z.string(), z.string().max(1000))
+      .record(z.string().min(1).max(B.metaKeyLength), z.string().max(1000))
+      .refine((m) => Object.keys(m).length <= B.metaEntries, `meta holds at most ${B.metaEntries} entries`)
       .default({})
       .describe(`free-form facts; reserved keys: ${RESERVED_META_KEYS.join(", ")}`),
     protocolVersion: z.string().max(32).optional().describe("the Cotal protocol version the writer speaks, e.g. 0.2"),
+    runtime: RuntimeName.optional().describe("the agent CLI the seat runs (claude, codex, echo, …), as its launch says; absent for programs that run none"),
   })
   .describe("An endpoint's self-description, shown in the roster.");
 export type AgentCard = z.infer<typeof AgentCard>;
@@ -99,15 +102,30 @@ export const Presence = z
     activitySince: EpochMs.optional().describe("when the current activity began, epoch ms"),
     activeAt: EpochMs.optional().describe("last real progress (a prompt, a tool call, a finished turn), epoch ms"),
     attention: Attention.default("open"),
-    channelModes: z.record(z.string(), PresenceChannelMode).default({}).describe("channels not in normal mode; absent means normal"),
+    channelModes: z
+      .record(ChannelName, PresenceChannelMode)
+      .refine((m) => Object.keys(m).length <= B.channels, `channelModes holds at most ${B.channels} channels`)
+      .default({})
+      .describe("channels not in normal mode; absent means normal"),
     lifecycleUid: z.string().max(64).optional().describe("the seat incarnation writing this record"),
-    environment: z.json().optional().describe("where the endpoint runs (free-form)"),
-    channels: z.array(ChannelName).default([]).describe("Cotal addition: channels it has joined"),
+    environment: z
+      .json()
+      .refine((v) => utf8Bytes(v) <= B.environmentBytes, `environment is at most ${B.environmentBytes} bytes of JSON`)
+      .optional()
+      .describe(`where the endpoint runs (free-form JSON, at most ${B.environmentBytes} bytes)`),
+    channels: z.array(ChannelName).max(B.channels).default([]).describe("Cotal addition: channels it has joined"),
     unread: z.number().int().nonnegative().optional().describe("Cotal addition: messages waiting for the agent that it has not been shown yet"),
     since: EpochMs.optional().describe("Cotal addition: when the endpoint joined, epoch ms"),
   })
-  .describe("One endpoint's live presence (KV cotal_presence_<space>, key <owner>.<actor>).");
+  // The whole record within what the bucket stores: a record a beat carries never reaches the bucket.
+  .refine((p) => utf8Bytes(p) <= BUCKET_VALUE_BYTES.presence, `a presence record is at most ${BUCKET_VALUE_BYTES.presence} bytes of JSON`)
+  .describe(`One endpoint's live presence (KV cotal_presence_<space>, key <owner>.<actor>; at most ${BUCKET_VALUE_BYTES.presence} bytes).`);
 export type Presence = z.infer<typeof Presence>;
+
+/** Encoded size of a JSON value, UTF-8 bytes. */
+function utf8Bytes(v: unknown): number {
+  return new TextEncoder().encode(JSON.stringify(v) ?? "").byteLength;
+}
 
 /**
  * The liveness beat an endpoint publishes every heartbeat on `cotal.<space>.beat.<owner>.<actor>`

@@ -29,13 +29,15 @@ export const COST_BASIS = "client-estimate" as const;
 /**
  * Where a run's cost comes from: `client-estimate`, the Claude CLI's own (`total_cost_usd`);
  * `median-estimate`, the CLI reported none (killed for its timeout, or by a signal), so the run is
- * counted at the median cost of recent runs rather than as free.
+ * counted at the median cost of recent runs rather than as free; `usage`, the CLI reports token
+ * usage but no price (Codex: docs/runtimes.md), so the run counts 0 USD and `usage` says what it used.
  */
-export const CostBasis = z.enum([COST_BASIS, "median-estimate"]);
+export const CostBasis = z.enum([COST_BASIS, "median-estimate", "usage"]);
 export type CostBasis = z.infer<typeof CostBasis>;
 
 /** A run's cost for people: dollars and what they rest on. */
 export function describeCost(r: { costUsd: number; costBasis: CostBasis }): string {
+  if (r.costBasis === "usage") return "unpriced (the CLI reports token usage, not dollars)";
   return `$${r.costUsd.toFixed(4)} (${r.costBasis === COST_BASIS ? "client-side estimate" : "median of recent runs: Claude reported no cost"})`;
 }
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { PrincipalId } from "./principal.js";
+import { PrincipalId, principalId, type Principal } from "./principal.js";
 import { CostBasis, ModelSource, RunErrorKind, RunStatus, RunUsage } from "./runs.js";
 import { LifecycleUid } from "./tokens.js";
 
@@ -11,12 +11,24 @@ const base = {
   manager: z.string().optional().describe("the manager instance that wrote it"),
 };
 
+/**
+ * The most one run may record as its cost (USD). Runs cost cents to dollars; a bound keeps one
+ * record from blocking a day's budget on its own, and a reader from adding up non-numbers.
+ */
+export const MAX_RUN_COST_USD = 1_000;
+
+/** How far in the future a run record's time may lie (clock skew between hosts), in ms. */
+export const RUN_CLOCK_SKEW_MS = 5 * 60_000;
+
+/** The operator's principal (the mesh host's CLI credential): it may write any manager's records. */
+export const OPERATOR_PRINCIPAL = { owner: "local", actor: "cotal_cli" } as const satisfies Principal;
+
 /** The runtimes a manager can animate a seat with (docs/manager.md). */
 export const SeatRuntime = z.enum(["process", "tmux", "pty"]);
 export type SeatRuntime = z.infer<typeof SeatRuntime>;
 
-/** The agents a manager can launch. */
-export const SeatAgent = z.enum(["echo", "claude"]);
+/** The agents a manager can launch: the echo agent, or a runtime of the registry (manager/runtimes.ts, docs/runtimes.md). */
+export const SeatAgent = z.enum(["echo", "claude", "codex", "opencode", "gemini"]);
 export type SeatAgent = z.infer<typeof SeatAgent>;
 
 /** The manager's event-sourced seat history (SEATS_<space>, subject `…seat.<o>.<a>`). */
@@ -40,6 +52,14 @@ export const SeatEvent = z
         .object({ session: z.string(), digest: z.string() })
         .optional()
         .describe("claude seats: the carried session it forks (`--resume <session> --fork-session`) and the sha256 of the transcript the fork reads"),
+      spawnedBy: PrincipalId.optional().describe(
+        "a helper (docs/manager.md, Helpers): the agent that spawned it, taken from the request's subject (the broker pins it), never from its card",
+      ),
+      spawnerUid: LifecycleUid.optional().describe(
+        "the spawner's seat incarnation, when the spawner is a seat of the same manager: its retirement retires this one",
+      ),
+      allowSpawn: z.array(z.string()).optional().describe("its credential may spawn helpers of these personas (the operator's spawn only)"),
+      spawnLimit: z.number().int().positive().optional(),
     }),
     z.object({
       type: z.literal("launched"),
@@ -52,6 +72,14 @@ export const SeatEvent = z
     z.object({ type: z.literal("joined"), ...base }),
     z.object({ type: z.literal("exited"), ...base, code: z.number().int().nullable(), signal: z.string().nullable(), output: z.string().optional() }),
     z.object({ type: z.literal("restarted"), ...base, reason: z.string() }),
+    // A helper handed over by its spawner (or the operator): it no longer retires with that spawner.
+    z.object({
+      type: z.literal("handed-over"),
+      ...base,
+      from: PrincipalId.describe("the spawner it was handed over by"),
+      to: PrincipalId.optional().describe("the agent that answers for it now; absent: the operator"),
+      toUid: LifecycleUid.optional().describe("that agent's seat incarnation, when it is a seat of the same manager"),
+    }),
     z.object({ type: z.literal("fenced"), ...base, reason: z.string() }),
     z.object({ type: z.literal("retired"), ...base, reason: z.string() }),
     // A one-shot run (docs/runs.md) on its own subject `…seat.cotal_run.<runId>`: its cost is what budgets add up.
@@ -59,7 +87,13 @@ export const SeatEvent = z
       type: z.literal("run"),
       ...base,
       status: RunStatus,
-      costUsd: z.number().nonnegative().describe("the Claude CLI's client-side estimate, or the median of recent runs when it reported none (costBasis)"),
+      costUsd: z
+        .number()
+        .min(0)
+        .max(MAX_RUN_COST_USD)
+        .describe(
+          "the Claude CLI's client-side estimate, or the median of recent runs when it reported none (costBasis); at most 1,000 USD (MAX_RUN_COST_USD): a record claiming more is not counted",
+        ),
       costBasis: CostBasis.optional(),
       persona: z.string().optional(),
       model: z.string().optional(),
@@ -72,6 +106,26 @@ export const SeatEvent = z
       errorKind: RunErrorKind.optional(),
     }),
   ])
+  // A run dated in the future would count in a day that has not begun (and sort as the newest run).
+  .refine((e) => e.type !== "run" || e.ts <= Date.now() + RUN_CLOCK_SKEW_MS, {
+    message: `a run record may not be dated more than ${RUN_CLOCK_SKEW_MS / 60_000} minutes in the future`,
+    path: ["ts"],
+  })
   .describe("One event of a seat's history.");
 export type SeatEvent = z.infer<typeof SeatEvent>;
 export type SeatEventInput = z.input<typeof SeatEvent>;
+
+/**
+ * Why a seat-log record may not be counted, or undefined when its subject proves it: the seat its
+ * body names is the subject's, and its writer (the subject's last two tokens, which the broker
+ * pins to the publisher's own principal) is the manager the body names (`manager` = the writer's
+ * actor), or the operator, who may write for any manager. Readers skip anything else.
+ */
+export function seatRecordProblem(subject: { seat: Principal; from: Principal }, event: SeatEvent): string | undefined {
+  if (principalId(subject.seat) !== event.seat) return `its seat ${event.seat} is not its subject's ${principalId(subject.seat)}`;
+  const writer = subject.from;
+  if (writer.owner === OPERATOR_PRINCIPAL.owner && writer.actor === OPERATOR_PRINCIPAL.actor) return undefined;
+  if (event.manager !== writer.actor || writer.owner !== "local")
+    return `it names manager ${event.manager ?? "(none)"} but was written by ${principalId(writer)}`;
+  return undefined;
+}

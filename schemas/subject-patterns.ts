@@ -1,5 +1,5 @@
 import { principalId, type Principal } from "./principal.js";
-import { chatSubject, controlSubject, filters, names, ROOT } from "./subjects.js";
+import { chatSubject, controlSubject, eventsSubject, filters, names, ROOT } from "./subjects.js";
 import { assertToken } from "./tokens.js";
 
 /**
@@ -30,13 +30,25 @@ export const patterns = {
   anycastFrom: (space: string, from: Principal) => `${root(space)}.svc.*.${who(from)}`,
   /** One control command on one endpoint's `one` target, called as `caller`. */
   callAs: (space: string, endpoint: string, command: string, caller: Principal) => controlSubject(space, endpoint, "one", command, caller),
+  /** One control command on any target of an endpoint (`one` or any instance id), called as `caller`. */
+  callAsAnyTarget: (space: string, endpoint: string, command: string, caller: Principal) =>
+    `${root(space)}.ep.${assertToken("name", "endpoint", endpoint)}.*.${assertToken("name", "command", command)}.${who(caller)}`,
   /** Any command of one endpoint's `one` target, as `caller`. */
   anyCallAs: (space: string, endpoint: string, caller: Principal) =>
     `${root(space)}.ep.${assertToken("name", "endpoint", endpoint)}.one.*.${caller.owner}.${caller.actor}`,
   /** Every control call to one endpoint (what a service subscribes to). */
   callsTo: (space: string, endpoint: string) => `${root(space)}.ep.${assertToken("name", "endpoint", endpoint)}.>`,
+  /** Every control call to one endpoint's `target` (`one`, or an instance id): what one instance serves. */
+  callsToTarget: (space: string, endpoint: string, target: string) =>
+    `${root(space)}.ep.${assertToken("name", "endpoint", endpoint)}.${assertToken("name", "target", target)}.>`,
+  /** The seat-log records `writer` may append: any seat's (or run's) log, with itself as the writer. */
+  seatLogAs: (space: string, writer: Principal) => `${root(space)}.seat.*.*.${who(writer)}`,
   /** Posts on every channel. */
   allPosts: (space: string) => filters.kind(space, "chat"),
+  /** `who`'s own event plane (docs/events.md): the one plane it may write. */
+  eventsAs: (space: string, who: Principal) => eventsSubject(space, who),
+  /** Every event plane. */
+  allEvents: (space: string) => filters.kind(space, "events"),
   /** Posts on one channel from anyone. */
   channelPosts: (space: string, channel: string) => filters.channel(space, channel),
   /** One principal's presence key, as the KV write subject. */
@@ -45,6 +57,8 @@ export const patterns = {
   presenceAll: (space: string) => `$KV.${names.presenceBucket(space)}.>`,
   /** Every key of a bucket, as KV write subjects. */
   bucketKeys: (bucket: string) => `$KV.${bucket}.>`,
+  /** One key of a bucket, as its KV write subject (a put and a delete both publish there). */
+  bucketKey: (bucket: string, key: string) => `$KV.${bucket}.${assertToken("name", "key", key)}`,
   /** Reading one message of a bucket's stream by key. */
   bucketGet: (bucket: string) => `${JS_API}.STREAM.MSG.GET.KV_${bucket}`,
   /** The reply inbox of one identity: nobody may read another's replies (or its pulls). */

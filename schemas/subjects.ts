@@ -1,4 +1,6 @@
 import { assertChannel, assertToken, isToken } from "./tokens.js";
+import { CotalError } from "./errors.js";
+import { eventPlaneOf, eventsChannelOf } from "./events.js";
 import type { Principal } from "./principal.js";
 
 /**
@@ -11,12 +13,13 @@ import type { Principal } from "./principal.js";
  * | inst    | cotal.<space>.inst.<toOwner>.<toActor>.<fromOwner>.<fromActor>     |
  * | svc     | cotal.<space>.svc.<role>.<owner>.<actor>                           |
  * | ep      | cotal.<space>.ep.<endpoint>.<target>.<command>.<owner>.<actor>     |
- * | seat    | cotal.<space>.seat.<owner>.<actor>                                 |
+ * | seat    | cotal.<space>.seat.<owner>.<actor>.<writerOwner>.<writerActor>     |
+ * | events  | cotal.<space>.events.<owner>.<actor>                               |
  */
 export const ROOT = "cotal";
 
 /** Subject kinds of the wire, as the token after the space. */
-export const SUBJECT_KINDS = ["chat", "inst", "svc", "ep", "seat"] as const;
+export const SUBJECT_KINDS = ["chat", "inst", "svc", "ep", "seat", "events"] as const;
 export type SubjectKind = (typeof SUBJECT_KINDS)[number];
 
 function spaceRoot(space: string): string {
@@ -50,17 +53,56 @@ export function controlSubject(space: string, endpoint: string, target: string, 
   return `${spaceRoot(space)}.ep.${assertToken("name", "endpoint", endpoint)}.${assertToken("name", "target", target)}.${assertToken("name", "command", command)}.${principalTokens(caller)}`;
 }
 
-/** The seat log of one principal (the manager's event-sourced history). */
-export function seatSubject(space: string, seat: Principal): string {
-  return `${spaceRoot(space)}.seat.${principalTokens(seat)}`;
+/**
+ * One writer's records in the seat log of `seat` (the manager's event-sourced history): the
+ * writer (a manager's principal) is in the subject, where the broker pins it, so a reader knows
+ * which manager wrote each record and counts only the owner's (docs/SPEC.md §2).
+ */
+export function seatSubject(space: string, seat: Principal, writer: Principal): string {
+  return `${spaceRoot(space)}.seat.${principalTokens(seat)}.${principalTokens(writer)}`;
+}
+
+/**
+ * A seat's event plane (docs/events.md): its own subject kind, stored in `EVENTS_<space>` with a
+ * rolling window per actor. The writer is the actor in the subject, where the broker pins it.
+ */
+export function eventsSubject(space: string, who: Principal): string {
+  return `${spaceRoot(space)}.events.${principalTokens(who)}`;
+}
+
+/** A post on an event plane by anyone but its owner: nobody else writes a seat's plane. */
+export class NotOwnPlaneError extends CotalError {
+  constructor(channel: string, from: Principal) {
+    super("not-own-plane", `${channel} is an event plane: only its own seat writes it, not ${from.owner}.${from.actor}.`, {
+      remedy: "Post on a channel; an event plane is written by the connector of the seat it names.",
+    });
+  }
+}
+
+/**
+ * The subject a post by `from` on `channel` goes to: a channel's chat subject, or, for the name of
+ * `from`'s own event plane (`events.<owner>.<actor>`), the plane's subject. Another's plane is
+ * refused (NotOwnPlaneError).
+ */
+export function postSubject(space: string, from: Principal, channel: string): string {
+  const plane = eventPlaneOf(channel);
+  if (!plane) return chatSubject(space, from, channel);
+  if (plane.owner !== from.owner || plane.actor !== from.actor) throw new NotOwnPlaneError(channel, from);
+  return eventsSubject(space, from);
 }
 
 /** Filters (wildcards) used by streams, consumers and subscriptions. */
 export const filters = {
   /** Every subject of a kind in a space, e.g. the CHAT_ stream's subjects. */
   kind: (space: string, kind: SubjectKind) => `${spaceRoot(space)}.${kind}.>`,
-  /** Posts on one channel from anyone (exact channel; nested channels are separate). */
-  channel: (space: string, channel: string) => `${spaceRoot(space)}.chat.*.*.${assertChannel(channel)}`,
+  /**
+   * Posts on one channel from anyone (exact channel; nested channels are separate). An event plane's
+   * name (`events.<owner>.<actor>`) filters its plane's own subject.
+   */
+  channel: (space: string, channel: string) => {
+    const plane = eventPlaneOf(assertChannel(channel));
+    return plane ? eventsSubject(space, plane) : `${spaceRoot(space)}.chat.*.*.${channel}`;
+  },
   /** Every DM addressed to `to`. */
   dmInbox: (space: string, to: Principal) => `${spaceRoot(space)}.inst.${principalTokens(to)}.>`,
   /** Every anycast to `role`. */
@@ -68,10 +110,10 @@ export const filters = {
   /** Every call to one endpoint's command (any caller). */
   control: (space: string, endpoint: string, target: string, command: string) =>
     `${spaceRoot(space)}.ep.${assertToken("name", "endpoint", endpoint)}.${assertToken("name", "target", target)}.${assertToken("name", "command", command)}.*.*`,
-  /** One seat's log. */
-  seat: (space: string, seat: Principal) => seatSubject(space, seat),
-  /** The logs of every seat of one owner (e.g. the manager's run records, owner `cotal_run`). */
-  seatsOf: (space: string, owner: string) => `${spaceRoot(space)}.seat.${assertToken("principal", "owner", owner)}.*`,
+  /** One seat's log, by every writer. */
+  seat: (space: string, seat: Principal) => `${spaceRoot(space)}.seat.${principalTokens(seat)}.*.*`,
+  /** The logs of every seat of one owner (e.g. the manager's run records, owner `cotal_run`), by every writer. */
+  seatsOf: (space: string, owner: string) => `${spaceRoot(space)}.seat.${assertToken("principal", "owner", owner)}.*.*.*`,
 };
 
 /** A subject the parser understood, with its sender taken from the subject. */
@@ -80,7 +122,9 @@ export type ParsedSubject =
   | { kind: "inst"; space: string; to: Principal; from: Principal }
   | { kind: "svc"; space: string; role: string; from: Principal }
   | { kind: "ep"; space: string; endpoint: string; target: string; command: string; from: Principal }
-  | { kind: "seat"; space: string; seat: Principal };
+  | { kind: "seat"; space: string; seat: Principal; from: Principal }
+  /** An event-plane frame; `channel` is the plane's name, `events.<owner>.<actor>`. */
+  | { kind: "events"; space: string; from: Principal; channel: string };
 
 /** Why a subject was dropped: it has no trustworthy sender. */
 export type SubjectRejection = {
@@ -154,10 +198,18 @@ export function parseSubject(subject: string): ParsedSubject | SubjectRejection 
       return { kind, space, endpoint, target, command, from };
     }
     case "seat": {
-      if (t.length !== 5) return reject("malformed", `seat subject must have 5 tokens, has ${t.length}`);
+      if (t.length !== 7) return reject("malformed", `seat subject must have 7 tokens, has ${t.length}`);
       const seat = owner(t, 3);
       if (!check(seat)) return reject("invalid-token", seat);
-      return { kind, space, seat };
+      const from = owner(t, 5);
+      if (!check(from)) return reject("invalid-token", from);
+      return { kind, space, seat, from };
+    }
+    case "events": {
+      if (t.length !== 5) return reject("malformed", `event-plane subject must have 5 tokens, has ${t.length}`);
+      const from = owner(t, 3);
+      if (!check(from)) return reject("invalid-token", from);
+      return { kind, space, from, channel: eventsChannelOf(from) };
     }
     default:
       return reject("unknown-kind", `unknown or retired kind ${JSON.stringify(kind)} (no sender)`);
@@ -170,10 +222,14 @@ export const names = {
   dmStream: (space: string) => `DM_${assertToken("space", "space", space)}`,
   taskStream: (space: string) => `TASK_${assertToken("space", "space", space)}`,
   seatsStream: (space: string) => `SEATS_${assertToken("space", "space", space)}`,
+  eventsStream: (space: string) => `EVENTS_${assertToken("space", "space", space)}`,
+  /** The stream a channel's posts live in: `EVENTS_` for an event plane's name, else `CHAT_`. */
+  streamOfChannel: (space: string, channel: string): string => (eventPlaneOf(channel) ? names.eventsStream(space) : names.chatStream(space)),
   presenceBucket: (space: string) => `cotal_presence_${assertToken("space", "space", space)}`,
   channelsBucket: (space: string) => `cotal_channels_${assertToken("space", "space", space)}`,
   membersBucket: (space: string) => `cotal_members_${assertToken("space", "space", space)}`,
   managersBucket: (space: string) => `cotal_managers_${assertToken("space", "space", space)}`,
   artifactsBucket: (space: string) => `cotal_artifacts_${assertToken("space", "space", space)}`,
-  xferBucket: (space: string, instance: string) => `cotal_xfer_${assertToken("space", "space", space)}_${assertToken("name", "instance", instance)}`,
+  /** Transcripts carried to one manager instance (docs/manager.md "Transcript carry"). */
+  xferStream: (space: string, instance: string) => `XFER_${assertToken("space", "space", space)}_${assertToken("name", "instance", instance)}`,
 };

@@ -63,3 +63,12 @@ export const ChannelName = z
   .string()
   .max(255)
   .regex(/^[A-Za-z0-9_-]{1,64}(\.[A-Za-z0-9_-]{1,64})*$/, `channel must be dot-separated segments of ${ALPHABETS.name.text}`);
+
+/**
+ * The agent CLI a seat runs (`claude`, `codex`, `echo`, …; docs/runtimes.md): lower-case letters,
+ * digits and '-', starting with a letter, at most 32. Refused otherwise, never sanitized.
+ */
+export const RuntimeName = z
+  .string()
+  .max(32, "a runtime name is at most 32 characters")
+  .regex(/^[a-z][a-z0-9-]*$/, "a runtime name is lower-case letters, digits and '-', starting with a letter");

@@ -9,13 +9,28 @@ const entries = {
   cotal: "cli/main.ts",
   connector: "connector/mcp-main.ts",
   hook: "connector/hook-main.ts",
-  bench: "bench/main.ts",
-  "bench-connector": "bench/connector-hook.ts",
-  "bench-manager": "bench/manager.ts",
-  "bench-wake": "bench/claude-wake.ts",
-  "bench-carry": "bench/carry.ts",
-  "bench-cluster": "bench/cluster.ts",
+  // Cotal's OpenCode plugin: OpenCode loads it from its config (docs/runtimes.md).
+  "opencode-plugin": "opencode/plugin.ts",
+  // A seat process loads only what it runs (issue 30): the manager starts echo seats from it.
+  "echo-seat": "manager/echo-seat-main.ts",
+  bench: "bench/bin/mesh.ts",
+  "bench-connector": "bench/bin/connector.ts",
+  // The raw client's hook and seat, beside which bench-connector measures the connector's.
+  "bench-raw-hook": "bench/raw-hook.ts",
+  "bench-manager": "bench/bin/manager.ts",
+  "bench-wake": "bench/bin/wake.ts",
+  "bench-carry": "bench/bin/carry.ts",
+  "bench-cluster": "bench/bin/cluster.ts",
 };
+
+/**
+ * Options of one bundle beyond the shared ones (none today). Every bundle drops whitespace and
+ * comments (`minifyWhitespace`, names kept): a process keeps its bundle's source in its heap for
+ * lazy compilation (50 echo seats keep it 50 times, about 2 MiB each less: docs/performance.md),
+ * and a CLI call, a hook or a connector start reads, decodes and compiles less (the CLI's bundle
+ * 4.7 → 3.4 MB, and the comments' non-ASCII text no longer sends Node's decoder off its ASCII path).
+ */
+const entryOptions = {};
 
 // ESM bundles of CommonJS dependencies need require/__dirname.
 const banner = [
@@ -40,10 +55,12 @@ await Promise.all(
       target: "node20",
       sourcemap: "linked",
       legalComments: "none",
+      minifyWhitespace: true,
       banner: { js: banner },
       // Ink loads React DevTools only when DEV=true; it is not installed: a stub stands in.
       alias: { "react-devtools-core": "./scripts/no-react-devtools.mjs" },
       logLevel: "warning",
+      ...entryOptions[name],
     });
     await chmod(outfile, 0o755);
   }),
@@ -52,7 +69,7 @@ await Promise.all(
 // The plugin tree (plugin/, rendered from code and committed) runs these bundles from its bin/:
 // `claude --plugin-dir plugin/` and `cotal setup` use them. Copied whole, then renamed into place.
 await mkdir("plugin/bin", { recursive: true });
-for (const name of ["connector.mjs", "connector.mjs.map", "hook.mjs", "hook.mjs.map"]) {
+for (const name of ["connector.mjs", "connector.mjs.map", "hook.mjs", "hook.mjs.map", "opencode-plugin.mjs", "opencode-plugin.mjs.map"]) {
   if (!existsSync(`dist/${name}`)) continue;
   const tmp = `plugin/bin/${name}.tmp-${process.pid}`;
   await copyFile(`dist/${name}`, tmp);

@@ -118,6 +118,8 @@ export interface ModelDoubleOptions {
   isMainLoop?: (req: RecordedRequest) => boolean;
   /** Text of the default reply (script exhausted, step not yet due, or side request). */
   defaultText?: string;
+  /** API keys the double refuses as the real API does a bad one: 401 `authentication_error` to every Messages call. */
+  rejectKeys?: readonly string[];
 }
 
 export const DEFAULT_REPLY_TEXT = "OK.";
@@ -243,6 +245,13 @@ export class ModelDouble {
       return;
     }
 
+    const key = req.headers["x-api-key"];
+    if (typeof key === "string" && this.#options.rejectKeys?.includes(key)) {
+      rec.kind = RequestKind.side;
+      res.writeHead(401, { "content-type": "application/json" });
+      res.end(JSON.stringify({ type: "error", error: { type: "authentication_error", message: "invalid x-api-key" } }));
+      return;
+    }
     const isMain = (this.#options.isMainLoop ?? isMainLoopRequest)(rec);
     rec.kind = isMain ? RequestKind.main : RequestKind.side;
     let blocks: ReplyBlock[] = [defaultReply(body, this.#options.defaultText ?? DEFAULT_REPLY_TEXT)];

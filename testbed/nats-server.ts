@@ -11,7 +11,7 @@ import { findNatsServer } from "../broker/index.js";
 import { until } from "./until.js";
 
 // Finding the binary is the product's own logic (cotal up uses it too).
-export { findNatsServer, NatsServerNotFoundError } from "../broker/index.js";
+export { findNatsServer, NatsServerNotFoundError, NatsServerTooOldError } from "../broker/index.js";
 
 /** Ports a test server must never take: the shared broker on this machine uses them. */
 export const RESERVED_PORTS: ReadonlySet<number> = new Set([4222, 6222, 8222]);
@@ -36,6 +36,13 @@ export interface JetStreamLimits {
   maxMemoryStore?: string;
   /** Default "2GB". */
   maxFileStore?: string;
+  /**
+   * `sync_interval` (nats-server 2.10+): "always" fsyncs before each acknowledgement; a duration
+   * ("2m", the server's default) flushes that often. Not written when unset.
+   */
+  syncInterval?: string;
+  /** Store directory to use instead of the private temp one (a power-loss test's FUSE mount); cleanup() leaves it. */
+  storeDir?: string;
 }
 
 export interface NatsServerOptions {
@@ -173,7 +180,7 @@ export class NatsServer {
     const root = await mkdtemp(join(tmpdir(), "cotal-nats-"));
     const server = new NatsServer(bin, root, opts);
     try {
-      await mkdir(server.storeDir);
+      await mkdir(server.storeDir, { recursive: true });
       await server.#launch();
     } catch (err) {
       await server.cleanup();
@@ -208,9 +215,10 @@ export class NatsServer {
     return this.#opts.serverName;
   }
 
-  /** JetStream store directory; kept across restart(), removed by cleanup(). */
+  /** JetStream store directory; kept across restart(), removed by cleanup() unless `jetstream.storeDir` named it. */
   get storeDir(): string {
-    return join(this.#root, "store");
+    const js = this.#opts.jetstream;
+    return (typeof js === "object" ? js.storeDir : undefined) ?? join(this.#root, "store");
   }
 
   /** Path of the generated config file. */
@@ -282,6 +290,7 @@ export class NatsServer {
         `  store_dir: ${JSON.stringify(this.storeDir)}`,
         `  max_memory_store: ${limits.maxMemoryStore ?? "512MB"}`,
         `  max_file_store: ${limits.maxFileStore ?? "8GB"}`,
+        ...(limits.syncInterval ? [`  sync_interval: ${JSON.stringify(limits.syncInterval)}`] : []),
         "}",
       );
     }

@@ -1,5 +1,5 @@
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
 import {
   callControl,
   collectHistory,
@@ -27,7 +27,7 @@ import {
 } from "../schemas/index.js";
 import { renderMarkdown } from "./markdown.js";
 import { rosterRows, type PendingMail, type RosterRow } from "./roster-rows.js";
-import { readManagers, readPending, readWaitingDms, SeatLogCursor, type ManagerBeat } from "./stores.js";
+import { postCounts, readManagers, readPending, readWaitingDms, SeatLogCursor, type ManagerBeat } from "./stores.js";
 import { TimelineFolder, type TimelineEntry } from "./timeline.js";
 
 /** Where the dashboard reads from and with what. */
@@ -55,6 +55,8 @@ export interface FeedPost {
   /** The channel's delivery class (`live` or `durable`). */
   class: string;
   from: string;
+  /** Who really sent it for `from` (the operator's `--as NAME --impersonate`): every view says so. */
+  sentBy?: string;
   at: number;
   /** Sanitized HTML of its text (see markdown.ts). */
   html: string;
@@ -118,7 +120,7 @@ export interface AgentDetail {
   seatLog: Array<{ at: number; type: string; manager?: string; detail?: string }>;
   pending?: PendingMail;
   /** Waiting DMs with their bodies: only for an admin credential; otherwise absent. */
-  waiting?: Array<{ from: string; at: number; html: string }>;
+  waiting?: Array<{ from: string; sentBy?: string; at: number; html: string }>;
   dmBodies: boolean;
 }
 
@@ -153,6 +155,7 @@ export class MeshView {
   private closed = false;
   private timer?: NodeJS.Timeout;
   private sub?: Subscription;
+  private eventsSub?: Subscription;
   private readonly sources: StateSnapshot["sources"] = {
     roster: { ok: false },
     pending: { ok: false },
@@ -218,19 +221,25 @@ export class MeshView {
       }
     })().catch(() => undefined);
     void this.nc.closed().then(() => (this.connected = false));
-    // Live posts first (held per plane until its history is in), so nothing falls between.
-    this.sub = this.nc.subscribe(filters.kind(this.o.space, "chat"), {
-      callback: (err, msg) => {
-        if (err) {
-          this.sources.feed = { ok: false, error: `live posts ended: ${err.message}` };
-          return;
-        }
-        const v = verifyEnvelope(msg.subject, msg.data, this.o.log);
-        if (v?.kind === "channel" && v.channel) this.take(v.channel, principalId(v.from), v.message, v.message.ts, false);
-      },
-    });
+    // Live posts and event-plane frames first (held per plane until its history is in), so nothing falls between.
+    const live = (err: Error | null, msg: Msg) => {
+      if (err) {
+        this.sources.feed = { ok: false, error: `live posts ended: ${err.message}` };
+        return;
+      }
+      const v = verifyEnvelope(msg.subject, msg.data, this.o.log);
+      if (v?.kind === "channel" && v.channel) this.take(v.channel, principalId(v.from), v.message, v.message.ts, false);
+    };
+    this.sub = this.nc.subscribe(filters.kind(this.o.space, "chat"), { callback: live });
+    this.eventsSub = this.nc.subscribe(filters.kind(this.o.space, "events"), { callback: live });
     try {
-      await followPresence(this.nc, this.o.space, this.roster, () => callControl(this.nc, this.o.space, "roster", this.caller), this.o.log);
+      await followPresence(
+        this.nc,
+        this.o.space,
+        this.roster,
+        (after) => callControl(this.nc, this.o.space, "roster", this.caller, after ? { after } : {}),
+        this.o.log,
+      );
       this.sources.roster = { ok: true, at: Date.now() };
       this.rosterFollowed = true;
     } catch (err) {
@@ -263,16 +272,25 @@ export class MeshView {
     }
   }
 
-  /** The channels worth a history at start: configured ones and those the roster's seats joined. */
-  private knownChannels(): string[] {
+  /**
+   * The channels worth a history at start: those holding posts (the chat stream's per-subject
+   * counts: a channel posted to and never configured, with nobody on it now, is one), the
+   * configured ones and those the roster's seats joined.
+   */
+  private async knownChannels(): Promise<string[]> {
     const all = new Set(this.channelClass.keys());
+    try {
+      for (const c of (await postCounts(this.jsm, this.o.space)).keys()) all.add(c);
+    } catch (err) {
+      this.o.log.debug({ err: reason(err) }, "channels with posts not readable; the feed's history covers configured and joined ones");
+    }
     for (const e of this.roster.entries()) for (const c of e.presence.channels) all.add(c);
     return [...all].filter((c) => !c.startsWith("events."));
   }
 
   private async loadFeedHistory(): Promise<void> {
     const refused: string[] = [];
-    for (const channel of this.knownChannels()) {
+    for (const channel of await this.knownChannels()) {
       try {
         for (const h of await this.history(channel, 200)) this.take(channel, principalId(h.from), h.message, h.storedAt, true);
       } catch (err) {
@@ -344,16 +362,7 @@ export class MeshView {
     }
     if (this.seen.has(message.id)) return;
     this.remember(message.id);
-    const post: FeedPost = {
-      id: message.id,
-      channel,
-      class: this.channelClass.get(channel) ?? "durable",
-      from,
-      at,
-      html: renderMarkdown(messageText(message)),
-      parts: message.parts.filter((p) => p.kind !== "text").map((p) => p.kind),
-      historical,
-    };
+    const post = this.postOf(channel, from, message, at, historical);
     this.feed.push(post);
     if (this.feed.length > FEED_KEEP) this.feed.splice(0, this.feed.length - FEED_KEEP);
     if (!historical) this.sources.feed = { ...this.sources.feed, ok: true, at: Date.now() };
@@ -405,7 +414,10 @@ export class MeshView {
       connected: this.connected,
       profile: this.o.profile ?? "open mesh",
       dmBodies: this.dmBodies,
-      roster: rosterRows(this.roster.entries(now), this.pending, now),
+      roster: rosterRows(this.roster.entries(now), this.pending, now).map((r) => {
+        const by = spawnerOf(this.seats.get(r.id));
+        return by ? { ...r, spawnedBy: by } : r;
+      }),
       managers: this.managerRows(now),
       channels: [...new Set([...this.channelClass.keys(), ...this.feed.map((p) => p.channel)])]
         .sort()
@@ -452,17 +464,22 @@ export class MeshView {
 
   /** One channel's stored posts (newest `limit`), for its own view. */
   async channel(name: string, limit: number): Promise<FeedPost[]> {
-    const cls = this.channelClass.get(name) ?? "durable";
-    return (await this.history(name, limit)).map((h) => ({
-      id: h.message.id,
-      channel: name,
-      class: cls,
-      from: principalId(h.from),
-      at: h.storedAt,
-      html: renderMarkdown(messageText(h.message)),
-      parts: h.message.parts.filter((p) => p.kind !== "text").map((p) => p.kind),
-      historical: true,
-    }));
+    return (await this.history(name, limit)).map((h) => this.postOf(name, principalId(h.from), h.message, h.storedAt, true));
+  }
+
+  /** A post as the page shows it: `from` is the verified sender, `sentBy` who really sent it, if someone did for them. */
+  private postOf(channel: string, from: string, message: CotalMessage, at: number, historical: boolean): FeedPost {
+    return {
+      id: message.id,
+      channel,
+      class: this.channelClass.get(channel) ?? "durable",
+      from,
+      ...(message.sentBy ? { sentBy: message.sentBy } : {}),
+      at,
+      html: renderMarkdown(messageText(message)),
+      parts: message.parts.filter((p) => p.kind !== "text").map((p) => p.kind),
+      historical,
+    };
   }
 
   /** One agent's detail: timeline, seat log, waiting mail (bodies only for an admin credential). */
@@ -476,7 +493,7 @@ export class MeshView {
     // The one place a DM body is read: never for a credential that is not an admin's.
     if (this.dmBodies && pending && pending.count > 0) {
       const waiting = await readWaitingDms(this.jsm, this.o.space, id, 20, this.o.log);
-      detail.waiting = waiting.map((w) => ({ from: w.from, at: w.at, html: renderMarkdown(w.text) }));
+      detail.waiting = waiting.map((w) => ({ from: w.from, ...(w.sentBy ? { sentBy: w.sentBy } : {}), at: w.at, html: renderMarkdown(w.text) }));
     }
     return detail;
   }
@@ -485,16 +502,38 @@ export class MeshView {
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
     this.sub?.unsubscribe();
+    this.eventsSub?.unsubscribe();
     this.roster.stop();
     this.listeners.clear();
     if (!this.nc.isClosed()) await this.nc.close().catch(() => undefined);
   }
 }
 
+/**
+ * Who a seat answers to, as its manager's log says (docs/manager.md, Helpers): the spawner its
+ * current incarnation's `requested` names, then each hand-over's `to`; none once it is retired, or
+ * for the operator's seats. A presence card never decides it.
+ */
+export function spawnerOf(events: readonly SeatEvent[] | undefined): string | undefined {
+  let by: string | undefined;
+  for (const e of events ?? []) {
+    if (e.type === "requested") by = e.spawnedBy;
+    else if (e.type === "handed-over") by = e.to;
+    else if (e.type === "retired") by = undefined;
+  }
+  return by;
+}
+
 function seatDetail(e: SeatEvent): { detail?: string } {
   switch (e.type) {
     case "requested":
-      return { detail: [`agent ${e.agent}`, e.runtime ? `runtime ${e.runtime}` : "", e.by ? `by ${e.by}` : ""].filter(Boolean).join(", ") };
+      return {
+        detail: [`agent ${e.agent}`, e.runtime ? `runtime ${e.runtime}` : "", e.by ? `by ${e.by}` : "", e.spawnedBy ? `spawned by ${e.spawnedBy}` : ""]
+          .filter(Boolean)
+          .join(", "),
+      };
+    case "handed-over":
+      return { detail: `handed over by ${e.from} to ${e.to ?? "the operator"}` };
     case "launched":
       return { detail: [e.pid ? `pid ${e.pid}` : "", `runtime ${e.runtime}`].filter(Boolean).join(", ") };
     case "exited":

@@ -117,17 +117,19 @@ function render() {
 function rosterView() {
   const rows = S.state ? S.state.roster : [];
   const pendingKnown = S.state && !sourceStale("pending");
-  const t = el("table", {}, el("tr", {}, ...["name", "status", "activity", "attention", "host", "model", "unread", "waiting DMs", "oldest waiting"].map((h) => el("th", { text: h }))));
+  const t = el("table", {}, el("tr", {}, ...["name", "runtime", "status", "activity", "attention", "host", "model", "spawned by", "unread", "waiting DMs", "oldest waiting"].map((h) => el("th", { text: h }))));
   for (const r of rows) {
     const p = r.pending;
     const oldest = p && p.oldestAt !== undefined ? el("span", { class: r.stuck ? "stuck" : "", "data-testid": "oldest", title: r.stuck ? "mail kept waiting while the seat is idle" : "", text: age(S.state.now - p.oldestAt) + (r.stuck ? " (stuck)" : "") }) : el("span", { text: "-" });
     t.append(el("tr", { class: r.stale ? "stale" : "", "data-testid": "roster-row", "data-id": r.id },
       el("td", {}, el("a", { href: "#/agent/" + encodeURIComponent(r.id), text: r.name }), r.role ? el("span", { class: "meta", text: " (" + r.role + ")" }) : null, r.stale ? el("span", { class: "badge stale", text: "stale" }) : null),
+      el("td", { "data-testid": "runtime", text: r.runtime || "-" }),
       el("td", { class: "status-" + r.status, text: r.status + (r.condition ? " (" + r.condition + ")" : "") }),
       el("td", { text: r.activity || "" }),
       el("td", { text: r.attention || "" }),
       el("td", { text: r.host || "" }),
       el("td", { text: r.model || "" }),
+      el("td", { "data-testid": "spawned-by", text: r.spawnedBy || "-" }),
       el("td", { text: r.unread === undefined ? "-" : String(r.unread) }),
       el("td", { "data-testid": "pending", text: p ? String(p.count) : "n/a" }),
       el("td", {}, oldest)));
@@ -136,13 +138,18 @@ function rosterView() {
     rows.length ? null : el("p", { class: "note", text: "Nobody is on the roster." }));
 }
 
+// The sender as every Cotal view words it: the operator speaking for someone is always said.
+function sender(m) {
+  return [el("strong", { "data-testid": "from", text: m.from }), m.sentBy ? el("span", { class: "meta", "data-testid": "sent-by", text: " (sent by the operator " + m.sentBy + ")" }) : null];
+}
+
 function postNode(p) {
   return el("div", { class: "post", "data-testid": "post", "data-channel": p.channel },
     el("span", { class: "meta", text: clock(p.at) }),
     el("a", { href: "#/feed/" + encodeURIComponent(p.channel), class: "badge", text: "#" + p.channel }),
     el("span", { class: "badge " + p.class, "data-testid": "class", text: p.class }),
     p.historical ? el("span", { class: "badge", text: "history" }) : null,
-    el("strong", { text: p.from }),
+    ...sender(p),
     el("div", { class: "body", html: p.html }),
     p.parts.length ? el("div", { class: "meta", text: "also: " + p.parts.join(", ") }) : null);
 }
@@ -176,11 +183,11 @@ function agentView(id) {
   const d = S.detail;
   const row = S.state ? S.state.roster.find((r) => r.id === id) : undefined;
   const timeline = S.timelines[id] || [];
-  const head = el("h2", {}, id + " ", row ? el("span", { class: "badge status-" + row.status, text: row.status }) : el("span", { class: "badge", text: "not on the roster" }), row && row.stale ? el("span", { class: "badge stale", text: "stale" }) : null);
+  const head = el("h2", {}, id + " ", row ? el("span", { class: "badge status-" + row.status, text: row.status }) : el("span", { class: "badge", text: "not on the roster" }), row && row.runtime ? el("span", { class: "badge", "data-testid": "agent-runtime", text: row.runtime }) : null, row && row.spawnedBy ? el("span", { class: "badge", "data-testid": "agent-spawned-by", text: "spawned by " + row.spawnedBy }) : null, row && row.stale ? el("span", { class: "badge stale", text: "stale" }) : null);
   const p = d && d.pending;
   const mail = el("div", { "data-testid": "agent-mail" }, el("h2", {}, "Waiting mail ", staleBadge("pending")),
     el("p", { "data-testid": "agent-pending", text: !d ? "…" : p ? p.count + " DM" + (p.count === 1 ? "" : "s") + " waiting" + (p.oldestAt !== undefined && S.state ? ", oldest " + age(S.state.now - p.oldestAt) : "") : "not readable with this credential" }),
-    d && d.waiting ? el("div", {}, ...d.waiting.map((w) => el("div", { class: "post", "data-testid": "waiting-dm" }, el("span", { class: "meta", text: clock(w.at) }), el("strong", { text: w.from }), el("div", { class: "body", html: w.html })))) : null,
+    d && d.waiting ? el("div", {}, ...d.waiting.map((w) => el("div", { class: "post", "data-testid": "waiting-dm" }, el("span", { class: "meta", text: clock(w.at) }), ...sender(w), el("div", { class: "body", html: w.html })))) : null,
     d && !d.dmBodies ? el("p", { class: "note", text: "DM bodies are shown only to an admin credential." }) : null);
   const log = el("table", {}, el("tr", {}, ...["time", "event", "manager", "detail"].map((h) => el("th", { text: h }))),
     ...(d ? d.seatLog : []).map((e) => el("tr", { "data-testid": "seat-event" }, el("td", { text: clock(e.at) }), el("td", { text: e.type }), el("td", { text: e.manager || "" }), el("td", { text: e.detail || "" }))));

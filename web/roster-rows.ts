@@ -1,7 +1,5 @@
 import type { RosterEntry } from "../broker/index.js";
 
-/** A roster record is stale when its last heartbeat is older than this (the console uses the same). */
-export const ROSTER_STALE_MS = 6_000;
 /** Mail that waited this long while its seat sat idle marks the queue stuck. */
 export const STUCK_AFTER_MS = 10_000;
 
@@ -18,6 +16,10 @@ export interface RosterRow {
   name: string;
   kind: string;
   role?: string;
+  /** The agent CLI the seat runs (`claude`, `codex`, `echo`, …), as its card says. */
+  runtime?: string;
+  /** A helper: the agent that answers for it (its spawner, or whom it was handed to), from the seat log, never its card. */
+  spawnedBy?: string;
   status: string;
   condition?: string;
   activity?: string;
@@ -26,7 +28,11 @@ export interface RosterRow {
   model?: string;
   unread?: number;
   seenAt?: number;
-  /** Its presence record is old (or says offline): what it shows may no longer hold. */
+  /**
+   * It is offline (its key deleted by the mesh service's liveness judge, or a goodbye written), or
+   * not on the roster: what the row shows no longer holds. A record's age says nothing: records
+   * are written only when they change (protocol 0.3, SPEC §5).
+   */
   stale: boolean;
   /** Waiting DMs; undefined when this credential may not count them. */
   pending?: PendingMail;
@@ -56,6 +62,7 @@ export function rosterRows(entries: RosterEntry[], pending: Map<string, PendingM
       name: e.name,
       kind: p.card.kind,
       ...(e.role ? { role: e.role } : {}),
+      ...(p.card.runtime ? { runtime: p.card.runtime } : {}),
       status: e.status,
       ...(p.condition && e.status !== "offline" ? { condition: p.condition.code } : {}),
       ...(p.activity ? { activity: p.activity } : {}),
@@ -64,7 +71,7 @@ export function rosterRows(entries: RosterEntry[], pending: Map<string, PendingM
       ...(meta.model ? { model: meta.model } : {}),
       ...(p.unread !== undefined && e.status !== "offline" ? { unread: p.unread } : {}),
       seenAt: e.seenAt,
-      stale: e.status === "offline" || now - e.seenAt > ROSTER_STALE_MS,
+      stale: e.status === "offline",
       ...(mail ? { pending: mail } : {}),
       stuck: isStuck(e.status, p.statusSince, mail, now),
     };

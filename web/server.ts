@@ -6,6 +6,7 @@ import { ChannelName, PrincipalId } from "../schemas/index.js";
 import { bindScope, hostHeaderAllowed, type BindScope } from "./bind.js";
 import type { MeshView, Push } from "./mesh-view.js";
 import { APP_CSS, APP_JS, PAGE_HTML } from "./page.js";
+import { tokenCookie, tokenProof } from "./token.js";
 
 /** Query parameters, checked at the boundary. */
 const AgentQuery = z.object({ id: PrincipalId });
@@ -21,6 +22,8 @@ const CSP =
 /** A running dashboard: where it listens, and how to stop it. */
 export interface Dashboard {
   url: string;
+  /** `url` with the token: what the starting user opens (the page then keeps it in a cookie). */
+  link: string;
   port: number;
   host: string;
   close(): Promise<void>;
@@ -30,14 +33,16 @@ export interface Dashboard {
  * Serve the dashboard for `view` on host:port. Read-only by construction: GET and HEAD only, no
  * route changes anything. Live updates go to the page as server-sent events (`/events`).
  */
-export async function serveDashboard(view: MeshView, opts: { host: string; port: number; log: Logger }): Promise<Dashboard> {
+export async function serveDashboard(view: MeshView, opts: { host: string; port: number; log: Logger; token: string }): Promise<Dashboard> {
   const checked = bindScope(opts.host);
   if ("problem" in checked) throw new Error(checked.problem);
   const scope = checked.scope;
   const clients = new Set<ServerResponse>();
+  let port = opts.port;
   const server = createServer((req, res) => {
-    handle(view, scope, clients, req, res, opts.log).catch((err: unknown) => {
-      opts.log.warn({ err, url: req.url }, "a dashboard request failed");
+    handle(view, { scope, token: opts.token, port }, clients, req, res, opts.log).catch((err: unknown) => {
+      // The path only: a query may hold the token, and the log must not.
+      opts.log.warn({ err, path: new URL(req.url ?? "/", "http://dashboard.invalid").pathname }, "a dashboard request failed");
       if (!res.headersSent) send(res, 500, "application/json", JSON.stringify({ error: (err as Error).message }));
       else res.end();
     });
@@ -52,10 +57,11 @@ export async function serveDashboard(view: MeshView, opts: { host: string; port:
       resolve();
     });
   });
-  const port = (server.address() as AddressInfo).port;
+  port = (server.address() as AddressInfo).port;
   const shown = opts.host.includes(":") ? `[${opts.host}]` : opts.host;
   return {
     url: `http://${shown}:${port}/`,
+    link: `http://${shown}:${port}/?token=${opts.token}`,
     port,
     host: opts.host,
     close: async () => {
@@ -66,14 +72,29 @@ export async function serveDashboard(view: MeshView, opts: { host: string; port:
   };
 }
 
-async function handle(view: MeshView, scope: BindScope, clients: Set<ServerResponse>, req: IncomingMessage, res: ServerResponse, log: Logger): Promise<void> {
-  if (!hostHeaderAllowed(req.headers.host, scope))
+/** What every request is checked against: the bind scope (Host header) and the token. */
+interface Gate {
+  scope: BindScope;
+  token: string;
+  port: number;
+}
+
+async function handle(view: MeshView, gate: Gate, clients: Set<ServerResponse>, req: IncomingMessage, res: ServerResponse, log: Logger): Promise<void> {
+  if (!hostHeaderAllowed(req.headers.host, gate.scope))
     return send(res, 421, "text/plain", "This dashboard answers only requests for a loopback host (localhost, 127.0.0.1, [::1]).\n");
   if (req.method !== "GET" && req.method !== "HEAD") {
     res.setHeader("Allow", "GET, HEAD");
     return send(res, 405, "text/plain", "The dashboard is read-only: GET only.\n");
   }
   const url = new URL(req.url ?? "/", "http://dashboard.invalid");
+  const proof = url.pathname === "/favicon.ico" ? "cookie" : tokenProof(req, url, gate.token, gate.port);
+  if (!proof) return refuse(res, url.pathname);
+  // The link's token moves into a cookie, and out of the address bar and history.
+  if (proof === "query" && url.pathname === "/") {
+    res.writeHead(303, { ...HEADERS, Location: "/", "Set-Cookie": tokenCookie(gate.port, gate.token) });
+    return void res.end();
+  }
+  url.searchParams.delete("token");
   const query = Object.fromEntries(url.searchParams);
   switch (url.pathname) {
     case "/":
@@ -113,6 +134,14 @@ async function handle(view: MeshView, scope: BindScope, clients: Set<ServerRespo
     default:
       return send(res, 404, "text/plain", "Not found.\n");
   }
+}
+
+/** No token: nothing of the mesh, only how to get in. */
+function refuse(res: ServerResponse, path: string): void {
+  const why = "This dashboard needs its token: open the link `cotal web` printed, or run `cotal web --url` on its host for it.";
+  if (path.startsWith("/api/") || path === "/events") return json(res, 401, { error: why });
+  res.setHeader("WWW-Authenticate", 'Bearer realm="cotal web"');
+  send(res, 401, "text/plain; charset=utf-8", `${why}\n`);
 }
 
 const HEADERS = {

@@ -9,7 +9,7 @@ import {
   parseSubject,
   principalId,
   SeatEvent,
-  seatSubject,
+  seatRecordProblem,
   parsePrincipal,
 } from "../schemas/index.js";
 import type { PendingMail } from "./roster-rows.js";
@@ -28,6 +28,17 @@ async function nextOn(jsm: JetStreamManager, stream: string, seq: number, filter
     if (isNoMessageFound(err) || isStreamNotFound(err)) return null;
     throw err;
   }
+}
+
+/** Stored posts per channel, from the CHAT_ stream's per-subject counts (its INFO, which changes nothing). */
+export async function postCounts(jsm: JetStreamManager, space: string): Promise<Map<string, number>> {
+  const info = await jsm.streams.info(names.chatStream(space), { subjects_filter: filters.kind(space, "chat") });
+  const out = new Map<string, number>();
+  for (const [subject, n] of Object.entries(info.state.subjects ?? {})) {
+    const p = parseSubject(subject);
+    if (p.kind === "chat") out.set(p.channel, (out.get(p.channel) ?? 0) + n);
+  }
+  return out;
 }
 
 /**
@@ -62,6 +73,8 @@ export async function readPending(jsm: JetStreamManager, space: string): Promise
 export interface WaitingDm {
   seq: number;
   from: string;
+  /** Who really sent it for `from` (the operator acting for a person). */
+  sentBy?: string;
   at: number;
   text: string;
 }
@@ -79,7 +92,7 @@ export async function readWaitingDms(jsm: JetStreamManager, space: string, to: s
     if (p.kind !== "inst") continue;
     try {
       const msg = decodeMessage(m.data);
-      out.push({ seq: m.seq, from: principalId(p.from), at: m.time.getTime(), text: messageText(msg) });
+      out.push({ seq: m.seq, from: principalId(p.from), ...(msg.sentBy ? { sentBy: msg.sentBy } : {}), at: m.time.getTime(), text: messageText(msg) });
     } catch (err) {
       log.debug({ seq: m.seq, err: (err as Error).message }, "a waiting DM that is not an envelope; left out");
     }
@@ -89,7 +102,7 @@ export async function readWaitingDms(jsm: JetStreamManager, space: string, to: s
 
 /**
  * The seat log read forward from a cursor: each record checked like the manager's own reader
- * (a record that is not a seat event, or names another seat than its subject, is skipped).
+ * (a record that is not a seat event, or that its subject does not prove, is skipped).
  */
 export class SeatLogCursor {
   private nextSeq = 1;
@@ -112,7 +125,9 @@ export class SeatLogCursor {
         this.log.debug({ seq: m.seq, problems: describeIssues(parsed.error) }, "seat log record skipped: not a seat event");
         continue;
       }
-      if (seatSubject(this.space, parsePrincipal(parsed.data.seat)) !== m.subject) continue;
+      // Only a record its subject proves (its seat, and a writer that is the manager it names).
+      const subject = parseSubject(m.subject);
+      if (subject.kind !== "seat" || seatRecordProblem(subject, parsed.data)) continue;
       out.push(parsed.data);
     }
     return out;

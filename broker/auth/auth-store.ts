@@ -2,7 +2,7 @@ import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { createAccount, createOperator, createUser, fromSeed, type KeyPair } from "@nats-io/nkeys";
 import { encodeAccount, encodeOperator, encodeUser, fmtCreds, type Account } from "@nats-io/jwt";
-import { assertToken } from "../../schemas/index.js";
+import { assertToken, CotalError } from "../../schemas/index.js";
 import { clientImports, dataExports } from "./space-accounts.js";
 import { ensureSecretDir, readSecret, secretExists, writeSecret } from "./secret-files.js";
 
@@ -26,6 +26,20 @@ export function clientsAccount(space: string): string {
 /** `SYS` and data accounts live in accounts/, clients accounts in clients/. */
 function accountFile(account: string, ext: string): string {
   return account.startsWith("clients/") ? `${account}${ext}` : join("accounts", `${account}${ext}`);
+}
+
+/** A revocation would make the account's list longer than the server can take in one JWT. */
+export class RevocationListFullError extends CotalError {
+  constructor(account: string, count: number, max: number) {
+    super(
+      "revocation-list-full",
+      `Revoking now would put ${count} revocations in ${account}'s JWT, more than the ${max} it may carry (the server refuses an account JWT over its max_payload); nothing was revoked.`,
+      {
+        remedy:
+          "Revocations of expired credentials drop out by themselves: mint with --expires-in, and wait for them to expire. As a last resort, rotate the space's signing key (every credential must then be minted again).",
+      },
+    );
+  }
 }
 
 /** The system account's name, and the user that pushes account updates (revocations). */
@@ -130,11 +144,30 @@ export class AuthStore {
       writeSecret(limitsFile, want);
       created = true;
     }
+    // A store from before an import changed (the control rail's import sharing who asks, which
+    // the mesh service authorizes privileged commands by) is signed again with today's imports.
+    if (!created && this.importsOutdated(space)) created = true;
     if (created) {
       await this.writeAccountJwt(space, {});
       await this.writeAccountJwt(clients, {});
     }
     return { created };
+  }
+
+  /** Do the clients account's signed imports differ from what clientImports() gives today? */
+  private importsOutdated(space: string): boolean {
+    const key = (i: { subject?: string; share?: boolean }) => `${i.subject}${i.share ? " share" : ""}`;
+    const want = clientImports(space, this.accountKey(space).getPublicKey()).map(key).sort();
+    let have: string[];
+    try {
+      const claims = JSON.parse(Buffer.from(this.accountJwt(clientsAccount(space)).split(".")[1] ?? "", "base64url").toString("utf8")) as {
+        nats?: { imports?: Array<{ subject?: string; share?: boolean }> };
+      };
+      have = (claims.nats?.imports ?? []).map(key).sort();
+    } catch {
+      return true;
+    }
+    return JSON.stringify(have) !== JSON.stringify(want);
   }
 
   /** The JetStream storage limits of a space's data account. */
@@ -155,17 +188,73 @@ export class AuthStore {
     return [...list("accounts", ""), ...list("clients", "clients/")];
   }
 
+  /**
+   * The files (relative to the store) that make up the identity of one space, as far as they
+   * exist: the operator, the system account and its user's credential, the space's data account
+   * (key, JWT, storage limits, revocations) and its clients account (key, signing key, JWT,
+   * revocations). No other space's accounts, and none of the service credentials (re-minted).
+   */
+  spaceIdentityFiles(space: string): string[] {
+    const account = (a: string, exts: string[]) => exts.map((e) => accountFile(a, e));
+    const revocations = [".revocations.json", ".revocation-expiry.json"];
+    return [
+      "operator.nk",
+      "operator.jwt",
+      ...account(SYSTEM_ACCOUNT, [".nk", ".jwt"]),
+      join("creds", "sys.creds"),
+      ...account(assertToken("space", "space", space), [".nk", ".jwt", ".limits.json", ...revocations]),
+      ...account(clientsAccount(space), [".nk", ".signing.nk", ".jwt", ...revocations]),
+    ].filter((f) => secretExists(this.path(f)));
+  }
+
   /** Revocations recorded for an account: user public key → unix seconds. */
   revocations(account: string): Record<string, number> {
     const file = this.path(accountFile(account, ".revocations.json"));
     return secretExists(file) ? (JSON.parse(dec.decode(readSecret(file))) as Record<string, number>) : {};
   }
 
-  /** Re-sign an account's JWT, adding revocations; returns the new JWT. */
-  async writeAccountJwt(account: string, addRevocations: Record<string, number>): Promise<string> {
+  /** When each revoked credential expires (unix seconds), for those that do: its revocation may go then. */
+  revocationExpiries(account: string): Record<string, number> {
+    const file = this.path(accountFile(account, ".revocation-expiry.json"));
+    return secretExists(file) ? (JSON.parse(dec.decode(readSecret(file))) as Record<string, number>) : {};
+  }
+
+  /**
+   * Re-sign an account's JWT, adding revocations; returns the new JWT. `expiries` says when the
+   * added credentials expire (unix seconds; absent: never). A revocation whose credential has
+   * expired is dropped: the server refuses an expired JWT anyway, and the list, which travels in the
+   * account JWT, stays bounded by the credentials still valid. More than `maxRevocations` left is
+   * refused (RevocationListFullError) before anything is written, so the JWT never outgrows what
+   * the server accepts (its max_payload) and every later revocation with it.
+   */
+  async writeAccountJwt(
+    account: string,
+    addRevocations: Record<string, number>,
+    expiries: Record<string, number | undefined> = {},
+    maxRevocations = Number.POSITIVE_INFINITY,
+    now = Math.floor(Date.now() / 1000),
+  ): Promise<string> {
     const revocations = { ...this.revocations(account), ...addRevocations };
-    if (Object.keys(addRevocations).length) {
+    const expiry: Record<string, number> = { ...this.revocationExpiries(account) };
+    for (const pub of Object.keys(addRevocations)) {
+      const exp = expiries[pub];
+      if (exp === undefined) delete expiry[pub];
+      else expiry[pub] = exp;
+    }
+    let pruned = 0;
+    for (const [pub, exp] of Object.entries(expiry)) {
+      if (exp > now) continue;
+      delete expiry[pub];
+      if (pub in revocations) {
+        delete revocations[pub];
+        pruned++;
+      }
+    }
+    const count = Object.keys(revocations).length;
+    if (count > maxRevocations) throw new RevocationListFullError(account, count, maxRevocations);
+    if (Object.keys(addRevocations).length || pruned) {
       writeSecret(this.path(accountFile(account, ".revocations.json")), JSON.stringify(revocations));
+      writeSecret(this.path(accountFile(account, ".revocation-expiry.json")), JSON.stringify(expiry));
     }
     const key = this.accountKey(account);
     const jwt = await encodeAccount(account.replace("/", ":"), key, this.claims(account, revocations), { signer: this.operatorKey() });

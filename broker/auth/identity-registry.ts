@@ -1,7 +1,19 @@
 import type { KV } from "@nats-io/kv";
 import { z } from "zod";
-import { ChannelName, CotalError, describeIssues, eventsChannelOf, principalId, RoleName, type Principal } from "../../schemas/index.js";
-import { PROFILES } from "./permissions.js";
+import {
+  AllowSpawn,
+  ChannelName,
+  CotalError,
+  describeIssues,
+  eventsChannelOf,
+  parsePrincipal,
+  principalId,
+  PrincipalId,
+  RoleName,
+  SpawnLimit,
+  type Principal,
+} from "../../schemas/index.js";
+import { PROFILES, type Profile } from "./permissions.js";
 
 /** What the mesh service minted for one principal (kept in the data account only). */
 export const IdentityRecord = z.object({
@@ -9,6 +21,10 @@ export const IdentityRecord = z.object({
   allowSubscribe: z.array(ChannelName),
   allowPublish: z.array(ChannelName),
   role: RoleName.optional(),
+  /** Personas it may spawn helpers of (docs/manager.md, Helpers); absent: none. */
+  allowSpawn: AllowSpawn.optional(),
+  /** Helpers it may hold at once (absent: DEFAULT_SPAWN_LIMIT). */
+  spawnLimit: SpawnLimit.optional(),
   /** Who minted the name first (a manager may mint and revoke only names it minted itself). */
   mintedBy: z.string().optional(),
   /** Every credential issued to this principal (revocation names them all). */
@@ -17,6 +33,11 @@ export const IdentityRecord = z.object({
       pub: z.string().regex(/^U[A-Z2-7]{55}$/),
       issuedAt: z.number().int().nonnegative(),
       expiresAt: z.number().int().nonnegative().optional(),
+      /**
+       * The credential the mint came through when it was not the minter's own: a leaf host's
+       * (its manager minting over the leaf connection). Revoking that leaf revokes this credential.
+       */
+      via: PrincipalId.optional(),
     }),
   ),
 });
@@ -31,8 +52,23 @@ export class CorruptIdentityRecordError extends CotalError {
   }
 }
 
+/** A minter holds as many unexpired credentials as it may. */
+export class MintLimitError extends CotalError {
+  constructor(minter: string, limit: number, nextFreeAt: number) {
+    super("mint-limit", `${minter} already holds ${limit} unexpired credentials it minted, its limit; nothing was minted.`, {
+      remedy: `A place frees when one of them expires (the next at ${new Date(nextFreeAt).toISOString()}). Revoke and retire seats you no longer need; the operator mints without this limit.`,
+    });
+  }
+}
+
+/** Index keys of the credentials minted through a leaf: `via.<leaf>.<name>`. */
+const VIA_PREFIX = "via";
+
 /** How often a write retries after losing a race with another writer. */
 const MAX_ATTEMPTS = 8;
+
+/** Profiles whose view is every channel (docs/security.md, Profiles). */
+const READS_EVERY_CHANNEL: ReadonlySet<Profile> = new Set<Profile>(["observer", "admin", "cli", "mesh"]);
 
 /**
  * Minted identities, kept in the members bucket under `id.<owner>.<actor>`. The bucket lives in
@@ -74,6 +110,7 @@ export class IdentityRegistry {
       try {
         if (revision === 0) await this.kv.create(this.key(who), JSON.stringify(next));
         else await this.kv.update(this.key(who), JSON.stringify(next), revision);
+        if (user.via) await this.kv.put(`${VIA_PREFIX}.${user.via}.${principalId(who)}`, "");
         return next;
       } catch (err) {
         if (attempt >= MAX_ATTEMPTS) throw err;
@@ -83,14 +120,65 @@ export class IdentityRegistry {
   }
 
   /**
+   * Every credential minted through `via` (a leaf host's credential), by name: what revoking it
+   * must revoke too. Found by the index `via.<via>.<name>` that add() writes, so a revoke reads
+   * only what went through that credential.
+   */
+  async mintedVia(via: Principal): Promise<Array<{ who: Principal; users: IdentityRecord["users"] }>> {
+    const prefix = `${VIA_PREFIX}.${principalId(via)}.`;
+    const names: string[] = [];
+    for await (const k of await this.kv.keys(`${prefix}>`)) names.push(k.slice(prefix.length));
+    const out: Array<{ who: Principal; users: IdentityRecord["users"] }> = [];
+    for (const name of names) {
+      const who = parsePrincipal(name);
+      const users = (await this.get(who))?.users.filter((u) => u.via === principalId(via)) ?? [];
+      if (users.length) out.push({ who, users });
+    }
+    return out;
+  }
+
+  /**
+   * Count a credential `minter` is about to mint against its limit: at most `limit` of its
+   * credentials may be unexpired at once (revoked or not: each revoked one holds a place in the
+   * account's revocation list until it expires). Kept under `quota.<minter>` as the expiry of
+   * each; a compare-and-set like add(). Throws MintLimitError past the limit, recording nothing.
+   */
+  async reserveMint(minter: Principal, expiresAt: number, limit: number, now = Date.now()): Promise<void> {
+    const key = `quota.${principalId(minter)}`;
+    for (let attempt = 1; ; attempt++) {
+      const e = await this.kv.get(key);
+      const revision = e && e.operation === "PUT" ? e.revision : 0;
+      const held = z
+        .array(z.number())
+        .catch([])
+        .parse(e && e.operation === "PUT" ? e.json() : []);
+      const live = held.filter((t) => t > now);
+      if (live.length >= limit) throw new MintLimitError(principalId(minter), limit, Math.min(...live));
+      const next = JSON.stringify([...live, expiresAt]);
+      try {
+        if (revision === 0) await this.kv.create(key, next);
+        else await this.kv.update(key, next, revision);
+        return;
+      } catch (err) {
+        if (attempt >= MAX_ATTEMPTS) throw err;
+      }
+    }
+  }
+
+  /**
    * May `who` read `channel`? Cotal's own service identities (`cotal_*`, never minted to
    * anyone) may; any other name without a record may not. An agent may read its own event
-   * plane's history (its writer resumes the plane's sequence from it, docs/events.md).
+   * plane's history (its writer resumes the plane's sequence from it, docs/events.md); a reader
+   * only its scope. Observers, admins and the operator's tool read every channel by design; a
+   * manager (it supervises seats and needs none of what they say, issue 25 route 10) and a leaf
+   * host's credential read none.
    */
   async mayRead(who: Principal, channel: string): Promise<boolean> {
     const rec = await this.get(who);
     if (!rec) return who.actor.startsWith("cotal_");
     if (rec.profile === "agent") return rec.allowSubscribe.includes(channel) || channel === eventsChannelOf(who);
-    return true;
+    // A reader has no plane of its own: its scope is all it reads.
+    if (rec.profile === "reader") return rec.allowSubscribe.includes(channel);
+    return READS_EVERY_CHANNEL.has(rec.profile);
   }
 }

@@ -6,3 +6,6 @@ export * from "./mint.js";
 export * from "./revoke.js";
 export * from "./identity-registry.js";
 export * from "./mint-client.js";
+export * from "./request-info.js";
+export * from "./reader-calls.js";
+export { clientServices } from "./space-accounts.js";

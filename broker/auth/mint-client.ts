@@ -14,6 +14,12 @@ export interface MintRequest {
   allowPublish?: string[];
   role?: string;
   provision?: boolean;
+  /** It runs a seat: may publish its own event plane (agent; unset: only if it has allowPublish). */
+  events?: boolean;
+  /** Agent: personas it may spawn helpers of (docs/manager.md, Helpers). */
+  allowSpawn?: string[];
+  /** Agent with allowSpawn: helpers it may hold at once. */
+  spawnLimit?: number;
   expiresInMs?: number;
 }
 

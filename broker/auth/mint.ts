@@ -2,7 +2,8 @@ import { encodeUser, fmtCreds } from "@nats-io/jwt";
 import { createUser, fromPublic, type KeyPair } from "@nats-io/nkeys";
 import { CotalError, principalId } from "../../schemas/index.js";
 import { clientsAccount, type AuthStore } from "./auth-store.js";
-import { permissionsFor, SERVICE_PRINCIPALS, type IdentitySpec } from "./permissions.js";
+import { LEAF_SUFFIX, leafHostManager, permissionsFor, SERVICE_PRINCIPALS, type IdentitySpec } from "./permissions.js";
+import { MAX_REVOCATIONS } from "./revoke.js";
 
 /** A signed user credential. */
 export interface MintedUser {
@@ -20,18 +21,72 @@ export class MintRefusedError extends CotalError {
   }
 }
 
+/** How to mint a scoped reader, for refusals that point at it. */
+const READER_HINT =
+  "A scoped reader is `--profile reader`, e.g. `cotal mint watcher --profile reader --allow-subscribe 'events.local.<actor>,general' --provision`.";
+
 /** Check a mint request makes sense before signing anything. */
 export function checkMintSpec(spec: IdentitySpec): void {
-  if (spec.profile !== "agent" && (spec.allowSubscribe?.length || spec.allowPublish?.length)) {
+  const scoped = spec.profile === "agent" || spec.profile === "reader";
+  if (!scoped && (spec.allowSubscribe?.length || spec.allowPublish?.length)) {
     throw new MintRefusedError(
-      `The ${spec.profile} profile has a fixed view; --allow-subscribe and --allow-publish apply to agents only.`,
-      "A scoped reader is an agent with --allow-subscribe and no --allow-publish, e.g. `cotal mint watcher --profile agent --allow-subscribe events.local.<actor> --provision`.",
+      `The ${spec.profile} profile has a fixed view; --allow-subscribe and --allow-publish apply to agents and readers only.`,
+      READER_HINT,
     );
   }
-  if (spec.profile === "agent" && spec.who.actor.startsWith("cotal_")) {
+  if (spec.profile === "reader" && (spec.allowPublish?.length || spec.role || spec.events || spec.allowSpawn?.length)) {
+    const what = spec.allowPublish?.length ? "--allow-publish" : spec.role ? "--role" : spec.events ? "--events" : "--allow-spawn";
+    throw new MintRefusedError(
+      `A reader publishes nothing: ${what} applies to agents only.`,
+      "Leave it out for a reader, or mint an agent (`--profile agent`), which may post, DM and take anycasts as itself.",
+    );
+  }
+  if (spec.profile !== "agent" && spec.profile !== "reader" && spec.allowSpawn?.length) {
+    throw new MintRefusedError(
+      `The ${spec.profile} profile has a fixed view; --allow-spawn applies to agents only.`,
+      "Mint an agent (`--profile agent`) that may spawn helpers: `cotal mint <name> --allow-spawn <personas>`.",
+    );
+  }
+  if (spec.spawnLimit !== undefined && !spec.allowSpawn?.length) {
+    throw new MintRefusedError(
+      "--spawn-limit bounds the helpers of a credential that may spawn them; this one may spawn none.",
+      "Add --allow-spawn <personas>, or leave out --spawn-limit.",
+    );
+  }
+  if (scoped && spec.who.actor.startsWith("cotal_")) {
     throw new MintRefusedError(`Names starting with cotal_ are reserved for Cotal's own services.`, "Choose another name.");
   }
+  if (spec.profile === "leaf" && !leafHostManager(spec.who)) {
+    throw new MintRefusedError(
+      `A leaf credential is named after its host: <host>${LEAF_SUFFIX} (the host whose manager is <host>); ${spec.who.actor} is not.`,
+      `For a host whose manager runs as hostb: cotal mint hostb${LEAF_SUFFIX} --profile leaf.`,
+    );
+  }
 }
+
+/**
+ * What a credential other than the operator's may mint (a manager's, for its seats): each such
+ * credential expires, so its revocation leaves the account's list when it does, and one minter
+ * holds a bounded number at once, so no flood can fill the list the operator's revocations need
+ * (issue 25, route 3; docs/security.md, Revocation).
+ */
+export interface MintLimits {
+  /** Longest such a credential lives, ms (default 30 days; asked longer or never, it gets this). */
+  maxLifetimeMs: number;
+  /** Most unexpired credentials one minter holds, revoked ones included (default 1,000). */
+  perMinter: number;
+  /** No such mint while the revocation list holds this many (default 6,000): the rest is kept for the operator's revocations. */
+  mintersRevocationCap: number;
+  /** Most revocations the clients account's JWT carries (default MAX_REVOCATIONS). */
+  maxRevocations: number;
+}
+
+export const DEFAULT_MINT_LIMITS: MintLimits = {
+  maxLifetimeMs: 30 * 24 * 3600_000,
+  perMinter: 1_000,
+  mintersRevocationCap: 6_000,
+  maxRevocations: MAX_REVOCATIONS,
+};
 
 /** The tags a credential carries: `cotal-space:<space>` and `cotal-profile:<profile>`. */
 export function credsTags(spec: Pick<IdentitySpec, "space" | "profile">): string[] {

@@ -1,19 +1,22 @@
 import type { Permissions } from "@nats-io/jwt";
-import { clientServices } from "./space-accounts.js";
 import {
   assertChannel,
   BEAT_TOKEN,
   beatFilter,
   beatSubject,
   durables,
-  eventsChannelOf,
-  filters,
+  eventPlaneOf,
+  ANY_INSTANCE,
   JS_API,
   names,
+  OPERATOR_PRINCIPAL,
   patterns,
+  principalId,
   ROOT,
   type Principal,
   type Profile,
+  XFER_TOKEN,
+  xferFilter,
 } from "../../schemas/index.js";
 
 /** Credential profiles (docs/security.md): defined with the control commands, whose `mint` names them. */
@@ -22,42 +25,70 @@ export { PROFILES, type Profile } from "../../schemas/index.js";
 /** Principals of Cotal's own services (names starting `cotal_` are reserved). */
 export const SERVICE_PRINCIPALS = {
   mesh: { owner: "local", actor: "cotal_mesh" },
-  cli: { owner: "local", actor: "cotal_cli" },
+  cli: OPERATOR_PRINCIPAL,
 } as const satisfies Record<string, Principal>;
+
+/** A leaf credential is named `<host>_leaf`: the host whose manager is `<host>`. */
+export const LEAF_SUFFIX = "_leaf";
+
+/** The manager of the host a leaf credential serves (`local.hostb_leaf` → `local.hostb`); undefined for another name. */
+export function leafHostManager(leaf: Principal): Principal | undefined {
+  if (!leaf.actor.endsWith(LEAF_SUFFIX) || leaf.actor.length <= LEAF_SUFFIX.length) return undefined;
+  return { owner: leaf.owner, actor: leaf.actor.slice(0, -LEAF_SUFFIX.length) };
+}
 
 /** What a credential is minted for. */
 export interface IdentitySpec {
   space: string;
   who: Principal;
   profile: Profile;
-  /** Channels this identity may read (agent profile). */
+  /** Channels this identity may read (agent and reader profiles). */
   allowSubscribe?: string[];
   /** Channels this identity may post on (agent profile). */
   allowPublish?: string[];
   /** The role whose anycast queue it may consume (agent profile). */
   role?: string;
+  /**
+   * It runs a seat, so it may publish its own event plane (agent profile; docs/events.md). Managers
+   * mint every seat's credential with it (false for a `--no-events` seat); unset, a credential
+   * that may post (any `allowPublish`) gets it and a scoped reader (none) does not.
+   */
+  events?: boolean;
+  /**
+   * Personas it may spawn helpers of (agent profile; docs/manager.md, Helpers): with any, it may
+   * call the manager rail's SPAWN_CALLS as itself, on any manager. Which personas, how many and how
+   * wide is the manager's to check, from the identity record (the `grant` command).
+   */
+  allowSpawn?: string[];
+  /** How many helpers it may hold at once (kept in its identity record; not a permission). */
+  spawnLimit?: number;
 }
+
+/** The manager commands the spawn right adds, as itself on any instance (docs/security.md, Profiles). */
+export const SPAWN_CALLS = ["spawn", "despawn", "personas", "handover"] as const;
 
 /** The per-identity reply-inbox prefix: nobody may subscribe to another's replies. */
 export function inboxPrefix(who: Principal): string {
   return patterns.inbox(who).slice(0, -2);
 }
 
-/** The channel an agent publishes its activity events on (docs/events.md). */
-export function eventsChannel(who: Principal): string {
-  return eventsChannelOf(who);
-}
+const MESH = "mesh";
+const ARTIFACT = "artifact";
+
+/** The mesh service's reads every identity may call as itself (meshReads), by command name. */
+export const MESH_READ_COMMANDS = ["roster", "history", "channels", "lookup", "whoami", "ping"] as const;
+/** The artifact service's read. */
+export const ARTIFACT_READ_COMMANDS = ["artifact-get"] as const;
+/** A reader's own durable channel memberships: created (within its scope) and ended. */
+export const READER_MEMBERSHIP_CALLS = ["join", "leave"] as const;
 
 /** Read-only control calls every identity may make to the mesh service, as itself. */
 function meshReads(space: string, who: Principal): string[] {
   return [
-    ...["roster", "history", "channels", "lookup", "whoami", "ping"].map((c) => patterns.callAs(space, MESH, c, who)),
-    patterns.callAs(space, ARTIFACT, "artifact-get", who),
+    ...MESH_READ_COMMANDS.map((c) => patterns.callAs(space, MESH, c, who)),
+    ...ARTIFACT_READ_COMMANDS.map((c) => patterns.callAs(space, ARTIFACT, c, who)),
   ];
 }
-
-const MESH = "mesh";
-const ARTIFACT = "artifact";
 
 /**
  * Every beat subject of a space. Beats are for the mesh service alone (that is what keeps
@@ -65,6 +96,27 @@ const ARTIFACT = "artifact";
  */
 function allBeats(space: string): string {
   return `${ROOT}.${space}.${BEAT_TOKEN}.>`;
+}
+
+/** Every transcript transfer of a space: for the operator (who sends) and each instance's own manager alone. */
+function allTransfers(space: string): string {
+  return `${ROOT}.${space}.${XFER_TOKEN}.>`;
+}
+
+/** Every subject on which something is sent as `who`: posts, DMs, anycasts, control calls, seat-log records, its beat and presence key. */
+function actingAs(space: string, who: Principal): string[] {
+  const root = patterns.space(space).slice(0, -1);
+  const id = principalId(who);
+  return [
+    `${root}chat.${id}.>`,
+    patterns.dmFrom(space, who),
+    patterns.anycastFrom(space, who),
+    `${root}ep.*.*.*.${id}`,
+    patterns.seatLogAs(space, who),
+    beatSubject(space, who),
+    patterns.presenceKey(space, who),
+    patterns.eventsAs(space, who),
+  ];
 }
 
 /**
@@ -80,9 +132,14 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
   switch (spec.profile) {
     case "agent": {
       const subscribe = [...new Set(spec.allowSubscribe ?? [])].map(assertChannel);
-      const publish = [...new Set([...(spec.allowPublish ?? []), eventsChannel(who)])].map(assertChannel);
+      // Event planes are not channels one posts on: a plane's name grants nothing here.
+      const publish = [...new Set(spec.allowPublish ?? [])].map(assertChannel).filter((ch) => !eventPlaneOf(ch));
+      // Its own event plane only if it runs a seat (issue 25, route 7: a scoped reader wrote frames
+      // until CHAT_ was full). The plane has its own stream, bounded per actor (EVENTS_, provision.ts).
+      const events = spec.events ?? publish.length > 0;
       const pub = [
         ...publish.map((ch) => patterns.postAs(space, who, ch)),
+        ...(events ? [patterns.eventsAs(space, who)] : []),
         patterns.dmFrom(space, who),
         patterns.anycastFrom(space, who),
         // Any command of the mesh and artifact endpoints, as itself, in two subjects: a user JWT is
@@ -93,21 +150,56 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
         // One-shot runs on any manager (docs/runs.md), as itself: the manager's budget gates
         // bound what they spend, and it refuses a cwd from anyone but the operator.
         patterns.callAs(space, "manager", "run", who),
+        // The spawn right: start, retire, list and hand over its helpers, on any manager.
+        ...(spec.allowSpawn?.length ? SPAWN_CALLS.map((c) => patterns.callAsAnyTarget(space, "manager", c, who)) : []),
         patterns.presenceKey(space, who),
         // Its own liveness beat, which only the mesh service may read.
         beatSubject(space, who),
         patterns.bucketGet(names.channelsBucket(space)),
         ...patterns.bindDurable(names.dmStream(space), durables.dm(who)),
         ...(spec.role ? patterns.bindDurable(names.taskStream(space), durables.anycast(spec.role)) : []),
-        ...subscribe.flatMap((ch) => patterns.bindDurable(names.chatStream(space), durables.channel(who, ch))),
+        // Durable memberships of its channels (an event plane is read live and by history: none).
+        ...subscribe.filter((ch) => !eventPlaneOf(ch)).flatMap((ch) => patterns.bindDurable(names.chatStream(space), durables.channel(who, ch))),
       ];
       const sub = [inbox, presenceAll, ...subscribe.map((ch) => patterns.channelPosts(space, ch))];
       return { pub: { allow: pub }, sub: { allow: sub } };
     }
+    case "reader": {
+      // A scoped reader (issue 25, route 7): it publishes nothing that is stored or reaches anyone
+      // (no posts, no event plane, no DMs or anycasts, no presence key, no beat, no seat log). It
+      // reads its scope live and asks the mesh service's reads as itself; the service refuses it
+      // every other command (reader-calls.ts) and history outside the scope (`read-denied`).
+      const scope = [...new Set(spec.allowSubscribe ?? [])].map(assertChannel);
+      // Channels (not event planes) may be read durably: a membership the mesh service creates
+      // on `join` (within the scope), which it binds, pulls and acks; `leave` ends it. A membership
+      // is a consumer on CHAT_ (limits retention): it holds no post and reaches no one.
+      const channels = scope.filter((ch) => !eventPlaneOf(ch));
+      return {
+        pub: {
+          allow: [
+            ...meshReads(space, who),
+            ...(channels.length ? READER_MEMBERSHIP_CALLS.map((c) => patterns.callAs(space, MESH, c, who)) : []),
+            patterns.bucketGet(names.channelsBucket(space)),
+            ...channels.flatMap((ch) => patterns.bindDurable(names.chatStream(space), durables.channel(who, ch))),
+          ],
+        },
+        sub: { allow: [inbox, presenceAll, ...scope.map((ch) => patterns.channelPosts(space, ch))] },
+      };
+    }
     case "observer":
       return {
-        pub: { allow: [...meshReads(space, who), patterns.bucketGet(names.channelsBucket(space))] },
-        sub: { allow: [inbox, presenceAll, patterns.allPosts(space)] },
+        pub: {
+          allow: [
+            ...meshReads(space, who),
+            patterns.bucketGet(names.channelsBucket(space)),
+            // `cotal ps` (docs/manager.md): the managers' heartbeats, read by MSG.GET (changes
+            // nothing), and each manager's read-only `ps` asked as itself.
+            patterns.bucketGet(names.managersBucket(space)),
+            // every instance's `ps`
+            patterns.callAsAnyTarget(space, "manager", "ps", who),
+          ],
+        },
+        sub: { allow: [inbox, presenceAll, patterns.allPosts(space), patterns.allEvents(space)] },
       };
     case "admin":
       return {
@@ -117,14 +209,17 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
             patterns.bucketGet(names.channelsBucket(space)),
             // Read-only JetStream reads for `cotal web` (it reads as admin): how many DMs wait for
             // whom and since when (DM_ is a work queue: stored means not yet acked), the seat log,
-            // and the managers' heartbeats. INFO and MSG.GET change nothing.
+            // the managers' heartbeats, and which channels hold posts (the feed's history). INFO
+            // and MSG.GET change nothing.
             `${JS_API}.STREAM.INFO.${names.dmStream(space)}`,
+            `${JS_API}.STREAM.INFO.${names.chatStream(space)}`,
             `${JS_API}.STREAM.MSG.GET.${names.dmStream(space)}`,
             `${JS_API}.STREAM.MSG.GET.${names.seatsStream(space)}`,
             `${JS_API}.STREAM.MSG.GET.KV_${names.managersBucket(space)}`,
           ],
         },
-        sub: { allow: [inbox, presenceAll, patterns.space(space)], deny: [allBeats(space)] },
+        // Not beats, and not the transcripts carried to the managers (only each one's own reads them).
+        sub: { allow: [inbox, presenceAll, patterns.space(space)], deny: [allBeats(space), allTransfers(space)] },
       };
     case "mesh":
       // The mesh service, alone in the data account: provisions, creates durables, mints, and
@@ -158,36 +253,102 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
         resp: { max: 1, ttl: 0 },
       };
     case "manager":
-      // A manager on another host: it keeps the seat log, heartbeats, serves the manager rail
-      // (answering each request once), watches presence, and mints/revokes its seats' agent
-      // credentials through the mesh service (which refuses any other profile).
+      // A manager (its credential is named like its instance): it appends to the seat log as
+      // itself, heartbeats under its own key, serves the manager rail for its own instance and the
+      // `one` queue group (answering each request once), watches presence, and mints/revokes its
+      // seats' agent credentials through the mesh service (which refuses any other profile). Its
+      // own subjects only: nobody else writes its records or heartbeat, or takes its requests.
       return {
         pub: {
           allow: [
-            filters.kind(space, "seat"),
-            ...["register", "mint", "revoke"].map((c) => patterns.callAs(space, MESH, c, who)),
-            // Transcript carry: read and remove what was carried to it (the service checks the instance is its name).
-            ...["xfer-read", "xfer-remove"].map((c) => patterns.callAs(space, "xfer", c, who)),
+            patterns.seatLogAs(space, who),
+            // `grant`: what a spawner was minted with, to judge its helpers (docs/manager.md, Helpers).
+            ...["register", "mint", "revoke", "grant"].map((c) => patterns.callAs(space, MESH, c, who)),
+            // Transcript carry: read what was carried to it from its own transfer stream (the chunks it
+            // did not see pass), and remove it once staged (the service checks the instance is its name).
+            patterns.callAs(space, "xfer", "xfer-remove", who),
+            `${JS_API}.STREAM.MSG.GET.${names.xferStream(space, who.actor)}`,
             ...meshReads(space, who),
-            patterns.bucketKeys(names.managersBucket(space)),
+            patterns.bucketKey(names.managersBucket(space), who.actor),
             `${JS_API}.STREAM.MSG.GET.${names.seatsStream(space)}`,
             `${JS_API}.STREAM.INFO.KV_${names.managersBucket(space)}`,
           ],
         },
-        sub: { allow: [inbox, patterns.callsTo(space, "manager"), presenceAll] },
+        // `one`: any manager may take a request that leaves the choice to the managers (docs/manager.md).
+        // Its own transfers as their chunks pass (transcript carry).
+        sub: {
+          allow: [
+            inbox,
+            patterns.callsToTarget(space, "manager", who.actor),
+            patterns.callsToTarget(space, "manager", ANY_INSTANCE),
+            presenceAll,
+            xferFilter(space, who.actor),
+          ],
+        },
         resp: { max: 1, ttl: 0 },
       };
-    case "leaf":
-      // A leaf-node host's nats-server (docs/security.md, "Leaf nodes"): it bridges its own
-      // clients account to this one. Every identity on that host still authenticates there with
-      // its own credential (same operator and accounts), so the leaf server enforces each one's
-      // permissions; this credential bounds what the whole host can reach: the clients account's
-      // imports (no JetStream API beyond them), replies on inboxes, and the space's subjects and
-      // watched buckets to receive. It can reach no other space and nothing of the data account.
+    case "leaf": {
+      // A leaf-node host's nats-server (docs/security.md, "Leaf-node hosts"): it bridges its own
+      // clients account to this one. Every identity on that host authenticates there with its own
+      // credential (same operator and accounts), so the leaf server enforces each one's permissions;
+      // this credential bounds what the whole host can reach, whoever controls that server: what its
+      // manager (`<host>` for `<host>_leaf`) and agents may do, with any agent's name (seats are
+      // minted at run time), and never as the operator or the mesh service (denied on every kind of
+      // subject). No members bucket, no channel registry writes, no other manager's heartbeat, seat
+      // log or requests, no JetStream API beyond binding durables and the reads those two need.
+      // The mesh service checks the rest by who the server says sent each control call
+      // (request-info.ts): this credential acts as its host's manager and agents only.
+      const host = leafHostManager(who);
+      const root = patterns.space(space).slice(0, -1);
+      const managerOwn = host
+        ? [
+            patterns.seatLogAs(space, host),
+            patterns.bucketKey(names.managersBucket(space), host.actor),
+            `${JS_API}.STREAM.MSG.GET.${names.seatsStream(space)}`,
+            `${JS_API}.STREAM.INFO.KV_${names.managersBucket(space)}`,
+            `${JS_API}.STREAM.MSG.GET.${names.xferStream(space, host.actor)}`,
+          ]
+        : [];
       return {
-        pub: { allow: [...clientServices(space).map((s) => s.subject), "_INBOX.>"] },
+        pub: {
+          allow: [
+            `${root}chat.>`,
+            `${root}events.>`,
+            `${root}inst.>`,
+            `${root}svc.>`,
+            `${root}${BEAT_TOKEN}.>`,
+            `${root}ep.${MESH}.one.>`,
+            `${root}ep.${ARTIFACT}.one.>`,
+            `${root}ep.xfer.one.xfer-remove.>`,
+            `${root}ep.manager.one.run.>`,
+            `${root}ep.manager.*.ps.>`,
+            presenceAll,
+            patterns.bucketGet(names.channelsBucket(space)),
+            patterns.bucketGet(names.managersBucket(space)),
+            ...[names.dmStream(space), names.taskStream(space), names.chatStream(space)].flatMap((s) => patterns.bindDurable(s, "*")),
+            ...managerOwn,
+            // Answers to requests it serves (its manager's rail) go to the requester's inbox.
+            "_INBOX.>",
+          ],
+          // Never as the operator or the mesh service, and never their mail: the services' own
+          // DM inboxes are not bound from a leaf host (an agent's may be: see security.md).
+          deny: Object.values(SERVICE_PRINCIPALS).flatMap((p) => [...actingAs(space, p), ...patterns.bindDurable(names.dmStream(space), durables.dm(p))]),
+        },
         // Beats cross to the hub (its agents beat), never back: no one on the host reads them.
-        sub: { allow: ["_INBOX.>", patterns.space(space), presenceAll, patterns.bucketKeys(names.managersBucket(space))], deny: [allBeats(space)] },
+        sub: {
+          allow: [
+            "_INBOX.>",
+            presenceAll,
+            patterns.allPosts(space),
+            patterns.allEvents(space),
+            ...(host
+              ? [patterns.callsToTarget(space, "manager", host.actor), patterns.callsToTarget(space, "manager", ANY_INSTANCE), xferFilter(space, host.actor)]
+              : []),
+          ],
+          // The services' replies (the operator's mint answers carry credentials) stay theirs.
+          deny: Object.values(SERVICE_PRINCIPALS).map((p) => patterns.inbox(p)),
+        },
       };
+    }
   }
 }

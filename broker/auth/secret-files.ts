@@ -86,10 +86,20 @@ export function writeSecret(path: string, data: string | Uint8Array): void {
   }
 }
 
+/**
+ * Why a secret file (kept at 0600) or folder (0700) is not private: the error naming its mode
+ * and the `chmod` that fixes it; undefined when no group or world bit is set. For reports that
+ * list every problem (`cotal doctor`) rather than stop at the first.
+ */
+export function secretModeProblem(path: string, kind: "file" | "dir"): InsecureSecretError | undefined {
+  const mode = statSync(path).mode & 0o7777;
+  return mode & 0o077 ? new InsecureSecretError(path, mode, kind === "dir" ? 0o700 : 0o600) : undefined;
+}
+
 /** Refuse a secret file that other users could read (any group or world bit). */
 export function assertPrivateFile(path: string): void {
-  const mode = statSync(path).mode & 0o7777;
-  if (mode & 0o077) throw new InsecureSecretError(path, mode, 0o600);
+  const problem = secretModeProblem(path, "file");
+  if (problem) throw problem;
 }
 
 /** Read a secret, refusing one that other users could read (checked on the open file). */

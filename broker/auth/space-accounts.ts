@@ -1,5 +1,5 @@
 import type { Export, Import } from "@nats-io/jwt";
-import { JS_API, names, patterns } from "../../schemas/index.js";
+import { BEAT_TOKEN, JS_API, names, patterns, SUBJECT_KINDS, XFER_TOKEN } from "../../schemas/index.js";
 
 /**
  * The account layout of one space in static mode (docs/security.md, "Account isolation").
@@ -29,15 +29,51 @@ interface ServiceSubject {
   name: string;
   subject: string;
   stream?: boolean;
+  /**
+   * The import shares who asked: the server stamps each request crossing it with a
+   * `Nats-Request-Info` header naming the connection it came from (its user key, the JWT's name
+   * and tags; a leaf node's traffic is named as the leaf credential, whatever header it brought).
+   * The control rail only: the header carries the user's JWT, too heavy for every post.
+   */
+  share?: boolean;
+}
+
+/**
+ * The kinds of the space's subjects (schemas/subjects.ts), each imported on its own so the control
+ * rail (`ep`) can share the caller while posts, DMs, anycasts, seat-log records, beats and
+ * transfer chunks (`xfer`, stored in each manager instance's transfer stream) do not.
+ */
+const SPACE_KINDS = [...SUBJECT_KINDS, BEAT_TOKEN, XFER_TOKEN] as const;
+
+/**
+ * The import subject of one kind of the space's subjects. Written so a leaf connection keeps it:
+ * the hub sends a leaf node its interest in an import only while the leaf credential may publish
+ * under it, and nats-server (2.10.27, and its main branch) judges a wildcard import by
+ * Sublist.ReverseMatch, which for a subject ending in `>` finds allow patterns through literal
+ * tokens only, never below a `*`. At connect every import is sent regardless; after the next
+ * update of the clients account (any revocation) the ones failing that check are withdrawn for
+ * good. Imported as `seat.>`, the leaf's own seat log `seat.*.*.local.<host>` was lost at the
+ * first `cotal stop` (no responders: "jetstream is not enabled"). The seat log's full grammar,
+ * a `*` for each of its four tokens, covers the same subjects and keeps it (docs/security.md,
+ * "Leaf-node hosts"). Acks below, likewise.
+ */
+function kindImport(space: string, kind: (typeof SPACE_KINDS)[number]): string {
+  const root = patterns.space(space).slice(0, -1);
+  // Every seat-log subject is `seat.<owner>.<actor>.<writerOwner>.<writerActor>` (schemas/subjects.ts).
+  return kind === "seat" ? `${root}seat.*.*.*.*` : `${root}${kind}.>`;
 }
 
 /** Every subject the clients account may reach in the data account, and nothing else. */
 export function clientServices(space: string): ServiceSubject[] {
   const kv = (bucket: string) => `$KV.${bucket}.>`;
   return [
-    // Posts, DMs, anycasts, the seat log and the control rail: the stream stores, the mesh
-    // service answers; both answer on the import's private reply.
-    { name: "cotal", subject: patterns.space(space) },
+    // Posts, DMs, anycasts, the seat log, beats, transcript chunks and the control rail: the stream
+    // stores, the mesh service answers; both answer on the import's private reply.
+    ...SPACE_KINDS.map((kind) => ({
+      name: kind === "ep" ? "cotal" : `cotal-${kind}`,
+      subject: kindImport(space, kind),
+      ...(kind === "ep" ? { share: true } : {}),
+    })),
     { name: "presence", subject: kv(names.presenceBucket(space)) },
     { name: "channels", subject: kv(names.channelsBucket(space)) },
     { name: "managers", subject: kv(names.managersBucket(space)) },
@@ -49,7 +85,8 @@ export function clientServices(space: string): ServiceSubject[] {
     ...boundStreams(space).flatMap((s) => [
       { name: `info-${s}`, subject: `${JS_API}.CONSUMER.INFO.${s}.*` },
       { name: `next-${s}`, subject: `${JS_API}.CONSUMER.MSG.NEXT.${s}.*`, stream: true },
-      { name: `ack-${s}`, subject: `$JS.ACK.${s}.>` },
+      // `*.>`, not `>`: the leaf's ack permission `$JS.ACK.<stream>.*.>` holds a `*` there (kindImport).
+      { name: `ack-${s}`, subject: `$JS.ACK.${s}.*.>` },
     ]),
   ];
 }
@@ -65,5 +102,7 @@ export function dataExports(space: string): Export[] {
  * server (a panic in its subject transform), and any client can aim answers.
  */
 export function clientImports(space: string, dataAccountPub: string): Import[] {
-  return clientServices(space).map((s) => ({ name: s.name, subject: s.subject, account: dataAccountPub, type: "service" }) as Import);
+  return clientServices(space).map(
+    (s) => ({ name: s.name, subject: s.subject, account: dataAccountPub, type: "service", ...(s.share ? { share: true } : {}) }) as Import,
+  );
 }

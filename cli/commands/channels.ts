@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { z } from "zod";
-import { CHANNEL_DEFAULTS_KEY, filters, names, parseSubject, type ChannelConfig } from "../../schemas/index.js";
+import { CHANNEL_DEFAULTS_KEY, type ChannelConfig } from "../../schemas/index.js";
+import { postCounts } from "../../web/index.js";
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
 import { isPermissionDenied } from "../../broker/index.js";
 import { requireProfile, UsageError } from "../errors.js";
@@ -8,7 +9,7 @@ import { requireProfile, UsageError } from "../errors.js";
 const CONFIGURE = "change channel settings (only the mesh host's operator credential can; run `cotal channels` there)";
 import { channelRow } from "../format.js";
 import { printJson, printLines, table } from "../output.js";
-import { withSession, type MeshSession } from "../session.js";
+import { withSession } from "../session.js";
 import { channelName, duration, parseInput } from "../validate.js";
 
 const SettingFlags = z.object({
@@ -56,7 +57,7 @@ export function registerChannels(program: Command): void {
       const defaults = await registry.defaults();
       const configured = await s.configuredChannels();
       // Post counts need the stream's info, which only the operator's credential may read.
-      const posts = await (s.mayReadStreams ? postCounts(s, target.space) : Promise.resolve(undefined)).catch((err: unknown) => {
+      const posts = await (s.mayReadStreams ? postCounts(s.jsm, target.space) : Promise.resolve(undefined)).catch((err: unknown) => {
         if (isPermissionDenied(err)) return undefined;
         throw err;
       });
@@ -112,15 +113,4 @@ export function registerChannels(program: Command): void {
 
 function withPosts(row: string[], posts: string): string[] {
   return [...row.slice(0, 4), posts, ...row.slice(4)];
-}
-
-/** Stored posts per channel, from the CHAT_ stream's per-subject counts. */
-async function postCounts(s: MeshSession, space: string): Promise<Map<string, number>> {
-  const info = await s.jsm.streams.info(names.chatStream(space), { subjects_filter: filters.kind(space, "chat") });
-  const out = new Map<string, number>();
-  for (const [subject, n] of Object.entries(info.state.subjects ?? {})) {
-    const p = parseSubject(subject);
-    if (p.kind === "chat") out.set(p.channel, (out.get(p.channel) ?? 0) + n);
-  }
-  return out;
 }

@@ -77,17 +77,21 @@ async function observerByDefault(target: MeshTarget, defaulted: boolean): Promis
   return { ...target, creds: file };
 }
 
-/** A roster line: name, status (condition), activity, unread, since; `[stale]` once it went quiet. */
-export function rosterLine(e: RosterEntry, now = Date.now()): string {
+/**
+ * A roster line: name, status (condition), the agent CLI it runs, activity, unread, since. Liveness is the status: a seat
+ * that went quiet is offline once the mesh service's liveness judge deleted its key (SPEC §5);
+ * a record's age says nothing, as records are written only when they change.
+ */
+export function rosterLine(e: RosterEntry): string {
   const p = e.presence;
   const status = p.condition && e.status !== "offline" ? `${e.status} (${p.condition.code})` : e.status;
   const bits = [
+    p.card.runtime ? `runs ${oneLine(p.card.runtime)}` : "",
     p.activity ? `doing ${oneLine(p.activity)}` : "",
     p.unread !== undefined && e.status !== "offline" ? `${p.unread} unread` : "",
     p.statusSince ? `since ${clock(p.statusSince)}` : "",
   ].filter(Boolean);
-  const stale = e.status === "offline" || now - e.seenAt > 6_000 ? "[stale] " : "";
-  return `${stale}roster ${oneLine(e.name)}${e.role ? ` (${oneLine(e.role)})` : ""} ${status}${bits.length ? `, ${bits.join(", ")}` : ""}`;
+  return `roster ${oneLine(e.name)}${e.role ? ` (${oneLine(e.role)})` : ""} ${status}${bits.length ? `, ${bits.join(", ")}` : ""}`;
 }
 
 async function runPlain(s: MeshSession, f: z.infer<typeof ConsoleFlags>): Promise<void> {

@@ -5,6 +5,7 @@ import { bringDown, type DownReport } from "../mesh-lifecycle.js";
 import { findMeshRoot } from "../mesh-root.js";
 import { printJson, printLines } from "../output.js";
 import { parseInput } from "../validate.js";
+import { stopTeamSeats } from "../team-apply.js";
 
 /** `cotal down`: stop this project's mesh. */
 export function registerDown(program: Command): void {
@@ -12,7 +13,7 @@ export function registerDown(program: Command): void {
     .command("down")
     .summary("stop the mesh started here (mesh service, then nats-server)")
     .description(
-      "Stop the mesh of this project (.cotal/ found by walking up from here): a detached `cotal web`, the manager, the mesh service, then nats-server " +
+      "Stop the mesh of this project (.cotal/ found by walking up from here): the seats `cotal up -f` started (on any manager), a detached `cotal web`, the manager, the mesh service, then nats-server " +
         "(every node of a `--cluster`, together). " +
         "Only processes whose pid AND start time match the pid files are signalled. Stored messages stay in the " +
         "JetStream store; `cotal up` starts the mesh again with them.",
@@ -22,9 +23,10 @@ export function registerDown(program: Command): void {
       const flags = parseInput(z.object({ json: z.boolean().optional() }), raw);
       const root = findMeshRoot();
       if (!root) throw new MeshNotFoundError(process.cwd());
+      const teamSeats = await stopTeamSeats(root);
       const report = await bringDown(root);
-      if (flags.json) printJson(report);
-      else printLines(...describeDown(report));
+      if (flags.json) printJson({ ...report, teamSeats });
+      else printLines(...teamSeats, ...describeDown(report));
     });
 }
 

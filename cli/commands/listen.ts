@@ -2,7 +2,7 @@ import { AuthorizationError, UserAuthenticationExpiredError } from "@nats-io/tra
 import type { Command } from "commander";
 import { hostname } from "node:os";
 import { z } from "zod";
-import type { Endpoint, RosterEntry } from "../../broker/index.js";
+import type { Endpoint, Roster, RosterEntry } from "../../broker/index.js";
 import { connectAs } from "../acting.js";
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
 import { CommandFailedError, EXIT, requireProfile, SENDERS } from "../errors.js";
@@ -95,8 +95,18 @@ async function listen(ep: Endpoint, channels: string[], json: boolean, opts: { s
   });
   void watchConnection(ep, opts.server, () => void stop(EXIT.unreachable));
 
-  await ep.join();
-  const roster = await ep.roster();
+  const joined: Array<{ channel: string; class: string; backfilled: number }> = [];
+  let roster: Roster;
+  try {
+    await ep.join();
+    roster = await ep.roster();
+    for (const channel of channels) joined.push({ channel, ...(await ep.joinChannel(channel)) });
+  } catch (err) {
+    // A listen that could not join leaves no presence behind: otherwise its name shows online
+    // until the liveness judge notices, and the next `listen` as it is refused as a second listener.
+    await ep.close().catch((e: unknown) => log.warn({ err: e }, "leaving after a failed join failed"));
+    throw err;
+  }
   const shown = new Map<string, string>();
   const showRoster = (entries: RosterEntry[]) => {
     const now = Date.now();
@@ -126,8 +136,6 @@ async function listen(ep: Endpoint, channels: string[], json: boolean, opts: { s
       }
     }
   };
-  const joined: Array<{ channel: string; class: string; backfilled: number }> = [];
-  for (const channel of channels) joined.push({ channel, ...(await ep.joinChannel(channel)) });
   if (json) printJsonLine({ type: "ready", as: ep.id, space: ep.space, channels: joined });
   else note(`Listening as ${ep.id}${channels.length ? ` on ${channels.map((c) => `#${c}`).join(", ")}` : ""}; Ctrl-C to leave.`);
   // Roster lines come after `ready`, so a reader knows the join finished before anything else.

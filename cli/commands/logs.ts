@@ -4,6 +4,7 @@ import { z } from "zod";
 import { MeshNotFoundError } from "../errors.js";
 import { meshNodes } from "../cluster-nodes.js";
 import { findMeshRoot, type MeshRoot, type ServiceLog } from "../mesh-root.js";
+import { logLineAsJson, logLineForPeople, parseLogLine, type LogsFormat } from "../logging.js";
 import { note } from "../output.js";
 import { parseInput, positiveInt } from "../validate.js";
 
@@ -18,6 +19,8 @@ const LogsFlags = z.object({
     .optional(),
   lines: positiveInt("--lines").default(50),
   follow: z.boolean().optional(),
+  format: z.enum(["human", "json"], { message: "--format: use human or json" }).optional(),
+  json: z.boolean().optional(),
 });
 
 /** `cotal logs`: what the background processes of this project's mesh wrote. */
@@ -32,8 +35,14 @@ export function registerLogs(program: Command): void {
     .argument("[component]", "nats-server, mesh-service or manager (default: all)")
     .option("--lines <n>", "how many of the last lines to print (default 50)")
     .option("-f, --follow", "keep printing new lines until Ctrl-C")
+    .option(
+      "--format <format>",
+      "human (time, level, component, message, fields) or json (one pino-shaped object per line); default: human on a terminal, json when piped",
+    )
+    .option("--json", "the same as --format json")
     .action(async (component: string | undefined, raw: Record<string, unknown>) => {
-      const f = parseInput(LogsFlags, { ...raw, component }, { component: "[component]" });
+      const f = parseInput(LogsFlags, { ...raw, component }, { component: "[component]", format: "--format" });
+      const format: LogsFormat = f.format ?? (f.json || !process.stdout.isTTY ? "json" : "human");
       const root = findMeshRoot();
       if (!root) throw new MeshNotFoundError(process.cwd());
       // On a cluster (`cotal up --cluster N`) nats-server names every node's log.
@@ -41,16 +50,16 @@ export function registerLogs(program: Command): void {
       const nodes = info?.cluster ? meshNodes(root, info).map((n) => n.name) : ["nats-server" as const];
       const expand = (c: string): Component[] => (c === "nats-server" ? nodes : [c as Component]);
       const which: readonly Component[] = f.component ? expand(f.component) : COMPONENTS.flatMap(expand);
-      const prefix = which.length > 1;
+      const write = writer(format, which.length > 1);
       const offsets = new Map<Component, number>();
-      for (const c of which) offsets.set(c, printTail(root, c, f.lines, prefix));
+      for (const c of which) offsets.set(c, printTail(root, c, f.lines, write));
       if (!f.follow) return;
-      await follow(root, which, offsets, prefix);
+      await follow(root, which, offsets, write);
     });
 }
 
 /** Print the last `lines` lines of a component's log; returns the size read up to. */
-function printTail(root: MeshRoot, c: Component, lines: number, prefix: boolean): number {
+function printTail(root: MeshRoot, c: Component, lines: number, write: Writer): number {
   const file = root.log(c);
   if (!existsSync(file)) {
     note(`${c}: no log yet (${file}); \`cotal up\` starts the mesh.`);
@@ -59,7 +68,7 @@ function printTail(root: MeshRoot, c: Component, lines: number, prefix: boolean)
   const { text, size } = readFrom(file, 0);
   const all = text.split("\n");
   if (all.at(-1) === "") all.pop();
-  write(all.slice(-lines), c, prefix);
+  write(all.slice(-lines), c);
   return size;
 }
 
@@ -76,12 +85,26 @@ function readFrom(file: string, offset: number): { text: string; size: number } 
   return { text: buf.toString("utf8"), size };
 }
 
-function write(lines: string[], c: Component, prefix: boolean): void {
-  if (lines.length) process.stdout.write(lines.map((l) => (prefix ? `${c} | ${l}` : l)).join("\n") + "\n");
+type Writer = (lines: string[], c: Component) => void;
+
+/**
+ * Lines for a person (each prefixed with its log when several are shown), or one JSON object per
+ * line carrying its log's name. Either way a line's control characters are escaped: log records
+ * quote peers (names, channels, refused subjects), and a raw escape would reach the terminal.
+ */
+function writer(format: LogsFormat, prefix: boolean): Writer {
+  return (lines, c) => {
+    if (!lines.length) return;
+    const out = lines.map((l) => {
+      const entry = parseLogLine(l);
+      return format === "json" ? logLineAsJson(entry, c) : `${prefix ? `${c} | ` : ""}${logLineForPeople(entry)}`;
+    });
+    process.stdout.write(out.join("\n") + "\n");
+  };
 }
 
 /** Poll the logs (they are appended by other processes) until SIGINT/SIGTERM. */
-async function follow(root: MeshRoot, which: readonly Component[], offsets: Map<Component, number>, prefix: boolean): Promise<void> {
+async function follow(root: MeshRoot, which: readonly Component[], offsets: Map<Component, number>, write: Writer): Promise<void> {
   const partial = new Map<Component, string>();
   await new Promise<void>((resolve) => {
     const timer = setInterval(() => {
@@ -92,7 +115,7 @@ async function follow(root: MeshRoot, which: readonly Component[], offsets: Map<
         offsets.set(c, size);
         const parts = ((partial.get(c) ?? "") + text).split("\n");
         partial.set(c, parts.pop() ?? "");
-        write(parts, c, prefix);
+        write(parts, c);
       }
     }, 300);
     for (const sig of ["SIGINT", "SIGTERM"] as const) {

@@ -3,24 +3,42 @@ import { delimiter, join } from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
 import { connectMesh, credsCaller, jetStreamConnection, type Logger } from "../../broker/index.js";
+import { ClaudeAuthChoice, describeClaudeAuth } from "../../claude/index.js";
 import { findClaudeCli, PLUGIN_BIN_DIR } from "../../connector/index.js";
-import { ManagerInstance } from "../../schemas/index.js";
-import { budgetCaps, ManagerService, readLaunchMaterial, runEchoAgent, type ClaudeSeatOptions } from "../../manager/index.js";
+import { ManagerInstance, type SeatAgent } from "../../schemas/index.js";
+import type { RuntimeHost } from "../../runtime/index.js";
+import {
+  budgetCaps,
+  DEFAULT_RUNTIME,
+  echoSeatCommand,
+  findRuntimeCli,
+  ManagerService,
+  RUNTIMES,
+  runEchoSeat,
+  SEAT_CREDS_LIFETIME_MS,
+  type ClaudeSeatOptions,
+} from "../../manager/index.js";
 import { childEnv } from "../child-env.js";
+import { meshBudgetFile } from "../budget-file.js";
+import { credentialScope } from "../credential.js";
 import { meshOptions, resolveTarget, type MeshTarget } from "../context.js";
 import { EXIT, UsageError } from "../errors.js";
 import { cliLog, useServiceLogLevel } from "../logging.js";
 import { managerInstance, managerStateDir } from "../manager-process.js";
 import { packageRoot } from "../package-root.js";
-import { selfCommand } from "../service-process.js";
+import { selfCommand, siblingBundle } from "../service-process.js";
 import { packagePluginDir } from "../setup.js";
-import { parseInput } from "../validate.js";
+import { duration, parseInput } from "../validate.js";
 
 const ManagerFlags = z.object({
+  claudeAuth: ClaudeAuthChoice.default("auto"),
   instance: ManagerInstance.optional(),
   stateDir: z.string().min(1).optional(),
   maxSeats: z.coerce.number().int().positive().max(1000).optional(),
   stopSeats: z.boolean().optional(),
+  seatCredsLifetime: duration
+    .pipe(z.number().min(5_000, "a seat's credential must live at least 5s").max(SEAT_CREDS_LIFETIME_MS, "a seat's credential lives at most 30d"))
+    .optional(),
 });
 
 /**
@@ -28,7 +46,7 @@ const ManagerFlags = z.object({
  * installed with this package), and this package's connector bundle and plugin tree. Without a
  * claude executable the manager still runs, and refuses Claude seats saying why.
  */
-function claudeSeats(log: Logger): { claude?: ClaudeSeatOptions } {
+function claudeSeats(log: Logger, auth: ClaudeAuthChoice): { claude?: ClaudeSeatOptions } {
   const root = packageRoot();
   const own = join(root, "node_modules", ".bin");
   const found = findClaudeCli({ ...process.env, PATH: [process.env.PATH ?? "", own].join(delimiter) });
@@ -42,14 +60,65 @@ function claudeSeats(log: Logger): { claude?: ClaudeSeatOptions } {
     );
     return {};
   }
-  return { claude: { claudePath: found.path, connectorEntry, pluginDir, parentEnv: process.env } };
+  // Names only: which mode, from which variables, and what is missing; never a value.
+  const { mode, chosen, vars, baseUrl, login, ready, problem } = describeClaudeAuth(auth, process.env);
+  if (ready) log.info({ claudeAuth: { mode, chosen, vars, baseUrl, login } }, `Claude seats and runs authenticate with ${mode}`);
+  else log.warn({ claudeAuth: { mode, chosen, vars, login } }, `Claude seats and runs will be refused: ${problem}`);
+  return { claude: { claudePath: found.path, connectorEntry, pluginDir, parentEnv: process.env, ...(auth === "auto" ? {} : { authMode: auth }) } };
+}
+
+/**
+ * What the other runtimes (docs/runtimes.md) run on this host: each one's executable (its bin
+ * variable, PATH, or the one installed with this package) and the connector bundle. A runtime
+ * without an executable is left out: the manager refuses its seats and runs, saying why.
+ */
+function otherRuntimes(log: Logger): { runtimes: Record<string, RuntimeHost> } {
+  const root = packageRoot();
+  const env = { ...process.env, PATH: [process.env.PATH ?? "", join(root, "node_modules", ".bin")].join(delimiter) };
+  const connectorEntry = join(packagePluginDir(root), PLUGIN_BIN_DIR, "connector.mjs");
+  const runtimes: Record<string, RuntimeHost> = {};
+  for (const adapter of RUNTIMES.filter((r) => r !== DEFAULT_RUNTIME)) {
+    const found = findRuntimeCli(adapter, env);
+    for (const n of found.notes) log.warn(n);
+    if (!found.path || !existsSync(connectorEntry)) continue;
+    const host: RuntimeHost = { executable: found.path, connectorEntry, parentEnv: process.env };
+    const auth = adapter.auth(host);
+    if (auth.ready) log.info({ runtime: adapter.name, config: auth.summary }, `${adapter.label} seats and runs use ${auth.summary}`);
+    else log.warn({ runtime: adapter.name, config: auth.summary }, `${adapter.label} seats and runs will be refused: ${auth.problem}`);
+    runtimes[adapter.name] = host;
+  }
+  return { runtimes };
+}
+
+/**
+ * A manager credential is named like its instance, and the broker lets it serve, heartbeat and
+ * write the seat log only under that name: its instance is the credential's name (another
+ * `--instance` is refused here, before the broker would refuse every subscription).
+ */
+function credentialInstance(target: MeshTarget, asked: string | undefined): string | undefined {
+  if (!target.creds || credentialScope(target.creds)?.profile !== "manager") return undefined;
+  const named = credsCaller(target.creds).actor;
+  if (asked !== undefined && asked !== named)
+    throw new UsageError(`The manager credential ${target.creds} is named ${named}: a manager on it runs as instance ${named}, not ${asked}.`, {
+      remedy: `Leave out --instance, or pass --instance ${named}.`,
+    });
+  return named;
+}
+
+/**
+ * The command line of a seat process: the echo seat's own small bundle beside this CLI's when the
+ * build made it (it loads the broker, not the CLI; with the seat's V8 flags), else this CLI's hidden `agent <agent>`.
+ */
+function seatCommand(agent: SeatAgent): string[] {
+  const bundle = agent === "echo" ? siblingBundle("echo-seat.mjs") : undefined;
+  return bundle ? echoSeatCommand(bundle, process.execPath, process.execArgv) : [...selfCommand(), "agent", agent];
 }
 
 /** Run a manager until SIGTERM/SIGINT (seats keep running; a restarted manager adopts them). */
 async function runManager(target: MeshTarget, f: z.infer<typeof ManagerFlags>): Promise<void> {
   useServiceLogLevel();
   const stateDir = managerStateDir(target, f.stateDir);
-  const instance = managerInstance(stateDir, f.instance);
+  const instance = managerInstance(stateDir, credentialInstance(target, f.instance) ?? f.instance);
   const log = cliLog("manager", { space: target.space, instance });
   const nc = await connectMesh({ server: target.server, creds: target.creds, name: `cotal-manager-${instance}` });
   const svc = await ManagerService.start(nc, {
@@ -60,11 +129,13 @@ async function runManager(target: MeshTarget, f: z.infer<typeof ManagerFlags>): 
     mints: target.creds !== undefined,
     caller: credsCaller(target.creds),
     jsConnection: jetStreamConnection(nc, target.creds),
-    agentCommand: (agent) => [...selfCommand(), "agent", agent],
+    agentCommand: seatCommand,
     seatEnv: (extra) => childEnv(extra),
-    ...claudeSeats(log),
+    ...claudeSeats(log, f.claudeAuth),
+    ...otherRuntimes(log),
     ...(f.maxSeats ? { maxSeats: f.maxSeats } : {}),
-    budget: budgetCaps(process.env, target.root ? join(target.root.dir, "budget.json") : undefined),
+    ...(f.seatCredsLifetime ? { seatCredsLifetimeMs: f.seatCredsLifetime } : {}),
+    budget: budgetCaps(process.env, meshBudgetFile(target)),
     log,
   });
   log.info({ pid: process.pid, stateDir }, "manager running");
@@ -90,8 +161,17 @@ export function registerManager(program: Command): void {
         "Seats keep running when the manager stops; a restarted manager adopts them.",
     )
     .option("--instance <id>", "instance id to register as (default: the one in the state dir, created once)")
+    .option(
+      "--claude-auth <mode>",
+      "how its Claude seats and runs authenticate: auto (what this environment selects, as `claude` here would), api-key, auth-token, oauth-token, bedrock, vertex, foundry or subscription (docs/claude-binding.md)",
+      process.env.COTAL_CLAUDE_AUTH ?? "auto",
+    )
     .option("--state-dir <dir>", "where the instance id and seat folders live (default: .cotal/manager beside the mesh, else ~/.cotal/manager/<space>)")
     .option("--max-seats <n>", "how many seats this manager runs at most (default 32)")
+    .option(
+      "--seat-creds-lifetime <duration>",
+      "static meshes: how long each seat's credential lives, e.g. 7d (default 30d, the most); the manager mints it again while the seat runs, once a third of it is left",
+    )
     .option(
       "--stop-seats",
       "stop and retire every seat when the manager stops (`cotal up`'s manager does; by default seats keep running and a restarted manager adopts them)",
@@ -107,13 +187,6 @@ export function registerManager(program: Command): void {
     .description("the built-in echo agent: joins with COTAL_LAUNCH_MATERIAL and answers DMs with the same text")
     .action(async () => {
       useServiceLogLevel();
-      const file = process.env.COTAL_LAUNCH_MATERIAL;
-      if (!file) throw new UsageError("COTAL_LAUNCH_MATERIAL is not set.", { remedy: "Seats are started by a manager (`cotal spawn --agent echo`)." });
-      const material = readLaunchMaterial(file);
-      const log = cliLog("echo", { space: material.space, name: material.name });
-      const stop = new Promise((res) => {
-        for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.once(sig, res);
-      });
-      await runEchoAgent(material, log, stop);
+      await runEchoSeat();
     });
 }

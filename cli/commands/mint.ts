@@ -13,7 +13,7 @@ import {
   requestRevoke,
   writeSecret,
 } from "../../broker/index.js";
-import { localPrincipal } from "../../schemas/index.js";
+import { AllowSpawn, DEFAULT_SPAWN_LIMIT, eventPlaneOf, localPrincipal, SpawnLimit } from "../../schemas/index.js";
 import { jsonOption, meshOptions, resolveTarget, type MeshTarget } from "../context.js";
 import { credentialScope } from "../credential.js";
 import { ProfileRefusedError, requireProfile, UsageError } from "../errors.js";
@@ -37,21 +37,36 @@ const list = z
 const MintFlags = z.object({
   name: actingName("name"),
   profile: z.enum(
-    PROFILES.filter((p) => p === "agent" || p === "observer" || p === "admin" || p === "manager" || p === "leaf") as [
+    PROFILES.filter((p) => p === "agent" || p === "reader" || p === "observer" || p === "admin" || p === "manager" || p === "leaf") as [
       "agent",
+      "reader",
       "observer",
       "admin",
       "manager",
       "leaf",
     ],
     {
-      message: "profile must be agent, observer, admin, manager or leaf",
+      message: "profile must be agent, reader, observer, admin, manager or leaf",
     },
   ),
   allowSubscribe: list,
   allowPublish: list,
   role: token("name", "role").optional(),
   provision: z.boolean().optional(),
+  events: z.boolean().optional(),
+  allowSpawn: z
+    .string()
+    .optional()
+    .transform((s) =>
+      s
+        ? s
+            .split(",")
+            .map((x) => x.trim())
+            .filter(Boolean)
+        : [],
+    )
+    .pipe(AllowSpawn),
+  spawnLimit: z.coerce.number().pipe(SpawnLimit).optional(),
   out: z.string().min(1).optional(),
   expiresIn: duration.optional(),
   replace: z.boolean().optional(),
@@ -62,19 +77,30 @@ const MintFlags = z.object({
 export function registerMint(program: Command): void {
   const mint = program
     .command("mint <name>")
-    .summary("write a credential (.creds) for an agent, observer or admin")
+    .summary("write a credential (.creds) for an agent, reader, observer or admin")
     .description(
       "Ask the mesh service (the only minter) for a credential and write it as a .creds file (mode 0600). The key " +
         "pair is generated here: its seed never crosses the network. Profiles: agent (publishes only as itself, on " +
-        "--allow-publish channels; reads --allow-subscribe channels and its own DMs), observer (reads channels and " +
-        "presence; no DMs, no publish), admin (reads everything, publishes nothing).\n\n" +
-        "A scoped reader of one agent's activity: cotal mint watcher --profile agent --allow-subscribe 'events.local.<actor>' --provision",
+        "--allow-publish channels; reads --allow-subscribe channels and its own DMs), reader (a scoped reader: reads " +
+        "its --allow-subscribe channels and event planes, history and the roster; publishes nothing, no DMs), observer " +
+        "(reads every channel and presence; no DMs, no publish), admin (reads everything, publishes nothing).\n\n" +
+        "A scoped reader of one agent's activity and #general: cotal mint watcher --profile reader --allow-subscribe 'events.local.<actor>,general' --provision",
     )
-    .requiredOption("--profile <profile>", "agent | observer | admin | manager (a manager on another host) | leaf (a leaf-node host's nats-server)")
-    .option("--allow-subscribe <channels>", "agent: comma-separated channels it may read")
+    .requiredOption(
+      "--profile <profile>",
+      "agent | reader (a scoped reader) | observer | admin | manager (a manager on another host) | leaf (a leaf-node host's nats-server)",
+    )
+    .option("--allow-subscribe <channels>", "agent, reader: comma-separated channels (or event planes events.<owner>.<actor>) it may read")
     .option("--allow-publish <channels>", "agent: comma-separated channels it may post on")
     .option("--role <role>", "agent: the role whose anycasts it may take")
-    .option("--provision", "create its DM inbox (and role queue, channel memberships) now, so it can bind at once")
+    .option("--provision", "create its DM inbox (and role queue, channel memberships) now, so it can bind at once; a reader: its channel memberships only")
+    .option("--events", "agent: it runs a seat, so it may publish its own event plane (default: only if it has --allow-publish)")
+    .option("--no-events", "agent: it may not publish its event plane, even with --allow-publish")
+    .option(
+      "--allow-spawn <personas>",
+      "agent: comma-separated personas (agent files) it may spawn helpers of with cotal_spawn, never wider than itself (docs/manager.md, Helpers)",
+    )
+    .option("--spawn-limit <n>", "agent with --allow-spawn: helpers it may hold at once (default 4, at most 32)")
     .option("--out <file>", "where to write the .creds file (default .cotal/creds/<name>.creds next to the mesh)")
     .option("--expires-in <duration>", "expiry: a number and a unit, e.g. 90s, 24h or 7d (default: no expiry)")
     .option("--replace", "the name already has a credential: revoke every old one, then write the new one");
@@ -82,7 +108,17 @@ export function registerMint(program: Command): void {
     const f = parseInput(MintFlags, { ...raw, name }, { name: "<name>" });
     // Refused here, as bad input (exit 2), what the mesh service would refuse.
     try {
-      checkMintSpec({ space: "-", who: localPrincipal(f.name), profile: f.profile, allowSubscribe: f.allowSubscribe, allowPublish: f.allowPublish });
+      checkMintSpec({
+        space: "-",
+        who: localPrincipal(f.name),
+        profile: f.profile,
+        allowSubscribe: f.allowSubscribe,
+        allowPublish: f.allowPublish,
+        ...(f.role ? { role: f.role } : {}),
+        ...(f.events !== undefined ? { events: f.events } : {}),
+        ...(f.allowSpawn.length ? { allowSpawn: f.allowSpawn } : {}),
+        ...(f.spawnLimit !== undefined ? { spawnLimit: f.spawnLimit } : {}),
+      });
     } catch (err) {
       if (err instanceof MintRefusedError) throw new UsageError(`Invalid input: ${err.message}`);
       throw err;
@@ -105,6 +141,9 @@ export function registerMint(program: Command): void {
           allowPublish: f.allowPublish,
           ...(f.role ? { role: f.role } : {}),
           provision: !!f.provision,
+          ...(f.events !== undefined ? { events: f.events } : {}),
+          ...(f.allowSpawn.length ? { allowSpawn: f.allowSpawn } : {}),
+          ...(f.spawnLimit !== undefined ? { spawnLimit: f.spawnLimit } : {}),
           ...(f.expiresIn ? { expiresInMs: f.expiresIn } : {}),
         }),
       ),
@@ -113,19 +152,24 @@ export function registerMint(program: Command): void {
     const result = {
       principal: reply.principal,
       profile: f.profile,
+      ...(f.allowSpawn.length ? { allowSpawn: f.allowSpawn, spawnLimit: f.spawnLimit ?? DEFAULT_SPAWN_LIMIT } : {}),
       creds: out,
       expiresAt: reply.expiresAt ? new Date(reply.expiresAt).toISOString() : null,
       provisioned: !!reply.provisioned,
       revoked: replaced?.revoked ?? 0,
       othersValid: reply.othersValid ?? 0,
     };
+    const memberships = f.allowSubscribe.filter((ch) => !eventPlaneOf(ch));
     if (f.json) printJson(result);
     else
       printLines(
         `principal: ${result.principal} (${f.profile})`,
         `creds:     ${out} (mode 0600)`,
         ...(result.expiresAt ? [`expires:   ${result.expiresAt}`] : []),
+        ...(f.allowSpawn.length ? [`spawns:    ${f.allowSpawn.join(", ")} (at most ${f.spawnLimit ?? DEFAULT_SPAWN_LIMIT} helpers at once)`] : []),
         ...(result.provisioned ? ["inbox:     provisioned"] : []),
+        // A reader has no inbox: provisioning made its channel memberships only (an event plane has none).
+        ...(f.profile === "reader" && f.provision && memberships.length ? [`joined:    ${memberships.join(", ")} (durable memberships)`] : []),
         ...(replaced ? [`replaced:  revoked ${replaced.revoked} old credential${replaced.revoked === 1 ? "" : "s"} of ${result.principal}`] : []),
         ...(result.othersValid
           ? [

@@ -3,23 +3,48 @@ import { z } from "zod";
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
 import { rosterJson, type RosterRow } from "../format.js";
 import { ago, oneLine, printJson, printLines, table } from "../output.js";
-import { withSession } from "../session.js";
+import { credsCaller } from "../../broker/index.js";
+import { isOperator } from "../../manager/index.js";
+import { seatsOfManagers } from "../managers.js";
+import { withSession, type MeshSession } from "../session.js";
 import { parseInput } from "../validate.js";
 
-/** A roster row with the seat's unread count (mail waiting that its agent has not been shown), when it publishes one. */
-type RosterRowWithUnread = RosterRow & { unread?: number };
+/**
+ * A roster row with the seat's unread count (mail waiting that its agent has not been shown), when it
+ * publishes one, and, for a helper, the agent that answers for it (from its manager, never its card).
+ */
+type RosterRowWithUnread = RosterRow & { unread?: number; spawnedBy?: string };
 
-/** The roster as an aligned table: name, role, status, unread, activity, last seen. */
+/**
+ * Who each helper answers to, by seat id, as the managers' `ps` says (docs/manager.md, Helpers). A
+ * credential but the operator's gets none; a manager that does not answer adds none.
+ */
+async function spawners(s: MeshSession): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  // Only the operator's credential asks: the broker refuses others the managers bucket or their `ps`,
+  // and each refusal is a violation in the server's log (test/cli/profiles-offhost.e2e.test.ts).
+  if (!isOperator(credsCaller(s.target.creds))) return out;
+  try {
+    for (const m of await seatsOfManagers(s, {})) if ("seats" in m) for (const v of m.seats) if (v.spawnedBy) out.set(v.seat, v.spawnedBy);
+  } catch {
+    // Not readable with this credential: the column stays empty.
+  }
+  return out;
+}
+
+/** The roster as an aligned table: name, role, runtime, status, unread, activity, last seen. */
 function rosterTableWithUnread(rows: RosterRowWithUnread[]): string[] {
   return table(
-    ["NAME", "ROLE", "STATUS", "UNREAD", "ACTIVITY", "SEEN"],
+    ["NAME", "ROLE", "RUNTIME", "STATUS", "UNREAD", "ACTIVITY", "SEEN", "SPAWNED BY"],
     rows.map((r) => [
       oneLine(r.name),
-      r.role ?? "-",
+      oneLine(r.role ?? "-"),
+      oneLine(r.runtime ?? "-"),
       r.condition && r.status !== "offline" ? `${r.status} (${r.condition})` : r.status,
       r.unread === undefined ? "-" : String(r.unread),
       oneLine(r.activity ?? "-"),
       ago(r.lastSeenAgoMs),
+      oneLine(r.spawnedBy ?? "-"),
     ]),
   );
 }
@@ -28,9 +53,9 @@ function rosterTableWithUnread(rows: RosterRowWithUnread[]): string[] {
 export function registerRoster(program: Command): void {
   const cmd = program
     .command("roster")
-    .summary("show who is in the space, with status, unread mail and activity")
+    .summary("show who is in the space, with runtime, status, unread mail and activity")
     .description(
-      "Show everyone who has presence in the space: name, role, status (idle, waiting, working, offline), " +
+      "Show everyone who has presence in the space: name, role, the agent CLI a seat runs (claude, codex, echo), status (idle, waiting, working, offline), " +
         "condition, unread mail (messages waiting that the agent has not been shown yet, for seats that report it) " +
         "and activity. Anyone silent for more than 6 s shows as offline.",
     );
@@ -39,9 +64,11 @@ export function registerRoster(program: Command): void {
     const target = resolveTarget(raw);
     const rows = await withSession(target, async (s) => {
       const now = Date.now();
+      const by = await spawners(s);
       return (await s.roster()).entries(now).map((e): RosterRowWithUnread => {
         const unread = e.status !== "offline" ? e.presence.unread : undefined;
-        return { ...rosterJson(e, now), ...(unread !== undefined ? { unread } : {}) };
+        const spawnedBy = by.get(e.id);
+        return { ...rosterJson(e, now), ...(unread !== undefined ? { unread } : {}), ...(spawnedBy ? { spawnedBy } : {}) };
       });
     });
     if (f.json) printJson(rows);

@@ -7,12 +7,24 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
 import { z } from "zod";
 import { credsCaller } from "../../broker/index.js";
-import { ChannelName, ManagerInstance, PrincipalToken, RoleName, SeatAgent, SeatRuntime, type SeatView } from "../../schemas/index.js";
+import {
+  AllowSpawn,
+  ChannelName,
+  ManagerInstance,
+  PrincipalId,
+  PrincipalToken,
+  RoleName,
+  SeatAgent,
+  SeatRuntime,
+  SpawnLimit,
+  type SeatView,
+} from "../../schemas/index.js";
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
 import { CommandFailedError, EXIT, UsageError } from "../errors.js";
 import { callManager, listManagers, seatsOfManagers, type ManagerSeats } from "../managers.js";
 import { carriedLine, carrySession } from "../carry.js";
-import { PTY_DETACH_KEY } from "../../manager/index.js";
+import { capabilityGaps, DEFAULT_RUNTIME, localAttachCommand, PTY_DETACH_KEY, runtimeNamed } from "../../manager/index.js";
+import { localManager, type LocalManager } from "../local-manager.js";
 import { ago, note, oneLine, printJson, printLines, safeLines, table } from "../output.js";
 import { withSession, type MeshSession } from "../session.js";
 import { repeatable, parseInput } from "../validate.js";
@@ -36,49 +48,111 @@ const SpawnFlags = z.object({
   resume: z.string().min(1).max(200).optional(),
   /** `--no-events` (commander sets events: false). */
   events: z.boolean().default(true),
+  allowSpawn: z
+    .string()
+    .optional()
+    .transform((s) =>
+      s === undefined
+        ? undefined
+        : s
+            .split(",")
+            .map((x) => x.trim())
+            .filter(Boolean),
+    )
+    .pipe(AllowSpawn.optional()),
+  spawnLimit: z.coerce.number().pipe(SpawnLimit).optional(),
 });
 
-/** Where a spawned seat settled: joined, failed (exited first), or neither within the window. */
-type Settled = { outcome: "started" | "failed" | "uncertain"; seat: SeatView | undefined };
+/**
+ * Where a spawned seat settled: joined, failed (exited first), neither within the window, or
+ * `impaired`: joined, but its first turn (the spawn's prompt) ended with a condition (e.g. `auth`:
+ * its model calls fail).
+ */
+type Settled = { outcome: "started" | "failed" | "uncertain" | "impaired"; seat: SeatView | undefined };
 
-async function settle(s: MeshSession, instance: string, name: string, waitMs: number): Promise<Settled> {
+/** A seat's state for people: with its presence condition while one is set (`joined (auth)`). */
+function stateLine(v: SeatView): string {
+  return v.presence?.condition ? `${v.state} (${v.presence.condition})` : v.state;
+}
+
+async function settle(s: MeshSession, instance: string, name: string, waitMs: number, prompted: boolean): Promise<Settled> {
   const caller = credsCaller(s.target.creds);
   const deadline = Date.now() + waitMs;
   let last: SeatView | undefined;
   for (;;) {
     const ps = await callManager(s.nc, s.target.space, "ps", caller, { all: true }, { target: instance });
     last = ps.seats.filter((v) => v.name === name).sort((a, b) => b.requestedAt - a.requestedAt)[0];
-    if (last?.state === "joined") return { outcome: "started", seat: last };
+    if (last?.state === "joined") {
+      // A spawn with a prompt waits for its first turn too: a model that cannot be reached shows there.
+      if (last.presence?.condition) return { outcome: "impaired", seat: last };
+      if (!prompted || (last.presence?.status === "idle" && last.presence.activeAt !== undefined)) return { outcome: "started", seat: last };
+      if (Date.now() >= deadline) return { outcome: "started", seat: last };
+    }
     if (last && ["exited", "retired", "fenced"].includes(last.state)) return { outcome: "failed", seat: last };
     if (Date.now() >= deadline) return { outcome: "uncertain", seat: last };
     await sleep(250);
   }
 }
 
+/** A seat's unattended posture and, for a runtime that keeps fewer promises, which (docs/runtimes.md). */
+function postureOf(v: SeatView): string {
+  const adapter = runtimeNamed(v.agent);
+  const gaps = adapter ? capabilityGaps(adapter) : [];
+  return [v.permissionMode ?? "-", ...(gaps.length ? [`(${gaps.join("; ")})`] : [])].join(" ");
+}
+
+/** Who a helper answers to (docs/manager.md, Helpers): its spawner, or whom it was handed over to; `-` for the operator's seats. */
+function spawnedByOf(v: SeatView): string {
+  if (v.spawnedBy) return v.handedOverBy ? `${v.spawnedBy} (from ${v.handedOverBy})` : v.spawnedBy;
+  return v.handedOverBy ? `- (from ${v.handedOverBy})` : "-";
+}
+
+/** "a" or "an" before an agent name, for sentences. */
+const article = (word: string): string => (/^[aeiou]/i.test(word) ? "an" : "a");
+
 function seatRows(results: ManagerSeats[]): string[] {
   const rows = results.flatMap((m) =>
     "error" in m
-      ? [[m.instance, "-", "-", `manager ${m.error}`, "-", "-", "-"]]
-      : m.seats.map((v) => [m.instance, v.name, v.agent, v.state, v.role ?? "-", v.pid === undefined ? "-" : String(v.pid), ago(Date.now() - v.since)]),
+      ? [[m.instance, "-", "-", `manager ${m.error}`, "-", "-", "-", "-"]]
+      : m.seats.map((v) => [
+          m.instance,
+          v.name,
+          v.agent,
+          stateLine(v),
+          v.role ?? "-",
+          v.pid === undefined ? "-" : String(v.pid),
+          ago(Date.now() - v.since),
+          spawnedByOf(v),
+          postureOf(v),
+        ]),
   );
   return table(
-    ["MANAGER", "NAME", "AGENT", "STATE", "ROLE", "PID", "SINCE"],
+    ["MANAGER", "NAME", "AGENT", "STATE", "ROLE", "PID", "SINCE", "SPAWNED BY", "POSTURE"],
     rows.map((r) => r.map(oneLine)),
   );
 }
 
-/** A manager on this host (its heartbeat names this host), for seats that open in this terminal. */
-async function localManager(s: MeshSession): Promise<string> {
-  const here = (await listManagers(s)).find((m) => m.host === hostname());
-  if (!here)
+/**
+ * This host's manager, for seats that open in this terminal: the one this host's state dir names
+ * (never a heartbeat's host name: any manager writes its own), and only while it heartbeats.
+ */
+async function runningLocalManager(s: MeshSession, stateDir?: string): Promise<LocalManager> {
+  const here = localManager(s.target, stateDir);
+  if (!here || !(await listManagers(s)).some((m) => m.instance === here.instance))
     throw new CommandFailedError(`No manager runs on this host (${hostname()}), so a seat cannot open in this terminal.`, {
-      remedy: "Start one (`cotal up` does, or `cotal manager`), or spawn with --detach on another (--on).",
+      remedy: "Start one (`cotal up` does, or `cotal manager`; pass its --state-dir if it has its own), or spawn with --detach on another (--on).",
     });
-  return here.instance;
+  return here;
 }
 
-async function isLocal(s: MeshSession, instance: string): Promise<boolean> {
-  return (await listManagers(s)).some((m) => m.instance === instance && m.host === hostname());
+/** Whether `instance` is this host's manager, as this host's own state says. */
+function isLocal(s: MeshSession, instance: string): boolean {
+  return localManager(s.target)?.instance === instance;
+}
+
+/** How a seat's terminal opens here: built from this host's state, for a runtime that has one (never a command a reply carried). */
+function terminalOf(here: LocalManager, space: string, seat: SeatView): string[] | undefined {
+  return seat.runtime === "tmux" || seat.runtime === "pty" ? localAttachCommand(here.stateDir, space, seat.name, seat.runtime) : undefined;
 }
 
 /** The seat named `name` on any manager (or on `on`), or a refusal that says where to look. */
@@ -125,7 +199,7 @@ function relayPty(socketPath: string): Promise<void> {
   });
 }
 
-/** `cotal spawn`, `cotal attach`, `cotal ps`, `cotal stop`: seats through the managers. */
+/** `cotal spawn`, `cotal attach`, `cotal ps`, `cotal stop`, `cotal handover`: seats through the managers. */
 export function registerSeats(program: Command): void {
   const spawn = program
     .command("spawn")
@@ -143,7 +217,7 @@ export function registerSeats(program: Command): void {
     .option("--prompt <text>", "claude seats: typed into the session once it is ready")
     .option("--on <instance>", "the manager instance to run it on (see `cotal ps`)")
     .option("--name <name>", "the seat's name (default: the agent's name)")
-    .option("--agent <agent>", "what to run: echo (built in, no model) or claude", "claude")
+    .option("--agent <agent>", "what to run: echo (built in, no model), claude, codex, opencode or gemini (docs/runtimes.md)", "claude")
     .option("--role <role>", "a role whose anycasts the seat takes")
     .option("--channel <channel>", "a channel the seat joins (repeatable)", repeatable)
     .option("--runtime <runtime>", "tmux (default for claude), pty (claude, on a pseudo-terminal the manager holds) or process (echo)")
@@ -154,19 +228,38 @@ export function registerSeats(program: Command): void {
     .option(
       "--resume <session>",
       "claude seats: carry this Claude session (its id) to the manager (--on) and fork it there (docs/manager.md, Transcript carry)",
-    );
+    )
+    .option(
+      "--allow-spawn <personas>",
+      "the seat's credential may spawn helpers of these comma-separated personas with cotal_spawn (default: its agent file's allowSpawn; docs/manager.md, Helpers)",
+    )
+    .option("--spawn-limit <n>", "with --allow-spawn: helpers it may hold at once (default 4, at most 32)");
   jsonOption(meshOptions(spawn)).action(async (persona: string | undefined, raw: Record<string, unknown>) => {
     const f = parseInput(SpawnFlags, { ...raw, ...(persona !== undefined ? { persona } : {}) });
-    if (!f.detach && f.agent !== "claude")
-      throw new UsageError("Only Claude seats open in this terminal; an echo seat runs in the background.", { remedy: "Add --detach (or -d)." });
+    const adapter = runtimeNamed(f.agent);
+    if (!f.detach && adapter !== DEFAULT_RUNTIME)
+      throw new UsageError(`Only ${DEFAULT_RUNTIME.label} seats open in this terminal; ${article(f.agent)} ${f.agent} seat runs in the background.`, {
+        remedy: "Add --detach (or -d).",
+      });
     if (!f.detach && f.json)
       throw new UsageError("--json reports a detached spawn; a seat in this terminal has nothing to print.", { remedy: "Add --detach, or leave out --json." });
+    // Before anything connects or is uploaded (the manager refuses it too, after the upload).
+    if (f.resume && !adapter?.capabilities.carry)
+      throw new UsageError(
+        `--resume carries a Claude session: ${article(f.agent)} ${f.agent} seat cannot resume one${adapter ? " (docs/runtimes.md)" : ""}; nothing was uploaded or started.`,
+        { remedy: `Leave out --resume, or spawn a ${DEFAULT_RUNTIME.name} seat (--agent ${DEFAULT_RUNTIME.name}).` },
+      );
     const target = resolveTarget(raw);
     const result = await withSession(target, async (s) => {
       const caller = credsCaller(target.creds);
-      // In the foreground the seat must run on a manager here: its terminal opens in this one.
-      const on = f.on ?? (f.detach ? "one" : await localManager(s));
-      const cwd = f.cwd ? resolve(f.cwd) : on !== "one" && (await isLocal(s, on)) ? process.cwd() : undefined;
+      // In the foreground the seat must run on this host's manager: its terminal opens in this one.
+      const here = f.detach ? undefined : await runningLocalManager(s);
+      if (here && f.on && f.on !== here.instance)
+        throw new UsageError(`A seat opens in this terminal only on this host's manager (${here.instance}), not ${f.on}.`, {
+          remedy: "Add --detach to run it there, or leave out --on.",
+        });
+      const on = f.on ?? here?.instance ?? "one";
+      const cwd = f.cwd ? resolve(f.cwd) : on !== "one" && isLocal(s, on) ? process.cwd() : undefined;
       if (f.resume && on === "one")
         throw new UsageError("--resume carries the session to one manager: name it.", { remedy: "Add --on <instance> (see `cotal ps`)." });
       const carried = f.resume ? await carrySession(s, f.resume, on, { bar: !f.json }) : undefined;
@@ -190,14 +283,18 @@ export function registerSeats(program: Command): void {
           ...(f.restartWindowMs !== undefined ? { windowMs: f.restartWindowMs } : {}),
           ...(carried ? { resume: carried.session, claim: carried.claim } : {}),
           ...(f.events ? {} : { noEvents: true }),
+          ...(f.allowSpawn !== undefined ? { allowSpawn: f.allowSpawn } : {}),
+          ...(f.spawnLimit !== undefined ? { spawnLimit: f.spawnLimit } : {}),
           requestId: randomUUID(),
         },
         { target: on, timeoutMs: 30_000 },
       );
-      const settled = await settle(s, id.instance, id.name, f.waitMs);
-      if (!f.detach && settled.outcome === "started" && settled.seat?.attach) {
+      const settled = await settle(s, id.instance, id.name, f.waitMs, f.prompt !== undefined);
+      const terminal =
+        here && settled.outcome === "started" && settled.seat && id.instance === here.instance ? terminalOf(here, target.space, settled.seat) : undefined;
+      if (terminal) {
         // Foreground: the seat's terminal is this one until the person leaves it; then the identity is retired.
-        await attachTo(settled.seat.attach);
+        await attachTo(terminal);
         await callManager(s.nc, target.space, "stop", caller, { name: id.name }, { target: id.instance, timeoutMs: 30_000 });
         return { ...id, ...settled, retired: true };
       }
@@ -214,7 +311,9 @@ export function registerSeats(program: Command): void {
           ? "started"
           : result.outcome === "failed"
             ? `failed: ${result.seat?.reason ?? result.seat?.state ?? "exited"}`
-            : `uncertain: not joined within ${f.waitMs} ms (kept; see \`cotal ps\`)`;
+            : result.outcome === "impaired"
+              ? `joined, but its first turn failed (${result.seat?.presence?.condition}${result.seat?.presence?.message ? `: ${result.seat.presence.message}` : ""}; kept: fix it, then \`cotal stop --name ${result.name}\` and spawn again)`
+              : `uncertain: not joined within ${f.waitMs} ms (kept; see \`cotal ps\`)`;
       printLines(`${result.name} on ${result.instance}: ${how}`);
       if (result.outcome === "failed" && result.seat?.exit?.output) printLines(safeLines(result.seat.exit.output));
     }
@@ -225,25 +324,30 @@ export function registerSeats(program: Command): void {
     .command("attach")
     .summary("open a seat's terminal here (the seat must run on a manager on this host)")
     .description(
-      "Open the terminal of a Claude seat in this one: tmux's own attach (its detach key, Ctrl-b d, leaves it running) or, for a pty seat, a relay to it (Ctrl-] leaves it running). The seat is found with ps, or on the manager named by --on.",
+      "Open the terminal of a Claude seat of this host's manager in this one: tmux's own attach (its detach key, Ctrl-b d, leaves it running) or, for a pty seat, a relay to it (Ctrl-] leaves it running). " +
+        "The manager is the one this host's state dir names; how the terminal opens is built here from that state and the seat's name, never taken from the mesh.",
     )
     .requiredOption("--name <name>", "the seat")
-    .option("--on <instance>", "the manager that runs it");
+    .option("--on <instance>", "the manager that runs it (must be this host's)")
+    .option("--state-dir <dir>", "this host's manager's state dir, when it runs with its own (default: as `cotal manager`)");
   meshOptions(attach).action(async (raw: Record<string, unknown>) => {
-    const f = parseInput(z.object({ name: PrincipalToken, on: ManagerInstance.optional() }), raw);
-    const view = await withSession(resolveTarget(raw), async (s) => {
-      const found = await findSeat(s, f.name, f.on);
-      if (!found.attach)
+    const f = parseInput(z.object({ name: PrincipalToken, on: ManagerInstance.optional(), stateDir: z.string().min(1).optional() }), raw);
+    const terminal = await withSession(resolveTarget(raw), async (s) => {
+      const here = await runningLocalManager(s, f.stateDir);
+      if (f.on && f.on !== here.instance)
+        throw new CommandFailedError(`Seat ${f.name} runs on manager ${f.on}; this host's manager is ${here.instance}.`, {
+          remedy: `Run \`cotal attach --name ${f.name}\` on ${f.on}'s host.`,
+        });
+      // Only this host's manager is asked (the broker lets only its credential answer its instance).
+      const found = await findSeat(s, f.name, here.instance);
+      const command = terminalOf(here, s.target.space, found);
+      if (!command)
         throw new CommandFailedError(`Seat ${f.name} runs headless (runtime ${found.runtime ?? "process"}): it has no terminal to open.`, {
           remedy: "Claude seats (runtime tmux or pty) have one.",
         });
-      if (!(await isLocal(s, found.instance)))
-        throw new CommandFailedError(`Seat ${f.name} runs on manager ${found.instance}, on another host.`, {
-          remedy: `Run \`cotal attach --name ${f.name}\` on that host.`,
-        });
-      return found;
+      return command;
     });
-    await attachTo(view.attach!);
+    await attachTo(terminal);
   });
 
   const ps = program
@@ -281,5 +385,27 @@ export function registerSeats(program: Command): void {
       printLines(
         `${f.name}: ${r.stopped ? "stopped" : "was not running"}, retired${r.revoked ? `, ${r.revoked} credential${r.revoked === 1 ? "" : "s"} revoked` : ""}`,
       );
+  });
+
+  const handover = program
+    .command("handover")
+    .summary("hand a helper over, so it outlives the agent that spawned it")
+    .description(
+      "A helper (a seat an agent spawned with cotal_spawn) retires with its spawner. Handed over, it answers to another " +
+        "agent allowed to spawn its persona (--to; within that agent's limit and scope), or to the operator (no --to): " +
+        "it then stays when its spawner is retired (docs/manager.md, Helpers).",
+    )
+    .requiredOption("--name <name>", "the helper")
+    .option("--to <agent>", "the agent that answers for it from now on, <owner>.<actor> (default: the operator)")
+    .option("--on <instance>", "the manager that runs it");
+  jsonOption(meshOptions(handover)).action(async (raw: Record<string, unknown>) => {
+    const f = parseInput(z.object({ name: PrincipalToken, to: PrincipalId.optional(), on: ManagerInstance.optional(), json: z.boolean().optional() }), raw);
+    const target = resolveTarget(raw);
+    const r = await withSession(target, async (s) => {
+      const on = f.on ?? (await findSeat(s, f.name)).instance;
+      return callManager(s.nc, target.space, "handover", credsCaller(target.creds), { name: f.name, ...(f.to ? { to: f.to } : {}) }, { target: on });
+    });
+    if (f.json) printJson(r);
+    else printLines(`${f.name}: handed over by ${r.from}; it answers to ${r.to ?? "the operator"} now.`);
   });
 }

@@ -12,7 +12,6 @@ import {
   type AllowRulePlan,
   ensurePluginInstalled,
   findClaudeCli,
-  inspectPluginInstall,
   installCommandText,
   MARKETPLACE_PLUGIN_PATH,
   PLUGIN_BIN_DIR,
@@ -23,10 +22,11 @@ import {
   pluginEnableCommandText,
   PluginScope,
   type PluginInstallActions,
-  type PluginInstallState,
 } from "../../connector/index.js";
 import { jsonOption } from "../context.js";
-import { CommandFailedError, UsageError } from "../errors.js";
+import { CommandFailedError, EXIT, UsageError } from "../errors.js";
+import { DEFAULT_RUNTIME, findRuntimeCli, RUNTIMES, runtimeNamed } from "../../manager/index.js";
+import type { RuntimeAdapter } from "../../runtime/index.js";
 import { printJson, printLines } from "../output.js";
 import { packageRoot } from "../package-root.js";
 import {
@@ -35,6 +35,7 @@ import {
   cotalHome,
   defaultAgentPath,
   desiredMarketplace,
+  inspectSetup,
   isDirectory,
   marketplaceDir,
   packagePluginDir,
@@ -54,6 +55,7 @@ const SetupFlags = z.object({
   printPluginDir: z.boolean().optional(),
   allowTools: z.boolean().optional(),
   json: z.boolean().optional(),
+  runtime: z.string().min(1, "runtime must not be empty").optional(),
 });
 
 /** `cotal setup`: install the Claude Code plugin (MCP tools + hooks) through a local marketplace. */
@@ -77,9 +79,17 @@ export function registerSetup(program: Command): void {
       "--allow-tools",
       `add the allow rule ${PLUGIN_ALLOW_RULE} to the user's Claude settings (~/.claude/settings.json, or $CLAUDE_CONFIG_DIR) without asking`,
     )
-    .option("--print-plugin-dir", `print the package's plugin folder, for one session without installing: ${pluginDirCommandText()}`);
+    .option("--print-plugin-dir", `print the package's plugin folder, for one session without installing: ${pluginDirCommandText()}`)
+    .option(
+      "--runtime <runtime>",
+      `the agent CLI to set up: ${RUNTIMES.map((r) => r.name).join(", ")} (default ${DEFAULT_RUNTIME.name}; docs/runtimes.md). codex: writes Cotal's MCP server into $CODEX_HOME/config.toml and its hooks into hooks.json (the user's entries kept), and trusts those hooks as Codex's /hooks review does`,
+    );
   jsonOption(cmd).action(async (raw: Record<string, unknown>) => {
     const f = parseFlags(raw);
+    const adapter = f.runtime === undefined ? DEFAULT_RUNTIME : runtimeNamed(f.runtime);
+    if (!adapter)
+      throw new UsageError(`--runtime: no runtime ${JSON.stringify(f.runtime)}.`, { remedy: `Use one of: ${RUNTIMES.map((r) => r.name).join(", ")}.` });
+    if (adapter.setup) return runtimeSetup(adapter, !!f.check, !!f.json);
     if (f.printPluginDir) return printPluginDir(!!f.json);
     const opts = { scope: f.scope ?? "user", projectDir: path.resolve(f.dir ?? process.cwd()), json: !!f.json, allowTools: !!f.allowTools };
     if (!isDirectory(opts.projectDir)) throw new UsageError(`--dir: ${opts.projectDir} is not a folder.`, { remedy: "Pass an existing project folder." });
@@ -169,6 +179,30 @@ async function allowRuleStep(opts: SetupOptions, lines: string[]): Promise<Allow
   return { file, rule: plan.rule, state: "added", allow: plan.allow };
 }
 
+/** `cotal setup --runtime <r>` for a runtime whose adapter installs itself (docs/runtimes.md). */
+async function runtimeSetup(adapter: RuntimeAdapter, check: boolean, json: boolean): Promise<void> {
+  const root = packageRoot();
+  const connectorEntry = path.join(packagePluginDir(root), PLUGIN_BIN_DIR, "connector.mjs");
+  if (!existsSync(connectorEntry))
+    throw new CommandFailedError(`The connector bundle ${connectorEntry} is missing.`, {
+      remedy: "Run `npm run build` in the Cotal package (it copies the bundles into plugin/bin/).",
+    });
+  const env = { ...process.env, PATH: [process.env.PATH ?? "", path.join(root, "node_modules", ".bin")].join(path.delimiter) };
+  const executable = findRuntimeCli(adapter, env).path;
+  const report = await adapter.setup!({ env: process.env, connectorEntry, executable, check });
+  const ready = report.files.every((f) => f.action !== "missing" && f.action !== "stale") && (report.trusted ?? 0) > 0;
+  if (json) printJson({ runtime: adapter.name, ...report, executable: executable ?? null });
+  else
+    printLines(
+      `${adapter.label} home  ${report.home}`,
+      ...report.files.map((f) => `  ${f.action.padEnd(8)} ${f.path}`),
+      executable === undefined
+        ? `hooks    not trusted: no ${adapter.command} executable found (${adapter.installHint})`
+        : `hooks    ${report.trusted ?? 0} of Cotal's hooks trusted by ${executable}`,
+    );
+  if (check && !ready) process.exitCode = EXIT.failed;
+}
+
 function printPluginDir(json: boolean): void {
   const dir = packagePluginDir(packageRoot());
   const missing = [path.join(".claude-plugin", "plugin.json"), path.join(PLUGIN_BIN_DIR, "connector.mjs"), path.join(PLUGIN_BIN_DIR, "hook.mjs")].filter(
@@ -253,26 +287,7 @@ async function setup(opts: SetupOptions): Promise<void> {
 
 async function check(opts: SetupOptions): Promise<void> {
   const home = cotalHome();
-  const market = marketplaceDir(home);
-  const files = desiredMarketplace(packageRoot());
-  const states = compareTree(market, files);
-  const problems: string[] = [];
-  if (states.every((s) => s.state === "missing")) problems.push(`no marketplace at ${market}`);
-  else for (const s of states) if (s.state !== "ok") problems.push(`${s.state} file ${path.join(market, s.path)}`);
-
-  const cli = findClaudeCli();
-  const target = { marketplaceDir: market, scope: opts.scope, projectDir: opts.projectDir, version: COTAL_VERSION };
-  let state: PluginInstallState | undefined;
-  if (cli.path) {
-    state = await inspectPluginInstall(target, { bin: cli.path });
-    if (state.marketplace === "absent") problems.push(`claude has no marketplace ${PLUGIN_MARKETPLACE}`);
-    if (state.marketplace === "elsewhere")
-      problems.push(`claude's marketplace ${PLUGIN_MARKETPLACE} points at ${state.marketplacePath ?? "another folder"}, not ${market}`);
-    if (state.plugin === "absent")
-      problems.push(`${PLUGIN_ID} is not installed (${opts.scope} scope${opts.scope === "project" ? ` for ${opts.projectDir}` : ""})`);
-    if (state.plugin === "outdated") problems.push(`${PLUGIN_ID} is recorded at version ${state.installedVersion ?? "?"}, not ${COTAL_VERSION}`);
-    if (state.enabled === false) problems.push(`${PLUGIN_ID} is disabled (${pluginEnableCommandText(opts.scope)})`);
-  }
+  const { market, states, cli, state, problems } = await inspectSetup(opts);
   const agentFile = { path: defaultAgentPath(opts.projectDir), present: existsSync(defaultAgentPath(opts.projectDir)) };
   // For information, like the agent file: the rule is the user's choice, not part of the install.
   const settingsFile = claudeUserSettingsPath();

@@ -7,15 +7,17 @@ import { EXIT } from "../errors.js";
 import { rosterJson, rosterTable, type RosterRow } from "../format.js";
 import { printJson, printLines } from "../output.js";
 import { isRunning, readRecord } from "../pid-file.js";
-import { pingMeshService } from "../probe.js";
+import { notNatsAt, pingMeshService } from "../probe.js";
 import { credsCaller, isPermissionDenied, isStreamNotFound } from "../../broker/index.js";
 import { credentialLabel, credentialScope } from "../credential.js";
-import { listManagers, type ManagerEntry } from "../managers.js";
+import { describeClaudeAuth, listManagers, withStatus, type ManagerEntry } from "../managers.js";
+import { DEFAULT_RUNTIME } from "../../manager/index.js";
 import type { ServiceLog } from "../mesh-root.js";
 import { MeshSession } from "../session.js";
 import { parseInput } from "../validate.js";
 import { checkComponents, COMPONENTS, type Component } from "../components.js";
 import { meshNodes } from "../cluster-nodes.js";
+import { describeSync } from "../sync-interval.js";
 
 /** The state of one of the space's streams. */
 export interface StreamStatus {
@@ -33,8 +35,14 @@ export interface StatusReport {
   /** From mesh.json; named by --server/COTAL_SERVER, whether the server requires authentication (unknown when unreachable). */
   mode: string;
   reachable: boolean;
+  /** What answered at the server address when it was not a NATS server (an HTTP port …). */
+  notNats?: string;
   /** Whether the server asks clients to authenticate. */
   authRequired?: boolean;
+  /** The version the server reported when we connected. */
+  serverVersion?: string;
+  /** JetStream's sync_interval, from mesh.json (on the mesh host only; off-host it is not known). */
+  sync?: string;
   error?: string;
   root?: string;
   processes?: { natsServer: ProcessStatus; meshService: ProcessStatus; manager: ProcessStatus; nodes?: Array<ProcessStatus & { name: string }> };
@@ -109,6 +117,7 @@ async function collectStatus(t: MeshTarget): Promise<StatusReport> {
     server: t.server,
     space: t.space,
     mode: t.info?.mode ?? "unknown",
+    ...(t.info ? { sync: t.info.sync ?? "2m" } : {}),
     reachable: false,
     streams: [],
     roster: [],
@@ -127,6 +136,13 @@ async function collectStatus(t: MeshTarget): Promise<StatusReport> {
     };
   }
   let session: MeshSession;
+  // Something that is not NATS at that port would hold the connect for 20 s, then read as "down".
+  const other = await notNatsAt(t.server);
+  if (other) {
+    report.notNats = other;
+    report.error = `${other} answered there, not a NATS server: --server names the mesh's NATS client port (mesh.json's server; 4222 by default)`;
+    return report;
+  }
   try {
     session = await MeshSession.open(t, false);
   } catch (err) {
@@ -137,6 +153,7 @@ async function collectStatus(t: MeshTarget): Promise<StatusReport> {
   try {
     report.reachable = true;
     report.authRequired = session.nc.info?.auth_required ?? false;
+    if (session.nc.info?.version) report.serverVersion = session.nc.info.version;
     // Named by --server (no mesh.json here): the server's own answer tells the mode.
     if (report.mode === "unknown") report.mode = report.authRequired ? "static" : "open";
     const ping = await pingMeshService(session.nc, t.space, undefined, credsCaller(t.creds));
@@ -158,7 +175,11 @@ async function collectStatus(t: MeshTarget): Promise<StatusReport> {
       }
     }
     // Only the operator's credential reaches the managers (an agent's may not read their bucket).
-    if (session.mayReadStreams) report.managers = await listManagers(session).catch(() => undefined);
+    // Heartbeats say only whether each manager's auth is ready; its own `status` says with what (the operator's).
+    if (session.mayReadStreams)
+      report.managers = await listManagers(session)
+        .then((ms) => withStatus(session, ms))
+        .catch(() => undefined);
     // A client credential's roster comes from the mesh service: without it there is none to show.
     if ((report.meshService.answering || !session.isClient) && report.streams.every((s) => s.exists)) {
       const now = Date.now();
@@ -176,6 +197,8 @@ function describeStatus(r: StatusReport): string[] {
   lines.push(`server:       ${r.server}  (${r.reachable ? "reachable" : `NOT reachable${r.error ? `: ${r.error}` : ""}`})`);
   lines.push(`space:        ${r.space}`);
   lines.push(`mode:         ${r.mode}${r.authRequired !== undefined ? `  (server ${r.authRequired ? "requires" : "does not require"} authentication)` : ""}`);
+  if (r.serverVersion) lines.push(`nats-server:  v${r.serverVersion}`);
+  if (r.sync) lines.push(`durability:   sync ${describeSync(r.sync)}`);
   if (r.processes) {
     const p = (s: ProcessStatus) => (s.pid === undefined ? "not started" : `pid ${s.pid} ${s.running ? "running" : "NOT running"}`);
     const nats = r.processes.nodes ? r.processes.nodes.map((n) => `${n.name} ${p(n)}`).join("; ") : `nats-server ${p(r.processes.natsServer)}`;
@@ -185,12 +208,21 @@ function describeStatus(r: StatusReport): string[] {
     lines.push(
       `managers:     ${r.managers.length === 0 ? "none (seats need one: `cotal up` starts one here, `cotal manager` on other hosts)" : r.managers.map((m) => `${m.instance} on ${m.host ?? "?"} (${m.seats ?? 0}/${m.maxSeats ?? "?"} seats)`).join(", ")}`,
     );
+    for (const m of r.managers) {
+      if (m.claudeAuth) lines.push(`Claude auth:  ${r.managers.length > 1 ? `${m.instance}: ` : ""}${describeClaudeAuth(m.claudeAuth)}`);
+      // The other runtimes' configuration (the default runtime's is the auth line above).
+      for (const rt of (m.runtimes ?? []).filter((x) => x.name !== DEFAULT_RUNTIME.name))
+        lines.push(
+          `${`${rt.name} config: `.padEnd(14)}${r.managers.length > 1 ? `${m.instance}: ` : ""}${rt.config ?? "(configuration not shown)"}${rt.ready ? "" : `, NOT READY: ${rt.problem ?? "credentials missing"} ${rt.remedy ?? ""}`.trimEnd()}`,
+        );
+    }
   }
   if (r.meshService)
     lines.push(
       `mesh service: ${r.meshService.answering ? `answering (pid ${r.meshService.pid})` : "NOT answering (run `cotal up --detach` on the mesh host to repair it)"}`,
     );
   if (!r.reachable) {
+    if (r.notNats) return lines; // the error says what answered and what --server should name
     lines.push("", "Start it with `cotal up` (or check --server / COTAL_SERVER).");
     return lines;
   }

@@ -3,15 +3,23 @@ import { Option, type Command } from "commander";
 import { z } from "zod";
 import { formatProvision } from "../format.js";
 import { checkCreds, credsOption, defaultCreds } from "../context.js";
-import { EXIT } from "../errors.js";
+import { EXIT, UsageError } from "../errors.js";
 import { bringUp, type UpReport } from "../mesh-lifecycle.js";
 import { findMeshRoot, MeshRoot } from "../mesh-root.js";
 import { chooseMode } from "../mode.js";
 import { note, printJson, printLines, warn } from "../output.js";
 import { isRunning, readRecord, removeRecord, stopProcess, type ProcessRecord } from "../pid-file.js";
-import { byteSize, host, parseInput, port, positiveInt, token } from "../validate.js";
+import { byteSize, duration, host, parseInput, port, positiveInt, token } from "../validate.js";
 import { checkLeafFlags, isLoopback } from "../leaf-listener.js";
 import { meshNodes } from "../cluster-nodes.js";
+import { describeSync, SyncInterval } from "../sync-interval.js";
+import { ClaudeAuthChoice } from "../../claude/index.js";
+import { describeClaudeAuth } from "../managers.js";
+import { loadTeamFile } from "../team-file.js";
+import { converge, planOnly, type TeamResult } from "../team-apply.js";
+import { refuseServerDrift, teamServerFlags } from "../team-server.js";
+import { serverAnswers } from "../probe.js";
+import { DEFAULT_SPACE } from "../context.js";
 
 const UpFlags = z.object({
   open: z.boolean().optional(),
@@ -27,6 +35,9 @@ const UpFlags = z.object({
   taskBytes: byteSize("--task-bytes").optional(),
   seatLogBytes: byteSize("--seat-log-bytes").optional(),
   artifactBytes: byteSize("--artifact-bytes").optional(),
+  eventsBytes: byteSize("--events-bytes").optional(),
+  chatPerSender: positiveInt("--chat-per-sender").optional(),
+  chatMaxAge: duration.optional(),
   dmBacklog: positiveInt("--dm-backlog").optional(),
   maxDisk: byteSize("--max-disk").optional(),
   maxMemory: byteSize("--max-memory").optional(),
@@ -41,6 +52,10 @@ const UpFlags = z.object({
   leafTlsKey: z.string().optional(),
   leafTlsCa: z.string().optional(),
   leafInsecure: z.boolean().optional(),
+  sync: SyncInterval.optional(),
+  claudeAuth: ClaudeAuthChoice.optional(),
+  file: z.string().min(1, "file must name a cotal.yaml").optional(),
+  dryRun: z.boolean().optional(),
 });
 
 /** `cotal up`: start (or find, or repair) the mesh of this project. */
@@ -66,6 +81,9 @@ export function registerUp(program: Command): void {
     .option("--task-bytes <size>", "most bytes of waiting anycasts stored (default 256MiB)")
     .option("--seat-log-bytes <size>", "most bytes of the seat log (default 128MiB)")
     .option("--artifact-bytes <size>", "most bytes of attached files (artifacts) stored (default 1GiB)")
+    .option("--events-bytes <size>", "most bytes of event planes stored, every seat's together (default 256MiB; one seat holds at most 64MiB)")
+    .option("--chat-per-sender <n>", "most posts one sender keeps on one channel; the next is refused (default 10000)")
+    .option("--chat-max-age <duration>", "how long channel posts are kept, e.g. 30d (default 90d; 0d: for ever)")
     .option("--dm-backlog <n>", "most DMs (anycasts) one sender may have waiting for one recipient (role) (default 10000)")
     .option("--max-disk <size>", "static mode: JetStream disk the space may use in all (default 4GiB)")
     .option("--max-memory <size>", "static mode: JetStream memory the space may use in all (default 256MiB)")
@@ -75,12 +93,37 @@ export function registerUp(program: Command): void {
     .option("--leaf-tls-cert <file>", "PEM certificate the leaf-node listener presents (with --leaf-tls-key)")
     .option("--leaf-tls-key <file>", "PEM private key of --leaf-tls-cert")
     .option("--leaf-tls-ca <file>", "PEM CA: leaf hosts must present a client certificate it signed (mutual TLS)")
+    .option(
+      "--sync <always|duration>",
+      "when JetStream syncs writes to disk: always (default: fsync before every acknowledgement, so acknowledged mail survives a power cut) or a duration such as 2m (faster; the last interval's acknowledged writes can be lost)",
+    )
+    .addOption(
+      new Option(
+        "--claude-auth <mode>",
+        "how the host manager's Claude seats and runs authenticate: auto (default: as `claude` in this shell would), api-key, auth-token, oauth-token, bedrock, vertex, foundry or subscription",
+      ).env("COTAL_CLAUDE_AUTH"),
+    )
     .option("--leaf-insecure", "allow a leaf-node listener without TLS on a non-loopback address")
+    .option("-f, --file <path>", "converge the mesh to a cotal.yaml (docs/team-file.md): start it, then create, change and retire what the file declares")
+    .option("--dry-run", "with --file: print the plan and change nothing")
     .option("--json", "print what was found and done as JSON")
     .action(async (raw: Record<string, unknown>) => {
-      const flags = parseInput(UpFlags, raw);
+      // A team file gives the flags the command line does not (docs/team-file.md).
+      const team = typeof raw.file === "string" ? loadTeamFile(raw.file) : undefined;
+      const server = team ? teamServerFlags(team) : undefined;
+      const given = Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined));
+      const flags = parseInput(UpFlags, server ? { ...server.flags, ...given } : raw);
+      if (flags.dryRun && !team) throw new UsageError("--dry-run plans a team file.", { remedy: "Add --file cotal.yaml, or leave out --dry-run." });
       const root = findMeshRoot() ?? new MeshRoot(process.cwd());
       const prev = root.readInfo();
+      const print = flags.json ? undefined : (lines: string[]) => printLines(...lines);
+      if (team && server && prev && (await serverAnswers({ server: prev.server, creds: flags.creds ?? defaultCreds(root, prev) })))
+        refuseServerDrift(team, server, new Set(Object.keys(given)), flags, prev);
+      if (team && flags.dryRun) {
+        const r = await planOnly(root, team, flags.space ?? prev?.space ?? DEFAULT_SPACE, { print, creds: flags.creds });
+        if (flags.json) printJson(r);
+        return;
+      }
       const choice = chooseMode({ open: flags.open, host: flags.host ?? prev?.host ?? "127.0.0.1" });
       for (const w of choice.warnings) warn(w);
       const leaf = checkLeafFlags(flags, flags.host ?? prev?.host ?? "127.0.0.1");
@@ -104,14 +147,24 @@ export function registerUp(program: Command): void {
           taskBytes: flags.taskBytes,
           seatsBytes: flags.seatLogBytes,
           artifactsBytes: flags.artifactBytes,
+          eventsBytes: flags.eventsBytes,
+          chatPerSender: flags.chatPerSender,
+          chatMaxAgeMs: flags.chatMaxAge,
           backlogPerSender: flags.dmBacklog,
         }),
         account: definedOnly({ diskBytes: flags.maxDisk, memoryBytes: flags.maxMemory }),
         cluster: flags.cluster,
         leaf,
+        sync: flags.sync,
+        claudeAuth: flags.claudeAuth,
       });
-      if (flags.json) printJson({ ...report, warnings: choice.warnings, detached: !!flags.detach });
-      else printLines(...describeUp(report));
+      if (!flags.json) printLines(...describeUp(report));
+      let teamResult: TeamResult | undefined;
+      if (team) {
+        teamResult = await converge(root, team, report.space, { print, creds: flags.creds });
+        if (teamResult.done.some((d) => !d.ok)) process.exitCode = EXIT.failed;
+      }
+      if (flags.json) printJson({ ...report, warnings: choice.warnings, detached: !!flags.detach, ...(teamResult ? { team: teamResult } : {}) });
       if (flags.detach) return;
       // A mesh whose nats-server was already running was started in the background: repairing its
       // mesh service does not make this terminal its owner (Ctrl-C here must not stop it).
@@ -154,6 +207,8 @@ export function describeUp(r: UpReport): string[] {
     `mesh service: ${svc}, pid ${r.meshService.pid}`,
     `manager:      ${r.manager.instance} ${r.manager.state === "running" ? "already running" : r.manager.state === "restarted" ? "restarted (it did not answer)" : "started"}, pid ${r.manager.pid}  (seats: \`cotal spawn\`)`,
     `mode:         ${r.mode}${r.mode === "open" ? " (no authentication)" : " (authentication required; commands here use .cotal/auth, others need `cotal mint`)"}`,
+    ...(r.manager.claudeAuth ? [`Claude auth:  ${describeClaudeAuth(r.manager.claudeAuth)}`] : []),
+    `durability:   sync ${describeSync(r.sync)}`,
     `logs:         ${r.nodes ? r.nodes.map((n) => n.log).join(", ") : r.natsServer.log}, ${r.meshService.log}, ${r.manager.log}`,
     ...r.notes.map((n) => `note:         ${n}`),
   ];

@@ -1,10 +1,10 @@
 import { spawn } from "node:child_process";
 import { closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import { resolve } from "node:path";
-import type { Command } from "commander";
+import { Option, type Command } from "commander";
 import { z } from "zod";
-import { connectMesh, requestCredential, writeSecret } from "../../broker/index.js";
-import { bindScope, DEFAULT_WEB_HOST, DEFAULT_WEB_PORT, MeshView, serveDashboard, type Dashboard } from "../../web/index.js";
+import { connectMesh, readSecret, requestCredential, writeSecret } from "../../broker/index.js";
+import { bindScope, DEFAULT_WEB_HOST, DEFAULT_WEB_PORT, MeshView, newDashboardToken, serveDashboard, TOKEN_PATTERN, type Dashboard } from "../../web/index.js";
 import { childEnv } from "../child-env.js";
 import { meshOptions, resolveTarget, type MeshTarget } from "../context.js";
 import { credentialScope } from "../credential.js";
@@ -26,11 +26,15 @@ export const WebFlags = z.object({
   host: webHost.default(DEFAULT_WEB_HOST),
   detach: z.boolean().optional(),
   stop: z.boolean().optional(),
+  url: z.boolean().optional(),
+  tokenFile: z.string().min(1).optional(),
 });
 export type WebFlags = z.infer<typeof WebFlags>;
 
 /** The admin credential `cotal web` keeps next to the mesh (minted once, on the mesh host). */
 const WEB_ADMIN = "web";
+/** The dashboard's token on the mesh host (0600, in the 0700 creds folder). */
+const WEB_TOKEN_FILE = "web.token";
 
 /** `cotal web`: the read-only dashboard. */
 export function registerWeb(program: Command): void {
@@ -49,11 +53,16 @@ export function registerWeb(program: Command): void {
     .option("--port <port>", "port to listen on", String(DEFAULT_WEB_PORT))
     .option("--host <address>", "address to listen on (an IP address or localhost)", DEFAULT_WEB_HOST)
     .option("-d, --detach", "run in the background (log .cotal/logs/web.log) and return")
-    .option("--stop", "stop the dashboard started here with --detach");
+    .option("--stop", "stop the dashboard started here with --detach")
+    .option("--url", "print the link (with its token) of the dashboard started here with --detach")
+    .addOption(
+      new Option("--token-file <file>", "read the dashboard's token from this 0600 file (default: .cotal/creds/web.token on the mesh host)").hideHelp(),
+    );
   meshOptions(cmd).action(async (raw: Record<string, unknown>) => {
     const f = parseInput(WebFlags, raw, { port: "--port", host: "--host" });
     if (f.stop) return stopDetached();
     const target = resolveTarget(raw);
+    if (f.url) return printDetachedLink(target);
     const reader = await adminByDefault(target, raw.creds === undefined);
     const profile = reader.creds ? credentialScope(reader.creds)?.profile : undefined;
     if (profile === "operator") {
@@ -68,8 +77,9 @@ export function registerWeb(program: Command): void {
         `the dashboard listens on ${f.host}: anyone who can reach this machine can read it (every channel and agent${profile === "admin" ? ", and DM bodies" : ""}).`,
       );
     }
-    if (f.detach) return detach(target, reader, f);
-    await serveForeground(reader, profile, f);
+    const token = dashboardToken(target, f.tokenFile);
+    if (f.detach) return detach(target, reader, f, token);
+    await serveForeground(reader, profile, f, token.value, !!f.tokenFile);
   });
 }
 
@@ -99,11 +109,38 @@ async function adminByDefault(target: MeshTarget, defaulted: boolean): Promise<M
   return { ...target, creds: file };
 }
 
-async function open(reader: MeshTarget, profile: string | undefined, f: WebFlags): Promise<{ view: MeshView; dash: Dashboard }> {
+/** The dashboard's token: in a 0600 file beside the mesh's credentials (stable across restarts), else made for this run only. */
+function dashboardToken(target: MeshTarget, file: string | undefined): { value: string; file?: string } {
+  const path = file ?? (target.root ? resolve(target.root.dir, "creds", WEB_TOKEN_FILE) : undefined);
+  if (!path) return { value: newDashboardToken() };
+  if (existsSync(path)) {
+    const value = readSecret(path).toString("utf8").trim();
+    if (!TOKEN_PATTERN.test(value))
+      throw new CommandFailedError(`${path} does not hold a dashboard token.`, { remedy: "Delete it; `cotal web` makes a new one." });
+    return { value, file: path };
+  }
+  if (file) throw new UsageError(`--token-file ${file} does not exist.`);
+  const value = newDashboardToken();
+  writeSecret(path, value);
+  return { value, file: path };
+}
+
+/** `cotal web --url`: the detached dashboard's link, from its record and the token file. */
+function printDetachedLink(target: MeshTarget): void {
+  if (!target.root) throw new UsageError("No mesh folder here: `cotal web --url` prints the link of the dashboard started in this project with --detach.");
+  const rec = readRecord(target.root.pidFile("web"));
+  if (!rec || !isRunning(rec)) throw new CommandFailedError("No detached dashboard runs here.", { remedy: "Start one with `cotal web --detach`." });
+  const arg = (name: string) => rec.command[rec.command.indexOf(name) + 1];
+  const host = arg("--host") ?? DEFAULT_WEB_HOST;
+  const shown = host.includes(":") ? `[${host}]` : host;
+  printLines(`http://${shown}:${arg("--port") ?? DEFAULT_WEB_PORT}/?token=${dashboardToken(target, undefined).value}`);
+}
+
+async function open(reader: MeshTarget, profile: string | undefined, f: WebFlags, token: string): Promise<{ view: MeshView; dash: Dashboard }> {
   const log = cliLog("web");
   const view = await MeshView.open({ server: reader.server, space: reader.space, creds: reader.creds, profile, log });
   try {
-    return { view, dash: await serveDashboard(view, { host: f.host, port: f.port, log }) };
+    return { view, dash: await serveDashboard(view, { host: f.host, port: f.port, log, token }) };
   } catch (err) {
     await view.close();
     if ((err as NodeJS.ErrnoException).code === "EADDRINUSE") {
@@ -122,10 +159,11 @@ async function open(reader: MeshTarget, profile: string | undefined, f: WebFlags
   }
 }
 
-async function serveForeground(reader: MeshTarget, profile: string | undefined, f: WebFlags): Promise<void> {
-  const { view, dash } = await open(reader, profile, f);
+async function serveForeground(reader: MeshTarget, profile: string | undefined, f: WebFlags, token: string, detachedChild: boolean): Promise<void> {
+  const { view, dash } = await open(reader, profile, f, token);
   printLines(
-    `dashboard: ${dash.url}`,
+    // A detached child writes this into its log: the link with the token is printed by the parent only.
+    `dashboard: ${detachedChild ? dash.url : dash.link}`,
     `reading:   ${reader.space} as ${profile ?? "an open mesh client"}${profile === "admin" ? " (DM bodies shown)" : " (no DM bodies)"}`,
   );
   note("Serving; Ctrl-C to stop.");
@@ -137,7 +175,7 @@ async function serveForeground(reader: MeshTarget, profile: string | undefined, 
 }
 
 /** Start `cotal web` again in the background (with the credential chosen here), and wait until it serves. */
-async function detach(target: MeshTarget, reader: MeshTarget, f: WebFlags): Promise<void> {
+async function detach(target: MeshTarget, reader: MeshTarget, f: WebFlags, token: { value: string; file?: string }): Promise<void> {
   const root = target.root;
   if (!root)
     throw new UsageError("cotal web --detach keeps its log and pid in the mesh's .cotal/ folder: run it in the mesh's project folder.", {
@@ -161,6 +199,7 @@ async function detach(target: MeshTarget, reader: MeshTarget, f: WebFlags): Prom
     "--space",
     reader.space,
     ...(reader.creds ? ["--creds", reader.creds] : []),
+    ...(token.file ? ["--token-file", token.file] : []),
   ];
   const argv = [...selfCommand(), ...args];
   const logFile = resolve(root.logsDir, "web.log");
@@ -182,8 +221,8 @@ async function detach(target: MeshTarget, reader: MeshTarget, f: WebFlags): Prom
     const deadline = Date.now() + 30_000;
     while (Date.now() < deadline) {
       if (exited) break;
-      if (await answers(url)) {
-        printLines(`dashboard: ${url}`, `pid:       ${child.pid} (log ${logFile}; \`cotal web --stop\` stops it)`);
+      if (await answers(url, token.value)) {
+        printLines(`dashboard: ${url}?token=${token.value}`, `pid:       ${child.pid} (log ${logFile}; \`cotal web --stop\` stops it)`);
         return;
       }
       await new Promise((r) => setTimeout(r, 200));
@@ -196,9 +235,9 @@ async function detach(target: MeshTarget, reader: MeshTarget, f: WebFlags): Prom
   }
 }
 
-async function answers(url: string): Promise<boolean> {
+async function answers(url: string, token: string): Promise<boolean> {
   try {
-    return (await fetch(`${url}api/state`, { signal: AbortSignal.timeout(1_000) })).ok;
+    return (await fetch(`${url}api/state`, { signal: AbortSignal.timeout(1_000), headers: { Authorization: `Bearer ${token}` } })).ok;
   } catch {
     return false;
   }

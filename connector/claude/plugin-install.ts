@@ -1,11 +1,12 @@
 // The `claude plugin …` commands `cotal setup` runs, and the ones it prints. They live here, next
 // to the launch builder, because nothing outside the Claude binding builds a claude command line.
 import { spawn } from "node:child_process";
-import { accessSync, constants, realpathSync, statSync } from "node:fs";
+import { realpathSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { CotalError } from "../../schemas/index.js";
 import { ALWAYS_DROPPED } from "../../claude/index.js";
+import { findCli } from "../../runtime/index.js";
 import { PLUGIN_ID, PLUGIN_MARKETPLACE } from "./plugin.js";
 
 /** Where a plugin install is recorded: Claude's user settings, or the project's `.claude/settings.json`. */
@@ -32,28 +33,7 @@ export interface ClaudeCliLookup {
 
 /** Find the claude CLI: `$COTAL_CLAUDE_BIN` when it is an executable file, else `claude` on PATH. */
 export function findClaudeCli(env: Readonly<Record<string, string | undefined>> = process.env): ClaudeCliLookup {
-  const notes: string[] = [];
-  const named = env[CLAUDE_BIN_ENV];
-  if (named) {
-    const abs = path.resolve(named);
-    if (isExecutableFile(abs)) return { path: abs, notes };
-    notes.push(`${CLAUDE_BIN_ENV}=${named} is not an executable file; looked for claude on PATH instead.`);
-  }
-  for (const dir of (env.PATH ?? "").split(path.delimiter)) {
-    if (!dir || !path.isAbsolute(dir)) continue;
-    const candidate = path.join(dir, "claude");
-    if (isExecutableFile(candidate)) return { path: candidate, notes };
-  }
-  return { path: undefined, notes };
-}
-
-function isExecutableFile(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return statSync(file).isFile();
-  } catch {
-    return false;
-  }
+  return findCli({ binEnv: CLAUDE_BIN_ENV, command: "claude" }, env);
 }
 
 /** `claude plugin marketplace add <dir>`. */

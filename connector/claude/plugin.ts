@@ -5,7 +5,8 @@
 import pkg from "../../package.json" with { type: "json" };
 import { HOOKS, renderHooksSettings } from "../hooks.js";
 import type { HookEvent } from "../protocol.js";
-import { COTAL_MCP_SERVER, CONNECTOR_NODE_FLAGS, PLUGIN_ALLOW_RULE } from "../../claude/index.js";
+import { claudeRuntime, COTAL_MCP_SERVER, CONNECTOR_NODE_FLAGS, PLUGIN_ALLOW_RULE } from "../../claude/index.js";
+import { RUNTIME_ENV } from "../../runtime/index.js";
 
 /** The plugin's name: its MCP tools are `mcp__plugin_cotal_cotal__<tool>`. */
 export const PLUGIN_NAME = "cotal";
@@ -67,7 +68,12 @@ export function renderPlugin(info: PluginPackageInfo = packageInfo()): Record<st
   };
   const mcp = {
     mcpServers: {
-      [COTAL_MCP_SERVER]: { command: "node", args: [...CONNECTOR_NODE_FLAGS, `${ROOT}/${PLUGIN_BIN_DIR}/connector.mjs`] },
+      // The connector learns it runs in Claude Code (its card's `runtime`): a seat the manager launched reads it from its launch material.
+      [COTAL_MCP_SERVER]: {
+        command: "node",
+        args: [...CONNECTOR_NODE_FLAGS, `${ROOT}/${PLUGIN_BIN_DIR}/connector.mjs`],
+        env: { [RUNTIME_ENV]: claudeRuntime.name },
+      },
     },
   };
   return {

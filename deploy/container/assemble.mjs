@@ -53,8 +53,16 @@ const flag = (name) => {
 };
 const image = flag("--image") ?? "cotal";
 if (image !== "cotal" && image !== "nats") usage(`unknown image ${image}`);
-const natsBin = flag("--nats-server") ?? process.env.NATS_SERVER_BIN ?? which("nats-server", ["/usr/sbin", "/usr/local/bin"]);
-if (!natsBin) usage("nats-server not found: install it (apt-get install nats-server) or pass --nats-server");
+const natsBin =
+  flag("--nats-server") ??
+  process.env.NATS_SERVER_BIN ??
+  which("nats-server", ["/usr/sbin", "/usr/local/bin", join(process.env.HOME ?? "/nonexistent", ".local/share/cotal/bin")]);
+if (!natsBin) usage("nats-server not found: install nats-server 2.10 or newer (docs/setup.md) or pass --nats-server");
+// Images carry nats-server >= 2.10 only: 2.9 can be crashed by one message from any credential and
+// acknowledges writes before they are on disk (docs/security.md "Supported servers").
+const natsVersion = /v(\d+)\.(\d+)\./.exec(execFileSync(natsBin, ["--version"], { encoding: "utf8" }));
+if (!natsVersion || Number(natsVersion[1]) < 2 || (Number(natsVersion[1]) === 2 && Number(natsVersion[2]) < 10))
+  usage(`${natsBin} is ${natsVersion ? natsVersion[0] : "of no known version"}: the images need nats-server 2.10 or newer (pass --nats-server PATH)`);
 const nodeBin = flag("--node") ?? process.execPath;
 
 /** Every file of the image: path inside the image → path on this machine (or literal bytes). */

@@ -10,19 +10,27 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const COMPONENTS = ["schemas", "broker", "claude", "connector", "manager", "web", "cli"] as const;
+const COMPONENTS = ["schemas", "runtime", "broker", "claude", "codex", "opencode", "gemini", "connector", "manager", "web", "cli"] as const;
 type Component = (typeof COMPONENTS)[number];
 const ALLOWED: Record<Component, Component[]> = {
   schemas: [],
+  // The runtime seam (docs/runtimes.md): the interface every agent CLI adapter implements.
+  runtime: ["schemas"],
   broker: ["schemas"],
-  // The Claude binding (launch builder, env allow-list, deny floor, persona privacy): the manager
-  // starts seats with it and the connector ships the plugin with it, so it sits below both.
-  claude: ["schemas"],
-  connector: ["claude", "broker", "schemas"],
-  manager: ["claude", "broker", "schemas"],
+  // The runtime adapters (launch builder, env allow-list, deny floor, persona privacy, run output):
+  // the manager starts seats and runs with them and the connector ships the plugin with Claude's,
+  // so they sit below both, above the seam, and never reach each other.
+  claude: ["runtime", "schemas"],
+  codex: ["runtime", "schemas"],
+  opencode: ["runtime", "schemas"],
+  gemini: ["runtime", "schemas"],
+  // The connector reads each runtime's session file for the event plane (connector/seat-runtime.ts).
+  connector: ["claude", "codex", "gemini", "runtime", "broker", "schemas"],
+  // The manager holds the registry (manager/runtimes.ts), the one place that lists the adapters.
+  manager: ["claude", "codex", "opencode", "gemini", "runtime", "broker", "schemas"],
   // The dashboard (`cotal web`): reads the mesh through the broker's client, renders for browsers.
   web: ["broker", "schemas"],
-  cli: ["manager", "connector", "claude", "web", "broker", "schemas"],
+  cli: ["manager", "connector", "claude", "runtime", "web", "broker", "schemas"],
 };
 /** Folders that are not components but import them: the benches, the shared testbed, the tests. */
 const CONSUMERS = ["bench", "testbed", "test"] as const;
@@ -105,5 +113,48 @@ describe("architecture", () => {
     // with faults), bundled like them, so they import what those entry points import.
     const wrong = scanned.test!.edges.filter((e) => isComponent(e.to) && !TEST_ENTRY.test(e.target) && !e.file.startsWith("test/fixtures/"));
     expect(show(wrong)).toEqual([]);
+  });
+
+  // The runtime seam: a runtime's command-line strings stay in its adapter folder. Files that
+  // predate the seam and still name Claude's flags are listed with why; the list may only shrink.
+  it("no runtime's command-line strings outside its adapter folder (docs/runtimes.md)", () => {
+    const ADAPTER_FOLDERS: Record<string, RegExp> = {
+      claude:
+        /--(?:dangerously-skip-permissions|permission-mode|append-system-prompt|allowedTools|disallowedTools|strict-mcp-config|mcp-config|plugin-dir|output-format)\b|CLAUDE_CONFIG_DIR/,
+      codex:
+        /--(?:dangerously-bypass-approvals-and-sandbox|dangerously-bypass-hook-trust|skip-git-repo-check|output-schema|ephemeral)\b|CODEX_HOME|approval_policy|sandbox_mode|mcp_servers/,
+      opencode: /OPENCODE_(?:CONFIG|CONFIG_DIR|DISABLE_AUTOUPDATE)\b|default_agent/,
+      gemini: /GEMINI_CLI_(?:HOME|TRUST_WORKSPACE)\b|--yolo\b|--approval-mode\b/,
+    };
+    // Adapter folders own their strings; the Claude plugin (connector/claude/) is part of Claude's.
+    // Gemini CLI names its own flag `--output-format` as Claude does.
+    const OWNERS: Record<string, string[]> = {
+      claude: ["claude/", "connector/claude/", "gemini/"],
+      codex: ["codex/"],
+      opencode: ["opencode/"],
+      gemini: ["gemini/"],
+    };
+    const LEGACY: Record<string, string> = {
+      "manager/transcript-carry.ts": "carry stages Claude transcripts; it moves behind the seam with Codex carry",
+      "cli/child-env.ts": "the CLI's child allow-list passes Claude's config dir to the processes it starts",
+      "cli/commands/run.ts": "`cotal run`'s help names Claude's output format",
+      "cli/commands/setup.ts": "`cotal setup` (Claude's plugin) reads Claude's config dir",
+    };
+    const wrong: string[] = [];
+    let scannedFiles = 0;
+    for (const c of COMPONENTS) {
+      for (const file of scanned[c]!.files) {
+        const rel = relative(root, file);
+        scannedFiles++;
+        const text = readFileSync(file, "utf8");
+        for (const [runtime, pattern] of Object.entries(ADAPTER_FOLDERS)) {
+          if (OWNERS[runtime]!.some((o) => rel.startsWith(o)) || LEGACY[rel] !== undefined) continue;
+          const hit = pattern.exec(text);
+          if (hit) wrong.push(`${rel} names ${runtime}'s ${hit[0]}`);
+        }
+      }
+    }
+    expect(scannedFiles).toBeGreaterThan(50);
+    expect(wrong).toEqual([]);
   });
 });

@@ -8,6 +8,7 @@ import { callControl, ControlCallError, isConsumerNotFound, isPermissionDenied, 
 import { durables, localPrincipal, names } from "../../schemas/index.js";
 import { TestMesh } from "../harness/mesh.js";
 import { NatsServer } from "../harness/nats-server.js";
+import { until } from "../harness/until.js";
 
 const SPACE = "opsonly";
 const eve = localPrincipal("eve");
@@ -125,5 +126,32 @@ describe("joining a channel needs read access to it", () => {
     const err = await callControl(cli, SPACE, "join", eve, { channel: "builds" }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: "read-denied" });
     expect(await consumerExists(names.chatStream(SPACE), durables.channel(eve, "builds"))).toBe(false);
+  });
+
+  test("only the operator may create another's membership (join {member}); an agent asking is refused and nothing is created", async () => {
+    const nc = await mesh.connection(eveCreds, "_INBOX.local.eve");
+    const mallory = localPrincipal("mallory");
+    const err = await callControl(nc, SPACE, "join", eve, { channel: "lobby", member: "local.mallory" }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "not-allowed", outcome: "not-executed" });
+    expect(await consumerExists(names.chatStream(SPACE), durables.channel(mallory, "lobby"))).toBe(false);
+  });
+
+  test("the operator listening as a name this mesh never minted (--impersonate) joins a channel with its own read right and gets its posts", async () => {
+    // What `cotal listen --as bob --impersonate --channel general` does: bob has no record, so no read right of its own.
+    const bob = await mesh.endpoint("bob", { creds: mesh.cliCreds, impersonatedBy: "local.cotal_cli" });
+    await bob.join();
+    const got: string[] = [];
+    void (async () => {
+      for await (const d of bob.deliveries) {
+        got.push(d.message.parts.map((p) => (p.kind === "text" ? p.text : p.kind)).join(""));
+        await d.ack();
+      }
+    })();
+    await expect(bob.joinChannel("general")).resolves.toMatchObject({ class: "durable" });
+    expect(await consumerExists(names.chatStream(SPACE), durables.channel(localPrincipal("bob"), "general"))).toBe(true);
+    const alice = await mesh.endpoint("alice", { creds: mesh.cliCreds, impersonatedBy: "local.cotal_cli" });
+    await alice.send("general", "hello");
+    await until(() => got.includes("hello"), 10_000, "bob to get alice's post on general");
+    await expect(bob.history("general")).resolves.toHaveLength(1);
   });
 });

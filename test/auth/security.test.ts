@@ -206,12 +206,12 @@ describe("observer and admin views", () => {
 
   test("observer scope is fixed: --allow-subscribe on an observer is refused with an explanation", async () => {
     await expect(mesh.mint({ name: "o2", profile: "observer", allowSubscribe: ["general"] })).rejects.toThrow(
-      /fixed view.*scoped reader is an agent with --allow-subscribe/,
+      /fixed view.*scoped reader is `--profile reader`/,
     );
   });
 });
 
-describe("a scoped reader of one agent's event plane", () => {
+describe("an agent minted with --allow-subscribe only (one agent's event plane)", () => {
   test("reads that channel's history and live posts and is refused everything else", async () => {
     await aliceEp.send("events.local.alice", "RUN_STARTED");
     const creds = await mesh.mint({ name: "watcher", profile: "agent", allowSubscribe: ["events.local.alice"], provision: true });

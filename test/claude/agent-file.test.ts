@@ -67,6 +67,7 @@ describe("agent files", () => {
       launchOptions: { "max-turns": 20, effort: "high", verbose: true },
       allowedTools: [],
       capabilities: ["spawn"],
+      allowSpawn: [],
     });
     expect(agent.persona).toBe("You are the reviewer.\n\nBe kind, be precise.");
   });

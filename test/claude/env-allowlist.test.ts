@@ -2,6 +2,7 @@
 // and the auth mode decides ANTHROPIC_API_KEY.
 import { describe, expect, it } from "vitest";
 import { buildClaudeEnv, buildClaudeLaunch, ClaudeLaunchError, isAllowedEnvName } from "../../connector/claude/index.js";
+import { claudeShellEnv } from "../../claude/index.js";
 
 /** A launcher shell as it may look: the basics, credentials, and a lot that Claude must not see. */
 const PARENT = {
@@ -94,19 +95,51 @@ const ALLOWED = {
   COTAL_LOG_LEVEL: "debug",
 };
 
+/** The variables that select an auth mode or carry its secret: a child gets its own mode's only. */
+const SWITCHES = ["CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY"];
+const without = (o: Record<string, string>, names: readonly string[]) => Object.fromEntries(Object.entries(o).filter(([k]) => !names.includes(k)));
+/** What passes in every mode: the allow-list without any mode's switch. */
+const COMMON = without(ALLOWED, SWITCHES);
+
 describe("Claude environment allow-list", () => {
   it("a parent with junk, host markers and a stray API key yields exactly the allowed set, key cleared (subscription)", () => {
-    expect(buildClaudeEnv({ parentEnv: PARENT })).toEqual({ ...ALLOWED, ANTHROPIC_API_KEY: "" });
-    expect(buildClaudeEnv({ parentEnv: PARENT, authMode: "subscription" })).toEqual({ ...ALLOWED, ANTHROPIC_API_KEY: "" });
+    expect(buildClaudeEnv({ parentEnv: PARENT })).toEqual({ ...COMMON, ANTHROPIC_API_KEY: "" });
+    expect(buildClaudeEnv({ parentEnv: PARENT, authMode: "subscription" })).toEqual({ ...COMMON, ANTHROPIC_API_KEY: "" });
   });
 
-  it("api_key mode forwards the key", () => {
-    expect(buildClaudeEnv({ parentEnv: PARENT, authMode: "api_key" })).toEqual({ ...ALLOWED, ANTHROPIC_API_KEY: "sk-ant-stray" });
+  it("api-key mode forwards the key; every other mode gets its own switch or secret only, and an empty key", () => {
+    expect(buildClaudeEnv({ parentEnv: PARENT, authMode: "api-key" })).toEqual({ ...COMMON, ANTHROPIC_API_KEY: "sk-ant-stray" });
+    const own = {
+      "auth-token": "ANTHROPIC_AUTH_TOKEN",
+      "oauth-token": "CLAUDE_CODE_OAUTH_TOKEN",
+      bedrock: "CLAUDE_CODE_USE_BEDROCK",
+      vertex: "CLAUDE_CODE_USE_VERTEX",
+      foundry: "CLAUDE_CODE_USE_FOUNDRY",
+    } as const;
+    for (const [mode, name] of Object.entries(own)) {
+      expect(buildClaudeEnv({ parentEnv: PARENT, authMode: mode as keyof typeof own }), mode).toEqual({
+        ...COMMON,
+        [name]: (PARENT as Record<string, string | undefined>)[name],
+        ANTHROPIC_API_KEY: "",
+      });
+    }
+  });
+
+  it("the manager's Claude environment (cotal up): the Claude part of the shell, only the chosen mode's secret, no basics and no Cotal identity", () => {
+    const env = claudeShellEnv(PARENT, "api-key");
+    expect(env.ANTHROPIC_API_KEY).toBe("sk-ant-stray");
+    expect(env.ANTHROPIC_BASE_URL).toBe("https://gateway.example");
+    expect(env.HTTPS_PROXY).toBe("http://proxy:3128");
+    for (const name of [...SWITCHES, "PATH", "HOME", "LC_ALL", "COTAL_LOG_LEVEL", "COTAL_SERVER", "GITHUB_TOKEN", "CLAUDECODE"])
+      expect(env[name], name).toBeUndefined();
+    const sub = claudeShellEnv(PARENT, "subscription");
+    expect(sub.ANTHROPIC_API_KEY).toBeUndefined();
+    expect(claudeShellEnv(PARENT, "bedrock")).toMatchObject({ CLAUDE_CODE_USE_BEDROCK: "1", AWS_REGION: "eu-west-1", AWS_SECRET_ACCESS_KEY: "aws-secret" });
   });
 
   it("subscription mode sets the key empty even when the parent has none", () => {
     expect(buildClaudeEnv({ parentEnv: { PATH: "/bin" } })).toEqual({ PATH: "/bin", ANTHROPIC_API_KEY: "" });
-    expect(buildClaudeEnv({ parentEnv: { PATH: "/bin" }, authMode: "api_key" })).toEqual({ PATH: "/bin" });
+    expect(buildClaudeEnv({ parentEnv: { PATH: "/bin" }, authMode: "api-key" })).toEqual({ PATH: "/bin" });
   });
 
   it("the builder's env is the allow-list plus the launch material, whatever the profile", () => {
@@ -120,13 +153,13 @@ describe("Claude environment allow-list", () => {
         isRoot: false,
         runtimeDir: "/run/user/1000",
       });
-      expect(env).toEqual({ ...ALLOWED, ANTHROPIC_API_KEY: "", COTAL_LAUNCH_MATERIAL: "/run/cotal/alice.json" });
+      expect(env).toEqual({ ...COMMON, ANTHROPIC_API_KEY: "", COTAL_LAUNCH_MATERIAL: "/run/cotal/alice.json" });
     }
   });
 
   it("CLAUDECODE and CLAUDE_CODE_CHILD_SESSION are dropped even when Cotal is asked to pass or set them", () => {
     expect(() => buildClaudeEnv({ parentEnv: PARENT, passEnv: ["CLAUDECODE"] })).toThrow(ClaudeLaunchError);
-    expect(() => buildClaudeEnv({ parentEnv: PARENT, passEnv: ["ANTHROPIC_API_KEY"] })).toThrow(/api_key/);
+    expect(() => buildClaudeEnv({ parentEnv: PARENT, passEnv: ["ANTHROPIC_API_KEY"] })).toThrow(ClaudeLaunchError);
     const env = buildClaudeEnv({ parentEnv: PARENT, set: { CLAUDECODE: "1", CLAUDE_CODE_CHILD_SESSION: "1" } });
     expect(env.CLAUDECODE).toBeUndefined();
     expect(env.CLAUDE_CODE_CHILD_SESSION).toBeUndefined();

@@ -170,7 +170,7 @@ describe("buildClaudeLaunch golden output", () => {
     try {
       const schema = path.join(dir, "schema.json");
       writeFileSync(schema, JSON.stringify({ type: "object", properties: { answer: { type: "string" } } }, null, 2));
-      const launch = buildClaudeLaunch(input({ profile: "run", prompt: "What is 6 × 7?", jsonSchemaFile: schema, authMode: "api_key" }));
+      const launch = buildClaudeLaunch(input({ profile: "run", prompt: "What is 6 × 7?", jsonSchemaFile: schema, authMode: "api-key" }));
       expect(golden(launch)).toEqual({
         command: "claude",
         args: [

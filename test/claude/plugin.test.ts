@@ -65,9 +65,15 @@ describe("the committed plugin matches the hook registry and package.json", () =
     }
   });
 
-  it(".mcp.json starts the bundled connector as server cotal with the small-heap flags", () => {
+  it(".mcp.json starts the bundled connector as server cotal with the small-heap flags, telling it it runs in Claude Code", () => {
     expect(JSON.parse(rendered[".mcp.json"]!)).toEqual({
-      mcpServers: { cotal: { command: "node", args: ["--optimize-for-size", "--max-semi-space-size=1", "${CLAUDE_PLUGIN_ROOT}/bin/connector.mjs"] } },
+      mcpServers: {
+        cotal: {
+          command: "node",
+          args: ["--optimize-for-size", "--max-semi-space-size=1", "${CLAUDE_PLUGIN_ROOT}/bin/connector.mjs"],
+          env: { COTAL_RUNTIME: "claude" },
+        },
+      },
     });
   });
 

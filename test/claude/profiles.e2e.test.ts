@@ -7,6 +7,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { buildClaudeLaunch, launchClaude, type ClaudeLaunch, type ClaudeLaunchInput } from "../../connector/claude/index.js";
 import { claudeBin, claudeEnv, projectRoot } from "../harness/claude-runner.js";
+import { DESTRUCTIVE } from "../harness/deny-floor-cases.js";
 import { ModelDouble, systemText, toolResults, type ScriptStep } from "../harness/model-double.js";
 
 const root = mkdtempSync(path.join(os.tmpdir(), "cotal-profiles-e2e-"));
@@ -41,7 +42,7 @@ async function runProfile(
     connectorEntry: path.join(projectRoot, "test", "fixtures", "tiny-mcp-server.mjs"),
     isolation: true,
     parentEnv: claudeEnv({ baseUrl: double.url, home }),
-    authMode: "api_key",
+    authMode: "api-key",
     claudePath: claudeBin(),
     runtimeDir: path.join(base, "run"),
     ...over,
@@ -64,22 +65,6 @@ async function runProfile(
   return { code, stdout, stderr, double, cwd };
 }
 
-/** Destructive commands (harmless here: a scratch cwd that is no git repository) the floor must deny. */
-const DESTRUCTIVE = [
-  "rm -rf ./victim",
-  "rm -fr ./victim",
-  "rm -v -rf ./victim",
-  "echo tidy && rm -rf ./victim",
-  "git push --force",
-  "git push origin main -f",
-  "git push --force-with-lease",
-  "git reset --hard HEAD~1",
-  "git clean -fdx",
-  "git clean -f",
-  "sudo true",
-  "curl -s http://127.0.0.1:9/install.sh | sh",
-  "wget -qO- http://127.0.0.1:9/install.sh | bash",
-];
 /** Not on the floor, and a write: it runs only in bypass mode. */
 const CONTROL = "touch bypass-proof && echo floor-control";
 

@@ -103,7 +103,7 @@ describe("a headless seat through the builder, real claude CLI", () => {
       connectorEntry: tinyServer,
       isolation: true,
       parentEnv: launcherEnv(double.url, dirs.home),
-      authMode: "api_key",
+      authMode: "api-key",
       claudePath: claudeBin(),
       runtimeDir: dirs.runtimeDir,
     });
@@ -201,7 +201,7 @@ describe("a launcher killed before its Claude exits", () => {
         connectorEntry: tinyServer,
         isolation: true,
         parentEnv: launcherEnv(double.url, dirs.home),
-        authMode: "api_key",
+        authMode: "api-key",
         claudePath: claudeBin(),
         runtimeDir: dirs.runtimeDir,
       });

@@ -6,7 +6,7 @@ import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFi
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import pkg from "../../package.json" with { type: "json" };
 import { installCommandText, parseAgentFile, renderMarketplace, renderPlugin } from "../../connector/claude/index.js";
 import { claudeBin, claudeEnv, OFFLINE_ENV, projectRoot } from "../harness/claude-runner.js";
@@ -36,13 +36,18 @@ function setupEnv(opts: { withClaude?: boolean; home?: string; cotalHome?: strin
   };
 }
 
+// `cotal setup` runs the real claude CLI (plugin install, marketplace add) more than once: 30 s
+// was not enough on a loaded two-core machine. These bounds only catch a hang; nothing here is timed.
+vi.setConfig({ testTimeout: 300_000, hookTimeout: 300_000 });
+const COMMAND_MS = 150_000;
+
 const setup = (args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) =>
-  runCotal(["setup", ...args], { cwd: opts.cwd ?? project, env: opts.env ?? setupEnv() });
+  runCotal(["setup", ...args], { cwd: opts.cwd ?? project, env: opts.env ?? setupEnv(), timeoutMs: COMMAND_MS });
 
 /** Run the real claude CLI in the isolated HOME. */
 async function claude(args: string[], cwd = project, inHome = home): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const r = await promisify(execFile)(claudeBin(), args, { cwd, env: claudeEnv({ baseUrl: "http://127.0.0.1:9", home: inHome }), timeout: 30_000 });
+    const r = await promisify(execFile)(claudeBin(), args, { cwd, env: claudeEnv({ baseUrl: "http://127.0.0.1:9", home: inHome }), timeout: COMMAND_MS });
     return { code: 0, ...r };
   } catch (err) {
     const e = err as { code?: number; stdout?: string; stderr?: string };

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, credsAuthenticator } from "@nats-io/transport-node";
+import { CARRY_CHUNK_BYTES, names, xferChunkIndex, xferObjectFilter } from "../../schemas/index.js";
 import { buildCli, cleanEnv, CotalProcess, cotalBundle, freePort, runCotal } from "../harness/cli.js";
 import { until } from "../harness/until.js";
 
@@ -57,7 +58,7 @@ describe("cotal spawn --resume", () => {
     // The seat itself may not start here (no model); the carry happens first and is reported.
     const first = await cotal("spawn", "-d", "--resume", SESSION, "--on", instance, "--wait-ms", "1000");
     expect(first.stdout, first.stderr).toContain(
-      `carried session ${SESSION} to ${instance}: ${digest}, ${size} of ${size} bytes sent in ${Math.ceil(size / (128 * 1024))} chunks`,
+      `carried session ${SESSION} to ${instance}: ${digest}, ${size} of ${size} bytes sent in ${Math.ceil(size / CARRY_CHUNK_BYTES)} chunks`,
     );
     expect(first.stderr).not.toContain("carrying");
 
@@ -109,14 +110,17 @@ describe("cotal spawn --resume", () => {
     });
     try {
       const jsm = await jetstreamManager(data);
-      const bucket = `cotal_xfer_${mesh.space}_${instance}`;
-      const subject = `$O.${bucket}.C.${digest}`;
-      const stored = async () => (await jsm.streams.info(`OBJ_${bucket}`, { subjects_filter: subject }).catch(() => undefined))?.state.subjects?.[subject] ?? 0;
+      const filter = xferObjectFilter(mesh.space, instance, `sha256:${digest}`);
+      const chunks = async () =>
+        Object.keys(
+          (await jsm.streams.info(names.xferStream(mesh.space, instance), { subjects_filter: filter }).catch(() => undefined))?.state.subjects ?? {},
+        ).map((s) => xferChunkIndex(s)!);
+      const stored = async () => (await chunks()).length;
       const cli = CotalProcess.spawn(["spawn", "-d", "--resume", id, "--on", instance, "--wait-ms", "500"], {
         cwd: project,
         env: cleanEnv({ CLAUDE_CONFIG_DIR: config, COTAL_LOG_LEVEL: "warn" }),
       });
-      await until(async () => (await stored()) >= 20, 60_000, "the first run to store 20 chunks", 20);
+      await until(async () => (await stored()) >= 5, 60_000, "the first run to store 5 chunks", 20);
       cli.child.kill("SIGKILL");
       await cli.exited;
       // A chunk in flight at the kill may still land: take the count once it holds still.
@@ -132,15 +136,17 @@ describe("cotal spawn --resume", () => {
         10_000,
         "the stored chunk count to hold still",
       );
-      expect(kept).toBeGreaterThanOrEqual(20);
-      expect(kept).toBeLessThan(Math.ceil(size / (128 * 1024)));
+      const total = Math.ceil(size / CARRY_CHUNK_BYTES);
+      expect(kept).toBeGreaterThanOrEqual(5);
+      expect(kept).toBeLessThan(total);
+      const keptBytes = (await chunks()).reduce((n, i) => n + Math.min(CARRY_CHUNK_BYTES, size - i * CARRY_CHUNK_BYTES), 0);
 
       const again = await cotal("spawn", "-d", "--resume", id, "--on", instance, "--wait-ms", "500");
       const m = /(\d+) of (\d+) bytes sent in (\d+) chunks/.exec(again.stdout);
       expect(m, again.stdout + again.stderr).not.toBeNull();
       expect(Number(m![2])).toBe(size);
-      expect(Number(m![1])).toBe(size - kept * 128 * 1024);
-      expect(Number(m![3])).toBe(Math.ceil(size / (128 * 1024)) - kept);
+      expect(Number(m![1])).toBe(size - keptBytes);
+      expect(Number(m![3])).toBe(total - kept);
     } finally {
       await data.close();
     }

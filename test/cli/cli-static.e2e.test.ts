@@ -66,8 +66,9 @@ describe("a static mesh from the CLI", () => {
 
     ok(await cotal("send", "msg", "general", "hello from alice", "--as", "alice", "--creds", minted.creds));
     const denied = await cotal("send", "msg", "secret", "nope", "--as", "alice", "--creds", minted.creds);
-    expect(denied.code).not.toBe(0);
-    expect(denied.stderr).toMatch(/Permissions Violation|permission/i);
+    expect(denied.code).toBe(5);
+    // Said once, as a sentence naming the subject and the broker (not a raw log line beside it).
+    expect(denied.stderr).toMatch(/may not publish on cotal\.default\.chat\.local\.alice\.secret: the broker refused it/);
     const forged = await cotal("send", "msg", "general", "I am bob", "--as", "bob", "--creds", minted.creds);
     expect(forged.code).toBe(2);
     expect(forged.stderr).toContain("This credential is local.alice's: it cannot act as bob");
@@ -114,6 +115,29 @@ describe("a static mesh from the CLI", () => {
     const r = await cotal("mint", "o", "--profile", "observer", "--allow-subscribe", "general");
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(/fixed view/);
+    expect(r.stderr).toContain("--profile reader");
+  });
+
+  it("a reader (the scoped reader) reads its scope and sends nothing", async () => {
+    const bad = await cotal("mint", "w2", "--profile", "reader", "--allow-subscribe", "general", "--allow-publish", "general");
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("A reader publishes nothing: --allow-publish applies to agents only");
+    const r = await cotal("mint", "watcher", "--profile", "reader", "--allow-subscribe", "general,events.local.alice", "--provision");
+    ok(r);
+    expect(r.stdout).toContain("principal: local.watcher (reader)");
+    expect(r.stdout).toMatch(/^joined: +general \(durable memberships\)$/m);
+    const creds = join(project, ".cotal", "creds", "watcher.creds");
+    const mine = await cotal("history", "general", "--json", "--creds", creds);
+    ok(mine);
+    expect(JSON.stringify(mine.json())).toContain("hello from alice");
+    const outside = await cotal("history", "secret", "--creds", creds);
+    expect(outside.code).not.toBe(0);
+    expect(outside.stderr).toContain("Not allowed to read channel secret");
+    // Refused before anything is sent, naming what a reader may do.
+    const send = await cotal("send", "msg", "general", "from a reader", "--creds", creds);
+    expect(send.code).toBe(5);
+    expect(send.stderr).toContain("The reader credential of local.watcher may not send messages");
+    expect(send.stderr).toContain("A reader credential reads its --allow-subscribe channels");
   });
 
   it("revoke cuts a listening identity and refuses it afterwards", async () => {

@@ -12,6 +12,7 @@ import { defaultActorName } from "../../cli/identity.js";
 import { findMeshRoot, MeshRoot } from "../../cli/mesh-root.js";
 import { chooseMode } from "../../cli/mode.js";
 import { renderServerConfig } from "../../cli/nats-process.js";
+import { DEFAULT_SYNC, SyncInterval } from "../../cli/sync-interval.js";
 import { oneLine } from "../../cli/output.js";
 import { parseStartTime, processStartTime } from "../../claude/index.js";
 import { isRunning, recordOf, stopProcess } from "../../cli/pid-file.js";
@@ -75,11 +76,22 @@ describe("mesh root", () => {
     }
   });
 
-  it("the server config turns JetStream on and listens where asked", () => {
-    const conf = renderServerConfig({ host: "127.0.0.1", port: 4333, storeDir: "/s", portsDir: "/r", space: "default" });
+  it("the server config turns JetStream on, syncs before every acknowledgement, and listens where asked", () => {
+    const conf = renderServerConfig({ host: "127.0.0.1", port: 4333, storeDir: "/s", portsDir: "/r", space: "default", sync: DEFAULT_SYNC });
     expect(conf).toContain('listen: "127.0.0.1:4333"');
-    expect(conf).toMatch(/jetstream \{\n {2}store_dir: "\/s"\n\}/);
-    expect(renderServerConfig({ host: "127.0.0.1", port: "auto", storeDir: "/s", portsDir: "/r", space: "x" })).toContain('listen: "127.0.0.1:-1"');
+    expect(conf).toMatch(/jetstream \{\n {2}store_dir: "\/s"\n {2}sync_interval: always\n\}/);
+    expect(renderServerConfig({ host: "127.0.0.1", port: "auto", storeDir: "/s", portsDir: "/r", space: "x", sync: "2m" })).toMatch(
+      /listen: "127.0.0.1:-1"[\s\S]*sync_interval: "2m"/,
+    );
+  });
+
+  it("--sync takes always or a positive duration with one unit, and refuses anything else saying what it takes", () => {
+    for (const ok of ["always", "500ms", "30s", "2m", "1h"]) expect(SyncInterval.parse(ok)).toBe(ok);
+    for (const bad of ["", "never", "0s", "2", "1m30s", "-1s", "2 m", "always;x"]) {
+      const r = SyncInterval.safeParse(bad);
+      expect(r.success, bad).toBe(false);
+      expect(r.error?.issues[0]?.message).toMatch(/--sync must be `always`.*500ms/);
+    }
   });
 });
 

@@ -2,7 +2,7 @@
 // status, idempotent up and repair, send/listen/history/roster/channels/deliver, bad input,
 // down, and a foreground up stopped by Ctrl-C. Every mesh gets an explicit free port.
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
@@ -317,18 +317,76 @@ describe("without a running mesh", () => {
     expect(r.stderr).toContain("NATS_SERVER_BIN");
   });
 
+  it("up refuses a nats-server older than 2.10, saying why and how to get a newer one, and starts nothing", async () => {
+    const cwd = await newProject();
+    // A stand-in that reports 2.9.10 as Debian 12's does; it would only print if it were run as a server.
+    const oldBin = join(cwd, "old-bin");
+    const old = join(oldBin, "nats-server");
+    mkdirSync(oldBin);
+    writeFileSync(old, '#!/bin/sh\necho "nats-server: v2.9.10"\n', { mode: 0o755 });
+    // Named by NATS_SERVER_BIN, and found on PATH (HOME moved so no private install is found; /usr/sbin may hold 2.9 too).
+    const envs: Record<string, string>[] = [{ NATS_SERVER_BIN: old }, { NATS_SERVER_BIN: "", PATH: `${oldBin}:/usr/bin:/bin`, HOME: cwd }];
+    for (const env of envs) {
+      const r = await runCotal(["up", "--detach", "--port", String(await freePort())], { cwd, env: cleanEnv(env) });
+      expect(r.code, r.stderr).not.toBe(0);
+      expect(r.stderr).toMatch(/nats-server 2\.10 or newer is required; found only .*v2\.9\.10/);
+      expect(r.stderr).toMatch(/crashed by one message from any credential/);
+      expect(r.stderr).toMatch(/power cut/);
+      expect(r.stderr).toMatch(/install-nats-server\.sh.*brew install nats-server.*NATS_SERVER_BIN/s);
+      expect(existsSync(join(cwd, ".cotal", "run", "nats-server.json"))).toBe(false);
+    }
+  });
+
+  it("up renders a server that fsyncs before every acknowledgement, and --sync chooses otherwise (status shows it)", async () => {
+    const cwd = await newProject();
+    const port = String(await freePort());
+    try {
+      expectOk(await runCotal(["up", "--open", "--detach", "--port", port], { cwd }));
+      expect(readFileSync(join(cwd, ".cotal", "nats-server.conf"), "utf8")).toMatch(/jetstream \{[^}]*sync_interval: always/);
+      const json = await runCotal(["status", "--json"], { cwd });
+      expectOk(json);
+      const st = JSON.parse(json.stdout) as { sync: string; serverVersion: string };
+      expect(st.sync).toBe("always");
+      expect(st.serverVersion).toMatch(/^2\.(1\d|[2-9]\d)\./);
+      const refused = await runCotal(["up", "--open", "--detach", "--sync", "2m"], { cwd });
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toMatch(/--sync 2m \(it syncs always/);
+      expectOk(await runCotal(["down"], { cwd }));
+      // --claude-auth names the host manager's Claude auth; up says it (by name, never the key).
+      const up2m = await runCotal(["up", "--open", "--detach", "--port", port, "--sync", "2m", "--claude-auth", "api-key"], {
+        cwd,
+        env: cleanEnv({ ANTHROPIC_API_KEY: "sk-cotal-test-secret" }),
+      });
+      expectOk(up2m);
+      expect(up2m.stdout).toMatch(/Claude auth: +api-key/);
+      expect(up2m.stdout + up2m.stderr).not.toContain("sk-cotal-test-secret");
+      expect(readFileSync(join(cwd, ".cotal", "nats-server.conf"), "utf8")).toMatch(/sync_interval: "2m"/);
+      const text = await runCotal(["status"], { cwd });
+      expectOk(text);
+      expect(text.stdout).toMatch(/durability: +sync every 2m \(acknowledged writes of the last 2m can be lost/);
+      const bad = await runCotal(["up", "--open", "--detach", "--sync", "sometimes"], { cwd });
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toMatch(/--sync must be `always`/);
+      const badAuth = await runCotal(["up", "--open", "--detach", "--claude-auth", "nope"], { cwd });
+      expect(badAuth.code).toBe(2);
+      expect(badAuth.stderr).toMatch(/--claude-auth: must be auto or one of .*api-key/);
+    } finally {
+      await runCotal(["down"], { cwd });
+    }
+  }, 240_000); // two meshes up and down, and five refusals: each `up` takes seconds on a loaded machine
+
   it("foreground up (static auth by default) stops both processes on Ctrl-C", async () => {
     const project = await newProject();
     const port = await freePort();
     const up = CotalProcess.spawn(["up", "--port", String(port)], { cwd: project });
     try {
-      await until(() => up.lines.some((l) => l.startsWith("mesh service:")) || up.child.exitCode !== null, 20_000, `foreground up to report\n${up.stderr}`);
+      await until(() => up.lines.some((l) => l.startsWith("mesh service:")) || up.child.exitCode !== null, 90_000, `foreground up to report\n${up.stderr}`);
       expect(up.lines.join("\n")).toMatch(/static/);
       await until(() => up.stderr.includes("Attached"), 5_000, "up to say it is attached");
       const nats = pidOf(project, "nats-server").pid;
       const svc = pidOf(project, "mesh-service").pid;
       expectOk(await runCotal(["status"], { cwd: project }));
-      const exit = await up.stop("SIGINT", 20_000);
+      const exit = await up.stop("SIGINT", 60_000);
       expect(exit.code).toBe(0);
       expect(up.stderr).toContain("Mesh stopped.");
       expect(pidAlive(nats)).toBe(false);
@@ -336,5 +394,5 @@ describe("without a running mesh", () => {
     } finally {
       if (up.child.exitCode === null) await up.stop("SIGKILL").catch(() => undefined);
     }
-  });
+  }, 240_000);
 });

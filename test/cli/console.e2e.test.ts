@@ -1,16 +1,16 @@
 // `cotal console --plain` on a static mesh: history of a seat's event plane first (marked
 // [history]), then its live frames as readable timeline lines; a scoped reader sees only its
 // plane; DMs are never shown.
-import { execFileSync } from "node:child_process";
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { logger, type Endpoint } from "../../broker/index.js";
 import { EventPlane } from "../../connector/internal.js";
-import { buildCli, cleanEnv, CotalProcess, cotalBundle } from "../harness/cli.js";
+import { buildCli, cleanEnv, CotalProcess } from "../harness/cli.js";
 import { until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
+import { TmuxConsole } from "../harness/tmux-console.js";
 
 let mesh: TestMesh;
 let root: string;
@@ -31,7 +31,8 @@ afterAll(async () => {
 
 /** A seat on the roster (an agent card) whose plane publishes what its transcript says. */
 async function seat(name: string): Promise<{ ep: Endpoint; transcript: string; plane: EventPlane }> {
-  const creds = await mesh.mint({ name, profile: "agent", provision: true });
+  // A seat's credential: it writes its own event plane (a credential with no channel to post on gets that right only when asked).
+  const creds = await mesh.mint({ name, profile: "agent", provision: true, events: true });
   const ep = await mesh.endpoint(name, { creds, kind: "agent" });
   await ep.join();
   const dir = path.join(root, name);
@@ -83,7 +84,8 @@ describe("cotal console --plain", () => {
     );
     await carol.ep.dm("bob", "a private DM body");
 
-    const watcherCreds = await mesh.mint({ name: "watcher", profile: "agent", allowSubscribe: ["events.local.bob"], provision: true });
+    // A scoped reader (docs/security.md#scoped-readers): it reads bob's plane and publishes nothing.
+    const watcherCreds = await mesh.mint({ name: "watcher", profile: "reader", allowSubscribe: ["events.local.bob"], provision: true });
     const watcher = consoleAs(watcherCreds);
     const observer = consoleAs(await mesh.mint({ name: "olga", profile: "observer" }));
 
@@ -117,66 +119,13 @@ describe("cotal console --plain", () => {
   }, 90_000);
 });
 
-/** The console's terminal UI in a detached tmux session on a private tmux server. */
-class TmuxConsole {
-  constructor(private readonly socket: string) {}
-  static start(socket: string, args: string[]): TmuxConsole {
-    const env = ["env", "-i", `PATH=${process.env.PATH}`, "TERM=xterm-256color", "LANG=C.UTF-8", `HOME=${root}`];
-    const t = new TmuxConsole(socket);
-    t.tmux(
-      "new-session",
-      "-d",
-      "-s",
-      "console",
-      "-x",
-      "200",
-      "-y",
-      "40",
-      "-c",
-      root,
-      [...env, process.execPath, cotalBundle, ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" "),
-    );
-    return t;
-  }
-  tmux(...args: string[]): string {
-    return execFileSync("tmux", ["-S", this.socket, ...args], { encoding: "utf8" });
-  }
-  screen(): string {
-    try {
-      return this.tmux("capture-pane", "-p", "-t", "console");
-    } catch {
-      return "";
-    }
-  }
-  async waitFor(re: RegExp, what: string): Promise<string> {
-    let last = "";
-    await until(() => re.test((last = this.screen())), 15_000, `${what}\n--- screen ---\n${last}`);
-    return last;
-  }
-  alive(): boolean {
-    try {
-      this.tmux("has-session", "-t", "console");
-      return true;
-    } catch {
-      return false;
-    }
-  }
-  kill(): void {
-    try {
-      this.tmux("kill-server");
-    } catch {
-      // gone
-    }
-  }
-}
-
 describe("cotal console (terminal UI)", () => {
   it("shows the roster and the feed, switches to an agent's timeline with the arrow keys, and quits on q", async () => {
     const dave = await seat("dave");
     appendFileSync(dave.transcript, turn("test", "Tests pass."));
     await until(() => dave.plane.backlog === 0 && dave.plane.status === "live", 10_000, "dave's plane published");
     const creds = await mesh.mint({ name: "olga_tui", profile: "observer" });
-    const t = TmuxConsole.start(path.join(root, "tmux.sock"), [
+    const t = TmuxConsole.start(path.join(root, "tmux.sock"), root, [
       "console",
       "--server",
       mesh.server.url,

@@ -2,36 +2,26 @@
 // attaching (so Ctrl-C there can never stop it), status's advice says so, and `cotal logs` shows
 // what its processes write, following new lines with --follow.
 import { readFileSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildCli, CotalProcess, freePort, pidAlive, runCotal, type CliResult } from "../harness/cli.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { CotalProcess, freePort, pidAlive, runCotal, type CliResult, cliFolder } from "../harness/cli.js";
 import { until } from "../harness/until.js";
 
-let project: string;
-const cotal = (...args: string[]) => runCotal(args, { cwd: project });
+const { dir: project, cotal } = cliFolder("cotal-detached-", 30_000);
 const ok = (r: CliResult, what: string) => expect(r.code, `${what}: exit code; stderr: ${r.stderr}`).toBe(0);
 const pidOf = (name: string) => (JSON.parse(readFileSync(join(project, ".cotal", "run", `${name}.json`), "utf8")) as { pid: number }).pid;
 
 beforeAll(async () => {
-  await buildCli();
-  project = await mkdtemp(join(tmpdir(), "cotal-detached-"));
   ok(await cotal("up", "-d", "--open", "--port", String(await freePort())), "up -d");
 }, 60_000);
 
-afterAll(async () => {
-  await cotal("down").catch(() => undefined);
-  await rm(project, { recursive: true, force: true });
-});
-
 describe("a detached mesh", () => {
   it("logs prints the last lines of both processes' logs, each with its component", async () => {
-    const both = await cotal("logs", "--lines", "3");
+    const both = await cotal("logs", "--lines", "3", "--format", "human");
     ok(both, "logs");
     expect(both.stdout).toMatch(/^nats-server \| /m);
     expect(both.stdout).toMatch(/^mesh-service \| .*mesh service running/m);
-    const one = await cotal("logs", "mesh-service", "--lines", "1");
+    const one = await cotal("logs", "mesh-service", "--lines", "1", "--format", "human");
     ok(one, "logs mesh-service");
     expect(one.stdout.trim().split("\n")).toHaveLength(1);
     expect(one.stdout).not.toContain("mesh-service | ");

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { mintCreds, type Profile } from "../../broker/internal.js";
 import { credentialLabel, credentialScope } from "../../cli/credential.js";
 import { describeError, exitCodeOf, ProfileRefusedError, requireProfile } from "../../cli/errors.js";
-import { humanLine, onceAMinute, withoutStacks } from "../../cli/logging.js";
+import { HeldErrors, humanLine, logLineAsJson, logLineForPeople, onceAMinute, parseLogLine, withoutStacks } from "../../cli/logging.js";
 
 const dir = mkdtempSync(join(tmpdir(), "cotal-edge-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -95,5 +95,63 @@ describe("log lines for people", () => {
     expect(once(JSON.stringify({ level: 40, component: "endpoint", msg: "ack failed" }))).toBe(true);
     now = 61_000;
     expect(once(line)).toBe(true);
+  });
+});
+
+describe("an error said once", () => {
+  const refusal = (subject: string) =>
+    JSON.stringify({
+      level: 50,
+      msg: "the broker refused an operation of this endpoint",
+      subject,
+      err: { message: `refused ${subject}: Permissions Violation` },
+    });
+
+  it("an error line of the failure the command reports is dropped; another is written; warnings never wait", () => {
+    const written: string[] = [];
+    const held = new HeldErrors((l) => written.push(l), 60_000);
+    expect(held.offer(JSON.stringify({ level: 40, msg: "presence write failed", err: { message: "timeout" } }))).toBe(false);
+    expect(held.offer(JSON.stringify({ level: 50, msg: "no err field" }))).toBe(false);
+    expect(held.offer(refusal("cotal.s.chat.local.a.secret"))).toBe(true);
+    expect(held.offer(refusal("cotal.s.chat.local.a.other"))).toBe(true);
+    const reported = Object.assign(new Error("may not publish"), {
+      cause: Object.assign(new Error("Permissions Violation"), { subject: "cotal.s.chat.local.a.secret" }),
+    });
+    held.settle(reported);
+    expect(written).toEqual([refusal("cotal.s.chat.local.a.other")]);
+  });
+
+  it("a held line whose error message starts the reported one's (pino appends causes) is the same failure", () => {
+    const written: string[] = [];
+    const held = new HeldErrors((l) => written.push(l), 60_000);
+    held.offer(JSON.stringify({ level: 50, msg: "join failed; undone", err: { message: "join: not allowed: Permissions Violation" } }));
+    held.settle(new Error("join: not allowed"));
+    expect(written).toEqual([]);
+  });
+});
+
+describe("cotal logs lines", () => {
+  it("reads pino records, nats-server lines and anything else", () => {
+    const pino = parseLogLine(JSON.stringify({ level: 30, time: 1_000, pid: 7, component: "mesh-service", msg: "registered", who: "local.gina" }));
+    expect(pino).toEqual({ time: 1_000, level: 30, component: "mesh-service", msg: "registered", fields: { pid: 7, who: "local.gina" } });
+    const nats = parseLogLine('[10164] 2026/12/01 15:33:23.826449 [ERR] 127.0.0.1:40354 - Publish Violation - Subject "x"');
+    expect(nats).toMatchObject({ level: 50, component: "nats-server", msg: '127.0.0.1:40354 - Publish Violation - Subject "x"' });
+    expect(new Date(nats.time!).getMinutes()).toBe(33);
+    expect(parseLogLine("Node.js v20.20.2")).toEqual({ msg: "Node.js v20.20.2", fields: {} });
+  });
+
+  it("for people: time, level, component, message with its error, fields; control characters escaped", () => {
+    const e = parseLogLine(
+      JSON.stringify({ level: 40, time: 1_000, pid: 1, component: "endpoint", msg: "ack \u001b[2J", err: { message: "gone\u009b" }, to: "a b", n: 3 }),
+    );
+    const line = logLineForPeople(e);
+    expect(line).toMatch(/^\d\d:\d\d:\d\d {2}warning {2}endpoint {2}ack \\u001b\[2J: gone\\u009b {2}to="a b" {2}n=3$/);
+    expect(logLineForPeople(parseLogLine("\u001b]0;title\u0007"))).toBe("\\u001b]0;title\\u0007");
+  });
+
+  it("as JSON: pino's shape with the log's name, escaped like every JSON output", () => {
+    const json = logLineAsJson(parseLogLine("[1] 2026/12/01 15:33:23.8 [WRN] slow \u202e"), "nats-server");
+    expect(json).toContain("\\u202e");
+    expect(JSON.parse(json)).toMatchObject({ level: 40, log: "nats-server", component: "nats-server", msg: "slow \u202e" });
   });
 });

@@ -76,6 +76,10 @@ describe("cotal manager, spawn, ps, stop", () => {
     expect(spawned.json()).toMatchObject({ name: "parrot", instance: "hostA", outcome: "started" });
     const listed = (await ps()).find((m) => m.instance === "hostA");
     expect(listed?.seats).toEqual([expect.objectContaining({ name: "parrot", state: "joined", agent: "echo" })]);
+    // The seat runs its own small bundle, not the whole CLI (issue 30: seats that cost little).
+    const seatArgv = readFileSync(`/proc/${listed!.seats![0]!.pid!}/cmdline`, "utf8").split("\0");
+    expect(seatArgv.some((a) => a.endsWith("/dist/echo-seat.mjs"))).toBe(true);
+    expect(seatArgv).not.toContain("agent");
     const table = ok(await cotal("ps"));
     expect(table.stdout).toMatch(/hostA\s+parrot\s+echo\s+joined/);
 
@@ -136,24 +140,23 @@ describe("cotal manager, spawn, ps, stop", () => {
     try {
       const server = JSON.parse(readFileSync(join(project, ".cotal", "mesh.json"), "utf8")).server as string;
       const remote = CotalProcess.spawn(
-        [
-          "manager",
-          "--server",
-          server,
-          "--creds",
-          join(project, "hostr.creds"),
-          "--instance",
-          "hostR",
-          "--state-dir",
-          join(elsewhere, "state"),
-          "--stop-seats",
-        ],
+        ["manager", "--server", server, "--creds", join(project, "hostr.creds"), "--state-dir", join(elsewhere, "state"), "--stop-seats"],
         { cwd: elsewhere, env: cleanEnv({ COTAL_LOG_LEVEL: "warn" }) },
       );
       managers.push(remote);
-      await until(async () => (await ps()).some((m) => m.instance === "hostR"), 20_000, `manager hostR to be listed; its stderr: ${remote.stderr}`);
-      const r = ok(await cotal("spawn", "-d", "--agent", "echo", "--name", "remote_echo", "--on", "hostR", "--json"));
-      expect(r.json()).toMatchObject({ instance: "hostR", outcome: "started" });
+      // A manager credential is named like its instance: it runs as hostr (its name), and another --instance is refused up front.
+      const other = await runCotal(
+        ["manager", "--server", server, "--creds", join(project, "hostr.creds"), "--instance", "hostR", "--state-dir", join(elsewhere, "x")],
+        {
+          cwd: elsewhere,
+          timeoutMs: 30_000,
+        },
+      );
+      expect(other.code, other.stderr).toBe(2);
+      expect(other.stderr).toContain("runs as instance hostr, not hostR");
+      await until(async () => (await ps()).some((m) => m.instance === "hostr"), 20_000, `manager hostr to be listed; its stderr: ${remote.stderr}`);
+      const r = ok(await cotal("spawn", "-d", "--agent", "echo", "--name", "remote_echo", "--on", "hostr", "--json"));
+      expect(r.json()).toMatchObject({ instance: "hostr", outcome: "started" });
       const stopped = ok(await cotal("stop", "--name", "remote_echo"));
       expect(stopped.stdout).toMatch(/1 credential revoked/);
     } finally {

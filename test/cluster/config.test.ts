@@ -78,6 +78,7 @@ describe("a cluster node's config with a leaf listener", () => {
       storeDir: join(dir, "store"),
       portsDir: dir,
       space: "default",
+      sync: "always",
       serverName: "cotal_default_n2",
       cluster: {
         name: "cotal_default",
@@ -88,6 +89,7 @@ describe("a cluster node's config with a leaf listener", () => {
       leaf: { listener: leaf, port: 7423, account: "$G" },
     });
     expect(text).toMatch(/server_name: "cotal_default_n2"/);
+    expect(text).toMatch(/sync_interval: always/);
     expect(text).toMatch(/default_js_domain: { "\$G": "" }/);
     const file = join(dir, "n2.conf");
     writeFileSync(file, text);

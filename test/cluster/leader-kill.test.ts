@@ -45,7 +45,7 @@ describe("a 3-node cluster", () => {
     for (const s of [names.dmStream(SPACE), names.chatStream(SPACE), `KV_${names.presenceBucket(SPACE)}`]) {
       expect((await jsm.streams.info(s)).config.num_replicas, s).toBe(3);
     }
-    // A transcript carried to a manager lands in that manager's own bucket, made on first use: R3 too.
+    // A transcript carried to a manager lands in that manager's own transfer stream, made on first use: R3 too.
     const dir = mkdtempSync(join(tmpdir(), "cotal-ha-carry-"));
     const file = join(dir, "session.jsonl");
     const bytes = Buffer.from('{"type":"user"}\n');
@@ -53,7 +53,7 @@ describe("a 3-node cluster", () => {
     const digest = `sha256:${createHash("sha256").update(bytes).digest("hex")}`;
     const xfer = await XferService.start(serviceNc, SPACE, logger("test-xfer"), { operatorOnly: false }); // as `cotal mesh serve` runs it (open mesh)
     await uploadTransfer({ nc: serviceNc, space: SPACE, me: localPrincipal("cli") }, { instance: "box1", file, digest, size: bytes.length });
-    expect((await jsm.streams.info(`OBJ_${names.xferBucket(SPACE, "box1")}`)).config.num_replicas).toBe(3);
+    expect((await jsm.streams.info(names.xferStream(SPACE, "box1"))).config.num_replicas).toBe(3);
     xfer.stop();
     rmSync(dir, { recursive: true, force: true });
   });

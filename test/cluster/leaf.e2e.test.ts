@@ -1,15 +1,18 @@
 // The hub side of leaf nodes: `cotal up --leaf-port` with TLS from checked certificate files. A
 // remote host's nats-server (here a second native process on loopback, configured by
 // deploy/leaf/render.mjs as a real remote host would be) joins over TLS with a `leaf` credential;
-// an endpoint on it and one on the hub exchange DMs. A leaf that trusts another CA is refused.
+// an endpoint on it and one on the hub exchange DMs, and a `cotal manager` on it runs seats for
+// `cotal spawn --on`, across revocations (each one an update of the clients account, after which
+// the hub re-judges what interest the leaf may have). A leaf that trusts another CA is refused.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Endpoint } from "../../broker/index.js";
+import { messageText } from "../../schemas/index.js";
 import { collect } from "../harness/deliveries.js";
-import { buildCli, cleanEnv, freePort, projectRoot, runCotal } from "../harness/cli.js";
+import { buildCli, cleanEnv, CotalProcess, freePort, projectRoot, runCotal } from "../harness/cli.js";
 import { findNatsServer } from "../harness/nats-server.js";
 import { until } from "../harness/until.js";
 
@@ -96,6 +99,7 @@ beforeAll(async () => {
     join(certs, "hub.key"),
   ]);
   await cotal(["mint", "hostb_leaf", "--profile", "leaf", "--out", join(dir, "leaf.creds")]);
+  await cotal(["mint", "hostb", "--profile", "manager", "--out", join(dir, "hostb.creds")]);
   for (const who of ["alice", "bob"]) await cotal(["mint", who, "--profile", "agent", "--provision", "--out", join(dir, `${who}.creds`)]);
 }, 120_000);
 
@@ -129,23 +133,61 @@ describe("cotal up --leaf-port (hub side of leaf nodes)", () => {
     expect(wrongKey.stderr).toMatch(/is not the private key of/);
   });
 
-  it("an endpoint on a leaf host exchanges DMs with one on the hub, over TLS with a leaf credential", async () => {
+  it("an endpoint on a leaf host exchanges DMs with one on the hub, over TLS with a leaf credential, and its acks hold after a revocation", async () => {
     const leaf = await startLeaf("hostb", join(certs, "ca.pem"));
     await until(() => /Leafnode connection created/.test(leaf.log()), 10_000, "the leaf to connect to the hub");
+    // default_js_domain kept JetStream's API open across the connection: no deny notice (2.10 says
+    // `JetStream using domains: local "", remote ""`, 2.9 `JetStream Not Extended`), and bob binds below.
+    expect(leaf.log()).not.toMatch(/JetStream using domains|JetStream Not Extended/);
     const alice = await Endpoint.connect({ server: `nats://127.0.0.1:${hubPort}`, space: "default", name: "alice", creds: join(dir, "alice.creds") });
     const bob = await Endpoint.connect({ server: `nats://127.0.0.1:${leaf.port}`, space: "default", name: "bob", creds: join(dir, "bob.creds") });
     try {
       await alice.join();
       await bob.join();
-      const got = { alice: collect(alice), bob: collect(bob) };
+      const got = { alice: collect(alice), bob: collect(bob, { ack: false }) };
+      /** bob acks a DM: resolves once the broker confirmed it (ack-batch.ts), so it will not come back. */
+      const ackAtBob = (text: string) => got.bob.items.find((d) => messageText(d.message) === text)!.ack();
       await bob.dm("alice", "hello from the leaf host");
       await until(() => got.alice.texts().includes("hello from the leaf host"), 10_000, "alice (hub) to get bob's DM from the leaf");
       await alice.dm("bob", "hello back from the hub");
       await until(() => got.bob.texts().includes("hello back from the hub"), 10_000, "bob (leaf) to get alice's DM from the hub");
+      await ackAtBob("hello back from the hub");
+      // A revocation updates the clients account; the hub used to withdraw the leaf's interest in
+      // acks then: bob still got DMs, but his acks found no responders and every DM came back.
+      await cotal(["mint", "carl", "--profile", "agent", "--out", join(dir, "carl.creds")]);
+      await cotal(["revoke", "carl"]);
+      await alice.dm("bob", "after a revocation");
+      await until(() => got.bob.texts().includes("after a revocation"), 10_000, "bob (leaf) to get alice's DM after the revocation");
+      await ackAtBob("after a revocation");
     } finally {
       await bob.close();
       await alice.close();
     }
+  });
+
+  it("a leaf host's manager starts and stops seats for cotal spawn --on and cotal stop, before and after a revocation", async () => {
+    const leaf = await startLeaf("hostb-mgr", join(certs, "ca.pem"));
+    await until(() => /Leafnode connection created/.test(leaf.log()), 10_000, "the leaf to connect to the hub");
+    const manager = CotalProcess.spawn(["manager", "--instance", "hostb", "--stop-seats", "--state-dir", join(dir, "hostb-state")], {
+      cwd: dir,
+      env: cleanEnv({ COTAL_SERVER: `nats://127.0.0.1:${leaf.port}`, COTAL_CREDS: join(dir, "hostb.creds"), COTAL_SPACE: "default" }),
+    });
+    try {
+      await until(async () => (await runCotal(["ps", "--json"], { cwd: hub, env })).stdout.includes('"hostb"'), 30_000, "hostb in cotal ps");
+      // Every seat-log record the manager appends crosses the leaf connection. `cotal stop` revokes
+      // the seat's credential, an update of the clients account, after which the hub used to stop
+      // sending the leaf its interest in the seat log: that stop's `retired` record (and every
+      // append after it) found no responders. The second seat is started after that revocation.
+      for (const name of ["parrot", "macaw"]) {
+        const spawned = await cotal(["spawn", "-d", "--agent", "echo", "--name", name, "--on", "hostb", "--json"]);
+        expect(spawned.json()).toMatchObject({ name, instance: "hostb", outcome: "started" });
+        const stopped = await cotal(["stop", "--name", name]);
+        expect(stopped.stdout).toMatch(/1 credential revoked/);
+      }
+    } finally {
+      await manager.stop("SIGTERM");
+    }
+    expect(manager.stderr).not.toMatch(/no responders/);
   });
 
   it("a leaf that does not trust the hub's CA is refused", async () => {
@@ -155,7 +197,8 @@ describe("cotal up --leaf-port (hub side of leaf nodes)", () => {
       10_000,
       "the leaf to close its connection for a failed TLS handshake",
     );
-    expect(leaf.log()).toMatch(/TLS leafnode handshake error: x509: certificate signed by unknown authority/);
+    // 2.10 words it `TLS leafnode handshake error: tls: failed to verify certificate: x509: …`.
+    expect(leaf.log()).toMatch(/TLS leafnode handshake error: .*x509: certificate signed by unknown authority/);
     // nats-server logs "created" when the TCP connection opens, before TLS: every one it opened was
     // closed again (one may be mid-handshake while the log is read: it retries every second).
     const log = leaf.log();

@@ -102,7 +102,8 @@ describe("presence across the loss of one node", () => {
         await until(() => inboxes[k]!.texts().includes(text), 45_000, `${ep.id} to get a DM with node ${i + 1} down`);
       }
       await node.restart();
-      await c.waitForMetaLeader(30_000);
+      // A restarted node catches up on the meta log before it counts as current: minutes, not seconds, on a loaded host.
+      await c.waitForMetaLeader(120_000);
     }
     await until(() => LIVE.every((n) => view.entries().some((e) => e.name === n && e.status !== "offline")), 15_000, "every live endpoint online at the end");
 
@@ -112,5 +113,5 @@ describe("presence across the loss of one node", () => {
       spells.filter((s) => (s.to ?? end) - s.from >= PRESENCE.livenessMs),
       `offline spells of live endpoints: ${JSON.stringify(spells)}; longest ${longest} ms`,
     ).toEqual([]);
-  }, 180_000);
+  }, 600_000);
 });

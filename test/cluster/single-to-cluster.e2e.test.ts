@@ -3,25 +3,13 @@
 // connects (same account keys). `cotal up` asks the mesh (`whoami`), mints the credential again
 // and says so, and the operator's next `cotal spawn` works without a manual step. A revoked
 // manager credential is replaced the same way.
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildCli, cleanEnv, freePort, freePortRun, runCotal } from "../harness/cli.js";
+import { describe, expect, it } from "vitest";
+import { cliFolder, freePort, freePortRun } from "../harness/cli.js";
 
-const dir = mkdtempSync(join(tmpdir(), "cotal-to-cluster-"));
-const env = cleanEnv();
-const cotal = (...args: string[]) => runCotal(args, { cwd: dir, env, timeoutMs: 90_000 });
+const { dir, cotal } = cliFolder("cotal-to-cluster-");
 const managerCreds = () => readFileSync(join(dir, ".cotal/manager/manager.creds"), "utf8");
-
-beforeAll(async () => {
-  await buildCli();
-}, 120_000);
-
-afterAll(async () => {
-  await cotal("down").catch(() => undefined);
-  rmSync(dir, { recursive: true, force: true });
-});
 
 describe("a single-node folder brought up as a cluster", () => {
   it("mints the host manager's credential again (revoked, then unknown to new stores), and spawn works at once", async () => {

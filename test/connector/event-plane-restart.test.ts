@@ -5,8 +5,8 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Connector, optionsFromEnv, readLaunchMaterial, runHook, streamViolation } from "../../connector/internal.js";
-import { frameOf } from "../../schemas/index.js";
+import { Connector, EventWal, optionsFromEnv, readLaunchMaterial, runHook, streamViolation } from "../../connector/internal.js";
+import { AGUI_FRAME_KIND, AGUI_PROTOCOL, frameOf, type AgUiFrame } from "../../schemas/index.js";
 import { NatsServer, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
 import { CONNECTOR_BUNDLE, ensureBuilt } from "./built.js";
@@ -124,6 +124,64 @@ describe("turning the event plane off", () => {
     } finally {
       await off.close();
       await on.close();
+    }
+  }, 30_000);
+
+  it("frames a killed connector left unconfirmed in its WAL are published when the seat's connector starts again, before any hook", async () => {
+    // What a short session leaves when Claude's SIGKILL (half a second after SIGINT) cuts the
+    // flush: frames written to the WAL, none stored. The next start may see no hook at all
+    // (a health check, a session that ends at once), so it must not wait for one.
+    const state = path.join(ctl.dir, "state-cut");
+    const frame = (seq: number, events: AgUiFrame["events"]): AgUiFrame => ({
+      kind: AGUI_FRAME_KIND,
+      protocol: AGUI_PROTOCOL,
+      threadId: "sess-cut",
+      runId: "p1",
+      epoch: 1,
+      seq,
+      events,
+    });
+    const pending = [
+      frame(1, [{ type: "RUN_STARTED", threadId: "sess-cut", runId: "p1" }]),
+      frame(2, [
+        { type: "TEXT_MESSAGE_START", messageId: "a1", role: "assistant" },
+        { type: "TEXT_MESSAGE_CONTENT", messageId: "a1", delta: "cut short" },
+        { type: "TEXT_MESSAGE_END", messageId: "a1" },
+      ]),
+    ];
+    EventWal.create(path.join(state, "events"), {
+      session: "sess-cut",
+      cursor: { transcript: null, offset: 0 },
+      ackedSeq: 0,
+      subjectSeq: 0,
+      epoch: 1,
+      state: { threadId: "sess-cut", runId: "p1", openTools: [] },
+      pending,
+      torn: [],
+    }).close();
+    const child = spawn(process.execPath, [CONNECTOR_BUNDLE], {
+      env: {
+        PATH: process.env.PATH ?? "",
+        COTAL_LOG_LEVEL: "warn",
+        COTAL_SERVER: server.url,
+        COTAL_SPACE: mesh.space,
+        COTAL_NAME: "cut",
+        COTAL_CONTROL_DIR: ctl.dir,
+        COTAL_STATE_DIR: state,
+      },
+      stdio: ["pipe", "ignore", "inherit"],
+    });
+    try {
+      const reader = await mesh.endpoint("reader_cut");
+      const frames = async () => (await reader.history("events.local.cut")).map((h) => frameOf(h.message.parts)!);
+      await until(async () => (await frames()).length >= 2, 15_000, "the WAL's two frames stored on events.local.cut with no hook sent");
+      const stored = await frames();
+      expect(stored.slice(0, 2)).toEqual(pending);
+      // The run the cut left open is closed as interrupted, by the new incarnation.
+      await until(async () => (await frames()).some((f) => f.events.some((e) => e.type === "RUN_ERROR")), 15_000, "the open run closed");
+    } finally {
+      child.kill("SIGTERM");
+      await new Promise((r) => child.once("exit", r));
     }
   }, 30_000);
 });

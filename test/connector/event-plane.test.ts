@@ -7,7 +7,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { logger, type Endpoint } from "../../broker/index.js";
 import { EventPlane, streamViolation } from "../../connector/internal.js";
-import { frameOf, type AgUiFrame } from "../../schemas/index.js";
+import { EVENT_PLANE, frameOf, type AgUiFrame } from "../../schemas/index.js";
 import { until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
 
@@ -193,6 +193,50 @@ describe("the event plane", () => {
     await again.close();
   });
 
+  it("a WAL from before the plane had its own stream starts the plane over at frame 1 there, keeping its cursor and what waited", async () => {
+    const s = await seat();
+    writeFileSync(s.transcript, turn(1).join(""), { mode: 0o600 });
+    // What a connector wrote while its plane lived in CHAT_: 40 frames acked at CHAT_'s sequence 900,
+    // frame 41 (of a run still open) not yet published, the transcript read to its end. No `store`.
+    const old = (seq: number): AgUiFrame => ({
+      kind: "ag-ui.frame",
+      protocol: "ag-ui",
+      threadId: "sess-old",
+      runId: "r-old",
+      epoch: 3,
+      seq,
+      events: [{ type: "TEXT_MESSAGE_CONTENT", messageId: "m-old", delta: "written before the move" }],
+    });
+    const cursor = { transcript: s.transcript, offset: Buffer.byteLength(turn(1).join("")) };
+    const state = { threadId: "sess-old", runId: "r-old", openTools: [] };
+    mkdirSync(path.join(s.dir, "events"), { recursive: true });
+    writeFileSync(
+      path.join(s.dir, "events", "sess-old.wal"),
+      [
+        { t: "base", session: "sess-old", cursor, ackedSeq: 40, subjectSeq: 900, epoch: 3, state },
+        { t: "frames", frames: [old(41)], cursor, state },
+      ]
+        .map((l) => JSON.stringify(l) + "\n")
+        .join(""),
+      { mode: 0o600 },
+    );
+    const p = plane(s.ep, s.dir);
+    await until(
+      async () => p.backlog === 0 && (await frames(s.name)).length >= 2,
+      5_000,
+      `the waiting frame published (status ${p.status}: ${p.haltReason ?? ""})`,
+    );
+    const got = await frames(s.name);
+    expect(p.status).toBe("live");
+    expect(got.map((f) => f.seq)).toEqual(got.map((_, i) => i + 1));
+    // The waiting frame keeps its writer's epoch; what this incarnation writes has the next one.
+    expect(got[0]).toMatchObject({ runId: "r-old", epoch: 3, events: [{ delta: "written before the move" }] });
+    expect(got[1]).toMatchObject({ runId: "r-old", epoch: 4 });
+    // The run the old incarnation left open is closed; nothing of the transcript is read twice.
+    expect(eventsOf(got).map((e) => e.type)).toEqual(["TEXT_MESSAGE_CONTENT", "RUN_ERROR"]);
+    await p.close();
+  });
+
   it("a cleared session starts at the boundary captured at SessionStart; a compacted one keeps its cursor; big text is split into frames that fit", async () => {
     const s = await seat();
     const p = recording(s, "sess-a", turn(1).join(""));
@@ -220,7 +264,8 @@ describe("the event plane", () => {
     const evs = eventsOf(got);
     expect(evs.filter((e) => e.type === "RUN_STARTED").map((e) => e.runId)).toEqual(["p-1", "p-3", "big"]);
     expect(got.filter((f) => f.threadId === "sess-b").length).toBeGreaterThan(3);
-    expect(Math.max(...got.map((f) => Buffer.byteLength(f.raw)))).toBeLessThanOrEqual(256 * 1024);
+    // Each within what EVENTS_ stores (64 KiB, headers included).
+    expect(Math.max(...got.map((f) => Buffer.byteLength(f.raw)))).toBeLessThanOrEqual(EVENT_PLANE.maxFrameBytes - 1_024);
     expect(
       evs
         .filter((e) => e.type === "TEXT_MESSAGE_CONTENT" && e.messageId === "big:0")

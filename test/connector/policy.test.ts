@@ -306,6 +306,25 @@ describe("launch resolution", () => {
     expect(() => resolveLaunch({ COTAL_SERVER: "nats://x", COTAL_SPACE: "s", COTAL_NAME: "bad name" })).toThrow(/Invalid hand-started launch/);
   });
 
+  it("names the agent CLI the seat runs: the launch material's runtime wins over COTAL_RUNTIME; a bad name is refused, not cleaned", () => {
+    const hand = { COTAL_SERVER: "nats://x", COTAL_SPACE: "s", COTAL_NAME: "bob" };
+    const runtimeOf = (env: Record<string, string>) => {
+      const r = resolveLaunch(env);
+      return r.kind === "launch" ? r.launch.runtime : "not launched";
+    };
+    expect(runtimeOf(hand)).toBeUndefined();
+    expect(runtimeOf({ ...hand, COTAL_RUNTIME: "codex" })).toBe("codex");
+    const f = material({ server: "x", space: "team", name: "alice", controlToken: token, runtime: "codex" });
+    expect(runtimeOf({ COTAL_LAUNCH_MATERIAL: f, COTAL_RUNTIME: "claude" })).toBe("codex");
+    const unsaid = material({ server: "x", space: "team", name: "alice", controlToken: token });
+    expect(runtimeOf({ COTAL_LAUNCH_MATERIAL: unsaid, COTAL_RUNTIME: "claude" })).toBe("claude");
+    for (const bad of ["Codex", "co dex", "codex.x", "x".repeat(33)])
+      expect(() => resolveLaunch({ ...hand, COTAL_RUNTIME: bad }), bad).toThrow(/COTAL_RUNTIME .* is not a runtime name/);
+    expect(() =>
+      resolveLaunch({ COTAL_LAUNCH_MATERIAL: material({ server: "x", space: "team", name: "alice", controlToken: token, runtime: "a>b" }) }),
+    ).toThrow(/Invalid launch material .*runtime/);
+  });
+
   it("starts not joined with neither form, saying what is missing when only CLI variables are set", () => {
     expect(resolveLaunch({})).toEqual({ kind: "none" });
     expect(resolveLaunch({ COTAL_SERVER: "nats://x", COTAL_SPACE: "s" })).toEqual({ kind: "none", note: expect.stringContaining("COTAL_NAME is not") });

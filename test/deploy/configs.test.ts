@@ -32,6 +32,13 @@ describe("deploy/ nats-server configurations", () => {
     expect(configs).toContain("cluster/n1.conf");
   });
 
+  it.each(configs.filter((f) => /jetstream\s*{/.test(readFileSync(join(dir, f), "utf8"))))(
+    "%s syncs JetStream before every acknowledgement (sync_interval: always)",
+    (file) => {
+      expect(readFileSync(join(dir, file), "utf8")).toMatch(/jetstream\s*{[^}]*\n\s*sync_interval:\s*always\s*\n[^}]*}/);
+    },
+  );
+
   it.each(configs)("%s passes `nats-server -t`", (file) => {
     const r = natsTest(join(dir, file));
     expect(r.ok, r.out).toBe(true);

@@ -1,8 +1,11 @@
 // One-shot runs (issue #17) with the real `claude` CLI against the model double, through an
-// in-process manager on a static mesh: a run with a JSON schema returns parsed output and the
-// cost the CLI estimated; a run past its timeout returns `timeout` and leaves no process behind;
-// output that violates the schema is `error`; a denied tool is listed; with a daily cap just
-// above the spend, a fan-out of 3 is refused before anything starts while a single run passes.
+// in-process manager on a static mesh, for what the CLI does not reach: cotal_run from inside a
+// session on an agent's credential; a timed-out run counted at the median cost with its whole
+// process group gone; output that violates the schema is `error`, apart from a missing result; a
+// denied tool is listed; separate requests share the manager's slots; an agent may not choose
+// where a run works; the headroom under a cap passed as --max-budget-usd. A run with a JSON
+// schema, the budget gauge, a fan-out and the daily cap refusing one are tested through the
+// shipped CLI in test/e2e/user-path-runs.e2e.test.ts.
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,7 +19,6 @@ import { buildCli } from "../harness/cli.js";
 import { STATIC_TEST_CHANNELS, TestMesh } from "../harness/mesh.js";
 import { call, mcpClient, startConnector } from "../connector/helpers.js";
 import { allText, lastUserText, ModelDouble, type RecordedRequest } from "../harness/model-double.js";
-import { until } from "../harness/until.js";
 
 const callManager = controlCaller(MANAGER_COMMANDS);
 const operator = localPrincipal("cotal_cli");
@@ -46,6 +48,7 @@ beforeAll(async () => {
   mesh = await TestMesh.startStatic("runs");
   nc = await mesh.rawConnection();
   double = await ModelDouble.start();
+  await manager("r1");
 }, 120_000);
 
 afterAll(async () => {
@@ -85,30 +88,6 @@ function claudeProcessesIn(cwd: string): Array<{ pid: number; pgid: number }> {
 }
 
 describe("one-shot runs", () => {
-  it("a run with a JSON schema returns parsed output, the cost and usage the CLI reported, and is recorded in today's gauge", async () => {
-    await manager("r1");
-    double.push({ when: asked("REVIEW-OK"), reply: [{ tool: "StructuredOutput", input: { verdict: "ship it", score: 4 } }] });
-    const before = await callManager(nc, mesh.space, "budget", operator, {}, { target: "r1" });
-    const reply = await run("r1", { personas: ["reviewer"], prompt: "REVIEW-OK this diff", jsonSchema: SCHEMA });
-    expect(reply.results).toHaveLength(1);
-    const r = reply.results[0]!;
-    expect(r, JSON.stringify(r)).toMatchObject({
-      status: "ok",
-      output: { verdict: "ship it", score: 4 },
-      persona: "reviewer",
-      model: MODEL,
-      modelSource: "agent-file",
-      costBasis: "client-estimate",
-    });
-    expect(r.costUsd).toBeGreaterThan(0);
-    expect(r.usage?.input_tokens).toBeGreaterThan(0);
-    expect(r.sessionId).toMatch(/^[0-9a-f-]{36}$/);
-    expect(r.error).toBeUndefined();
-    const after = await callManager(nc, mesh.space, "budget", operator, {}, { target: "r1" });
-    expect(after.daily.runs).toBe(before.daily.runs + 1);
-    expect(after.daily.spentUsd).toBeCloseTo(before.daily.spentUsd + r.costUsd, 10);
-  }, 180_000);
-
   it("from inside a session, cotal_run on an agent's own minted credential dispatches a run under the same gates and returns the typed result", async () => {
     double.push({ when: asked("TOOL-RUN"), reply: [{ tool: "StructuredOutput", input: { verdict: "fine", score: 1 } }] });
     const creds = await mesh.mint({ name: "bob", profile: "agent", allowSubscribe: STATIC_TEST_CHANNELS, allowPublish: STATIC_TEST_CHANNELS });
@@ -126,7 +105,7 @@ describe("one-shot runs", () => {
       ]);
       // It was recorded in the seat log like any other run.
       const b = await callManager(nc, mesh.space, "budget", operator, {}, { target: "r1" });
-      expect(b.daily.runs).toBeGreaterThanOrEqual(2);
+      expect(b.daily.runs).toBeGreaterThanOrEqual(1);
       // Its credential reaches the run command only: spawn is refused by the broker.
       const asBob = await mesh.endpoint("bob", { creds });
       const spawn = await callManager(asBob.nc, mesh.space, "spawn", asBob.me, { agent: "echo" }, { target: "r1" }).catch((e: unknown) => e);
@@ -192,46 +171,6 @@ describe("one-shot runs", () => {
       modelSource: "explicit",
     });
   }, 180_000);
-
-  it("with a daily cap just above the spend, a fan-out of 3 is refused before anything starts while a single run passes", async () => {
-    const b = await callManager(nc, mesh.space, "budget", operator, {}, { target: "r1" });
-    expect(b.medianRunUsd).toBeGreaterThan(0);
-    const cap = b.daily.spentUsd + b.medianRunUsd * 1.5;
-    await manager("capped", { budget: { dailyUsd: cap } });
-    const mainBefore = double.mainRequests.length;
-    const fanout = await run("capped", { personas: ["reviewer"], prompt: "FANOUT", parallel: 3 });
-    expect(fanout.refused, JSON.stringify(fanout)).toMatchObject({ cap: "daily", capUsd: cap, estimateUsd: b.medianRunUsd * 3 });
-    expect(fanout.refused!.spentUsd).toBeCloseTo(b.daily.spentUsd, 10);
-    expect(fanout.refused!.message).toMatch(/daily cap.*spent.*estimated/);
-    expect(fanout.results.map((r) => r.status)).toEqual(["skipped", "skipped", "skipped"]);
-    expect(double.mainRequests.length, "nothing reached the model").toBe(mainBefore);
-
-    const single = await run("capped", { personas: ["reviewer"], prompt: "SINGLE" });
-    expect(single.refused).toBeUndefined();
-    expect(single.results[0]!.status, JSON.stringify(single.results[0])).toBe("ok");
-    await until(() => double.mainRequests.length > mainBefore, 1_000, "the single run to reach the model");
-    const gauge = await callManager(nc, mesh.space, "budget", operator, {}, { target: "capped" });
-    expect(gauge.daily).toMatchObject({ capUsd: cap, level: expect.stringMatching(/^(critical|stop|warning|info)$/) });
-  }, 180_000);
-
-  it("--parallel runs at most maxParallel at once and returns every result", async () => {
-    double.push(...Array.from({ length: 3 }, () => ({ when: asked("PAR-RUN"), reply: ["parallel done"], delayMs: 1_500 })));
-    const reply = await run("r1", { personas: ["reviewer"], prompt: "PAR-RUN now", parallel: 3, maxParallel: 2 });
-    expect(reply.results.map((r) => [r.status, r.output])).toEqual([
-      ["ok", "parallel done"],
-      ["ok", "parallel done"],
-      ["ok", "parallel done"],
-    ]);
-    expect(new Set(reply.results.map((r) => r.runId)).size).toBe(3);
-    const arrivals = double.mainRequests
-      .filter((r) => lastUserText(r).includes("PAR-RUN"))
-      .map((r) => r.receivedAt)
-      .sort((a, b) => a - b);
-    expect(arrivals).toHaveLength(3);
-    // Two started together; the third only once one of them had finished its 1.5 s turn.
-    expect(arrivals[1]! - arrivals[0]!).toBeLessThan(1_500);
-    expect(arrivals[2]! - arrivals[0]!).toBeGreaterThanOrEqual(1_400);
-  }, 120_000);
 
   it("runs of separate requests share the manager's slots: with maxRuns 1 the second waits for the first", async () => {
     double.push(...Array.from({ length: 2 }, () => ({ when: asked("SOLO-RUN"), reply: ["solo done"], delayMs: 1_500 })));

@@ -1,7 +1,10 @@
 // Run the BUILT `cotal` bundle (dist/cotal.mjs) as a user would: a child process with its own
 // working directory and environment, stdout/stderr captured, exit code returned.
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, expect } from "vitest";
 import { BUNDLES, ensureBuilt } from "./build.js";
 import { until } from "./until.js";
 
@@ -155,4 +158,28 @@ export function pidAlive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * A fresh project folder a test file drives the built CLI in: the CLI is built before the file's
+ * tests, and after them whatever mesh it started is brought down and the folder removed.
+ */
+export function cliFolder(prefix: string, timeoutMs = 90_000): { dir: string; cotal: (...args: string[]) => Promise<CliResult> } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const env = cleanEnv();
+  const cotal = (...args: string[]) => runCotal(args, { cwd: dir, env, timeoutMs });
+  beforeAll(async () => {
+    await buildCli();
+  }, 120_000);
+  afterAll(async () => {
+    await cotal("down").catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { dir, cotal };
+}
+
+/** Expect the CLI call to have exited 0 (its output in the failure), and hand it back. */
+export function exitedOk(r: CliResult): CliResult {
+  expect(r.code, `exit code; stdout: ${r.stdout}\nstderr: ${r.stderr}`).toBe(0);
+  return r;
 }

@@ -12,6 +12,7 @@ import type { StartedNetwork, StartedTestContainer } from "testcontainers";
 import { z } from "zod";
 import { ensureBuilt, projectRoot } from "./build.js";
 import { until } from "./until.js";
+import { findNatsServer } from "./nats-server.js";
 
 // The reaper (ryuk) is an image from a registry: off, so tests stop what they start themselves.
 // testcontainers would hand out the docker bridge's address; tests reach containers on loopback.
@@ -125,7 +126,11 @@ export function ensureImage(kind: ImageKind): Promise<string> {
       if (kind === "cotal") ensureBuilt();
       const dir = mkdtempSync(join(tmpdir(), `cotal-image-${kind}-`));
       try {
-        const { stdout } = await run(process.execPath, [join(projectRoot, "deploy/container/assemble.mjs"), dir, "--image", kind], { maxBuffer: 1024 * 1024 });
+        const { stdout } = await run(
+          process.execPath,
+          [join(projectRoot, "deploy/container/assemble.mjs"), dir, "--image", kind, "--nats-server", findNatsServer()],
+          { maxBuffer: 1024 * 1024 },
+        );
         const a = Assembled.parse(JSON.parse(stdout.trim().split("\n").at(-1) ?? ""));
         const tag = `cotal-test/${kind}:${a.hash}`;
         await withLock(`${kind}-${a.hash}`, async () => {

@@ -7,7 +7,7 @@ import { NatsServer, type NatsServerOptions } from "./nats-server.js";
 
 export { expect };
 export { cluster, type ClusterOptions, type NatsCluster } from "./cluster.js";
-export { NatsServer, NatsServerNotFoundError, NatsServerStartError, findNatsServer, type NatsServerOptions } from "./nats-server.js";
+export { NatsServer, NatsServerNotFoundError, NatsServerStartError, NatsServerTooOldError, findNatsServer, type NatsServerOptions } from "./nats-server.js";
 export { until, Latch } from "./until.js";
 import { startModeServer } from "./mesh-mode.js";
 

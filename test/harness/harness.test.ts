@@ -1,8 +1,8 @@
 // The real-broker harness itself: each test fails if the harness stops doing what tests rely on.
-import { existsSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { vi } from "vitest";
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -12,6 +12,7 @@ import {
   NatsServer,
   NatsServerNotFoundError,
   NatsServerStartError,
+  NatsServerTooOldError,
   brokerBackend,
   dumpLogsOnFailure,
   expect,
@@ -168,6 +169,28 @@ test("a missing binary fails with NatsServerNotFoundError naming the remedy", as
   }
 });
 
+test("a nats-server older than 2.10 is refused before it starts, with the reason and how to get a newer one: no test runs on 2.9", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "cotal-old-nats-"));
+  try {
+    // A stand-in that reports what Debian 12's package reports; it is never run as a server.
+    const old = join(dir, "nats-server");
+    writeFileSync(old, '#!/bin/sh\necho "nats-server: v2.9.10"\n', { mode: 0o755 });
+    vi.stubEnv("NATS_SERVER_BIN", old);
+    const err: unknown = await NatsServer.start().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(NatsServerTooOldError);
+    expect((err as Error).message).toMatch(/2\.10 or newer is required; found only NATS_SERVER_BIN=.*\(v2\.9\.10\)/);
+    expect((err as Error).message).toMatch(/crashed by one message from any credential/);
+    vi.unstubAllEnvs();
+    // Found on PATH it is skipped, never used; with nothing newer anywhere the same error names it.
+    expect(() => findNatsServer({ PATH: dir }, [])).toThrow(NatsServerTooOldError);
+    const newer = findNatsServer();
+    expect(findNatsServer({ PATH: `${dir}:${dirname(newer)}` }, [])).toBe(join(dirname(newer), "nats-server"));
+  } finally {
+    vi.unstubAllEnvs();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
 test("a server with an auth config starts, and JetStream works for an authorised client", async () => {
   const server = await NatsServer.start({ config: 'authorization { token: "s3cret" }' });
   try {
@@ -248,6 +271,8 @@ test("a three-node cluster elects a meta leader and takes writes on an R3 stream
   await publishEventually(victim.url, "r3.c", "after restart");
   await withConnection(victim.url, async (nc) => {
     const jsm = await jetstreamManager(nc);
-    expect((await jsm.streams.info("R3")).state.messages).toBe(3);
+    // The restarted node catches up from the others: wait for it, never a fixed time.
+    let seen = 0;
+    await until(async () => (seen = (await jsm.streams.info("R3")).state.messages) === 3, 20_000, `all three messages seen after the restart (seen ${seen})`);
   });
 });

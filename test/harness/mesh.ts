@@ -34,6 +34,7 @@ export const TEST_STORAGE: Partial<StorageLimits> = {
   dmBytes: 32 * 1024 ** 2,
   taskBytes: 16 * 1024 ** 2,
   seatsBytes: 16 * 1024 ** 2,
+  eventsBytes: 16 * 1024 ** 2,
   artifactsBytes: 32 * 1024 ** 2,
 };
 

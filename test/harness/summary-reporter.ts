@@ -1,8 +1,12 @@
 import type { Reporter, TestModule } from "vitest/node";
 
+/** How many of the slowest files the closing lines name. */
+const SLOWEST = 15;
+
 /**
- * Prints one plain closing line, `N passed, N failed, N skipped`, after vitest's own summary,
- * so any CI can read the outcome without knowing vitest's format.
+ * Prints the slowest files (tests and hooks, per project: where the suite's time goes, docs/testing.md)
+ * and one plain closing line, `N passed, N failed, N skipped`, after vitest's own summary, so any CI
+ * can read the outcome without knowing vitest's format.
  */
 export default class SummaryReporter implements Reporter {
   onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {
@@ -18,6 +22,12 @@ export default class SummaryReporter implements Reporter {
       }
       if (m.state() === "failed" && [...m.children.allTests()].length === 0) failed++; // a file that failed to load
     }
+    const slowest = [...testModules]
+      .map((m) => ({ name: `${m.project.name} ${m.relativeModuleId}`, ms: m.diagnostic().duration }))
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, SLOWEST);
+    if (slowest.length > 0)
+      process.stdout.write(`\nslowest files (tests and hooks):\n${slowest.map((f) => `${(f.ms / 1000).toFixed(1).padStart(7)} s  ${f.name}`).join("\n")}\n`);
     process.stdout.write(`\n${passed} passed, ${failed} failed, ${skipped} skipped\n`);
   }
 }

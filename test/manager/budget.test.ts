@@ -121,6 +121,25 @@ describe("budget policy", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it("the caps follow .cotal/budget.json while the manager runs (`cotal up -f` rewrites it): written, changed, removed, made invalid", () => {
+    const dir = mkdtempSync(join(tmpdir(), "cotal-budget-"));
+    try {
+      const file = join(dir, "budget.json");
+      const caps = budgetCaps({ COTAL_TASK_BUDGET_USD: "0.5" }, file);
+      expect([caps.dailyUsd, caps.taskUsd]).toEqual([undefined, 0.5]);
+      writeFileSync(file, JSON.stringify({ dailyUsd: 5, taskUsd: 1 }));
+      expect([caps.dailyUsd, caps.taskUsd]).toEqual([5, 0.5]); // the environment still wins
+      writeFileSync(file, JSON.stringify({ dailyUsd: 12.25 }));
+      expect(caps.dailyUsd).toBe(12.25);
+      writeFileSync(file, JSON.stringify({ dailyUsd: "lots" }));
+      expect(() => caps.dailyUsd).toThrow(/Invalid budget config .*dailyUsd/);
+      rmSync(file);
+      expect(caps.dailyUsd).toBeUndefined();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe("run results", () => {

@@ -64,6 +64,16 @@ async function manager(instance: string, over: Partial<ManagerOptions> = {}, sta
   return m;
 }
 
+/** Whether a process with this pid exists. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 async function seat(instance: string, name: string): Promise<SeatView | undefined> {
   const ps = await callManager(nc, mesh.space, "ps", operator, { all: true }, { target: instance });
   return ps.seats.filter((s) => s.name === name).sort((a, b) => b.requestedAt - a.requestedAt)[0];
@@ -110,12 +120,15 @@ describe("manager", () => {
     const again = await callManager(nc, mesh.space, "spawn", operator, { agent: "echo", name: "echo1" }, { target: "m1" });
     expect(again.name).toBe("echo1");
     expect(again.uid).not.toBe(id.uid);
-    await untilState("m1", "echo1", "joined");
+    const first = await untilState("m1", "echo1", "joined");
     // A taken name is numbered.
     const second = await callManager(nc, mesh.space, "spawn", operator, { agent: "echo", name: "echo1" }, { target: "m1" });
     expect(second.name).toBe("echo1_2");
-    await untilState("m1", "echo1_2", "joined");
-    await m1.stopWithSeats(operator);
+    const numbered = await untilState("m1", "echo1_2", "joined");
+    // `cotal down`: the manager stops with its seats, asked on its own credential (as `cotal up`'s
+    // manager is), which owns no seat as a spawner would: every seat process ends all the same.
+    await m1.stopWithSeats(localPrincipal("m1"));
+    for (const pid of [first.pid, numbered.pid]) expect(pid !== undefined && alive(pid), `seat pid ${pid} after stopWithSeats`).toBe(false);
   }, 120_000);
 
   test("the same request id returns the first result; --on routes to the named manager", async () => {
@@ -200,11 +213,12 @@ describe("manager", () => {
     const creds = await mesh.mint({ name: "remote_mgr", profile: "manager" });
     const me = localPrincipal("remote_mgr");
     const remoteNc = await mesh.connection(creds, inboxPrefix(me));
-    await manager("remote", { jsConnection: jetStreamConnection(remoteNc, creds), caller: me }, undefined, remoteNc);
-    const id = await callManager(nc, mesh.space, "spawn", operator, { agent: "echo", name: "faraway" }, { target: "remote" });
-    expect(id.instance).toBe("remote");
-    await untilState("remote", "faraway", "joined");
-    const stopped = await callManager(nc, mesh.space, "stop", operator, { name: "faraway" }, { target: "remote", timeoutMs: 30_000 });
+    // Its instance is its credential's name: the broker lets it serve, heartbeat and write the seat log only as that.
+    await manager("remote_mgr", { jsConnection: jetStreamConnection(remoteNc, creds), caller: me }, undefined, remoteNc);
+    const id = await callManager(nc, mesh.space, "spawn", operator, { agent: "echo", name: "faraway" }, { target: "remote_mgr" });
+    expect(id.instance).toBe("remote_mgr");
+    await untilState("remote_mgr", "faraway", "joined");
+    const stopped = await callManager(nc, mesh.space, "stop", operator, { name: "faraway" }, { target: "remote_mgr", timeoutMs: 30_000 });
     expect(stopped.revoked).toBeGreaterThanOrEqual(1);
     // The mesh service lets a manager's credential mint only agents.
     const admin = await requestCredential(remoteNc, mesh.space, { name: "sneaky", profile: "admin" }, me).catch((e: unknown) => e);

@@ -2,7 +2,8 @@
 // so JetStream refuses a writer whose view is stale, and a restarted manager rebuilds its table
 // by replaying. Run with the operator's CLI credential on a static mesh (the manager's reach).
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { jetStreamConnection, logger } from "../../broker/index.js";
+import { inboxPrefix, jetStreamConnection, logger } from "../../broker/internal.js";
+import { localPrincipal } from "../../schemas/index.js";
 import { newLifecycleUid, SeatLog, StaleSeatLogError, projectSeat } from "../../manager/internal.js";
 import { TestMesh } from "../harness/mesh.js";
 
@@ -43,7 +44,9 @@ describe("seat log", () => {
 
   test("a record that is not a seat event is skipped on replay, not fatal", async () => {
     const nc = await mesh.rawConnection();
-    await jetStreamConnection(nc, mesh.cliCreds).request(`cotal.${mesh.space}.seat.local.junk`, new TextEncoder().encode("{not json"), { timeout: 5_000 });
+    await jetStreamConnection(nc, mesh.cliCreds).request(`cotal.${mesh.space}.seat.local.junk.local.cotal_cli`, new TextEncoder().encode("{not json"), {
+      timeout: 5_000,
+    });
     const table = await log.replay();
     expect(table.has("local.junk")).toBe(false);
     expect(table.has("local.alice")).toBe(true);
@@ -51,10 +54,36 @@ describe("seat log", () => {
 
   test("events of an older incarnation do not move the new one", async () => {
     const t = await log.replay();
-    const last = t.get("local.bob")!.lastSeq;
+    const last = t.get("local.bob")!.lastSeqBy.get("local.cotal_cli")!;
     const s = await log.append({ type: "requested", ...base("local.bob", U3), agent: "echo" }, last);
     const s2 = await log.append({ type: "exited", ...base("local.bob", U2), code: 1, signal: null }, s);
     const bob = projectSeat((await log.replay()).get("local.bob")!)!;
     expect(bob).toMatchObject({ uid: U3, state: "requested", lastSeq: s2 });
+  });
+
+  test("each manager writes its own subject: of two claims on a free name the first in the log wins, and only the owner's records move its seat", async () => {
+    const opened = async (name: string) => {
+      const creds = await mesh.mint({ name, profile: "manager" });
+      const conn = await mesh.connection(creds, inboxPrefix(localPrincipal(name)));
+      return SeatLog.open(jetStreamConnection(conn, creds), mesh.space, logger(name), localPrincipal(name));
+    };
+    const [ma, mb] = [await opened("ma"), await opened("mb")];
+    const [UA, UB] = [newLifecycleUid(), newLifecycleUid()];
+    const at = (uid: string, manager: string) => ({ seat: "local.carol", uid, epoch: 0, ts: Date.now(), manager });
+    // Both believe carol is free (each has written nothing on it): the broker takes both, the log orders them.
+    const a1 = await ma.append({ type: "requested", ...at(UA, "ma"), agent: "echo" }, 0);
+    await mb.append({ type: "requested", ...at(UB, "mb"), agent: "echo" }, 0);
+    await mb.append({ type: "retired", ...at(UA, "mb"), reason: "forged by another manager" }, 1 + a1);
+    const carol = () => ma.history(localPrincipal("carol")).then((h) => projectSeat(h!)!);
+    expect(await carol()).toMatchObject({ uid: UA, manager: "ma", state: "requested", writer: "local.ma", lastSeq: a1 });
+    // A record naming another manager than its writer is refused before it is sent (and skipped if it were).
+    await expect(ma.append({ type: "retired", ...at(UA, "mb"), reason: "x" }, a1)).rejects.toMatchObject({ code: "seat-log-writer" });
+    // The owner retires it; then the name is free for the next claim, whoever makes it.
+    const a2 = await ma.append({ type: "retired", ...at(UA, "ma"), reason: "stopped" }, a1);
+    expect(await carol()).toMatchObject({ uid: UA, state: "retired" });
+    const h = (await mb.history(localPrincipal("carol")))!;
+    await mb.append({ type: "requested", ...at(UB, "mb"), agent: "echo" }, h.lastSeqBy.get("local.mb")!);
+    expect(await carol()).toMatchObject({ uid: UB, manager: "mb", writer: "local.mb" });
+    expect(a2).toBeGreaterThan(a1);
   });
 });

@@ -115,6 +115,12 @@ const ROUND_TRIPS: { [C in keyof typeof SERVED]: (ctx: Ctx) => Promise<void> } =
     const r = await callControl(alice.nc, mesh.space, "artifact-get", alice.me, { digest: HELLO.digest });
     expect(r).toMatchObject({ data: HELLO.base64, info: { size: 5 } });
   },
+  grant: async ({ mesh, alice }) => {
+    // Static: what the name was minted with (alice may read her own); open: nothing is minted.
+    const r = await callControl(alice.nc, mesh.space, "grant", alice.me, { name: "alice" });
+    expect(r).toMatchObject({ principal: "local.alice", minted: isStatic, allowSpawn: [] });
+    if (isStatic) expect(r.profile).toBe("agent");
+  },
   whoami: async ({ mesh, alice, cli }) => {
     // Static: the profile the name was minted with; open: no profiles, the principal only.
     expect(await callControl(alice.nc, mesh.space, "whoami", alice.me)).toEqual({ principal: "local.alice", ...(isStatic ? { profile: "agent" } : {}) });

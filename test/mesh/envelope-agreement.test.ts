@@ -117,10 +117,10 @@ describe("verifyEnvelope: the body must agree with the subject", () => {
       "dropped a message whose from.id disagrees with its subject",
     ],
     [
-      "a message on a seat-log subject (no sender slot)",
-      seatSubject("demo", alice),
+      "a message on a seat-log subject (its writer's, but not a message subject)",
+      seatSubject("demo", alice, alice),
       msg({ channel: "general" }),
-      "dropped a message whose from.id disagrees with its subject",
+      "dropped a message on a non-message subject",
     ],
     [
       "a message on a control subject",

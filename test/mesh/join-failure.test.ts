@@ -129,12 +129,13 @@ describe("join() and its consumers", () => {
     expect(logs.some((l) => l.level === 40 && l.msg === "durable consumer re-established" && l.durable === "dm_local-bob")).toBe(true);
   });
 
-  test("a consumer that cannot be re-created is reported lost, loudly", async ({ nats }) => {
+  test("a consumer that cannot be re-created is reported lost, loudly, and comes back with the mesh service", async ({ nats }) => {
     const logs = captureLogs();
     mesh = await TestMesh.start(nats, "lost");
+    const alice = await mesh.joined("alice");
     const bob = await mesh.joined("bob", { reestablishDelaysMs: [0, 50, 100] });
     await mesh.service.stop();
-    await fakeService(mesh); // it re-registers, but the inbox it is given cannot be bound
+    const fake = await fakeService(mesh); // it re-registers, but the inbox it is given cannot be bound
     const jsm = await jetstreamManager(mesh.serviceConnection);
     await jsm.consumers.delete(names.dmStream(mesh.space), "dm_local-bob");
 
@@ -143,6 +144,16 @@ describe("join() and its consumers", () => {
     expect(status).toMatchObject({ stream: names.dmStream(mesh.space), durable: "dm_local-bob_missing", state: "lost" }); // the last one it tried
     expect(status!.error).toBeInstanceOf(ConsumerLostError);
     expect(logs.some((l) => l.level === 50 && l.durable === "dm_local-bob" && String(l.msg).includes("lost"))).toBe(true);
+
+    // Lost is not final: a DM sent meanwhile waits in the stream, and once the real mesh service
+    // is back the endpoint, still trying, re-creates its inbox and gets it.
+    await alice.dm("bob", "sent while lost");
+    const got = collect(bob);
+    fake.unsubscribe();
+    await restartService(mesh);
+    await until(() => bob.consumerStatus()[0]?.state === "consuming", 15_000, "the lost inbox consumer to come back");
+    expect(bob.consumerStatus()[0]?.durable).toBe("dm_local-bob");
+    await until(() => got.texts().includes("sent while lost"), 10_000, "bob gets the DM sent while his consumer was lost");
   });
 });
 

@@ -41,7 +41,10 @@ describe("presence scales with the endpoints, not their square", () => {
   test.skipIf(meshMode() === "static")(
     "idle endpoints: presence messages per endpoint per second stay constant at 50, 100 and 200",
     async ({ nats }) => {
-      mesh = await TestMesh.start(nats, "scale", { livenessMs: LIVENESS_MS });
+      // A wide liveness window: 200 endpoints beating every 250 ms on a loaded 2-core machine can
+      // miss 2.5 s now and then, and one read offline would keep "all n online" from being seen.
+      // What this test counts is traffic, which the window does not change.
+      mesh = await TestMesh.start(nats, "scale", { livenessMs: 4 * LIVENESS_MS });
       const eps: Endpoint[] = [];
       const grow = async (to: number) => {
         const start = eps.length;
@@ -77,7 +80,7 @@ describe("presence scales with the endpoints, not their square", () => {
         await grow(n);
         // Let the joins' own writes (n² once, at setup) drain before counting.
         const roster = await eps[0]!.roster();
-        await until(() => roster.entries().filter((e) => e.status !== "offline").length === n, 30_000, `the first endpoint sees all ${n} online`);
+        await until(() => roster.entries().filter((e) => e.status !== "offline").length === n, 90_000, `the first endpoint sees all ${n} online`);
         seen[n] = await rate();
       }
       console.log(

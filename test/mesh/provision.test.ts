@@ -1,6 +1,7 @@
 import { jetstreamManager, RetentionPolicy } from "@nats-io/jetstream";
 import { describe } from "vitest";
-import { ensureSpace, StreamConflictError } from "../../broker/index.js";
+import { ensureSpace, STORAGE_DEFAULTS, StreamConflictError } from "../../broker/index.js";
+import { EVENT_PLANE } from "../../schemas/index.js";
 import { expect, test } from "../harness/fixtures.js";
 import { serviceConnection } from "../harness/mesh-mode.js";
 
@@ -11,6 +12,7 @@ describe("provisioning a space", () => {
       const first = await ensureSpace(nc, "prov");
       expect(first.created).toEqual([
         "CHAT_prov",
+        "EVENTS_prov",
         "DM_prov",
         "TASK_prov",
         "SEATS_prov",
@@ -23,12 +25,20 @@ describe("provisioning a space", () => {
       const second = await ensureSpace(nc, "prov");
       expect(second.created).toEqual([]);
       expect(second.updated).toEqual([]);
-      expect(second.unchanged).toHaveLength(9);
+      expect(second.unchanged).toHaveLength(10);
 
       const jsm = await jetstreamManager(nc);
       const chat = (await jsm.streams.info("CHAT_prov")).config;
-      expect(chat.max_msgs_per_subject).toBe(1000);
+      // A sender's posts to one channel are capped, and the next is refused (never its oldest evicted).
+      expect(chat.max_msgs_per_subject).toBe(STORAGE_DEFAULTS.chatPerSender);
+      expect(chat.discard_new_per_subject).toBe(true);
       expect(chat.allow_direct).toBe(true);
+      // The event plane rolls: an actor's oldest frames leave.
+      const events = (await jsm.streams.info("EVENTS_prov")).config;
+      expect({ perSubject: events.max_msgs_per_subject, discardNew: events.discard_new_per_subject ?? false }).toEqual({
+        perSubject: EVENT_PLANE.framesPerActor,
+        discardNew: false,
+      });
       expect((await jsm.streams.info("DM_prov")).config.allow_direct).toBe(false);
       expect((await jsm.streams.info("TASK_prov")).config.retention).toBe(RetentionPolicy.Workqueue);
       const artifacts = (await jsm.streams.info("OBJ_cotal_artifacts_prov")).config;
@@ -46,7 +56,7 @@ describe("provisioning a space", () => {
       await jsm.streams.update("CHAT_drift", { max_msgs_per_subject: 5 });
       const report = await ensureSpace(nc, "drift");
       expect(report.updated).toEqual(["CHAT_drift"]);
-      expect((await jsm.streams.info("CHAT_drift")).config.max_msgs_per_subject).toBe(1000);
+      expect((await jsm.streams.info("CHAT_drift")).config.max_msgs_per_subject).toBe(STORAGE_DEFAULTS.chatPerSender);
     } finally {
       await nc.close();
     }

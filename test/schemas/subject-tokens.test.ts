@@ -42,8 +42,10 @@ describe("parseSubject refuses a bad principal token in every slot of every kind
     ["the anycast sender's actor", (b) => `cotal.demo.svc.reviewer.local.${b}`, /actor/],
     ["the control caller's owner", (b) => `cotal.demo.ep.mesh.one.join.${b}.alice`, /owner/],
     ["the control caller's actor", (b) => `cotal.demo.ep.mesh.one.join.local.${b}`, /actor/],
-    ["the seat's owner", (b) => `cotal.demo.seat.${b}.alice`, /owner/],
-    ["the seat's actor", (b) => `cotal.demo.seat.local.${b}`, /actor/],
+    ["the seat's owner", (b) => `cotal.demo.seat.${b}.alice.local.m1`, /owner/],
+    ["the seat's actor", (b) => `cotal.demo.seat.local.${b}.local.m1`, /actor/],
+    ["the seat-log writer's owner", (b) => `cotal.demo.seat.local.alice.${b}.m1`, /owner/],
+    ["the seat-log writer's actor", (b) => `cotal.demo.seat.local.alice.local.${b}`, /actor/],
     ["the chat sender's owner", (b) => `cotal.demo.chat.${b}.alice.general`, /owner/],
     ["the chat sender's actor", (b) => `cotal.demo.chat.local.${b}.general`, /actor/],
   ];
@@ -80,7 +82,9 @@ describe("parseSubject refuses a bad principal token in every slot of every kind
     ["a control call with 7 tokens", "cotal.demo.ep.mesh.one.join.local"],
     ["a control call with 9 tokens", "cotal.demo.ep.mesh.one.join.local.alice.x"],
     ["a seat subject with 4 tokens", "cotal.demo.seat.local"],
+    ["a seat subject with 5 tokens (no writer)", "cotal.demo.seat.local.alice"],
     ["a seat subject with 6 tokens", "cotal.demo.seat.local.alice.x"],
+    ["a seat subject with 8 tokens", "cotal.demo.seat.local.alice.local.m1.x"],
   ])("%s is malformed", (_what, subject) => {
     expect(parseSubject(subject)).toMatchObject({ kind: "rejected", reason: "malformed" });
   });
@@ -89,7 +93,7 @@ describe("parseSubject refuses a bad principal token in every slot of every kind
     expect(parseSubject("cotal.demo.inst.local.bob.local")).toMatchObject({ detail: expect.stringContaining("must have 7 tokens, has 6") });
     expect(parseSubject("cotal.demo.svc.reviewer.local")).toMatchObject({ detail: expect.stringContaining("must have 6 tokens, has 5") });
     expect(parseSubject("cotal.demo.ep.mesh.one.join.local")).toMatchObject({ detail: expect.stringContaining("must have 8 tokens, has 7") });
-    expect(parseSubject("cotal.demo.seat.local")).toMatchObject({ detail: expect.stringContaining("must have 5 tokens, has 4") });
+    expect(parseSubject("cotal.demo.seat.local")).toMatchObject({ detail: expect.stringContaining("must have 7 tokens, has 4") });
   });
 
   it("names the retired kind it dropped", () => {
@@ -136,7 +140,7 @@ describe("the 64-character token limit", () => {
       command: t64,
       from: p,
     });
-    expect(parseSubject(seatSubject("demo", p))).toEqual({ kind: "seat", space: "demo", seat: p });
+    expect(parseSubject(seatSubject("demo", p, p))).toEqual({ kind: "seat", space: "demo", seat: p, from: p });
   });
 
   it("builders refuse a 65-character token in every slot", () => {
@@ -149,7 +153,8 @@ describe("the 64-character token limit", () => {
     expect(() => controlSubject("demo", t65, "one", "join", alice)).toThrow(/Invalid endpoint/);
     expect(() => controlSubject("demo", "mesh", t65, "join", alice)).toThrow(/Invalid target/);
     expect(() => controlSubject("demo", "mesh", "one", t65, alice)).toThrow(/Invalid command/);
-    expect(() => seatSubject("demo", long)).toThrow(InvalidTokenError);
+    expect(() => seatSubject("demo", long, alice)).toThrow(InvalidTokenError);
+    expect(() => seatSubject("demo", alice, long)).toThrow(InvalidTokenError);
     expect(() => parsePrincipal(t65)).toThrow(InvalidTokenError);
     expect(() => durables.anycast(t65)).toThrow(InvalidTokenError);
   });

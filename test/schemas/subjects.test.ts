@@ -4,7 +4,10 @@ import {
   chatSubject,
   controlSubject,
   dmSubject,
+  eventsSubject,
   filters,
+  names,
+  postSubject,
   InvalidTokenError,
   localPrincipal,
   parseSubject,
@@ -22,7 +25,14 @@ describe("subject parsing", () => {
     ["a 7-token DM", "cotal.demo.inst.local.bob.local.alice", { kind: "inst", space: "demo", to: bob, from: alice }],
     ["a 6-token anycast", "cotal.demo.svc.reviewer.local.alice", { kind: "svc", space: "demo", role: "reviewer", from: alice }],
     ["a control call", "cotal.demo.ep.mesh.one.join.local.alice", { kind: "ep", space: "demo", endpoint: "mesh", target: "one", command: "join", from: alice }],
-    ["a seat log subject", "cotal.demo.seat.local.alice", { kind: "seat", space: "demo", seat: alice }],
+    ["a seat log subject (seat, then its writer)", "cotal.demo.seat.local.alice.local.bob", { kind: "seat", space: "demo", seat: alice, from: bob }],
+    [
+      "an event-plane frame (read as the plane's name)",
+      "cotal.demo.events.local.alice",
+      { kind: "events", space: "demo", from: alice, channel: "events.local.alice" },
+    ],
+    ["an event-plane subject with a channel after it (malformed)", "cotal.demo.events.local.alice.general", { kind: "rejected", reason: "malformed" }],
+    ["a seat log subject without a writer (an older layout, dropped)", "cotal.demo.seat.local.alice", { kind: "rejected", reason: "malformed" }],
     ["a chat subject with no channel (malformed)", "cotal.demo.chat.local.alice", { kind: "rejected", reason: "malformed" }],
     ["a DM with 8 tokens (malformed)", "cotal.demo.inst.local.bob.local.alice.x", { kind: "rejected", reason: "malformed" }],
     ["an anycast with 5 tokens (malformed)", "cotal.demo.svc.reviewer.local", { kind: "rejected", reason: "malformed" }],
@@ -46,7 +56,23 @@ describe("subject parsing", () => {
     expect(parseSubject(dmSubject("demo", bob, alice))).toEqual({ kind: "inst", space: "demo", to: bob, from: alice });
     expect(parseSubject(anycastSubject("demo", "reviewer", alice))).toEqual({ kind: "svc", space: "demo", role: "reviewer", from: alice });
     expect(parseSubject(controlSubject("demo", "mesh", "one", "join", alice))).toMatchObject({ kind: "ep", command: "join" });
-    expect(parseSubject(seatSubject("demo", alice))).toEqual({ kind: "seat", space: "demo", seat: alice });
+    expect(parseSubject(seatSubject("demo", alice, bob))).toEqual({ kind: "seat", space: "demo", seat: alice, from: bob });
+    expect(parseSubject(eventsSubject("demo", alice))).toEqual({ kind: "events", space: "demo", from: alice, channel: "events.local.alice" });
+  });
+});
+
+describe("an event plane keeps its name and has its own subject and stream", () => {
+  it("its owner's post on the plane's name goes to the plane's subject; anyone else's is refused", () => {
+    expect(postSubject("demo", alice, "events.local.alice")).toBe("cotal.demo.events.local.alice");
+    expect(() => postSubject("demo", bob, "events.local.alice")).toThrow(/only its own seat writes it/);
+    expect(postSubject("demo", alice, "general")).toBe("cotal.demo.chat.local.alice.general");
+  });
+  it("readers filter and read it by its name", () => {
+    expect(filters.channel("demo", "events.local.alice")).toBe("cotal.demo.events.local.alice");
+    expect(names.streamOfChannel("demo", "events.local.alice")).toBe("EVENTS_demo");
+    // Only the exact three-token name is a plane: a nested channel under events. is a channel.
+    expect(filters.channel("demo", "events.local.alice.more")).toBe("cotal.demo.chat.*.*.events.local.alice.more");
+    expect(names.streamOfChannel("demo", "events.team")).toBe("CHAT_demo");
   });
 });
 

@@ -41,7 +41,7 @@ describe("names of a space's streams and buckets", () => {
     expect(names.channelsBucket("demo")).toBe("cotal_channels_demo");
     expect(names.membersBucket("demo")).toBe("cotal_members_demo");
     expect(names.managersBucket("demo")).toBe("cotal_managers_demo");
-    expect(names.xferBucket("demo", "m1")).toBe("cotal_xfer_demo_m1");
+    expect(names.xferStream("demo", "m1")).toBe("XFER_demo_m1");
   });
   it("refuse a space or instance that is not a token", () => {
     for (const f of [
@@ -56,14 +56,15 @@ describe("names of a space's streams and buckets", () => {
     ]) {
       expect(() => f("a.b")).toThrow(/Invalid space "a.b"/);
     }
-    expect(() => names.xferBucket("demo", "m.1")).toThrow(/Invalid instance "m.1"/);
+    expect(() => names.xferStream("demo", "m.1")).toThrow(/Invalid instance "m.1"/);
   });
   it("filters for control calls and a seat's log", () => {
     expect(filters.control("demo", "mesh", "one", "join")).toBe("cotal.demo.ep.mesh.one.join.*.*");
     expect(() => filters.control("demo", "me.sh", "one", "join")).toThrow(/Invalid endpoint/);
     expect(() => filters.control("demo", "mesh", "o*", "join")).toThrow(/Invalid target/);
     expect(() => filters.control("demo", "mesh", "one", "jo>")).toThrow(/Invalid command/);
-    expect(filters.seat("demo", alice)).toBe("cotal.demo.seat.local.alice");
+    expect(filters.seat("demo", alice)).toBe("cotal.demo.seat.local.alice.*.*");
+    expect(filters.seatsOf("demo", "cotal_run")).toBe("cotal.demo.seat.cotal_run.*.*.*");
     expect(filters.kind("demo", "inst")).toBe("cotal.demo.inst.>");
     expect(() => filters.anycast("demo", "r.x")).toThrow(/Invalid role/);
   });

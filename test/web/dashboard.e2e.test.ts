@@ -5,48 +5,47 @@
 // published on its own event plane with its own credential; a screenshot of each view is written to
 // test-artifacts/web/; a dashboard reading with an observer credential never shows a DM body; what
 // went stale is marked stale.
-import { execFileSync } from "node:child_process";
 import { request } from "node:http";
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Endpoint, logger } from "../../broker/index.js";
 import { EventPlane } from "../../connector/internal.js";
+import { findChromium, launchChromium } from "../harness/browser.js";
 import { buildCli, cleanEnv, CotalProcess, freePort, projectRoot, runCotal, type CliResult } from "../harness/cli.js";
 import { until } from "../harness/fixtures.js";
+import { dashboardLink, type DashboardLink } from "../harness/dashboard-link.js";
 
-/** Debian's chromium (`apt-get install chromium`), or undefined: the suite then skips, loudly. */
-function findChromium(): string | undefined {
-  try {
-    const path = execFileSync("sh", ["-c", "command -v chromium"], { encoding: "utf8" }).trim();
-    return path || undefined;
-  } catch {
-    return undefined;
-  }
-}
 const CHROMIUM = findChromium();
 if (!CHROMIUM) console.warn("SKIPPED: cotal web's browser tests need Debian's chromium (apt-get install chromium); none is on PATH.");
 
 const ARTIFACTS = join(projectRoot, "test-artifacts", "web");
-/** Flags for a root, offline, headless chromium: without them its background connections fail against the closed network. */
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--disable-quic",
-];
 
 let project: string;
 let browser: BrowserContext;
 let adminUrl: string;
 let observerUrl: string;
+/** Each dashboard's printed link (with its token), by base URL. */
+const links = new Map<string, DashboardLink>();
+
+/** Remember a printed link; returns its base URL (the tests build paths on it). */
+function remember(output: string): string {
+  const d = dashboardLink(output);
+  links.set(d.base, d);
+  return d.base;
+}
+
+/** The Authorization header a dashboard at this URL takes. */
+function authFor(url: string): Record<string, string> {
+  const d = links.get(`${new URL(url).origin}/`);
+  return d ? { Authorization: `Bearer ${d.token}` } : {};
+}
+
+/** fetch() with the dashboard's token, as the page (its cookie) and every reader of the link have it. */
+const fetchAuthed = (url: string, init: RequestInit = {}) => fetch(url, { ...init, headers: authFor(url) });
 let observerWeb: CotalProcess;
 const cotal = (...args: string[]) => runCotal(args, { cwd: project, timeoutMs: 60_000 });
 const planes: EventPlane[] = [];
@@ -60,7 +59,8 @@ function ok(r: CliResult): CliResult {
 async function openPage(url: string): Promise<Page> {
   const page = await browser.newPage();
   page.on("pageerror", (err) => console.error(`page error: ${err.message}`));
-  await page.goto(url);
+  // Opening the printed link: the server moves its token into a cookie for the page's later requests.
+  await page.goto(links.get(url)?.link ?? url);
   return page;
 }
 
@@ -104,11 +104,17 @@ function launchMaterialOf(name: string): { server: string; space: string; name: 
 }
 
 /** A raw HTTP request (fetch may not set Host): status and body. */
-function http(url: string, opts: { method?: string; host?: string } = {}): Promise<{ status: number; body: string }> {
+function http(url: string, opts: { method?: string; host?: string; noToken?: boolean } = {}): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const u = new URL(url);
     const req = request(
-      { host: u.hostname, port: u.port, path: u.pathname + u.search, method: opts.method ?? "GET", headers: opts.host ? { Host: opts.host } : {} },
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname + u.search,
+        method: opts.method ?? "GET",
+        headers: { ...(opts.host ? { Host: opts.host } : {}), ...(opts.noToken ? {} : authFor(url)) },
+      },
       (res) => {
         let body = "";
         res.setEncoding("utf8").on("data", (c: string) => (body += c));
@@ -130,7 +136,7 @@ describe.skipIf(!CHROMIUM)("cotal web in a real browser", () => {
     ok(await cotal("spawn", "-d", "--agent", "echo", "--name", "echo2"));
     // The admin dashboard, detached, as a user starts it: it mints its own admin credential.
     const web = ok(await cotal("web", "--detach", "--port", String(await freePort())));
-    adminUrl = /dashboard: (\S+)/.exec(web.stdout)![1]!;
+    adminUrl = remember(web.stdout);
     // A second one reading with an observer credential (every channel, no DMs).
     ok(await cotal("mint", "olga", "--profile", "observer"));
     observerWeb = CotalProcess.spawn(["web", "--port", String(await freePort()), "--creds", join(project, ".cotal", "creds", "olga.creds")], {
@@ -142,13 +148,8 @@ describe.skipIf(!CHROMIUM)("cotal web in a real browser", () => {
       30_000,
       `the observer dashboard to serve\n${observerWeb.stderr}`,
     );
-    observerUrl = /dashboard: (\S+)/.exec(observerWeb.lines.join("\n"))?.[1] ?? "";
-    expect(observerUrl, observerWeb.stderr).not.toBe("");
-    browser = await chromium.launchPersistentContext(await mkdtemp(join(tmpdir(), "cotal-web-chromium-")), {
-      executablePath: CHROMIUM!,
-      headless: true,
-      args: CHROMIUM_ARGS,
-    });
+    observerUrl = remember(observerWeb.lines.join("\n"));
+    browser = await launchChromium(CHROMIUM!);
   }, 180_000);
 
   afterAll(async () => {
@@ -163,12 +164,14 @@ describe.skipIf(!CHROMIUM)("cotal web in a real browser", () => {
     if (project) await rm(project, { recursive: true, force: true });
   }, 60_000);
 
-  it("shows both echo seats on the roster, live", async () => {
+  it("shows both echo seats on the roster, live, with the runtime each runs", async () => {
     const page = await openPage(adminUrl);
     await show(page, adminUrl, "roster");
     for (const id of ["local.echo1", "local.echo2"]) {
       await page.locator(`[data-testid=roster-row][data-id="${id}"]`).waitFor({ timeout: 20_000 });
       await until(async () => /idle/.test((await page.locator(`[data-testid=roster-row][data-id="${id}"]`).textContent()) ?? ""), 20_000, `${id} shown idle`);
+      // The runtime the manager launched, as the seat's card says it.
+      await expect(page.locator(`[data-testid=roster-row][data-id="${id}"] [data-testid=runtime]`).textContent()).resolves.toBe("echo");
     }
     await expect(page.locator("#who").textContent()).resolves.toMatch(/reading as admin/);
     await screenshot(page, "roster");
@@ -194,7 +197,11 @@ describe.skipIf(!CHROMIUM)("cotal web in a real browser", () => {
       20_000,
       "the agent view counts 2 waiting DMs",
     );
-    await page.locator("[data-testid=waiting-dm]", { hasText: "while you were out" }).waitFor({ timeout: 10_000 });
+    await expect(page.locator("[data-testid=agent-runtime]").textContent()).resolves.toBe("echo");
+    const waiting = page.locator("[data-testid=waiting-dm]", { hasText: "while you were out" });
+    await waiting.waitFor({ timeout: 10_000 });
+    // carol's DM was the operator's (--impersonate): the dashboard says so, as every view does.
+    await expect(waiting.locator("[data-testid=sent-by]").textContent()).resolves.toBe(" (sent by the operator local.cotal_cli)");
     await until(
       async () => (await page.locator("[data-testid=seat-event]").allTextContents()).some((t) => /retired/.test(t)),
       20_000,
@@ -283,7 +290,7 @@ describe.skipIf(!CHROMIUM)("cotal web in a real browser", () => {
     expect(bad.body).toMatch(/id:/);
     expect((await http(`${adminUrl}api/channel?name=general&limit=0`)).status).toBe(400);
     expect((await http(`${adminUrl}api/channel?name=general&limit=5`)).status).toBe(200);
-    const page = await fetch(adminUrl);
+    const page = await fetchAuthed(adminUrl);
     expect(page.headers.get("content-security-policy")).toMatch(/script-src 'self'/);
   }, 30_000);
 
@@ -341,7 +348,7 @@ describe.skipIf(!CHROMIUM)("cotal web in a real browser", () => {
     await expect(page.locator("[data-testid=waiting-dm]").count()).resolves.toBe(0);
     await screenshot(page, "observer-agent");
     for (const api of ["api/state", "api/agent?id=local.zed", "api/agent?id=local.echo2"]) {
-      const body = await (await fetch(`${observerUrl}${api}`)).text();
+      const body = await (await fetchAuthed(`${observerUrl}${api}`)).text();
       expect(body, api).not.toContain(secret);
       expect(body, api).not.toContain('"waiting"');
     }
@@ -361,6 +368,6 @@ describe.skipIf(!CHROMIUM)("cotal web in a real browser", () => {
   it("cotal down stops the detached dashboard with the mesh (last: it takes the mesh down)", async () => {
     const down = ok(await cotal("down", "--json"));
     expect(JSON.parse(down.stdout).web.result).toBe("stopped");
-    await expect(fetch(`${adminUrl}api/state`, { signal: AbortSignal.timeout(5_000) })).rejects.toThrow();
+    await expect(fetchAuthed(`${adminUrl}api/state`, { signal: AbortSignal.timeout(5_000) })).rejects.toThrow();
   }, 60_000);
 });

@@ -4,7 +4,8 @@ import { describe, expect, it } from "vitest";
 import { exitCodeOf, EXIT } from "../../cli/errors.js";
 import { parseInput } from "../../cli/validate.js";
 import { WebFlags } from "../../cli/commands/web.js";
-import { bindScope, hostHeaderAllowed, isStuck, renderMarkdown, STUCK_AFTER_MS, TimelineFolder } from "../../web/index.js";
+import { bindScope, hostHeaderAllowed, isStuck, renderMarkdown, spawnerOf, STUCK_AFTER_MS, TimelineFolder } from "../../web/index.js";
+import { SeatEvent } from "../../schemas/index.js";
 
 describe("the bind-address rule", () => {
   it.each([
@@ -163,5 +164,19 @@ describe("Markdown in messages", () => {
     const html = renderMarkdown(text);
     onlyOurMarkup(html);
     expect(html).not.toMatch(/<(script|img|svg|iframe|style)|href="(?!https?:|mailto:)/i);
+  });
+});
+
+describe("who a seat answers to, from its seat log (never its card)", () => {
+  const base = { seat: "local.h1", uid: "a".repeat(26), epoch: 0, ts: 1, manager: "m1" };
+  const ev = (e: Record<string, unknown>) => SeatEvent.parse({ ...base, ...e });
+  it("its spawner, then whom it was handed to; none for the operator's seats or once retired", () => {
+    expect(spawnerOf(undefined)).toBeUndefined();
+    expect(spawnerOf([ev({ type: "requested", agent: "echo" })])).toBeUndefined();
+    const spawned = ev({ type: "requested", agent: "echo", spawnedBy: "local.sam" });
+    expect(spawnerOf([spawned, ev({ type: "joined" })])).toBe("local.sam");
+    expect(spawnerOf([spawned, ev({ type: "handed-over", from: "local.sam", to: "local.tess" })])).toBe("local.tess");
+    expect(spawnerOf([spawned, ev({ type: "handed-over", from: "local.sam" })])).toBeUndefined();
+    expect(spawnerOf([spawned, ev({ type: "retired", reason: "stopped" })])).toBeUndefined();
   });
 });

@@ -1,0 +1,142 @@
+// The Claude adapter behind the runtime seam (runtime/adapter.ts, docs/runtimes.md): the launch
+// builder's run and seat profiles, the seat's pre-seeded config dir, its screens, its run output.
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import type { RunLaunchInput, RuntimeAdapter, RuntimeHost } from "../runtime/index.js";
+import { describeClaudeAuth, detectClaudeAuth, type ClaudeAuthChoice, type ClaudeAuthMode } from "./auth.js";
+import { buildClaudeLaunch } from "./launch-builder.js";
+import { normaliseOptionKey } from "./launch-options.js";
+import { launchClaude, writeLaunchFiles } from "./persona.js";
+import { runResultOf } from "./run-result.js";
+import { authFailureOnScreen, classifyScreen, seedSeatConfig } from "./seat-config.js";
+import { carriedResume } from "./transcripts.js";
+import { MANAGER_WAKE_PROMPT } from "../runtime/index.js";
+
+/** The host settings a Claude host carries (RuntimeHost.settings). */
+export interface ClaudeHostSettings {
+  /** How Claude authenticates (default: what the environment selects, in Claude Code's own order). */
+  authMode?: ClaudeAuthMode | undefined;
+  /** Cotal's plugin tree (MCP server and hooks) a seat loads. */
+  pluginDir?: string | undefined;
+}
+
+/** The seat-private config dir under a seat's folder. */
+const SEAT_CONFIG_DIR = "claude-config";
+
+const settingsOf = (host: Pick<RuntimeHost, "settings">): ClaudeHostSettings => (host.settings ?? {}) as ClaudeHostSettings;
+
+/** The auth mode Claude seats and runs use: the one chosen, else what the environment selects. */
+function authModeOf(host: Pick<RuntimeHost, "parentEnv" | "settings">): ClaudeAuthMode {
+  return settingsOf(host).authMode ?? detectClaudeAuth(host.parentEnv);
+}
+
+/** The run's `--max-budget-usd`: the lower of the agent file's own and the budget's headroom. */
+function withBudgetCap(options: RunLaunchInput["launchOptions"], headroom: number | undefined): Record<string, string | number | boolean> {
+  const out: Record<string, string | number | boolean> = {};
+  let fileCap: number | undefined;
+  for (const [k, v] of Object.entries(options)) {
+    if (normaliseOptionKey(k) === "max-budget-usd" && typeof v === "number") fileCap = v;
+    else out[k] = v;
+  }
+  const cap = [fileCap, headroom].filter((v): v is number => v !== undefined);
+  if (cap.length) out["max-budget-usd"] = Math.min(...cap);
+  return out;
+}
+
+export const claudeRuntime = {
+  name: "claude",
+  label: "Claude",
+  command: "claude",
+  binEnv: "COTAL_CLAUDE_BIN",
+  installHint: "Install @anthropic-ai/claude-code where the manager runs (or set COTAL_CLAUDE_BIN), then restart the manager.",
+  capabilities: {
+    mailHook: true,
+    preToolUse: "all",
+    notificationHook: true,
+    stopFailureHook: true,
+    denyFloor: "cli",
+    terminalWake: true,
+    headlessRun: true,
+    runCost: "usd",
+    jsonSchema: true,
+    carry: true,
+    eventPlane: true,
+  },
+  wakePrompt: MANAGER_WAKE_PROMPT,
+
+  auth(host) {
+    const a = describeClaudeAuth((settingsOf(host).authMode ?? "auto") as ClaudeAuthChoice, host.parentEnv);
+    return {
+      ready: a.ready,
+      summary: `${a.mode}${a.vars.length ? ` (${a.vars.join(", ")})` : ""}${a.login ? ` login ${a.login}` : ""}`,
+      ...(a.problem ? { problem: a.problem } : {}),
+      ...(a.remedy ? { remedy: a.remedy } : {}),
+    };
+  },
+
+  buildRun(host, input) {
+    return buildClaudeLaunch({
+      profile: "run",
+      noMesh: true,
+      prompt: input.prompt,
+      cwd: input.cwd,
+      identity: { name: `run_${input.runId}`, space: input.space, launchMaterialPath: "/dev/null" },
+      connectorEntry: host.connectorEntry,
+      parentEnv: host.parentEnv,
+      authMode: authModeOf(host),
+      claudePath: host.executable,
+      runtimeDir: input.runtimeDir,
+      ...(input.jsonSchemaFile ? { jsonSchemaFile: input.jsonSchemaFile } : {}),
+      ...(input.model ? { model: input.model } : {}),
+      ...(input.persona ? { persona: input.persona } : {}),
+      ...(input.agent ? { agent: input.agent } : {}),
+      launchOptions: withBudgetCap(input.launchOptions, input.maxBudgetUsd),
+      allowedTools: input.allowedTools,
+    });
+  },
+
+  parseRun: runResultOf,
+
+  async buildSeat(host, seat) {
+    const authMode = authModeOf(host);
+    const configDir = join(seat.seatDir, SEAT_CONFIG_DIR);
+    const resume = seat.resume ? await carriedResume(configDir, seat.cwd, seat.resume) : undefined;
+    const pluginDir = settingsOf(host).pluginDir;
+    const launch = buildClaudeLaunch({
+      profile: "seat",
+      cwd: seat.cwd,
+      identity: { name: seat.name, space: seat.space, launchMaterialPath: seat.launchMaterialPath },
+      connectorEntry: host.connectorEntry,
+      ...(pluginDir ? { pluginDir } : {}),
+      parentEnv: { ...host.parentEnv, CLAUDE_CONFIG_DIR: configDir },
+      authMode,
+      claudePath: host.executable,
+      runtimeDir: seat.seatDir,
+      ...(seat.model ? { model: seat.model } : {}),
+      ...(seat.persona ? { persona: seat.persona } : {}),
+      ...(seat.agent ? { agent: seat.agent } : {}),
+      allowedTools: seat.allowedTools,
+      launchOptions: { ...seat.launchOptions, ...(resume ? { resume: resume.session, "fork-session": resume.fork } : {}) },
+    });
+    if (seat.unseeded) mkdirSync(configDir, { recursive: true, mode: 0o700 });
+    else {
+      seedSeatConfig({
+        dir: configDir,
+        cwd: seat.cwd,
+        apiKey: authMode === "api-key" ? host.parentEnv.ANTHROPIC_API_KEY : undefined,
+        parentEnv: host.parentEnv,
+        bypassAccepted: launch.permissionMode === "bypassPermissions",
+      });
+    }
+    return launch;
+  },
+
+  classifyScreen,
+  authFailureOnScreen,
+
+  writeLaunchFiles,
+
+  spawn(launch, opts) {
+    return launchClaude({ profile: "run", ...launch }, opts);
+  },
+} as const satisfies RuntimeAdapter;

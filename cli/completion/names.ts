@@ -1,0 +1,36 @@
+// The names tab completion asks the mesh for (`cotal __complete <source>`): who is on the roster,
+// which channels exist, which managers run. Read with the command's own credential, so each
+// credential completes only what it may see.
+import { callControl, credsCaller } from "../../broker/index.js";
+import type { MeshTarget } from "../context.js";
+import { listManagers } from "../managers.js";
+import { MeshSession } from "../session.js";
+import type { NameSource } from "./spec.js";
+
+/** The names of one source, sorted, each once. Throws when the mesh cannot say (the caller stays silent). */
+export async function meshNames(source: NameSource, target: MeshTarget): Promise<string[]> {
+  const session = await MeshSession.open(target, false);
+  try {
+    return [...new Set(await namesFrom(session, source))].sort();
+  } finally {
+    await session.close();
+  }
+}
+
+async function namesFrom(s: MeshSession, source: NameSource): Promise<string[]> {
+  switch (source) {
+    case "seats":
+      // Everyone the roster knows (seats and people): what `send dm`, `stop --name` and the like take.
+      return (await s.roster()).entries().map((e) => e.name);
+    case "managers":
+      return (await listManagers(s)).map((m) => m.instance);
+    case "channels": {
+      // Configured channels, and the ones members joined without a configuration of their own.
+      const [configured, roster] = await Promise.all([
+        callControl(s.nc, s.target.space, "channels", credsCaller(s.target.creds)).catch(() => []),
+        s.roster().catch(() => undefined),
+      ]);
+      return [...configured.map((c) => c.name), ...(roster?.entries().flatMap((e) => e.presence.channels) ?? [])];
+    }
+  }
+}

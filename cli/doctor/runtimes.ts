@@ -1,0 +1,73 @@
+// `cotal doctor`: each agent CLI of the runtime registry (docs/runtimes.md): found as a manager
+// started here would find it, its version, and whether its credentials are here.
+import { execFile } from "node:child_process";
+import { delimiter, join } from "node:path";
+import { findRuntimeCli, RUNTIMES } from "../../manager/index.js";
+import type { RuntimeAdapter } from "../../runtime/index.js";
+import { defaultClaudeAuth } from "../manager-process.js";
+import { oneLine } from "../output.js";
+import { packageRoot } from "../package-root.js";
+import { failed, failedWith, pass, warned, type DoctorCheck } from "./check.js";
+
+/** How long a CLI may take to print its version (OpenCode's cold start took 14 s on a loaded 2-core host). */
+const VERSION_TIMEOUT_MS = 30_000;
+
+/** One check per registered runtime (their CLIs asked at once: a cold start can take seconds each). */
+export function runtimeChecks(env: NodeJS.ProcessEnv = process.env): Promise<DoctorCheck[]> {
+  // A manager looks on PATH and in the package's own node_modules/.bin (cli/commands/manager.ts).
+  const search = { ...env, PATH: [env.PATH ?? "", join(packageRoot(), "node_modules", ".bin")].join(delimiter) };
+  return Promise.all(RUNTIMES.map((adapter) => runtimeCheck(adapter, env, search)));
+}
+
+async function runtimeCheck(adapter: RuntimeAdapter, env: NodeJS.ProcessEnv, search: NodeJS.ProcessEnv): Promise<DoctorCheck> {
+  const id = `runtime:${adapter.name}`;
+  const title = adapter.name;
+  const found = findRuntimeCli(adapter, search);
+  const notes = found.notes.length ? ` (${found.notes.join(" ")})` : "";
+  if (!found.path)
+    return warned(
+      id,
+      title,
+      `${adapter.label} (${adapter.command}) is not installed here: not on PATH, and ${adapter.binEnv} is not set${notes}; seats and runs on this runtime are refused on this host.`,
+      `To use it: ${adapter.installHint}`,
+    );
+  const version = await cliVersion(found.path);
+  if (!version.ok)
+    return failed(id, title, `${found.path} did not run: \`${adapter.command} --version\` ${version.why}.`, `Reinstall it. ${adapter.installHint}`);
+  let auth;
+  try {
+    // The Claude adapter reads its auth choice from the host's settings, as `cotal up` hands it to
+    // the host's manager (COTAL_CLAUDE_AUTH, default auto); the others ignore it.
+    auth = adapter.auth({ parentEnv: env, settings: { authMode: defaultClaudeAuth(env) } });
+  } catch (err) {
+    return failedWith(id, title, err, "Set COTAL_CLAUDE_AUTH to auto or one of the modes docs/claude-binding.md lists.");
+  }
+  const head = `${found.path} ${version.text}${notes}; credentials: ${auth.summary}`;
+  if (!auth.ready)
+    return failed(
+      id,
+      title,
+      `${head}. It cannot authenticate here: ${auth.problem ?? "no credentials"}`,
+      auth.remedy ?? "Give it credentials (docs/runtimes.md).",
+    );
+  return pass(id, title, head);
+}
+
+/**
+ * The first line `<cli> --version` prints. One that is still starting after the timeout (a cold
+ * start on a loaded host) is not counted as broken: its version is said to be unknown.
+ */
+function cliVersion(path: string): Promise<{ ok: true; text: string } | { ok: false; why: string }> {
+  return new Promise((resolve) => {
+    execFile(path, ["--version"], { encoding: "utf8", timeout: VERSION_TIMEOUT_MS }, (err, stdout, stderr) => {
+      const first = `${stdout}\n${stderr}`.split("\n").find((l) => l.trim() !== "");
+      const said = first ? oneLine(first.trim()).slice(0, 200) : undefined;
+      if (!err) return resolve({ ok: true, text: said ?? "(no version printed)" });
+      const e = err as NodeJS.ErrnoException & { killed?: boolean; code?: string | number | null; signal?: string | null };
+      if (e.killed) return resolve({ ok: true, text: `(version unknown: \`--version\` did not answer within ${VERSION_TIMEOUT_MS / 1000} s)` });
+      if (typeof e.code === "string") return resolve({ ok: false, why: `could not be started (${e.code})` });
+      if (e.signal) return resolve({ ok: false, why: `was ended by ${e.signal}` });
+      resolve({ ok: false, why: `exited with code ${e.code}${said ? `: ${said}` : ""}` });
+    });
+  });
+}

@@ -1,0 +1,34 @@
+import { join } from "node:path";
+import { assertToken, PrincipalToken } from "../schemas/index.js";
+import { seatDir } from "./seat-launcher.js";
+import { TmuxServer } from "./tmux-runtime.js";
+
+/** The socket of a manager's own tmux server, in its state dir (nothing mixes with the user's tmux). */
+export function tmuxSocketPath(stateDir: string): string {
+  return join(stateDir, "tmux.sock");
+}
+
+/** The tmux session of a space's seats: one window per seat. */
+export function tmuxSessionName(space: string): string {
+  return `cotal-${assertToken("space", "space", space)}`;
+}
+
+/** The unix socket `cotal attach` relays a pty seat's terminal over, in the seat's own folder. */
+export function ptySocketPath(seatFolder: string): string {
+  return join(seatFolder, "pty.sock");
+}
+
+/** The runtimes whose seats have a terminal a person can open. */
+export type TerminalRuntime = "tmux" | "pty";
+
+/**
+ * How a person opens a seat's terminal on its manager's host, built only from what this host
+ * knows: the manager's state dir, the space and the seat's name (a principal token, so it can
+ * name no other path or window). Nothing a manager answers over the mesh is run (issue #25):
+ * `["pty", <socket>]` for a pty seat (`cotal attach` relays it), else tmux's own attach.
+ */
+export function localAttachCommand(stateDir: string, space: string, name: string, runtime: TerminalRuntime): string[] {
+  const seat = PrincipalToken.parse(name);
+  if (runtime === "pty") return ["pty", ptySocketPath(seatDir(stateDir, seat))];
+  return new TmuxServer(tmuxSocketPath(stateDir), tmuxSessionName(space)).attachCommand(seat);
+}

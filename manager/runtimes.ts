@@ -1,0 +1,68 @@
+// The runtime registry (docs/runtimes.md): every agent CLI Cotal can seat, one line each. A
+// third runtime is a sibling adapter folder exporting a RuntimeAdapter and one line here.
+import { claudeRuntime } from "../claude/index.js";
+import { codexRuntime } from "../codex/index.js";
+import { geminiRuntime } from "../gemini/index.js";
+import { opencodeRuntime } from "../opencode/index.js";
+import { findCli, type Env, type RuntimeAdapter, type RuntimeHost } from "../runtime/index.js";
+import type { ClaudeSeatOptions } from "./claude-seat.js";
+import { SeatRefusedError } from "./errors.js";
+
+export const RUNTIMES: readonly RuntimeAdapter[] = [claudeRuntime, codexRuntime, opencodeRuntime, geminiRuntime];
+
+/** The adapter named `name` (an agent file's `runtime:`, a spawn's `--agent`), or undefined. */
+export function runtimeNamed(name: string): RuntimeAdapter | undefined {
+  return RUNTIMES.find((r) => r.name === name);
+}
+
+/** The runtime a persona runs on when its agent file names none. */
+export const DEFAULT_RUNTIME: RuntimeAdapter = RUNTIMES[0]!;
+
+/**
+ * The promises a runtime cannot keep (its capability table's "no" rows, docs/runtimes.md), as
+ * short tags for `ps`: empty for a runtime that keeps them all.
+ */
+export function capabilityGaps(adapter: RuntimeAdapter): string[] {
+  const c = adapter.capabilities;
+  return [
+    ...(c.preToolUse !== "all" ? [`pre-tool hook: ${c.preToolUse} only`] : []),
+    ...(c.denyFloor !== "cli" ? [`deny floor: ${c.denyFloor === "sandbox" ? "sandbox only" : "Bash hook only"}`] : []),
+    ...(!c.notificationHook ? ["no approval state"] : []),
+    ...(!c.stopFailureHook ? ["no failed-turn condition"] : []),
+    ...(!c.carry ? ["no carry"] : []),
+    ...(!c.eventPlane ? ["no event plane"] : []),
+    ...(c.runCost === "usage" ? ["runs: tokens, not dollars"] : []),
+  ];
+}
+
+/**
+ * The pre-flight of a spawn or run: a manager whose runtime has no credentials refuses, before any
+ * name is claimed, rather than start a seat or run whose every model call fails.
+ */
+export function refuseWithoutAuth(instance: string, adapter: RuntimeAdapter, host: RuntimeHost, what: "seat" | "run"): void {
+  const auth = adapter.auth(host);
+  if (auth.ready) return;
+  throw new SeatRefusedError(
+    "auth-unavailable",
+    `Manager ${instance} cannot start a ${adapter.label} ${what} that reaches its model: ${auth.problem} Nothing was started.`,
+    auth.remedy ?? "See `cotal status` for the manager's runtimes.",
+  );
+}
+
+/** What a manager can start, per runtime name: its Claude options as a host, and the other runtimes' hosts. */
+export function hostsOf(o: { claude?: ClaudeSeatOptions | undefined; runtimes?: Readonly<Record<string, RuntimeHost>> | undefined }): Map<string, RuntimeHost> {
+  const hosts = new Map<string, RuntimeHost>(Object.entries(o.runtimes ?? {}));
+  if (o.claude)
+    hosts.set(claudeRuntime.name, {
+      executable: o.claude.claudePath,
+      connectorEntry: o.claude.connectorEntry,
+      parentEnv: o.claude.parentEnv,
+      settings: { authMode: o.claude.authMode, pluginDir: o.claude.pluginDir },
+    });
+  return hosts;
+}
+
+/** Where a runtime's executable is: its `binEnv` variable, else the first on PATH; with notes for the log. */
+export function findRuntimeCli(adapter: RuntimeAdapter, env: Env): { path: string | undefined; notes: string[] } {
+  return findCli(adapter, env);
+}

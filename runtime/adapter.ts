@@ -1,0 +1,239 @@
+// The runtime seam (docs/runtimes.md): everything the kernel (manager, runs, `cotal setup`) asks
+// of an agent CLI, as one interface. Each agent CLI is an adapter folder (claude/, codex/) that
+// exports one object of this shape; the registry (manager/runtimes.ts) lists them, one line each.
+// The kernel never asks "is this Claude?": it asks the adapter, or reads its capability table.
+import type { ChildProcess, StdioOptions } from "node:child_process";
+import type { ModelSource, RunResult } from "../schemas/index.js";
+
+/** An environment as a launcher sees it (`process.env`-shaped). */
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/** A file a launch needs on disk before the CLI starts (always 0600: it may hold the persona or a provider config). */
+export interface LaunchFile {
+  path: string;
+  content: string;
+  mode: number;
+}
+
+/** What to run: spawn `command` with `args`, `cwd` and exactly `env`. */
+export interface RuntimeLaunch {
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+  cwd: string;
+  /** A private 0700 directory holding `files`, created fresh, removed once the process is proven gone. */
+  privateDir: string;
+  files: LaunchFile[];
+  /** Text written to the CLI's stdin, then closed (headless runs). */
+  stdin?: string;
+  /** The unattended permission posture, named as the runtime names it (shown in `ps`). */
+  permissionMode?: string;
+}
+
+/** A spawned launch. */
+export interface LaunchedRuntime {
+  child: ChildProcess;
+  privateDir: string;
+}
+
+/** How the kernel has a launch spawned. */
+export interface SpawnOptions {
+  stdio?: "pipe" | "inherit" | "ignore" | StdioOptions;
+  /** Own process group (runs and seats: a kill reaches the CLI's MCP servers and hooks). */
+  detached?: boolean;
+}
+
+/** What a manager knows of one runtime on its host: where its CLI is and what the seat's connector is. */
+export interface RuntimeHost {
+  /** The CLI executable. */
+  executable: string;
+  /** The bundled connector entry (dist/connector.mjs), the seat's MCP server. */
+  connectorEntry: string;
+  /** The manager's environment: children get only the adapter's allow-list of it. */
+  parentEnv: Env;
+  /** Adapter-specific settings (Claude: its auth mode), opaque to the kernel. */
+  settings?: Readonly<Record<string, unknown>>;
+}
+
+/** One headless run (`cotal run`), as the kernel hands it to an adapter. */
+export interface RunLaunchInput {
+  runId: string;
+  space: string;
+  prompt: string;
+  cwd: string;
+  /** The agent file's persona (never argv). */
+  persona?: string | undefined;
+  model?: string | undefined;
+  /** A subagent to run as (runtimes that have them). */
+  agent?: string | undefined;
+  launchOptions: Readonly<Record<string, string | number | boolean>>;
+  allowedTools: readonly string[];
+  /** A JSON Schema file the output must match. */
+  jsonSchemaFile?: string | undefined;
+  /** The run's spending cap in USD (runtimes that enforce one). */
+  maxBudgetUsd?: number | undefined;
+  /** Where the run's private launch directory goes. */
+  runtimeDir: string;
+}
+
+/** How a run's process ended, as the kernel saw it. */
+export interface RunExit {
+  code: number | null;
+  signal: string | null;
+  /** Killed for its timeout. */
+  timedOut: boolean;
+  stdout: string;
+  stderr: string;
+  latencyMs: number;
+}
+
+/** What the result parser is told of the run. */
+export interface RunSpecView {
+  runId: string;
+  persona?: string | undefined;
+  jsonSchema?: Record<string, unknown> | undefined;
+  model?: string | undefined;
+  modelSource: ModelSource;
+  timeoutMs: number;
+  /** What the run counts as when the CLI reports no cost: the median of recent runs. */
+  fallbackCostUsd?: number | undefined;
+}
+
+/** One unattended seat, as the kernel hands it to an adapter. */
+export interface SeatLaunchInput {
+  name: string;
+  space: string;
+  cwd: string;
+  /** The seat's own folder (0700): a runtime keeps its private home/config dir here. */
+  seatDir: string;
+  /** The seat's launch material file (identity, server, credential path). */
+  launchMaterialPath: string;
+  model?: string | undefined;
+  persona?: string | undefined;
+  agent?: string | undefined;
+  launchOptions: Readonly<Record<string, string | number | boolean>>;
+  allowedTools: readonly string[];
+  /** A carried session to continue (runtimes whose `capabilities.carry` is true). */
+  resume?: { session: string; digest: string; file?: string | undefined } | undefined;
+  /** Start with an empty home, as an unmanaged first run would (tests of the screen check). */
+  unseeded?: boolean;
+}
+
+/** What a seat's terminal shows: its input screen, a screen that blocks an unattended start (named), or not known yet. */
+export type ScreenState = { kind: "ready" } | { kind: "blocked"; name: string } | { kind: "unknown" };
+
+/** Whether a runtime's credentials are there (a pre-flight, never a model call; never a secret). */
+export interface RuntimeAuth {
+  ready: boolean;
+  /** Which configuration the runtime uses, for `cotal status` (names and paths, never values). */
+  summary: string;
+  problem?: string;
+  remedy?: string;
+}
+
+/**
+ * The promises a seat makes and whether this runtime's CLI can keep them: one row per promise in
+ * docs/runtimes.md. The kernel reads these instead of asking which runtime it is.
+ */
+export interface RuntimeCapabilities {
+  /** Hooks hand mail over at session start and on prompt submit (acked after the hook wrote it). */
+  mailHook: boolean;
+  /** Which tools a pre-tool-use hook sees: `all`, `bash` (Codex), or `none`. */
+  preToolUse: "all" | "bash" | "none";
+  /** A hook fires when the CLI waits for a person (approval state in presence: Claude's Notification or PermissionRequest, Codex's PermissionRequest). */
+  notificationHook: boolean;
+  /** A hook fires when a turn fails (presence condition). */
+  stopFailureHook: boolean;
+  /**
+   * Where the deny floor (runtime/deny-floor.ts) is enforced: by the CLI's own rules (`cli`), by a
+   * pre-tool hook on the shell tool only (`hook-bash`: Codex), or not at all beyond its sandbox.
+   */
+  denyFloor: "cli" | "hook-bash" | "sandbox";
+  /** A wake that types into the seat's terminal. */
+  terminalWake: boolean;
+  /** Headless one-shot runs (`cotal run`). */
+  headlessRun: boolean;
+  /** How a run's cost is known: dollars from the CLI, or token usage only. */
+  runCost: "usd" | "usage";
+  /** A run can be held to a JSON schema. */
+  jsonSchema: boolean;
+  /** A carried session can be resumed in a seat. */
+  carry: boolean;
+  /** The event plane can read its transcript. */
+  eventPlane: boolean;
+}
+
+/** What `cotal setup --runtime <name>` did (or, with `check`, would do) to the user's own configuration of the CLI. */
+export interface RuntimeSetupReport {
+  /** The CLI's home it wrote into. */
+  home: string;
+  files: Array<{ path: string; action: "ok" | "created" | "updated" | "missing" | "stale" }>;
+  /** Cotal's hooks the CLI reads as trusted (undefined: no executable to ask). */
+  trusted?: number;
+}
+
+/** A runtime adapter. One per agent CLI; registered in manager/runtimes.ts. */
+export interface RuntimeAdapter {
+  /** The agent name in agent files (`runtime:`), `cotal spawn --agent`, and `ps`. */
+  readonly name: string;
+  /** The product, for sentences (`Claude Code`). */
+  readonly label: string;
+  /** The executable's name on PATH. */
+  readonly command: string;
+  /** The environment variable that names its executable (tests, unusual installs). */
+  readonly binEnv: string;
+  /** How to get the CLI when it is missing. */
+  readonly installHint: string;
+  readonly capabilities: RuntimeCapabilities;
+
+  /**
+   * What of the user's shell a manager started in the background must carry for this runtime
+   * (its home, its credentials' variables), put in that manager's environment, never argv.
+   * Absent: the runtime carries its own (Claude's auth mode decides it, cli/manager-process.ts).
+   */
+  shellEnv?(env: Env): Record<string, string>;
+  /** The credentials and configuration the CLI will use on this host (never a value). */
+  auth(host: Pick<RuntimeHost, "parentEnv" | "settings">): RuntimeAuth;
+
+  /**
+   * Build a headless run: argv, env (allow-listed), private files, prompt on stdin. Pure apart from
+   * a random directory name, or async when the runtime must prepare its home itself (Codex trusts
+   * its deny-floor hook there): it then writes the private directory and returns no files.
+   */
+  buildRun(host: RuntimeHost, input: RunLaunchInput): RuntimeLaunch | Promise<RuntimeLaunch>;
+  /** Map a finished run's exit and output to the typed result (`costBasis` says how its cost was derived). Pure. */
+  parseRun(spec: RunSpecView, exit: RunExit): RunResult;
+
+  /**
+   * Prepare an unattended interactive seat: its private home (seeded so no first-run, login or
+   * trust screen stops it; MCP server and hooks configured) and its launch. May write files.
+   */
+  buildSeat(host: RuntimeHost, input: SeatLaunchInput): Promise<RuntimeLaunch>;
+  /** What the seat's terminal shows. */
+  classifyScreen(screen: string): ScreenState;
+  /** A model-auth failure the screen shows, named (or undefined). */
+  authFailureOnScreen(screen: string): string | undefined;
+  /** The text typed into an idle seat holding mail, so its next turn's hook hands the mail over. */
+  readonly wakePrompt: string;
+  /** How long after typing text into its TUI to press Enter (a TUI that reads fast input as a paste takes a quick Enter as a newline). */
+  readonly submitDelayMs?: number;
+  /** How long its TUI may take to show its input screen before the start counts as failed (default 15 s; a TUI that loads a large bundle, e.g. OpenCode's, takes longer on a loaded host). */
+  readonly screenTimeoutMs?: number;
+  /**
+   * How long after a wake the manager waits before typing another into a seat still idle with mail
+   * (default 15 s). A TUI whose first prompt starts a session may still show its input screen while
+   * that prompt's hooks run; a second wake typed then starts a second session (OpenCode).
+   */
+  readonly rewakeAfterMs?: number;
+
+  /** Create the launch's private directory (0700, fresh) and write its files (0600), for a launch the kernel starts itself (a seat under tmux or a pty). */
+  writeLaunchFiles(launch: Pick<RuntimeLaunch, "privateDir" | "files">): void;
+  /**
+   * `cotal setup --runtime <name>`: install Cotal's MCP server and hooks into the user's own
+   * configuration, so a hand-started CLI joins the mesh (`check`: compare only). Absent: the
+   * runtime installs another way (Claude: its plugin, connector/claude/).
+   */
+  setup?(o: { env: Env; connectorEntry: string; executable?: string | undefined; check: boolean }): Promise<RuntimeSetupReport>;
+  /** Write the launch's private files and spawn it; the private directory goes when the process does. */
+  spawn(launch: RuntimeLaunch, opts: SpawnOptions): LaunchedRuntime;
+}

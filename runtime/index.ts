@@ -1,0 +1,37 @@
+/**
+ * The runtime seam: the interface every agent CLI adapter implements (adapter.ts) and what the
+ * kernel hands it. Its own floor (it depends on schemas only): the adapters (claude/, codex/)
+ * sit above it, the registry (manager/runtimes.ts) and the kernel above them.
+ */
+export type {
+  Env,
+  LaunchedRuntime,
+  LaunchFile,
+  RunExit,
+  RunLaunchInput,
+  RunSpecView,
+  RuntimeAdapter,
+  RuntimeAuth,
+  RuntimeCapabilities,
+  RuntimeHost,
+  RuntimeLaunch,
+  RuntimeSetupReport,
+  ScreenState,
+  SeatLaunchInput,
+  SpawnOptions,
+} from "./adapter.js";
+export { removePrivateDir, writePrivateFiles, type PrivateDirRules } from "./private-files.js";
+export { findCli } from "./find-cli.js";
+export { failedRun, runBase, timeoutMessage, unfinishedRun, type RunReading } from "./run-result.js";
+export { jsonObjectLines } from "./json-lines.js";
+export { MANAGER_WAKE_PROMPT, WAKE_EVERY_MS, wakeDue } from "./wake.js";
+export { DENY_FLOOR_COMMANDS, DENY_FLOOR_HOOK_FLAG, floorRuleFor } from "./deny-floor.js";
+export { RUNTIME_ENV } from "./runtime-env.js";
+export { screenReaders, type BlockingScreen } from "./screen.js";
+export { spawnWithPrivateDir } from "./spawn-launch.js";
+export { privateLaunchDir } from "./launch-dir.js";
+export { allowListedEnv, BASE_ENV_NAMES } from "./launch-env.js";
+export { connectorCommand, hookEntryOf } from "./connector-entry.js";
+export type { LaunchCommon } from "./launch-common.js";
+export type { TranscriptRecord } from "./transcript-record.js";
+export { applySetupFile, setupAction, type SetupAction } from "./setup-file.js";

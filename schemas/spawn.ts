@@ -1,0 +1,70 @@
+import { z } from "zod";
+import { PrincipalId } from "./principal.js";
+import { ChannelName, PrincipalToken, RoleName } from "./tokens.js";
+
+/**
+ * Agents that staff their team (issue 29, part 5; docs/manager.md, Helpers): a credential minted
+ * with the spawn right (`cotal mint … --allow-spawn <personas>`) may ask a manager to start and
+ * retire helper seats of those personas, within its seat limit, never wider than itself.
+ */
+
+/** Helpers one spawner holds at once unless its credential says otherwise. */
+export const DEFAULT_SPAWN_LIMIT = 4;
+/** The most helpers a credential may be allowed. */
+export const MAX_SPAWN_LIMIT = 32;
+/** The most personas one credential may be allowed to spawn. */
+export const MAX_SPAWN_PERSONAS = 32;
+
+/** The personas (agent files) a credential may spawn helpers of. */
+export const AllowSpawn = z.array(PrincipalToken).max(MAX_SPAWN_PERSONAS).describe("personas (agent files) it may spawn helpers of");
+/** How many helpers it may hold at once. */
+export const SpawnLimit = z.number().int().min(1).max(MAX_SPAWN_LIMIT).describe(`helpers it may hold at once (default ${DEFAULT_SPAWN_LIMIT})`);
+
+/**
+ * What the mesh service minted a name with, as a manager needs it to judge a spawn: its profile,
+ * its channels and role (a helper may not exceed them) and its spawn right.
+ */
+export const SpawnGrant = z.object({
+  principal: PrincipalId,
+  minted: z.boolean().describe("the mesh minted this name (false: an open mesh, or a name never minted; every other field is then empty)"),
+  profile: z.string().optional(),
+  allowSubscribe: z.array(ChannelName).default([]),
+  allowPublish: z.array(ChannelName).default([]),
+  role: RoleName.optional(),
+  allowSpawn: AllowSpawn.default([]),
+  spawnLimit: SpawnLimit.optional(),
+});
+export type SpawnGrant = z.infer<typeof SpawnGrant>;
+
+/** One persona a spawner may spawn, as the manager's folder holds it. */
+export const PersonaInfo = z.object({
+  persona: PrincipalToken,
+  name: PrincipalToken.describe("the seat name its agent file gives (a helper's default name)"),
+  runtime: z.string().describe("the agent CLI its agent file names (claude by default)"),
+  role: RoleName.optional(),
+  channels: z.array(ChannelName).describe("the channels its helper joins unless the spawn names others"),
+  description: z.string().max(1000).optional(),
+  problem: z.string().optional().describe("why it cannot be spawned from here (its agent file is missing or invalid, or wider than the spawner)"),
+});
+export type PersonaInfo = z.infer<typeof PersonaInfo>;
+
+/**
+ * The operator's channel rights for a seat (cotal.yaml's `read`/`write` lists; docs/team-file.md):
+ * on the channels in `over`, the seat's credential may read exactly those in `read` and post on
+ * exactly those in `write`, whatever its channels and agent file would give. Channels not in
+ * `over` keep the usual rights (those it joins, plus its agent file's allow-lists).
+ */
+export const ChannelRights = z
+  .strictObject({
+    over: z.array(ChannelName).max(64).describe("the channels these rights decide"),
+    read: z.array(ChannelName).max(64).describe("of those, the ones it may read"),
+    write: z.array(ChannelName).max(64).describe("of those, the ones it may post on"),
+  })
+  .superRefine((r, ctx) => {
+    for (const key of ["read", "write"] as const) {
+      const outside = r[key].filter((c) => !r.over.includes(c));
+      if (outside.length) ctx.addIssue({ code: "custom", path: [key], message: `names ${outside.join(", ")}, which over does not` });
+    }
+  })
+  .describe("the operator only: exact read and post rights on some channels (cotal.yaml's read/write lists)");
+export type ChannelRights = z.infer<typeof ChannelRights>;

@@ -1,0 +1,63 @@
+// Issue 25, route 3: the host manager's credential, when it carries an expiry, is minted again by
+// `cotal up` once a third of its life is left, with the same lifetime; the running manager takes the
+// new file when the server closes its expired connection, and keeps serving. Through the shipped
+// CLI: `cotal up`, a 60 s credential put in the manager's place (`cotal mint --expires-in`), the
+// renewing `cotal up`, and a spawn after the first credential expired.
+import { copyFileSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { connect, credsAuthenticator } from "@nats-io/transport-node";
+import { describe, expect, it } from "vitest";
+import { credsClaims } from "../../broker/index.js";
+import { renewalDueAt } from "../../manager/index.js";
+import { cliFolder, freePort, type CliResult } from "../harness/cli.js";
+import { until } from "../harness/until.js";
+
+const { dir, cotal } = cliFolder("cotal-manager-renew-");
+const credsFile = join(dir, ".cotal/manager/manager.creds");
+const managerPid = () => (JSON.parse(readFileSync(join(dir, ".cotal/run/manager.json"), "utf8")) as { pid: number }).pid;
+
+function ok(r: CliResult): CliResult {
+  expect(r.code, `stdout: ${r.stdout}\nstderr: ${r.stderr}`).toBe(0);
+  return r;
+}
+
+describe("the host manager's credential", () => {
+  it("is minted again by cotal up when a third of its life is left; the running manager keeps serving past the first one's expiry", async () => {
+    const server = ok(await cotal("up", "-d", "--port", String(await freePort()), "--json")).json<{ server: string }>().server;
+    const instance = readFileSync(join(dir, ".cotal/manager/instance"), "utf8").trim();
+    expect(credsClaims(readFileSync(credsFile))?.exp, "the operator mints it without an expiry").toBeUndefined();
+
+    // Give the host manager a 60 s credential of its own name (its last third, 20 s, leaves `cotal up`
+    // time to renew it on a loaded machine), then start it on that.
+    const short = join(dir, "short.creds");
+    ok(await cotal("mint", instance, "--profile", "manager", "--expires-in", "60s", "--out", short));
+    ok(await cotal("down"));
+    copyFileSync(short, credsFile);
+    ok(await cotal("up", "-d", "--json"));
+    const first = readFileSync(credsFile);
+    const firstExp = credsClaims(first)!.exp!;
+    const pid = managerPid();
+
+    // Once it is due, `cotal up` (the manager running) mints it again with the same lifetime.
+    await until(() => Date.now() >= renewalDueAt(credsFile)!, 60_000, "the host manager's credential to be due for renewal");
+    const up = ok(await cotal("up", "-d", "--json")).json<{ notes: string[] }>();
+    expect(up.notes.join("\n")).toMatch(/host manager's credential had less than a third of its life left .*minted it again with the same lifetime/);
+    const renewed = credsClaims(readFileSync(credsFile))!;
+    expect(renewed.name).toBe(`local.${instance}`);
+    expect(renewed.exp!).toBeGreaterThan(firstExp);
+    expect(renewed.exp! - renewed.iat!).toBe(firstExp - credsClaims(first)!.iat!);
+
+    // The first credential expires and is refused; the same manager process serves on the renewed one.
+    await until(
+      () =>
+        connect({ servers: server, authenticator: credsAuthenticator(first), maxReconnectAttempts: 0 }).then(
+          (nc) => nc.close().then(() => false),
+          () => true,
+        ),
+      60_000,
+      "the first credential to be refused",
+    );
+    ok(await cotal("spawn", "-d", "--agent", "echo", "--name", "parrot", "--json"));
+    expect(managerPid()).toBe(pid);
+  }, 240_000);
+});

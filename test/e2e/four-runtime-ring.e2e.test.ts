@@ -1,0 +1,171 @@
+// Four runtimes on one mesh, through the shipped CLI only (issue 28, "Done when"): `cotal up -d` in
+// a fresh folder from a shell that holds each CLI's own configuration — the Claude double's URL and
+// key, a ~/.codex/config.toml naming the Responses double, a ~/.config/opencode/opencode.json naming
+// the Messages double, a ~/.gemini/settings.json with API-key auth and the Gemini double's URL — and
+// four managed seats: alice (Claude Code), bob (Codex), carol (OpenCode), dave (Gemini CLI). One DM
+// goes around the ring alice → bob → carol → dave → alice. Alice starts it from her opening prompt;
+// every later hop reaches an idle seat that nobody types into: the manager wakes it, the runtime's
+// own hook or plugin hands the DM to its model, and the model passes it on with Cotal's MCP tool.
+// The doubles are served from this process: every CLI call is async.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { findNatsServer } from "../../broker/index.js";
+import { claudeEnv } from "../harness/claude-runner.js";
+import { buildCli, freePort, runCotal, exitedOk } from "../harness/cli.js";
+import { allText, isMainLoopRequest, lastUserText, ModelDouble, type RecordedRequest } from "../harness/model-double.js";
+import { until } from "../harness/until.js";
+import { contentTexts, functionResponses, GeminiDouble, type RecordedGeminiRequest } from "../../testbed/gemini-double.js";
+import { codexProviderConfig, functionOutputs, inputTexts, ResponsesDouble, type RecordedResponsesRequest } from "../../testbed/responses-double.js";
+
+const OPENING = "Start the ring: pass it to bob over Cotal.";
+const WAKE = "You have new Cotal mail";
+/** What each hop's sender writes; each text names its hop, so a model sees which one it was handed. */
+const HOP = {
+  toBob: "ring hop 1, alice to bob",
+  toCarol: "ring hop 2, bob to carol",
+  toDave: "ring hop 3, carol to dave",
+  toAlice: "ring hop 4, dave to alice",
+};
+/** Each runtime's name for Cotal's `cotal_dm` MCP tool. */
+const CLAUDE_DM = "mcp__plugin_cotal_cotal__cotal_dm";
+const OPENCODE_DM = "cotal_cotal_dm";
+const GEMINI_DM = "mcp_cotal_cotal_dm";
+const KEY_VAR = "DOUBLE_PROVIDER_KEY";
+
+let project: string;
+let messages: ModelDouble; // Claude Code's and OpenCode's (both speak Anthropic Messages)
+let responses: ResponsesDouble; // Codex's
+let gemini: GeminiDouble;
+let shell: NodeJS.ProcessEnv;
+
+const cotal = (args: string[], timeoutMs = 300_000) => runCotal(args, { cwd: project, env: shell, timeoutMs });
+const ok = exitedOk;
+const codexSees = (r: RecordedResponsesRequest, text: string): boolean => JSON.stringify(r.body?.input ?? []).includes(text);
+const geminiText = (r: RecordedGeminiRequest): string => contentTexts(r).join("\n");
+/** The last user turn of a Gemini request (the wake line and what the hook added to it). */
+const geminiLastUser = (r: RecordedGeminiRequest): string => {
+  const users = (r.body?.contents ?? []).filter((c) => c.role === "user" && (c.parts ?? []).some((p) => p.text !== undefined));
+  return (users.at(-1)?.parts ?? []).map((p) => p.text ?? "").join("\n");
+};
+/** A woken turn of a Messages-API seat that was handed `text`. */
+const wokenWith = (r: RecordedRequest, text: string): boolean => isMainLoopRequest(r) && allText(r).includes(text) && lastUserText(r).includes(WAKE);
+
+beforeAll(async () => {
+  await buildCli();
+  project = await mkdtemp(join(tmpdir(), "cotal-ring-"));
+  messages = await ModelDouble.start([
+    // Alice (Claude Code), her opening turn: the first hop.
+    { when: (r) => lastUserText(r).includes(OPENING), reply: [{ tool: CLAUDE_DM, input: { to: "bob", text: HOP.toBob } }] },
+    { afterToolResult: CLAUDE_DM, reply: ["Passed on."] },
+    // Carol (OpenCode), woken with bob's hop: the third.
+    { when: (r) => wokenWith(r, HOP.toCarol), reply: [{ tool: OPENCODE_DM, input: { to: "dave", text: HOP.toDave } }] },
+    { afterToolResult: OPENCODE_DM, reply: ["Passed on."] },
+    // Alice, woken with dave's hop: the ring is closed.
+    { when: (r) => wokenWith(r, HOP.toAlice), reply: ["The ring is closed."] },
+  ]);
+  responses = await ResponsesDouble.start();
+  // Bob (Codex), woken with alice's hop: the second.
+  responses.push(
+    {
+      when: (r) => codexSees(r, HOP.toBob) && functionOutputs(r).length === 0,
+      reply: [{ namespace: "mcp__cotal", tool: "cotal_dm", arguments: { to: "carol", text: HOP.toCarol } }],
+    },
+    { when: (r) => functionOutputs(r).length > 0, reply: ["Passed on."] },
+  );
+  gemini = await GeminiDouble.start();
+  // Dave (Gemini CLI), woken with carol's hop: the fourth.
+  gemini.push(
+    {
+      when: (r) => geminiText(r).includes(HOP.toDave) && geminiLastUser(r).includes(WAKE) && !functionResponses(r).some((f) => f.name === GEMINI_DM),
+      reply: [{ tool: GEMINI_DM, args: { to: "alice", text: HOP.toAlice } }],
+    },
+    { when: (r) => functionResponses(r).some((f) => f.name === GEMINI_DM), reply: ["Passed on."] },
+  );
+
+  // One user's home, with each CLI configured as its own docs say.
+  const home = join(project, "home");
+  mkdirSync(join(home, ".codex"), { recursive: true });
+  writeFileSync(join(home, ".codex", "config.toml"), codexProviderConfig(responses.baseUrl, KEY_VAR));
+  mkdirSync(join(home, ".config", "opencode"), { recursive: true });
+  writeFileSync(
+    join(home, ".config", "opencode", "opencode.json"),
+    JSON.stringify({
+      model: "anthropic/claude-double",
+      provider: {
+        anthropic: { options: { baseURL: `${messages.url}/v1`, apiKey: "sk-opencode-double" }, models: { "claude-double": { name: "Claude double" } } },
+      },
+    }),
+  );
+  mkdirSync(join(home, ".gemini"), { recursive: true });
+  writeFileSync(join(home, ".gemini", "settings.json"), JSON.stringify({ security: { auth: { selectedType: "gemini-api-key" } } }));
+  // A space of its own: a connector's custody is per host and principal, and other meshes on this host may seat these names too.
+  shell = {
+    ...claudeEnv({ baseUrl: messages.url, home }),
+    NATS_SERVER_BIN: findNatsServer(),
+    [KEY_VAR]: "sk-codex-double",
+    OPENCODE_DISABLE_MODELS_FETCH: "1",
+    GEMINI_API_KEY: "gemini-double-key",
+    GOOGLE_GEMINI_BASE_URL: gemini.baseUrl,
+    COTAL_SPACE: `ring-${process.pid}`,
+  };
+  ok(await cotal(["up", "-d", "--port", String(await freePort())]));
+}, 180_000);
+
+afterAll(async () => {
+  if (project) await cotal(["down"]).catch(() => undefined);
+  await messages?.close();
+  await responses?.close();
+  await gemini?.close();
+  if (project) await rm(project, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+});
+
+describe("four runtimes on one mesh, unattended, through the shipped CLI", () => {
+  it("one DM goes around the ring claude → codex → opencode → gemini → claude, every later hop woken by the manager", async () => {
+    for (const [name, agent] of [
+      ["bob", "codex"],
+      ["carol", "opencode"],
+      ["dave", "gemini"],
+    ] as const) {
+      const seat = ok(await cotal(["spawn", "-d", "--agent", agent, "--name", name, "--wait-ms", "240000", "--json"]));
+      expect(seat.json(), seat.stdout).toMatchObject({ name, outcome: "started", seat: { state: "joined" } });
+    }
+    const alice = ok(await cotal(["spawn", "-d", "--agent", "claude", "--name", "alice", "--prompt", OPENING, "--wait-ms", "240000", "--json"]));
+    expect(alice.json(), alice.stdout).toMatchObject({ name: "alice", outcome: "started" });
+
+    const bobWoken = () => responses.turns().find((r) => codexSees(r, HOP.toBob) && functionOutputs(r).length === 0);
+    const carolWoken = () => messages.requests.find((r) => wokenWith(r, HOP.toCarol));
+    const daveWoken = () => gemini.turns().find((r) => geminiText(r).includes(HOP.toDave) && geminiLastUser(r).includes(WAKE));
+    const aliceWoken = () => messages.requests.find((r) => wokenWith(r, HOP.toAlice));
+    try {
+      await until(() => bobWoken() !== undefined, 300_000, "codex bob to be woken with alice's hop", 500);
+      await until(() => carolWoken() !== undefined, 300_000, "opencode carol to be woken with bob's hop", 500);
+      await until(() => daveWoken() !== undefined, 300_000, "gemini dave to be woken with carol's hop", 500);
+      await until(() => aliceWoken() !== undefined, 300_000, "claude alice to be woken with dave's hop", 500);
+    } catch (err) {
+      const codexTurns = responses
+        .turns()
+        .map((t) => inputTexts(t).join(" | ").slice(0, 300))
+        .join("\n");
+      throw new Error(`${(err as Error).message}\n--- ps ---\n${(await cotal(["ps"])).stdout}\n--- codex turns ---\n${codexTurns}`, { cause: err });
+    }
+    // Every later hop was a turn the manager started: the wake line is what the seat's model was given.
+    expect(inputTexts(bobWoken()!).some((t) => t.includes(WAKE))).toBe(true);
+    expect(lastUserText(carolWoken()!)).toContain(WAKE);
+    expect(geminiLastUser(daveWoken()!)).toContain(WAKE);
+    expect(lastUserText(aliceWoken()!)).toContain(WAKE);
+    // Each hop was handed over as a DM from the seat that sent it (the connector's attribution, not the text).
+    expect(JSON.stringify(bobWoken()!.body?.input ?? [])).toContain("DM from local.alice");
+    expect(allText(carolWoken()!)).toContain("DM from local.bob");
+    expect(geminiText(daveWoken()!)).toContain("DM from local.carol");
+    expect(allText(aliceWoken()!)).toContain("DM from local.dave");
+
+    const roster = ok(await cotal(["roster", "--json"])).json<Array<{ id: string; runtime?: string }>>();
+    const runtimes = Object.fromEntries(
+      roster.filter((r) => ["alice", "bob", "carol", "dave"].some((n) => r.id === `local.${n}`)).map((r) => [r.id, r.runtime]),
+    );
+    expect(runtimes).toEqual({ "local.alice": "claude", "local.bob": "codex", "local.carol": "opencode", "local.dave": "gemini" });
+  }, 1_500_000);
+});

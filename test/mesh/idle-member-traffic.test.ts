@@ -1,0 +1,73 @@
+// An idle joined member hears nothing about peers that change nothing: no beat, no presence
+// record, no message, over many heartbeats of every endpoint (issue 30). Its connection carries
+// only JetStream's own keepalives for its pulls (what finds a pull lost with a cluster node or a
+// leaf's hub; docs/performance.md). A peer's change still reaches it at once, and a death as one
+// deletion from the mesh service. Real nats-server; the window is counted in beats, not time.
+import { afterEach, describe } from "vitest";
+import type { Roster } from "../../broker/index.js";
+import type { PresenceStatus } from "../../schemas/index.js";
+import { expect, test, until } from "../harness/fixtures.js";
+import { TestMesh } from "../harness/mesh.js";
+import { isKeepalive, tapInbound } from "../../bench/wire-tap.js";
+
+/** Fast timing: beats every 250 ms, offline after 2.5 s without one. */
+const BEAT_MS = 250;
+const LIVENESS_MS = 2_500;
+/** The window: this many beats of every endpoint reach the mesh service. */
+const WINDOW_BEATS = 12;
+
+let mesh: TestMesh | undefined;
+afterEach(async () => {
+  await mesh?.close();
+  mesh = undefined;
+});
+
+/** Resolves when `id` reads `status` in `roster` (at once if it already does). */
+function statusIn(roster: Roster, id: string, status: PresenceStatus): Promise<void> {
+  if (roster.get(id)?.status === status) return Promise.resolve();
+  return new Promise((resolve) => {
+    const off = roster.onChange(() => {
+      if (roster.get(id)?.status !== status) return;
+      off();
+      resolve();
+    });
+  });
+}
+
+describe("an idle member hears nothing while nobody changes anything", () => {
+  test("no beat, presence or message reaches it over 12 beats of every peer; a peer's change and death still do", async ({ nats }) => {
+    mesh = await TestMesh.start(nats, "quiet", { livenessMs: LIVENESS_MS });
+    const opts = { heartbeatMs: BEAT_MS };
+    const member = await mesh.joined("idle", opts);
+    const peers = [await mesh.joined("carol", opts), await mesh.joined("dave", opts), await mesh.joined("erin", opts)];
+    for (const ep of [member, ...peers]) await ep.joinChannel("general");
+    const roster = await member.roster();
+    // Settled: the member holds every peer's last write (idle, in #general).
+    await until(
+      () => peers.every((p) => roster.get(p.id)?.status === "idle" && roster.get(p.id)?.presence.channels.includes("general")),
+      10_000,
+      "the member to see every peer idle in #general",
+    );
+    await until(() => [member, ...peers].every((e) => e.nc.stats().outMsgs > 0), 10_000, "every endpoint beating");
+
+    const { heard } = tapInbound(member.nc, { keep: true });
+    const service = mesh.serviceConnection;
+    const beats0 = service.stats().inMsgs;
+    await until(() => service.stats().inMsgs - beats0 >= WINDOW_BEATS * 4, 30_000, `${WINDOW_BEATS} beats from each of 4 endpoints`);
+    const window = heard.splice(0);
+    // The only things on its wire are its pulls' JetStream keepalives: no payload, no peer.
+    expect(window.filter((h) => !isKeepalive(h)).map((h) => h.subject)).toEqual([]);
+
+    // A change reaches it at once: one presence record, the peer's.
+    const [carol, dave] = peers as [(typeof peers)[0], (typeof peers)[0]];
+    await carol.setPresence({ status: "working" });
+    await statusIn(roster, carol.id, "working");
+    const change = heard.splice(0).filter((h) => !isKeepalive(h));
+    expect(change.map((h) => h.subject)).toEqual([`$KV.cotal_presence_quiet.${carol.id}`]);
+
+    // A death reaches it as the mesh service's deletion of the key, after the liveness window.
+    await dave.nc.close();
+    await statusIn(roster, dave.id, "offline");
+    expect(heard.filter((h) => !isKeepalive(h)).map((h) => h.subject)).toEqual([`$KV.cotal_presence_quiet.${dave.id}`]);
+  }, 60_000);
+});
