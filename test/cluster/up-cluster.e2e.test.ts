@@ -1,7 +1,7 @@
 // `cotal up --cluster 3` end to end, in static mode: three nodes, every component healthy, a DM
 // between two endpoints, one node SIGKILLed and the DM path still working, `cotal up` starting
 // the lost node again, and `cotal down` leaving no process behind.
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -21,8 +21,22 @@ interface MeshJson {
 const meshJson = () => JSON.parse(readFileSync(join(dir, ".cotal/mesh.json"), "utf8")) as MeshJson;
 const pidOf = (name: string) => (JSON.parse(readFileSync(join(dir, ".cotal/run", `${name}.json`), "utf8")) as { pid: number }).pid;
 
+/**
+ * `up` on a new cluster waits up to 120 s for JetStream to place the space's R3 streams (a loaded
+ * host has taken over 90 s): the harness allows more than that, and a failure shows each node's log.
+ */
 async function cotal(args: string[]) {
-  return runCotal(args, { cwd: dir, env, timeoutMs: 90_000 });
+  return runCotal(args, { cwd: dir, env, timeoutMs: 200_000 }).catch((err: unknown) => {
+    throw new Error(`${(err as Error).message}\n${nodeLogTails()}`, { cause: err });
+  });
+}
+
+function nodeLogTails(): string {
+  const logs = join(dir, ".cotal/logs");
+  if (!existsSync(logs)) return "(no .cotal/logs)";
+  return readdirSync(logs)
+    .map((f) => `--- ${f} (last 30 lines)\n${readFileSync(join(logs, f), "utf8").split("\n").slice(-30).join("\n")}`)
+    .join("\n");
 }
 
 /** alice DMs bob and bob gets it: the path from a client through the cluster's DM stream to a consumer. */
@@ -122,5 +136,5 @@ describe("cotal up --cluster 3", () => {
     const down = await cotal(["down"]);
     expect(down.code, down.stderr).toBe(0);
     for (const pid of pids) expect(pidAlive(pid), `pid ${pid} after cotal down`).toBe(false);
-  }, 400_000);
+  }, 600_000);
 });

@@ -1,3 +1,4 @@
+import { writeFileSync } from "node:fs";
 import type { Reporter, TestModule } from "vitest/node";
 
 /** How many of the slowest files the closing lines name. */
@@ -22,10 +23,12 @@ export default class SummaryReporter implements Reporter {
       }
       if (m.state() === "failed" && [...m.children.allTests()].length === 0) failed++; // a file that failed to load
     }
-    const slowest = [...testModules]
+    const files = [...testModules]
       .map((m) => ({ name: `${m.project.name} ${m.relativeModuleId}`, ms: m.diagnostic().duration }))
-      .sort((a, b) => b.ms - a.ms)
-      .slice(0, SLOWEST);
+      .sort((a, b) => b.ms - a.ms);
+    // Every file's time, for working on the suite's length (docs/testing.md "Where the time goes").
+    if (process.env.COTAL_TEST_TIMINGS) writeFileSync(process.env.COTAL_TEST_TIMINGS, `${JSON.stringify(files, null, 1)}\n`);
+    const slowest = files.slice(0, SLOWEST);
     if (slowest.length > 0)
       process.stdout.write(`\nslowest files (tests and hooks):\n${slowest.map((f) => `${(f.ms / 1000).toFixed(1).padStart(7)} s  ${f.name}`).join("\n")}\n`);
     process.stdout.write(`\n${passed} passed, ${failed} failed, ${skipped} skipped\n`);
