@@ -23,9 +23,7 @@ export default class SummaryReporter implements Reporter {
       }
       if (m.state() === "failed" && [...m.children.allTests()].length === 0) failed++; // a file that failed to load
     }
-    const files = [...testModules]
-      .map((m) => ({ name: `${m.project.name} ${m.relativeModuleId}`, ms: m.diagnostic().duration }))
-      .sort((a, b) => b.ms - a.ms);
+    const files = [...testModules].map((m) => ({ name: `${m.project.name} ${m.relativeModuleId}`, ms: m.diagnostic().duration })).sort((a, b) => b.ms - a.ms);
     // Every file's time, for working on the suite's length (docs/testing.md "Where the time goes").
     if (process.env.COTAL_TEST_TIMINGS) writeFileSync(process.env.COTAL_TEST_TIMINGS, `${JSON.stringify(files, null, 1)}\n`);
     const slowest = files.slice(0, SLOWEST);
