@@ -1,12 +1,24 @@
 import { defineConfig } from "vitest/config";
 
+/**
+ * Tests that form JetStream clusters or run containers: their nodes elect leaders on raft timers,
+ * and on a 2-core machine starved by the rest of the suite (real agent CLIs, many `cotal` calls)
+ * elections stalled past any sane wait (three CI runs failed in these files, never alone). They run
+ * after everything else, with nothing else running (docs/testing.md "Vitest projects").
+ */
+const CLUSTER_FILES = ["test/cluster/**/*.test.ts", "test/containers/**/*.test.ts", "test/durability/power-loss.test.ts", "test/bench/cluster.test.ts"];
+
 export default defineConfig({
   test: {
     // The Mesh core suite runs twice: on open meshes, and on static-auth meshes with real
     // minted credentials (project mesh-static).
     projects: [
-      { extends: true, test: { name: "all", include: ["test/**/*.test.ts"] } },
-      { extends: true, test: { name: "mesh-static", include: ["test/mesh/**/*.test.ts"], env: { COTAL_TEST_MODE: "static" } } },
+      { extends: true, test: { name: "all", include: ["test/**/*.test.ts"], exclude: CLUSTER_FILES, sequence: { groupOrder: 0 } } },
+      {
+        extends: true,
+        test: { name: "mesh-static", include: ["test/mesh/**/*.test.ts"], env: { COTAL_TEST_MODE: "static" }, sequence: { groupOrder: 0 } },
+      },
+      { extends: true, test: { name: "cluster", include: CLUSTER_FILES, sequence: { groupOrder: 1 } } },
     ],
     testTimeout: 60_000,
     hookTimeout: 60_000,

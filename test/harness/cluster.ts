@@ -179,10 +179,14 @@ class Cluster implements NatsCluster {
     return this.servers.map((s) => s.url);
   }
 
+  /** What each running node last said of the meta group (for a wait's failure message). */
+  private lastMetaViews = "";
+
   async metaLeader(): Promise<string | undefined> {
     const running = this.servers.filter((s) => s.running);
     if (running.length === 0) return undefined;
     const views = await Promise.all(running.map(jsz));
+    this.lastMetaViews = running.map((s, i) => `${s.serverName}: ${JSON.stringify(views[i]?.meta_cluster ?? null)}`).join("; ");
     const leader = views[0]?.meta_cluster?.leader;
     if (!leader || views.some((v) => v.meta_cluster?.leader !== leader)) return undefined;
     const leaderIdx = running.findIndex((s) => s.serverName === leader);
@@ -195,12 +199,15 @@ class Cluster implements NatsCluster {
 
   async waitForMetaLeader(timeoutMs = 30_000): Promise<string> {
     let leader: string | undefined;
+    this.lastMetaViews = "(no node answered /jsz)";
     await until(
       async () => (leader = await this.metaLeader()) !== undefined,
       timeoutMs,
       `a JetStream meta leader that all running nodes of cluster ${this.name} agree on, with every running node current`,
       100,
-    );
+    ).catch((err: unknown) => {
+      throw new Error(`${(err as Error).message}; the nodes' last view of the meta group: ${this.lastMetaViews}`, { cause: err });
+    });
     return leader as string;
   }
 
