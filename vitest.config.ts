@@ -24,6 +24,10 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Two cores: two workers keep real nats-servers and real claude processes from starving.
     maxWorkers: 2,
+    // A worker runs its files one after another in one process, modules loaded once: each file
+    // importing vitest, zod and the NATS client afresh was a third of the CPU of the mesh tests
+    // (docs/testing.md "What the suite costs"). Tests restore what they change (env, cwd).
+    isolate: false,
     reporters: ["default", "./test/harness/summary-reporter.ts"],
     // Components log to stderr; keep test output to what matters (failures print server logs).
     env: { COTAL_LOG_LEVEL: process.env.COTAL_LOG_LEVEL ?? "warn" },

@@ -1,4 +1,5 @@
-import { mkdirSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, readFileSync } from "node:fs";
 import {
   clientsAccount,
   connectMesh,
@@ -8,6 +9,7 @@ import {
   type AccountStorageLimits,
   type ProvisionReport,
   type StorageLimits,
+  writeSecret,
 } from "../broker/index.js";
 import { ephemeralPort, meshNodes, singleNode, type NodeFiles } from "./cluster-nodes.js";
 import type { LeafListener } from "./leaf-listener.js";
@@ -16,7 +18,7 @@ import { CommandFailedError, UsageError } from "./errors.js";
 import { acquireLock, claimStore, releaseStaleStore, StoreInUseError, storeLockHolder, type StoreLockRecord } from "./lock.js";
 import type { ClusterInfo, MeshInfo, MeshRoot } from "./mesh-root.js";
 import type { MeshMode } from "./mode.js";
-import { connectHost, findNatsServers, startNatsServer, type ServerConfig } from "./nats-process.js";
+import { connectHost, findNatsServers, ROUTE_USER, startNatsServer, type ServerConfig } from "./nats-process.js";
 import { isRunning, ProcessRecord, readRecordFile, removeRecord, stopProcess, writeRecord, type RecordRead } from "./pid-file.js";
 import { DEFAULT_PORT, portIsFree } from "./ports.js";
 import { pingMeshService, serverAnswers } from "./probe.js";
@@ -317,7 +319,8 @@ async function startCluster(root: MeshRoot, base: MeshInfo, size: number, req: U
     const p = await ephemeralPort(base.host);
     if (!ports.includes(p) && !routePorts.includes(p)) routePorts.push(p);
   }
-  const cluster: ClusterInfo = { name: `cotal_${base.space}`, nodes: ports.map((port, i) => ({ port, routePort: routePorts[i]! })) };
+  const cluster: ClusterInfo = { name: `cotal_${base.space}`, nodes: ports.map((port, i) => ({ port, routePort: routePorts[i]! })), routeAuth: true };
+  writeSecret(root.routeSecretFile, randomBytes(24).toString("base64url"));
   const server = ports.map((p) => `nats://${connectHost(base.host)}:${p}`).join(",");
   const info: MeshInfo = { ...base, server, port: ports[0]!, cluster };
   // Written before the nodes start: a failed start is then stopped by `cotal down`, which reads it.
@@ -340,11 +343,29 @@ function leafAccount(auth: StaticAuth | undefined, space: string): string {
   return auth ? auth.store.accountKey(clientsAccount(space)).getPublicKey() : "$G";
 }
 
+/** The cluster's route password; a missing or empty file is an error that says how to recover. */
+function readRouteSecret(root: MeshRoot): string {
+  let secret = "";
+  try {
+    secret = readFileSync(root.routeSecretFile, "utf8").trim();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+  }
+  if (!/^[A-Za-z0-9_-]{16,}$/.test(secret)) {
+    throw new CommandFailedError(`${root.routeSecretFile} is missing or not a route password: the cluster's nodes cannot authenticate their routes.`, {
+      remedy: "Run `cotal down`, remove the mesh's cluster store (or move it aside), and `cotal up --cluster N` again to create the cluster with a new secret.",
+    });
+  }
+  return secret;
+}
+
 /** Start node `n` of the cluster `info` describes, on its recorded ports. */
 async function startClusterNode(root: MeshRoot, info: MeshInfo, n: NodeFiles, auth: StaticAuth | undefined, creds: string | undefined): Promise<ProcessRecord> {
   const cluster = info.cluster!;
   const me = cluster.nodes[n.index - 1]!;
-  const routes = cluster.nodes.map((node) => `nats-route://${connectHost(info.host)}:${node.routePort}`);
+  const routeSecret = cluster.routeAuth ? readRouteSecret(root) : undefined;
+  const login = routeSecret ? `${ROUTE_USER}:${routeSecret}@` : "";
+  const routes = cluster.nodes.map((node) => `nats-route://${login}${connectHost(info.host)}:${node.routePort}`);
   const started = await startNode(
     root,
     n,
@@ -355,7 +376,7 @@ async function startClusterNode(root: MeshRoot, info: MeshInfo, n: NodeFiles, au
       sync: info.sync ?? DEFAULT_SYNC,
       // Each node keeps its own resolver folder: the full resolver writes account JWTs there.
       auth: auth ? await auth.store.serverConfig(n.resolverDir) : undefined,
-      cluster: { name: cluster.name, host: info.host, port: me.routePort, routes },
+      cluster: { name: cluster.name, host: info.host, port: me.routePort, routes, routeSecret },
       leaf: info.leaf ? { listener: info.leaf, port: info.leaf.port + n.index - 1, account: leafAccount(auth, info.space) } : undefined,
     },
     creds,

@@ -15,6 +15,11 @@ export type ServiceLog = "nats-server" | `nats-server-n${number}` | "mesh-servic
 export const ClusterInfo = z.object({
   name: z.string().min(1),
   nodes: z.array(z.object({ port: z.number().int().min(1).max(65535), routePort: z.number().int().min(1).max(65535) })).min(2),
+  /**
+   * Routes between the nodes authenticate with the secret in `.cotal/cluster-route.secret`. Unset
+   * in clusters started before routes were authenticated: those keep open routes until re-created.
+   */
+  routeAuth: z.boolean().optional(),
 });
 export type ClusterInfo = z.infer<typeof ClusterInfo>;
 
@@ -80,6 +85,10 @@ export class MeshRoot {
   /** Public account JWTs the server's resolver keeps. */
   get resolverDir(): string {
     return join(this.dir, "resolver");
+  }
+  /** The password a cluster's nodes present to each other's route port (0600). */
+  get routeSecretFile(): string {
+    return join(this.dir, "cluster-route.secret");
   }
   /** A service credential of a space (`cli`: the operator's own, used by commands on this host). */
   credsFile(space: string, who: "cli" | "mesh"): string {

@@ -38,7 +38,16 @@ export interface ClusterRoutes {
   port: number;
   /** Route URLs of all nodes (its own included: nats-server ignores a route to itself). */
   routes: string[];
+  /**
+   * The route user's password: a node accepts a route only with it, and dials the others with
+   * it, so no server but this mesh's own (another mesh's node on a reused port, a rogue server)
+   * joins the cluster and sees its traffic.
+   */
+  routeSecret?: string | undefined;
 }
+
+/** The user a cluster's nodes authenticate their routes as. */
+export const ROUTE_USER = "cotal_route";
 
 /** The nats-server config `cotal up` writes (regenerated on every start). */
 export function renderServerConfig(c: ServerConfig): string {
@@ -56,6 +65,7 @@ export function renderServerConfig(c: ServerConfig): string {
           "cluster {",
           `  name: ${JSON.stringify(c.cluster.name)}`,
           `  listen: ${JSON.stringify(`${c.cluster.host}:${c.cluster.port}`)}`,
+          ...(c.cluster.routeSecret ? [`  authorization { user: ${JSON.stringify(ROUTE_USER)}, password: ${JSON.stringify(c.cluster.routeSecret)} }`] : []),
           `  routes: [${c.cluster.routes.map((r) => JSON.stringify(r)).join(", ")}]`,
           "}",
         ]
