@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import {
   clientsAccount,
   connectMesh,
@@ -107,11 +107,23 @@ async function up(root: MeshRoot, req: UpRequest): Promise<UpReport> {
   const servers =
     (prev?.cluster ? await adoptCluster(root, prev, req, auth, notes) : await adoptSingle(root, prev, req, auth, notes)) ??
     (await startFresh(root, prev, req, auth, notes));
-  const { info, state: natsState, record: nats } = servers;
+  const { info, state: natsState } = servers;
   const replicas = info.cluster && info.cluster.nodes.length >= 3 ? 3 : 1;
 
   // Streams live in the data account: only the mesh service's credential may create them.
-  const provision = await provisionSpace({ server: info.server, creds: auth ? auth.meshCreds : req.creds }, info, replicas);
+  const addr = { server: info.server, creds: auth ? auth.meshCreds : req.creds };
+  let provision: ProvisionReport | undefined;
+  for (let attempt = 1; !provision; attempt++) {
+    const reform = servers.fresh === true && attempt < FORM_ATTEMPTS;
+    try {
+      provision = await provisionSpace(addr, info, replicas, reform ? FRESH_STALL_MS : CLUSTER_PROVISION_MS);
+    } catch (err) {
+      if (!reform || err instanceof StreamConflictError) throw err;
+      notes.push(`the new cluster's nodes did not take the space's streams within ${FRESH_STALL_MS / 1000} s (${(err as Error).message}); formed it again`);
+      Object.assign(servers, await reformCluster(root, info, auth, req.creds));
+    }
+  }
+  const nats = servers.record;
 
   const svcFile = root.pidFile("mesh-service");
   const svcRec = await locateMeshService(root, notes);
@@ -170,6 +182,8 @@ interface ServersUp {
   /** The single server, or the cluster's first node. */
   record: ProcessRecord;
   nodes?: NodeUp[];
+  /** A cluster this run created (empty stores): formed again when its nodes do not agree on their members. */
+  fresh?: boolean;
 }
 
 /** The running single server of the previous run, adopted (undefined: none runs, start afresh). */
@@ -325,14 +339,50 @@ async function startCluster(root: MeshRoot, base: MeshInfo, size: number, req: U
   const info: MeshInfo = { ...base, server, port: ports[0]!, cluster };
   // Written before the nodes start: a failed start is then stopped by `cotal down`, which reads it.
   root.writeInfo(info);
-  const nodes: NodeUp[] = [];
+  return { info, state: "started", ...(await startNodes(root, info, auth, req.creds)), fresh: true };
+}
+
+/** Start every node of the cluster `info` describes, one after another. */
+async function startNodes(
+  root: MeshRoot,
+  info: MeshInfo,
+  auth: StaticAuth | undefined,
+  creds: string | undefined,
+): Promise<Pick<ServersUp, "record" | "nodes">> {
+  const up: NodeUp[] = [];
   const records: ProcessRecord[] = [];
   for (const n of meshNodes(root, info)) {
-    const rec = await startClusterNode(root, info, n, auth, req.creds);
+    const rec = await startClusterNode(root, info, n, auth, creds);
     records.push(rec);
-    nodes.push({ name: n.name, state: "started", pid: rec.pid, port: cluster.nodes[n.index - 1]!.port, log: n.log });
+    up.push({ name: n.name, state: "started", pid: rec.pid, port: info.cluster!.nodes[n.index - 1]!.port, log: n.log });
   }
-  return { info, state: "started", record: records[0]!, nodes };
+  return { record: records[0]!, nodes: up };
+}
+
+/**
+ * How long a new cluster may refuse the space's R3 streams before it is formed again, and how
+ * often. nats-server 2.10 now and then bootstraps a new cluster's meta group without one of its
+ * nodes (cluster_size 2 of 3, the node a follower of a leader that never added it: seen about one
+ * `cotal up --cluster 3` in eight, on an idle host too), and then no R3 stream is ever placed.
+ * Nothing is stored yet, so the nodes are stopped, their stores emptied and started again.
+ */
+const FRESH_STALL_MS = 20_000;
+const FORM_ATTEMPTS = 3;
+
+/** Stop a new cluster's nodes, empty their stores and start them again on the same ports. */
+async function reformCluster(
+  root: MeshRoot,
+  info: MeshInfo,
+  auth: StaticAuth | undefined,
+  creds: string | undefined,
+): Promise<Pick<ServersUp, "record" | "nodes">> {
+  for (const n of meshNodes(root, info)) {
+    const read = readRecordFile(n.pidFile);
+    if (read.kind === "ok") await stopProcess(read.record);
+    removeRecord(n.pidFile);
+    rmSync(n.storeDir, { recursive: true, force: true });
+  }
+  return startNodes(root, info, auth, creds);
 }
 
 /**
@@ -421,8 +471,13 @@ const CLUSTER_PROVISION_MS = 120_000;
  * have elected a meta leader, and an R3 stream needs three current peers: until then the
  * attempt is repeated (a stream conflict is final at once).
  */
-async function provisionSpace(addr: { server: string; creds?: string | undefined }, info: MeshInfo, replicas: number): Promise<ProvisionReport> {
-  const deadline = Date.now() + (info.cluster ? CLUSTER_PROVISION_MS : 0);
+async function provisionSpace(
+  addr: { server: string; creds?: string | undefined },
+  info: MeshInfo,
+  replicas: number,
+  waitMs = CLUSTER_PROVISION_MS,
+): Promise<ProvisionReport> {
+  const deadline = Date.now() + (info.cluster ? waitMs : 0);
   for (;;) {
     const nc = await connectMesh({ ...addr, name: "cotal-up" });
     try {
@@ -432,7 +487,7 @@ async function provisionSpace(addr: { server: string; creds?: string | undefined
       if (Date.now() >= deadline) {
         if (!info.cluster) throw err;
         throw new CommandFailedError(
-          `The cluster's nodes are running, but JetStream did not take the space's streams at R${replicas} within ${CLUSTER_PROVISION_MS / 1000} s: ${(err as Error).message}.`,
+          `The cluster's nodes are running, but JetStream did not take the space's streams at R${replicas} within ${waitMs / 1000} s: ${(err as Error).message}.`,
           {
             cause: err,
             remedy: "Run `cotal up` again (the nodes keep running and catch up); if it fails again, `cotal logs nats-server` shows which node stays behind.",

@@ -14,7 +14,7 @@ import { until } from "../harness/until.js";
 
 const dir = mkdtempSync(join(tmpdir(), "cotal-route-auth-"));
 const env = cleanEnv();
-const cotal = (args: string[]) => runCotal(args, { cwd: dir, env, timeoutMs: 200_000 });
+const cotal = (args: string[]) => runCotal(args, { cwd: dir, env, timeoutMs: 240_000 });
 let rogue: NatsServer | undefined;
 
 interface ClusterJson {

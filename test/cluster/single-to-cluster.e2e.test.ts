@@ -8,7 +8,8 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { cliFolder, freePort, freePortRun } from "../harness/cli.js";
 
-const { dir, cotal } = cliFolder("cotal-to-cluster-");
+// `up --cluster 3` may form a new cluster again (20 s each, cli/mesh-lifecycle.ts) and then wait up to 120 s.
+const { dir, cotal } = cliFolder("cotal-to-cluster-", 240_000);
 const managerCreds = () => readFileSync(join(dir, ".cotal/manager/manager.creds"), "utf8");
 
 describe("a single-node folder brought up as a cluster", () => {
@@ -46,5 +47,5 @@ describe("a single-node folder brought up as a cluster", () => {
     expect(JSON.parse(spawned.stdout)).toMatchObject({ name: "parrot", outcome: "started" });
     expect((await cotal("stop", "--name", "parrot")).code).toBe(0);
     expect((await cotal("down")).code).toBe(0);
-  }, 300_000);
+  }, 600_000);
 });

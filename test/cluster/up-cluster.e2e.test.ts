@@ -22,11 +22,11 @@ const meshJson = () => JSON.parse(readFileSync(join(dir, ".cotal/mesh.json"), "u
 const pidOf = (name: string) => (JSON.parse(readFileSync(join(dir, ".cotal/run", `${name}.json`), "utf8")) as { pid: number }).pid;
 
 /**
- * `up` on a new cluster waits up to 120 s for JetStream to place the space's R3 streams (a loaded
+ * `up` on a new cluster may form it again (20 s each) and waits up to 120 s for JetStream to place the space's R3 streams (a loaded
  * host has taken over 90 s): the harness allows more than that, and a failure shows each node's log.
  */
 async function cotal(args: string[]) {
-  return runCotal(args, { cwd: dir, env, timeoutMs: 200_000 }).catch((err: unknown) => {
+  return runCotal(args, { cwd: dir, env, timeoutMs: 240_000 }).catch((err: unknown) => {
     throw new Error(`${(err as Error).message}\n${nodeLogTails()}`, { cause: err });
   });
 }
