@@ -32,12 +32,13 @@ export interface NatsCluster {
    * it sees every other running node as current; else undefined. Reads each node's `/jsz`, and
    * throws if one does not answer.
    */
-  metaLeader(): Promise<string | undefined>;
+  /** With `majority`, a majority of the nodes current is enough (the others may still catch up). */
+  metaLeader(opts?: { majority?: boolean }): Promise<string | undefined>;
   /**
    * Wait until every running node reports the same meta leader and that leader sees every
    * other running node as current. Resolves to the leader's server name.
    */
-  waitForMetaLeader(timeoutMs?: number): Promise<string>;
+  waitForMetaLeader(timeoutMs?: number, opts?: { majority?: boolean }): Promise<string>;
   /** All nodes' log buffers, each under a header naming the node. */
   logs(): string;
   /** Stop every node (SIGTERM, SIGKILL fallback). */
@@ -182,7 +183,7 @@ class Cluster implements NatsCluster {
   /** What each running node last said of the meta group (for a wait's failure message). */
   private lastMetaViews = "";
 
-  async metaLeader(): Promise<string | undefined> {
+  async metaLeader(opts: { majority?: boolean } = {}): Promise<string | undefined> {
     const running = this.servers.filter((s) => s.running);
     if (running.length === 0) return undefined;
     const views = await Promise.all(running.map(jsz));
@@ -193,17 +194,18 @@ class Cluster implements NatsCluster {
     const leaderView = views[leaderIdx];
     if (!leaderView) return undefined;
     const current = new Set((leaderView.meta_cluster?.replicas ?? []).filter((r) => r.current).map((r) => r.name));
-    const allCurrent = running.every((s) => s.serverName === leader || current.has(s.serverName ?? ""));
-    return allCurrent ? leader : undefined;
+    const currentCount = running.filter((s) => s.serverName === leader || current.has(s.serverName ?? "")).length;
+    const enough = opts.majority ? currentCount > this.servers.length / 2 : currentCount === running.length;
+    return enough ? leader : undefined;
   }
 
-  async waitForMetaLeader(timeoutMs = 30_000): Promise<string> {
+  async waitForMetaLeader(timeoutMs = 30_000, opts: { majority?: boolean } = {}): Promise<string> {
     let leader: string | undefined;
     this.lastMetaViews = "(no node answered /jsz)";
     await until(
-      async () => (leader = await this.metaLeader()) !== undefined,
+      async () => (leader = await this.metaLeader(opts)) !== undefined,
       timeoutMs,
-      `a JetStream meta leader that all running nodes of cluster ${this.name} agree on, with every running node current`,
+      `a JetStream meta leader that all running nodes of cluster ${this.name} agree on, with ${opts.majority ? "a majority of the nodes" : "every running node"} current`,
       100,
     ).catch((err: unknown) => {
       throw new Error(`${(err as Error).message}; the nodes' last view of the meta group: ${this.lastMetaViews}`, { cause: err });
