@@ -108,6 +108,11 @@ async function up(root: MeshRoot, req: UpRequest): Promise<UpReport> {
     (prev?.cluster ? await adoptCluster(root, prev, req, auth, notes) : await adoptSingle(root, prev, req, auth, notes)) ??
     (await startFresh(root, prev, req, auth, notes));
   const { info, state: natsState } = servers;
+  if (info.cluster && !info.cluster.routeAuth) {
+    notes.push(
+      "this cluster's routes are not authenticated (it was made before `cotal up` gave clusters a route password): any nats-server on this host could join it; make it again (`cotal down`, move the cluster store aside, `cotal up --cluster N`) to close that",
+    );
+  }
   const replicas = info.cluster && info.cluster.nodes.length >= 3 ? 3 : 1;
 
   // Streams live in the data account: only the mesh service's credential may create them.

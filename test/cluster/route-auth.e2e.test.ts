@@ -3,7 +3,7 @@
 // host) dials a node's route port under the cluster's own name and is refused, so it never joins
 // the cluster nor sees its traffic. Found by a CI run where two meshes named alike on one host
 // could cross-link, and JetStream then placed no R3 stream ("no suitable peers for placement").
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -64,5 +64,14 @@ describe("cotal up --cluster 3: the routes between nodes", () => {
     // The password is in the nodes' configs (0600) and nowhere in what `cotal logs` reads.
     for (const f of readdirSync(join(dir, ".cotal/logs"))) expect(readFileSync(join(dir, ".cotal/logs", f), "utf8"), f).not.toContain(secret);
     for (const n of [1, 2, 3]) expect(statSync(join(dir, `.cotal/nats-server-n${n}.conf`)).mode & 0o777).toBe(0o600);
+
+    // A cluster described as made before routes were authenticated: `up` says so and how to close it.
+    const meshFile = join(dir, ".cotal/mesh.json");
+    const old = JSON.parse(readFileSync(meshFile, "utf8")) as ClusterJson;
+    delete old.cluster.routeAuth;
+    writeFileSync(meshFile, JSON.stringify(old, null, 2));
+    const again = await cotal(["up", "-d", "--json"]);
+    expect(again.code, again.stderr).toBe(0);
+    expect((JSON.parse(again.stdout) as { notes: string[] }).notes.join("\n")).toMatch(/routes are not authenticated.*make it again/);
   }, 400_000);
 });
