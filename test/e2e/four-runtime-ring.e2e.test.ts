@@ -149,7 +149,14 @@ describe("four runtimes on one mesh, unattended, through the shipped CLI", () =>
         .turns()
         .map((t) => inputTexts(t).join(" | ").slice(0, 300))
         .join("\n");
-      throw new Error(`${(err as Error).message}\n--- ps ---\n${(await cotal(["ps"])).stdout}\n--- codex turns ---\n${codexTurns}`, { cause: err });
+      // What Claude and OpenCode asked their double (alice's opening turn sends the first hop), and
+      // the mesh's status (mail waiting per seat): whether a hop was never sent or never woke its receiver.
+      const messageTurns = messages.requests.map((r) => lastUserText(r).slice(0, 200)).join("\n");
+      const status = (await cotal(["status"])).stdout;
+      throw new Error(
+        `${(err as Error).message}\n--- ps ---\n${(await cotal(["ps"])).stdout}\n--- codex turns ---\n${codexTurns}\n--- claude/opencode turns ---\n${messageTurns}\n--- status ---\n${status}`,
+        { cause: err },
+      );
     }
     // Every later hop was a turn the manager started: the wake line is what the seat's model was given.
     expect(inputTexts(bobWoken()!).some((t) => t.includes(WAKE))).toBe(true);
