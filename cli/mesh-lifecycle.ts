@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import {
   clientsAccount,
   connectMesh,
@@ -9,6 +9,7 @@ import {
   type AccountStorageLimits,
   type ProvisionReport,
   type StorageLimits,
+  readSecret,
   writeSecret,
 } from "../broker/index.js";
 import { ephemeralPort, meshNodes, singleNode, type NodeFiles } from "./cluster-nodes.js";
@@ -402,7 +403,7 @@ function leafAccount(auth: StaticAuth | undefined, space: string): string {
 function readRouteSecret(root: MeshRoot): string {
   let secret = "";
   try {
-    secret = readFileSync(root.routeSecretFile, "utf8").trim();
+    secret = readSecret(root.routeSecretFile).toString("utf8").trim(); // refused if others could read it
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
   }
