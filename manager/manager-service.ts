@@ -35,6 +35,7 @@ import { loadAgentFile } from "../claude/index.js";
 import { awaitInputScreen, claudeAuthOf, startClaudeSeat, startRuntimeSeat, UnexpectedScreenError, type ClaudeSeatOptions } from "./claude-seat.js";
 import { DEFAULT_RUNTIME, hostsOf, refuseWithoutAuth, runtimeNamed } from "./runtimes.js";
 import { checkScript } from "./pty-runtime.js";
+import { deliverPrompt } from "./prompt-delivery.js";
 import type { SeatTerminal } from "./seat-terminal.js";
 import { TmuxServer } from "./tmux-runtime.js";
 import { tmuxSessionName, tmuxSocketPath } from "./attach.js";
@@ -842,7 +843,7 @@ export class ManagerService {
         (screen) => (l.lastScreen = screen),
         adapter.classifyScreen,
       );
-      if (prompt && !this.stopped) await l.terminal!.type(prompt, adapter.submitDelayMs);
+      if (prompt && !this.stopped) await this.typePrompt(seat, l, adapter, prompt);
     } catch (err) {
       if (this.stopped || this.live.get(seat) !== l || l.stopping) return;
       const why = err instanceof UnexpectedScreenError ? err.message : `its screen could not be read: ${(err as Error).message}`;
@@ -857,6 +858,27 @@ export class ManagerService {
         await this.retire(seat, `failed: ${why}`);
       }).catch((e: unknown) => this.o.log.error({ err: e, seat }, "failing a seat that did not start failed"));
     }
+  }
+
+  /** Type a spawn's opening prompt and see it taken (prompt-delivery.ts); a prompt still not taken is logged with the screen. */
+  private async typePrompt(seat: string, l: Live, adapter: RuntimeAdapter, prompt: string): Promise<void> {
+    const outcome = await deliverPrompt(prompt, {
+      terminal: l.terminal!,
+      submitDelayMs: adapter.submitDelayMs,
+      classify: adapter.classifyScreen,
+      retype: adapter.capabilities.mailHook,
+      taken: (typedAt) => {
+        const p = l.lastPresence;
+        return p !== undefined && ((p.activeAt ?? 0) >= typedAt || p.status === "working" || p.status === "waiting");
+      },
+      onRetry: (what) =>
+        this.o.log.warn(
+          { seat, what },
+          what === "enter" ? "the opening prompt was not taken: pressing Enter again" : "the opening prompt was not taken: typing it again",
+        ),
+    });
+    if (!outcome.taken && !this.stopped && !l.stopping)
+      this.o.log.warn({ seat, why: outcome.why, screen: outcome.screen.trimEnd().split("\n").slice(-15).join("\n") }, "the opening prompt was not taken");
   }
 
   private watch(seat: string, l: Live): void {

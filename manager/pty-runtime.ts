@@ -92,6 +92,11 @@ export class PtySeat implements SeatTerminal {
   async type(text: string, submitDelayMs = 50): Promise<void> {
     this.child.stdin!.write(text);
     await sleep(submitDelayMs);
+    await this.submit();
+  }
+
+  /** Press Enter. */
+  async submit(): Promise<void> {
     this.child.stdin!.write("\r");
   }
 

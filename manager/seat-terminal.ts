@@ -8,6 +8,8 @@ export interface SeatTerminal {
   screen(history?: number): Promise<string>;
   /** Type `text`, then Enter, `submitDelayMs` later (a TUI that reads fast input as a paste takes a quick Enter as a newline). */
   type(text: string, submitDelayMs?: number): Promise<void>;
+  /** Press Enter alone (text typed earlier that a TUI kept in its input box is sent). */
+  submit(): Promise<void>;
   /** Whether a person has the terminal open (then the manager types nothing into it). */
   attached(): Promise<boolean>;
   /** Release what the runtime keeps once the process is gone (a kept tmux window). */

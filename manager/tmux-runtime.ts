@@ -134,6 +134,11 @@ export class TmuxServer {
   async type(name: string, text: string, submitDelayMs = 0): Promise<void> {
     await this.tmux("send-keys", "-t", this.target(name), "-l", text);
     if (submitDelayMs > 0) await sleep(submitDelayMs);
+    await this.submit(name);
+  }
+
+  /** Press Enter in a seat's window. */
+  async submit(name: string): Promise<void> {
     await this.tmux("send-keys", "-t", this.target(name), "Enter");
   }
 
@@ -162,6 +167,7 @@ export class TmuxServer {
     return {
       screen: (history = 0) => this.screen(name, history),
       type: (text, submitDelayMs) => this.type(name, text, submitDelayMs),
+      submit: () => this.submit(name),
       attached: () => this.attached(),
       close: () => this.close(name),
     };

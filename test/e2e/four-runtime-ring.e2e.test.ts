@@ -16,6 +16,7 @@ import { findNatsServer } from "../../broker/index.js";
 import { claudeEnv } from "../harness/claude-runner.js";
 import { buildCli, freePort, runCotal, exitedOk } from "../harness/cli.js";
 import { allText, isMainLoopRequest, lastUserText, ModelDouble, type RecordedRequest } from "../harness/model-double.js";
+import { seatScreen } from "../harness/seat-screen.js";
 import { until } from "../harness/until.js";
 import { contentTexts, functionResponses, GeminiDouble, type RecordedGeminiRequest } from "../../testbed/gemini-double.js";
 import { codexProviderConfig, functionOutputs, inputTexts, ResponsesDouble, type RecordedResponsesRequest } from "../../testbed/responses-double.js";
@@ -153,8 +154,12 @@ describe("four runtimes on one mesh, unattended, through the shipped CLI", () =>
       // the mesh's status (mail waiting per seat): whether a hop was never sent or never woke its receiver.
       const messageTurns = messages.requests.map((r) => lastUserText(r).slice(0, 200)).join("\n");
       const status = (await cotal(["status"])).stdout;
+      // Each seat's screen (the last 40 lines): a prompt left in an input box, or a dialog nobody expected.
+      const screens = [];
+      for (const name of ["alice", "bob", "carol", "dave"])
+        screens.push(`--- ${name}'s screen ---\n${await seatScreen(project, shell.COTAL_SPACE!, name, 40)}`);
       throw new Error(
-        `${(err as Error).message}\n--- ps ---\n${(await cotal(["ps"])).stdout}\n--- codex turns ---\n${codexTurns}\n--- claude/opencode turns ---\n${messageTurns}\n--- status ---\n${status}`,
+        `${(err as Error).message}\n--- ps ---\n${(await cotal(["ps"])).stdout}\n--- codex turns ---\n${codexTurns}\n--- claude/opencode turns ---\n${messageTurns}\n--- status ---\n${status}\n${screens.join("\n")}`,
         { cause: err },
       );
     }

@@ -8,13 +8,11 @@
 // and a DM sent while it is down: the manager restarts it and the mail reaches its model. An agent
 // file names the seat and asks for bypass (ps shows it), a missing one refuses the spawn; a pty seat
 // is woken through the terminal its manager holds.
-import { spawn } from "node:child_process";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { localAttachCommand } from "../../manager/index.js";
 import type { SeatView } from "../../schemas/index.js";
 import type { CotalProcess } from "../harness/cli.js";
 import { messageTexts, newToolResults, systemText, type RecordedRequest, type ReplyBlock, type ScriptStep } from "../harness/model-double.js";
+import { seatScreen } from "../harness/seat-screen.js";
 import { until } from "../harness/until.js";
 import { UserPath } from "../harness/user-path.js";
 
@@ -72,17 +70,8 @@ async function seats(): Promise<SeatView[]> {
 }
 const seat = async (name: string) => (await seats()).find((s) => s.name === name);
 
-/** The last lines of a tmux seat's screen, read with the socket and target `cotal attach` would open (built here, as it does). */
-function screen(v: SeatView): Promise<string> {
-  const [, , sock, , , target] = localAttachCommand(join(u.project, ".cotal", "manager"), "default", v.name, "tmux");
-  return new Promise((resolve, reject) => {
-    const p = spawn("tmux", ["-S", sock!, "capture-pane", "-p", "-t", target!, "-S", "-200"], { stdio: ["ignore", "pipe", "inherit"] });
-    let out = "";
-    p.stdout.setEncoding("utf8").on("data", (c: string) => (out += c));
-    p.once("error", reject);
-    p.once("close", () => resolve(out));
-  });
-}
+/** The last lines of a tmux seat's screen. */
+const screen = (v: SeatView): Promise<string> => seatScreen(u.project, "default", v.name);
 
 /** carol's listen printed a DM from `who` carrying `text`. */
 const heard = (who: string, text: string, what: string) =>
