@@ -2,8 +2,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { ScreenState } from "../runtime/index.js";
 import type { SeatTerminal } from "./seat-terminal.js";
 
-/** How long the manager waits for a typed prompt to be taken before it looks again: 10, 20, then 40 s. */
-export const PROMPT_CHECKS_MS = [10_000, 20_000, 40_000] as const;
+/** How long the manager waits for a typed prompt to be taken before it looks again: 10, 20, 40, then 60 s. */
+export const PROMPT_CHECKS_MS = [10_000, 20_000, 40_000, 60_000] as const;
 
 export interface PromptDelivery {
   /** The seat's terminal. */
@@ -32,7 +32,8 @@ export type DeliveryOutcome = { taken: true } | { taken: false; why: "not-taken"
  * Type a prompt into a seat's TUI and see it taken. Typing is not delivery: on a host starved of
  * CPU a TUI may keep the text in its input box (its Enter read as part of a paste) or drop it
  * while it is still settling after its first frame, and the seat then sits idle with its opening
- * prompt never run (seen once in four CI runs of the four-runtime ring, never on an idle host).
+ * prompt never run (the four-runtime ring on a loaded host: Claude Code 2.1.332 showed the prompt
+ * in its input box, unsent, for minutes; one more Enter sent it and the ring went round).
  * So after each wait without the seat's hooks reporting a prompt: if the text is on screen, Enter
  * is pressed again (on an empty input box it does nothing); if it is nowhere and the runtime's
  * hooks report every prompt, it is typed again. Nothing is pressed on a screen other than the
