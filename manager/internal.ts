@@ -19,6 +19,7 @@ export * from "./run.js";
 export * from "./runs.js";
 export * from "./pty-runtime.js";
 export * from "./seat-terminal.js";
+export * from "./prompt-delivery.js";
 export * from "./transcript-carry.js";
 export * from "./attach.js";
 export * from "./runtimes.js";

@@ -3,8 +3,7 @@
 // does, scripted per case; the manager's check must see the prompt taken in each, and press nothing
 // on a screen that is not the input screen.
 import { describe, expect, it } from "vitest";
-import { deliverPrompt } from "../../manager/prompt-delivery.js";
-import type { SeatTerminal } from "../../manager/seat-terminal.js";
+import { deliverPrompt, type SeatTerminal } from "../../manager/internal.js";
 import type { ScreenState } from "../../runtime/index.js";
 
 const PROMPT = "Start the ring: pass it to bob over Cotal.";
