@@ -96,6 +96,8 @@ export class TestMesh {
       ...(creds ? { authenticator: credsAuthenticator(readFileSync(creds)) } : {}),
       ...(inboxPrefix ? { inboxPrefix } : {}),
       maxReconnectAttempts: 0,
+      // A cut connection tries once more, and a revoked one is refused then: 100 ms, not nats.js's 2 s.
+      reconnectTimeWait: 100,
     });
     this.conns.push(nc);
     return nc;
