@@ -26,7 +26,7 @@ export interface PromptDelivery {
 }
 
 /** How a delivery ended: taken, still not taken after every check, or left on a screen that is not the input screen. */
-export type DeliveryOutcome = { taken: true } | { taken: false; why: "not-taken" | "not-ready"; screen: string };
+export type DeliveryOutcome = { taken: true } | { taken: false; why: "not-taken" | "not-ready" | "attached"; screen: string };
 
 /**
  * Type a prompt into a seat's TUI and see it taken. Typing is not delivery: on a host starved of
@@ -37,7 +37,8 @@ export type DeliveryOutcome = { taken: true } | { taken: false; why: "not-taken"
  * So after each wait without the seat's hooks reporting a prompt: if the text is on screen, Enter
  * is pressed again (on an empty input box it does nothing); if it is nowhere and the runtime's
  * hooks report every prompt, it is typed again. Nothing is pressed on a screen other than the
- * input screen (a permission prompt would take Enter as an answer).
+ * input screen (a permission prompt would take Enter as an answer), nor while a person has the
+ * terminal open (`cotal attach`: what is in the input box may be theirs).
  */
 export async function deliverPrompt(text: string, d: PromptDelivery): Promise<DeliveryOutcome> {
   const typedAt = Date.now();
@@ -47,6 +48,7 @@ export async function deliverPrompt(text: string, d: PromptDelivery): Promise<De
   for (const waitMs of d.checksMs ?? PROMPT_CHECKS_MS) {
     if (await waitFor(() => d.taken(typedAt), waitMs)) return { taken: true };
     screen = await d.terminal.screen(500);
+    if (await d.terminal.attached()) return { taken: false, why: "attached", screen };
     if (d.classify(screen).kind !== "ready") return { taken: false, why: "not-ready", screen };
     if (collapse(screen).includes(fragment) || !d.retype || /\[Pasted text/.test(screen)) {
       d.onRetry?.("enter", screen);

@@ -43,8 +43,10 @@ class ScriptedTui implements SeatTerminal {
       this.takenAt = Date.now();
     }
   }
+  /** A person has the terminal open (`cotal attach`). */
+  person = false;
   async attached(): Promise<boolean> {
-    return false;
+    return this.person;
   }
   async close(): Promise<void> {}
 }
@@ -83,6 +85,13 @@ describe("a spawn's opening prompt is delivered, not only typed", () => {
     const outcome = deliverPrompt(PROMPT, { terminal: tui, classify, retype: true, taken: () => false, checksMs: [50, 50] });
     tui["dialog"] = true;
     expect(await outcome).toMatchObject({ taken: false, why: "not-ready" });
+    expect(tui.keys).toEqual([`text:${PROMPT}`, "Enter"]);
+  });
+
+  it("while a person has the terminal open nothing more is pressed: the input box may hold what they type", async () => {
+    const tui = new ScriptedTui(1);
+    tui.person = true;
+    expect(await deliver(tui)).toMatchObject({ taken: false, why: "attached" });
     expect(tui.keys).toEqual([`text:${PROMPT}`, "Enter"]);
   });
 
