@@ -119,8 +119,6 @@ interface Live {
    * the manager's own heartbeat rather than on the next presence write.
    */
   lastPresence?: SeatPresence;
-  /** The spawn's opening prompt until the seat took it: a seat restarted before that gets it again. */
-  pendingPrompt?: string | undefined;
   proc: SeatProcess;
   files: SeatFiles;
   joinedEpoch?: number;
@@ -813,7 +811,7 @@ export class ManagerService {
         ...(proc.startTime ? { startTime: proc.startTime } : {}),
         ...(permissionMode ? { permissionMode } : {}),
       });
-      const l: Live = { proc, files, stopping: false, restartsAt, terminal, pendingPrompt: prompt };
+      const l: Live = { proc, files, stopping: false, restartsAt, terminal };
       this.watch(seat, l);
       void this.untilReady(seat, l, adapter, prompt);
       return;
@@ -879,8 +877,7 @@ export class ManagerService {
           what === "enter" ? "the opening prompt was not taken: pressing Enter again" : "the opening prompt was not taken: typing it again",
         ),
     });
-    if (outcome.taken) l.pendingPrompt = undefined;
-    else if (!this.stopped && !l.stopping)
+    if (!outcome.taken && !this.stopped && !l.stopping)
       this.o.log.warn({ seat, why: outcome.why, screen: outcome.screen.trimEnd().split("\n").slice(-15).join("\n") }, "the opening prompt was not taken");
   }
 
@@ -918,7 +915,7 @@ export class ManagerService {
       return;
     }
     const rr = await this.append(seat, { type: "restarted", seat, uid: r.uid, epoch: r.epoch + 1, ts: Date.now(), reason: describeExit(exit) });
-    await this.start(seat, l.files, rr.epoch, recent, l.pendingPrompt);
+    await this.start(seat, l.files, rr.epoch, recent);
   }
 
   /** What a seat showed last: its log's tail, or its terminal's last screen (the window is kept until read, then closed). */

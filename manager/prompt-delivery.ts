@@ -3,7 +3,7 @@ import type { ScreenState } from "../runtime/index.js";
 import type { SeatTerminal } from "./seat-terminal.js";
 
 /** How long the manager waits for a typed prompt to be taken before it looks again: 10, 20, 40, then 60 s. */
-export const PROMPT_CHECKS_MS = [10_000, 20_000, 40_000, 60_000] as const;
+const PROMPT_CHECKS_MS = [10_000, 20_000, 40_000, 60_000] as const;
 
 export interface PromptDelivery {
   /** The seat's terminal. */
@@ -22,7 +22,7 @@ export interface PromptDelivery {
   /** Waits between checks (tests shorten them). */
   checksMs?: readonly number[];
   /** Told what was done each time a prompt was not taken (for the manager's log). */
-  onRetry?: (what: "enter" | "retype", screen: string) => void;
+  onRetry?: (what: "enter" | "retype") => void;
 }
 
 /** How a delivery ended: taken, still not taken after every check, or left on a screen that is not the input screen. */
@@ -47,14 +47,17 @@ export async function deliverPrompt(text: string, d: PromptDelivery): Promise<De
   let screen = "";
   for (const waitMs of d.checksMs ?? PROMPT_CHECKS_MS) {
     if (await waitFor(() => d.taken(typedAt), waitMs)) return { taken: true };
-    screen = await d.terminal.screen(500);
+    // What the screen is now decides whether anything may be pressed (scrollback may hold an
+    // old dialog's words); whether the text was ever shown is read with the scrollback.
+    screen = await d.terminal.screen();
     if (await d.terminal.attached()) return { taken: false, why: "attached", screen };
     if (d.classify(screen).kind !== "ready") return { taken: false, why: "not-ready", screen };
-    if (collapse(screen).includes(fragment) || !d.retype || /\[Pasted text/.test(screen)) {
-      d.onRetry?.("enter", screen);
+    const shown = await d.terminal.screen(500);
+    if (collapse(shown).includes(fragment) || !d.retype || /\[Pasted text/.test(shown)) {
+      d.onRetry?.("enter");
       await d.terminal.submit();
     } else {
-      d.onRetry?.("retype", screen);
+      d.onRetry?.("retype");
       await d.terminal.type(text, d.submitDelayMs);
     }
   }

@@ -3,9 +3,8 @@
 // host) dials a node's route port under the cluster's own name and is refused, so it never joins
 // the cluster nor sees its traffic. Found by a CI run where two meshes named alike on one host
 // could cross-link, and JetStream then placed no R3 stream ("no suitable peers for placement").
-import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCli, cleanEnv, freePortRun, runCotal } from "../harness/cli.js";

@@ -30,9 +30,9 @@ export interface NatsCluster {
   /**
    * `server_name` of the JetStream meta leader, if every running node names the same one and
    * it sees every other running node as current; else undefined. Reads each node's `/jsz`, and
-   * throws if one does not answer.
+   * throws if one does not answer. With `majority`, a majority of the nodes current is enough
+   * (the others may still catch up).
    */
-  /** With `majority`, a majority of the nodes current is enough (the others may still catch up). */
   metaLeader(opts?: { majority?: boolean }): Promise<string | undefined>;
   /**
    * Wait until every running node reports the same meta leader and that leader sees every

@@ -22,9 +22,11 @@ class ScriptedTui implements SeatTerminal {
     private dropTexts = 0,
     private dialog = false,
   ) {}
-  async screen(): Promise<string> {
-    if (this.dialog) return "Bash command\n  rm -rf build\nDo you want to proceed?\n❯ 1. Yes\n";
-    return `❯ ${this.input}\n${FOOTER}\n`;
+  /** Lines scrolled off the top (read only with history). */
+  scrollback = "";
+  async screen(history = 0): Promise<string> {
+    const visible = this.dialog ? "Bash command\n  rm -rf build\nDo you want to proceed?\n❯ 1. Yes\n" : `❯ ${this.input}\n${FOOTER}\n`;
+    return history > 0 ? `${this.scrollback}${visible}` : visible;
   }
   async type(text: string): Promise<void> {
     this.keys.push(`text:${text}`);
@@ -93,6 +95,20 @@ describe("a spawn's opening prompt is delivered, not only typed", () => {
     tui.person = true;
     expect(await deliver(tui)).toMatchObject({ taken: false, why: "attached" });
     expect(tui.keys).toEqual([`text:${PROMPT}`, "Enter"]);
+  });
+
+  it("an old dialog in the scrollback does not stop it: what is on screen now is the input screen", async () => {
+    const tui = new ScriptedTui(1);
+    tui.scrollback = "Bash command\n  ls\nDo you want to proceed?\n❯ 1. Yes\n";
+    expect(await deliver(tui)).toEqual({ taken: true });
+    expect(tui.keys).toEqual([`text:${PROMPT}`, "Enter", "Enter"]);
+  });
+
+  it("text shown only in the scrollback was shown: Enter, never typed twice", async () => {
+    const tui = new ScriptedTui(0, 1);
+    tui.scrollback = `❯ ${PROMPT}\n`;
+    expect(await deliver(tui)).toMatchObject({ taken: false, why: "not-taken" });
+    expect(tui.keys.filter((k) => k.startsWith("text:"))).toHaveLength(1);
   });
 
   it("a prompt never taken ends after the checks, with the last screen to log", async () => {
