@@ -40,8 +40,11 @@ import {
   clientsAccount,
   DEFAULT_MINT_LIMITS,
   IdentityRegistry,
+  leafSeats,
   liveRevocations,
   MintRefusedError,
+  plannedLeafScope,
+  pushAccountJwt,
   revokeUsers,
   senderOf,
   SERVICE_PRINCIPALS,
@@ -104,6 +107,9 @@ export interface MeshServiceOptions extends SpaceOptions {
   /** Static auth: what a credential other than the operator's may mint (defaults: DEFAULT_MINT_LIMITS). */
   mintLimits?: Partial<MintLimits>;
 }
+
+/** Identities that may run on a leaf host besides its manager (leaf-scope.ts): the leaf's scope covers them. */
+const LEAF_SEAT_PROFILES: ReadonlySet<string> = new Set(["agent", "reader", "observer"]);
 
 /** Commands whose sender the server must have named (static auth): they change who may do what. */
 const PRIVILEGED_COMMANDS: ReadonlySet<string> = new Set(["mint", "revoke"]);
@@ -428,15 +434,19 @@ export class MeshService {
     const othersValid = (existing && existing.profile === req.profile ? existing.users : []).filter(
       (u) => !(u.pub in revoked) && !(u.expiresAt !== undefined && u.expiresAt <= Date.now()),
     ).length;
+    // A leaf host's manager mints over the leaf connection: revoking that leaf revokes this too,
+    // and the leaf may act as this name only once its scope says so (leaf-scope.ts).
+    const via = sender?.profile === "leaf" && sender.name !== principalId(caller) ? sender.name : await this.assignedLeaf(caller, req.leaf, req.profile);
+    const widens = via && LEAF_SEAT_PROFILES.has(req.profile) ? await this.plannedScope(parsePrincipal(via), spec) : false;
+    // A leaf credential is signed with its own scoped key, whose scope the server knows before the credential is used.
+    if (req.profile === "leaf") await this.syncLeafScope(who);
     const user = await signUser(
       spec,
       req.userPub,
-      auth.store.signingKey(this.space),
+      req.profile === "leaf" ? auth.store.leafScopeKey(this.space, principalId(who)) : auth.store.signingKey(this.space),
       auth.store.accountKey(clientsAccount(this.space)).getPublicKey(),
       expiresInMs,
     );
-    // A leaf host's manager mints over the leaf connection: revoking that leaf revokes this too.
-    const via = sender?.profile === "leaf" && sender.name !== principalId(caller) ? sender.name : undefined;
     await this.identities.add(
       who,
       {
@@ -444,6 +454,7 @@ export class MeshService {
         allowSubscribe: req.allowSubscribe,
         allowPublish: req.allowPublish,
         ...(req.role ? { role: req.role } : {}),
+        ...(req.events !== undefined ? { events: req.events } : {}),
         ...(req.allowSpawn.length ? { allowSpawn: req.allowSpawn } : {}),
         ...(req.spawnLimit !== undefined ? { spawnLimit: req.spawnLimit } : {}),
         mintedBy: principalId(caller),
@@ -455,7 +466,9 @@ export class MeshService {
     // Event planes are read live and by history: no membership to create.
     if (req.provision) for (const ch of req.allowSubscribe.filter((c) => !eventPlaneOf(c))) await this.join(who, ch);
     this.log.info({ who: principalId(who), profile: req.profile, expiresAt: user.expiresAt, by: principalId(caller), via }, "minted a credential");
+    if (via && widens) this.syncLeafScopeAfterReply(parsePrincipal(via));
     return {
+      ...(widens ? { leafReconnect: true as const } : {}),
       principal: principalId(who),
       jwt: user.jwt,
       userPub: user.userPub,
@@ -482,9 +495,77 @@ export class MeshService {
     // A leaf host's credential: what its host minted through it goes with it.
     const through = rec?.profile === "leaf" ? await this.identities.mintedVia(who) : [];
     for (const m of through) users.push(...m.users);
+    // Its scope goes with it (the same account update): nothing is signed under that key any more.
+    if (rec?.profile === "leaf") auth.store.setLeafScope(this.space, principalId(who), undefined);
     await this.revokeLogged(auth, principalId(who), users);
+    // A seat of a leaf host: that host's connection no longer carries its name.
+    for (const leaf of new Set((rec?.users ?? []).flatMap((u) => (u.via ? [u.via] : [])))) this.syncLeafScopeAfterReply(parsePrincipal(leaf));
     this.log.info({ who: principalId(who), revoked: users.length, through: through.map((m) => principalId(m.who)) }, "revoked credentials");
     return { principal: principalId(who), revoked: users.length };
+  }
+
+  /**
+   * The leaf host the operator says an identity runs on (`mint --leaf`): a leaf it minted, for an
+   * agent, reader or observer. Undefined when none is named.
+   */
+  private async assignedLeaf(caller: Principal, leaf: string | undefined, profile: string): Promise<string | undefined> {
+    if (leaf === undefined) return undefined;
+    const who = parsePrincipal(leaf);
+    if (principalId(caller) !== principalId(SERVICE_PRINCIPALS.cli)) throw new NotAllowedError("name the leaf host another identity runs on");
+    if (!LEAF_SEAT_PROFILES.has(profile))
+      throw new MintRefusedError(
+        `A ${profile} does not run on a leaf host: --on applies to agents, readers and observers.`,
+        "Leave --on out; a leaf host's manager is minted as `<host> --profile manager`, and its leaf connection as `<host>_leaf --profile leaf`.",
+      );
+    if ((await this.identities.get(who))?.profile !== "leaf")
+      throw new MintRefusedError(
+        `${principalId(who)} is not a leaf credential of this space; nothing was minted.`,
+        `Mint the host's leaf credential first: cotal mint ${who.actor.endsWith("_leaf") ? who.actor : `${who.actor}_leaf`} --profile leaf.`,
+      );
+    return principalId(who);
+  }
+
+  /** Would minting `seat` through `leaf` widen that leaf's scope? Throws LeafScopeFullError past its bound, before anything is signed. */
+  private async plannedScope(leaf: Principal, seat: IdentitySpec): Promise<boolean> {
+    const { store } = this.opts.auth!;
+    return plannedLeafScope(store, this.space, leaf, await leafSeats(store, this.identities, this.space, leaf, seat)).changed;
+  }
+
+  /**
+   * Bring `leaf`'s scope in the clients account to the seats its host runs now (leafSeats), and
+   * push the account: the hub closes that leaf's connection, which comes back under the new scope
+   * about a second later (its reconnect interval). Serialized, so account updates go in order.
+   */
+  private syncLeafScope(leaf: Principal): Promise<boolean> {
+    const run = this.scopeSyncs.then(async () => {
+      const { store, server } = this.opts.auth!;
+      const seats = await leafSeats(store, this.identities, this.space, leaf);
+      const { perms, changed } = plannedLeafScope(store, this.space, leaf, seats);
+      if (!changed) return false;
+      // Every reply sent so far is at the server, and so queued on the leaf connection, which
+      // sends what it holds before it closes.
+      await this.nc.flush();
+      store.setLeafScope(this.space, principalId(leaf), perms);
+      await pushAccountJwt(store, server, await store.writeAccountJwt(clientsAccount(this.space), {}));
+      this.log.info({ leaf: principalId(leaf), seats: seats.map((s) => principalId(s.who)) }, "leaf scope changed: its connection is made again under it");
+      return true;
+    });
+    this.scopeSyncs = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run;
+  }
+
+  /** syncLeafScope once the reply being sent now has left: a changed scope closes the leaf connection it may be crossing. */
+  private syncLeafScopeAfterReply(leaf: Principal): void {
+    setTimeout(
+      () =>
+        void this.syncLeafScope(leaf).catch((err: unknown) =>
+          this.log.error({ err, leaf: principalId(leaf) }, "leaf scope not updated: the leaf host keeps its earlier rights until its next mint or revoke"),
+        ),
+      0,
+    );
   }
 
   /** Revoke, saying so loudly when the server did not take it: a revocation that failed is never silent. */
@@ -590,6 +671,8 @@ export class MeshService {
 
   /** Extra connections this service opened, closed on stop(). */
   private readonly closers: Array<() => Promise<unknown>> = [];
+  /** Leaf scope updates, one after another (syncLeafScope). */
+  private scopeSyncs: Promise<void> = Promise.resolve();
 
   async stop(): Promise<void> {
     this.liveness.stop();

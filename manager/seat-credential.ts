@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { z } from "zod";
-import { credsClaims, requestCredential, writeSecret } from "../broker/index.js";
-import { describeIssues, MESH_COMMANDS, type Principal } from "../schemas/index.js";
+import { awaitCredentialCarried, credsClaims, MeshServiceUnavailableError, requestCredential, writeSecret } from "../broker/index.js";
+import { describeIssues, MESH_COMMANDS, parsePrincipal, type Principal } from "../schemas/index.js";
 
 /**
  * How long a seat's credential lives (default 30 days, the longest the mesh service signs for a
@@ -27,6 +27,8 @@ export interface SeatMinter {
   caller?: Principal | undefined;
   /** Lifetime asked for (default SEAT_CREDS_LIFETIME_MS; the mesh service caps a manager's at 30 days). */
   lifetimeMs?: number | undefined;
+  /** The server the seat connects to: a mint through a leaf host waits there until the hub carries the seat. */
+  server?: string | undefined;
 }
 
 /**
@@ -35,10 +37,29 @@ export interface SeatMinter {
  * Returns when it expires (Unix ms; undefined: never, as an older mesh service signs for the operator).
  */
 export async function mintSeatCredential(nc: NatsConnection, o: SeatMinter, credsFile: string, mint: SeatMint): Promise<number | undefined> {
-  const { creds, reply } = await requestCredential(nc, o.space, { ...mint, expiresInMs: o.lifetimeMs ?? SEAT_CREDS_LIFETIME_MS }, o.caller);
+  const { creds, reply } = await withRetryOnNoAnswer(() =>
+    requestCredential(nc, o.space, { ...mint, expiresInMs: o.lifetimeMs ?? SEAT_CREDS_LIFETIME_MS }, o.caller),
+  );
   writeSecret(seatMintFile(credsFile), `${JSON.stringify(SeatMint.parse(mint))}\n`);
   writeSecret(credsFile, creds);
+  // On a leaf host whose scope just widened to this seat: it starts once the hub carries its name.
+  if (reply.leafReconnect && o.server) await awaitCredentialCarried(o.server, credsFile, o.space, parsePrincipal(reply.principal));
   return reply.expiresAt;
+}
+
+/**
+ * A mint through a leaf host can lose its answer: another seat's mint there remakes the host's
+ * connection to the hub at that moment (leaf-scope.ts). It is asked again, with a new key (the
+ * unanswered credential was never seen by anyone and expires unused), twice at most.
+ */
+async function withRetryOnNoAnswer<T>(call: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await call();
+    } catch (err) {
+      if (!(err instanceof MeshServiceUnavailableError) || attempt >= 3) throw err;
+    }
+  }
 }
 
 /**

@@ -68,7 +68,7 @@ export async function prepareSeat(
   const files: SeatFiles = { dir, material: join(dir, "launch.json"), log: join(dir, "seat.log") };
   if (o.mints) {
     files.creds = join(dir, `${seat.uid}.creds`);
-    await mintSeatCredential(nc, { space: o.space, caller: o.caller, lifetimeMs: o.seatCredsLifetimeMs }, files.creds, {
+    await mintSeatCredential(nc, { space: o.space, caller: o.caller, lifetimeMs: o.seatCredsLifetimeMs, server: o.server }, files.creds, {
       name: seat.name,
       profile: "agent",
       allowSubscribe: seat.allowSubscribe,

@@ -188,6 +188,9 @@ export const MESH_COMMANDS = {
       allowSpawn: AllowSpawn.default([]).describe("agent: personas it may spawn helpers of (docs/manager.md, Helpers); empty: no spawn right"),
       spawnLimit: SpawnLimit.optional().describe("agent with allowSpawn: helpers it may hold at once"),
       expiresInMs: z.number().int().positive().optional(),
+      leaf: PrincipalName.optional().describe(
+        "operator: the leaf credential of the host this identity runs on (`<host>_leaf`; agent, reader or observer): that leaf's scope widens to it, and revoking the leaf revokes it",
+      ),
       userPub: z.string().regex(/^U[A-Z2-7]{55}$/, "userPub must be a user public nkey"),
     }),
     reply: z.object({
@@ -196,6 +199,12 @@ export const MESH_COMMANDS = {
       userPub: z.string().min(1),
       expiresAt: UnixMs.optional(),
       provisioned: RegisterReply.optional(),
+      leafReconnect: z
+        .literal(true)
+        .optional()
+        .describe(
+          "minted through a leaf host whose scope now widens to this name: the hub remakes that host's connection (about a second); use the credential once the mesh answers it",
+        ),
       othersValid: z
         .number()
         .int()

@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { createAccount, createOperator, createUser, fromSeed, type KeyPair } from "@nats-io/nkeys";
-import { encodeAccount, encodeOperator, encodeUser, fmtCreds, type Account } from "@nats-io/jwt";
+import { encodeAccount, encodeOperator, encodeUser, fmtCreds, type Account, type Permissions } from "@nats-io/jwt";
 import { assertToken, CotalError } from "../../schemas/index.js";
 import { clientImports, dataExports } from "./space-accounts.js";
 import { ensureSecretDir, readSecret, secretExists, writeSecret } from "./secret-files.js";
@@ -26,6 +26,15 @@ export function clientsAccount(space: string): string {
 /** `SYS` and data accounts live in accounts/, clients accounts in clients/. */
 function accountFile(account: string, ext: string): string {
   return account.startsWith("clients/") ? `${account}${ext}` : join("accounts", `${account}${ext}`);
+}
+
+/** Beside a clients account's files: what each leaf host may do (AuthStore.leafScopes). */
+const LEAF_SCOPES = ".leaf-scopes.json";
+
+/** A leaf principal id (`owner.actor`) as it may appear in a file name. */
+function assertLeafId(leaf: string): string {
+  if (!/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(leaf)) throw new Error(`not a leaf principal id: ${JSON.stringify(leaf)}`);
+  return leaf;
 }
 
 /** A revocation would make the account's list longer than the server can take in one JWT. */
@@ -107,6 +116,33 @@ export class AuthStore {
   /** The key users of a space's clients account are minted with (the mesh service holds it). */
   signingKey(space: string): KeyPair {
     return this.seed(accountFile(clientsAccount(space), ".signing.nk"));
+  }
+
+  /**
+   * The scoped signing key a leaf host's credential is minted with (created on first use): the
+   * clients account's JWT carries what that leaf may do under it (leafScopes), so the hub applies
+   * a changed scope by closing the leaf connection, which then comes back under the new one.
+   */
+  leafScopeKey(space: string, leaf: string): KeyPair {
+    const file = accountFile(clientsAccount(space), `.leaf-${assertLeafId(leaf)}.signing.nk`);
+    if (!secretExists(this.path(file))) writeSecret(this.path(file), createAccount().getSeed());
+    return this.seed(file);
+  }
+
+  /** What each leaf of a space may do (leaf principal id → permissions), as its scope says. */
+  leafScopes(space: string): Record<string, Partial<Permissions>> {
+    const file = this.path(accountFile(clientsAccount(space), LEAF_SCOPES));
+    return secretExists(file) ? (JSON.parse(dec.decode(readSecret(file))) as Record<string, Partial<Permissions>>) : {};
+  }
+
+  /** Set (or, with undefined, drop) a leaf's scope; the account JWT carries it from its next writeAccountJwt. */
+  setLeafScope(space: string, leaf: string, perms: Partial<Permissions> | undefined): void {
+    const scopes = this.leafScopes(space);
+    if (perms) {
+      this.leafScopeKey(space, leaf);
+      scopes[assertLeafId(leaf)] = perms;
+    } else delete scopes[leaf];
+    writeSecret(this.path(accountFile(clientsAccount(space), LEAF_SCOPES)), JSON.stringify(scopes));
   }
 
   accountJwt(account: string): string {
@@ -203,7 +239,8 @@ export class AuthStore {
       ...account(SYSTEM_ACCOUNT, [".nk", ".jwt"]),
       join("creds", "sys.creds"),
       ...account(assertToken("space", "space", space), [".nk", ".jwt", ".limits.json", ...revocations]),
-      ...account(clientsAccount(space), [".nk", ".signing.nk", ".jwt", ...revocations]),
+      ...account(clientsAccount(space), [".nk", ".signing.nk", ".jwt", ...revocations, LEAF_SCOPES]),
+      ...Object.keys(this.leafScopes(space)).map((leaf) => accountFile(clientsAccount(space), `.leaf-${leaf}.signing.nk`)),
     ].filter((f) => secretExists(this.path(f)));
   }
 
@@ -271,7 +308,15 @@ export class AuthStore {
       // No JetStream here: every stream lives in the data account, reached only by import.
       return {
         limits: CONNECTION_LIMITS,
-        signing_keys: [this.signingKey(space).getPublicKey()],
+        signing_keys: [
+          this.signingKey(space).getPublicKey(),
+          ...Object.entries(this.leafScopes(space)).map(([leaf, template]) => ({
+            kind: "user_scope" as const,
+            key: this.leafScopeKey(space, leaf).getPublicKey(),
+            role: leaf,
+            template,
+          })),
+        ],
         imports: clientImports(space, this.accountKey(space).getPublicKey()),
         ...revoked,
       };

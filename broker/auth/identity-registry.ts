@@ -21,6 +21,8 @@ export const IdentityRecord = z.object({
   allowSubscribe: z.array(ChannelName),
   allowPublish: z.array(ChannelName),
   role: RoleName.optional(),
+  /** Whether it may publish its own event plane, as asked at mint (absent: the default, permissionsFor). */
+  events: z.boolean().optional(),
   /** Personas it may spawn helpers of (docs/manager.md, Helpers); absent: none. */
   allowSpawn: AllowSpawn.optional(),
   /** Helpers it may hold at once (absent: DEFAULT_SPAWN_LIMIT). */
@@ -124,15 +126,16 @@ export class IdentityRegistry {
    * must revoke too. Found by the index `via.<via>.<name>` that add() writes, so a revoke reads
    * only what went through that credential.
    */
-  async mintedVia(via: Principal): Promise<Array<{ who: Principal; users: IdentityRecord["users"] }>> {
+  async mintedVia(via: Principal): Promise<Array<{ who: Principal; users: IdentityRecord["users"]; rec: IdentityRecord }>> {
     const prefix = `${VIA_PREFIX}.${principalId(via)}.`;
     const names: string[] = [];
     for await (const k of await this.kv.keys(`${prefix}>`)) names.push(k.slice(prefix.length));
-    const out: Array<{ who: Principal; users: IdentityRecord["users"] }> = [];
+    const out: Array<{ who: Principal; users: IdentityRecord["users"]; rec: IdentityRecord }> = [];
     for (const name of names) {
       const who = parsePrincipal(name);
-      const users = (await this.get(who))?.users.filter((u) => u.via === principalId(via)) ?? [];
-      if (users.length) out.push({ who, users });
+      const rec = await this.get(who);
+      const users = rec?.users.filter((u) => u.via === principalId(via)) ?? [];
+      if (rec && users.length) out.push({ who, users, rec });
     }
     return out;
   }

@@ -6,6 +6,7 @@ export * from "./mint.js";
 export * from "./revoke.js";
 export * from "./identity-registry.js";
 export * from "./mint-client.js";
+export * from "./leaf-scope.js";
 export * from "./request-info.js";
 export * from "./reader-calls.js";
 export { clientServices } from "./space-accounts.js";

@@ -2,8 +2,10 @@ import { fmtCreds } from "@nats-io/jwt";
 import { createUser } from "@nats-io/nkeys";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { callControl } from "../control.js";
+import { connectMesh } from "../connect.js";
+import { MeshServiceUnavailableError } from "../errors.js";
 import type { MintReply } from "../mesh-service.js";
-import type { Principal } from "../../schemas/index.js";
+import { CotalError, type Principal } from "../../schemas/index.js";
 import { SERVICE_PRINCIPALS, type Profile } from "./permissions.js";
 
 /** What to mint, as asked by `cotal mint`. */
@@ -21,6 +23,8 @@ export interface MintRequest {
   /** Agent with allowSpawn: helpers it may hold at once. */
   spawnLimit?: number;
   expiresInMs?: number;
+  /** Operator: the leaf credential (`<host>_leaf`) of the host this identity runs on (leaf-scope.ts). */
+  leaf?: string;
 }
 
 /**
@@ -47,4 +51,40 @@ export async function requestRevoke(
   caller: Principal = SERVICE_PRINCIPALS.cli,
 ): Promise<{ principal: string; revoked: number }> {
   return callControl(nc, space, "revoke", caller, { name });
+}
+
+/** A credential minted through a leaf host that the hub did not come to carry in time. */
+export class LeafScopeWaitError extends CotalError {
+  constructor(who: string, waitedMs: number, cause?: unknown) {
+    super("leaf-scope-wait", `The mesh did not answer ${who} through this leaf host within ${Math.round(waitedMs / 1000)} s of its mint.`, {
+      remedy:
+        "The hub remakes a leaf host's connection when its scope widens: check the leaf server's log for its connection to the hub (`Leafnode connection created`), and the mesh service's for `leaf scope not updated`.",
+      cause,
+    });
+  }
+}
+
+/**
+ * Wait until the mesh answers `who`'s new credential (a `ping` as it, with that credential), for a
+ * mint whose reply says `leafReconnect`: the hub is remaking the leaf host's connection so that it
+ * carries the name, and until then what the seat sends would be dropped on the way. Anything but
+ * a timeout or a momentary no-answer (the connection being remade) is thrown at once.
+ */
+export async function awaitCredentialCarried(server: string, credsFile: string, space: string, who: Principal, timeoutMs = 20_000): Promise<void> {
+  const started = Date.now();
+  const nc = await connectMesh({ server, creds: credsFile, name: "cotal-leaf-probe" });
+  try {
+    for (;;) {
+      try {
+        await callControl(nc, space, "ping", who, {}, { timeoutMs: 500 });
+        return;
+      } catch (err) {
+        if (!(err instanceof MeshServiceUnavailableError)) throw err;
+        if (Date.now() - started >= timeoutMs) throw new LeafScopeWaitError(`${who.owner}.${who.actor}`, Date.now() - started, err);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  } finally {
+    await nc.close();
+  }
 }

@@ -94,13 +94,29 @@ export function credsTags(spec: Pick<IdentitySpec, "space" | "profile">): string
 }
 
 /**
- * Sign a user JWT for `userPub` with the space's signing key. The user's seed never reaches
+ * Sign a user JWT for `userPub` with the space's signing key (a leaf's: its scoped key, AuthStore.leafScopeKey). The user's seed never reaches
  * the signer: callers generate the key pair where the credential will live.
  */
 export async function signUser(spec: IdentitySpec, userPub: string, signingKey: KeyPair, accountPub: string, expiresInMs?: number): Promise<MintedUser> {
   checkMintSpec(spec);
   const issuedAt = Math.floor(Date.now() / 1000);
   const exp = expiresInMs ? issuedAt + Math.ceil(expiresInMs / 1000) : undefined;
+  // A leaf credential carries no permissions: its scoped signing key's template in the account JWT
+  // is what it may do (leaf-scope.ts), and the server refuses a scoped user that carries any.
+  if (spec.profile === "leaf") {
+    const jwt = await encodeUser(
+      principalId(spec.who),
+      fromPublic(userPub),
+      fromPublic(accountPub),
+      { tags: credsTags(spec) },
+      {
+        signer: signingKey,
+        scopedUser: true,
+        ...(exp ? { exp } : {}),
+      },
+    );
+    return { jwt, userPub, issuedAt, ...(exp ? { expiresAt: exp * 1000 } : {}) };
+  }
   // A user signed by the account key itself names no issuer account (only signing keys do).
   const viaSigningKey = signingKey.getPublicKey() !== accountPub;
   const jwt = await encodeUser(

@@ -287,68 +287,43 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
         },
         resp: { max: 1, ttl: 0 },
       };
-    case "leaf": {
-      // A leaf-node host's nats-server (docs/security.md, "Leaf-node hosts"): it bridges its own
-      // clients account to this one. Every identity on that host authenticates there with its own
-      // credential (same operator and accounts), so the leaf server enforces each one's permissions;
-      // this credential bounds what the whole host can reach, whoever controls that server: what its
-      // manager (`<host>` for `<host>_leaf`) and agents may do, with any agent's name (seats are
-      // minted at run time), and never as the operator or the mesh service (denied on every kind of
-      // subject). No members bucket, no channel registry writes, no other manager's heartbeat, seat
-      // log or requests, no JetStream API beyond binding durables and the reads those two need.
-      // The mesh service checks the rest by who the server says sent each control call
-      // (request-info.ts): this credential acts as its host's manager and agents only.
-      const host = leafHostManager(who);
-      const root = patterns.space(space).slice(0, -1);
-      const managerOwn = host
-        ? [
-            patterns.seatLogAs(space, host),
-            patterns.bucketKey(names.managersBucket(space), host.actor),
-            `${JS_API}.STREAM.MSG.GET.${names.seatsStream(space)}`,
-            `${JS_API}.STREAM.INFO.KV_${names.managersBucket(space)}`,
-            `${JS_API}.STREAM.MSG.GET.${names.xferStream(space, host.actor)}`,
-          ]
-        : [];
-      return {
-        pub: {
-          allow: [
-            `${root}chat.>`,
-            `${root}events.>`,
-            `${root}inst.>`,
-            `${root}svc.>`,
-            `${root}${BEAT_TOKEN}.>`,
-            `${root}ep.${MESH}.one.>`,
-            `${root}ep.${ARTIFACT}.one.>`,
-            `${root}ep.xfer.one.xfer-remove.>`,
-            `${root}ep.manager.one.run.>`,
-            `${root}ep.manager.*.ps.>`,
-            presenceAll,
-            patterns.bucketGet(names.channelsBucket(space)),
-            patterns.bucketGet(names.managersBucket(space)),
-            ...[names.dmStream(space), names.taskStream(space), names.chatStream(space)].flatMap((s) => patterns.bindDurable(s, "*")),
-            ...managerOwn,
-            // Answers to requests it serves (its manager's rail) go to the requester's inbox.
-            "_INBOX.>",
-          ],
-          // Never as the operator or the mesh service, and never their mail: the services' own
-          // DM inboxes are not bound from a leaf host (an agent's may be: see security.md).
-          deny: Object.values(SERVICE_PRINCIPALS).flatMap((p) => [...actingAs(space, p), ...patterns.bindDurable(names.dmStream(space), durables.dm(p))]),
-        },
-        // Beats cross to the hub (its agents beat), never back: no one on the host reads them.
-        sub: {
-          allow: [
-            "_INBOX.>",
-            presenceAll,
-            patterns.allPosts(space),
-            patterns.allEvents(space),
-            ...(host
-              ? [patterns.callsToTarget(space, "manager", host.actor), patterns.callsToTarget(space, "manager", ANY_INSTANCE), xferFilter(space, host.actor)]
-              : []),
-          ],
-          // The services' replies (the operator's mint answers carry credentials) stay theirs.
-          deny: Object.values(SERVICE_PRINCIPALS).map((p) => patterns.inbox(p)),
-        },
-      };
-    }
+    case "leaf":
+      // A leaf credential's rights are those of the identities on its host (leafPermissions); it
+      // is minted with none of its own and gets them from its scoped signing key (leaf-scope.ts).
+      return leafPermissions(space, who, []);
   }
+}
+
+/** Subjects of two permission lists together, once each, in a stable order (so a scope compares by value). */
+function union(...lists: Array<string[] | undefined>): string[] {
+  return [...new Set(lists.flatMap((l) => l ?? []))].sort();
+}
+
+/**
+ * What a leaf-node host may do through its connection to the hub (docs/security.md, "Leaf-node
+ * hosts"): exactly what the identities that run there may — its manager (`<host>` for
+ * `<host>_leaf`) and `seats`: the agents its manager minted through that leaf, and the agents,
+ * readers and observers the operator minted for it (`cotal mint --on`), none revoked or expired —
+ * and no more, whoever controls that host's nats-server. The hub applies it to everything the
+ * connection carries; every identity on the host is checked again there, by its own credential.
+ * Besides their union: answers to the requests its manager serves (any inbox: the requester's),
+ * and never anything as the operator or the mesh service, nor their mail.
+ */
+export function leafPermissions(space: string, leaf: Principal, seats: IdentitySpec[]): Partial<Permissions> {
+  const host = leafHostManager(leaf);
+  const each = [
+    ...(host ? [permissionsFor({ space, who: host, profile: "manager" })] : []),
+    ...seats.filter((s) => s.profile === "agent" || s.profile === "reader" || s.profile === "observer").map((s) => permissionsFor({ ...s, space })),
+  ];
+  return {
+    pub: {
+      allow: union(["_INBOX.>"], ...each.map((p) => p.pub?.allow)),
+      deny: Object.values(SERVICE_PRINCIPALS).flatMap((p) => [...actingAs(space, p), ...patterns.bindDurable(names.dmStream(space), durables.dm(p))]),
+    },
+    sub: {
+      allow: union(...each.map((p) => p.sub?.allow)),
+      // The services' replies (the operator's mint answers carry credentials) stay theirs.
+      deny: Object.values(SERVICE_PRINCIPALS).map((p) => patterns.inbox(p)),
+    },
+  };
 }

@@ -7,6 +7,7 @@ import {
   checkMintSpec,
   connectMesh,
   isPermissionDenied,
+  LEAF_SUFFIX,
   MintRefusedError,
   PROFILES,
   requestCredential,
@@ -70,6 +71,7 @@ const MintFlags = z.object({
   out: z.string().min(1).optional(),
   expiresIn: duration.optional(),
   replace: z.boolean().optional(),
+  on: token("name", "host").optional(),
   json: z.boolean().optional(),
 });
 
@@ -103,7 +105,11 @@ export function registerMint(program: Command): void {
     .option("--spawn-limit <n>", "agent with --allow-spawn: helpers it may hold at once (default 4, at most 32)")
     .option("--out <file>", "where to write the .creds file (default .cotal/creds/<name>.creds next to the mesh)")
     .option("--expires-in <duration>", "expiry: a number and a unit, e.g. 90s, 24h or 7d (default: no expiry)")
-    .option("--replace", "the name already has a credential: revoke every old one, then write the new one");
+    .option("--replace", "the name already has a credential: revoke every old one, then write the new one")
+    .option(
+      "--on <host>",
+      "agent, reader, observer: it runs on the leaf host <host> (whose leaf credential is <host>_leaf): that host's connection may then act as it (docs/remote-hosts.md)",
+    );
   jsonOption(meshOptions(mint)).action(async (name: string, raw: Record<string, unknown>) => {
     const f = parseInput(MintFlags, { ...raw, name }, { name: "<name>" });
     // Refused here, as bad input (exit 2), what the mesh service would refuse.
@@ -145,6 +151,7 @@ export function registerMint(program: Command): void {
           ...(f.allowSpawn.length ? { allowSpawn: f.allowSpawn } : {}),
           ...(f.spawnLimit !== undefined ? { spawnLimit: f.spawnLimit } : {}),
           ...(f.expiresIn ? { expiresInMs: f.expiresIn } : {}),
+          ...(f.on ? { leaf: `${f.on}${LEAF_SUFFIX}` } : {}),
         }),
       ),
     );
@@ -158,6 +165,7 @@ export function registerMint(program: Command): void {
       provisioned: !!reply.provisioned,
       revoked: replaced?.revoked ?? 0,
       othersValid: reply.othersValid ?? 0,
+      ...(f.on ? { on: f.on } : {}),
     };
     const memberships = f.allowSubscribe.filter((ch) => !eventPlaneOf(ch));
     if (f.json) printJson(result);
@@ -167,6 +175,9 @@ export function registerMint(program: Command): void {
         `creds:     ${out} (mode 0600)`,
         ...(result.expiresAt ? [`expires:   ${result.expiresAt}`] : []),
         ...(f.allowSpawn.length ? [`spawns:    ${f.allowSpawn.join(", ")} (at most ${f.spawnLimit ?? DEFAULT_SPAWN_LIMIT} helpers at once)`] : []),
+        ...(f.on
+          ? [`on:        leaf host ${f.on} (its connection to the mesh may act as ${result.principal}; revoking ${f.on}${LEAF_SUFFIX} revokes it too)`]
+          : []),
         ...(result.provisioned ? ["inbox:     provisioned"] : []),
         // A reader has no inbox: provisioning made its channel memberships only (an event plane has none).
         ...(f.profile === "reader" && f.provision && memberships.length ? [`joined:    ${memberships.join(", ")} (durable memberships)`] : []),

@@ -16,7 +16,10 @@ import {
   ControlCallError,
   isPermissionDenied,
   isTimeout,
+  MeshServiceUnavailableError,
   permissionViolation,
+  awaitCredentialCarried,
+  requestCredential,
   requestRevoke,
   SERVICE_PRINCIPALS,
 } from "../../broker/internal.js";
@@ -79,6 +82,29 @@ async function publishRefused(nc: NatsConnection, subject: string, data = "{}"):
   expect(isPermissionDenied(err), `${subject}: expected a permission refusal, got ${String(err)}`).toBe(true);
 }
 
+/** The leaf credential as an ordinary client, replying on the inbox of `as` (default: its host's manager, whose rights it has). */
+function leafClient(as: Principal = hostb): Promise<NatsConnection> {
+  return mesh.connection(creds.leaf, `_INBOX.${as.owner}.${as.actor}`);
+}
+
+/** Until the hub carries `seat` for the leaf (a mint through it remade the leaf's connection): a ping as it is answered. */
+async function carried(seat: Principal): Promise<void> {
+  const probe = await leafClient(seat);
+  try {
+    await until(
+      () =>
+        callControl(probe, SPACE, "ping", seat, {}, { timeoutMs: 500 }).then(
+          () => true,
+          () => false,
+        ),
+      15_000,
+      `the hub to carry ${seat.actor} for the leaf`,
+    );
+  } finally {
+    await probe.close();
+  }
+}
+
 /** Cut when revoked: resolves once `nc` is closed. */
 function closedFlag(nc: NatsConnection): () => boolean {
   let closed = false;
@@ -88,7 +114,7 @@ function closedFlag(nc: NatsConnection): () => boolean {
 
 describe("a leaf credential used as an ordinary client is not the operator", () => {
   test("minting as local.cotal_cli (admin, manager) is refused, with or without a forged Nats-Request-Info; nothing is minted", async () => {
-    const nc = await mesh.connection(creds.leaf);
+    const nc = await leafClient();
     for (const [name, profile] of [
       ["sneaky_admin", "admin"],
       ["sneaky_mgr", "manager"],
@@ -96,17 +122,18 @@ describe("a leaf credential used as an ordinary client is not the operator", () 
       expectRefused(await callControl(nc, SPACE, "mint", SERVICE_PRINCIPALS.cli, mintArgs(name, profile), { timeoutMs: 3_000 }).catch((e: unknown) => e));
       expect(await identity(name)).toBeUndefined();
     }
-    // The server replaces whatever header the sender brought: naming the operator changes nothing.
+    // The server replaces whatever header the sender brought: naming the operator changes nothing
+    // (asked as its own host's manager, which may mint agents only).
     const h = headers();
     h.set("Nats-Request-Info", JSON.stringify({ user: "U".padEnd(56, "A"), name_tag: "local.cotal_cli", tags: ["cotal-profile:cli"] }));
-    const body = JSON.stringify({ id: "x", deadline: Date.now() + 3_000, caller: "local.hostc", args: mintArgs("sneaky_hdr", "agent") });
-    const reply = await nc.request(`cotal.${SPACE}.ep.mesh.one.mint.local.hostc`, body, { timeout: 3_000, headers: h });
+    const body = JSON.stringify({ id: "x", deadline: Date.now() + 3_000, caller: "local.hostb", args: mintArgs("sneaky_hdr", "admin") });
+    const reply = await nc.request(`cotal.${SPACE}.ep.mesh.one.mint.local.hostb`, body, { timeout: 3_000, headers: h });
     expect(JSON.parse(new TextDecoder().decode(reply.data))).toMatchObject({ ok: false, error: { code: "not-allowed" } });
     expect(await identity("sneaky_hdr")).toBeUndefined();
   });
 
   test("revoking another identity is refused, as the operator and as another host's manager; the victim stays connected", async () => {
-    const nc = await mesh.connection(creds.leaf);
+    const nc = await leafClient();
     const victim = await mesh.connection(creds.alice, "_INBOX.local.alice");
     const cut = closedFlag(victim);
     const carolMintedByHostc = await callControl(
@@ -121,6 +148,8 @@ describe("a leaf credential used as an ordinary client is not the operator", () 
       [SERVICE_PRINCIPALS.cli, "alice"],
       [localPrincipal("hostc"), "hostc_seat"],
       [localPrincipal("hostc"), "alice"],
+      // As its own host's manager: alice is not a name that manager minted.
+      [hostb, "alice"],
     ] as Array<[Principal, string]>) {
       expectRefused(await callControl(nc, SPACE, "revoke", as, { name }, { timeoutMs: 3_000 }).catch((e: unknown) => e));
     }
@@ -129,7 +158,7 @@ describe("a leaf credential used as an ordinary client is not the operator", () 
   });
 
   test("the members bucket cannot be read; channel, another manager's and the operator's keys cannot be written", async () => {
-    const nc = await mesh.connection(creds.leaf);
+    const nc = await leafClient();
     const members = names.membersBucket(SPACE);
     await publishRefused(nc, `$JS.API.STREAM.MSG.GET.KV_${members}`, JSON.stringify({ last_by_subj: `$KV.${members}.id.local.alice` }));
     await publishRefused(nc, `$JS.API.STREAM.INFO.KV_${members}`);
@@ -142,29 +171,28 @@ describe("a leaf credential used as an ordinary client is not the operator", () 
   });
 
   test("the operator's DM inbox cannot be bound or pulled, nor the operator's replies read", async () => {
-    const nc = await mesh.connection(creds.leaf);
+    const nc = await leafClient();
     const inbox = durables.dm(SERVICE_PRINCIPALS.cli);
     await publishRefused(nc, `$JS.API.CONSUMER.INFO.${names.dmStream(SPACE)}.${inbox}`);
     await publishRefused(nc, `$JS.API.CONSUMER.MSG.NEXT.${names.dmStream(SPACE)}.${inbox}`, JSON.stringify({ batch: 1 }));
-    // An agent's inbox it may still bind (a leaf host's seats are agents): the refusal above is the deny, not a blanket no.
-    const agentInfo = await nc
-      .request(`$JS.API.CONSUMER.INFO.${names.dmStream(SPACE)}.${durables.dm(localPrincipal("alice"))}`, "", { timeout: 3_000 })
-      .catch((e: unknown) => e);
-    expect(isPermissionDenied(agentInfo), String(agentInfo)).toBe(false);
     const sub = nc.subscribe(patterns.inbox(SERVICE_PRINCIPALS.cli));
     await nc.flush();
     const closed = await Promise.race([sub.closed, new Promise((r) => setTimeout(() => r("open"), 2_000))]);
     expect(permissionViolation(closed), "subscribing to the operator's inbox is refused").toBeDefined();
   });
 
-  test("what it may do: act as its host's manager (mint that manager's seats) and as an agent", async () => {
-    const nc = await mesh.connection(creds.leaf);
+  test("what it may do: act as its host's manager (mint that manager's seats) and as the seats it minted", async () => {
+    const nc = await leafClient();
     const r = await callControl(nc, SPACE, "mint", hostb, mintArgs("seat_one"));
     expect(r.principal).toBe("local.seat_one");
+    // Its scope widens to the new seat: the hub remakes the leaf's connection, and says so.
+    expect(r.leafReconnect).toBe(true);
     expect(JSON.parse((await identity("seat_one"))!)).toMatchObject({ mintedBy: "local.hostb", users: [{ via: "local.hostb_leaf" }] });
-    expect((await callControl(nc, SPACE, "whoami", localPrincipal("carol"))).principal).toBe("local.carol");
+    await carried(localPrincipal("seat_one"));
+    const asSeat = await leafClient(localPrincipal("seat_one"));
+    expect((await callControl(asSeat, SPACE, "whoami", localPrincipal("seat_one"))).principal).toBe("local.seat_one");
     // The host manager's own heartbeat key is its to write.
-    await nc.request(`$KV.${names.managersBucket(SPACE)}.hostb`, JSON.stringify({ instance: "hostb" }), { timeout: 3_000 });
+    await (await leafClient()).request(`$KV.${names.managersBucket(SPACE)}.hostb`, JSON.stringify({ instance: "hostb" }), { timeout: 3_000 });
   });
 });
 
@@ -218,25 +246,59 @@ describe("a real leaf server in front of the hub", () => {
         10_000,
         "the control rail to answer through the leaf",
       );
-      const r = await callControl(mgr, SPACE, "mint", hostb, mintArgs("seat_two"));
-      expect(r.principal).toBe("local.seat_two");
+      // As a manager mints a seat there (seat-credential.ts): the credential, then until the hub carries it.
+      const { creds: seatCreds, reply } = await requestCredential(
+        mgr,
+        SPACE,
+        { name: "seat_two", profile: "agent", allowSubscribe: ["general"], allowPublish: ["general"], provision: true },
+        hostb,
+      );
+      expect(reply).toMatchObject({ principal: "local.seat_two", leafReconnect: true });
       expect(JSON.parse((await identity("seat_two"))!)).toMatchObject({ mintedBy: "local.hostb", users: [{ via: "local.hostb_leaf" }] });
+      writeFileSync(join(dir, "seat_two.creds"), seatCreds, { mode: 0o600 });
+      creds.seat_two = join(dir, "seat_two.creds");
+      await awaitCredentialCarried(`127.0.0.1:${leafClientPort}`, creds.seat_two, SPACE, localPrincipal("seat_two"));
     } finally {
       await mgr.close();
     }
-    // Whoever runs the leaf server passes its own clients' checks: here a client it lets act as hostc.
+    // Whoever runs the leaf server passes its own clients' checks: here a client it lets act as
+    // hostc. The hub told the leaf server what its connection may carry: the request goes nowhere.
     const rogue = await onLeaf(creds.hostc!, localPrincipal("hostc"));
     try {
-      expectRefused(await callControl(rogue, SPACE, "mint", localPrincipal("hostc"), mintArgs("rogue_seat"), { timeoutMs: 3_000 }).catch((e: unknown) => e));
+      const err = await callControl(rogue, SPACE, "mint", localPrincipal("hostc"), mintArgs("rogue_seat"), { timeoutMs: 3_000 }).catch((e: unknown) => e);
+      expect(err instanceof MeshServiceUnavailableError || isPermissionDenied(err), String(err)).toBe(true);
       expect(await identity("rogue_seat")).toBeUndefined();
     } finally {
       await rogue.close();
     }
   });
 
+  test("a name that does not run on the host does not pass the hub: alice's post from the leaf server never arrives, its seat's does", async () => {
+    const hub = await mesh.connection(mesh.cliCreds);
+    const got: string[] = [];
+    hub.subscribe(`cotal.${SPACE}.chat.>`, { callback: (_e, m) => void got.push(`${m.subject} ${new TextDecoder().decode(m.data)}`) });
+    await hub.flush();
+    // alice's own credential, on the leaf host: the leaf server lets it post as alice (its own check passes).
+    const aliceThere = await onLeaf(creds.alice!, localPrincipal("alice"));
+    const seatThere = await onLeaf(creds.seat_two!, localPrincipal("seat_two"));
+    try {
+      aliceThere.publish(`cotal.${SPACE}.chat.local.alice.general`, "forged");
+      await aliceThere.flush();
+      seatThere.publish(`cotal.${SPACE}.chat.local.seat_two.general`, "marker");
+      await seatThere.flush();
+      await until(() => got.some((g) => g.endsWith("marker")), 10_000, "the seat's post to reach the hub");
+      expect(got.filter((g) => g.includes("forged"))).toEqual([]);
+    } finally {
+      await aliceThere.close();
+      await seatThere.close();
+    }
+  });
+
   test("revoking the leaf revokes what was minted through it: its seats' live connections are cut", async () => {
-    const nc = await mesh.connection(creds.leaf);
+    const nc = await leafClient();
     const seat = await callControl(nc, SPACE, "mint", hostb, mintArgs("seat_three"));
+    // The mint remade the leaf's connection: the next waits until it carries the seat.
+    await carried(localPrincipal("seat_three"));
     const file = join(dir, "seat_three.creds");
     const { fmtCreds } = await import("@nats-io/jwt");
     const kp = createUser();

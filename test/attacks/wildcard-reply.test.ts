@@ -6,6 +6,7 @@
 // rail, every JetStream API and bucket subject the clients account imports, and `$JS.ACK`, and then
 // asks whether the server is still up and `cotal status` still answers. Whether the profile's
 // permissions let a request through is recorded, not asserted: the point is that the server survives.
+import { createUser } from "@nats-io/nkeys";
 import { tmpdir } from "node:os";
 import { jetstream, type JsMsg } from "@nats-io/jetstream";
 import { headers, type Msg, type NatsConnection } from "@nats-io/transport-node";
@@ -173,7 +174,8 @@ describe.each(Object.keys(PROFILES))("%s: requests with wildcard reply subjects"
   test("to the control rail, every imported JetStream API and bucket, and $JS.ACK leave the server up", async ({ annotate }) => {
     const mint = PROFILES[profile]!(`w${profile.replace(/\W/g, "")}`);
     const creds = await mesh.mint(mint);
-    const name = mint.name;
+    // A leaf acts as its host's identities: its host's manager (`wleaf` for `wleaf_leaf`).
+    const name = profile === "leaf" ? mint.name.slice(0, -"_leaf".length) : mint.name;
     const who = localPrincipal(name);
     const nc: NatsConnection = await mesh.connection(creds, `_INBOX.local.${name}`);
     const refused = new Set<string>();
@@ -253,7 +255,22 @@ test.each([["_INBOX.local.whostb_leaf.x", "is answered"]])(
     const subs = [victimBeat, attackerBeat].map((s) => mesh.serviceConnection.subscribe(s, { callback: (err, m) => void (!err && held.push(m)) }));
     await mesh.serviceConnection.flush();
     const victim = await mesh.connection(mesh.cliCreds);
-    const attacker = await mesh.connection(await mesh.mint({ name: "whostb_leaf", profile: "leaf" }), "_INBOX.local.whostb_leaf");
+    // The leaf acts as its host's seats: "attacker" is one, minted through it by its host's manager.
+    const leafCreds = await mesh.mint({ name: "whostb_leaf", profile: "leaf" });
+    await mesh.mint({ name: "whostb", profile: "manager" });
+    const asHost = await mesh.connection(leafCreds, "_INBOX.local.whostb");
+    await callControl(asHost, SPACE, "mint", localPrincipal("whostb"), { name: "attacker", profile: "agent", userPub: createUser().getPublicKey() });
+    await asHost.close();
+    const attacker = await mesh.connection(leafCreds, "_INBOX.local.attacker");
+    await until(
+      () =>
+        callControl(attacker, SPACE, "ping", localPrincipal("attacker"), {}, { timeoutMs: 500 }).then(
+          () => true,
+          () => false,
+        ),
+      15_000,
+      "the hub to carry the leaf's seat",
+    );
     try {
       const answer = victim.request(victimBeat, "{}", { timeout: 5_000 }).then(
         (m) => m.string(),

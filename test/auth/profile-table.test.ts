@@ -11,6 +11,7 @@ import { afterAll, describe, expect, test } from "vitest";
 import { ControlCallError, type MintRequest, permissionViolation, requestControl, SERVICE_PRINCIPALS } from "../../broker/internal.js";
 import { durables, localPrincipal, parsePrincipal, principalDashed, principalId, type Principal } from "../../schemas/index.js";
 import { TestMesh } from "../harness/mesh.js";
+import { until } from "../harness/until.js";
 
 const SPACE = "ptable";
 const DOC = new URL("../../docs/security.md", import.meta.url);
@@ -37,6 +38,16 @@ const COLUMNS: Record<string, Omit<MintRequest, "provision">> = {
   manager: { name: "hostb", profile: "manager" },
   leaf: { name: "hostb_leaf", profile: "leaf" },
 };
+
+/**
+ * A leaf acts as the identities of its host: its column's `<me>` is the seat its host's manager
+ * minted through it, as `ann` (and `<seat>` that seat's own seat, minted there too, so the table's
+ * mint as local.hostb widens nothing mid-run).
+ */
+const LEAF_SEATS: Array<Omit<MintRequest, "provision">> = [
+  { ...COLUMNS.agent!, name: "hostb_seat" },
+  { name: "hostb_seat_seat", profile: "agent" },
+];
 
 /** Error codes with which the mesh service refuses a call (any other error answers it: bad arguments, an unknown artifact). */
 const REFUSALS = new Set(["not-allowed", "read-denied", "role-not-granted"]);
@@ -89,6 +100,29 @@ async function start(): Promise<TestMesh> {
   });
   await cli.flush();
   return m;
+}
+
+/** The leaf credential, once its host's manager has minted LEAF_SEATS through it and the hub carries them. */
+async function leafWithSeats(m: TestMesh): Promise<string> {
+  const creds = await m.mint(COLUMNS.leaf!);
+  const hostb = localPrincipal("hostb");
+  // Each mint widens the leaf's scope: the hub remakes its connection, so the next waits for that.
+  for (const spec of LEAF_SEATS) {
+    const nc = await m.connection(creds, `_INBOX.${principalId(hostb)}`);
+    await requestControl(nc, SPACE, "mesh", "mint", hostb, { ...spec, userPub: createUser().getPublicKey() });
+    const seat = localPrincipal(spec.name);
+    const probe = await m.connection(creds, `_INBOX.${principalId(seat)}`);
+    await until(
+      () =>
+        requestControl(probe, SPACE, "mesh", "ping", seat, {}, { timeoutMs: 500 }).then(
+          () => true,
+          () => false,
+        ),
+      15_000,
+      `the hub to carry the leaf's seat ${spec.name}`,
+    );
+  }
+  return creds;
 }
 
 afterAll(async () => {
@@ -173,8 +207,8 @@ describe("docs/security.md's profile table holds against the broker", () => {
     const m = await start();
     const wrong: string[] = [];
     for (const [column, spec] of Object.entries(COLUMNS)) {
-      const me = localPrincipal(spec.name);
-      const nc = await m.connection(await m.mint(spec), `_INBOX.${principalId(me)}`);
+      const me = localPrincipal(column === "leaf" ? LEAF_SEATS[0]!.name : spec.name);
+      const nc = await m.connection(column === "leaf" ? await leafWithSeats(m) : await m.mint(spec), `_INBOX.${principalId(me)}`);
       const errors = permissionErrors(nc);
       for (const row of table.rows) {
         const got = await outcome(nc, errors, row, me);

@@ -1,0 +1,69 @@
+import type { Permissions } from "@nats-io/jwt";
+import { CotalError, principalId, type Principal } from "../../schemas/index.js";
+import { clientsAccount, type AuthStore } from "./auth-store.js";
+import type { IdentityRecord, IdentityRegistry } from "./identity-registry.js";
+import { leafPermissions, type IdentitySpec } from "./permissions.js";
+import { MAX_REVOCATIONS } from "./revoke.js";
+
+/**
+ * Most bytes the leaf scopes of a space may take in its clients account's JWT, as JSON. The JWT
+ * goes to the server as one `$SYS.REQ.CLAIMS.UPDATE` request (1 MiB max_payload) beside up to
+ * MAX_REVOCATIONS revocations (~850 KB of it): this keeps both inside. A seat adds ~1.5 KB.
+ */
+export const MAX_LEAF_SCOPES_BYTES = 120_000;
+
+/** The leaf hosts' scopes would outgrow the account JWT. */
+export class LeafScopeFullError extends CotalError {
+  constructor(leaf: string, bytes: number) {
+    super(
+      "leaf-scope-full",
+      `Widening ${leaf}'s scope to this seat would make the space's leaf scopes ${bytes} bytes, more than the ${MAX_LEAF_SCOPES_BYTES} the account JWT keeps for them (beside its ${MAX_REVOCATIONS} revocations); nothing was minted.`,
+      { remedy: "Retire seats on leaf hosts that no longer need to run (`cotal stop`), or run more of them on the mesh host." },
+    );
+  }
+}
+
+/** The seat a record describes, as permissionsFor builds its rights. */
+export function seatSpec(
+  space: string,
+  who: Principal,
+  rec: Pick<IdentityRecord, "profile" | "allowSubscribe" | "allowPublish" | "role" | "events" | "allowSpawn">,
+): IdentitySpec {
+  return {
+    space,
+    who,
+    profile: rec.profile,
+    allowSubscribe: rec.allowSubscribe,
+    allowPublish: rec.allowPublish,
+    ...(rec.role ? { role: rec.role } : {}),
+    ...(rec.events !== undefined ? { events: rec.events } : {}),
+    ...(rec.allowSpawn?.length ? { allowSpawn: rec.allowSpawn } : {}),
+  };
+}
+
+/**
+ * The identities a leaf's scope covers: agents (its seats), readers and observers minted through
+ * that leaf or for it (`mint --leaf`), with a credential neither revoked nor expired. `extra` (a seat being minted now) is counted as live.
+ */
+export async function leafSeats(store: AuthStore, identities: IdentityRegistry, space: string, leaf: Principal, extra?: IdentitySpec): Promise<IdentitySpec[]> {
+  const revoked = store.revocations(clientsAccount(space));
+  const now = Date.now();
+  const live = (u: IdentityRecord["users"][number]) =>
+    !(u.pub in revoked && (revoked[u.pub] ?? 0) >= u.issuedAt) && !(u.expiresAt !== undefined && u.expiresAt <= now);
+  const seats = (await identities.mintedVia(leaf))
+    .filter((m) => ["agent", "reader", "observer"].includes(m.rec.profile) && m.users.some(live))
+    .map((m) => seatSpec(space, m.who, m.rec))
+    .filter((s) => !extra || principalId(s.who) !== principalId(extra.who));
+  return [...seats, ...(extra ? [extra] : [])].sort((a, b) => principalId(a.who).localeCompare(principalId(b.who)));
+}
+
+/** What `leaf`'s scope should say for `seats`, and whether that differs from what the store holds. */
+export function plannedLeafScope(store: AuthStore, space: string, leaf: Principal, seats: IdentitySpec[]): { perms: Partial<Permissions>; changed: boolean } {
+  const perms = leafPermissions(space, leaf, seats);
+  const scopes = store.leafScopes(space);
+  const id = principalId(leaf);
+  const changed = JSON.stringify(scopes[id]) !== JSON.stringify(perms);
+  const bytes = JSON.stringify({ ...scopes, [id]: perms }).length;
+  if (changed && bytes > MAX_LEAF_SCOPES_BYTES) throw new LeafScopeFullError(id, bytes);
+  return { perms, changed };
+}
