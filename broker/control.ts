@@ -94,17 +94,41 @@ export type ControlCaller<T extends ControlTable> = <C extends keyof T & string>
  * `bad-reply` naming the command and the field (outcome unknown: the callee said it ran, but
  * what it returned cannot be trusted).
  */
-export function controlCaller<T extends ControlTable>(table: T): ControlCaller<T> {
+export function controlCaller<T extends ControlTable>(
+  table: T,
+  /** `retryUnservedMs`: ask again while nobody serves the subject (no responders: nothing ran), for up to this long. */
+  caller: { retryUnservedMs?: number } = {},
+): ControlCaller<T> {
+  async function request(
+    nc: NatsConnection,
+    space: string,
+    endpoint: string,
+    command: string,
+    who: Principal,
+    args: Record<string, unknown>,
+    opts?: ControlCallOptions,
+  ) {
+    const started = Date.now();
+    for (;;) {
+      try {
+        return await requestControl(nc, space, endpoint, command, who, args, opts);
+      } catch (err) {
+        const unserved = err instanceof MeshServiceUnavailableError && err.reason === "no-responders";
+        if (!unserved || Date.now() - started >= (caller.retryUnservedMs ?? 0)) throw err;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+  }
   return async function call<C extends keyof T & string>(
     nc: NatsConnection,
     space: string,
     command: C,
-    caller: Principal,
+    who: Principal,
     ...rest: ControlCallRest<T, C>
   ): Promise<TableReplyData<T, C>> {
     const [args, opts] = rest as [Record<string, unknown> | undefined, ControlCallOptions | undefined];
     const spec = table[command]!;
-    const data = await requestControl(nc, space, spec.endpoint, command, caller, args ?? {}, opts);
+    const data = await request(nc, space, spec.endpoint, command, who, args ?? {}, opts);
     const r = spec.reply.safeParse(data);
     if (!r.success) {
       throw new ControlCallError(

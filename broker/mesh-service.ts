@@ -108,6 +108,13 @@ export interface MeshServiceOptions extends SpaceOptions {
   mintLimits?: Partial<MintLimits>;
 }
 
+/**
+ * How long a leaf's scope keeps a retired seat before it narrows (syncLeafScopeAfterReply): each
+ * change remakes the host's connection, so stops close together go as one, and a start within it
+ * carries the narrowing along.
+ */
+const NARROW_DELAY_MS = 10_000;
+
 /** Identities that may run on a leaf host besides its manager (leaf-scope.ts): the leaf's scope covers them. */
 const LEAF_SEAT_PROFILES: ReadonlySet<string> = new Set(["agent", "reader", "observer"]);
 
@@ -270,6 +277,7 @@ export class MeshService {
       authenticated,
     );
     await nc.flush();
+    svc.syncAllLeafScopes();
     return svc;
   }
 
@@ -499,7 +507,7 @@ export class MeshService {
     if (rec?.profile === "leaf") auth.store.setLeafScope(this.space, principalId(who), undefined);
     await this.revokeLogged(auth, principalId(who), users);
     // A seat of a leaf host: that host's connection no longer carries its name.
-    for (const leaf of new Set((rec?.users ?? []).flatMap((u) => (u.via ? [u.via] : [])))) this.syncLeafScopeAfterReply(parsePrincipal(leaf));
+    for (const leaf of new Set((rec?.users ?? []).flatMap((u) => (u.via ? [u.via] : [])))) this.syncLeafScopeAfterReply(parsePrincipal(leaf), NARROW_DELAY_MS);
     this.log.info({ who: principalId(who), revoked: users.length, through: through.map((m) => principalId(m.who)) }, "revoked credentials");
     return { principal: principalId(who), revoked: users.length };
   }
@@ -557,15 +565,30 @@ export class MeshService {
     return run;
   }
 
-  /** syncLeafScope once the reply being sent now has left: a changed scope closes the leaf connection it may be crossing. */
-  private syncLeafScopeAfterReply(leaf: Principal): void {
-    setTimeout(
-      () =>
-        void this.syncLeafScope(leaf).catch((err: unknown) =>
-          this.log.error({ err, leaf: principalId(leaf) }, "leaf scope not updated: the leaf host keeps its earlier rights until its next mint or revoke"),
-        ),
-      0,
+  /**
+   * syncLeafScope once the reply being sent now has left: a changed scope closes the leaf
+   * connection it may be crossing. A narrowing (a seat retired) waits `delayMs`, so that what its
+   * host does next (its manager's answer to `cotal stop`) crosses first, and several go as one.
+   */
+  private syncLeafScopeAfterReply(leaf: Principal, delayMs = 0): void {
+    const id = principalId(leaf);
+    const pending = this.scopeTimers.get(id);
+    if (pending) clearTimeout(pending);
+    this.scopeTimers.set(
+      id,
+      setTimeout(() => {
+        this.scopeTimers.delete(id);
+        this.syncLeafScope(leaf).catch((err: unknown) =>
+          this.log.error({ err, leaf: id }, "leaf scope not updated: the leaf host keeps its earlier rights until its next mint or revoke"),
+        );
+      }, delayMs),
     );
+  }
+
+  /** Bring every leaf's scope to what its host runs now (at start: a narrowing may have been pending at the last stop). */
+  syncAllLeafScopes(): void {
+    if (!this.opts.auth) return;
+    for (const leaf of Object.keys(this.opts.auth.store.leafScopes(this.space))) this.syncLeafScopeAfterReply(parsePrincipal(leaf));
   }
 
   /** Revoke, saying so loudly when the server did not take it: a revocation that failed is never silent. */
@@ -673,8 +696,12 @@ export class MeshService {
   private readonly closers: Array<() => Promise<unknown>> = [];
   /** Leaf scope updates, one after another (syncLeafScope). */
   private scopeSyncs: Promise<void> = Promise.resolve();
+  /** Scope updates waiting to run (syncLeafScopeAfterReply), by leaf: one each, dropped on stop (the next start syncs every leaf). */
+  private readonly scopeTimers = new Map<string, NodeJS.Timeout>();
 
   async stop(): Promise<void> {
+    for (const t of this.scopeTimers.values()) clearTimeout(t);
+    this.scopeTimers.clear();
     this.liveness.stop();
     for (const c of this.closers.splice(0)) await c().catch(() => undefined);
     this.roster.stop();

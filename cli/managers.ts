@@ -3,8 +3,15 @@ import { MANAGER_COMMANDS, names, type ClaudeAuthStatus, type RuntimeConfigStatu
 import { isOperator } from "../manager/index.js";
 import type { MeshSession } from "./session.js";
 
-/** A call to a manager, typed and checked by the manager's command table. */
-export const callManager = controlCaller(MANAGER_COMMANDS);
+/** How long a manager call is asked again while nobody serves it: a leaf host's connection being remade (docs/remote-hosts.md). */
+const NO_RESPONDERS_RETRY_MS = 3_000;
+
+/**
+ * A call to a manager, typed and checked by the manager's command table. Nobody serving it is
+ * asked again for a few seconds (nobody received it, so nothing ran): a manager on a leaf host is
+ * out of reach for about half a second while the hub remakes that host's connection.
+ */
+export const callManager = controlCaller(MANAGER_COMMANDS, { retryUnservedMs: NO_RESPONDERS_RETRY_MS });
 
 /** A manager as its last heartbeat in `cotal_managers_<space>` says (entries expire after 10 s of silence). */
 export interface ManagerEntry {

@@ -100,7 +100,9 @@ beforeAll(async () => {
   ]);
   await cotal(["mint", "hostb_leaf", "--profile", "leaf", "--out", join(dir, "leaf.creds")]);
   await cotal(["mint", "hostb", "--profile", "manager", "--out", join(dir, "hostb.creds")]);
-  for (const who of ["alice", "bob"]) await cotal(["mint", who, "--profile", "agent", "--provision", "--out", join(dir, `${who}.creds`)]);
+  await cotal(["mint", "alice", "--profile", "agent", "--provision", "--out", join(dir, "alice.creds")]);
+  // bob runs on the leaf host: its connection may act as him.
+  await cotal(["mint", "bob", "--profile", "agent", "--provision", "--on", "hostb", "--out", join(dir, "bob.creds")]);
 }, 120_000);
 
 afterAll(async () => {
@@ -165,7 +167,7 @@ describe("cotal up --leaf-port (hub side of leaf nodes)", () => {
     }
   });
 
-  it("a leaf host's manager starts and stops seats for cotal spawn --on and cotal stop, before and after a revocation", async () => {
+  it("a leaf host's manager starts and stops seats for cotal spawn --on and cotal stop, before and after a revocation", { timeout: 120_000 }, async () => {
     const leaf = await startLeaf("hostb-mgr", join(certs, "ca.pem"));
     await until(() => /Leafnode connection created/.test(leaf.log()), 10_000, "the leaf to connect to the hub");
     const manager = CotalProcess.spawn(["manager", "--instance", "hostb", "--stop-seats", "--state-dir", join(dir, "hostb-state")], {
@@ -184,10 +186,40 @@ describe("cotal up --leaf-port (hub side of leaf nodes)", () => {
         const stopped = await cotal(["stop", "--name", name]);
         expect(stopped.stdout).toMatch(/1 credential revoked/);
       }
+      // Each new seat widens the leaf's scope and the hub remakes the host's one connection: a seat
+      // already running there keeps its mail across that. A DM that meets a pull the seat sent
+      // before the remake is lost on the way and comes again after the ack wait (30 s; nats-server
+      // drops the import's reply route with the old connection): late, never lost (docs/security.md).
+      const alice = await Endpoint.connect({ server: `nats://127.0.0.1:${hubPort}`, space: "default", name: "alice", creds: join(dir, "alice.creds") });
+      try {
+        await alice.join();
+        const got = collect(alice);
+        const T0 = Date.now();
+        await cotal(["spawn", "-d", "--agent", "echo", "--name", "kea", "--on", "hostb", "--json"]);
+        console.log("TIMING kea spawned", Date.now() - T0);
+        await alice.dm("kea", "before");
+        await until(() => got.texts().includes("echo: before"), 20_000, "kea's echo before the next spawn");
+        console.log("TIMING before echoed", Date.now() - T0);
+        await cotal(["spawn", "-d", "--agent", "echo", "--name", "owl", "--on", "hostb", "--json"]);
+        console.log("TIMING owl spawned", Date.now() - T0);
+        await alice.dm("kea", "after");
+        await alice.dm("owl", "hello owl");
+        await until(() => got.texts().includes("echo: hello owl"), 30_000, "owl");
+        console.log("TIMING owl echoed", Date.now() - T0);
+        await until(() => got.texts().includes("echo: after") && got.texts().includes("echo: hello owl"), 60_000, "both seats' echoes after owl's spawn");
+        console.log("TIMING kea after echoed", Date.now() - T0);
+        for (const name of ["kea", "owl"]) await cotal(["stop", "--name", name]);
+      } finally {
+        await alice.close();
+      }
     } finally {
       await manager.stop("SIGTERM");
     }
-    expect(manager.stderr).not.toMatch(/no responders/);
+    // No append or call found nobody to take it for good. A heartbeat may meet the moment the hub
+    // remakes the connection (logged once, then "works again"); nothing else may.
+    const unserved = manager.stderr.split("\n").filter((l) => /no responders/.test(l) && !/manager heartbeat failed/.test(l));
+    expect(unserved).toEqual([]);
+    if (/manager heartbeat failed/.test(manager.stderr)) expect(manager.stderr).toMatch(/manager heartbeat works again/);
   });
 
   it("a leaf that does not trust the hub's CA is refused", async () => {
