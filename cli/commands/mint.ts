@@ -129,6 +129,10 @@ export function registerMint(program: Command): void {
       if (err instanceof MintRefusedError) throw new UsageError(`Invalid input: ${err.message}`);
       throw err;
     }
+    if (f.on && f.profile !== "agent" && f.profile !== "reader" && f.profile !== "observer")
+      throw new UsageError(`Invalid input: a ${f.profile} does not run on a leaf host: --on applies to agents, readers and observers.`, {
+        remedy: "Leave --on out; a leaf host's manager is minted as `<host> --profile manager`, its leaf connection as `<host>_leaf --profile leaf`.",
+      });
     const target = resolveTarget(raw);
     const out = f.out ? resolve(f.out) : target.root ? resolve(target.root.dir, "creds", `${f.name}.creds`) : resolve(`${f.name}.creds`);
     // Minting again must not leave the old credential valid behind a silently overwritten file.

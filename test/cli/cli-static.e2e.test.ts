@@ -118,6 +118,22 @@ describe("a static mesh from the CLI", () => {
     expect(r.stderr).toContain("--profile reader");
   });
 
+  it("mint --on <host>: a person on a leaf host; refused for a host with no leaf credential and for a profile that does not run there", async () => {
+    const noLeaf = await cotal("mint", "lucy", "--profile", "agent", "--on", "nohost", "--out", join(project, "lucy.creds"));
+    expect(noLeaf.code, noLeaf.stderr).toBe(1);
+    expect(noLeaf.stderr).toContain("local.nohost_leaf is not a leaf credential of this space");
+    expect(noLeaf.stderr).toContain("cotal mint nohost_leaf --profile leaf");
+    ok(await cotal("mint", "hostz_leaf", "--profile", "leaf", "--out", join(project, "hostz_leaf.creds")));
+    const admin = await cotal("mint", "boss", "--profile", "admin", "--on", "hostz", "--out", join(project, "boss.creds"));
+    expect(admin.code, admin.stderr).toBe(2);
+    expect(admin.stderr).toContain("--on applies to agents, readers and observers");
+    const r = await cotal("mint", "lucy", "--profile", "agent", "--allow-subscribe", "general", "--on", "hostz", "--out", join(project, "lucy.creds"), "--json");
+    ok(r);
+    expect(r.json()).toMatchObject({ principal: "local.lucy", on: "hostz" });
+    // Revoking the leaf revokes what runs on its host: lucy's credential with it.
+    expect((await cotal("revoke", "hostz_leaf", "--json")).json()).toMatchObject({ revoked: 2 });
+  });
+
   it("a reader (the scoped reader) reads its scope and sends nothing", async () => {
     const bad = await cotal("mint", "w2", "--profile", "reader", "--allow-subscribe", "general", "--allow-publish", "general");
     expect(bad.code).toBe(2);
