@@ -127,7 +127,19 @@ describe("a static mesh from the CLI", () => {
     const admin = await cotal("mint", "boss", "--profile", "admin", "--on", "hostz", "--out", join(project, "boss.creds"));
     expect(admin.code, admin.stderr).toBe(2);
     expect(admin.stderr).toContain("--on applies to agents, readers and observers");
-    const r = await cotal("mint", "lucy", "--profile", "agent", "--allow-subscribe", "general", "--on", "hostz", "--out", join(project, "lucy.creds"), "--json");
+    const r = await cotal(
+      "mint",
+      "lucy",
+      "--profile",
+      "agent",
+      "--allow-subscribe",
+      "general",
+      "--on",
+      "hostz",
+      "--out",
+      join(project, "lucy.creds"),
+      "--json",
+    );
     ok(r);
     expect(r.json()).toMatchObject({ principal: "local.lucy", on: "hostz" });
     // Revoking the leaf revokes what runs on its host: lucy's credential with it.
