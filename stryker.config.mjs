@@ -49,6 +49,8 @@ const SETS = {
   auth: {
     mutate: [
       "broker/auth/permissions.ts",
+      // What a leaf host's connection may carry: the identities that run there (issue 25, route 2).
+      "broker/auth/leaf-scope.ts",
       // What the mesh service lets a reader call (issue 25, route 7).
       "broker/auth/reader-calls.ts",
       ...rangesOf("broker/auth/request-info.ts", [/^export function senderOf\(/, /^function leafOf\(/, /^export async function checkSender\(/]),

@@ -46,6 +46,7 @@ import {
   plannedLeafScope,
   pushAccountJwt,
   revokeUsers,
+  seatSpec,
   senderOf,
   SERVICE_PRINCIPALS,
   serviceCreds,
@@ -414,17 +415,7 @@ export class MeshService {
           : undefined,
       "mint credentials",
     );
-    const spec: IdentitySpec = {
-      space: this.space,
-      who,
-      profile: req.profile,
-      allowSubscribe: req.allowSubscribe,
-      allowPublish: req.allowPublish,
-      ...(req.role ? { role: req.role } : {}),
-      ...(req.events !== undefined ? { events: req.events } : {}),
-      ...(req.allowSpawn.length ? { allowSpawn: req.allowSpawn } : {}),
-      ...(req.spawnLimit !== undefined ? { spawnLimit: req.spawnLimit } : {}),
-    };
+    const spec: IdentitySpec = { ...seatSpec(this.space, who, req), ...(req.spawnLimit !== undefined ? { spawnLimit: req.spawnLimit } : {}) };
     // Refused before anything is counted or revoked (signUser checks again).
     checkMintSpec(spec);
     const expiresInMs = await this.admitMint(caller, auth.store, req.expiresInMs);

@@ -23,7 +23,7 @@ export class LeafScopeFullError extends CotalError {
   }
 }
 
-/** The seat a record describes, as permissionsFor builds its rights. */
+/** The identity a mint request or its record describes, as permissionsFor builds its rights. */
 export function seatSpec(
   space: string,
   who: Principal,
