@@ -580,6 +580,10 @@ export class Endpoint {
     const m = this.envelope({ to: toId }, content, opts);
     const ack = await this.publish(dmSubject(this.space, recipient, this.me), m);
     let serviceSilent = false;
+    // Online in our roster means joined, and a join creates the inbox first: no need to ask
+    // (issue 30: fifty seats answering one asker each asked the one mesh service, in turn).
+    const seen = this.rosterView?.get(toId);
+    if (seen && seen.status !== "offline") this.registered.add(toId);
     if (!this.registered.has(toId)) {
       // Only the mesh service reads the members bucket; it says whether the inbox exists.
       const found = await this.mesh("lookup", { name: toId }, { timeoutMs: RECEIPT_WAIT_MS }).catch(() => {
@@ -590,6 +594,9 @@ export class Endpoint {
         return { ...ack, target: { kind: "dm", to: toId, recipient: "not-joined" } };
       }
       if (found) this.registered.add(toId);
+      // The lookup said the recipient's presence too: an endpoint without a roster (a one-shot
+      // `cotal send dm`) needs none for this receipt, where it loaded a snapshot of everyone.
+      if (found?.status && !this.rosterView) return { ...ack, target: { kind: "dm", to: toId, recipient: found.status } };
     }
     // A mesh service that did not answer the lookup would not answer the roster's snapshot either.
     const entries = serviceSilent && !this.rosterView ? undefined : await this.rosterAfterStore();

@@ -320,10 +320,15 @@ export class MeshService {
     return asked;
   }
 
-  /** Whether `who` has a DM inbox; the members bucket itself stays private to this service. */
+  /** Whether `who` has a DM inbox, and its presence now; the members bucket itself stays private to this service. */
   async lookup(who: Principal): Promise<LookupReply> {
     const e = await this.members.get(memberKeys.dm(who));
-    return { principal: principalId(who), dm: !!e && e.operation === "PUT", ...(this.opts.auth ? { registeredRole: await this.registeredRole(who) } : {}) };
+    return {
+      principal: principalId(who),
+      dm: !!e && e.operation === "PUT",
+      ...(this.opts.auth ? { registeredRole: await this.registeredRole(who) } : {}),
+      status: this.roster.get(principalId(who))?.status ?? "offline",
+    };
   }
 
   /**

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { ChannelConfig } from "./channel.js";
 import { ROSTER_PAGE_BYTES } from "./limits.js";
 import { ARTIFACT_DIGEST, CotalMessage } from "./message.js";
+import { PresenceStatus } from "./presence.js";
 import { PrincipalId } from "./principal.js";
 import { AllowSpawn, SpawnGrant, SpawnLimit } from "./spawn.js";
 import { ChannelName, PrincipalToken, RoleName, SpaceName } from "./tokens.js";
@@ -119,6 +120,9 @@ export const MESH_COMMANDS = {
       principal: PrincipalId,
       dm: z.boolean().describe("the name has a DM inbox"),
       registeredRole: RoleName.nullable().optional().describe("static meshes: the role its credential holds (null: none)"),
+      status: PresenceStatus.optional().describe(
+        "its presence as the mesh service's roster has it now (offline: none); a DM's receipt says it without loading a roster",
+      ),
     }),
   },
   join: {

@@ -2,6 +2,8 @@ import { afterEach, describe } from "vitest";
 import { expect, test, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
 import { collect } from "../harness/deliveries.js";
+import { callControl } from "../../broker/internal.js";
+import { localPrincipal } from "../../schemas/index.js";
 
 let mesh: TestMesh | undefined;
 afterEach(async () => {
@@ -31,6 +33,26 @@ describe("no message is lost while the recipient is away", () => {
     const bob2 = await mesh.joined("bob");
     const got = collect(bob2);
     await until(() => got.texts().includes("while you were out"), 45_000, "bob gets the DM after reconnecting");
+  });
+
+  test("a sender that holds no roster (a one-shot send) gets each recipient's status from the mesh service's lookup", async ({ nats }) => {
+    mesh = await TestMesh.start(nats, "oneshot");
+    const bob = await mesh.joined("bob");
+    const carol = await mesh.joined("carol");
+    await carol.close();
+    // Never joined: it holds no roster, as `cotal send dm` does not.
+    const once = await mesh.endpoint("alice");
+    expect((await once.dm("bob", "hi")).target).toEqual({ kind: "dm", to: "local.bob", recipient: "idle" });
+    expect((await once.dm("carol", "hi")).target).toEqual({ kind: "dm", to: "local.carol", recipient: "offline" });
+    expect((await once.dm("dave", "hi")).target).toEqual({ kind: "dm", to: "local.dave", recipient: "not-joined" });
+    await bob.setPresence({ status: "working" });
+    const nc = await mesh.connection();
+    const lookup = () => callControl(nc, "oneshot", "lookup", localPrincipal("erin"), { name: "local.bob" });
+    await until(async () => (await lookup()).status === "working", 10_000, "the mesh service to see bob working");
+    const again = await mesh.endpoint("erin");
+    expect((await again.dm("bob", "busy?")).target).toEqual({ kind: "dm", to: "local.bob", recipient: "working" });
+    const got = collect(bob);
+    await until(() => got.texts().filter((t) => t === "hi").length === 1 && got.texts().includes("busy?"), 10_000, "bob gets both DMs");
   });
 
   test("an unacked DM is redelivered, flagged as a possible repeat", async ({ nats }) => {
