@@ -81,6 +81,7 @@ const SETS = {
       "test/auth/profile-table.test.ts",
       "test/auth/operator-only.test.ts",
       "test/attacks/leaf-credential.test.ts",
+      "test/auth/leaf-scope.test.ts",
       "test/attacks/bounds-least-privilege.test.ts",
       "test/attacks/limits-and-records.test.ts",
       "test/attacks/reader-profile.test.ts",

@@ -107,6 +107,8 @@ export interface MeshServiceOptions extends SpaceOptions {
   wildcardSweepMs?: number;
   /** Static auth: what a credential other than the operator's may mint (defaults: DEFAULT_MINT_LIMITS). */
   mintLimits?: Partial<MintLimits>;
+  /** How long a leaf's scope keeps a revoked seat before it narrows, ms (default 10 s). */
+  leafNarrowDelayMs?: number;
 }
 
 /**
@@ -503,7 +505,8 @@ export class MeshService {
     if (rec?.profile === "leaf") auth.store.setLeafScope(this.space, principalId(who), undefined);
     await this.revokeLogged(auth, principalId(who), users);
     // A seat of a leaf host: that host's connection no longer carries its name.
-    for (const leaf of new Set((rec?.users ?? []).flatMap((u) => (u.via ? [u.via] : [])))) this.syncLeafScopeAfterReply(parsePrincipal(leaf), NARROW_DELAY_MS);
+    for (const leaf of new Set((rec?.users ?? []).flatMap((u) => (u.via ? [u.via] : []))))
+      this.syncLeafScopeAfterReply(parsePrincipal(leaf), this.opts.leafNarrowDelayMs ?? NARROW_DELAY_MS);
     this.log.info({ who: principalId(who), revoked: users.length, through: through.map((m) => principalId(m.who)) }, "revoked credentials");
     return { principal: principalId(who), revoked: users.length };
   }
@@ -532,7 +535,7 @@ export class MeshService {
   /** Would minting `seat` through `leaf` widen that leaf's scope? Throws LeafScopeFullError past its bound, before anything is signed. */
   private async plannedScope(leaf: Principal, seat: IdentitySpec): Promise<boolean> {
     const { store } = this.opts.auth!;
-    return plannedLeafScope(store, this.space, leaf, await leafSeats(store, this.identities, this.space, leaf, seat)).changed;
+    return plannedLeafScope(store, this.space, leaf, await leafSeats(store, this.identities, this.space, leaf, seat), this.limits.leafScopesBytes).changed;
   }
 
   /**
@@ -544,7 +547,7 @@ export class MeshService {
     const run = this.scopeSyncs.then(async () => {
       const { store, server } = this.opts.auth!;
       const seats = await leafSeats(store, this.identities, this.space, leaf);
-      const { perms, changed } = plannedLeafScope(store, this.space, leaf, seats);
+      const { perms, changed } = plannedLeafScope(store, this.space, leaf, seats, this.limits.leafScopesBytes);
       if (!changed) return false;
       // Every reply sent so far is at the server, and so queued on the leaf connection, which
       // sends what it holds before it closes.

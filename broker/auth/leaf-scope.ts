@@ -3,6 +3,7 @@ import { CotalError, principalId, type Principal } from "../../schemas/index.js"
 import { clientsAccount, type AuthStore } from "./auth-store.js";
 import type { IdentityRecord, IdentityRegistry } from "./identity-registry.js";
 import { leafPermissions, type IdentitySpec } from "./permissions.js";
+import { DEFAULT_MINT_LIMITS } from "./mint.js";
 import { MAX_REVOCATIONS } from "./revoke.js";
 
 /**
@@ -10,14 +11,14 @@ import { MAX_REVOCATIONS } from "./revoke.js";
  * goes to the server as one `$SYS.REQ.CLAIMS.UPDATE` request (1 MiB max_payload) beside up to
  * MAX_REVOCATIONS revocations (~850 KB of it): this keeps both inside. A seat adds ~1.5 KB.
  */
-export const MAX_LEAF_SCOPES_BYTES = 120_000;
+export const MAX_LEAF_SCOPES_BYTES = DEFAULT_MINT_LIMITS.leafScopesBytes;
 
 /** The leaf hosts' scopes would outgrow the account JWT. */
 export class LeafScopeFullError extends CotalError {
-  constructor(leaf: string, bytes: number) {
+  constructor(leaf: string, bytes: number, max: number) {
     super(
       "leaf-scope-full",
-      `Widening ${leaf}'s scope to this seat would make the space's leaf scopes ${bytes} bytes, more than the ${MAX_LEAF_SCOPES_BYTES} the account JWT keeps for them (beside its ${MAX_REVOCATIONS} revocations); nothing was minted.`,
+      `Widening ${leaf}'s scope to this seat would make the space's leaf scopes ${bytes} bytes, more than the ${max} the account JWT keeps for them (beside its ${MAX_REVOCATIONS} revocations); nothing was minted.`,
       { remedy: "Retire seats on leaf hosts that no longer need to run (`cotal stop`), or run more of them on the mesh host." },
     );
   }
@@ -58,12 +59,18 @@ export async function leafSeats(store: AuthStore, identities: IdentityRegistry, 
 }
 
 /** What `leaf`'s scope should say for `seats`, and whether that differs from what the store holds. */
-export function plannedLeafScope(store: AuthStore, space: string, leaf: Principal, seats: IdentitySpec[]): { perms: Partial<Permissions>; changed: boolean } {
+export function plannedLeafScope(
+  store: AuthStore,
+  space: string,
+  leaf: Principal,
+  seats: IdentitySpec[],
+  maxBytes = MAX_LEAF_SCOPES_BYTES,
+): { perms: Partial<Permissions>; changed: boolean } {
   const perms = leafPermissions(space, leaf, seats);
   const scopes = store.leafScopes(space);
   const id = principalId(leaf);
   const changed = JSON.stringify(scopes[id]) !== JSON.stringify(perms);
   const bytes = JSON.stringify({ ...scopes, [id]: perms }).length;
-  if (changed && bytes > MAX_LEAF_SCOPES_BYTES) throw new LeafScopeFullError(id, bytes);
+  if (changed && bytes > maxBytes) throw new LeafScopeFullError(id, bytes, maxBytes);
   return { perms, changed };
 }

@@ -79,6 +79,8 @@ export interface MintLimits {
   mintersRevocationCap: number;
   /** Most revocations the clients account's JWT carries (default MAX_REVOCATIONS). */
   maxRevocations: number;
+  /** Most bytes the space's leaf scopes take in that JWT (default MAX_LEAF_SCOPES_BYTES, leaf-scope.ts). */
+  leafScopesBytes: number;
 }
 
 export const DEFAULT_MINT_LIMITS: MintLimits = {
@@ -86,6 +88,7 @@ export const DEFAULT_MINT_LIMITS: MintLimits = {
   perMinter: 1_000,
   mintersRevocationCap: 6_000,
   maxRevocations: MAX_REVOCATIONS,
+  leafScopesBytes: 120_000,
 };
 
 /** The tags a credential carries: `cotal-space:<space>` and `cotal-profile:<profile>`. */

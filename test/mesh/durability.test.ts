@@ -2,7 +2,6 @@ import { afterEach, describe } from "vitest";
 import { expect, test, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
 import { collect } from "../harness/deliveries.js";
-import { callControl } from "../../broker/internal.js";
 import { localPrincipal } from "../../schemas/index.js";
 
 let mesh: TestMesh | undefined;
@@ -46,9 +45,7 @@ describe("no message is lost while the recipient is away", () => {
     expect((await once.dm("carol", "hi")).target).toEqual({ kind: "dm", to: "local.carol", recipient: "offline" });
     expect((await once.dm("dave", "hi")).target).toEqual({ kind: "dm", to: "local.dave", recipient: "not-joined" });
     await bob.setPresence({ status: "working" });
-    const nc = await mesh.connection();
-    const lookup = () => callControl(nc, "oneshot", "lookup", localPrincipal("erin"), { name: "local.bob" });
-    await until(async () => (await lookup()).status === "working", 10_000, "the mesh service to see bob working");
+    await until(async () => (await mesh!.service.lookup(localPrincipal("bob"))).status === "working", 10_000, "the mesh service to see bob working");
     const again = await mesh.endpoint("erin");
     expect((await again.dm("bob", "busy?")).target).toEqual({ kind: "dm", to: "local.bob", recipient: "working" });
     const got = collect(bob);

@@ -6,7 +6,7 @@ import { Kvm } from "@nats-io/kv";
 import { afterEach, describe } from "vitest";
 import { ACK_WAIT_MS, callControl, isConsumerNotFound, MAX_ACK_PENDING, requestControl, SERVICE_PRINCIPALS } from "../../broker/internal.js";
 import { chatSubject, durables, encodeMessage, filters, localPrincipal, names, type Principal } from "../../schemas/index.js";
-import { expect, test } from "../harness/fixtures.js";
+import { expect, test, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
 import { meshMode } from "../harness/mesh-mode.js";
 
@@ -87,13 +87,17 @@ describe("the mesh service's consumers and records", () => {
     expect(await consumer(mesh, names.taskStream(space), "svc_undefined")).toBeUndefined();
   });
 
-  test("lookup says whether a name has a DM inbox", async ({ nats }) => {
+  test("lookup says whether a name has a DM inbox, and its presence", async ({ nats }) => {
     mesh = await TestMesh.start(nats, "svclookup");
     await mesh.service.register(alice);
     // Static meshes also say which role the name's credential holds (none for a name never minted).
     const role = meshMode() === "static" ? { registeredRole: null } : {};
-    expect(await mesh.service.lookup(alice)).toEqual({ principal: "local.alice", dm: true, ...role });
-    expect(await mesh.service.lookup(localPrincipal("nobody"))).toEqual({ principal: "local.nobody", dm: false, ...role });
+    // Registered, not joined: an inbox, no presence.
+    expect(await mesh.service.lookup(alice)).toEqual({ principal: "local.alice", dm: true, ...role, status: "offline" });
+    expect(await mesh.service.lookup(localPrincipal("nobody"))).toEqual({ principal: "local.nobody", dm: false, ...role, status: "offline" });
+    const bob = await mesh.joined("bob");
+    await until(async () => (await mesh!.service.lookup(localPrincipal("bob"))).status === "idle", 10_000, "the service's roster to show bob idle");
+    await bob.close();
   });
 
   test("join: a consumer from the join watermark, recorded; joining again changes nothing; a lost consumer is recreated", async ({ nats }) => {

@@ -1,0 +1,127 @@
+// Issue 25, route 2's residual: a leaf host may act only as the identities that run there. Its
+// scope (broker/auth/leaf-scope.ts) follows the host: a seat minted through the leaf widens it, a
+// revoked or expired one leaves it, asking for the same seat again changes nothing, and past its
+// bound a mint is refused before anything is signed. Black-box: a real operator-mode server, the
+// leaf credential used as an ordinary client (as whoever holds it could), raw NATS clients.
+import { createUser } from "@nats-io/nkeys";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { callControl, ControlCallError, leafPermissions, SERVICE_PRINCIPALS, setLogDestination } from "../../broker/internal.js";
+import { beatSubject, localPrincipal, principalId, type Principal } from "../../schemas/index.js";
+import { TestMesh } from "../harness/mesh.js";
+import { startStaticServer } from "../harness/mesh-mode.js";
+import type { NatsServer } from "../harness/nats-server.js";
+import { refusals } from "../harness/refusals.js";
+import { until } from "../harness/until.js";
+
+const SPACE = "leafscope";
+const hostb = localPrincipal("hostb");
+const leaf = localPrincipal("hostb_leaf");
+const servers: NatsServer[] = [];
+const meshes: TestMesh[] = [];
+
+// The probes send empty beats, which the mesh service drops with a warning each: kept out of the output.
+beforeAll(() => setLogDestination({ write: () => undefined }));
+
+afterAll(async () => {
+  for (const m of meshes) await m.close();
+  for (const s of servers) await s.cleanup();
+});
+
+/** A mesh on a server of its own, with the host's leaf and manager minted. */
+async function meshWith(space: string, opts: Parameters<typeof TestMesh.start>[2] = {}): Promise<{ mesh: TestMesh; leafCreds: string }> {
+  const server = await startStaticServer();
+  servers.push(server);
+  const mesh = await TestMesh.start(server, space, { leafNarrowDelayMs: 200, ...opts });
+  meshes.push(mesh);
+  const leafCreds = await mesh.mint({ name: "hostb_leaf", profile: "leaf" });
+  await mesh.mint({ name: "hostb", profile: "manager" });
+  return { mesh, leafCreds };
+}
+
+/** The leaf credential as a client acting as `as`, replying on its inbox. */
+function leafAs(mesh: TestMesh, creds: string, as: Principal): Promise<NatsConnection> {
+  return mesh.connection(creds, `_INBOX.${principalId(as)}`);
+}
+
+/** Mint `name` as the host's manager, through the leaf (its connection stamps the call as the leaf's). */
+async function mintThroughLeaf(mesh: TestMesh, creds: string, name: string, extra: Record<string, unknown> = {}) {
+  const nc = await leafAs(mesh, creds, hostb);
+  try {
+    return await callControl(nc, mesh.space, "mint", hostb, {
+      name,
+      profile: "agent",
+      allowSubscribe: ["general"],
+      allowPublish: ["general"],
+      userPub: createUser().getPublicKey(),
+      ...extra,
+    });
+  } finally {
+    await nc.close();
+  }
+}
+
+/** Whether the broker lets the leaf publish on `subject` now (a fresh connection: the scope of its connect). */
+async function leafMayPublish(mesh: TestMesh, creds: string, subject: string): Promise<boolean> {
+  const nc = await leafAs(mesh, creds, hostb);
+  try {
+    const refused = refusals(nc);
+    nc.publish(subject, "{}");
+    return !(await refused("publish", subject));
+  } finally {
+    await nc.close();
+  }
+}
+
+/** Whether the broker lets the leaf send `who`'s liveness beat now. */
+function leafMayActAs(mesh: TestMesh, creds: string, who: Principal): Promise<boolean> {
+  return leafMayPublish(mesh, creds, beatSubject(mesh.space, who));
+}
+
+describe("a leaf's scope follows what its host runs", () => {
+  test("a seat minted through it widens it (leafReconnect); the same request again does not; revoked, it leaves", async () => {
+    const { mesh, leafCreds } = await meshWith(SPACE);
+    const seat = localPrincipal("seat_a");
+    expect(await leafMayActAs(mesh, leafCreds, seat)).toBe(false);
+    const first = await mintThroughLeaf(mesh, leafCreds, "seat_a");
+    expect(first.leafReconnect).toBe(true);
+    await until(() => leafMayActAs(mesh, leafCreds, seat), 15_000, "the leaf to act as its new seat");
+    // A renewal asks the same again: nothing to widen, no remake.
+    expect((await mintThroughLeaf(mesh, leafCreds, "seat_a")).leafReconnect).toBeUndefined();
+    // A seat with other rights is a change: its channels are part of the scope.
+    expect((await mintThroughLeaf(mesh, leafCreds, "seat_a", { allowPublish: ["general", "builds"] })).leafReconnect).toBe(true);
+    const builds = `cotal.${mesh.space}.chat.${principalId(seat)}.builds`;
+    await until(() => leafMayPublish(mesh, leafCreds, builds), 15_000, "the leaf to post as its seat on its new channel");
+    const nc = await leafAs(mesh, leafCreds, hostb);
+    await callControl(nc, mesh.space, "revoke", hostb, { name: "seat_a" });
+    await nc.close();
+    await until(async () => !(await leafMayActAs(mesh, leafCreds, seat)), 15_000, "the leaf to lose its revoked seat");
+    expect(JSON.stringify(mesh.store.leafScopes(mesh.space)[principalId(leaf)])).not.toContain("seat_a");
+    // Its host's manager stays in it.
+    expect(await leafMayActAs(mesh, leafCreds, hostb)).toBe(false); // a manager sends no beat…
+    expect(JSON.stringify(mesh.store.leafScopes(mesh.space)[principalId(leaf)])).toContain(`managers_${mesh.space}.hostb`); // …but its heartbeat
+  });
+
+  test("an expired seat leaves it at the next change", async () => {
+    const { mesh, leafCreds } = await meshWith(`${SPACE}2`);
+    const brief = await mintThroughLeaf(mesh, leafCreds, "brief", { expiresInMs: 1_000 });
+    await until(() => leafMayActAs(mesh, leafCreds, localPrincipal("brief")), 15_000, "the leaf to act as the brief seat");
+    await until(() => Date.now() > brief.expiresAt!, 5_000, "the brief seat's credential to expire");
+    expect((await mintThroughLeaf(mesh, leafCreds, "lasting")).leafReconnect).toBe(true);
+    await until(() => leafMayActAs(mesh, leafCreds, localPrincipal("lasting")), 15_000, "the leaf to act as the lasting seat");
+    expect(await leafMayActAs(mesh, leafCreds, localPrincipal("brief"))).toBe(false);
+  });
+
+  test("past its bound a mint through the leaf is refused, naming it; nothing is minted", async () => {
+    const hostOnly = JSON.stringify({ [principalId(leaf)]: leafPermissions(`${SPACE}3`, leaf, []) }).length;
+    const { mesh, leafCreds } = await meshWith(`${SPACE}3`, { mintLimits: { leafScopesBytes: hostOnly + 100 } });
+    const err = await mintThroughLeaf(mesh, leafCreds, "one_too_many").catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ControlCallError);
+    expect((err as ControlCallError).code).toBe("leaf-scope-full");
+    expect((err as ControlCallError).message).toContain(`more than the ${hostOnly + 100}`);
+    expect(await leafMayActAs(mesh, leafCreds, localPrincipal("one_too_many"))).toBe(false);
+    const cli = await mesh.connection(mesh.cliCreds);
+    expect(await callControl(cli, mesh.space, "grant", SERVICE_PRINCIPALS.cli, { name: "local.one_too_many" })).toMatchObject({ minted: false });
+    await cli.close();
+  });
+});
