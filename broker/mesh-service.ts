@@ -465,7 +465,13 @@ export class MeshService {
         ...(req.spawnLimit !== undefined ? { spawnLimit: req.spawnLimit } : {}),
         mintedBy: principalId(caller),
       },
-      { pub: user.userPub, issuedAt: user.issuedAt, ...(user.expiresAt ? { expiresAt: user.expiresAt } : {}), ...(via ? { via } : {}) },
+      {
+        pub: user.userPub,
+        issuedAt: user.issuedAt,
+        ...(user.expiresAt ? { expiresAt: user.expiresAt } : {}),
+        ...(via ? { via } : {}),
+        ...(req.profile === "leaf" ? { scoped: true as const } : {}),
+      },
     );
     // A reader gets no DM inbox (nobody's mail is for it): provisioning creates its memberships only.
     const provisioned = req.provision && req.profile !== "reader" ? await this.register(who, req.role) : undefined;
@@ -584,10 +590,29 @@ export class MeshService {
     );
   }
 
-  /** Bring every leaf's scope to what its host runs now (at start: a narrowing may have been pending at the last stop). */
+  /**
+   * Bring every leaf's scope to what its host runs now (at start: a narrowing may have been pending
+   * at the last stop), and name each leaf credential minted before leaf scopes: it still carries
+   * the old wide rights (any agent's name) until it is minted again.
+   */
   syncAllLeafScopes(): void {
     if (!this.opts.auth) return;
-    for (const leaf of Object.keys(this.opts.auth.store.leafScopes(this.space))) this.syncLeafScopeAfterReply(parsePrincipal(leaf));
+    const scopes = this.opts.auth.store.leafScopes(this.space);
+    for (const leaf of Object.keys(scopes)) this.syncLeafScopeAfterReply(parsePrincipal(leaf));
+    void this.identities
+      .leaves()
+      .then((leaves) => {
+        const revoked = this.opts.auth!.store.revocations(clientsAccount(this.space));
+        const unscoped = leaves.filter((l) =>
+          l.rec.users.some((u) => !u.scoped && !(u.pub in revoked) && !(u.expiresAt !== undefined && u.expiresAt <= Date.now())),
+        );
+        for (const { who: leaf } of unscoped)
+          this.log.warn(
+            { leaf: principalId(leaf), remedy: `cotal mint ${leaf.actor} --profile leaf --replace, then render and reload that host's leaf server` },
+            "a leaf credential minted before leaf scopes may still act as any agent of the space",
+          );
+      })
+      .catch((err: unknown) => this.log.warn({ err }, "could not list the leaf credentials"));
   }
 
   /** Revoke, saying so loudly when the server did not take it: a revocation that failed is never silent. */

@@ -13,7 +13,7 @@ import {
   SpawnLimit,
   type Principal,
 } from "../../schemas/index.js";
-import { PROFILES, type Profile } from "./permissions.js";
+import { LEAF_SUFFIX, PROFILES, type Profile } from "./permissions.js";
 
 /** What the mesh service minted for one principal (kept in the data account only). */
 export const IdentityRecord = z.object({
@@ -40,6 +40,8 @@ export const IdentityRecord = z.object({
        * (its manager minting over the leaf connection). Revoking that leaf revokes this credential.
        */
       via: PrincipalId.optional(),
+      /** A leaf credential signed with its leaf's scoped key (leaf-scope.ts); one without it carries the old wide rights. */
+      scoped: z.literal(true).optional(),
     }),
   ),
 });
@@ -101,6 +103,18 @@ export class IdentityRegistry {
 
   async get(who: Principal): Promise<IdentityRecord | undefined> {
     return (await this.read(who)).rec;
+  }
+
+  /** Every leaf credential's principal minted here (named `<host>_leaf`, so only those records are read). */
+  async leaves(): Promise<Array<{ who: Principal; rec: IdentityRecord }>> {
+    const ids: string[] = [];
+    for await (const k of await this.kv.keys("id.>")) if (k.endsWith(LEAF_SUFFIX)) ids.push(k.slice("id.".length));
+    const out: Array<{ who: Principal; rec: IdentityRecord }> = [];
+    for (const id of ids) {
+      const rec = await this.get(parsePrincipal(id));
+      if (rec?.profile === "leaf") out.push({ who: parsePrincipal(id), rec });
+    }
+    return out;
   }
 
   /** Record a new credential; scope fields take the newest mint's values, `mintedBy` stays the first minter's. */

@@ -3,11 +3,12 @@
 // revoked or expired one leaves it, asking for the same seat again changes nothing, and past its
 // bound a mint is refused before anything is signed. Black-box: a real operator-mode server, the
 // leaf credential used as an ordinary client (as whoever holds it could), raw NATS clients.
+import { Kvm } from "@nats-io/kv";
 import { createUser } from "@nats-io/nkeys";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { callControl, ControlCallError, leafPermissions, SERVICE_PRINCIPALS, setLogDestination } from "../../broker/internal.js";
-import { beatSubject, localPrincipal, principalId, type Principal } from "../../schemas/index.js";
+import { beatSubject, localPrincipal, names, principalId, type Principal } from "../../schemas/index.js";
 import { TestMesh } from "../harness/mesh.js";
 import { startStaticServer } from "../harness/mesh-mode.js";
 import type { NatsServer } from "../harness/nats-server.js";
@@ -110,6 +111,26 @@ describe("a leaf's scope follows what its host runs", () => {
     expect((await mintThroughLeaf(mesh, leafCreds, "lasting")).leafReconnect).toBe(true);
     await until(() => leafMayActAs(mesh, leafCreds, localPrincipal("lasting")), 15_000, "the leaf to act as the lasting seat");
     expect(await leafMayActAs(mesh, leafCreds, localPrincipal("brief"))).toBe(false);
+  });
+
+  test("at start, the mesh service names a leaf credential minted before leaf scopes (it still has the old wide rights)", async () => {
+    const { mesh } = await meshWith(`${SPACE}4`);
+    // An older Cotal's record of a leaf: a live credential, not signed with a scoped key.
+    const kv = await new Kvm(mesh.serviceConnection).open(names.membersBucket(mesh.space));
+    const old = { profile: "leaf", allowSubscribe: [], allowPublish: [], users: [{ pub: createUser().getPublicKey(), issuedAt: 1 }] };
+    await kv.put("id.local.oldhost_leaf", JSON.stringify(old));
+    const lines: string[] = [];
+    setLogDestination({ write: (l: string) => void lines.push(l) });
+    try {
+      await mesh.service.stop();
+      await mesh.startService();
+      await until(() => lines.some((l) => l.includes("minted before leaf scopes")), 10_000, "the warning");
+    } finally {
+      setLogDestination({ write: () => undefined });
+    }
+    const warned = lines.filter((l) => l.includes("minted before leaf scopes")).map((l) => JSON.parse(l) as { leaf: string; remedy: string });
+    // The leaf minted now is scoped: only the old one is named, with the fix.
+    expect(warned).toEqual([{ ...warned[0], leaf: "local.oldhost_leaf", remedy: expect.stringContaining("cotal mint oldhost_leaf --profile leaf --replace") }]);
   });
 
   test("past its bound a mint through the leaf is refused, naming it; nothing is minted", async () => {
