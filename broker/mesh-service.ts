@@ -40,6 +40,7 @@ import {
   clientsAccount,
   DEFAULT_MINT_LIMITS,
   IdentityRegistry,
+  LEAF_SEAT_PROFILES,
   leafSeats,
   liveRevocations,
   MintRefusedError,
@@ -117,9 +118,6 @@ export interface MeshServiceOptions extends SpaceOptions {
  * carries the narrowing along.
  */
 const NARROW_DELAY_MS = 10_000;
-
-/** Identities that may run on a leaf host besides its manager (leaf-scope.ts): the leaf's scope covers them. */
-const LEAF_SEAT_PROFILES: ReadonlySet<string> = new Set(["agent", "reader", "observer"]);
 
 /** Commands whose sender the server must have named (static auth): they change who may do what. */
 const PRIVILEGED_COMMANDS: ReadonlySet<string> = new Set(["mint", "revoke"]);

@@ -13,6 +13,9 @@ import { MAX_REVOCATIONS } from "./revoke.js";
  */
 export const MAX_LEAF_SCOPES_BYTES = DEFAULT_MINT_LIMITS.leafScopesBytes;
 
+/** Identities that may run on a leaf host besides its manager: its scope covers them. */
+export const LEAF_SEAT_PROFILES: ReadonlySet<string> = new Set(["agent", "reader", "observer"]);
+
 /** The leaf hosts' scopes would outgrow the account JWT. */
 export class LeafScopeFullError extends CotalError {
   constructor(leaf: string, bytes: number, max: number) {
@@ -49,13 +52,12 @@ export function seatSpec(
 export async function leafSeats(store: AuthStore, identities: IdentityRegistry, space: string, leaf: Principal, extra?: IdentitySpec): Promise<IdentitySpec[]> {
   const revoked = store.revocations(clientsAccount(space));
   const now = Date.now();
-  const live = (u: IdentityRecord["users"][number]) =>
-    !(u.pub in revoked && (revoked[u.pub] ?? 0) >= u.issuedAt) && !(u.expiresAt !== undefined && u.expiresAt <= now);
-  const seats = (await identities.mintedVia(leaf))
-    .filter((m) => ["agent", "reader", "observer"].includes(m.rec.profile) && m.users.some(live))
-    .map((m) => seatSpec(space, m.who, m.rec))
-    .filter((s) => !extra || principalId(s.who) !== principalId(extra.who));
-  return [...seats, ...(extra ? [extra] : [])].sort((a, b) => principalId(a.who).localeCompare(principalId(b.who)));
+  const live = (u: IdentityRecord["users"][number]) => !(u.pub in revoked) && (u.expiresAt ?? Number.POSITIVE_INFINITY) > now;
+  const seats = new Map<string, IdentitySpec>();
+  for (const m of await identities.mintedVia(leaf))
+    if (LEAF_SEAT_PROFILES.has(m.rec.profile) && m.users.some(live)) seats.set(principalId(m.who), seatSpec(space, m.who, m.rec));
+  if (extra) seats.set(principalId(extra.who), extra);
+  return [...seats.values()];
 }
 
 /** What `leaf`'s scope should say for `seats`, and whether that differs from what the store holds. */

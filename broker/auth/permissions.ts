@@ -11,7 +11,6 @@ import {
   names,
   OPERATOR_PRINCIPAL,
   patterns,
-  principalId,
   ROOT,
   type Principal,
   type Profile,
@@ -101,22 +100,6 @@ function allBeats(space: string): string {
 /** Every transcript transfer of a space: for the operator (who sends) and each instance's own manager alone. */
 function allTransfers(space: string): string {
   return `${ROOT}.${space}.${XFER_TOKEN}.>`;
-}
-
-/** Every subject on which something is sent as `who`: posts, DMs, anycasts, control calls, seat-log records, its beat and presence key. */
-function actingAs(space: string, who: Principal): string[] {
-  const root = patterns.space(space).slice(0, -1);
-  const id = principalId(who);
-  return [
-    `${root}chat.${id}.>`,
-    patterns.dmFrom(space, who),
-    patterns.anycastFrom(space, who),
-    `${root}ep.*.*.*.${id}`,
-    patterns.seatLogAs(space, who),
-    beatSubject(space, who),
-    patterns.presenceKey(space, who),
-    patterns.eventsAs(space, who),
-  ];
 }
 
 /**
@@ -306,24 +289,16 @@ function union(...lists: Array<string[] | undefined>): string[] {
  * readers and observers the operator minted for it (`cotal mint --on`), none revoked or expired —
  * and no more, whoever controls that host's nats-server. The hub applies it to everything the
  * connection carries; every identity on the host is checked again there, by its own credential.
- * Besides their union: answers to the requests its manager serves (any inbox: the requester's),
- * and never anything as the operator or the mesh service, nor their mail.
+ * Besides their union: answers to the requests its manager serves (any inbox: the requester's).
+ * `seats` are agents, readers and observers (leaf-scope.ts decides which).
  */
 export function leafPermissions(space: string, leaf: Principal, seats: IdentitySpec[]): Partial<Permissions> {
   const host = leafHostManager(leaf);
-  const each = [
-    ...(host ? [permissionsFor({ space, who: host, profile: "manager" })] : []),
-    ...seats.filter((s) => s.profile === "agent" || s.profile === "reader" || s.profile === "observer").map((s) => permissionsFor({ ...s, space })),
-  ];
+  const each = [...(host ? [permissionsFor({ space, who: host, profile: "manager" })] : []), ...seats.map((s) => permissionsFor({ ...s, space }))];
+  // Each identity's rights are its own subjects only, so the union holds nothing as Cotal's
+  // services (the profile table tries it) and needs no deny.
   return {
-    pub: {
-      allow: union(["_INBOX.>"], ...each.map((p) => p.pub?.allow)),
-      deny: Object.values(SERVICE_PRINCIPALS).flatMap((p) => [...actingAs(space, p), ...patterns.bindDurable(names.dmStream(space), durables.dm(p))]),
-    },
-    sub: {
-      allow: union(...each.map((p) => p.sub?.allow)),
-      // The services' replies (the operator's mint answers carry credentials) stay theirs.
-      deny: Object.values(SERVICE_PRINCIPALS).map((p) => patterns.inbox(p)),
-    },
+    pub: { allow: union(["_INBOX.>"], ...each.map((p) => p.pub?.allow)) },
+    sub: { allow: union(...each.map((p) => p.sub?.allow)) },
   };
 }

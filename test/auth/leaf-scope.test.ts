@@ -74,6 +74,34 @@ async function leafMayPublish(mesh: TestMesh, creds: string, subject: string): P
   }
 }
 
+/** Whether the broker lets the leaf subscribe to `subject` now. */
+async function leafMaySubscribe(mesh: TestMesh, creds: string, subject: string): Promise<boolean> {
+  const nc = await leafAs(mesh, creds, hostb);
+  try {
+    const refused = refusals(nc);
+    nc.subscribe(subject);
+    return !(await refused("subscription", subject));
+  } finally {
+    await nc.close();
+  }
+}
+
+/** Mint as the operator, for the leaf host (`cotal mint … --on hostb`). */
+async function mintForHost(mesh: TestMesh, args: Record<string, unknown>) {
+  const cli = await mesh.connection(mesh.cliCreds);
+  try {
+    return await callControl(cli, mesh.space, "mint", SERVICE_PRINCIPALS.cli, {
+      allowSubscribe: [],
+      allowPublish: [],
+      leaf: principalId(leaf),
+      userPub: createUser().getPublicKey(),
+      ...args,
+    } as never);
+  } finally {
+    await cli.close();
+  }
+}
+
 /** Whether the broker lets the leaf send `who`'s liveness beat now. */
 function leafMayActAs(mesh: TestMesh, creds: string, who: Principal): Promise<boolean> {
   return leafMayPublish(mesh, creds, beatSubject(mesh.space, who));
@@ -101,6 +129,49 @@ describe("a leaf's scope follows what its host runs", () => {
     // Its host's manager stays in it.
     expect(await leafMayActAs(mesh, leafCreds, hostb)).toBe(false); // a manager sends no beat…
     expect(JSON.stringify(mesh.store.leafScopes(mesh.space)[principalId(leaf)])).toContain(`managers_${mesh.space}.hostb`); // …but its heartbeat
+  });
+
+  test("a seat's own rights, no wider: its channels, its event plane only if it writes one", async () => {
+    const { mesh, leafCreds } = await meshWith(`${SPACE}5`);
+    const quiet = localPrincipal("quiet");
+    await mintThroughLeaf(mesh, leafCreds, "quiet", { events: false });
+    await until(() => leafMayActAs(mesh, leafCreds, quiet), 15_000, "the leaf to act as its seat");
+    expect(await leafMayPublish(mesh, leafCreds, `cotal.${mesh.space}.chat.${principalId(quiet)}.general`)).toBe(true);
+    expect(await leafMayPublish(mesh, leafCreds, `cotal.${mesh.space}.chat.${principalId(quiet)}.builds`)).toBe(false);
+    expect(await leafMayPublish(mesh, leafCreds, `cotal.${mesh.space}.events.${principalId(quiet)}`)).toBe(false);
+    // The same seat asked again with its plane (a seat spawned without --no-events): its rights grow, and the leaf's with them.
+    expect((await mintThroughLeaf(mesh, leafCreds, "quiet", { events: true })).leafReconnect).toBe(true);
+    await until(() => leafMayPublish(mesh, leafCreds, `cotal.${mesh.space}.events.${principalId(quiet)}`), 15_000, "the leaf to write its seat's plane");
+  });
+
+  test("a reader and an observer minted for the host (mint --on): the leaf may read what they may", async () => {
+    const { mesh, leafCreds } = await meshWith(`${SPACE}6`);
+    const general = `cotal.${mesh.space}.chat.*.*.general`;
+    const everything = `cotal.${mesh.space}.chat.>`;
+    expect(await leafMaySubscribe(mesh, leafCreds, general)).toBe(false);
+    expect((await mintForHost(mesh, { name: "watcher", profile: "reader", allowSubscribe: ["general"] })).leafReconnect).toBe(true);
+    await until(() => leafMaySubscribe(mesh, leafCreds, general), 15_000, "the leaf to read what its reader reads");
+    expect(await leafMaySubscribe(mesh, leafCreds, everything)).toBe(false);
+    expect((await mintForHost(mesh, { name: "olga", profile: "observer" })).leafReconnect).toBe(true);
+    await until(() => leafMaySubscribe(mesh, leafCreds, everything), 15_000, "the leaf to read what its observer reads");
+  });
+
+  test("a renewed seat keeps its place: asking again, even in another order or after the first credential expired, remakes nothing", async () => {
+    const { mesh, leafCreds } = await meshWith(`${SPACE}7`);
+    // Long enough for seat_b's widening to count it live; expired before it is renewed.
+    const first = await mintThroughLeaf(mesh, leafCreds, "seat_a", { expiresInMs: 4_000 });
+    // Each widening remakes the leaf's connection: the next mint waits until the hub carries it.
+    await until(() => leafMayActAs(mesh, leafCreds, localPrincipal("seat_a")), 15_000, "the leaf to act as seat_a");
+    expect((await mintThroughLeaf(mesh, leafCreds, "seat_b")).leafReconnect).toBe(true);
+    await until(() => leafMayActAs(mesh, leafCreds, localPrincipal("seat_b")), 15_000, "the leaf to act as seat_b");
+    expect(JSON.stringify(mesh.store.leafScopes(mesh.space))).toContain("seat_b"); // its widening is done…
+    await until(() => Date.now() > first.expiresAt!, 8_000, "seat_a's first credential to expire");
+    // seat_a renewed after seat_b: the index lists them the other way round now; the scope is the same.
+    expect((await mintThroughLeaf(mesh, leafCreds, "seat_a")).leafReconnect).toBeUndefined();
+    expect((await mintThroughLeaf(mesh, leafCreds, "seat_c")).leafReconnect).toBe(true);
+    await until(() => leafMayActAs(mesh, leafCreds, localPrincipal("seat_c")), 15_000, "the leaf to act as seat_c");
+    // seat_a holds one expired credential and one live: it stays.
+    expect(await leafMayActAs(mesh, leafCreds, localPrincipal("seat_a"))).toBe(true);
   });
 
   test("an expired seat leaves it at the next change", async () => {
@@ -134,12 +205,17 @@ describe("a leaf's scope follows what its host runs", () => {
   });
 
   test("past its bound a mint through the leaf is refused, naming it; nothing is minted", async () => {
-    const hostOnly = JSON.stringify({ [principalId(leaf)]: leafPermissions(`${SPACE}3`, leaf, []) }).length;
-    const { mesh, leafCreds } = await meshWith(`${SPACE}3`, { mintLimits: { leafScopesBytes: hostOnly + 100 } });
+    // Room for exactly one seat: the bound is the scope's size with it.
+    const space = `${SPACE}3`;
+    const one = { space, who: localPrincipal("just_fits"), profile: "agent" as const, allowSubscribe: ["general"], allowPublish: ["general"] };
+    const bound = JSON.stringify({ [principalId(leaf)]: leafPermissions(space, leaf, [one]) }).length;
+    const { mesh, leafCreds } = await meshWith(space, { mintLimits: { leafScopesBytes: bound } });
+    expect((await mintThroughLeaf(mesh, leafCreds, "just_fits")).leafReconnect).toBe(true);
+    await until(() => leafMayActAs(mesh, leafCreds, localPrincipal("just_fits")), 15_000, "the leaf to act as the seat that fits");
     const err = await mintThroughLeaf(mesh, leafCreds, "one_too_many").catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ControlCallError);
     expect((err as ControlCallError).code).toBe("leaf-scope-full");
-    expect((err as ControlCallError).message).toContain(`more than the ${hostOnly + 100}`);
+    expect((err as ControlCallError).message).toContain(`more than the ${bound}`);
     expect(await leafMayActAs(mesh, leafCreds, localPrincipal("one_too_many"))).toBe(false);
     const cli = await mesh.connection(mesh.cliCreds);
     expect(await callControl(cli, mesh.space, "grant", SERVICE_PRINCIPALS.cli, { name: "local.one_too_many" })).toMatchObject({ minted: false });
