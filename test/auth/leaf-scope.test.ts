@@ -62,29 +62,21 @@ async function mintThroughLeaf(mesh: TestMesh, creds: string, name: string, extr
   }
 }
 
-/** Whether the broker lets the leaf publish on `subject` now (a fresh connection: the scope of its connect). */
-async function leafMayPublish(mesh: TestMesh, creds: string, subject: string): Promise<boolean> {
+/** Whether the broker lets the leaf publish on, or subscribe to, `subject` now (a fresh connection: the scope of its connect). */
+async function leafMay(mesh: TestMesh, creds: string, op: "publish" | "subscription", subject: string): Promise<boolean> {
   const nc = await leafAs(mesh, creds, hostb);
   try {
     const refused = refusals(nc);
-    nc.publish(subject, "{}");
-    return !(await refused("publish", subject));
+    if (op === "publish") nc.publish(subject, "{}");
+    else nc.subscribe(subject);
+    return !(await refused(op, subject));
   } finally {
     await nc.close();
   }
 }
 
-/** Whether the broker lets the leaf subscribe to `subject` now. */
-async function leafMaySubscribe(mesh: TestMesh, creds: string, subject: string): Promise<boolean> {
-  const nc = await leafAs(mesh, creds, hostb);
-  try {
-    const refused = refusals(nc);
-    nc.subscribe(subject);
-    return !(await refused("subscription", subject));
-  } finally {
-    await nc.close();
-  }
-}
+const leafMayPublish = (mesh: TestMesh, creds: string, subject: string) => leafMay(mesh, creds, "publish", subject);
+const leafMaySubscribe = (mesh: TestMesh, creds: string, subject: string) => leafMay(mesh, creds, "subscription", subject);
 
 /** Mint as the operator, for the leaf host (`cotal mint … --on hostb`). */
 async function mintForHost(mesh: TestMesh, args: Record<string, unknown>) {
