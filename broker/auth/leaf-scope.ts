@@ -48,7 +48,8 @@ export function seatSpec(
 
 /**
  * The identities a leaf's scope covers: agents (its seats), readers and observers minted through
- * that leaf or for it (`mint --leaf`), with a credential neither revoked nor expired. `extra` (a seat being minted now) is counted as live.
+ * that leaf or for it (`cotal mint --on`), with a credential neither revoked nor expired. `extra`
+ * (a seat being minted now) is counted as live.
  */
 export async function leafSeats(store: AuthStore, identities: IdentityRegistry, space: string, leaf: Principal, extra?: IdentitySpec): Promise<IdentitySpec[]> {
   const revoked = store.revocations(clientsAccount(space));
