@@ -19,6 +19,7 @@ import {
   type TableReplyData,
 } from "../schemas/index.js";
 import { ConnectionClosedError, ControlCallError, MeshServiceUnavailableError, PermissionDeniedError } from "./errors.js";
+import { retry, until } from "./retry.js";
 import { isConnectionClosed, isNoResponders, isTimeout, permissionViolation } from "./js-errors.js";
 import type { Logger } from "./log.js";
 
@@ -99,7 +100,8 @@ export function controlCaller<T extends ControlTable>(
   /** `retryUnservedMs`: ask again while nobody serves the subject (no responders: nothing ran), for up to this long. */
   caller: { retryUnservedMs?: number } = {},
 ): ControlCaller<T> {
-  async function request(
+  const unserved = (err: unknown) => err instanceof MeshServiceUnavailableError && err.reason === "no-responders";
+  function request(
     nc: NatsConnection,
     space: string,
     endpoint: string,
@@ -108,16 +110,10 @@ export function controlCaller<T extends ControlTable>(
     args: Record<string, unknown>,
     opts?: ControlCallOptions,
   ) {
-    const started = Date.now();
-    for (;;) {
-      try {
-        return await requestControl(nc, space, endpoint, command, who, args, opts);
-      } catch (err) {
-        const unserved = err instanceof MeshServiceUnavailableError && err.reason === "no-responders";
-        if (!unserved || Date.now() - started >= (caller.retryUnservedMs ?? 0)) throw err;
-        await new Promise((r) => setTimeout(r, 200));
-      }
-    }
+    return retry(() => requestControl(nc, space, endpoint, command, who, args, opts), {
+      delays: until(Date.now() + (caller.retryUnservedMs ?? 0), (n) => (n === 0 ? 0 : 200)),
+      retryable: unserved,
+    });
   }
   return async function call<C extends keyof T & string>(
     nc: NatsConnection,

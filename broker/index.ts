@@ -116,3 +116,4 @@ export { restoreStream, SNAPSHOT_CHUNK_BYTES, snapshotStream, StreamRestoreError
 // Plumbing the cli and the connector share: lock files naming their holder, bounded id sets.
 export { takeLockFile, type LockFileOptions, type LockFileTake } from "./lock-file.js";
 export { BoundedSet } from "./bounded-set.js";
+export { fixedDelays, retry } from "./retry.js";

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { z } from "zod";
-import { awaitCredentialCarried, credsClaims, MeshServiceUnavailableError, requestCredential, writeSecret } from "../broker/index.js";
+import { awaitCredentialCarried, credsClaims, fixedDelays, MeshServiceUnavailableError, requestCredential, retry, writeSecret } from "../broker/index.js";
 import { describeIssues, MESH_COMMANDS, parsePrincipal, type Principal } from "../schemas/index.js";
 
 /**
@@ -52,14 +52,8 @@ export async function mintSeatCredential(nc: NatsConnection, o: SeatMinter, cred
  * connection to the hub at that moment (leaf-scope.ts). It is asked again, with a new key (the
  * unanswered credential was never seen by anyone and expires unused), twice at most.
  */
-async function withRetryOnNoAnswer<T>(call: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await call();
-    } catch (err) {
-      if (!(err instanceof MeshServiceUnavailableError) || attempt >= 3) throw err;
-    }
-  }
+function withRetryOnNoAnswer<T>(call: () => Promise<T>): Promise<T> {
+  return retry(call, { delays: fixedDelays([0, 0, 0]), retryable: (err) => err instanceof MeshServiceUnavailableError });
 }
 
 /**

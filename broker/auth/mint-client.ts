@@ -4,6 +4,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { callControl } from "../control.js";
 import { connectMesh } from "../connect.js";
 import { MeshServiceUnavailableError } from "../errors.js";
+import { retry, until } from "../retry.js";
 import type { MintReply } from "../mesh-service.js";
 import { CotalError, type Principal } from "../../schemas/index.js";
 import { SERVICE_PRINCIPALS, type Profile } from "./permissions.js";
@@ -74,16 +75,13 @@ export async function awaitCredentialCarried(server: string, credsFile: string, 
   const started = Date.now();
   const nc = await connectMesh({ server, creds: credsFile, name: "cotal-leaf-probe" });
   try {
-    for (;;) {
-      try {
-        await callControl(nc, space, "ping", who, {}, { timeoutMs: 500 });
-        return;
-      } catch (err) {
-        if (!(err instanceof MeshServiceUnavailableError)) throw err;
-        if (Date.now() - started >= timeoutMs) throw new LeafScopeWaitError(`${who.owner}.${who.actor}`, Date.now() - started, err);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
+    await retry(() => callControl(nc, space, "ping", who, {}, { timeoutMs: 500 }), {
+      delays: until(started + timeoutMs, (n) => (n === 0 ? 0 : 100)),
+      retryable: (err) => err instanceof MeshServiceUnavailableError,
+    });
+  } catch (err) {
+    if (err instanceof MeshServiceUnavailableError) throw new LeafScopeWaitError(`${who.owner}.${who.actor}`, Date.now() - started, err);
+    throw err;
   } finally {
     await nc.close();
   }
