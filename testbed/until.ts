@@ -1,9 +1,15 @@
 import { setTimeout as sleep } from "node:timers/promises";
 /**
  * Poll, don't sleep: wait until `condition` holds, or fail with a message that says what
- * never happened. `condition` may be async; exceptions it throws count as "not yet".
+ * never happened. `condition` may be async; exceptions it throws count as "not yet". `what` may be
+ * a function: it is called at the timeout, so the message shows what was seen by then.
  */
-export async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string, intervalMs = 20): Promise<void> {
+export async function until(
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  what: string | (() => string),
+  intervalMs = 20,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {
@@ -13,7 +19,7 @@ export async function until(condition: () => boolean | Promise<boolean>, timeout
       lastError = err;
     }
     if (Date.now() >= deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for: ${what}`, { cause: lastError });
+      throw new Error(`timed out after ${timeoutMs} ms waiting for: ${typeof what === "function" ? what() : what}`, { cause: lastError });
     }
     await sleep(intervalMs);
   }

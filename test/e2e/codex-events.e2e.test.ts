@@ -111,17 +111,17 @@ describe("a Codex seat's event plane", () => {
       await until(
         () => watch.lines.some((l) => /^roster bob idle, runs codex/.test(l)),
         30_000,
-        `the console's roster line for bob\n${watch.lines.join("\n")}`,
+        () => `the console's roster line for bob\n${watch.lines.join("\n")}`,
       );
       await until(
         () => watch.lines.some((l) => /^\[history\] .* bob ⚙ mcp__cotal__cotal_dm started/.test(l)),
         30_000,
-        `bob's tool call in the console\n${watch.lines.join("\n")}`,
+        () => `bob's tool call in the console\n${watch.lines.join("\n")}`,
       );
       await until(
         () => watch.lines.some((l) => /^\[history\] .* bob » says: all done/.test(l)),
         30_000,
-        `bob's reply in the console\n${watch.lines.join("\n")}`,
+        () => `bob's reply in the console\n${watch.lines.join("\n")}`,
       );
     } finally {
       await watch.stop("SIGTERM");

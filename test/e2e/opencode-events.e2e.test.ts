@@ -106,7 +106,7 @@ describe("an OpenCode seat's event plane", () => {
       await until(
         () => live.lines.some((l) => /^roster bob idle, runs opencode/.test(l)),
         60_000,
-        `the console's roster line for bob\n${live.lines.join("\n")}`,
+        () => `the console's roster line for bob\n${live.lines.join("\n")}`,
       );
       ok(await cotal(["send", "dm", "bob", DM, "--as", "alice", "--impersonate"]));
       try {
@@ -182,7 +182,7 @@ describe("an OpenCode seat's event plane", () => {
       await until(
         () => later.lines.some((l) => /^\[history\] .* bob ⚙ cotal_cotal_dm started/.test(l)),
         30_000,
-        `bob's tool call in history\n${later.lines.join("\n")}`,
+        () => `bob's tool call in history\n${later.lines.join("\n")}`,
       );
     } finally {
       await later.stop("SIGTERM");

@@ -146,7 +146,7 @@ describe.skipIf(!CHROMIUM)("cotal web in a real browser", () => {
     await until(
       () => observerWeb.lines.some((l) => l.startsWith("dashboard:")) || observerWeb.child.exitCode !== null,
       30_000,
-      `the observer dashboard to serve\n${observerWeb.stderr}`,
+      () => `the observer dashboard to serve\n${observerWeb.stderr}`,
     );
     observerUrl = remember(observerWeb.lines.join("\n"));
     browser = await launchChromium(CHROMIUM!);

@@ -158,7 +158,7 @@ describe.skipIf(!CHROMIUM)("seats and senders as people see them", () => {
       await until(
         () => console_.lines.slice(offlineAt).some((l) => /^roster echo1 idle/.test(l)),
         10_000,
-        `the console shows echo1 idle again\n${console_.lines.join("\n")}`,
+        () => `the console shows echo1 idle again\n${console_.lines.join("\n")}`,
       );
       await tui.waitFor(/│ *echo1 idle/, "the console's terminal UI shows echo1 idle again");
     } finally {
