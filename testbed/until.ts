@@ -4,12 +4,7 @@ import { setTimeout as sleep } from "node:timers/promises";
  * never happened. `condition` may be async; exceptions it throws count as "not yet". `what` may be
  * a function: it is called at the timeout, so the message shows what was seen by then.
  */
-export async function until(
-  condition: () => boolean | Promise<boolean>,
-  timeoutMs: number,
-  what: string | (() => string),
-  intervalMs = 20,
-): Promise<void> {
+export async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string | (() => string), intervalMs = 20): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {

@@ -97,13 +97,15 @@ describe("smaller breaks", () => {
       await until(
         () => watch.lines.some((l) => /^roster cora idle, 0 unread, since \d\d:\d\d:\d\d$/.test(l)),
         30_000,
-        () => `cora with 0 unread\n${watch.lines.join("\n")}\nconsole (exit ${watch.child.exitCode}) stderr: ${watch.stderr}\nconnector (exit ${connector.exitCode}): ${connectorLog}`,
+        () =>
+          `cora with 0 unread\n${watch.lines.join("\n")}\nconsole (exit ${watch.child.exitCode}) stderr: ${watch.stderr}\nconnector (exit ${connector.exitCode}): ${connectorLog}`,
       );
       ok(await cotal("send", "dm", "cora", "hello", "--as", "alice", "--impersonate"), "send dm cora");
       await until(
         () => watch.lines.some((l) => /^roster cora idle, 1 unread/.test(l)),
         30_000,
-        () => `cora with 1 unread\n${watch.lines.join("\n")}\nconsole (exit ${watch.child.exitCode}) stderr: ${watch.stderr}\nconnector (exit ${connector.exitCode}): ${connectorLog}`,
+        () =>
+          `cora with 1 unread\n${watch.lines.join("\n")}\nconsole (exit ${watch.child.exitCode}) stderr: ${watch.stderr}\nconnector (exit ${connector.exitCode}): ${connectorLog}`,
       );
     } finally {
       await watch.stop("SIGINT");
