@@ -6,7 +6,9 @@
 //     pages 50 copies of node share counted once between them); raw: 50 raw children, the same;
 //   DM round trip through all 50: DM each seat, until every echo is back (Cotal's DMs, durable
 //     and acked), twice (the first wakes 50 cold processes); raw: the same 50 JetStream publishes,
-//     each to its own raw child that echoes it back, and to one raw child that echoes them all.
+//     each to its own raw child that reads it from a durable consumer of its own, echoes it back
+//     and acks it (what a seat does with its inbox), twice; to one raw child that echoes them all;
+//     and to 50 raw children reading with plain subscriptions (no consumer, no ack), twice.
 //   (The DM-to-woken time of an idle Claude seat needs the model double: test/e2e/managed-claude.)
 // `node dist/bench-manager.mjs` (run by `npm run bench`; BENCH_QUICK=1: smaller counts). Starts
 // its own nats-server, never the shared one.
@@ -14,7 +16,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { z } from "zod";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { controlCaller, Endpoint, logger, MeshService } from "../broker/index.js";
@@ -23,7 +25,7 @@ import { localPrincipal, MANAGER_COMMANDS, messageText, names } from "../schemas
 import { NatsServer } from "../testbed/nats-server.js";
 import { until } from "../testbed/until.js";
 import { Arrivals } from "./checks.js";
-import { Counter, streamPending, Unconfirmed, unconfirmedNote, unconfirmedOf, withTimeout } from "./context.js";
+import { Counter, leftPending, streamPending, Unconfirmed, unconfirmedNote, unconfirmedOf, withTimeout } from "./context.js";
 import { fmt, type BenchReport, type BenchRun, type Row } from "./report.js";
 import { summarize } from "./stats.js";
 
@@ -146,13 +148,28 @@ function phaseLine(phases: Phases[], sinceSpawn: number[], join: string): string
   return `spawn → process ${p50(starting)}, node boot ${p50(phases.map((p) => p.boot))}, load ${p50(phases.map((p) => p.load))}, connect ${p50(phases.map((p) => p.connect))}, ${join} ${p50(phases.map((p) => p.join))}`;
 }
 
+/**
+ * How a raw echo child reads what it echoes. `consumer`: a durable pull consumer of its own, each
+ * message acked after its echo is stored, what Cotal's seat does for a DM (a message sent while the
+ * child is busy or down waits for it). `subscription`: a plain subscription on the stream's
+ * subject, nothing to ack, and nothing kept for a child that is not there (issue 30's baseline).
+ */
+type RawRead = "consumer" | "subscription";
+
 /** A raw-client child (with the echo seat's node flags) echoing every message on `filter` (`bench.echo.<n>`, or `bench.echo.*`) back to `bench.back.<n>` through JetStream. */
-function rawEchoer(root: string, url: string, filter: string): ChildProcess {
+function rawEchoer(root: string, url: string, filter: string, read: RawRead, durable: string): ChildProcess {
+  const echo = `const back = "bench.back." + m.subject.split(".")[2];`;
+  const body =
+    read === "consumer"
+      ? `await jetstreamManager(nc).then((jsm) => jsm.consumers.add("BENCH_ECHO", { durable_name: ${JSON.stringify(durable)}, filter_subject: ${JSON.stringify(filter)}, ack_policy: "explicit", deliver_policy: "new" }));
+const messages = await js.consumers.get("BENCH_ECHO", ${JSON.stringify(durable)}).then((c) => c.consume());
+void (async () => { for await (const m of messages) { ${echo} await js.publish(back, m.data, { msgID: m.headers?.get("Nats-Msg-Id") + ".echo" }); await m.ackAck(); } })();`
+      : `nc.subscribe(${JSON.stringify(filter)}, { callback: async (_e, m) => { ${echo} await js.publish(back, m.data); } });`;
   const script = `import { connect } from "@nats-io/transport-node";
-import { jetstream } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 const nc = await connect({ servers: ${JSON.stringify(url)} });
 const js = jetstream(nc);
-nc.subscribe(${JSON.stringify(filter)}, { callback: async (_e, m) => { await js.publish("bench.back." + m.subject.split(".")[2], m.data); } });
+${body}
 await nc.flush();
 process.stdout.write("ready\\n");`;
   return spawn(process.execPath, [...ECHO_SEAT_NODE_FLAGS, "--input-type=module", "-e", script], { cwd: root, stdio: ["ignore", "pipe", "ignore"] });
@@ -268,42 +285,74 @@ export async function managerBench(plan: ManagerPlan & { paths: ManagerPaths }, 
       seatNames.slice(i, i + 10).map((n) => callManager(nc, SPACE, "stop", operator, { name: n }, { target: "bench", timeoutMs: JOIN_TIMEOUT_MS })),
     );
 
-  step(`the same through ${plan.seats} raw echo children, twice, then through one`);
+  step(`the same through ${plan.seats} raw echo children (durable consumers, acked), twice, then through one; then with plain subscriptions`);
   await jsm.streams.add({ name: "BENCH_ECHO", subjects: ["bench.echo.*", "bench.back.*"] });
+  // The raw asker reads the echoes as Cotal's does: a durable consumer, each echo acked.
+  await jsm.consumers.add("BENCH_ECHO", {
+    durable_name: "asker",
+    filter_subject: "bench.back.*",
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.New,
+  });
+  const js = jetstream(nc);
   const got = new Arrivals();
   const gotCount = new Counter();
-  let rawRound = 0;
-  const backSub = nc.subscribe("bench.back.*", { callback: (_e, m) => void (got.add(`${rawRound} ${m.subject}`) && gotCount.add()) });
-  const echoers = async (filters: string[]): Promise<ChildProcess[]> => {
-    const started = filters.map((f) => rawEchoer(paths.root, server.url, f));
+  const rawUnconfirmed = new Unconfirmed();
+  const rawAcks: Promise<unknown>[] = [];
+  const askerMessages = await (await js.consumers.get("BENCH_ECHO", "asker")).consume();
+  td.defer(() => askerMessages.stop());
+  void (async () => {
+    for await (const m of askerMessages) {
+      if (got.add(m.string())) gotCount.add();
+      rawAcks.push(m.ackAck().catch((err: unknown) => rawUnconfirmed.note(err)));
+    }
+  })();
+  const echoDurables: string[] = [];
+  const echoers = async (filters: string[], read: RawRead): Promise<ChildProcess[]> => {
+    const started = filters.map((f, i) => {
+      const durable = `echo_${read}_${filters.length}_${i}`;
+      if (read === "consumer") echoDurables.push(durable);
+      return rawEchoer(paths.root, server.url, f, read, durable);
+    });
     children.push(...started);
     await Promise.all(started.map((c) => new Promise((res) => c.stdout!.once("data", res))));
     return started;
   };
-  const js = jetstream(nc);
+  let rawRound = 0;
   const rawRoundTrip = async (): Promise<number> => {
     rawRound += 1;
     const t = performance.now();
-    await Promise.all(seatNames.map((n) => js.publish(`bench.echo.${n}`, `ping ${rawRound} ${n}`)));
+    await Promise.all(seatNames.map((n) => js.publish(`bench.echo.${n}`, `ping ${rawRound} ${n}`, { msgID: `${rawRound}.${n}` })));
     await withTimeout(gotCount.reach(rawRound * seatNames.length), JOIN_TIMEOUT_MS, `raw echoes (${gotCount.value} of ${rawRound * seatNames.length} back)`);
     return performance.now() - t;
   };
-  const each = await echoers(seatNames.map((n) => `bench.echo.${n}`));
+  const perSeatFilters = seatNames.map((n) => `bench.echo.${n}`);
+  const each = await echoers(perSeatFilters, "consumer");
   const rawRounds = [await rawRoundTrip(), await rawRoundTrip()];
   const rawMem = memoryOfAll(each.map((c) => c.pid!));
+  // Every echo child acked what it echoed before it is stopped (what it holds would be left over).
+  let echoPending = await leftPending(jsm, "BENCH_ECHO", echoDurables);
   each.forEach((c) => c.kill());
-  await echoers(["bench.echo.*"]);
+  const one = await echoers(["bench.echo.*"], "consumer");
   const oneChild = await rawRoundTrip();
-  backSub.unsubscribe();
+  echoPending += await leftPending(jsm, "BENCH_ECHO", echoDurables.slice(-1));
+  one.forEach((c) => c.kill());
+  // The stream keeps what the killed children's plain subscriptions would see again: none (a
+  // subscription reads only what is published after it), and their durables are left behind idle.
+  const subscribers = await echoers(perSeatFilters, "subscription");
+  const subscriptionRounds = [await rawRoundTrip(), await rawRoundTrip()];
+  subscribers.forEach((c) => c.kill());
+  await Promise.all(rawAcks);
+  const rawPending = await leftPending(jsm, "BENCH_ECHO", ["asker"], rawUnconfirmed.settleMs);
 
-  const acksNote = unconfirmedNote(unconfirmedOf({ asker: unconfirmed }));
+  const acksNote = unconfirmedNote(unconfirmedOf({ asker: unconfirmed, "raw asker": rawUnconfirmed }));
   rows.push({
     name: `DM round trip through ${plan.seats} echo seats`,
     unit: "ms",
     cotal: cotalRounds[0]!,
     raw: rawRounds[0]!,
     better: "lower",
-    note: `all sent at once, until every echo is back, the first DM each process handles; raw: JetStream publishes both ways, each echoed by its own raw child${acksNote}`,
+    note: `all sent at once, until every echo is back, the first DM each process handles; raw: JetStream publishes both ways, each echoed by its own raw child from a durable consumer of its own, acked, as a seat reads its inbox${acksNote}`,
   });
   rows.push({
     name: "the same, second round",
@@ -319,7 +368,15 @@ export async function managerBench(plan: ManagerPlan & { paths: ManagerPaths }, 
     cotal: cotalRounds[0]!,
     raw: oneChild,
     better: "lower",
-    note: "raw: one raw child echoes all (one process, not one per seat)",
+    note: "raw: one raw child echoes all from one durable consumer (one process, not one per seat)",
+  });
+  rows.push({
+    name: "the same, first / second round; raw: plain subscriptions",
+    unit: "ms",
+    cotal: cotalRounds[0]!,
+    raw: subscriptionRounds[0]!,
+    better: "lower",
+    note: `raw: ${plan.seats} raw children reading with a plain subscription on the stream's subject, nothing acked, nothing kept for a child that is down (issue 30's baseline); second round ${fmt(cotalRounds[1]!)} vs ${fmt(subscriptionRounds[1]!)} ms`,
   });
   const flags = ECHO_SEAT_NODE_FLAGS.join(" ");
   rows.push({
@@ -350,11 +407,11 @@ export async function managerBench(plan: ManagerPlan & { paths: ManagerPaths }, 
       "spawn cotal": { sent: plan.spawns, received: cotal.length, duplicates: 0, pending: 0 },
       "spawn raw": { sent: plan.spawns, received: raw.length, duplicates: 0, pending: 0 },
       "round trip cotal": back.tally(2 * seatNames.length, dmPending),
-      "round trip raw": got.tally(3 * seatNames.length, 0),
+      "round trip raw": got.tally(5 * seatNames.length, rawPending + echoPending),
     },
     detail: {
       spawn: { cotal: c, raw: r, phases },
-      roundTripMs: { cotal: cotalRounds, raw: rawRounds, rawOneChild: oneChild },
+      roundTripMs: { cotal: cotalRounds, raw: rawRounds, rawOneChild: oneChild, rawSubscriptions: subscriptionRounds },
       memoryMiB: { seats: seatMem, rawChildren: rawMem, flags: ECHO_SEAT_NODE_FLAGS },
       managerMiB: mgrRss,
     },
