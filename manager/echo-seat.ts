@@ -5,11 +5,12 @@ import { readLaunchMaterial } from "./launch-material-file.js";
 
 /**
  * V8 flags an echo seat runs with: a long-lived process that holds little and handles a message
- * now and then. A 1 MiB young generation (V8's default grows to 16 MiB per semi-space) and
- * interpreter-only code (no optimizing compilers and their feedback) cut what each of many seats
- * keeps resident (docs/performance.md, memory per echo seat).
+ * now and then. A 1 MiB young generation (V8's default grows to 16 MiB per semi-space) cuts what
+ * each of many seats keeps resident. Not `--lite-mode` (interpreter only): it saved ≈ 4 MiB a seat
+ * but made each DM's handling about twice the CPU, and 50 seats on two cores answered a round of
+ * DMs 3–6× slower than raw consumers instead of ≈ 1.5× (docs/performance.md, part 3).
  */
-export const ECHO_SEAT_NODE_FLAGS: readonly string[] = ["--max-semi-space-size=1", "--lite-mode"];
+export const ECHO_SEAT_NODE_FLAGS: readonly string[] = ["--max-semi-space-size=1"];
 
 /** The command line that runs the echo seat bundle (`dist/echo-seat.mjs`) with its flags; `execArgv` (the manager's own) come first, so the seat's win. */
 export function echoSeatCommand(bundle: string, execPath: string = process.execPath, execArgv: readonly string[] = []): string[] {
