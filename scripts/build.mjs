@@ -3,6 +3,7 @@
 import { build } from "esbuild";
 import { chmod, copyFile, mkdir, rename } from "node:fs/promises";
 import { existsSync } from "node:fs";
+import path from "node:path";
 
 /** Entry points: bundle name → source. Each bundle is self-contained (node_modules inlined). */
 const entries = {
@@ -32,6 +33,20 @@ const entries = {
  */
 const entryOptions = {};
 
+/**
+ * zod's namespaces re-export `locales`, every language it ships: bundled whole, ≈ 300 KB of each
+ * bundle that uses zod (a quarter of an echo seat's), read and compiled at every start. Cotal's
+ * messages are English: the bundles get a `locales` with `en` alone (scripts/zod-locales-en.mjs).
+ */
+const zodEnglishOnly = {
+  name: "zod-english-only",
+  setup(b) {
+    b.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
+      /[\\/]node_modules[\\/]zod[\\/]/.test(args.importer) ? { path: path.resolve("scripts/zod-locales-en.mjs") } : undefined,
+    );
+  },
+};
+
 // ESM bundles of CommonJS dependencies need require/__dirname.
 const banner = [
   "#!/usr/bin/env node",
@@ -59,6 +74,7 @@ await Promise.all(
       banner: { js: banner },
       // Ink loads React DevTools only when DEV=true; it is not installed: a stub stands in.
       alias: { "react-devtools-core": "./scripts/no-react-devtools.mjs" },
+      plugins: [zodEnglishOnly],
       logLevel: "warning",
       ...entryOptions[name],
     });

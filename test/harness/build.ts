@@ -24,7 +24,7 @@ function newestSource(): number {
       if (f.endsWith(".ts")) newest = Math.max(newest, statSync(path.join(projectRoot, dir, f)).mtimeMs);
     }
   }
-  for (const f of ["package.json", "scripts/build.mjs"]) newest = Math.max(newest, statSync(path.join(projectRoot, f)).mtimeMs);
+  for (const f of ["package.json", "scripts/build.mjs", "scripts/zod-locales-en.mjs"]) newest = Math.max(newest, statSync(path.join(projectRoot, f)).mtimeMs);
   return newest;
 }
 
