@@ -346,38 +346,29 @@ export async function managerBench(plan: ManagerPlan & { paths: ManagerPaths }, 
   const rawPending = await leftPending(jsm, "BENCH_ECHO", ["asker"], rawUnconfirmed.settleMs);
 
   const acksNote = unconfirmedNote(unconfirmedOf({ asker: unconfirmed, "raw asker": rawUnconfirmed }));
-  rows.push({
-    name: `DM round trip through ${plan.seats} echo seats`,
-    unit: "ms",
-    cotal: cotalRounds[0]!,
-    raw: rawRounds[0]!,
-    better: "lower",
-    note: `all sent at once, until every echo is back, the first DM each process handles; raw: JetStream publishes both ways, each echoed by its own raw child from a durable consumer of its own, acked, as a seat reads its inbox${acksNote}`,
-  });
-  rows.push({
-    name: "the same, second round",
-    unit: "ms",
-    cotal: cotalRounds[1]!,
-    raw: rawRounds[1]!,
-    better: "lower",
-    note: "the same seats and raw children again",
-  });
-  rows.push({
-    name: "the same, first round; raw: one child",
-    unit: "ms",
-    cotal: cotalRounds[0]!,
-    raw: oneChild,
-    better: "lower",
-    note: "raw: one raw child echoes all from one durable consumer (one process, not one per seat)",
-  });
-  rows.push({
-    name: "the same, first / second round; raw: plain subscriptions",
-    unit: "ms",
-    cotal: cotalRounds[0]!,
-    raw: subscriptionRounds[0]!,
-    better: "lower",
-    note: `raw: ${plan.seats} raw children reading with a plain subscription on the stream's subject, nothing acked, nothing kept for a child that is down (issue 30's baseline); second round ${fmt(cotalRounds[1]!)} vs ${fmt(subscriptionRounds[1]!)} ms`,
-  });
+  // The round trip's rows: Cotal's rounds beside each raw way of echoing (ms, lower is better).
+  const round = (name: string, cotal: number, raw: number, note: string): Row => ({ name, unit: "ms", cotal, raw, better: "lower", note });
+  rows.push(
+    round(
+      `DM round trip through ${plan.seats} echo seats`,
+      cotalRounds[0]!,
+      rawRounds[0]!,
+      `all sent at once, until every echo is back, the first DM each process handles; raw: JetStream publishes both ways, each echoed by its own raw child from a durable consumer of its own, acked, as a seat reads its inbox${acksNote}`,
+    ),
+    round("the same, second round", cotalRounds[1]!, rawRounds[1]!, "the same seats and raw children again"),
+    round(
+      "the same, first round; raw: one child",
+      cotalRounds[0]!,
+      oneChild,
+      "raw: one raw child echoes all from one durable consumer (one process, not one per seat)",
+    ),
+    round(
+      "the same, first / second round; raw: plain subscriptions",
+      cotalRounds[0]!,
+      subscriptionRounds[0]!,
+      `raw: ${plan.seats} raw children reading with a plain subscription on the stream's subject, nothing acked, nothing kept for a child that is down (issue 30's baseline); second round ${fmt(cotalRounds[1]!)} vs ${fmt(subscriptionRounds[1]!)} ms`,
+    ),
+  );
   const flags = ECHO_SEAT_NODE_FLAGS.join(" ");
   rows.push({
     name: "memory per echo seat (PSS)",
