@@ -6,9 +6,9 @@ import { readLaunchMaterial } from "./launch-material-file.js";
 /**
  * V8 flags an echo seat runs with: a long-lived process that holds little and handles a message
  * now and then. A 1 MiB young generation (V8's default grows to 16 MiB per semi-space) cuts what
- * each of many seats keeps resident. Not `--lite-mode` (interpreter only): it saved ≈ 4 MiB a seat
- * but made each DM's handling about twice the CPU, and 50 seats on two cores answered a round of
- * DMs 3–6× slower than raw consumers instead of ≈ 1.5× (docs/performance.md, part 3).
+ * each of many seats keeps resident. Not `--lite-mode` (interpreter only): it saved ≈ 4 MiB a seat,
+ * but 50 seats on two cores answered a round of DMs 2.7–5.7× slower than raw consumers with it and
+ * 0.9–1.6× without (docs/performance.md, the round trip's baseline and the seats' flags).
  */
 export const ECHO_SEAT_NODE_FLAGS: readonly string[] = ["--max-semi-space-size=1"];
 
