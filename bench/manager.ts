@@ -163,7 +163,7 @@ function rawEchoer(root: string, url: string, filter: string, read: RawRead, dur
     read === "consumer"
       ? `await jetstreamManager(nc).then((jsm) => jsm.consumers.add("BENCH_ECHO", { durable_name: ${JSON.stringify(durable)}, filter_subject: ${JSON.stringify(filter)}, ack_policy: "explicit", deliver_policy: "new" }));
 const messages = await js.consumers.get("BENCH_ECHO", ${JSON.stringify(durable)}).then((c) => c.consume());
-void (async () => { for await (const m of messages) { ${echo} await js.publish(back, m.data, { msgID: m.headers?.get("Nats-Msg-Id") + ".echo" }); await m.ackAck(); } })();`
+void (async () => { for await (const m of messages) { ${echo} await js.publish(back, m.data, { msgID: "echo." + m.seq }); await m.ackAck(); } })();`
       : `nc.subscribe(${JSON.stringify(filter)}, { callback: async (_e, m) => { ${echo} await js.publish(back, m.data); } });`;
   const script = `import { connect } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
@@ -307,16 +307,13 @@ export async function managerBench(plan: ManagerPlan & { paths: ManagerPaths }, 
       rawAcks.push(m.ackAck().catch((err: unknown) => rawUnconfirmed.note(err)));
     }
   })();
-  const echoDurables: string[] = [];
-  const echoers = async (filters: string[], read: RawRead): Promise<ChildProcess[]> => {
-    const started = filters.map((f, i) => {
-      const durable = `echo_${read}_${filters.length}_${i}`;
-      if (read === "consumer") echoDurables.push(durable);
-      return rawEchoer(paths.root, server.url, f, read, durable);
-    });
+  /** Start one raw echo child per filter, each with a durable of its own when it reads a consumer; resolves once all are ready. */
+  const echoers = async (filters: string[], read: RawRead): Promise<{ started: ChildProcess[]; durables: string[] }> => {
+    const durables = filters.map((_, i) => `echo_${read}_${filters.length}_${i}`);
+    const started = filters.map((f, i) => rawEchoer(paths.root, server.url, f, read, durables[i]!));
     children.push(...started);
     await Promise.all(started.map((c) => new Promise((res) => c.stdout!.once("data", res))));
-    return started;
+    return { started, durables };
   };
   let rawRound = 0;
   const rawRoundTrip = async (): Promise<number> => {
@@ -329,19 +326,19 @@ export async function managerBench(plan: ManagerPlan & { paths: ManagerPaths }, 
   const perSeatFilters = seatNames.map((n) => `bench.echo.${n}`);
   const each = await echoers(perSeatFilters, "consumer");
   const rawRounds = [await rawRoundTrip(), await rawRoundTrip()];
-  const rawMem = memoryOfAll(each.map((c) => c.pid!));
+  const rawMem = memoryOfAll(each.started.map((c) => c.pid!));
   // Every echo child acked what it echoed before it is stopped (what it holds would be left over).
-  let echoPending = await leftPending(jsm, "BENCH_ECHO", echoDurables);
-  each.forEach((c) => c.kill());
+  let echoPending = await leftPending(jsm, "BENCH_ECHO", each.durables);
+  each.started.forEach((c) => c.kill());
   const one = await echoers(["bench.echo.*"], "consumer");
   const oneChild = await rawRoundTrip();
-  echoPending += await leftPending(jsm, "BENCH_ECHO", echoDurables.slice(-1));
-  one.forEach((c) => c.kill());
-  // The stream keeps what the killed children's plain subscriptions would see again: none (a
-  // subscription reads only what is published after it), and their durables are left behind idle.
+  echoPending += await leftPending(jsm, "BENCH_ECHO", one.durables);
+  one.started.forEach((c) => c.kill());
+  // Plain subscriptions read only what is published after them; the stopped children's durables
+  // are left behind, idle (later rounds pile up there unread, and are not counted).
   const subscribers = await echoers(perSeatFilters, "subscription");
   const subscriptionRounds = [await rawRoundTrip(), await rawRoundTrip()];
-  subscribers.forEach((c) => c.kill());
+  subscribers.started.forEach((c) => c.kill());
   await Promise.all(rawAcks);
   const rawPending = await leftPending(jsm, "BENCH_ECHO", ["asker"], rawUnconfirmed.settleMs);
 

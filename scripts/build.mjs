@@ -3,7 +3,7 @@
 import { build } from "esbuild";
 import { chmod, copyFile, mkdir, rename } from "node:fs/promises";
 import { existsSync } from "node:fs";
-import path from "node:path";
+import { fileURLToPath } from "node:url";
 
 /** Entry points: bundle name → source. Each bundle is self-contained (node_modules inlined). */
 const entries = {
@@ -42,7 +42,7 @@ const zodEnglishOnly = {
   name: "zod-english-only",
   setup(b) {
     b.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
-      /[\\/]node_modules[\\/]zod[\\/]/.test(args.importer) ? { path: path.resolve("scripts/zod-locales-en.mjs") } : undefined,
+      /[\\/]node_modules[\\/]zod[\\/]/.test(args.importer) ? { path: fileURLToPath(new URL("./zod-locales-en.mjs", import.meta.url)) } : undefined,
     );
   },
 };

@@ -93,19 +93,20 @@ describe("smaller breaks", () => {
     let connectorLog = "";
     connector.stderr!.setEncoding("utf8").on("data", (c: string) => (connectorLog += c));
     const watch = CotalProcess.spawn(["console", "--plain"], { cwd: project });
+    // What the console and the connector said by the time a wait gave up.
+    const seen = () =>
+      `${watch.lines.join("\n")}\nconsole (exit ${watch.child.exitCode}) stderr: ${watch.stderr}\nconnector (exit ${connector.exitCode}): ${connectorLog}`;
     try {
       await until(
         () => watch.lines.some((l) => /^roster cora idle, 0 unread, since \d\d:\d\d:\d\d$/.test(l)),
         30_000,
-        () =>
-          `cora with 0 unread\n${watch.lines.join("\n")}\nconsole (exit ${watch.child.exitCode}) stderr: ${watch.stderr}\nconnector (exit ${connector.exitCode}): ${connectorLog}`,
+        () => `cora with 0 unread\n${seen()}`,
       );
       ok(await cotal("send", "dm", "cora", "hello", "--as", "alice", "--impersonate"), "send dm cora");
       await until(
         () => watch.lines.some((l) => /^roster cora idle, 1 unread/.test(l)),
         30_000,
-        () =>
-          `cora with 1 unread\n${watch.lines.join("\n")}\nconsole (exit ${watch.child.exitCode}) stderr: ${watch.stderr}\nconnector (exit ${connector.exitCode}): ${connectorLog}`,
+        () => `cora with 1 unread\n${seen()}`,
       );
     } finally {
       await watch.stop("SIGINT");
