@@ -14,6 +14,8 @@ const entries = {
   "opencode-plugin": "opencode/plugin.ts",
   // A seat process loads only what it runs (issue 30): the manager starts echo seats from it.
   "echo-seat": "manager/echo-seat-main.ts",
+  // So do the mesh service and the manager `cotal up` starts (cli/service-process.ts).
+  "cotal-service": "cli/service-main.ts",
   bench: "bench/bin/mesh.ts",
   "bench-connector": "bench/bin/connector.ts",
   // The raw client's hook and seat, beside which bench-connector measures the connector's.

@@ -3,7 +3,7 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCli, cleanEnv, CotalProcess, freePort, runCotal, type CliResult } from "../harness/cli.js";
 import { until } from "../harness/until.js";
@@ -40,6 +40,13 @@ describe("a static mesh from the CLI", () => {
       const { pid } = JSON.parse(readFileSync(join(project, ".cotal", "run", `${name}.json`), "utf8")) as { pid: number };
       const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
       expect(cmdline).not.toMatch(/S[OAU][A-Z2-7]{50,}|eyJ[A-Za-z0-9_-]{10,}\./);
+    }
+    // The mesh service and the manager run from the services' own bundle, not the whole CLI's,
+    // with a small young generation (cli/service-process.ts).
+    for (const name of ["mesh-service", "manager"]) {
+      const { pid } = JSON.parse(readFileSync(join(project, ".cotal", "run", `${name}.json`), "utf8")) as { pid: number };
+      const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      expect([name, argv.slice(1, 3).map((a) => basename(a))]).toEqual([name, ["--max-semi-space-size=2", "cotal-service.mjs"]]);
     }
     expect(readFileSync(join(project, ".cotal", "logs", "mesh-service.log"), "utf8")).not.toMatch(/S[OAU][A-Z2-7]{50,}|eyJ[A-Za-z0-9_-]{10,}\./);
   });

@@ -10,6 +10,8 @@ export const projectRoot = fileURLToPath(new URL("../../", import.meta.url));
 const dist = path.join(projectRoot, "dist");
 export const BUNDLES = {
   cli: path.join(dist, "cotal.mjs"),
+  /** The mesh service's and the manager's (cli/service-main.ts): `cotal up` starts them from it. */
+  service: path.join(dist, "cotal-service.mjs"),
   connector: path.join(dist, "connector.mjs"),
   hook: path.join(dist, "hook.mjs"),
   /** The build copies connector and hook into the plugin tree too. */
