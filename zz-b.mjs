@@ -1,4 +1,0 @@
-import { build } from "esbuild";
-const [entry, out] = process.argv.slice(2);
-const zodEnglishOnly = { name: "z", setup(b) { b.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) => /[\\/]node_modules[\\/]zod[\\/]/.test(args.importer) ? { path: new URL("./scripts/zod-locales-en.mjs", import.meta.url).pathname } : undefined); } };
-await build({ entryPoints: [entry], outfile: out, bundle: true, platform: "node", format: "esm", target: "node20", minifyWhitespace: true, legalComments: "none", logLevel: "error", plugins: [zodEnglishOnly], metafile: true, alias: { "react-devtools-core": "./scripts/no-react-devtools.mjs" }, banner: { js: "import { createRequire as __c } from 'node:module'; const require = __c(import.meta.url);" } }).then(async (r) => { const fs = await import("node:fs"); fs.writeFileSync(out + ".meta.json", JSON.stringify(r.metafile)); });
