@@ -80,7 +80,18 @@ describe("presence scales with the endpoints, not their square", () => {
         await grow(n);
         // Let the joins' own writes (n² once, at setup) drain before counting.
         const roster = await eps[0]!.roster();
-        await until(() => roster.entries().filter((e) => e.status !== "offline").length === n, 90_000, `the first endpoint sees all ${n} online`);
+        await until(
+          () => roster.entries().filter((e) => e.status !== "offline").length === n,
+          90_000,
+          // Read at the timeout (seen once in a full run, never alone): who its view lacks, and how.
+          () => {
+            const view = new Map(roster.entries().map((e) => [e.id, e.status]));
+            const notOnline = eps
+              .filter((e) => (view.get(e.id) ?? "offline") === "offline")
+              .map((e) => `${e.id} (${view.has(e.id) ? "offline" : "absent"}${e.nc.isClosed() ? ", its connection closed" : ""})`);
+            return `the first endpoint sees all ${n} online; its view holds ${view.size}, not online: ${notOnline.length} ${notOnline.slice(0, 10).join(", ")}`;
+          },
+        );
         seen[n] = await rate();
       }
       console.log(
