@@ -6,12 +6,17 @@
 //                                                   # nats-server -c leaf.conf first, then the manager
 //   docker kill --signal HUP <container>            # the leaf server reloads leaf.conf
 //
-// A child, not an import: the manager starts its seats as `node <argv[1]> agent …`, so argv[1]
-// must be the cotal bundle. Scratch images have no shell and no init, so this process also
-// forwards SIGTERM/SIGINT to its children and reaps them.
+// A child, not an import: the manager starts its seats from the bundles beside its own
+// (`echo-seat.mjs`, else `node <argv[1]> agent …`), so argv[1] must be a cotal bundle. The mesh
+// service and the manager run from the services' bundle with their V8 flag, as `cotal up` starts
+// them (SERVICE_NODE_FLAGS in cli/service-process.ts; test/containers/image.test.ts checks both);
+// every other command from the CLI's. Scratch images have no shell and no init, so this process
+// also forwards SIGTERM/SIGINT to its children and reaps them.
 import { spawn } from "node:child_process";
 
 const COTAL = "/opt/cotal/dist/cotal.mjs";
+const SERVICE = "/opt/cotal/dist/cotal-service.mjs";
+const SERVICE_NODE_FLAGS = ["--max-semi-space-size=2"];
 const NATS = "/usr/sbin/nats-server";
 const children = new Set();
 
@@ -60,7 +65,9 @@ async function startLeaf(conf) {
 
 const leaf = process.env.COTAL_LEAF_CONF;
 if (leaf) await startLeaf(leaf);
-const cotal = start(process.execPath, [COTAL, ...process.argv.slice(2)]);
+const args = process.argv.slice(2);
+const service = args[0] === "manager" || (args[0] === "mesh" && args[1] === "serve");
+const cotal = start(process.execPath, service ? [...SERVICE_NODE_FLAGS, SERVICE, ...args] : [COTAL, ...args]);
 cotal.stderr.pipe(process.stderr);
 cotal.once("exit", (code, sig) => {
   process.exitCode = process.exitCode || (code ?? (sig ? 128 : 1));

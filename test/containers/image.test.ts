@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCli, cleanEnv, CotalProcess, runCotal, type CliResult } from "../harness/cli.js";
+import { SERVICE_NODE_FLAGS } from "../../cli/service-process.js";
 import {
   docker,
   dockerUnavailable,
@@ -72,9 +73,11 @@ describe.skipIf(skip !== undefined)("deploy/container image", () => {
 
   it("runs as a non-root user and its manager reports in cotal ps", async () => {
     expect((await docker(["inspect", "--format", "{{.Config.User}}", host!.getId()])).trim()).toBe("10001:10001");
-    // The manager process itself (pid 1 is the entrypoint; its child is `cotal manager`).
+    // The manager process itself (pid 1 is the entrypoint; its child is `cotal manager`), from the
+    // services' bundle with their flags, as `cotal up` starts it.
     const top = await docker(["top", host!.getId(), "-o", "pid,uid,args"]);
-    expect(top).toMatch(/\d+\s+10001\s+\/usr\/local\/bin\/node \/opt\/cotal\/dist\/cotal\.mjs manager/);
+    expect(top).toContain(`/usr/local/bin/node ${SERVICE_NODE_FLAGS.join(" ")} /opt/cotal/dist/cotal-service.mjs manager`);
+    expect(top).toMatch(/\d+\s+10001\s+\/usr\/local\/bin\/node .*\/opt\/cotal\/dist\/cotal-service\.mjs manager/);
     expect(top).not.toMatch(/^\s*\d+\s+0\s/m);
     await until(async () => (await cotal("ps", "--json")).stdout.includes('"boxa"'), 20_000, `boxa in cotal ps; its logs: ${await logsOf(host!)}`);
   }, 60_000);
@@ -83,7 +86,8 @@ describe.skipIf(skip !== undefined)("deploy/container image", () => {
     const spawned = ok(await cotal("spawn", "-d", "--agent", "echo", "--name", "parrot", "--on", "boxa", "--json"));
     expect(spawned.json()).toMatchObject({ name: "parrot", instance: "boxa", outcome: "started" });
     const top = await docker(["top", host!.getId(), "-o", "pid,uid,args"]);
-    expect(top).toMatch(/\d+\s+10001\s+\/usr\/local\/bin\/node \/opt\/cotal\/dist\/cotal\.mjs agent echo/);
+    // Its own small bundle, not the CLI's `agent echo` (the image carries it beside the others).
+    expect(top).toMatch(/\d+\s+10001\s+\/usr\/local\/bin\/node .*\/opt\/cotal\/dist\/echo-seat\.mjs/);
     const listen = CotalProcess.spawn(["listen", "--as", "carol", "--json", "--server", server, "--space", SPACE], { cwd: dir, env: cleanEnv() });
     try {
       await listen.waitForJson((l: { type?: string }) => l.type === "ready", 20_000, "listen ready");

@@ -218,7 +218,7 @@ describe.skipIf(skip !== undefined)("a remote host on a leaf node (its own conta
     const spawned = ok(await cotal("spawn", "-d", "--agent", "echo", "--name", "parrot", "--on", "hostb", "--json"));
     expect(spawned.json()).toMatchObject({ name: "parrot", instance: "hostb", outcome: "started" });
     const top = await docker(["top", host!.getId(), "-o", "pid,uid,args"]);
-    expect(top).toMatch(/\d+\s+10001\s+\/usr\/local\/bin\/node \/opt\/cotal\/dist\/cotal\.mjs agent echo/);
+    expect(top).toMatch(/\d+\s+10001\s+\/usr\/local\/bin\/node .*\/opt\/cotal\/dist\/echo-seat\.mjs/);
     const listen = CotalProcess.spawn(["listen", "--as", "carol", "--impersonate", "--json"], { cwd: project, env: cleanEnv() });
     procs.push(listen);
     await listen.waitForJson((l: { type?: string }) => l.type === "ready", 20_000, "listen ready");
