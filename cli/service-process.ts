@@ -86,9 +86,10 @@ export async function startMeshService(root: MeshRoot, t: ServiceTarget, timeout
 }
 
 /**
- * Start `cotal <args>` (a service: the services' bundle, see serviceCommand) detached in the project folder, logging to `.cotal/logs/<log>.log`, and
- * wait until `answers` says it serves (connected as `t.creds`); a process that exits first, or
- * never answers, fails with its log's last lines.
+ * Start the service `cotal <args>` (from the services' bundle: serviceCommand) detached in the
+ * project folder, logging to `.cotal/logs/<log>.log`, and wait until `answers` says it serves
+ * (connected as `t.creds`); a process that exits first, or never answers, fails with its log's
+ * last lines.
  */
 export async function startDetached(
   root: MeshRoot,
