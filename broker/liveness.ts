@@ -1,4 +1,5 @@
 import type { KV } from "@nats-io/kv";
+import type { WatchWatermark } from "./watch-watermark.js";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { beatFilter, describeIssues, PRESENCE, PresenceBeat, PrincipalId, type Presence } from "../schemas/index.js";
 import type { Logger } from "./log.js";
@@ -54,6 +55,7 @@ export class LivenessJudge {
     log: Logger,
     livenessMs: number = PRESENCE.livenessMs,
     takeOffline: (id: string) => Promise<unknown> = (id) => presence.delete(id),
+    watermark?: WatchWatermark,
   ): Promise<LivenessJudge> {
     const judge = new LivenessJudge(takeOffline, members, roster, log, livenessMs);
     judge.sub = nc.subscribe(beatFilter(space), {
@@ -66,7 +68,7 @@ export class LivenessJudge {
       // A full window from the restart: a live endpoint beats again long before it ends.
       if (!judge.proof.has(id)) judge.proof.set(id, startedAt);
     }
-    await watchPresence(presence, roster, log, (w) => judge.write(w));
+    await watchPresence(presence, roster, log, (w) => judge.write(w), watermark);
     await nc.flush();
     const every = Math.max(50, Math.min(500, Math.floor(livenessMs / 4)));
     judge.sweep = setInterval(() => judge.judge(), every);

@@ -62,6 +62,10 @@ import { serverUrls } from "./connect.js";
 import { LivenessJudge } from "./liveness.js";
 import { WildcardSweep } from "./wildcard-sweep.js";
 import { Roster, rosterPage, type RosterSnapshotItem } from "./roster.js";
+import { WatchWatermark } from "./watch-watermark.js";
+
+/** How long a roster snapshot waits for the presence view to read the bucket's latest write, ms. */
+const PRESENCE_CATCH_UP_MS = 2_000;
 
 /** The control endpoint name of the mesh service. */
 export const MESH_ENDPOINT = "mesh";
@@ -186,6 +190,7 @@ export class MeshService {
     private readonly identities: IdentityRegistry,
     private readonly artifacts: ArtifactService,
     private readonly liveness: LivenessJudge,
+    private readonly presence: { kv: KV; watermark: WatchWatermark },
     private sub?: Subscription,
     private artifactSub?: Subscription,
   ) {}
@@ -201,7 +206,8 @@ export class MeshService {
     const roster = new Roster(log);
     const presenceKv = await kvm.open(names.presenceBucket(space), { bindOnly: true });
     const offline = opts.auth ? await clientsAccountDeleter(opts.auth, space, log) : undefined;
-    const liveness = await LivenessJudge.start(nc, space, presenceKv, members, roster, log, opts.livenessMs, offline?.remove);
+    const watermark = new WatchWatermark();
+    const liveness = await LivenessJudge.start(nc, space, presenceKv, members, roster, log, opts.livenessMs, offline?.remove, watermark);
     const registry = new ChannelRegistry(await kvm.open(names.channelsBucket(space), { bindOnly: true }));
     const identities = new IdentityRegistry(members);
     const authorizeRead = opts.authorizeRead ?? (opts.auth ? (who: Principal, ch: string) => identities.mayRead(who, ch) : undefined);
@@ -225,6 +231,7 @@ export class MeshService {
       identities,
       artifacts,
       liveness,
+      { kv: presenceKv, watermark },
     );
     if (offline) svc.closers.push(offline.close);
     const sweep = new WildcardSweep(jsm, space, log);
@@ -376,10 +383,23 @@ export class MeshService {
 
   /** The roster as this service sees it, one page after `after` (endpoints load it, then follow live writes). */
   async rosterSnapshot(after?: string): Promise<RosterSnapshotItem[]> {
+    // The first page holds every write stored before it was asked for: the asker subscribed to
+    // live writes first (followPresence), so nothing falls between the two.
+    if (after === undefined) await this.presenceCaughtUp();
     const items = rosterPage(this.roster.snapshot(), after);
     if (!this.opts.auth) return items;
     // Static meshes: the role each credential holds, so no card can claim another.
     return Promise.all(items.map(async (i) => ({ ...i, registeredRole: await this.registeredRole(parsePrincipal(i.id)) })));
+  }
+
+  /** Wait (bounded) until this service's presence view has read everything the bucket stored so far. */
+  private async presenceCaughtUp(): Promise<void> {
+    const { kv, watermark } = this.presence;
+    const caughtUp = await watermark.caughtUpWith(kv, PRESENCE_CATCH_UP_MS).catch((err: unknown) => {
+      this.log.warn({ err }, "could not read the presence bucket's state; serving the roster as this view holds it");
+      return true;
+    });
+    if (!caughtUp) this.log.warn({ applied: watermark.applied }, "the presence view is behind the bucket; serving the roster as it holds it");
   }
 
   /** The role `who`'s credential holds; null for none (and for Cotal's own service identities). */

@@ -1,4 +1,5 @@
 import type { KV } from "@nats-io/kv";
+import type { WatchWatermark } from "./watch-watermark.js";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { z } from "zod";
 import {
@@ -301,7 +302,7 @@ export interface PresenceWrite {
  * Feed a roster from a KV watch of the presence bucket (needs consumer rights: the mesh service).
  * `onWrite` hears every entry after the roster took it (the mesh service's liveness judge).
  */
-export async function watchPresence(kv: KV, roster: Roster, log: Logger, onWrite?: (w: PresenceWrite) => void): Promise<void> {
+export async function watchPresence(kv: KV, roster: Roster, log: Logger, onWrite?: (w: PresenceWrite) => void, watermark?: WatchWatermark): Promise<void> {
   const iter = await kv.watch();
   roster.onStop(() => iter.stop());
   let ready!: () => void;
@@ -317,6 +318,7 @@ export async function watchPresence(kv: KV, roster: Roster, log: Logger, onWrite
         roster.remove(e.key, at);
         onWrite?.({ key: e.key, value: undefined, deleted: true, at });
       }
+      watermark?.advance(e.revision);
       if (e.delta === 0) ready();
     }
   })().catch((err) => log.warn({ err }, "presence watch ended"));

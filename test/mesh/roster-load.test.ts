@@ -1,7 +1,11 @@
 // An endpoint loads its roster view once: callers that ask while the first load is under way (a
 // receipt that stopped waiting for it, then the next send's receipt) share that load instead of
-// each starting another presence follow (a subscription, a snapshot walk, a status watcher).
+// each starting another presence follow (a subscription, a snapshot walk, a status watcher). A
+// view loaded right after a write holds it: the mesh service answers the snapshot once its own
+// view has read everything stored before the request (broker/watch-watermark.ts).
+import { Kvm } from "@nats-io/kv";
 import { afterEach, describe } from "vitest";
+import { WatchWatermark } from "../../broker/watch-watermark.js";
 import { expect, test } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
 
@@ -22,5 +26,43 @@ describe("the roster view", () => {
     expect(new Set(views).size).toBe(1);
     expect(views[0]!.entries().map((e) => e.id)).toContain("local.alice");
     expect(await bob.roster()).toBe(views[0]);
+  });
+
+  test("a view loaded right after a write holds it, every time", async ({ nats }) => {
+    mesh = await TestMesh.start(nats, "rosterfresh");
+    const alice = await mesh.joined("alice");
+    // Each round: alice's write is stored (awaited), then a new endpoint loads its view at once,
+    // subscribing to live writes first and asking the mesh service for the snapshot second. A
+    // snapshot older than the write would leave the view without it until alice's next change.
+    for (let i = 0; i < 40; i++) {
+      await alice.setPresence({ activity: `step ${i}` });
+      const viewer = await mesh.endpoint(`viewer${i}`);
+      try {
+        const seen = (await viewer.roster()).entries().find((e) => e.id === "local.alice")?.presence.activity;
+        expect(seen, `round ${i}`).toBe(`step ${i}`);
+      } finally {
+        await viewer.close();
+      }
+    }
+  });
+});
+
+describe("the watch watermark", () => {
+  test("says caught up only once the watch applied the bucket's last write; an empty bucket at once", async ({ nats }) => {
+    mesh = await TestMesh.start(nats, "watermark");
+    const kv = await new Kvm(mesh.serviceConnection).create("watermark_probe", { history: 1 });
+    const mark = new WatchWatermark();
+    expect(await mark.caughtUpWith(kv, 50), "an empty bucket").toBe(true);
+    const seq = await kv.put("a", "1");
+    expect(await mark.caughtUpWith(kv, 100), "nothing applied yet").toBe(false);
+    const waiting = mark.caughtUpWith(kv, 5_000);
+    mark.advance(seq);
+    expect(await waiting).toBe(true);
+    expect(mark.applied).toBe(seq);
+    // A later write: behind again until applied.
+    const next = await kv.put("b", "2");
+    expect(await mark.reached(next, 50)).toBe(false);
+    mark.advance(next + 1);
+    expect(await mark.reached(next, 50)).toBe(true);
   });
 });
