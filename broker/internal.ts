@@ -30,3 +30,4 @@ export * from "./auth/backup-creds.js";
 export * from "./auth/space-identity.js";
 export * from "./lock-file.js";
 export * from "./bounded-set.js";
+export * from "./watch-watermark.js";

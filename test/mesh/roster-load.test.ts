@@ -5,7 +5,7 @@
 // view has read everything stored before the request (broker/watch-watermark.ts).
 import { Kvm } from "@nats-io/kv";
 import { afterEach, describe } from "vitest";
-import { WatchWatermark } from "../../broker/watch-watermark.js";
+import { WatchWatermark } from "../../broker/internal.js";
 import { expect, test } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
 
