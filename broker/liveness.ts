@@ -1,7 +1,7 @@
 import type { KV } from "@nats-io/kv";
-import type { WatchWatermark } from "./watch-watermark.js";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { beatFilter, describeIssues, PRESENCE, PresenceBeat, PrincipalId, type Presence } from "../schemas/index.js";
+import type { WatchWatermark } from "./watch-watermark.js";
 import type { Logger } from "./log.js";
 import { watchPresence, type PresenceWrite, type Roster } from "./roster.js";
 

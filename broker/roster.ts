@@ -1,5 +1,4 @@
 import type { KV } from "@nats-io/kv";
-import type { WatchWatermark } from "./watch-watermark.js";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { z } from "zod";
 import {
@@ -15,6 +14,7 @@ import {
 } from "../schemas/index.js";
 import { PermissionDeniedError } from "./errors.js";
 import { permissionViolation } from "./js-errors.js";
+import type { WatchWatermark } from "./watch-watermark.js";
 import type { Logger } from "./log.js";
 
 /** One roster row: the last presence record and whether it is still live. */

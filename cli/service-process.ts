@@ -33,7 +33,7 @@ export function selfCommand(): string[] {
 }
 
 /** The services' bundle the build puts beside the CLI's (cli/service-main.ts). */
-export const SERVICE_BUNDLE = "cotal-service.mjs";
+const SERVICE_BUNDLE = "cotal-service.mjs";
 
 /**
  * V8 flags of the services' processes, ahead of node's own flags of this CLI (a flag given twice,
