@@ -1,15 +1,8 @@
 import { closeSync, fstatSync, openSync, readFileSync } from "node:fs";
-import { fromSeed } from "@nats-io/nkeys";
-import {
-  AuthorizationError,
-  connect,
-  credsAuthenticator,
-  UserAuthenticationExpiredError,
-  type Authenticator,
-  type NatsConnection,
-} from "@nats-io/transport-node";
+import { AuthorizationError, connect, UserAuthenticationExpiredError, type Authenticator, type NatsConnection } from "@nats-io/transport-node";
 import { assertToken, CotalError, parsePrincipal, ValidationError, type Principal } from "../schemas/index.js";
 import { SERVICE_PRINCIPALS } from "./auth/permissions.js";
+import { nkeyFromSeed } from "./auth/native-nkeys.js";
 import { InsecureSecretError } from "./auth/secret-files.js";
 import { AuthenticationRefusedError, MeshUnavailableError } from "./errors.js";
 
@@ -123,7 +116,7 @@ export function credsProblem(bytes: Uint8Array): string | undefined {
   if (!seed) return "it has no USER NKEY SEED block";
   let pub: string;
   try {
-    pub = fromSeed(new TextEncoder().encode(seed)).getPublicKey();
+    pub = nkeyFromSeed(seed).getPublicKey();
   } catch {
     return "its user seed is malformed";
   }
@@ -176,7 +169,24 @@ export function credsFileAuthenticator(file: string, first: Uint8Array): Authent
       // Keep the last good bytes: a refusal then comes from the server, with its reason.
     }
     // Once per connect: the JWT and the seed come from the same read.
-    return credsAuthenticator(last)(nonce);
+    return credsBytesAuthenticator(last)(nonce);
+  };
+}
+
+/**
+ * The authenticator of a credential's bytes: its JWT, its public key and the server's nonce signed
+ * with its seed. nats.js's own does the same through tweetnacl, in JavaScript, which cost a short
+ * `cotal` process most of its CPU; this signs with node:crypto (auth/native-nkeys.ts).
+ */
+export function credsBytesAuthenticator(creds: Uint8Array): Authenticator {
+  return (nonce?: string) => {
+    const text = new TextDecoder().decode(creds);
+    const jwt = JWT_BLOCK.exec(text)?.[1];
+    const seed = SEED_BLOCK.exec(text)?.[1];
+    if (!jwt || !seed) throw new InvalidCredsError("in use", credsProblem(creds) ?? "it cannot be parsed");
+    const kp = nkeyFromSeed(seed);
+    const sig = nonce ? Buffer.from(kp.sign(new TextEncoder().encode(nonce))).toString("base64") : "";
+    return { jwt, nkey: kp.getPublicKey(), sig };
   };
 }
 

@@ -22,6 +22,7 @@ export * from "./stream-scan.js";
 export * from "./verify.js";
 export * from "./endpoint.js";
 export * from "./auth/index.js";
+export * from "./auth/native-nkeys.js";
 export * from "./xfer.js";
 export * from "./xfer-upload.js";
 export * from "./xfer-receive.js";

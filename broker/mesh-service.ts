@@ -1,7 +1,7 @@
 import { Kvm, type KV } from "@nats-io/kv";
 import { AckPolicy, DeliverPolicy, jetstreamManager, type ConsumerConfig, type JetStreamManager } from "@nats-io/jetstream";
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
-import { connect, credsAuthenticator, headers, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { connect, headers, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import {
   ARTIFACT_COMMANDS,
   DELIVERY,
@@ -58,7 +58,7 @@ import {
   type RevokedUser,
   type Sender,
 } from "./auth/index.js";
-import { serverUrls } from "./connect.js";
+import { credsBytesAuthenticator, serverUrls } from "./connect.js";
 import { LivenessJudge } from "./liveness.js";
 import { WildcardSweep } from "./wildcard-sweep.js";
 import { Roster, rosterPage, type RosterSnapshotItem } from "./roster.js";
@@ -797,7 +797,7 @@ async function clientsAccountDeleter(
   const nc = await connect({
     servers: serverUrls(auth.server),
     name: "cotal-mesh-liveness",
-    authenticator: credsAuthenticator(creds),
+    authenticator: credsBytesAuthenticator(creds),
     maxReconnectAttempts: -1,
     reconnectTimeWait: 250,
   });

@@ -1,8 +1,9 @@
 import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { createAccount, createOperator, createUser, fromSeed, type KeyPair } from "@nats-io/nkeys";
+import type { KeyPair } from "@nats-io/nkeys";
 import { encodeAccount, encodeOperator, encodeUser, fmtCreds, type Account, type Permissions } from "@nats-io/jwt";
 import { assertToken, CotalError } from "../../schemas/index.js";
+import { newNkey, nkeyFromSeed } from "./native-nkeys.js";
 import { clientImports, dataExports } from "./space-accounts.js";
 import { ensureSecretDir, readSecret, secretExists, writeSecret } from "./secret-files.js";
 
@@ -85,7 +86,7 @@ export class AuthStore {
   }
 
   private seed(file: string): KeyPair {
-    return fromSeed(readSecret(this.path(file)));
+    return nkeyFromSeed(readSecret(this.path(file)));
   }
 
   operatorKey(): KeyPair {
@@ -97,13 +98,13 @@ export class AuthStore {
   }
 
   private async createOperator(): Promise<void> {
-    const op = createOperator();
-    const sys = createAccount();
+    const op = newNkey("operator");
+    const sys = newNkey("account");
     writeSecret(this.path("operator.nk"), op.getSeed());
     writeSecret(this.path("accounts", `${SYSTEM_ACCOUNT}.nk`), sys.getSeed());
     writeSecret(this.path("operator.jwt"), await encodeOperator("cotal", op, { system_account: sys.getPublicKey() }));
     await this.writeAccountJwt(SYSTEM_ACCOUNT, {});
-    const sysUser = createUser();
+    const sysUser = newNkey("user");
     const jwt = await encodeUser("cotal_sys", sysUser, sys, {});
     writeSecret(this.path("creds", "sys.creds"), fmtCreds(jwt, sysUser));
   }
@@ -125,7 +126,7 @@ export class AuthStore {
    */
   leafScopeKey(space: string, leaf: string): KeyPair {
     const file = accountFile(clientsAccount(space), `.leaf-${assertLeafId(leaf)}.signing.nk`);
-    if (!secretExists(this.path(file))) writeSecret(this.path(file), createAccount().getSeed());
+    if (!secretExists(this.path(file))) writeSecret(this.path(file), newNkey("account").getSeed());
     return this.seed(file);
   }
 
@@ -164,13 +165,13 @@ export class AuthStore {
     assertToken("space", "space", space);
     let created = false;
     if (!secretExists(this.path(accountFile(space, ".nk")))) {
-      writeSecret(this.path(accountFile(space, ".nk")), createAccount().getSeed());
+      writeSecret(this.path(accountFile(space, ".nk")), newNkey("account").getSeed());
       created = true;
     }
     const clients = clientsAccount(space);
     if (!secretExists(this.path(accountFile(clients, ".nk")))) {
-      writeSecret(this.path(accountFile(clients, ".nk")), createAccount().getSeed());
-      writeSecret(this.path(accountFile(clients, ".signing.nk")), createAccount().getSeed());
+      writeSecret(this.path(accountFile(clients, ".nk")), newNkey("account").getSeed());
+      writeSecret(this.path(accountFile(clients, ".signing.nk")), newNkey("account").getSeed());
       created = true;
     }
     const limitsFile = this.path(accountFile(space, ".limits.json"));

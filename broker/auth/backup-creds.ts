@@ -1,5 +1,5 @@
 import { encodeUser, fmtCreds } from "@nats-io/jwt";
-import { createUser } from "@nats-io/nkeys";
+import { newNkey } from "./native-nkeys.js";
 import { JS_API, principalId } from "../../schemas/index.js";
 import type { AuthStore } from "./auth-store.js";
 
@@ -17,7 +17,7 @@ const BACKUP_CREDS_LIFETIME_S = 24 * 3600;
  */
 export async function backupCreds(store: AuthStore, space: string): Promise<Uint8Array> {
   const account = store.accountKey(space);
-  const user = createUser();
+  const user = newNkey("user");
   const jwt = await encodeUser(
     principalId(BACKUP_PRINCIPAL),
     user,

@@ -1,5 +1,5 @@
 import { fmtCreds } from "@nats-io/jwt";
-import { createUser } from "@nats-io/nkeys";
+import { newNkey } from "./native-nkeys.js";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { callControl } from "../control.js";
 import { connectMesh } from "../connect.js";
@@ -39,7 +39,7 @@ export async function requestCredential(
   /** Who asks: the operator's tool (default), or a manager's credential minting for its seats. */
   caller: Principal = SERVICE_PRINCIPALS.cli,
 ): Promise<{ creds: Uint8Array; reply: MintReply }> {
-  const kp = createUser();
+  const kp = newNkey("user");
   const reply = await callControl(nc, space, "mint", caller, { ...req, userPub: kp.getPublicKey() });
   return { creds: fmtCreds(reply.jwt, kp), reply };
 }

@@ -1,5 +1,6 @@
 import { encodeUser, fmtCreds } from "@nats-io/jwt";
-import { createUser, fromPublic, type KeyPair } from "@nats-io/nkeys";
+import { fromPublic, type KeyPair } from "@nats-io/nkeys";
+import { newNkey } from "./native-nkeys.js";
 import { CotalError, principalId } from "../../schemas/index.js";
 import { clientsAccount, type AuthStore } from "./auth-store.js";
 import { LEAF_SUFFIX, leafHostManager, permissionsFor, SERVICE_PRINCIPALS, type IdentitySpec } from "./permissions.js";
@@ -151,7 +152,7 @@ export async function mintCreds(
   accountPub: string,
   expiresInMs?: number,
 ): Promise<{ creds: Uint8Array; user: MintedUser }> {
-  const kp = createUser();
+  const kp = newNkey("user");
   const user = await signUser(spec, kp.getPublicKey(), signingKey, accountPub, expiresInMs);
   return { creds: fmtCreds(user.jwt, kp), user };
 }

@@ -1,6 +1,6 @@
-import { connect, credsAuthenticator } from "@nats-io/transport-node";
+import { connect } from "@nats-io/transport-node";
 import { CotalError } from "../../schemas/index.js";
-import { serverUrls } from "../connect.js";
+import { credsBytesAuthenticator, serverUrls } from "../connect.js";
 import { readSecret } from "./secret-files.js";
 import { clientsAccount, type AuthStore } from "./auth-store.js";
 
@@ -21,7 +21,7 @@ export class ClaimsUpdateError extends CotalError {
 export async function pushAccountJwt(store: AuthStore, server: string, jwt: string): Promise<void> {
   const nc = await connect({
     servers: serverUrls(server),
-    authenticator: credsAuthenticator(readSecret(store.path("creds", "sys.creds"))),
+    authenticator: credsBytesAuthenticator(readSecret(store.path("creds", "sys.creds"))),
     name: "cotal-claims",
   });
   try {
