@@ -34,6 +34,13 @@ beforeAll(async () => {
   home = await mkdtemp(join(tmpdir(), "cotal-setup-opencode-"));
   mkdirSync(join(home, ".config", "opencode"), { recursive: true });
   writeFileSync(configFile(), JSON.stringify(USER, null, 2));
+  // A user's OpenCode installed its plugin SDK into this folder at its first start (it does so in
+  // every config folder, from the npm registry, and waits for it once a plugin is configured):
+  // seeded as installed, as opencode/launch.ts seeds a seat's, so the test never reaches the registry.
+  const sdk = { "@opencode-ai/plugin": "1.18.33" };
+  mkdirSync(join(home, ".config", "opencode", "node_modules"));
+  writeFileSync(join(home, ".config", "opencode", "package.json"), JSON.stringify({ dependencies: sdk }));
+  writeFileSync(join(home, ".config", "opencode", "package-lock.json"), JSON.stringify({ lockfileVersion: 3, packages: { "": { dependencies: sdk } } }));
   env = cleanEnv({ HOME: home, OPENCODE_DISABLE_MODELS_FETCH: "1" });
 }, 120_000);
 
