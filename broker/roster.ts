@@ -66,6 +66,8 @@ export class Roster {
   private readonly stops: Array<() => void> = [];
   /** Registered roles (static meshes), once a snapshot said roles are verified; null: none. */
   private registeredRoles: Map<string, string | null> | undefined;
+  /** Resolves once a followed view has loaded its settling snapshot (followPresence); at once for others. */
+  settled: Promise<void> = Promise.resolve();
 
   constructor(private readonly log: Logger) {}
 
@@ -326,6 +328,9 @@ export async function watchPresence(kv: KV, roster: Roster, log: Logger, onWrite
   await Promise.race([initial, new Promise((r) => setTimeout(r, 1_000).unref())]);
 }
 
+/** How long after its first snapshot a followed roster loads one more (see followPresence). */
+export const ROSTER_SETTLE_MS = 1_000;
+
 /**
  * Feed a roster from the presence bucket's subject with a core subscription (every write is
  * published there), after loading a snapshot (page by page: `snapshot(after)`). Needs only subscribe rights on `$KV.<bucket>.>`.
@@ -367,6 +372,23 @@ export async function followPresence(
   roster.onStop(() => sub.unsubscribe());
   let stopped = false;
   roster.onStop(() => (stopped = true));
+  // Once more, a moment later: the server routes a write to live subscribers before its stream
+  // stores it, so a write routed just before we subscribed can still be unstored when the mesh
+  // service reads the bucket's state for our first page (seen under load: a console missing a
+  // seat's `0 unread` until its next change). A row only ever replaces an older write (merge).
+  roster.settled = new Promise((resolve) => {
+    const settle = setTimeout(() => {
+      if (stopped) return resolve();
+      loadSnapshot(roster, snapshot)
+        .catch((err: unknown) => log.debug({ err }, "the roster's settling snapshot failed; live writes still follow"))
+        .finally(resolve);
+    }, ROSTER_SETTLE_MS);
+    settle.unref();
+    roster.onStop(() => {
+      clearTimeout(settle);
+      resolve();
+    });
+  });
   void (async () => {
     for await (const s of nc.status()) {
       if (stopped) return;

@@ -49,6 +49,9 @@ describe("an idle member hears nothing while nobody changes anything", () => {
       "the member to see every peer idle in #general",
     );
     await until(() => [member, ...peers].every((e) => e.nc.stats().outMsgs > 0), 10_000, "every endpoint beating");
+    // A view asks for its snapshot once more a moment after loading (SPEC §5): that answer is
+    // the view's own load, not a peer's idleness, so the window opens after it.
+    await roster.settled;
 
     const { heard } = tapInbound(member.nc, { keep: true });
     const service = mesh.serviceConnection;
