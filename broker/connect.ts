@@ -175,8 +175,8 @@ export function credsFileAuthenticator(file: string, first: Uint8Array): Authent
 
 /**
  * The authenticator of a credential's bytes: its JWT, its public key and the server's nonce signed
- * with its seed. nats.js's own does the same through tweetnacl, in JavaScript, which cost a short
- * `cotal` process most of its CPU; this signs with node:crypto (auth/native-nkeys.ts).
+ * with its seed. nats.js's own does the same through tweetnacl, in JavaScript, run cold in a short
+ * `cotal` process; this signs with node:crypto (auth/native-nkeys.ts).
  */
 export function credsBytesAuthenticator(creds: Uint8Array): Authenticator {
   return (nonce?: string) => {

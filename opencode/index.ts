@@ -6,7 +6,7 @@
 export { opencodeRuntime } from "./runtime.js";
 export { OpencodeLaunchError } from "./errors.js";
 export { opencodeRunResultOf } from "./run-result.js";
-export { buildOpencodeEnv, OPENCODE_DIR_PREFIX, pluginEntryOf } from "./launch.js";
+export { buildOpencodeEnv, OPENCODE_DIR_PREFIX, pluginEntryOf, pluginSdkInstalledFiles } from "./launch.js";
 export { askRulesOf, readUserOpencodeConfig, userConfigDir, type UserOpencodeConfig } from "./home.js";
 export { allowRuleOf, postureRules, COTAL_AGENT, POSTURE_NAME } from "./posture.js";
 export { PLUGIN_HOOKS } from "./plugin-hooks.js";

@@ -35,6 +35,22 @@ export const OPENCODE_DIR_PREFIX = "cotal-opencode-";
 /** The version of OpenCode's plugin SDK the pinned CLI installs into each config folder. */
 const PLUGIN_SDK = { name: "@opencode-ai/plugin", version: "1.18.33" };
 
+const json = (o: unknown): string => `${JSON.stringify(o, null, 2)}\n`;
+
+/**
+ * The files that make an OpenCode config folder read as having its plugin SDK installed. OpenCode
+ * installs the SDK from the npm registry into every config folder it reads, and waits for it before
+ * it loads a plugin; it skips that when node_modules exists and the lockfile names the SDK.
+ */
+export function pluginSdkInstalledFiles(configDir: string): LaunchFile[] {
+  const dependencies = { [PLUGIN_SDK.name]: PLUGIN_SDK.version };
+  return [
+    { path: path.join(configDir, "package.json"), mode: 0o600, content: json({ dependencies }) },
+    { path: path.join(configDir, "package-lock.json"), mode: 0o600, content: json({ lockfileVersion: 3, packages: { "": { dependencies } } }) },
+    { path: path.join(configDir, "node_modules", ".cotal"), mode: 0o600, content: "" },
+  ];
+}
+
 /** OpenCode's own switches a user may have set for every launch (no model fetch offline, …). */
 const SWITCHES = ["OPENCODE_DISABLE_MODELS_FETCH", "OPENCODE_MODELS_PATH", "OPENCODE_MODELS_URL", "OPENCODE_DISABLE_LSP_DOWNLOAD"] as const;
 
@@ -105,19 +121,7 @@ function home(host: RuntimeHost, c: LaunchCommon, extra: { mcp?: Record<string, 
       ...Object.fromEntries(SUBAGENTS.map((a) => [a, { permission: rules }])),
     },
   };
-  const json = (o: unknown): string => `${JSON.stringify(o, null, 2)}\n`;
-  const files: LaunchFile[] = [
-    { path: path.join(configDir, "opencode.json"), mode: 0o600, content: json(layer) },
-    // OpenCode installs its plugin SDK into every config folder before it loads any plugin (and
-    // waits for it): this one is seeded as installed, so a launch never reaches for the registry.
-    { path: path.join(configDir, "package.json"), mode: 0o600, content: json({ dependencies: { [PLUGIN_SDK.name]: PLUGIN_SDK.version } }) },
-    {
-      path: path.join(configDir, "package-lock.json"),
-      mode: 0o600,
-      content: json({ lockfileVersion: 3, packages: { "": { dependencies: { [PLUGIN_SDK.name]: PLUGIN_SDK.version } } } }),
-    },
-    { path: path.join(configDir, "node_modules", ".cotal"), mode: 0o600, content: "" },
-  ];
+  const files: LaunchFile[] = [{ path: path.join(configDir, "opencode.json"), mode: 0o600, content: json(layer) }, ...pluginSdkInstalledFiles(configDir)];
   if (persona) files.push({ path: persona, mode: 0o600, content: c.persona! });
   if (user.login) files.push({ path: path.join(dataDir, "opencode", "auth.json"), mode: 0o600, content: readFileSync(user.login, "utf8") });
   const env = buildOpencodeEnv(host.parentEnv, user.envKeys, {

@@ -1,7 +1,7 @@
 import { encodeUser, fmtCreds } from "@nats-io/jwt";
-import { newNkey } from "./native-nkeys.js";
 import { JS_API, principalId } from "../../schemas/index.js";
 import type { AuthStore } from "./auth-store.js";
+import { newNkey } from "./native-nkeys.js";
 
 /** The name `cotal backup` and `cotal restore` connect as (never minted to anyone). */
 export const BACKUP_PRINCIPAL = { owner: "local", actor: "cotal_backup" } as const;

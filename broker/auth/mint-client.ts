@@ -1,5 +1,4 @@
 import { fmtCreds } from "@nats-io/jwt";
-import { newNkey } from "./native-nkeys.js";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { callControl } from "../control.js";
 import { connectMesh } from "../connect.js";
@@ -8,6 +7,7 @@ import { retry, until } from "../retry.js";
 import type { MintReply } from "../mesh-service.js";
 import { CotalError, type Principal } from "../../schemas/index.js";
 import { SERVICE_PRINCIPALS, type Profile } from "./permissions.js";
+import { newNkey } from "./native-nkeys.js";
 
 /** What to mint, as asked by `cotal mint`. */
 export interface MintRequest {

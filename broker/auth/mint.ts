@@ -1,8 +1,8 @@
 import { encodeUser, fmtCreds } from "@nats-io/jwt";
 import { fromPublic, type KeyPair } from "@nats-io/nkeys";
-import { newNkey } from "./native-nkeys.js";
 import { CotalError, principalId } from "../../schemas/index.js";
 import { clientsAccount, type AuthStore } from "./auth-store.js";
+import { newNkey } from "./native-nkeys.js";
 import { LEAF_SUFFIX, leafHostManager, permissionsFor, SERVICE_PRINCIPALS, type IdentitySpec } from "./permissions.js";
 import { MAX_REVOCATIONS } from "./revoke.js";
 

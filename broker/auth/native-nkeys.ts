@@ -5,7 +5,7 @@ import { CotalError } from "../../schemas/index.js";
 // NATS nkeys (Ed25519 keys written in base32 with a role prefix and a CRC-16), derived and signed
 // by node:crypto. @nats-io/nkeys does the curve arithmetic in tweetnacl, in JavaScript, and derives
 // the key pair again on every getPublicKey() and sign(): a short `cotal` process runs that cold, in
-// the interpreter, and it was most of the CPU of connecting with a credential and of `cotal up`
+// the interpreter: a third of `cotal up`'s CPU, and part of every connect with a credential
 // (docs/performance.md, "Keys signed natively"). The text formats are nkeys' own;
 // test/auth/native-nkeys.test.ts checks every key and signature against theirs.
 

@@ -3,11 +3,12 @@
 // everything of theirs; the real opencode resolves both from it (`opencode debug config`).
 // Running it again changes nothing.
 import { spawn } from "node:child_process";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { pluginSdkInstalledFiles } from "../../opencode/index.js";
 import { buildCli, cleanEnv, runCotal } from "../harness/cli.js";
 
 let home: string;
@@ -36,11 +37,11 @@ beforeAll(async () => {
   writeFileSync(configFile(), JSON.stringify(USER, null, 2));
   // A user's OpenCode installed its plugin SDK into this folder at its first start (it does so in
   // every config folder, from the npm registry, and waits for it once a plugin is configured):
-  // seeded as installed, as opencode/launch.ts seeds a seat's, so the test never reaches the registry.
-  const sdk = { "@opencode-ai/plugin": "1.18.33" };
-  mkdirSync(join(home, ".config", "opencode", "node_modules"));
-  writeFileSync(join(home, ".config", "opencode", "package.json"), JSON.stringify({ dependencies: sdk }));
-  writeFileSync(join(home, ".config", "opencode", "package-lock.json"), JSON.stringify({ lockfileVersion: 3, packages: { "": { dependencies: sdk } } }));
+  // seeded as installed, as a seat's is, so the test never reaches the registry.
+  for (const f of pluginSdkInstalledFiles(join(home, ".config", "opencode"))) {
+    mkdirSync(dirname(f.path), { recursive: true });
+    writeFileSync(f.path, f.content, { mode: f.mode });
+  }
   env = cleanEnv({ HOME: home, OPENCODE_DISABLE_MODELS_FETCH: "1" });
 }, 120_000);
 
@@ -70,6 +71,8 @@ describe("cotal setup --runtime opencode", () => {
     expect(doc.plugin).toHaveLength(1);
     const resolved = await resolvedConfig();
     expect(resolved).toContain("opencode-plugin.mjs");
+    // The seeded folder was taken as installed: OpenCode fetched nothing into it.
+    expect(existsSync(join(home, ".config", "opencode", "node_modules", "@opencode-ai"))).toBe(false);
     expect(resolved).toMatch(/"cotal":\s*\{[^}]*"type":\s*"local"/);
   }, 180_000);
 

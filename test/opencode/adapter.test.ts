@@ -86,6 +86,14 @@ describe("opencode launch", () => {
     expect(layer.plugin![0]).toEqual(["file:///x/opencode-plugin.mjs", { node: process.execPath, hook: "/x/hook.mjs", unattended: true }]);
     expect(l.env.COTAL_LAUNCH_MATERIAL).toBe("/m.json");
     expect(l.args).toEqual([root]);
+    // Its config folder reads as having OpenCode's plugin SDK installed (node_modules there, the
+    // lockfile naming it), so OpenCode never installs it from the registry at a seat's start.
+    const configDir = join(l.privateDir, "opencode");
+    expect(l.files.some((f) => f.path.startsWith(join(configDir, "node_modules") + "/"))).toBe(true);
+    const lock = JSON.parse(l.files.find((f) => f.path === join(configDir, "package-lock.json"))!.content) as {
+      packages: Record<string, { dependencies: object }>;
+    };
+    expect(Object.keys(lock.packages[""]!.dependencies)).toContain("@opencode-ai/plugin");
     await expect(
       opencodeRuntime.buildSeat(host, {
         name: "bob",
