@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { jetstream, type ConsumerMessages, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
+import { jetstream, type Consumer, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import {
@@ -53,6 +53,7 @@ import { logger, type Logger } from "./log.js";
 import { AckBatcher } from "./ack-batch.js";
 import { exponentialBackoff, fixedDelays, retry, until } from "./retry.js";
 import type { RegisterReply } from "./mesh-service.js";
+import { QuietPull, quietPullsFit, type PullSource } from "./quiet-pull.js";
 import { followPresence, Roster, type RosterEntry } from "./roster.js";
 import type { ResolvedChannel } from "./channel-registry.js";
 import { verifyEnvelope, type VerifiedMessage } from "./verify.js";
@@ -206,6 +207,8 @@ export class Endpoint {
   private readonly consumerListeners = new Set<(s: ConsumerStatus) => void>();
   /** Subjects the broker refused this connection (from its async -ERR), latest refusal each. */
   private readonly refusedSubjects = new Map<string, PermissionDeniedError>();
+  /** Durables read without keepalives: pulled again after a reconnect. */
+  private readonly quietPulls = new Set<QuietPull>();
   /** Recipients whose inbox exists (an inbox, once created, stays): saves a lookup per DM. */
   private readonly registered = new Set<string>();
   private presenceState: PresenceState = { status: "idle", attention: "open", channelModes: {} };
@@ -254,6 +257,7 @@ export class Endpoint {
     void (async () => {
       for await (const s of this.nc.status()) {
         // Back after a disconnect: the mesh service may have taken this key offline meanwhile.
+        if (s.type === "reconnect") for (const q of this.quietPulls) q.repull();
         if (s.type === "reconnect" && this.joined) void this.writePresence().catch((err) => this.log.warn({ err }, "presence write after a reconnect failed"));
         if (s.type !== "error") continue;
         const pv = permissionViolation(s.error);
@@ -813,43 +817,29 @@ export class Endpoint {
   private async consumeDurable(stream: string, durable: string, reestablish: () => Promise<string>): Promise<() => void> {
     const key = `${stream}/${durable}`;
     let stopped = false;
-    let current: { it: ConsumerMessages; ended: Promise<unknown> } | undefined;
+    let current: PullSource | undefined;
     const stop = () => {
       stopped = true;
-      current?.it.stop();
+      current?.stop();
       this.consumerStates.delete(key);
     };
     const log = this.log.child({ stream, durable });
-    const bind = async (name: string) => {
+    const bind = async (name: string): Promise<PullSource> => {
       const consumer = await this.js.consumers.get(stream, name);
-      const it = await consumer.consume({ max_messages: DELIVERY.pullBatch, expires: DELIVERY.pullExpiresMs, abort_on_missing_resource: true });
-      void (async () => {
-        for await (const s of it.status()) {
-          if (s.type === "heartbeats_missed") log.warn({ count: s.count }, "durable consumer missed heartbeats; checking it still exists");
-          else if (s.type === "consumer_deleted" || s.type === "consumer_not_found") log.warn({ status: s.type }, "durable consumer is gone");
-        }
-      })();
-      let done = false;
-      const ended = (async () => {
-        try {
-          for await (const m of it) this.onDurable(m);
-          return await it.closed();
-        } catch (err) {
-          return err;
-        } finally {
-          done = true;
-        }
-      })();
-      const pull = `${this.js.getOptions().apiPrefix ?? "$JS.API"}.CONSUMER.MSG.NEXT.${stream}.${name}`;
+      const apiPrefix = this.js.getOptions().apiPrefix ?? "$JS.API";
+      const pull = `${apiPrefix}.CONSUMER.MSG.NEXT.${stream}.${name}`;
       this.refusedSubjects.delete(pull);
+      const source = quietPullsFit(this.nc) ? this.quietPull(apiPrefix, stream, name) : await this.keepalivePull(consumer, log);
+      let done = false;
+      void source.ended.finally(() => (done = true));
       await this.nc.flush(); // a refused SUB or pull is answered before the PONG…
       await new Promise((r) => setImmediate(r)); // …and handled once pending callbacks ran
       const refused = this.refusedSubjects.get(pull);
       if (done || refused) {
-        it.stop();
-        throw refused ?? (await ended) ?? new ConsumerLostError(stream, name);
+        source.stop();
+        throw refused ?? (await source.ended) ?? new ConsumerLostError(stream, name);
       }
-      return { it, ended };
+      return source;
     };
     const delays = this.opts.reestablishDelaysMs ?? REESTABLISH_DELAYS_MS;
     const attempt = async () => {
@@ -866,14 +856,14 @@ export class Endpoint {
         log.warn({ err: ended }, "durable consumption stopped; re-establishing");
         this.setConsumerState(key, { stream, durable, state: "re-establishing", since: Date.now() });
         let lastErr: unknown = ended;
-        let next: typeof current | undefined;
+        let next: PullSource | undefined;
         try {
           next = await retry(attempt, { delays: fixedDelays(delays), stop: () => stopped || this.nc.isClosed() });
         } catch (err) {
           lastErr = err;
         }
         if (stopped || (!next && this.nc.isClosed())) {
-          next?.it.stop();
+          next?.stop();
           return;
         }
         if (!next) {
@@ -885,7 +875,7 @@ export class Endpoint {
           log.error({ err: error, retryEveryMs: every }, "durable consumer lost: nothing arrives from it until it is re-created; still trying");
           next = await retry(attempt, { delays: () => every, stop: () => stopped || this.nc.isClosed() }).catch(() => undefined);
           if (stopped || !next) {
-            next?.it.stop();
+            next?.stop();
             return;
           }
         }
@@ -895,6 +885,34 @@ export class Endpoint {
       }
     })();
     return stop;
+  }
+
+  /** A durable read without keepalives (broker/quiet-pull.ts), pulled again after every reconnect. */
+  private quietPull(apiPrefix: string, stream: string, durable: string): PullSource {
+    const q = new QuietPull(this.nc, apiPrefix, stream, durable, DELIVERY.pullBatch, (m) => this.onDurable(m));
+    this.quietPulls.add(q);
+    void q.ended.finally(() => this.quietPulls.delete(q));
+    return q;
+  }
+
+  /** A durable read with nats.js's consume(): pulls renewed every DELIVERY.pullExpiresMs, heartbeats half that. */
+  private async keepalivePull(consumer: Consumer, log: Logger): Promise<PullSource> {
+    const it = await consumer.consume({ max_messages: DELIVERY.pullBatch, expires: DELIVERY.pullExpiresMs, abort_on_missing_resource: true });
+    void (async () => {
+      for await (const s of it.status()) {
+        if (s.type === "heartbeats_missed") log.warn({ count: s.count }, "durable consumer missed heartbeats; checking it still exists");
+        else if (s.type === "consumer_deleted" || s.type === "consumer_not_found") log.warn({ status: s.type }, "durable consumer is gone");
+      }
+    })();
+    const ended = (async () => {
+      try {
+        for await (const m of it) this.onDurable(m);
+        return await it.closed();
+      } catch (err) {
+        return err;
+      }
+    })();
+    return { stop: () => it.stop(), ended };
   }
 
   private setConsumerState(key: string, s: ConsumerStatus): void {

@@ -135,6 +135,19 @@ export class ConsumerLostError extends CotalError {
   }
 }
 
+/** The broker ended a quiet pull (broker/quiet-pull.ts): its consumer was deleted or is missing. */
+export class PullEndedError extends CotalError {
+  constructor(
+    readonly stream: string,
+    readonly durable: string,
+    readonly reason: string,
+  ) {
+    super("pull-ended", `The broker ended the pull on ${stream}/${durable}: ${reason}.`, {
+      remedy: "Nothing to do: the endpoint re-creates the consumer and pulls again (see its consumer status).",
+    });
+  }
+}
+
 /**
  * The broker did not confirm a delivery's ack. The message was handled all the same: when the
  * broker hands it out again, the endpoint acks the copy without delivering it twice.

@@ -1,0 +1,127 @@
+import type { JsMsg } from "@nats-io/jetstream";
+import { createInbox, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { PullEndedError } from "./errors.js";
+import { isDeliveryReply, PulledMsg } from "./pulled-msg.js";
+
+/**
+ * Can this connection read its durables without keepalives? Only where a pull cannot be lost
+ * unless this connection notices: a single server that runs JetStream itself. There a pull
+ * waits in the server that holds the connection, so it is lost only with that server (the
+ * connection drops and reconnects: pull again) or with its consumer (the server says so: `409
+ * Consumer Deleted`). In a cluster, a consumer's leader may die on another node; on a leaf
+ * host, JetStream runs on the hub across a link that may restart: both keep nats.js's
+ * heartbeats, which notice a lost pull within two of them (SPEC §4).
+ */
+export function quietPullsFit(nc: NatsConnection): boolean {
+  const info = nc.info;
+  return info?.jetstream === true && !info.cluster;
+}
+
+/** A durable being read: stop it, learn why it ended (undefined when stopped). */
+export interface PullSource {
+  stop(): void;
+  readonly ended: Promise<unknown>;
+}
+
+/** JetStream's status codes on a pull's inbox. */
+const IDLE_HEARTBEAT = 100;
+const NO_MESSAGES = 404;
+const REQUEST_TIMEOUT = 408;
+const CONFLICT = 409;
+const NO_RESPONDERS = 503;
+
+/**
+ * A durable consumer read with pulls that never expire and ask for no heartbeat, so nothing at
+ * all reaches the connection while nothing is sent to it (issue 30: an idle member's inbound
+ * traffic is 0). One pull of `batch` is kept open and topped up once half of it has arrived, as
+ * nats.js's `consume()` does; `repull()` asks again for a whole batch after a reconnect (the
+ * server that held the old pull may have restarted; a pull that survived only adds a second
+ * waiting request, which the next messages fill). It ends with PullEndedError when the broker
+ * ends it (consumer deleted, or nothing answers the pull: the consumer is missing), which the
+ * endpoint answers by re-creating the consumer.
+ */
+export class QuietPull implements PullSource {
+  readonly ended: Promise<unknown>;
+  private finish!: (why: unknown) => void;
+  private readonly inbox: string;
+  private readonly sub: Subscription;
+  private readonly pullSubject: string;
+  /** Messages asked for and not yet received, over every open pull. */
+  private pending = 0;
+  private done = false;
+
+  constructor(
+    private readonly nc: NatsConnection,
+    apiPrefix: string,
+    private readonly stream: string,
+    private readonly durable: string,
+    private readonly batch: number,
+    private readonly onMessage: (m: JsMsg) => void,
+  ) {
+    this.ended = new Promise((resolve) => (this.finish = resolve));
+    this.pullSubject = `${apiPrefix}.CONSUMER.MSG.NEXT.${stream}.${durable}`;
+    // Under the connection's own inbox prefix: the one its credential may subscribe to.
+    this.inbox = createInbox((nc as NatsConnection & { options?: { inboxPrefix?: string } }).options?.inboxPrefix);
+    this.sub = nc.subscribe(this.inbox, { callback: (err, msg) => (err ? this.end(err) : this.receive(msg)) });
+    this.pull();
+  }
+
+  /** The subject this reader's pulls are published to (what a refusal names). */
+  get subject(): string {
+    return this.pullSubject;
+  }
+
+  /** Ask for a whole batch again: after a reconnect, the pull may have gone with the old server. */
+  repull(): void {
+    this.pending = 0;
+    this.pull();
+  }
+
+  stop(): void {
+    this.end(undefined);
+  }
+
+  private pull(): void {
+    if (this.done || this.nc.isClosed()) return;
+    const want = this.batch - this.pending;
+    if (want <= 0) return;
+    this.pending += want;
+    try {
+      this.nc.publish(this.pullSubject, JSON.stringify({ batch: want }), { reply: this.inbox });
+    } catch (err) {
+      this.end(err);
+    }
+  }
+
+  private receive(msg: Msg): void {
+    const code = msg.headers?.code ?? 0;
+    if (code > 0) return this.status(code, msg);
+    // Not a delivery (a static space's stand-in "JetStream not enabled" answer): nothing was used up.
+    if (!isDeliveryReply(msg.reply)) return;
+    this.pending = Math.max(0, this.pending - 1);
+    this.onMessage(new PulledMsg(msg, this.nc));
+    if (this.pending <= this.batch / 2) this.pull();
+  }
+
+  private status(code: number, msg: Msg): void {
+    const description = msg.headers?.description ?? "";
+    if (code === IDLE_HEARTBEAT) return;
+    if (code === NO_MESSAGES || code === REQUEST_TIMEOUT || (code === CONFLICT && /leadership change/i.test(description))) {
+      // A pull that ended unfilled: what it still asked for is no longer coming.
+      const left = Number(msg.headers?.get("Nats-Pending-Messages") || this.pending);
+      this.pending = Math.max(0, this.pending - left);
+      this.pull();
+      return;
+    }
+    // Enough pulls are waiting already: the ones there are still fill.
+    if (code === CONFLICT && /exceeded maxwaiting/i.test(description)) return;
+    this.end(new PullEndedError(this.stream, this.durable, code === NO_RESPONDERS ? "nothing answers its pulls (the consumer is missing)" : `${code} ${description}`));
+  }
+
+  private end(why: unknown): void {
+    if (this.done) return;
+    this.done = true;
+    this.sub.unsubscribe();
+    this.finish(why);
+  }
+}
