@@ -32,3 +32,5 @@ export * from "./auth/space-identity.js";
 export * from "./lock-file.js";
 export * from "./bounded-set.js";
 export * from "./watch-watermark.js";
+export * from "./quiet-pull.js";
+export * from "./pulled-msg.js";

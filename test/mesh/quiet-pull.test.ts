@@ -1,0 +1,90 @@
+// Quiet pulls (broker/quiet-pull.ts): on a single server an endpoint's durables are read with
+// pulls that never expire and ask for no keepalive, so an idle member hears nothing at all
+// (test/mesh/idle-member-traffic.test.ts). What that must not cost: mail after the server
+// restarted under an idle member (its pull went with the old server: it pulls again on
+// reconnect), and mail past one pull's batch (topped up as it fills). Where a pull could be lost
+// without the connection noticing (a cluster, a leaf host without JetStream), the keepalive
+// pulls stay. A deleted consumer is test/mesh/join-failure.test.ts. Real nats-server throughout.
+import { randomUUID } from "node:crypto";
+import { connect } from "@nats-io/transport-node";
+import { afterEach, describe } from "vitest";
+import { quietPullsFit } from "../../broker/internal.js";
+import { DELIVERY } from "../../schemas/index.js";
+import { collect } from "../harness/deliveries.js";
+import { expect, NatsServer, test, until } from "../harness/fixtures.js";
+import { TestMesh } from "../harness/mesh.js";
+
+let mesh: TestMesh | undefined;
+let extra: NatsServer | undefined;
+afterEach(async () => {
+  await mesh?.close();
+  mesh = undefined;
+  await extra?.cleanup();
+  extra = undefined;
+});
+
+describe("quiet pulls", () => {
+  test("an idle member gets the next DM after the server restarted under it", async ({ nats }) => {
+    mesh = await TestMesh.start(nats, "qrestart");
+    const alice = await mesh.joined("alice");
+    const bob = await mesh.joined("bob");
+    expect(quietPullsFit(bob.nc)).toBe(true);
+    const got = collect(bob);
+    await alice.dm("bob", "before");
+    await until(() => got.texts().includes("before"), 10_000, "bob gets the first DM");
+
+    const reconnected = new Promise<void>((resolve) => {
+      void (async () => {
+        for await (const s of bob.nc.status()) if (s.type === "reconnect") return resolve();
+      })();
+    });
+    await nats.kill();
+    await nats.restart();
+    await reconnected;
+    await alice.dm("bob", "after the restart");
+    await until(() => got.texts().includes("after the restart"), 15_000, "bob gets the DM sent after the restart");
+    expect(got.texts()).toEqual(["before", "after the restart"]);
+  }, 60_000);
+
+  test("more DMs than one pull asks for all arrive, once each, and the next one after them", async ({ nats }) => {
+    mesh = await TestMesh.start(nats, "qbatch");
+    const alice = await mesh.joined("alice");
+    const bob = await mesh.joined("bob");
+    const got = collect(bob);
+    const total = DELIVERY.pullBatch * 2 + 50;
+    const ids = Array.from({ length: total }, () => randomUUID());
+    const lanes = 8;
+    await Promise.all(
+      Array.from({ length: lanes }, async (_, lane) => {
+        for (let i = lane; i < total; i += lanes) await alice.dm("bob", `dm ${i}`, { id: ids[i] });
+      }),
+    );
+    await until(() => got.items.length >= total, 30_000, `bob gets all ${total} DMs`);
+    expect(new Set(got.items.map((d) => d.message.id)).size).toBe(total);
+    expect(got.items.filter((d) => d.possibleRepeat)).toEqual([]);
+
+    // The pull was topped up as it filled, not left to run dry: one more DM still arrives.
+    await alice.dm("bob", "last");
+    await until(() => got.texts().includes("last"), 10_000, "bob gets a DM after the batch");
+  }, 60_000);
+
+  test("a clustered server or one without JetStream (a leaf host's) keeps keepalive pulls", async () => {
+    extra = await NatsServer.start({ jetstream: false, config: "cluster { name: qc, listen: 127.0.0.1:-1 }" });
+    const nc = await connect({ servers: extra.url });
+    try {
+      expect(nc.info?.cluster).toBe("qc");
+      expect(quietPullsFit(nc)).toBe(false);
+    } finally {
+      await nc.close();
+    }
+    await extra.cleanup();
+    extra = await NatsServer.start({ jetstream: false });
+    const plain = await connect({ servers: extra.url });
+    try {
+      expect(plain.info?.jetstream ?? false).toBe(false);
+      expect(quietPullsFit(plain)).toBe(false);
+    } finally {
+      await plain.close();
+    }
+  });
+});
