@@ -77,9 +77,10 @@ export const DELIVERY = {
   /** Messages one pull asks for. */
   pullBatch: 256,
   /**
-   * How long one pull waits before it is renewed, ms. The client notices a lost pull (its
-   * consumer's leader died with a cluster node) after two missed idle heartbeats, half this each:
-   * at nats.js's default 30 s a seat got nothing for ≈ 30 s after a node loss; at 5 s, ≈ 5 s.
+   * How long one keepalive pull waits before it is renewed, ms (in a cluster or on a leaf host;
+   * a single server's pulls never expire: broker/quiet-pull.ts). The client notices a lost pull
+   * (its consumer's leader died with a cluster node) after two missed idle heartbeats, half this
+   * each: at nats.js's default 30 s a seat got nothing for ≈ 30 s after a node loss; at 5 s, ≈ 5 s.
    */
   pullExpiresMs: 5_000,
 } as const;

@@ -8,7 +8,7 @@
 import { randomUUID } from "node:crypto";
 import { connect } from "@nats-io/transport-node";
 import { afterEach, describe } from "vitest";
-import { quietPullsFit } from "../../broker/internal.js";
+import { deliveryInfo, isDeliveryReply, quietPullsFit } from "../../broker/internal.js";
 import { DELIVERY } from "../../schemas/index.js";
 import { collect } from "../harness/deliveries.js";
 import { expect, NatsServer, test, until } from "../harness/fixtures.js";
@@ -86,5 +86,33 @@ describe("quiet pulls", () => {
     } finally {
       await plain.close();
     }
+  });
+});
+
+describe("a quiet pull's deliveries", () => {
+  test("read their ack subject in both of the server's forms, and nothing else counts as one", () => {
+    expect(deliveryInfo("$JS.ACK.DM_s.dm_local-bob.2.17.5.1796252355527000000.3")).toEqual({
+      domain: "",
+      account_hash: "",
+      stream: "DM_s",
+      consumer: "dm_local-bob",
+      deliveryCount: 2,
+      redelivered: true,
+      streamSequence: 17,
+      deliverySequence: 5,
+      timestampNanos: 1796252355527000000,
+      pending: 3,
+    });
+    expect(deliveryInfo("$JS.ACK.hub.ACCHASH.DM_s.dm_local-bob.1.18.6.1796252355527000000.0.rnd")).toMatchObject({
+      domain: "hub",
+      account_hash: "ACCHASH",
+      stream: "DM_s",
+      deliveryCount: 1,
+      redelivered: false,
+      streamSequence: 18,
+    });
+    expect(() => deliveryInfo("_INBOX.x.y")).toThrow(/not a JetStream delivery/);
+    expect(isDeliveryReply(undefined)).toBe(false);
+    expect(isDeliveryReply("_INBOX.local.bob.abc")).toBe(false); // a static space's stand-in answer has no ack subject
   });
 });
