@@ -3,20 +3,26 @@ import { setTimeout as sleep } from "node:timers/promises";
  * Poll, don't sleep: wait until `condition` holds, or fail with a message that says what
  * never happened. `condition` may be async; exceptions it throws count as "not yet". `what` may be
  * a function: it is called at the timeout, so the message shows what was seen by then.
+ *
+ * A condition that takes longer than `intervalMs` (one that runs the `cotal` CLI: a process
+ * start, ≈ 0.5 s of CPU) waits as long as it took before it runs again, so a test waiting on a
+ * CLI's output uses at most half a core for it, not a whole one (docs/testing.md).
  */
 export async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string | (() => string), intervalMs = 20): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {
+    const started = Date.now();
     try {
       if (await condition()) return;
     } catch (err) {
       lastError = err;
     }
-    if (Date.now() >= deadline) {
+    const now = Date.now();
+    if (now >= deadline) {
       throw new Error(`timed out after ${timeoutMs} ms waiting for: ${typeof what === "function" ? what() : what}`, { cause: lastError });
     }
-    await sleep(intervalMs);
+    await sleep(Math.min(Math.max(intervalMs, now - started), deadline - now));
   }
 }
 

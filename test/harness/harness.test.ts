@@ -276,3 +276,21 @@ test("a three-node cluster elects a meta leader and takes writes on an R3 stream
     await until(async () => (seen = (await jsm.streams.info("R3")).state.messages) === 3, 20_000, `all three messages seen after the restart (seen ${seen})`);
   });
 });
+
+test("until waits as long as a slow condition took before running it again (a CLI poll uses half a core, not all)", async () => {
+  const calls: Array<{ start: number; end: number }> = [];
+  await until(
+    async () => {
+      const start = Date.now();
+      await new Promise((r) => setTimeout(r, 60));
+      calls.push({ start, end: Date.now() });
+      return calls.length === 4;
+    },
+    10_000,
+    "four calls",
+  );
+  for (let i = 1; i < calls.length; i++) {
+    const prev = calls[i - 1]!;
+    expect(calls[i]!.start - prev.end).toBeGreaterThanOrEqual(prev.end - prev.start - 2);
+  }
+});
