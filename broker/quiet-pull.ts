@@ -115,7 +115,9 @@ export class QuietPull implements PullSource {
     }
     // Enough pulls are waiting already: the ones there are still fill.
     if (code === CONFLICT && /exceeded maxwaiting/i.test(description)) return;
-    this.end(new PullEndedError(this.stream, this.durable, code === NO_RESPONDERS ? "nothing answers its pulls (the consumer is missing)" : `${code} ${description}`));
+    this.end(
+      new PullEndedError(this.stream, this.durable, code === NO_RESPONDERS ? "nothing answers its pulls (the consumer is missing)" : `${code} ${description}`),
+    );
   }
 
   private end(why: unknown): void {
