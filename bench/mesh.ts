@@ -164,8 +164,9 @@ export async function meshBench(plan: MeshPlan, { td, step }: BenchRun): Promise
       better: "lower",
       note:
         `all member connections together while nobody posts, over ${(p.idleMs ?? 2_000) / 1000} s (goal 0). Cotal: 2 durables each, ` +
-        `on one server read with quiet pulls, which ask for no keepalive (a cluster's or leaf host's renew every ${DELIVERY.pullExpiresMs / 1000} s); ` +
-        `raw: 1 each, nats.js's consume() with its 30 s pulls and 15 s heartbeats`,
+        `on one server read with quiet pulls: no keepalive, one 408 per durable every ${DELIVERY.quietPullExpiresMs / 1000} s, ` +
+        `${((p.members * 2) / (DELIVERY.quietPullExpiresMs / 1000)).toFixed(2)} msg/s among ${p.members} over the long run, which a short window may miss ` +
+        `(a cluster's or leaf host's pulls renew every ${DELIVERY.pullExpiresMs / 1000} s); raw: 1 each, nats.js's consume() with its 30 s pulls and 15 s heartbeats`,
     });
     rows.push({
       name: `inbound to ${p.members} idle members, not pull keepalives`,

@@ -88,6 +88,8 @@ export interface EndpointOptions extends MeshAddress {
    * and tried again at the last delay until it binds.
    */
   reestablishDelaysMs?: readonly number[];
+  /** How long a quiet pull waits before it is renewed (default DELIVERY.quietPullExpiresMs; a test shortens it). */
+  quietPullExpiresMs?: number;
   /**
    * Who really acts through this endpoint when it is not `name` (the operator's credential acting
    * for a person): every message says so in `sentBy`, and the presence card in `meta.sentBy`.
@@ -887,9 +889,10 @@ export class Endpoint {
     return stop;
   }
 
-  /** A durable read without keepalives (broker/quiet-pull.ts), pulled again after every reconnect. */
+  /** A durable read without heartbeats (broker/quiet-pull.ts), pulled again after every reconnect. */
   private quietPull(apiPrefix: string, stream: string, durable: string): PullSource {
-    const q = new QuietPull(this.nc, apiPrefix, stream, durable, DELIVERY.pullBatch, (m) => this.onDurable(m));
+    const expiresMs = this.opts.quietPullExpiresMs ?? DELIVERY.quietPullExpiresMs;
+    const q = new QuietPull(this.nc, apiPrefix, stream, durable, DELIVERY.pullBatch, expiresMs, (m) => this.onDurable(m));
     this.quietPulls.add(q);
     void q.ended.finally(() => this.quietPulls.delete(q));
     return q;

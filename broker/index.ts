@@ -84,6 +84,7 @@ export { TransferIncompleteError, TransferReceiver, type Received, type Receiver
 // Credentials and accounts: the auth store, minting, revocation, secret files, permission profiles.
 export {
   AuthStore,
+  type AuthStoreOptions,
   checkMintSpec,
   clientsAccount,
   DEFAULT_ACCOUNT_STORAGE,

@@ -31,14 +31,20 @@ const CONFLICT = 409;
 const NO_RESPONDERS = 503;
 
 /**
- * A durable consumer read with pulls that never expire and ask for no heartbeat, so nothing at
- * all reaches the connection while nothing is sent to it (issue 30: an idle member's inbound
- * traffic is 0). One pull of `batch` is kept open and topped up once half of it has arrived, as
- * nats.js's `consume()` does; `repull()` asks again for a whole batch after a reconnect (the
- * server that held the old pull may have restarted; a pull that survived only adds a second
- * waiting request, which the next messages fill). It ends with PullEndedError when the broker
- * ends it (consumer deleted, or nothing answers the pull: the consumer is missing), which the
- * endpoint answers by re-creating the consumer.
+ * A durable consumer read with pulls that ask for no heartbeat and wait long
+ * (DELIVERY.quietPullExpiresMs), so all that reaches an idle member is the `408` ending each pull,
+ * one per durable per expiry (issue 30: it was a keepalive every 2.5 s). One pull of `batch` is
+ * kept open, topped up once half of it has arrived, as nats.js's `consume()` does, and renewed
+ * when it expires. It expires rather than waiting for ever because in a static space the broker
+ * keeps an imported pull's reply route only DELIVERY.pullReplyThresholdMs: a pull that outlived it
+ * would deliver to nobody (test/mesh/quiet-pull.test.ts).
+ *
+ * `repull()` asks again for a whole batch after a reconnect (the server that held the old pull
+ * may have restarted; a pull that survived only adds a second waiting request, which the next
+ * messages fill). When nothing at all arrived for half again the expiry (no message, no `408`),
+ * the pull is taken as lost and made again. It ends with PullEndedError when the broker ends it
+ * (consumer deleted, or nothing answers the pull: the consumer is missing), which the endpoint
+ * answers by re-creating the consumer.
  */
 export class QuietPull implements PullSource {
   readonly ended: Promise<unknown>;
@@ -49,6 +55,8 @@ export class QuietPull implements PullSource {
   /** Messages asked for and not yet received, over every open pull. */
   private pending = 0;
   private done = false;
+  /** Fires when nothing arrived for longer than a pull can wait: the pull is made again. */
+  private watchdog?: NodeJS.Timeout;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -56,6 +64,7 @@ export class QuietPull implements PullSource {
     private readonly stream: string,
     private readonly durable: string,
     private readonly batch: number,
+    private readonly expiresMs: number,
     private readonly onMessage: (m: JsMsg) => void,
   ) {
     this.ended = new Promise((resolve) => (this.finish = resolve));
@@ -71,7 +80,7 @@ export class QuietPull implements PullSource {
     return this.pullSubject;
   }
 
-  /** Ask for a whole batch again: after a reconnect, the pull may have gone with the old server. */
+  /** Ask for a whole batch again: after a reconnect the pull may have gone with the old server. */
   repull(): void {
     this.pending = 0;
     this.pull();
@@ -83,17 +92,26 @@ export class QuietPull implements PullSource {
 
   private pull(): void {
     if (this.done || this.nc.isClosed()) return;
+    this.watch();
     const want = this.batch - this.pending;
     if (want <= 0) return;
     this.pending += want;
     try {
-      this.nc.publish(this.pullSubject, JSON.stringify({ batch: want }), { reply: this.inbox });
+      this.nc.publish(this.pullSubject, JSON.stringify({ batch: want, expires: this.expiresMs * 1_000_000 }), { reply: this.inbox });
     } catch (err) {
       this.end(err);
     }
   }
 
+  /** (Re)arm the watchdog: a pull not heard of for half again its expiry is lost. */
+  private watch(): void {
+    clearTimeout(this.watchdog);
+    this.watchdog = setTimeout(() => this.repull(), this.expiresMs * 1.5);
+    this.watchdog.unref();
+  }
+
   private receive(msg: Msg): void {
+    this.watch();
     const code = msg.headers?.code ?? 0;
     if (code > 0) return this.status(code, msg);
     // Not a delivery (a static space's stand-in "JetStream not enabled" answer): nothing was used up.
@@ -123,6 +141,7 @@ export class QuietPull implements PullSource {
   private end(why: unknown): void {
     if (this.done) return;
     this.done = true;
+    clearTimeout(this.watchdog);
     this.sub.unsubscribe();
     this.finish(why);
   }

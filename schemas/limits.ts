@@ -83,6 +83,20 @@ export const DELIVERY = {
    * each: at nats.js's default 30 s a seat got nothing for ≈ 30 s after a node loss; at 5 s, ≈ 5 s.
    */
   pullExpiresMs: 5_000,
+  /**
+   * How long the broker keeps the reply route of a pull made through an import, ms: in a static
+   * space a member's pulls reach the data account through the clients account's import, and the
+   * data account's pull exports keep each pull's reply route this long (their
+   * `response_threshold`, nats-server's default made explicit). A pull still waiting after that
+   * has lost its route: what it delivers then reaches nobody until the member pulls again.
+   */
+  pullReplyThresholdMs: 120_000,
+  /**
+   * How long a quiet pull (one server: no heartbeats, broker/quiet-pull.ts) waits before it is
+   * renewed, ms: well inside pullReplyThresholdMs. An idle member's only inbound traffic is the
+   * `408` that ends each, one per durable per this.
+   */
+  quietPullExpiresMs: 90_000,
 } as const;
 
 /** How a send publishes: one attempt's ack wait, and how long it keeps retrying the same id. */

@@ -55,17 +55,26 @@ export class RevocationListFullError extends CotalError {
 /** The system account's name, and the user that pushes account updates (revocations). */
 export const SYSTEM_ACCOUNT = "SYS";
 
+/** How a store renders its accounts beyond what it holds. */
+export interface AuthStoreOptions {
+  /** The data account's pull exports' reply route, ms (default DELIVERY.pullReplyThresholdMs): a test shortens it. */
+  pullReplyThresholdMs?: number;
+}
+
 /**
  * The operator, system account and per-space accounts of one mesh root, kept under
  * `.cotal/auth/` (folders 0700, files 0600). Created once; a second `up` reuses them.
  * Nothing here is ever printed, logged or put on a command line.
  */
 export class AuthStore {
-  private constructor(readonly dir: string) {}
+  private constructor(
+    readonly dir: string,
+    private readonly opts: AuthStoreOptions,
+  ) {}
 
   /** Open the store at `dir`, creating the operator and system account on first use. */
-  static async open(dir: string): Promise<AuthStore> {
-    const store = new AuthStore(dir);
+  static async open(dir: string, opts: AuthStoreOptions = {}): Promise<AuthStore> {
+    const store = new AuthStore(dir, opts);
     ensureSecretDir(dir);
     if (!secretExists(store.path("operator.nk"))) await store.createOperator();
     return store;
@@ -73,7 +82,7 @@ export class AuthStore {
 
   /** The store at `dir` if it was initialised, without creating anything (read-only use). */
   static existing(dir: string): AuthStore | undefined {
-    return AuthStore.exists(dir) ? new AuthStore(dir) : undefined;
+    return AuthStore.exists(dir) ? new AuthStore(dir, {}) : undefined;
   }
 
   /** True when `dir` holds an initialised store. */
@@ -325,7 +334,7 @@ export class AuthStore {
     const storage = this.storageLimits(account);
     return {
       limits: { ...CONNECTION_LIMITS, mem_storage: storage.memoryBytes, disk_storage: storage.diskBytes, streams: -1, consumer: -1 },
-      exports: dataExports(account),
+      exports: dataExports(account, this.opts.pullReplyThresholdMs),
       ...revoked,
     };
   }

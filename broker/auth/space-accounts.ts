@@ -1,5 +1,5 @@
 import type { Export, Import } from "@nats-io/jwt";
-import { BEAT_TOKEN, JS_API, names, patterns, SUBJECT_KINDS, XFER_TOKEN } from "../../schemas/index.js";
+import { BEAT_TOKEN, DELIVERY, JS_API, names, patterns, SUBJECT_KINDS, XFER_TOKEN } from "../../schemas/index.js";
 
 /**
  * The account layout of one space in static mode (docs/security.md, "Account isolation").
@@ -91,9 +91,22 @@ export function clientServices(space: string): ServiceSubject[] {
   ];
 }
 
-/** The data account's exports: the services above, public to accounts this operator signs. */
-export function dataExports(space: string): Export[] {
-  return clientServices(space).map((s) => ({ name: s.name, subject: s.subject, type: "service", ...(s.stream ? { response_type: "Stream" } : {}) }) as Export);
+/**
+ * The data account's exports: the services above, public to accounts this operator signs. A pull
+ * (a streamed answer) keeps its reply route `pullReplyThresholdMs` (DELIVERY.pullReplyThresholdMs;
+ * a test may shorten it to see a pull outlive it).
+ */
+export function dataExports(space: string, pullReplyThresholdMs: number = DELIVERY.pullReplyThresholdMs): Export[] {
+  return clientServices(space).map(
+    (s) =>
+      ({
+        name: s.name,
+        subject: s.subject,
+        type: "service",
+        // Nanoseconds, as nats-server reads a JWT's durations.
+        ...(s.stream ? { response_type: "Stream", response_threshold: pullReplyThresholdMs * 1_000_000 } : {}),
+      }) as Export,
+  );
 }
 
 /**

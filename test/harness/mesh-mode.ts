@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
-import { AuthStore, pushSpaceAccounts, serviceCreds } from "../../broker/index.js";
+import { AuthStore, pushSpaceAccounts, serviceCreds, type AuthStoreOptions } from "../../broker/index.js";
 import { NatsServer, type NatsServerOptions } from "./nats-server.js";
 
 /**
@@ -27,9 +27,9 @@ export async function startModeServer(opts: NatsServerOptions = {}): Promise<Nat
 }
 
 /** Start a server in operator mode with a fresh auth store (removed by the server's cleanup). */
-export async function startStaticServer(opts: NatsServerOptions = {}): Promise<NatsServer> {
+export async function startStaticServer(opts: NatsServerOptions = {}, storeOpts: AuthStoreOptions = {}): Promise<NatsServer> {
   const dir = mkdtempSync(join(tmpdir(), "cotal-auth-"));
-  const store = await AuthStore.open(join(dir, "auth")); // the resolver goes beside it, in dir
+  const store = await AuthStore.open(join(dir, "auth"), storeOpts); // the resolver goes beside it, in dir
   const server = await NatsServer.start({ ...opts, config: `${opts.config ?? ""}\n${await store.serverConfig()}` });
   stores.set(server, store);
   const cleanup = server.cleanup.bind(server);

@@ -13,6 +13,8 @@ import { DELIVERY } from "../../schemas/index.js";
 import { collect } from "../harness/deliveries.js";
 import { expect, NatsServer, test, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
+import { startStaticServer } from "../harness/mesh-mode.js";
+import { tapInbound } from "../../bench/wire-tap.js";
 
 let mesh: TestMesh | undefined;
 let extra: NatsServer | undefined;
@@ -66,6 +68,37 @@ describe("quiet pulls", () => {
     // The pull was topped up as it filled, not left to run dry: one more DM still arrives.
     await alice.dm("bob", "last");
     await until(() => got.texts().includes("last"), 10_000, "bob gets a DM after the batch");
+  }, 60_000);
+
+  test("in a static space a pull is renewed before the broker forgets its reply route: mail still arrives after idling past it", async () => {
+    // The broker keeps an imported pull's reply route 1 s here (DELIVERY.pullReplyThresholdMs
+    // is 120 s), and sweeps older ones every second; bob's pulls expire after 0.5 s.
+    extra = await startStaticServer({}, { pullReplyThresholdMs: 1_000 });
+    mesh = await TestMesh.start(extra, "qroute");
+    const alice = await mesh.joined("alice");
+    const bob = await mesh.joined("bob", { quietPullExpiresMs: 500 });
+    const got = collect(bob);
+    await alice.dm("bob", "before");
+    await until(() => got.texts().includes("before"), 10_000, "bob gets the first DM");
+    await (
+      await bob.roster()
+    ).settled; // the view's own second load is not idle traffic
+
+    // Idle across several sweeps, counted in bob's renewed pulls, not in time.
+    const tap = tapInbound(bob.nc, { keep: true });
+    const ended = () => tap.heard.filter((h) => h.status?.startsWith("408")).length;
+    await until(
+      () => ended() >= 8,
+      20_000,
+      () => `eight of bob's pulls to expire and be renewed (saw ${ended()})`,
+    );
+    tap.stop();
+    // What reached him meanwhile: the ends of his own pulls, nothing else.
+    expect(tap.heard.filter((h) => !h.status?.startsWith("408"))).toEqual([]);
+
+    await alice.dm("bob", "after idling");
+    await until(() => got.texts().includes("after idling"), 10_000, "bob gets the DM sent after idling past the reply route's life");
+    expect(got.texts()).toEqual(["before", "after idling"]);
   }, 60_000);
 
   test("a clustered server or one without JetStream (a leaf host's) keeps keepalive pulls", async () => {
