@@ -75,11 +75,6 @@ export class QuietPull implements PullSource {
     this.pull();
   }
 
-  /** The subject this reader's pulls are published to (what a refusal names). */
-  get subject(): string {
-    return this.pullSubject;
-  }
-
   /** Ask for a whole batch again: after a reconnect the pull may have gone with the old server. */
   repull(): void {
     this.pending = 0;
