@@ -70,6 +70,25 @@ describe("quiet pulls", () => {
     await until(() => got.texts().includes("last"), 10_000, "bob gets a DM after the batch");
   }, 60_000);
 
+  test("a delivery given back with a delay comes back flagged a possible repeat, and the pull reads on", async ({ nats }) => {
+    mesh = await TestMesh.start(nats, "qnak");
+    const alice = await mesh.joined("alice");
+    const bob = await mesh.joined("bob");
+    const seen: Array<{ text: string; repeat: boolean }> = [];
+    void (async () => {
+      for await (const d of bob.deliveries) {
+        seen.push({ text: JSON.stringify(d.message.parts), repeat: d.possibleRepeat });
+        if (seen.length === 1) d.nak(200); // -NAK {"delay": ns} on the delivery's ack subject
+        else await d.ack();
+      }
+    })();
+    await alice.dm("bob", "give it back");
+    await until(() => seen.length >= 2, 10_000, "the DM to come back after its nak");
+    expect(seen.map((s) => s.repeat)).toEqual([false, true]);
+    expect(seen[1]!.text).toBe(seen[0]!.text);
+    expect(bob.consumerStatus().map((c) => c.state)).toEqual(["consuming"]);
+  });
+
   test("in a static space a pull is renewed before the broker forgets its reply route: mail still arrives after idling past it", async () => {
     // The broker keeps an imported pull's reply route 1 s here (DELIVERY.pullReplyThresholdMs
     // is 120 s), and sweeps older ones every second; bob's pulls expire after 0.5 s.
