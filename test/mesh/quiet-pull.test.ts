@@ -78,7 +78,8 @@ describe("quiet pulls", () => {
     void (async () => {
       for await (const d of bob.deliveries) {
         seen.push({ text: JSON.stringify(d.message.parts), repeat: d.possibleRepeat });
-        if (seen.length === 1) d.nak(200); // -NAK {"delay": ns} on the delivery's ack subject
+        if (seen.length === 1)
+          d.nak(200); // -NAK {"delay": ns} on the delivery's ack subject
         else await d.ack();
       }
     })();
