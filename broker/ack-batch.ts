@@ -1,5 +1,6 @@
 import type { JsMsg } from "@nats-io/jetstream";
-import { ClosedConnectionError, createInbox, NoRespondersError, TimeoutError, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { ClosedConnectionError, NoRespondersError, TimeoutError, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { ownInbox } from "./connect.js";
 import { AckUnconfirmedError } from "./errors.js";
 
 /** How long a confirmation may take before the batch counts as unconfirmed (nats.js's JetStream API timeout). */
@@ -103,8 +104,7 @@ export class AckBatcher {
   /** The inbox confirmations come back on (subscribed on first use, for the connection's life). */
   private confirmations(): string {
     if (this.inbox && this.sub && !this.sub.isClosed()) return this.inbox;
-    // Under the connection's own inbox prefix: the one its credential may subscribe to.
-    const inbox = createInbox((this.nc as NatsConnection & { options?: { inboxPrefix?: string } }).options?.inboxPrefix);
+    const inbox = ownInbox(this.nc);
     this.inbox = inbox;
     const sub = this.nc.subscribe(`${inbox}.*`, {
       callback: (err, msg) => {

@@ -1,5 +1,5 @@
 import { closeSync, fstatSync, openSync, readFileSync } from "node:fs";
-import { AuthorizationError, connect, UserAuthenticationExpiredError, type Authenticator, type NatsConnection } from "@nats-io/transport-node";
+import { AuthorizationError, connect, createInbox, UserAuthenticationExpiredError, type Authenticator, type NatsConnection } from "@nats-io/transport-node";
 import { assertToken, CotalError, parsePrincipal, ValidationError, type Principal } from "../schemas/index.js";
 import { SERVICE_PRINCIPALS } from "./auth/permissions.js";
 import { nkeyFromSeed } from "./auth/native-nkeys.js";
@@ -188,6 +188,14 @@ export function credsBytesAuthenticator(creds: Uint8Array): Authenticator {
     const sig = nonce ? Buffer.from(kp.sign(new TextEncoder().encode(nonce))).toString("base64") : "";
     return { jwt, nkey: kp.getPublicKey(), sig };
   };
+}
+
+/**
+ * A fresh inbox under the connection's own inbox prefix (what connectMesh set): the only one its
+ * credential may subscribe to. nats.js has the prefix at run time, not in its types.
+ */
+export function ownInbox(nc: NatsConnection): string {
+  return createInbox((nc as NatsConnection & { options?: { inboxPrefix?: string } }).options?.inboxPrefix);
 }
 
 /**

@@ -828,10 +828,9 @@ export class Endpoint {
     const log = this.log.child({ stream, durable });
     const bind = async (name: string): Promise<PullSource> => {
       const consumer = await this.js.consumers.get(stream, name);
-      const apiPrefix = this.js.getOptions().apiPrefix ?? "$JS.API";
-      const pull = `${apiPrefix}.CONSUMER.MSG.NEXT.${stream}.${name}`;
+      const pull = `${this.js.getOptions().apiPrefix ?? "$JS.API"}.CONSUMER.MSG.NEXT.${stream}.${name}`;
       this.refusedSubjects.delete(pull);
-      const source = quietPullsFit(this.nc) ? this.quietPull(apiPrefix, stream, name) : await this.keepalivePull(consumer, log);
+      const source = quietPullsFit(this.nc) ? this.quietPull(pull, stream, name) : await this.keepalivePull(consumer, log);
       let done = false;
       void source.ended.finally(() => (done = true));
       await this.nc.flush(); // a refused SUB or pull is answered before the PONG…
@@ -890,9 +889,9 @@ export class Endpoint {
   }
 
   /** A durable read without heartbeats (broker/quiet-pull.ts), pulled again after every reconnect. */
-  private quietPull(apiPrefix: string, stream: string, durable: string): PullSource {
+  private quietPull(pullSubject: string, stream: string, durable: string): PullSource {
     const expiresMs = this.opts.quietPullExpiresMs ?? DELIVERY.quietPullExpiresMs;
-    const q = new QuietPull(this.nc, apiPrefix, stream, durable, DELIVERY.pullBatch, expiresMs, (m) => this.onDurable(m));
+    const q = new QuietPull(this.nc, pullSubject, stream, durable, DELIVERY.pullBatch, expiresMs, (m) => this.onDurable(m));
     this.quietPulls.add(q);
     void q.ended.finally(() => this.quietPulls.delete(q));
     return q;

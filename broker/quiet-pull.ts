@@ -1,5 +1,6 @@
 import type { JsMsg } from "@nats-io/jetstream";
-import { createInbox, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
+import { ownInbox } from "./connect.js";
 import { PullEndedError } from "./errors.js";
 import { isDeliveryReply, PulledMsg } from "./pulled-msg.js";
 
@@ -51,7 +52,6 @@ export class QuietPull implements PullSource {
   private finish!: (why: unknown) => void;
   private readonly inbox: string;
   private readonly sub: Subscription;
-  private readonly pullSubject: string;
   /** Messages asked for and not yet received, over every open pull. */
   private pending = 0;
   private done = false;
@@ -60,7 +60,8 @@ export class QuietPull implements PullSource {
 
   constructor(
     private readonly nc: NatsConnection,
-    apiPrefix: string,
+    /** `$JS.API.CONSUMER.MSG.NEXT.<stream>.<durable>` (under the connection's API prefix). */
+    private readonly pullSubject: string,
     private readonly stream: string,
     private readonly durable: string,
     private readonly batch: number,
@@ -68,9 +69,7 @@ export class QuietPull implements PullSource {
     private readonly onMessage: (m: JsMsg) => void,
   ) {
     this.ended = new Promise((resolve) => (this.finish = resolve));
-    this.pullSubject = `${apiPrefix}.CONSUMER.MSG.NEXT.${stream}.${durable}`;
-    // Under the connection's own inbox prefix: the one its credential may subscribe to.
-    this.inbox = createInbox((nc as NatsConnection & { options?: { inboxPrefix?: string } }).options?.inboxPrefix);
+    this.inbox = ownInbox(nc);
     this.sub = nc.subscribe(this.inbox, { callback: (err, msg) => (err ? this.end(err) : this.receive(msg)) });
     this.pull();
   }

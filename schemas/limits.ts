@@ -78,7 +78,7 @@ export const DELIVERY = {
   pullBatch: 256,
   /**
    * How long one keepalive pull waits before it is renewed, ms (in a cluster or on a leaf host;
-   * a single server's pulls never expire: broker/quiet-pull.ts). The client notices a lost pull
+   * a single server's quiet pulls wait quietPullExpiresMs: broker/quiet-pull.ts). The client notices a lost pull
    * (its consumer's leader died with a cluster node) after two missed idle heartbeats, half this
    * each: at nats.js's default 30 s a seat got nothing for ≈ 30 s after a node loss; at 5 s, ≈ 5 s.
    */
