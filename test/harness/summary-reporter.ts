@@ -1,34 +1,33 @@
 import { writeFileSync } from "node:fs";
 import type { Reporter, TestModule } from "vitest/node";
-
-/** How many of the slowest files the closing lines name. */
-const SLOWEST = 15;
+import { closingLines, type RunSummary } from "../../scripts/test-summary.mjs";
 
 /**
  * Prints the slowest files (tests and hooks, per project: where the suite's time goes, docs/testing.md)
  * and one plain closing line, `N passed, N failed, N skipped`, after vitest's own summary, so any CI
- * can read the outcome without knowing vitest's format.
+ * can read the outcome without knowing vitest's format. Under `npm test` (scripts/test.mjs runs two
+ * vitest processes side by side) it writes the summary to `COTAL_TEST_SUMMARY` instead, and the
+ * runner prints one closing line for both.
  */
 export default class SummaryReporter implements Reporter {
   onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {
-    let passed = 0;
-    let failed = 0;
-    let skipped = 0;
+    const s: RunSummary = { passed: 0, failed: 0, skipped: 0, files: [] };
     for (const m of testModules) {
       for (const t of m.children.allTests()) {
         const state = t.result().state;
-        if (state === "passed") passed++;
-        else if (state === "failed") failed++;
-        else skipped++;
+        if (state === "passed") s.passed++;
+        else if (state === "failed") s.failed++;
+        else s.skipped++;
       }
-      if (m.state() === "failed" && [...m.children.allTests()].length === 0) failed++; // a file that failed to load
+      if (m.state() === "failed" && [...m.children.allTests()].length === 0) s.failed++; // a file that failed to load
     }
-    const files = [...testModules].map((m) => ({ name: `${m.project.name} ${m.relativeModuleId}`, ms: m.diagnostic().duration })).sort((a, b) => b.ms - a.ms);
-    // Every file's time, for working on the suite's length (docs/testing.md "Where the time goes").
-    if (process.env.COTAL_TEST_TIMINGS) writeFileSync(process.env.COTAL_TEST_TIMINGS, `${JSON.stringify(files, null, 1)}\n`);
-    const slowest = files.slice(0, SLOWEST);
-    if (slowest.length > 0)
-      process.stdout.write(`\nslowest files (tests and hooks):\n${slowest.map((f) => `${(f.ms / 1000).toFixed(1).padStart(7)} s  ${f.name}`).join("\n")}\n`);
-    process.stdout.write(`\n${passed} passed, ${failed} failed, ${skipped} skipped\n`);
+    s.files = [...testModules].map((m) => ({ name: `${m.project.name} ${m.relativeModuleId}`, ms: m.diagnostic().duration })).sort((a, b) => b.ms - a.ms);
+    if (process.env.COTAL_TEST_SUMMARY) {
+      writeFileSync(process.env.COTAL_TEST_SUMMARY, `${JSON.stringify(s)}\n`);
+      return;
+    }
+    // Every file's time, for working on the suite's length (docs/testing.md "What the suite costs").
+    if (process.env.COTAL_TEST_TIMINGS) writeFileSync(process.env.COTAL_TEST_TIMINGS, `${JSON.stringify(s.files, null, 1)}\n`);
+    process.stdout.write(closingLines(s));
   }
 }
