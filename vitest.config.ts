@@ -3,8 +3,10 @@ import { defineConfig } from "vitest/config";
 /**
  * Tests that form JetStream clusters or run containers: their nodes elect leaders on raft timers,
  * and on a 2-core machine starved by the rest of the suite (real agent CLIs, many `cotal` calls)
- * elections stalled past any sane wait (three CI runs failed in these files, never alone). They run
- * after everything else, with nothing else running (docs/testing.md "Vitest projects").
+ * elections stalled past any sane wait (three CI runs failed in these files, never alone). `npm
+ * test` (scripts/test.mjs) runs them in a vitest process of their own beside the rest, which runs
+ * at a lower CPU priority; a plain `vitest run` runs them after everything else (groupOrder), with
+ * nothing else running (docs/testing.md "Vitest projects").
  */
 const CLUSTER_FILES = ["test/cluster/**/*.test.ts", "test/containers/**/*.test.ts", "test/durability/power-loss.test.ts", "test/bench/cluster.test.ts"];
 

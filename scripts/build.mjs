@@ -75,6 +75,10 @@ await Promise.all(
       minifyWhitespace: true,
       banner: { js: banner },
       // Ink loads React DevTools only when DEV=true; it is not installed: a stub stands in.
+      // React and its reconciler pick their development or production build by NODE_ENV at run
+      // time, so both were bundled (react-reconciler 779 KB of the CLI's 3.1 MB, read and compiled
+      // by every `cotal` call): the production build alone is kept (the CLI's bundle 2.6 MB).
+      define: { "process.env.NODE_ENV": JSON.stringify("production") },
       alias: { "react-devtools-core": "./scripts/no-react-devtools.mjs" },
       plugins: [zodEnglishOnly],
       logLevel: "warning",

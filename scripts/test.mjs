@@ -1,28 +1,36 @@
-// `npm test`'s test run, after the checks: the `cluster` project (JetStream clusters, containers,
-// power loss) in one vitest process **beside** the other projects in another, instead of after
-// them (docs/testing.md "Vitest projects"). The cluster files mostly wait on raft timers and
-// containers, so the two cores they leave idle run the rest; the rest runs at a lower CPU priority
-// (nice 10, inherited by every server and CLI it starts), so a busy machine still cannot starve a
-// node's election. The rest's output streams; the cluster project's is held and printed whole
-// when both have ended, then one closing line for both. The exit code is non-zero when either failed.
+// `npm test`: the bundles, then everything else side by side (docs/testing.md "How npm test
+// runs"): the `cluster` project (JetStream clusters, containers, power loss) in one vitest process,
+// the other projects in another, and lint, format and typecheck beside them. The cluster files
+// mostly wait on raft timers and containers, and the checks fill what the tests leave idle. So a
+// busy machine cannot starve a node's election, the cluster project runs at normal CPU priority,
+// the other projects at nice 10 (inherited by every server and CLI they start) and the checks at
+// nice 15. The other projects' output streams; each check's is printed whole when it ends, the
+// cluster project's when both test processes have ended, then one closing line for both. The exit
+// code is non-zero when a check or either test process failed.
 //
-// With arguments (`npm test -- test/schemas`, `--project all`) it is one plain `vitest run` with them.
+// With arguments (`npm test -- test/schemas`, `--project all`) it is one plain `vitest run` with
+// them, without the checks.
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { setPriority, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { BUILD, CHECKS, failedChecksLine, runCheck } from "./check-runner.mjs";
 import { closingLines } from "./test-summary.mjs";
 
 const vitest = join(dirname(createRequire(import.meta.url).resolve("vitest/package.json")), "vitest.mjs");
-/** Niceness of the projects that run beside the cluster project (0 is normal, 19 the lowest). */
-const BESIDE_NICENESS = 10;
+/** Niceness of the projects beside the cluster project, and of the checks (0 is normal, 19 the lowest). */
+const TESTS_NICENESS = 10;
+const CHECKS_NICENESS = 15;
 
+/** One `vitest run`; `exited` resolves with its exit code, why it ended and when (seconds after its start). */
 function vitestRun(args, opts) {
+  const started = Date.now();
   const child = spawn(process.execPath, [vitest, "run", ...args], opts);
   const exited = new Promise((resolve) => {
-    child.on("error", (err) => resolve({ code: 1, why: err.message }));
-    child.on("close", (code, signal) => resolve({ code: code ?? 1, why: signal ? `killed by ${signal}` : `exit ${code}` }));
+    const end = (code, why) => resolve({ code, why, secs: ((Date.now() - started) / 1000).toFixed(1) });
+    child.on("error", (err) => end(1, err.message));
+    child.on("close", (code, signal) => end(code ?? 1, signal ? `killed by ${signal}` : `exit ${code}`));
   });
   return { child, exited };
 }
@@ -33,33 +41,40 @@ if (extra.length > 0) {
   process.exit((await exited).code);
 }
 
+if (!(await runCheck(BUILD))) {
+  process.stdout.write(failedChecksLine(["build"]));
+  process.exit(1);
+}
+
 const scratch = mkdtempSync(join(tmpdir(), "cotal-test-run-"));
 const summaryOf = (name) => join(scratch, `${name}.json`);
 const envFor = (name) => ({ ...process.env, COTAL_TEST_SUMMARY: summaryOf(name), ...(process.stdout.isTTY ? { FORCE_COLOR: "1" } : {}) });
-const started = Date.now();
 
-// The cluster project first, at normal priority; then this process lowers its own, so the
-// other vitest process and everything it starts inherit the lower one.
+// The cluster project first, at normal priority; then this process lowers its own before each
+// spawn, so the other vitest process, the checks and everything they start inherit the lower one.
 const cluster = vitestRun(["--project", "cluster"], { stdio: ["ignore", "pipe", "pipe"], env: envFor("cluster") });
 let clusterOut = "";
 cluster.child.stdout.on("data", (d) => (clusterOut += d));
 cluster.child.stderr.on("data", (d) => (clusterOut += d));
-let clusterSecs = 0;
-cluster.exited.then(() => (clusterSecs = (Date.now() - started) / 1000));
-try {
-  setPriority(BESIDE_NICENESS);
-} catch (err) {
-  process.stderr.write(`npm test: could not lower the priority of the projects beside the cluster project (${err.message}); running them at normal priority\n`);
+function lowerPriority(niceness, what) {
+  try {
+    setPriority(niceness);
+  } catch (err) {
+    process.stderr.write(`npm test: could not lower the CPU priority of ${what} (${err.message}); running them at this process's\n`);
+  }
 }
+lowerPriority(TESTS_NICENESS, "the projects beside the cluster project");
 const rest = vitestRun(["--project", "all", "--project", "mesh-static"], { stdio: "inherit", env: envFor("rest") });
+lowerPriority(CHECKS_NICENESS, "the checks");
+const checks = Promise.all(CHECKS.map(runCheck));
 
 // Ctrl-C reaches both through the terminal's process group; a CI's TERM is passed on.
 for (const sig of ["SIGTERM", "SIGHUP"]) process.on(sig, () => [cluster, rest].forEach((r) => r.child.kill(sig)));
 
-const [restEnd, clusterEnd] = await Promise.all([rest.exited, cluster.exited]);
-const restSecs = (Date.now() - started) / 1000;
+const [restEnd, clusterEnd, checked] = await Promise.all([rest.exited, cluster.exited, checks]);
+const failedChecks = CHECKS.filter((_, i) => !checked[i]).map((c) => c.name);
 process.stdout.write(
-  `\n── project cluster, run beside the rest: ${clusterEnd.code === 0 ? "passed" : `FAILED (${clusterEnd.why})`}, ${clusterSecs.toFixed(1)} s ──\n${clusterOut}`,
+  `\n── project cluster, run beside the rest: ${clusterEnd.code === 0 ? "passed" : `FAILED (${clusterEnd.why})`}, ${clusterEnd.secs} s ──\n${clusterOut}`,
 );
 
 const summaries = [summaryOf("rest"), summaryOf("cluster")].flatMap((f) => {
@@ -81,7 +96,8 @@ all.files.sort((a, b) => b.ms - a.ms);
 // Every file's time, for working on the suite's length (docs/testing.md "What the suite costs").
 if (process.env.COTAL_TEST_TIMINGS) writeFileSync(process.env.COTAL_TEST_TIMINGS, `${JSON.stringify(all.files, null, 1)}\n`);
 process.stdout.write(
-  `\nnpm test: the rest ${restSecs.toFixed(1)} s (${restEnd.why}), the cluster project beside it ${clusterSecs.toFixed(1)} s (${clusterEnd.why})\n`,
+  `\nnpm test: the projects all and mesh-static ${restEnd.secs} s (${restEnd.why}), the cluster project beside them ${clusterEnd.secs} s (${clusterEnd.why})\n`,
 );
 process.stdout.write(closingLines(all));
-process.exit(restEnd.code !== 0 || clusterEnd.code !== 0 || summaries.length < 2 ? 1 : 0);
+if (failedChecks.length > 0) process.stdout.write(failedChecksLine(failedChecks));
+process.exit(restEnd.code !== 0 || clusterEnd.code !== 0 || summaries.length < 2 || failedChecks.length > 0 ? 1 : 0);
