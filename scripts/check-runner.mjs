@@ -1,7 +1,7 @@
-// The checks `npm test` runs besides the tests: lint, format, typecheck and the bundles. Each runs
-// its package's own bin with this node (no npx in between: a third of a second of CPU each), and
-// its output is printed whole when it ends, so checks and tests side by side never interleave
-// within one check's output.
+// The checks `npm test` runs before the tests: lint, format, typecheck and the bundles, side by
+// side (each is one process and mostly one core; in a row they cost about a minute more). Each runs
+// its package's own bin with this node (no npx in between), and its output is printed whole when
+// it ends, so parallel output never interleaves.
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -16,7 +16,7 @@ function binOf(pkg, name) {
   return join(dirname(manifest), typeof bin === "string" ? bin : bin[name]);
 }
 
-/** name → the node arguments that run it. The bundles come first: the tests need them. */
+/** Each check: its name and the node arguments that run it. */
 export const BUILD = { name: "build", args: ["scripts/build.mjs"] };
 export const CHECKS = [
   { name: "lint", args: [binOf("eslint", "eslint"), "."] },

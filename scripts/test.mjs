@@ -1,12 +1,12 @@
-// `npm test`: the bundles, then everything else side by side (docs/testing.md "How npm test
-// runs"): the `cluster` project (JetStream clusters, containers, power loss) in one vitest process,
-// the other projects in another, and lint, format and typecheck beside them. The cluster files
-// mostly wait on raft timers and containers, and the checks fill what the tests leave idle. So a
-// busy machine cannot starve a node's election, the cluster project runs at normal CPU priority,
-// the other projects at nice 10 (inherited by every server and CLI they start) and the checks at
-// nice 15. The other projects' output streams; each check's is printed whole when it ends, the
-// cluster project's when both test processes have ended, then one closing line for both. The exit
-// code is non-zero when a check or either test process failed.
+// `npm test`: the checks (lint, format, typecheck and the bundles, side by side; the tests run only
+// when all passed), then the tests in two vitest processes side by side (docs/testing.md "How npm
+// test runs"): the `cluster` project (JetStream clusters, containers, power loss) in one, the other
+// projects in the other, instead of one after the other. The cluster files mostly wait on raft
+// timers and containers, so the cores they leave idle run the rest; so that a busy machine cannot
+// starve a node's election, the cluster project runs at normal CPU priority and the rest at nice 10
+// (inherited by every server and CLI it starts). The rest's output streams; the cluster project's
+// is printed whole when both have ended, then one closing line for both. The exit code is non-zero
+// when a check or either test process failed.
 //
 // With arguments (`npm test -- test/schemas`, `--project all`) it is one plain `vitest run` with
 // them, without the checks.
@@ -19,9 +19,8 @@ import { BUILD, CHECKS, failedChecksLine, runCheck } from "./check-runner.mjs";
 import { closingLines } from "./test-summary.mjs";
 
 const vitest = join(dirname(createRequire(import.meta.url).resolve("vitest/package.json")), "vitest.mjs");
-/** Niceness of the projects beside the cluster project, and of the checks (0 is normal, 19 the lowest). */
-const TESTS_NICENESS = 10;
-const CHECKS_NICENESS = 15;
+/** Niceness of the projects beside the cluster project (0 is normal, 19 the lowest). */
+const BESIDE_NICENESS = 10;
 
 /** One `vitest run`; `exited` resolves with its exit code, why it ended and when (seconds after its start). */
 function vitestRun(args, opts) {
@@ -41,8 +40,11 @@ if (extra.length > 0) {
   process.exit((await exited).code);
 }
 
-if (!(await runCheck(BUILD))) {
-  process.stdout.write(failedChecksLine(["build"]));
+const checks = [BUILD, ...CHECKS];
+const checked = await Promise.all(checks.map(runCheck));
+const failedChecks = checks.filter((_, i) => !checked[i]).map((c) => c.name);
+if (failedChecks.length > 0) {
+  process.stdout.write(`${failedChecksLine(failedChecks)}The tests were not run.\n`);
   process.exit(1);
 }
 
@@ -50,29 +52,23 @@ const scratch = mkdtempSync(join(tmpdir(), "cotal-test-run-"));
 const summaryOf = (name) => join(scratch, `${name}.json`);
 const envFor = (name) => ({ ...process.env, COTAL_TEST_SUMMARY: summaryOf(name), ...(process.stdout.isTTY ? { FORCE_COLOR: "1" } : {}) });
 
-// The cluster project first, at normal priority; then this process lowers its own before each
-// spawn, so the other vitest process, the checks and everything they start inherit the lower one.
+// The cluster project first, at normal priority; then this process lowers its own, so the other
+// vitest process and everything it starts inherit the lower one.
 const cluster = vitestRun(["--project", "cluster"], { stdio: ["ignore", "pipe", "pipe"], env: envFor("cluster") });
 let clusterOut = "";
 cluster.child.stdout.on("data", (d) => (clusterOut += d));
 cluster.child.stderr.on("data", (d) => (clusterOut += d));
-function lowerPriority(niceness, what) {
-  try {
-    setPriority(niceness);
-  } catch (err) {
-    process.stderr.write(`npm test: could not lower the CPU priority of ${what} (${err.message}); running them at this process's\n`);
-  }
+try {
+  setPriority(BESIDE_NICENESS);
+} catch (err) {
+  process.stderr.write(`npm test: could not lower the CPU priority of the projects beside the cluster project (${err.message}); they run at normal priority\n`);
 }
-lowerPriority(TESTS_NICENESS, "the projects beside the cluster project");
 const rest = vitestRun(["--project", "all", "--project", "mesh-static"], { stdio: "inherit", env: envFor("rest") });
-lowerPriority(CHECKS_NICENESS, "the checks");
-const checks = Promise.all(CHECKS.map(runCheck));
 
 // Ctrl-C reaches both through the terminal's process group; a CI's TERM is passed on.
 for (const sig of ["SIGTERM", "SIGHUP"]) process.on(sig, () => [cluster, rest].forEach((r) => r.child.kill(sig)));
 
-const [restEnd, clusterEnd, checked] = await Promise.all([rest.exited, cluster.exited, checks]);
-const failedChecks = CHECKS.filter((_, i) => !checked[i]).map((c) => c.name);
+const [restEnd, clusterEnd] = await Promise.all([rest.exited, cluster.exited]);
 process.stdout.write(
   `\n── project cluster, run beside the rest: ${clusterEnd.code === 0 ? "passed" : `FAILED (${clusterEnd.why})`}, ${clusterEnd.secs} s ──\n${clusterOut}`,
 );
@@ -99,5 +95,4 @@ process.stdout.write(
   `\nnpm test: the projects all and mesh-static ${restEnd.secs} s (${restEnd.why}), the cluster project beside them ${clusterEnd.secs} s (${clusterEnd.why})\n`,
 );
 process.stdout.write(closingLines(all));
-if (failedChecks.length > 0) process.stdout.write(failedChecksLine(failedChecks));
-process.exit(restEnd.code !== 0 || clusterEnd.code !== 0 || summaries.length < 2 || failedChecks.length > 0 ? 1 : 0);
+process.exit(restEnd.code !== 0 || clusterEnd.code !== 0 || summaries.length < 2 ? 1 : 0);

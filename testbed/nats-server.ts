@@ -162,6 +162,7 @@ export class NatsServer {
   #exit: Promise<Exit> | undefined;
   #exited: Exit | undefined;
   #pid: number | undefined;
+  #startedAt = 0;
   #port: number | undefined;
   #httpPort: number | undefined;
   #clusterPort: number | undefined;
@@ -229,6 +230,11 @@ export class NatsServer {
   /** PID of the current (or, once stopped, the last) server process. */
   get pid(): number | undefined {
     return this.#pid;
+  }
+
+  /** When the current (or last) server process was spawned (ms since the epoch). */
+  get startedAt(): number {
+    return this.#startedAt;
   }
 
   /** True while the server process has not exited. */
@@ -307,6 +313,7 @@ export class NatsServer {
     this.#child = child;
     this.#exited = undefined;
     this.#pid = child.pid;
+    this.#startedAt = Date.now();
     track(child);
     this.#exit = new Promise<Exit>((resolve) => {
       const done = (e: Exit): void => {

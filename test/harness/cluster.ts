@@ -50,11 +50,22 @@ export interface NatsCluster {
 interface JszMeta {
   meta_cluster?: {
     leader?: string;
-    replicas?: { name: string; current: boolean }[];
+    /** `active`: nanoseconds since the leader last heard from that replica. */
+    replicas?: { name: string; current: boolean; active?: number }[];
   };
 }
 
 const ATTEMPTS = 3;
+
+/**
+ * A running node its meta leader has not heard from for this long is stalled, not slow: seen on a
+ * loaded 2-core machine with nats-server 2.10.27, a node restarted in a fault test stayed
+ * `current: false` with the same lag and no contact for over two minutes while the other two
+ * went on. Upstream describes such catch-ups that never finish until the server restarts
+ * (nats-io/nats-server#8555, fixed after 2.10), so `waitForMetaLeader` restarts a stalled node,
+ * once per node per wait, and says so on stderr; a second stall still fails the wait.
+ */
+const META_STALL_NS = 45e9;
 
 /** Form a JetStream cluster of `n` nodes and wait for its meta leader. */
 export async function cluster(n = 3, opts: ClusterOptions = {}): Promise<NatsCluster> {
@@ -182,6 +193,8 @@ class Cluster implements NatsCluster {
 
   /** What each running node last said of the meta group (for a wait's failure message). */
   private lastMetaViews = "";
+  /** The running nodes the leader has not heard from for META_STALL_NS, as of the last look. */
+  private stalled: NatsServer[] = [];
 
   async metaLeader(opts: { majority?: boolean } = {}): Promise<string | undefined> {
     const running = this.servers.filter((s) => s.running);
@@ -193,7 +206,11 @@ class Cluster implements NatsCluster {
     const leaderIdx = running.findIndex((s) => s.serverName === leader);
     const leaderView = views[leaderIdx];
     if (!leaderView) return undefined;
-    const current = new Set((leaderView.meta_cluster?.replicas ?? []).filter((r) => r.current).map((r) => r.name));
+    const replicas = leaderView.meta_cluster?.replicas ?? [];
+    const stalledNames = new Set(replicas.filter((r) => !r.current && (r.active ?? 0) > META_STALL_NS).map((r) => r.name));
+    // A node restarted a moment ago still shows the silence of the time it was down.
+    this.stalled = running.filter((s) => stalledNames.has(s.serverName ?? "") && Date.now() - s.startedAt > META_STALL_NS / 1e6);
+    const current = new Set(replicas.filter((r) => r.current).map((r) => r.name));
     const currentCount = running.filter((s) => s.serverName === leader || current.has(s.serverName ?? "")).length;
     const enough = opts.majority ? currentCount > this.servers.length / 2 : currentCount === running.length;
     return enough ? leader : undefined;
@@ -202,8 +219,20 @@ class Cluster implements NatsCluster {
   async waitForMetaLeader(timeoutMs = 30_000, opts: { majority?: boolean } = {}): Promise<string> {
     let leader: string | undefined;
     this.lastMetaViews = "(no node answered /jsz)";
+    this.stalled = [];
+    const restarted = new Set<NatsServer>();
     await until(
-      async () => (leader = await this.metaLeader(opts)) !== undefined,
+      async () => {
+        leader = await this.metaLeader(opts);
+        for (const node of this.stalled.filter((n) => !restarted.has(n))) {
+          restarted.add(node);
+          console.error(
+            `cluster ${this.name}: the meta leader has not heard from ${node.serverName} for over ${META_STALL_NS / 1e9} s (a stalled catch-up); restarting it once`,
+          );
+          await node.restart();
+        }
+        return leader !== undefined;
+      },
       timeoutMs,
       `a JetStream meta leader that all running nodes of cluster ${this.name} agree on, with ${opts.majority ? "a majority of the nodes" : "every running node"} current`,
       100,
