@@ -3,7 +3,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/**", "node_modules/**", "docs/**", "deploy/**", ".cotal/**", "plugin/**"] },
+  { ignores: ["dist/**", "node_modules/**", "docs/**", "deploy/**", ".cotal/**", "plugin/**", "test-artifacts/**"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

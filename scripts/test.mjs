@@ -1,38 +1,12 @@
-// `npm test`: the checks (lint, format, typecheck and the bundles, side by side; the tests run only
-// when all passed), then the tests in two vitest processes side by side (docs/testing.md "How npm
-// test runs"): the `cluster` project (JetStream clusters, containers, power loss) in one, the other
-// projects in the other, instead of one after the other. The cluster files mostly wait on raft
-// timers and containers, so the cores they leave idle run the rest; so that a busy machine cannot
-// starve a node's election, the cluster project runs at normal CPU priority and the rest at nice 10
-// (inherited by every server and CLI it starts). The rest's output streams; the cluster project's
-// is printed whole when both have ended, then one closing line for both. The exit code is non-zero
-// when a check or either test process failed.
+// `npm test` (docs/testing.md "How npm test runs"): the checks (lint, format, typecheck and the
+// bundles, side by side; the tests run only when all passed), then the tests: the cluster project
+// beside the others (scripts/test-side-by-side.mjs). The exit code is non-zero when a check or a
+// test failed.
 //
 // With arguments (`npm test -- test/schemas`, `--project all`) it is one plain `vitest run` with
 // them, without the checks.
-import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { setPriority, tmpdir } from "node:os";
-import { dirname, join } from "node:path";
 import { BUILD, CHECKS, failedChecksLine, runCheck } from "./check-runner.mjs";
-import { closingLines } from "./test-summary.mjs";
-
-const vitest = join(dirname(createRequire(import.meta.url).resolve("vitest/package.json")), "vitest.mjs");
-/** Niceness of the projects beside the cluster project (0 is normal, 19 the lowest). */
-const BESIDE_NICENESS = 10;
-
-/** One `vitest run`; `exited` resolves with its exit code, why it ended and when (seconds after its start). */
-function vitestRun(args, opts) {
-  const started = Date.now();
-  const child = spawn(process.execPath, [vitest, "run", ...args], opts);
-  const exited = new Promise((resolve) => {
-    const end = (code, why) => resolve({ code, why, secs: ((Date.now() - started) / 1000).toFixed(1) });
-    child.on("error", (err) => end(1, err.message));
-    child.on("close", (code, signal) => end(code ?? 1, signal ? `killed by ${signal}` : `exit ${code}`));
-  });
-  return { child, exited };
-}
+import { vitestRun } from "./vitest-run.mjs";
 
 const extra = process.argv.slice(2);
 if (extra.length > 0) {
@@ -48,51 +22,4 @@ if (failedChecks.length > 0) {
   process.exit(1);
 }
 
-const scratch = mkdtempSync(join(tmpdir(), "cotal-test-run-"));
-const summaryOf = (name) => join(scratch, `${name}.json`);
-const envFor = (name) => ({ ...process.env, COTAL_TEST_SUMMARY: summaryOf(name), ...(process.stdout.isTTY ? { FORCE_COLOR: "1" } : {}) });
-
-// The cluster project first, at normal priority; then this process lowers its own, so the other
-// vitest process and everything it starts inherit the lower one.
-const cluster = vitestRun(["--project", "cluster"], { stdio: ["ignore", "pipe", "pipe"], env: envFor("cluster") });
-let clusterOut = "";
-cluster.child.stdout.on("data", (d) => (clusterOut += d));
-cluster.child.stderr.on("data", (d) => (clusterOut += d));
-try {
-  setPriority(BESIDE_NICENESS);
-} catch (err) {
-  process.stderr.write(`npm test: could not lower the CPU priority of the projects beside the cluster project (${err.message}); they run at normal priority\n`);
-}
-const rest = vitestRun(["--project", "all", "--project", "mesh-static"], { stdio: "inherit", env: envFor("rest") });
-
-// Ctrl-C reaches both through the terminal's process group; a CI's TERM is passed on.
-for (const sig of ["SIGTERM", "SIGHUP"]) process.on(sig, () => [cluster, rest].forEach((r) => r.child.kill(sig)));
-
-const [restEnd, clusterEnd] = await Promise.all([rest.exited, cluster.exited]);
-process.stdout.write(
-  `\n── project cluster, run beside the rest: ${clusterEnd.code === 0 ? "passed" : `FAILED (${clusterEnd.why})`}, ${clusterEnd.secs} s ──\n${clusterOut}`,
-);
-
-const summaries = [summaryOf("rest"), summaryOf("cluster")].flatMap((f) => {
-  try {
-    return [JSON.parse(readFileSync(f, "utf8"))];
-  } catch {
-    return []; // that process ended before its reporter wrote (its exit code says why)
-  }
-});
-rmSync(scratch, { recursive: true, force: true });
-const all = { passed: 0, failed: 0, skipped: 0, files: [] };
-for (const s of summaries) {
-  all.passed += s.passed;
-  all.failed += s.failed;
-  all.skipped += s.skipped;
-  all.files.push(...s.files);
-}
-all.files.sort((a, b) => b.ms - a.ms);
-// Every file's time, for working on the suite's length (docs/testing.md "What the suite costs").
-if (process.env.COTAL_TEST_TIMINGS) writeFileSync(process.env.COTAL_TEST_TIMINGS, `${JSON.stringify(all.files, null, 1)}\n`);
-process.stdout.write(
-  `\nnpm test: the projects all and mesh-static ${restEnd.secs} s (${restEnd.why}), the cluster project beside them ${clusterEnd.secs} s (${clusterEnd.why})\n`,
-);
-process.stdout.write(closingLines(all));
-process.exit(restEnd.code !== 0 || clusterEnd.code !== 0 || summaries.length < 2 ? 1 : 0);
+await import("./test-side-by-side.mjs");
