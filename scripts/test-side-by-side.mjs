@@ -3,7 +3,8 @@
 // the `all` and `mesh-static` projects in the other, instead of one after the other. The cluster
 // files mostly wait on raft timers and containers, so the cores they leave idle run the rest; so
 // that a busy machine cannot starve a node's election, the cluster project runs at this process's
-// CPU priority and the rest at nice 10 (inherited by every server and CLI it starts). The rest's
+// CPU priority and the rest ten steps lower (nice 10 from a normal shell; inherited by every server
+// and CLI it starts). The rest's
 // output streams; the cluster project's is printed whole when both have ended, then one closing
 // line for both. Exits non-zero when either failed. Runs the projects of the vitest config in its
 // working directory (test/harness/side-by-side.test.ts runs it on a small one).
@@ -13,8 +14,8 @@ import { join } from "node:path";
 import { closingLines } from "./test-summary.mjs";
 import { vitestRun } from "./vitest-run.mjs";
 
-/** Niceness of the projects beside the cluster project (0 is normal, 19 the lowest; never raised). */
-const BESIDE_NICENESS = 10;
+/** How many steps of niceness the projects beside the cluster project get below it (19 is the lowest). */
+const BESIDE_STEPS = 10;
 
 const scratch = mkdtempSync(join(tmpdir(), "cotal-test-run-"));
 const summaryOf = (name) => join(scratch, `${name}.json`);
@@ -27,7 +28,7 @@ let clusterOut = "";
 cluster.child.stdout.on("data", (d) => (clusterOut += d));
 cluster.child.stderr.on("data", (d) => (clusterOut += d));
 try {
-  setPriority(Math.max(BESIDE_NICENESS, getPriority()));
+  setPriority(Math.min(19, getPriority() + BESIDE_STEPS));
 } catch (err) {
   process.stderr.write(`npm test: could not lower the CPU priority of the projects beside the cluster project (${err.message}); they run at normal priority\n`);
 }

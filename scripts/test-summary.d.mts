@@ -5,5 +5,4 @@ export interface RunSummary {
   skipped: number;
   files: { name: string; ms: number }[];
 }
-export declare const SLOWEST: number;
 export declare function closingLines(s: RunSummary): string;

@@ -1,8 +1,8 @@
 // The closing lines of a test run, shared by the summary reporter (one vitest process) and
-// scripts/test.mjs (two side by side): the slowest files and one plain line any CI can read.
+// scripts/test-side-by-side.mjs (two side by side): the slowest files and one plain line any CI can read.
 
 /** How many of the slowest files the closing lines name. */
-export const SLOWEST = 15;
+const SLOWEST = 15;
 
 /** The slowest files (tests and hooks) and `N passed, N failed, N skipped`. */
 export function closingLines(s) {

@@ -193,38 +193,41 @@ class Cluster implements NatsCluster {
 
   /** What each running node last said of the meta group (for a wait's failure message). */
   private lastMetaViews = "";
-  /** The running nodes the leader has not heard from for META_STALL_NS, as of the last look. */
-  private stalled: NatsServer[] = [];
 
   async metaLeader(opts: { majority?: boolean } = {}): Promise<string | undefined> {
+    return (await this.lookAtMeta(opts)).leader;
+  }
+
+  /** The agreed meta leader (when enough nodes are current), and the running nodes it has not heard from for META_STALL_NS. */
+  private async lookAtMeta(opts: { majority?: boolean }): Promise<{ leader?: string; stalled: NatsServer[] }> {
     const running = this.servers.filter((s) => s.running);
-    if (running.length === 0) return undefined;
+    if (running.length === 0) return { stalled: [] };
     const views = await Promise.all(running.map(jsz));
     this.lastMetaViews = running.map((s, i) => `${s.serverName}: ${JSON.stringify(views[i]?.meta_cluster ?? null)}`).join("; ");
     const leader = views[0]?.meta_cluster?.leader;
-    if (!leader || views.some((v) => v.meta_cluster?.leader !== leader)) return undefined;
+    if (!leader || views.some((v) => v.meta_cluster?.leader !== leader)) return { stalled: [] };
     const leaderIdx = running.findIndex((s) => s.serverName === leader);
     const leaderView = views[leaderIdx];
-    if (!leaderView) return undefined;
+    if (!leaderView) return { stalled: [] };
     const replicas = leaderView.meta_cluster?.replicas ?? [];
     const stalledNames = new Set(replicas.filter((r) => !r.current && (r.active ?? 0) > META_STALL_NS).map((r) => r.name));
     // A node restarted a moment ago still shows the silence of the time it was down.
-    this.stalled = running.filter((s) => stalledNames.has(s.serverName ?? "") && Date.now() - s.startedAt > META_STALL_NS / 1e6);
+    const stalled = running.filter((s) => stalledNames.has(s.serverName ?? "") && Date.now() - s.startedAt > META_STALL_NS / 1e6);
     const current = new Set(replicas.filter((r) => r.current).map((r) => r.name));
     const currentCount = running.filter((s) => s.serverName === leader || current.has(s.serverName ?? "")).length;
     const enough = opts.majority ? currentCount > this.servers.length / 2 : currentCount === running.length;
-    return enough ? leader : undefined;
+    return { leader: enough ? leader : undefined, stalled };
   }
 
   async waitForMetaLeader(timeoutMs = 30_000, opts: { majority?: boolean } = {}): Promise<string> {
     let leader: string | undefined;
     this.lastMetaViews = "(no node answered /jsz)";
-    this.stalled = [];
     const restarted = new Set<NatsServer>();
     await until(
       async () => {
-        leader = await this.metaLeader(opts);
-        for (const node of this.stalled.filter((n) => !restarted.has(n))) {
+        const look = await this.lookAtMeta(opts);
+        leader = look.leader;
+        for (const node of look.stalled.filter((n) => !restarted.has(n))) {
           restarted.add(node);
           console.error(
             `cluster ${this.name}: the meta leader has not heard from ${node.serverName} for over ${META_STALL_NS / 1e9} s (a stalled catch-up); restarting it once`,

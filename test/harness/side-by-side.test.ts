@@ -1,7 +1,7 @@
 // `npm test` runs the cluster project beside the rest (scripts/test-side-by-side.mjs,
 // docs/testing.md "How npm test runs"). Run here on a small vitest config of the same three
-// projects: the two processes run at the same time, the rest at nice 10 and the cluster project at
-// the runner's own priority, the cluster output comes whole after the rest's, one closing line
+// projects: the two processes run at the same time, the rest ten steps of niceness below the
+// cluster project, which runs at the runner's own priority, the cluster output comes whole after the rest's, one closing line
 // counts both, and a failure in either fails the run.
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -17,9 +17,9 @@ mkdirSync(join(projectRoot, "test-artifacts"), { recursive: true });
 const fixtures = mkdtempSync(join(projectRoot, "test-artifacts", "side-by-side-"));
 afterAll(() => rmSync(fixtures, { recursive: true, force: true }));
 
-/** The niceness the runner starts at (this worker's), and the one it gives the rest. */
+/** The niceness the runner starts at (this worker's: 10 under npm test), and the one it gives the rest. */
 const own = getPriority();
-const beside = Math.max(10, own);
+const beside = Math.min(19, own + 10);
 
 /** A folder with a vitest config of the projects `npm test` runs, and one small file each. */
 function fixture(name: string, clusterFails: boolean): string {

@@ -5,8 +5,8 @@ import { closingLines, type RunSummary } from "../../scripts/test-summary.mjs";
 /**
  * Prints the slowest files (tests and hooks, per project: where the suite's time goes, docs/testing.md)
  * and one plain closing line, `N passed, N failed, N skipped`, after vitest's own summary, so any CI
- * can read the outcome without knowing vitest's format. Under `npm test` (scripts/test.mjs runs two
- * vitest processes side by side) it writes the summary to `COTAL_TEST_SUMMARY` instead, and the
+ * can read the outcome without knowing vitest's format. Under `npm test` (scripts/test-side-by-side.mjs
+ * runs two vitest processes side by side) it writes the summary to `COTAL_TEST_SUMMARY` instead, and the
  * runner prints one closing line for both.
  */
 export default class SummaryReporter implements Reporter {
