@@ -1,7 +1,6 @@
 // The terminal UI of `cotal console` (Ink, the React renderer Claude Code itself is built with).
 // React.createElement instead of JSX keeps the build and lint setup unchanged.
-import { Box, render, Text, useApp, useInput, useStdout } from "ink";
-import { createElement as h, useEffect, useState } from "react";
+import type * as Ink from "./console-ink.js";
 import type { RosterEntry } from "../broker/index.js";
 import { eventsChannelOf, parsePrincipal, principalId } from "../schemas/index.js";
 import { rosterLine } from "./commands/console.js";
@@ -74,46 +73,53 @@ class ConsoleModel {
   }
 }
 
-function App({ model }: { model: ConsoleModel }) {
-  const [, setVersion] = useState(0);
-  const [tab, setTab] = useState(0);
-  const { exit } = useApp();
-  const { stdout } = useStdout();
-  useEffect(() => model.subscribe(() => setVersion((v) => v + 1)), [model]);
-  useInput((input, key) => {
-    const n = model.tabs.length;
-    if (input === "q" || (key.ctrl && input === "c")) exit();
-    else if (key.rightArrow || key.tab) setTab((t) => (t + 1) % n);
-    else if (key.leftArrow) setTab((t) => (t - 1 + n) % n);
-  });
-  const rows = Math.max(10, (stdout.rows ?? 24) - 4);
-  const tabs = model.tabs;
-  const current = tabs[Math.min(tab, tabs.length - 1)] ?? "feed";
-  const lines = model.linesOf(current).slice(-rows);
-  return h(
-    Box,
-    { flexDirection: "column" },
-    h(Text, { bold: true }, `cotal console — ${model.stale ? `[stale] ${model.stale}` : "live"}   (←/→ tabs, q quits)`),
-    h(
-      Box,
-      { flexDirection: "row" },
-      h(
-        Box,
-        { flexDirection: "column", width: 44, borderStyle: "single", paddingX: 1 },
-        h(Text, { bold: true }, "Roster"),
-        ...(model.roster.length
-          ? model.roster.map((e) => h(Text, { key: e.id, wrap: "truncate-end", dimColor: e.status === "offline" }, rosterLine(e).replace(/^roster /, "")))
-          : [h(Text, { key: "none", dimColor: true }, "nobody here")]),
-      ),
-      h(
-        Box,
-        { flexDirection: "column", flexGrow: 1, borderStyle: "single", paddingX: 1 },
-        h(Text, null, ...tabs.map((t) => h(Text, { key: t, inverse: t === current }, ` ${t} `))),
-        ...lines.map((l, i) => h(Text, { key: i, wrap: "truncate-end", dimColor: l.historical }, l.text)),
-      ),
-    ),
-  );
+/** Ink and React, loaded with the console (cli/console-ink.ts); the build points this at dist/console-ink.mjs. */
+export async function loadInk(): Promise<typeof Ink> {
+  return import("./console-ink.js");
 }
+
+/** The UI's root component, drawn with the Ink and React `loadInk` loaded. */
+const appOf = ({ Box, Text, useApp, useInput, useStdout, createElement: h, useEffect, useState }: typeof Ink) =>
+  function App({ model }: { model: ConsoleModel }) {
+    const [, setVersion] = useState(0);
+    const [tab, setTab] = useState(0);
+    const { exit } = useApp();
+    const { stdout } = useStdout();
+    useEffect(() => model.subscribe(() => setVersion((v) => v + 1)), [model]);
+    useInput((input, key) => {
+      const n = model.tabs.length;
+      if (input === "q" || (key.ctrl && input === "c")) exit();
+      else if (key.rightArrow || key.tab) setTab((t) => (t + 1) % n);
+      else if (key.leftArrow) setTab((t) => (t - 1 + n) % n);
+    });
+    const rows = Math.max(10, (stdout.rows ?? 24) - 4);
+    const tabs = model.tabs;
+    const current = tabs[Math.min(tab, tabs.length - 1)] ?? "feed";
+    const lines = model.linesOf(current).slice(-rows);
+    return h(
+      Box,
+      { flexDirection: "column" },
+      h(Text, { bold: true }, `cotal console — ${model.stale ? `[stale] ${model.stale}` : "live"}   (←/→ tabs, q quits)`),
+      h(
+        Box,
+        { flexDirection: "row" },
+        h(
+          Box,
+          { flexDirection: "column", width: 44, borderStyle: "single", paddingX: 1 },
+          h(Text, { bold: true }, "Roster"),
+          ...(model.roster.length
+            ? model.roster.map((e) => h(Text, { key: e.id, wrap: "truncate-end", dimColor: e.status === "offline" }, rosterLine(e).replace(/^roster /, "")))
+            : [h(Text, { key: "none", dimColor: true }, "nobody here")]),
+        ),
+        h(
+          Box,
+          { flexDirection: "column", flexGrow: 1, borderStyle: "single", paddingX: 1 },
+          h(Text, null, ...tabs.map((t) => h(Text, { key: t, inverse: t === current }, ` ${t} `))),
+          ...lines.map((l, i) => h(Text, { key: i, wrap: "truncate-end", dimColor: l.historical }, l.text)),
+        ),
+      ),
+    );
+  };
 
 /** Run the terminal UI until q (or Ctrl-C). */
 export async function runConsoleUi(s: MeshSession, o: { sinceMs: number; agents: string[]; channels: string[] }): Promise<void> {
@@ -122,7 +128,8 @@ export async function runConsoleUi(s: MeshSession, o: { sinceMs: number; agents:
   const feed = new ConsoleFeed(s, log, (item) => model.add(item));
   const roster = await s.roster();
   model.setRoster(roster.entries());
-  const app = render(h(App, { model }), { exitOnCtrlC: false });
+  const ink = await loadInk();
+  const app = ink.render(ink.createElement(appOf(ink), { model }), { exitOnCtrlC: false });
   const planes = o.agents.length ? o.agents.map((a) => eventsChannelOf(parsePrincipal(a))) : planesOf(roster.entries());
   await feed.add([...planes, ...o.channels], o.sinceMs);
   roster.onChange((entries) => {

@@ -61,4 +61,4 @@ export function buildProgram(): Command {
   return program;
 }
 
-await runProgram(process.argv, buildProgram);
+void runProgram(process.argv, buildProgram);

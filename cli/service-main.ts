@@ -16,4 +16,4 @@ export function buildServiceProgram(): Command {
   return program;
 }
 
-await runProgram(process.argv, buildServiceProgram);
+void runProgram(process.argv, buildServiceProgram);

@@ -1,21 +1,22 @@
 // Builds the runnable bundles with esbuild, so start-up never compiles TypeScript.
 // Type checking is `npm run typecheck` (tsc --noEmit).
 import { build } from "esbuild";
-import { chmod, copyFile, mkdir, rename } from "node:fs/promises";
+import { chmod, copyFile, mkdir, rename, writeFile } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 /** Entry points: bundle name → source. Each bundle is self-contained (node_modules inlined). */
 const entries = {
-  cotal: "cli/main.ts",
+  // Ink and React, loaded by `cotal console` alone (cli/console-ink.ts).
+  "console-ink": "cli/console-ink.ts",
+  // What the launchers below run a CommonJS bundle with, from a code cache (cli/code-cache.ts).
+  "code-cache": "cli/code-cache.ts",
   connector: "connector/mcp-main.ts",
   hook: "connector/hook-main.ts",
   // Cotal's OpenCode plugin: OpenCode loads it from its config (docs/runtimes.md).
   "opencode-plugin": "opencode/plugin.ts",
   // A seat process loads only what it runs (issue 30): the manager starts echo seats from it.
   "echo-seat": "manager/echo-seat-main.ts",
-  // So do the mesh service and the manager `cotal up` starts (cli/service-process.ts).
-  "cotal-service": "cli/service-main.ts",
   bench: "bench/bin/mesh.ts",
   "bench-connector": "bench/bin/connector.ts",
   // The raw client's hook and seat, beside which bench-connector measures the connector's.
@@ -25,6 +26,44 @@ const entries = {
   "bench-carry": "bench/bin/carry.ts",
   "bench-cluster": "bench/bin/cluster.ts",
 };
+
+/**
+ * The bundles that start most often, the CLI (every `cotal` command, every test's) and the
+ * services `cotal up` starts (cli/service-process.ts), are CommonJS: Node 20 keeps no compiled code
+ * between runs, and a CommonJS bundle can be run from a V8 code cache (cli/code-cache.ts), which
+ * ES modules cannot. `dist/<name>.mjs` is a launcher that runs `dist/<name>.cjs` from its cache.
+ */
+const cachedEntries = {
+  cotal: "cli/main.ts",
+  "cotal-service": "cli/service-main.ts",
+};
+
+/** `import.meta.url` of a CommonJS bundle: its own file's (cli/package-root.ts finds the package from it). */
+const cjsBanner = "var __cotalBundleUrl = require('node:url').pathToFileURL(__filename).href;";
+
+/** The launcher package.json's bin (and cotal up) runs: the CommonJS bundle beside it, from its code cache. */
+const launcher = (name) =>
+  [
+    "#!/usr/bin/env node",
+    "// Runs " + name + ".cjs from its V8 code cache (cli/code-cache.ts; built by scripts/build.mjs).",
+    'import { fileURLToPath } from "node:url";',
+    'import { runBundle } from "./code-cache.mjs";',
+    'runBundle(fileURLToPath(new URL("./' + name + '.cjs", import.meta.url)));',
+    "",
+  ].join("\n");
+
+/**
+ * The console's Ink (`import("./console-ink.js")` in cli/console-ui.ts) stays outside the CommonJS
+ * bundles: the ES module the build writes beside them, imported by its absolute URL (a relative
+ * one would resolve against the working directory from a code-cached script).
+ */
+const inkOutside = {
+  name: "ink-outside",
+  setup(b) {
+    b.onResolve({ filter: /^\.\/console-ink\.js$/ }, () => ({ path: "__COTAL_CONSOLE_INK__", external: true }));
+  },
+};
+const inkUrl = "require('node:url').pathToFileURL(require('node:path').join(__dirname, 'console-ink.mjs')).href";
 
 /**
  * Options of one bundle beyond the shared ones (none today). Every bundle drops whitespace and
@@ -60,33 +99,51 @@ const banner = [
   "const __dirname = __cotalDirname(__filename);",
 ].join("\n");
 
-await Promise.all(
-  Object.entries(entries).map(async ([name, entry]) => {
+const shared = {
+  bundle: true,
+  platform: "node",
+  target: "node20",
+  sourcemap: "linked",
+  legalComments: "none",
+  minifyWhitespace: true,
+  // Ink loads React DevTools only when DEV=true; it is not installed: a stub stands in.
+  // React and its reconciler pick their development or production build by NODE_ENV at run
+  // time, so both were bundled (react-reconciler 779 KB of the CLI's 3.1 MB, read and compiled
+  // by every `cotal` call): the production build alone is kept.
+  define: { "process.env.NODE_ENV": JSON.stringify("production") },
+  alias: { "react-devtools-core": "./scripts/no-react-devtools.mjs" },
+  plugins: [zodEnglishOnly],
+  logLevel: "warning",
+};
+
+await Promise.all([
+  ...Object.entries(entries).map(async ([name, entry]) => {
     const outfile = `dist/${name}.mjs`;
-    await build({
-      entryPoints: [entry],
-      outfile,
-      bundle: true,
-      platform: "node",
-      format: "esm",
-      target: "node20",
-      sourcemap: "linked",
-      legalComments: "none",
-      minifyWhitespace: true,
-      banner: { js: banner },
-      // Ink loads React DevTools only when DEV=true; it is not installed: a stub stands in.
-      // React and its reconciler pick their development or production build by NODE_ENV at run
-      // time, so both were bundled (react-reconciler 779 KB of the CLI's 3.1 MB, read and compiled
-      // by every `cotal` call): the production build alone is kept (the CLI's bundle 2.6 MB).
-      define: { "process.env.NODE_ENV": JSON.stringify("production") },
-      alias: { "react-devtools-core": "./scripts/no-react-devtools.mjs" },
-      plugins: [zodEnglishOnly],
-      logLevel: "warning",
-      ...entryOptions[name],
-    });
+    await build({ ...shared, entryPoints: [entry], outfile, format: "esm", banner: { js: banner }, ...entryOptions[name] });
     await chmod(outfile, 0o755);
   }),
-);
+  ...Object.entries(cachedEntries).map(async ([name, entry]) => {
+    const outfile = `dist/${name}.cjs`;
+    await build({
+      ...shared,
+      entryPoints: [entry],
+      outfile,
+      format: "cjs",
+      banner: { js: cjsBanner },
+      define: { ...shared.define, "import.meta.url": "__cotalBundleUrl" },
+      plugins: [...shared.plugins, inkOutside],
+      write: false,
+    }).then(async (r) => {
+      for (const f of r.outputFiles) {
+        const text = f.path.endsWith(".cjs") ? f.text.replaceAll('"__COTAL_CONSOLE_INK__"', inkUrl) : f.text;
+        if (f.path.endsWith(".cjs") && text.includes("__COTAL_CONSOLE_INK__")) throw new Error(`${outfile}: the console's Ink import was not rewritten`);
+        await writeFile(f.path, text);
+      }
+    });
+    await writeFile(`dist/${name}.mjs`, launcher(name));
+    await chmod(`dist/${name}.mjs`, 0o755);
+  }),
+]);
 
 // The plugin tree (plugin/, rendered from code and committed) runs these bundles from its bin/:
 // `claude --plugin-dir plugin/` and `cotal setup` use them. Copied whole, then renamed into place.

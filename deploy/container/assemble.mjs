@@ -6,7 +6,7 @@
 //   node deploy/container/assemble.mjs <out-dir> [--image cotal|nats] [--nats-server PATH] [--node PATH]
 //   docker build -t cotal:local <out-dir>
 //
-// `cotal` (default): node + nats-server + Cotal's bundles (dist/cotal.mjs, cotal-service.mjs, echo-seat.mjs, plugin/) under
+// `cotal` (default): node + nats-server + Cotal's bundles (dist/cotal.*, cotal-service.*, echo-seat.mjs, plugin/) under
 // /opt/cotal, a non-root user `cotal` (uid 10001), entrypoint deploy/container/entrypoint.mjs.
 // `nats`: nats-server alone (a cluster node or a hub), running as uid 10001, store in /data.
 // Prints a JSON line {dir, image, hash}: the hash covers every byte that goes into the image, so
@@ -80,8 +80,17 @@ files.set("/etc/group", Buffer.from(`root:x:0:\ncotal:x:${UID}:\n`));
 
 if (image === "cotal") {
   addBinary(nodeBin, "/usr/local/bin/node");
-  // The CLI, the services' bundle (mesh service, manager) and the echo seat's, beside each other.
-  const bundles = ["dist/cotal.mjs", "dist/cotal-service.mjs", "dist/echo-seat.mjs"];
+  // The CLI, the services' bundle (mesh service, manager) and the echo seat's, beside each other:
+  // the CLI's and the services' are launchers of CommonJS bundles (scripts/build.mjs).
+  const bundles = [
+    "dist/cotal.mjs",
+    "dist/cotal.cjs",
+    "dist/cotal-service.mjs",
+    "dist/cotal-service.cjs",
+    "dist/code-cache.mjs",
+    "dist/console-ink.mjs",
+    "dist/echo-seat.mjs",
+  ];
   const need = [...bundles, "plugin/bin/connector.mjs", "plugin/bin/hook.mjs"];
   for (const f of need) if (!existsSync(join(repo, f))) usage(`${f} is missing: run \`npm run build\` first`);
   for (const f of [...bundles, "deploy/container/entrypoint.mjs"]) files.set(`/opt/cotal/${f}`, join(repo, f));

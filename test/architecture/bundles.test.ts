@@ -8,10 +8,13 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { BUNDLES, ensureBuilt } from "../harness/build.js";
 
+/** The CommonJS bundle a launcher (dist/cotal.mjs, dist/cotal-service.mjs) runs from its code cache. */
+const code = (launcher: string): string => launcher.replace(/\.mjs$/, ".cjs");
+
 describe("bundles", () => {
   it("carry zod's English messages and no other language", () => {
     ensureBuilt();
-    const bundles = [BUNDLES.cli, BUNDLES.service, BUNDLES.connector, path.join(path.dirname(BUNDLES.cli), "echo-seat.mjs")];
+    const bundles = [code(BUNDLES.cli), code(BUNDLES.service), BUNDLES.connector, path.join(path.dirname(BUNDLES.cli), "echo-seat.mjs")];
     for (const file of bundles) {
       const text = readFileSync(file, "utf8");
       // English, as zod words it (the CLI and the wire's refusals quote it).
@@ -25,11 +28,12 @@ describe("bundles", () => {
 
   it("the services' bundle runs the mesh service, the manager and its seats, and leaves the console's Ink out", () => {
     ensureBuilt();
-    const text = readFileSync(BUNDLES.service, "utf8");
-    // Ink's layout engine and React's reconciler are the console's alone (the CLI carries them).
-    expect(readFileSync(BUNDLES.cli, "utf8")).toContain("loadYoga");
-    expect(text).not.toContain("loadYoga");
-    expect(text).not.toContain("reconciler");
+    // Ink's layout engine and React's reconciler are the console's alone, in their own module.
+    expect(readFileSync(path.join(path.dirname(BUNDLES.cli), "console-ink.mjs"), "utf8")).toContain("loadYoga");
+    for (const file of [code(BUNDLES.cli), code(BUNDLES.service)]) {
+      expect(readFileSync(file, "utf8"), file).not.toContain("loadYoga");
+      expect(readFileSync(file, "utf8"), file).not.toContain("reconciler");
+    }
     const run = (...args: string[]) => spawnSync(process.execPath, [BUNDLES.service, ...args], { encoding: "utf8", timeout: 30_000 });
     for (const command of [["mesh", "serve"], ["manager"], ["agent", "echo"]]) {
       const help = run(...command, "--help");

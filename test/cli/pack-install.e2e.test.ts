@@ -45,6 +45,9 @@ describe("the packed package installed into an empty project", () => {
     const pkg = join(project, "node_modules", "cotal");
     for (const f of [
       "dist/cotal.mjs",
+      "dist/cotal.cjs",
+      "dist/code-cache.mjs",
+      "dist/console-ink.mjs",
       "dist/connector.mjs",
       "dist/hook.mjs",
       "plugin/.claude-plugin/plugin.json",

@@ -1,11 +1,11 @@
-// docs/cli.md: without dist/cotal-service.mjs beside the CLI's bundle (a copy of dist/cotal.mjs
-// alone), `cotal up` runs the mesh service and the manager from the CLI itself, with the services'
+// docs/cli.md: without dist/cotal-service.mjs beside the CLI's bundle (a copy of dist/cotal.mjs,
+// the launcher, with the bundle it runs and nothing else), `cotal up` runs the mesh service and the manager from the CLI itself, with the services'
 // V8 flag, and `down` stops them. Through that copy, as a user who has only it would run it.
 import { execFile } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SERVICE_NODE_FLAGS } from "../../cli/service-process.js";
@@ -23,6 +23,7 @@ beforeAll(async () => {
   mkdirSync(join(root, "pkg", "dist"), { recursive: true });
   lone = join(root, "pkg", "dist", "cotal.mjs");
   copyFileSync(cotalBundle, lone);
+  for (const f of ["cotal.cjs", "code-cache.mjs"]) copyFileSync(join(dirname(cotalBundle), f), join(root, "pkg", "dist", f));
   writeFileSync(join(root, "pkg", "package.json"), JSON.stringify({ name: "cotal", version: "0.0.0", type: "module" }));
   project = join(root, "project");
   mkdirSync(project);
