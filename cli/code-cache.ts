@@ -90,11 +90,13 @@ export function runBundle(bundle: string): void {
   const dir = mode === "off" ? undefined : cacheDir();
   const file = dir && cacheFileOf(dir, bundle, st.size, st.mtimeMs);
   const cached = dir && file ? readCache(dir, file) : { untrusted: false };
-  const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {
+  // No `import()` runs inside the script: Node 20 loses a script's dynamic-import callback when its
+  // code comes from a cache ("A dynamic import callback was not specified"), so the build turns the
+  // bundle's `import("node:…")` into require and hands the console's Ink import to `__cotalImport`,
+  // which imports from this ES module.
+  const script = new vm.Script(`(function (exports, require, module, __filename, __dirname, __cotalImport) {${source}\n})`, {
     filename: bundle,
     ...(cached.data ? { cachedData: cached.data } : {}),
-    // The console's Ink is an ES module the bundle imports when `cotal console` runs.
-    importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
   });
   let outcome: CacheOutcome = !dir ? "unavailable" : cached.untrusted ? "untrusted" : cached.data ? "used" : "written";
   if (dir && file && (!cached.data || script.cachedDataRejected)) {
@@ -112,6 +114,6 @@ export function runBundle(bundle: string): void {
   }
   if (mode === "report") process.once("exit", () => process.stderr.write(`cotal: code cache ${outcome}${file ? ` (${file})` : ""}\n`));
   const module = { exports: {} as unknown, filename: bundle, id: bundle };
-  const run = script.runInThisContext() as (e: unknown, r: NodeJS.Require, m: unknown, f: string, d: string) => void;
-  run(module.exports, createRequire(bundle), module, bundle, path.dirname(bundle));
+  const run = script.runInThisContext() as (e: unknown, r: NodeJS.Require, m: unknown, f: string, d: string, i: (s: string) => Promise<unknown>) => void;
+  run(module.exports, createRequire(bundle), module, bundle, path.dirname(bundle), (specifier) => import(specifier));
 }

@@ -63,7 +63,22 @@ const inkOutside = {
     b.onResolve({ filter: /^\.\/console-ink\.js$/ }, () => ({ path: "__COTAL_CONSOLE_INK__", external: true }));
   },
 };
-const inkUrl = "require('node:url').pathToFileURL(require('node:path').join(__dirname, 'console-ink.mjs')).href";
+const inkImport = "__cotalImport(require('node:url').pathToFileURL(require('node:path').join(__dirname, 'console-ink.mjs')).href)";
+
+/**
+ * A CommonJS bundle's text as the launcher may run it from a code cache: no `import()` left, since
+ * Node 20 loses a script's dynamic-import callback when its code comes from a cache (cli/code-cache.ts).
+ * Node's own modules (`import("node:crypto")` in @nats-io/obj) are required instead, the console's
+ * Ink goes through the launcher's `__cotalImport`; any other `import(` fails the build.
+ */
+function withoutDynamicImport(outfile, text) {
+  const out = text
+    .replaceAll('import("__COTAL_CONSOLE_INK__")', inkImport)
+    .replace(/\bimport\(("node:[a-z_/]+")\)/g, "Promise.resolve().then(() => require($1))");
+  const left = [...out.matchAll(/[^\w$.]import\(/g)].map((m) => out.slice(m.index, m.index + 80));
+  if (left.length) throw new Error(`${outfile}: dynamic imports the code cache cannot run:\n${left.join("\n")}`);
+  return out;
+}
 
 /**
  * Options of one bundle beyond the shared ones (none today). Every bundle drops whitespace and
@@ -135,9 +150,7 @@ await Promise.all([
       write: false,
     }).then(async (r) => {
       for (const f of r.outputFiles) {
-        const text = f.path.endsWith(".cjs") ? f.text.replaceAll('"__COTAL_CONSOLE_INK__"', inkUrl) : f.text;
-        if (f.path.endsWith(".cjs") && text.includes("__COTAL_CONSOLE_INK__")) throw new Error(`${outfile}: the console's Ink import was not rewritten`);
-        await writeFile(f.path, text);
+        await writeFile(f.path, f.path.endsWith(".cjs") ? withoutDynamicImport(outfile, f.text) : f.text);
       }
     });
     await writeFile(`dist/${name}.mjs`, launcher(name));

@@ -10,7 +10,7 @@ import { chmodSync, chownSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildCli, cleanEnv, cotalBundle, runCotal, type CliResult } from "../harness/cli.js";
+import { buildCli, cleanEnv, cotalBundle, freePort, runCotal, type CliResult } from "../harness/cli.js";
 
 let work: string;
 let n = 0;
@@ -71,6 +71,24 @@ describe("the code cache, as a user meets it", () => {
     expect(statSync(file).size).toBeGreaterThan(1000);
     expect(outcome(await c.cotal(["--version"]))).toBe("used");
   });
+
+  it("a command that loads modules as it runs works from the cache its own first run wrote (up -d, down)", async () => {
+    // Node 20 drops a script's dynamic-import callback when its code comes from a cache: the
+    // functions that ran in the first `up -d` (the auth store's, the Object Store's hashing) are in
+    // the cache the second one runs. The build turns such imports into require (scripts/build.mjs).
+    const c = cacheHome();
+    const project = join(work, `project-${n}`);
+    mkdirSync(project);
+    const env = cleanEnv({ XDG_CACHE_HOME: c.home, COTAL_CODE_CACHE: "report" });
+    const run = (...args: string[]) => runCotal(args, { cwd: project, env, timeoutMs: 60_000 });
+    const port = String(await freePort());
+    for (const expected of ["written", "used"]) {
+      const up = await run("up", "-d", "--port", port);
+      expect([up.code, outcome(up), up.stderr]).toEqual([0, expected, expect.not.stringContaining("dynamic import")]);
+      const down = await run("down");
+      expect([down.code, outcome(down)]).toEqual([0, "used"]);
+    }
+  }, 120_000);
 
   it("two installs of the CLI keep their own caches and never evict each other's", async () => {
     const c = cacheHome();
