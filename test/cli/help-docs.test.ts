@@ -1,17 +1,24 @@
-// docs/cli.md stays in step with `--help`: for every command and subcommand the built CLI lists,
-// each flag its --help shows appears in that command's section of docs/cli.md, and each flag the
-// section's usage blocks and flag tables name is one the command (or a subcommand) really has.
-import { execFileSync } from "node:child_process";
+// docs/cli.md stays in step with `--help`: for every command and subcommand the CLI lists, each flag
+// its --help shows appears in that command's section of docs/cli.md, and each flag the section's
+// usage blocks and flag tables name is one the command (or a subcommand) really has. The help is
+// commander's, read from the program the CLI runs (cli/cotal-program.ts) in this process: one
+// `cotal … --help` process per command cost this file ≈ 60 CLI starts; the built CLI's own --help
+// is test/cli/help.e2e.test.ts's.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import type { Command } from "commander";
 import { beforeAll, describe, expect, it } from "vitest";
-import { buildCli, cotalBundle, projectRoot } from "../harness/cli.js";
+import { buildProgram } from "../../cli/cotal-program.js";
+import { projectRoot } from "../harness/cli.js";
 
 /** Options every command has through the root program, documented once. */
 const GLOBAL = new Set(["--help", "--version", "--log-format", "--debug"]);
 
+/** `cotal <path> --help`'s text, as commander writes it (200 columns: no flag wraps onto a line of its own). */
 function help(path: string[]): string {
-  return execFileSync(process.execPath, [cotalBundle, ...path, "--help"], { encoding: "utf8", env: { ...process.env, COLUMNS: "200" } });
+  let cmd: Command = program;
+  for (const name of path) cmd = cmd.commands.find((c) => c.name() === name)!;
+  return cmd.configureHelp({ helpWidth: 200 }).helpInformation();
 }
 
 /** The lines of one `Name:` block of commander's help. */
@@ -94,15 +101,18 @@ function definedFlags(section: string): Set<string> {
 let commands: Cmd[];
 let docs: Map<string, string>;
 
+let program: Command;
+
 beforeAll(() => {
-  buildCli();
+  program = buildProgram();
   commands = walk([]).filter((c) => c.path.length > 0);
   docs = sections(readFileSync(join(projectRoot, "docs", "cli.md"), "utf8"));
 }, 120_000);
 
 describe("docs/cli.md is in step with --help", () => {
-  it("walked the CLI's commands", () => {
+  it("walked the CLI's commands and their flags", () => {
     expect(commands.length).toBeGreaterThan(15);
+    expect(commands.find((c) => c.path.join(" ") === "send dm")?.flags).toContain("--attach");
   });
 
   it("every command and subcommand has a section, and every flag of its --help is in it", () => {

@@ -1,7 +1,10 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+// The product's authenticator: it signs the nonce with node:crypto, not nats.js's tweetnacl in JavaScript
+// (4 s of a worker's CPU over test/mesh, test/attacks and test/connector).
+import { credsBytesAuthenticator } from "../../broker/internal.js";
 import {
   ChannelRegistry,
   Endpoint,
@@ -93,7 +96,7 @@ export class TestMesh {
   async connection(creds?: string, inboxPrefix?: string): Promise<NatsConnection> {
     const nc = await connect({
       servers: this.server.url,
-      ...(creds ? { authenticator: credsAuthenticator(readFileSync(creds)) } : {}),
+      ...(creds ? { authenticator: credsBytesAuthenticator(readFileSync(creds)) } : {}),
       ...(inboxPrefix ? { inboxPrefix } : {}),
       maxReconnectAttempts: 0,
       // A cut connection tries once more, and a revoked one is refused then: 100 ms, not nats.js's 2 s.
@@ -132,7 +135,7 @@ export class TestMesh {
       name: "mesh-service",
       maxReconnectAttempts: -1,
       reconnectTimeWait: 250,
-      ...(meshCreds ? { authenticator: credsAuthenticator(readFileSync(meshCreds)) } : {}),
+      ...(meshCreds ? { authenticator: credsBytesAuthenticator(readFileSync(meshCreds)) } : {}),
     });
     const limits = { ...TEST_STORAGE, ...opts.limits };
     const service = await MeshService.start(nc, space, { ...opts, limits, ...(auth ? { auth: { store: auth.store, server: server.url } } : {}) });
@@ -163,7 +166,7 @@ export class TestMesh {
   async rawConnection(): Promise<NatsConnection> {
     const nc = await connect({
       servers: this.server.url,
-      ...(this.auth ? { authenticator: credsAuthenticator(readFileSync(this.auth.cliCreds)) } : {}),
+      ...(this.auth ? { authenticator: credsBytesAuthenticator(readFileSync(this.auth.cliCreds)) } : {}),
     });
     this.conns.push(nc);
     return nc;
