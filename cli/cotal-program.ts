@@ -62,4 +62,3 @@ export function buildProgram(): Command {
   );
   return program;
 }
-
