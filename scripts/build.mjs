@@ -15,8 +15,6 @@ const entries = {
   hook: "connector/hook-main.ts",
   // Cotal's OpenCode plugin: OpenCode loads it from its config (docs/runtimes.md).
   "opencode-plugin": "opencode/plugin.ts",
-  // A seat process loads only what it runs (issue 30): the manager starts echo seats from it.
-  "echo-seat": "manager/echo-seat-main.ts",
   bench: "bench/bin/mesh.ts",
   "bench-connector": "bench/bin/connector.ts",
   // The raw client's hook and seat, beside which bench-connector measures the connector's.
@@ -28,14 +26,17 @@ const entries = {
 };
 
 /**
- * The bundles that start most often, the CLI (every `cotal` command, every test's) and the
- * services `cotal up` starts (cli/service-process.ts), are CommonJS: Node 20 keeps no compiled code
+ * The bundles that start most often, the CLI (every `cotal` command, every test's), the services
+ * `cotal up` starts (cli/service-process.ts) and the echo seats a manager starts, are CommonJS: Node 20 keeps no compiled code
  * between runs, and a CommonJS bundle can be run from a V8 code cache (cli/code-cache.ts), which
  * ES modules cannot. `dist/<name>.mjs` is a launcher that runs `dist/<name>.cjs` from its cache.
  */
 const cachedEntries = {
   cotal: "cli/main.ts",
   "cotal-service": "cli/service-main.ts",
+  // A seat process loads only what it runs (issue 30): the manager starts echo seats from it, and
+  // from the cache a seat's first DM runs code an earlier seat compiled.
+  "echo-seat": "manager/echo-seat-main.ts",
 };
 
 /** `import.meta.url` of a CommonJS bundle: its own file's (cli/package-root.ts finds the package from it). */

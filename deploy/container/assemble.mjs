@@ -90,6 +90,7 @@ if (image === "cotal") {
     "dist/code-cache.mjs",
     "dist/console-ink.mjs",
     "dist/echo-seat.mjs",
+    "dist/echo-seat.cjs",
   ];
   const need = [...bundles, "plugin/bin/connector.mjs", "plugin/bin/hook.mjs"];
   for (const f of need) if (!existsSync(join(repo, f))) usage(`${f} is missing: run \`npm run build\` first`);

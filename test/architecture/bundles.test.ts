@@ -8,13 +8,13 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { BUNDLES, ensureBuilt } from "../harness/build.js";
 
-/** The CommonJS bundle a launcher (dist/cotal.mjs, dist/cotal-service.mjs) runs from its code cache. */
+/** The CommonJS bundle a launcher (dist/cotal.mjs, cotal-service.mjs, echo-seat.mjs) runs from its code cache. */
 const code = (launcher: string): string => launcher.replace(/\.mjs$/, ".cjs");
 
 describe("bundles", () => {
   it("carry zod's English messages and no other language", () => {
     ensureBuilt();
-    const bundles = [code(BUNDLES.cli), code(BUNDLES.service), BUNDLES.connector, path.join(path.dirname(BUNDLES.cli), "echo-seat.mjs")];
+    const bundles = [code(BUNDLES.cli), code(BUNDLES.service), BUNDLES.connector, code(path.join(path.dirname(BUNDLES.cli), "echo-seat.mjs"))];
     for (const file of bundles) {
       const text = readFileSync(file, "utf8");
       // English, as zod words it (the CLI and the wire's refusals quote it).
