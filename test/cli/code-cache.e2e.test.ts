@@ -38,6 +38,7 @@ function runCotalFrom(launcher: string, args: string[], home: string, mode: stri
 /** What the call said it did with the cache (its stderr's report line). */
 const outcome = (r: CliResult): string => /cotal: code cache (\w+)/.exec(r.stderr)?.[1] ?? `no report in: ${r.stderr}`;
 const mode = (p: string): number => statSync(p).mode & 0o777;
+const version = (JSON.parse(readFileSync(join(dirname(cotalBundle), "..", "package.json"), "utf8")) as { version: string }).version;
 
 describe("the code cache, as a user meets it", () => {
   it("the first call writes it, 0600 in a 0700 folder; the next run from it and print the same", async () => {
@@ -63,11 +64,7 @@ describe("the code cache, as a user meets it", () => {
     const file = join(c.dir, c.files()[0]!);
     writeFileSync(file, "not bytecode");
     const r = await c.cotal(["--version"]);
-    expect([r.code, outcome(r), r.stdout.trim()]).toEqual([
-      0,
-      "rejected",
-      JSON.parse(readFileSync(join(dirname(cotalBundle), "..", "package.json"), "utf8")).version,
-    ]);
+    expect([r.code, outcome(r), r.stdout.trim()]).toEqual([0, "rejected", version]);
     expect(statSync(file).size).toBeGreaterThan(1000);
     expect(outcome(await c.cotal(["--version"]))).toBe("used");
   });
@@ -89,6 +86,14 @@ describe("the code cache, as a user meets it", () => {
       expect([down.code, outcome(down)]).toEqual([0, "used"]);
     }
   }, 120_000);
+
+  it("a cache folder that cannot be made costs nothing but the compile: the command runs and says so", async () => {
+    const blocker = join(work, "a-file");
+    writeFileSync(blocker, "");
+    const env = cleanEnv({ XDG_CACHE_HOME: join(blocker, "cache"), COTAL_CODE_CACHE: "report" });
+    const r = await runCotal(["--version"], { cwd: work, env });
+    expect([r.code, outcome(r), r.stdout.trim()]).toEqual([0, "unwritten", version]);
+  });
 
   it("two installs of the CLI keep their own caches and never evict each other's", async () => {
     const c = cacheHome();
