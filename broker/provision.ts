@@ -231,15 +231,6 @@ const RECONCILED = [
   "allow_rollup_hdrs",
 ] as const;
 
-/**
- * How long provisioning waits for each JetStream API call. Creating a stream replicated on three
- * nodes waits for their raft group to form and write to disk; on slow disks or a loaded host that
- * outlasts the client's default 5 s (a 3-node cluster on FUSE stores beside the rest of the suite
- * timed out creating the DM stream), and the stream is then usually created all the same. `cotal
- * up` provisions once: it waits, within this bound, rather than fail.
- */
-export const PROVISION_API_TIMEOUT_MS = 30_000;
-
 /** Create stream `want.name`, or reconcile the RECONCILED fields of the one there (a conflict is a StreamConflictError). */
 export async function ensureStream(jsm: JetStreamManager, want: Partial<StreamConfig> & { name: string }, report: ProvisionReport): Promise<void> {
   let have: StreamConfig | undefined;
@@ -274,10 +265,10 @@ export async function ensureStream(jsm: JetStreamManager, want: Partial<StreamCo
 export async function ensureSpace(nc: NatsConnection, space: string, opts: SpaceOptions = {}): Promise<ProvisionReport> {
   // Replicas apply to what is created now: a stream created at R1 on one node stays R1 (docs/scaling.md).
   opts = { ...opts, replicas: opts.replicas ?? clusterReplicas(nc) };
-  const jsm = await jetstreamManager(nc, { timeout: PROVISION_API_TIMEOUT_MS });
+  const jsm = await jetstreamManager(nc);
   const report: ProvisionReport = { created: [], updated: [], unchanged: [] };
   for (const stream of spaceStreams(space, opts)) await ensureStream(jsm, stream, report);
-  const kvm = new Kvm(jetstream(nc, { timeout: PROVISION_API_TIMEOUT_MS }));
+  const kvm = new Kvm(nc);
   for (const b of spaceBuckets(space)) {
     const stream = `KV_${b.name}`;
     let exists = true;
@@ -324,7 +315,7 @@ async function ensureArtifacts(nc: NatsConnection, jsm: JetStreamManager, space:
     if (!isStreamNotFound(err)) throw err;
   }
   if (!have) {
-    await new Objm(jetstream(nc, { timeout: PROVISION_API_TIMEOUT_MS })).create(bucket, {
+    await new Objm(jetstream(nc)).create(bucket, {
       storage: StorageType.File,
       replicas: opts.replicas ?? 1,
       max_bytes: maxBytes,
