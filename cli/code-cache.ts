@@ -9,7 +9,20 @@
 // this user owns that nobody else may write (as ssh treats its keys), and written 0600 in a 0700
 // folder, atomically; anything else is left alone and the bundle is compiled from its source.
 // This module is the launchers' only import: node built-ins alone, nothing that logs.
-import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { createHash } from "node:crypto";
 import { createRequire } from "node:module";
 import os from "node:os";
@@ -36,33 +49,46 @@ export function cacheDir(env: NodeJS.ProcessEnv = process.env): string | undefin
 const prefixOf = (bundle: string): string => `${path.basename(bundle)}-${sha(bundle).slice(0, 8)}-`;
 const sha = (text: string): string => createHash("sha256").update(text).digest("hex");
 
-/** The cache file of one build of a bundle under one Node: a new build or a new Node gets a new name. */
-export function cacheFileOf(dir: string, bundle: string, size: number, mtimeMs: number): string {
-  return path.join(dir, `${prefixOf(bundle)}${sha(`${size}\0${mtimeMs}\0${process.version}\0${process.arch}`).slice(0, 12)}.v8`);
+/**
+ * The cache file of one build of a bundle under one Node: named by the bundle's content, since V8
+ * checks only a source's length against a cache, so another build of the same length must never
+ * find this one.
+ */
+export function cacheFileOf(dir: string, bundle: string, source: string): string {
+  return path.join(dir, `${prefixOf(bundle)}${sha(`${source}\0${process.version}\0${process.arch}`).slice(0, 12)}.v8`);
 }
+
+/** Whether what stat says is this user's own and writable by nobody else. */
+const privateStat = (st: { uid: number; mode: number }): boolean => st.uid === process.getuid?.() && (st.mode & 0o022) === 0;
 
 /** Whether a path is this user's own and writable by nobody else (and not a link someone could swap). */
 export function ownedAndPrivate(file: string): boolean {
-  const uid = process.getuid?.();
-  if (uid === undefined) return false;
   try {
     const st = lstatSync(file);
-    return !st.isSymbolicLink() && st.uid === uid && (st.mode & 0o022) === 0;
+    return !st.isSymbolicLink() && privateStat(st);
   } catch {
     return false;
   }
 }
 
-/** The cached bytecode, when there is a cache this user may trust. */
+/**
+ * The cached bytecode, when there is a cache this user may trust: the folder checked first, the
+ * file opened without following a link and judged by the descriptor it is read from, so what is
+ * checked is what is read.
+ */
 function readCache(dir: string, file: string): { data?: Buffer; untrusted: boolean } {
-  let data: Buffer;
+  let fd: number;
   try {
-    data = readFileSync(file);
-  } catch {
-    return { untrusted: false };
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch (err) {
+    return { untrusted: (err as NodeJS.ErrnoException).code === "ELOOP" };
   }
-  if (!ownedAndPrivate(dir) || !ownedAndPrivate(file)) return { untrusted: true };
-  return { data, untrusted: false };
+  try {
+    if (!ownedAndPrivate(dir) || !privateStat(fstatSync(fd))) return { untrusted: true };
+    return { data: readFileSync(fd), untrusted: false };
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Write the cache atomically (0600 in a 0700 folder) and drop older builds' caches of the same bundle. */
@@ -86,9 +112,8 @@ function writeCache(dir: string, bundle: string, file: string, data: Buffer): bo
 export function runBundle(bundle: string): void {
   const mode = process.env.COTAL_CODE_CACHE;
   const source = readFileSync(bundle, "utf8");
-  const st = statSync(bundle);
   const dir = mode === "off" ? undefined : cacheDir();
-  const file = dir && cacheFileOf(dir, bundle, st.size, st.mtimeMs);
+  const file = dir && cacheFileOf(dir, bundle, source);
   const cached = dir && file ? readCache(dir, file) : { untrusted: false };
   // No `import()` runs inside the script: Node 20 loses a script's dynamic-import callback when its
   // code comes from a cache ("A dynamic import callback was not specified"), so the build turns the

@@ -74,7 +74,7 @@ class ConsoleModel {
 }
 
 /** Ink and React, loaded with the console (cli/console-ink.ts); the build points this at dist/console-ink.mjs. */
-export async function loadInk(): Promise<typeof Ink> {
+async function loadInk(): Promise<typeof Ink> {
   return import("./console-ink.js");
 }
 
