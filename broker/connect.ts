@@ -5,6 +5,7 @@ import { SERVICE_PRINCIPALS } from "./auth/permissions.js";
 import { nkeyFromSeed } from "./auth/native-nkeys.js";
 import { InsecureSecretError } from "./auth/secret-files.js";
 import { AuthenticationRefusedError, MeshUnavailableError } from "./errors.js";
+import { RenewalWait } from "./renewal-wait.js";
 
 /** Where a mesh is and how to authenticate to it. */
 export interface MeshAddress {
@@ -16,6 +17,12 @@ export interface MeshAddress {
   name?: string | undefined;
   /** Reply-inbox prefix; identities may only subscribe to their own (`_INBOX.<owner>.<actor>`). */
   inboxPrefix?: string | undefined;
+  /**
+   * A long-lived service whose `creds` file another process renews (the host manager): when the
+   * server refuses its credential because it expired, keep presenting the file until it holds a
+   * renewed one, instead of closing (broker/renewal-wait.ts).
+   */
+  awaitRenewal?: boolean | undefined;
 }
 
 /** A parsed `cotal://host:port/space` link. */
@@ -160,7 +167,7 @@ export function readCredsFile(file: string): Buffer {
  * renewal). A file that cannot be read at that moment (removed with a retired seat's folder) leaves
  * the last bytes read: the server judges them.
  */
-export function credsFileAuthenticator(file: string, first: Uint8Array): Authenticator {
+export function credsFileAuthenticator(file: string, first: Uint8Array, presented?: (creds: Uint8Array) => void): Authenticator {
   let last = first;
   return (nonce?: string) => {
     try {
@@ -168,6 +175,7 @@ export function credsFileAuthenticator(file: string, first: Uint8Array): Authent
     } catch {
       // Keep the last good bytes: a refusal then comes from the server, with its reason.
     }
+    presented?.(last);
     // Once per connect: the JWT and the seed come from the same read.
     return credsBytesAuthenticator(last)(nonce);
   };
@@ -209,8 +217,9 @@ export async function connectMesh(addr: MeshAddress): Promise<NatsConnection> {
   const creds = addr.creds ? readCredsFile(addr.creds) : undefined;
   const owner = creds ? credsPrincipal(creds) : undefined;
   const inboxPrefix = addr.inboxPrefix ?? (owner ? `_INBOX.${owner}` : undefined);
+  const wait = creds && addr.creds && addr.awaitRenewal ? new RenewalWait(addr.creds, creds, credsExpired) : undefined;
   try {
-    return await connect({
+    const nc = await connect({
       servers: list,
       name: addr.name ?? "cotal",
       maxReconnectAttempts: -1,
@@ -218,8 +227,11 @@ export async function connectMesh(addr: MeshAddress): Promise<NatsConnection> {
       // Async stack traces cost a third of client CPU under load; errors here carry causes instead.
       noAsyncTraces: true,
       ...(inboxPrefix ? { inboxPrefix } : {}),
-      ...(creds && addr.creds ? { authenticator: credsFileAuthenticator(addr.creds, creds) } : {}),
+      ...(creds && addr.creds ? { authenticator: credsFileAuthenticator(addr.creds, creds, (c) => wait?.present(c)) } : {}),
+      ...wait?.options(),
     });
+    wait?.watch(nc);
+    return nc;
   } catch (cause) {
     if (cause instanceof AuthorizationError || cause instanceof UserAuthenticationExpiredError) {
       // The server says only "Authorization Violation": what the credential itself shows is the best reason.
@@ -251,6 +263,18 @@ export interface CredsClaims {
   pubAllow: string[];
   /** Subjects it may subscribe to. */
   subAllow: string[];
+}
+
+/**
+ * How far a server's clock may run ahead of this host's: a credential within this of its expiry,
+ * refused, is taken as expired (RenewalWait waits for its renewal rather than closing).
+ */
+const CLOCK_SKEW_MS = 5_000;
+
+/** Whether a credential's own expiry has passed, allowing for CLOCK_SKEW_MS. */
+export function credsExpired(creds: Uint8Array): boolean {
+  const exp = credsClaims(creds)?.exp;
+  return exp !== undefined && exp * 1000 <= Date.now() + CLOCK_SKEW_MS;
 }
 
 /** Decode the user JWT of a `.creds` file's bytes; undefined when there is none. */

@@ -120,7 +120,9 @@ async function runManager(target: MeshTarget, f: z.infer<typeof ManagerFlags>): 
   const stateDir = managerStateDir(target, f.stateDir);
   const instance = managerInstance(stateDir, credentialInstance(target, f.instance) ?? f.instance);
   const log = cliLog("manager", { space: target.space, instance });
-  const nc = await connectMesh({ server: target.server, creds: target.creds, name: `cotal-manager-${instance}` });
+  // `cotal up` renews the host manager's credential file in place: a renewal that lands after the
+  // expiry must still bring this process back (broker/renewal-wait.ts).
+  const nc = await connectMesh({ server: target.server, creds: target.creds, name: `cotal-manager-${instance}`, awaitRenewal: true });
   const svc = await ManagerService.start(nc, {
     space: target.space,
     server: target.server,

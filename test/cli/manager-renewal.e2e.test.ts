@@ -14,6 +14,7 @@ import { until } from "../harness/until.js";
 
 const { dir, cotal } = cliFolder("cotal-manager-renew-");
 const credsFile = join(dir, ".cotal/manager/manager.creds");
+const managerLog = () => readFileSync(join(dir, ".cotal/logs/manager.log"), "utf8").split("\n").slice(-30).join("\n");
 const managerPid = () => (JSON.parse(readFileSync(join(dir, ".cotal/run/manager.json"), "utf8")) as { pid: number }).pid;
 
 function ok(r: CliResult): CliResult {
@@ -67,7 +68,7 @@ describe("the host manager's credential", () => {
         return spawned.code !== 6;
       },
       90_000,
-      "the manager to serve a spawn again on its renewed credential",
+      () => `the manager to serve a spawn again on its renewed credential; last spawn: ${spawned?.stderr}\nthe manager's log:\n${managerLog()}`,
       1_000,
     );
     ok(spawned!);
