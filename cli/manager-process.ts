@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { homedir, hostname } from "node:os";
 import { join, resolve } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
   AuthenticationRefusedError,
@@ -101,7 +102,7 @@ export async function ensureManager(
   let state: ManagerUp["state"] = "started";
   if (rec) {
     const nc = await connectMesh({ server: t.server, creds: t.creds, name: "cotal-up" });
-    const alive = await answers(nc).finally(() => nc.close().catch(() => undefined));
+    const alive = await answersWithin(nc, answers).finally(() => nc.close().catch(() => undefined));
     if (alive) {
       writeRecord(file, rec);
       if (t.creds && PrincipalToken.safeParse(instance).success)
@@ -138,6 +139,22 @@ export async function ensureManager(
   const started = await startDetached(root, "manager", "the manager", args, t, 20_000, answers, { ...runtimesEnv, ...claudeShellEnv(process.env, mode) });
   writeRecord(file, started);
   return { state, pid: started.pid, instance, log: root.log("manager"), ...authOf() };
+}
+
+/**
+ * Asks a recorded manager up to ADOPT_ASKS times before taking it for hung: restarting one stops
+ * every seat it runs (it is started with --stop-seats), so a manager that is only slow, on a
+ * loaded machine, must not be restarted for one status call that took over a second.
+ */
+const ADOPT_ASKS = 5;
+/** Between asks: a manager reconnecting (the server just restarted) has no subscriptions for a moment. */
+const ADOPT_PAUSE_MS = 200;
+async function answersWithin(nc: NatsConnection, answers: (nc: NatsConnection) => Promise<boolean>): Promise<boolean> {
+  for (let i = 0; i < ADOPT_ASKS; i++) {
+    if (i > 0) await sleep(ADOPT_PAUSE_MS);
+    if (await answers(nc)) return true;
+  }
+  return false;
 }
 
 /**

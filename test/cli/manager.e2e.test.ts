@@ -68,6 +68,25 @@ describe("cotal manager, spawn, ps, stop", () => {
     ok(await cotal("stop", "--name", "first"));
   }, 60_000);
 
+  it("cotal up keeps a host manager that is only slow to answer, and its seats: it is not restarted", async () => {
+    const pid = (JSON.parse(readFileSync(join(project, ".cotal", "run", "manager.json"), "utf8")) as { pid: number }).pid;
+    ok(await cotal("spawn", "-d", "--agent", "echo", "--name", "keeper"));
+    // Stopped for 3 s, as a manager on a loaded machine answers late: `cotal up`'s first ask (1 s)
+    // goes unanswered. Restarting it would stop the seats it runs (it runs with --stop-seats).
+    process.kill(pid, "SIGSTOP");
+    const resume = setTimeout(() => process.kill(pid, "SIGCONT"), 3_000);
+    let up: CliResult;
+    try {
+      up = ok(await cotal("up", "--detach", "--json"));
+    } finally {
+      clearTimeout(resume);
+      process.kill(pid, "SIGCONT");
+    }
+    expect(up.json()).toMatchObject({ manager: { state: "running", pid } });
+    expect((await ps()).flatMap((m) => m.seats ?? []).find((v) => v.name === "keeper")).toMatchObject({ state: "joined" });
+    ok(await cotal("stop", "--name", "keeper"));
+  }, 60_000);
+
   it("spawns an echo seat that answers a DM, lists it, and stops it", async () => {
     startManager("hostA");
     await until(async () => (await ps()).some((m) => m.instance === "hostA"), 20_000, "manager hostA to be listed by ps");

@@ -2,7 +2,7 @@ import { afterEach, describe } from "vitest";
 import { expect, test, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
 import { collect } from "../harness/deliveries.js";
-import { localPrincipal } from "../../schemas/index.js";
+import { localPrincipal, names } from "../../schemas/index.js";
 
 let mesh: TestMesh | undefined;
 afterEach(async () => {
@@ -31,7 +31,12 @@ describe("no message is lost while the recipient is away", () => {
     expect(receipt.target).toEqual({ kind: "dm", to: "local.bob", recipient: "offline" });
     const bob2 = await mesh.joined("bob");
     const got = collect(bob2);
-    await until(() => got.texts().includes("while you were out"), 45_000, "bob gets the DM after reconnecting");
+    await until(() => got.texts().includes("while you were out"), 45_000, "bob gets the DM after reconnecting").catch(async (err: Error) => {
+      // Seen once in a loaded full run: say where the DM was (pending, delivered unacked, waiting pulls).
+      const jsm = await mesh!.dataJsm();
+      const info = await jsm.consumers.info(names.dmStream("offline2"), "dm_local-bob").catch((e: unknown) => e);
+      throw new Error(`${err.message}\nbob's DM consumer: ${JSON.stringify(info)}`, { cause: err });
+    });
   });
 
   test("a sender that holds no roster (a one-shot send) gets each recipient's status from the mesh service's lookup", async ({ nats }) => {
