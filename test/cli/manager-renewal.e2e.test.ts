@@ -5,6 +5,7 @@
 // renewing `cotal up`, and a spawn after the first credential expired.
 import { copyFileSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { connect, credsAuthenticator } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
 import { credsClaims } from "../../broker/index.js";
@@ -61,22 +62,34 @@ describe("the host manager's credential", () => {
     // The server has just closed the manager's expired connection; until it is back on the renewed
     // file a spawn goes unanswered (exit 6). On a loaded run a spawn caught in that cut lost its
     // reply and waited out the CLI's 30 s, and the renewed credential lives only 40 s past the first
-    // one's expiry: so, as an operator's `cotal up` would, the loop renews it again when it is due.
-    // It must serve again, as the same process.
+    // one's expiry: so, as an operator's `cotal up` would, it is renewed again whenever it is due,
+    // beside the spawns. It must serve again, as the same process.
+    let spawning = true;
+    const renewer = (async () => {
+      while (spawning) {
+        if (Date.now() >= renewalDueAt(credsFile)!) ok(await cotal("up", "-d", "--json"));
+        await sleep(1_000);
+      }
+    })();
+    renewer.catch(() => undefined); // its failure is thrown where it is awaited, below
     let spawned: CliResult | undefined;
     const attempts: string[] = [];
     const t0 = Date.now();
-    await until(
-      async () => {
-        if (Date.now() >= renewalDueAt(credsFile)!) ok(await cotal("up", "-d", "--json"));
-        spawned = await cotal("spawn", "-d", "--agent", "echo", "--name", "parrot", "--json");
-        attempts.push(`+${Date.now() - t0} ms: exit ${spawned.code} ${spawned.stderr.trim()}`);
-        return spawned.code !== 6;
-      },
-      120_000,
-      () => `the manager to serve a spawn again on its renewed credential; the spawns:\n${attempts.join("\n")}\nthe manager's log:\n${managerLog()}`,
-      1_000,
-    );
+    try {
+      await until(
+        async () => {
+          spawned = await cotal("spawn", "-d", "--agent", "echo", "--name", "parrot", "--json");
+          attempts.push(`+${Date.now() - t0} ms: exit ${spawned.code} ${spawned.stderr.trim()}`);
+          return spawned.code !== 6;
+        },
+        120_000,
+        () => `the manager to serve a spawn again on its renewed credential; the spawns:\n${attempts.join("\n")}\nthe manager's log:\n${managerLog()}`,
+        1_000,
+      );
+    } finally {
+      spawning = false;
+      await renewer;
+    }
     ok(spawned!);
     expect(managerPid()).toBe(pid);
   }, 400_000);
