@@ -14,8 +14,8 @@ const CLUSTER_FILES = [
   "test/durability/power-loss.test.ts",
   "test/bench/cluster.test.ts",
   // Files that wait out credential lifetimes (a renewal due, an expiry) on the clock: mostly idle,
-  // they held one of the rest's two workers for 60 and 34 s; here, beside the rest at its higher
-  // priority, they cost the run nothing, and a starved `cotal up` can no longer miss their window.
+  // they held one of the rest's two workers for 60 and 34 s; here, at the higher priority, a
+  // starved `cotal up` cannot miss the window they give it (docs/testing.md "Vitest projects").
   "test/cli/manager-renewal.e2e.test.ts",
   "test/manager/creds-renewal.test.ts",
 ];
