@@ -217,7 +217,7 @@ export async function connectMesh(addr: MeshAddress): Promise<NatsConnection> {
   const creds = addr.creds ? readCredsFile(addr.creds) : undefined;
   const owner = creds ? credsPrincipal(creds) : undefined;
   const inboxPrefix = addr.inboxPrefix ?? (owner ? `_INBOX.${owner}` : undefined);
-  const wait = creds && addr.creds && addr.awaitRenewal ? new RenewalWait(addr.creds, creds, credsExpired) : undefined;
+  const wait = creds && addr.creds && addr.awaitRenewal ? new RenewalWait(addr.creds, creds, (c) => credsExpired(c, CLOCK_SKEW_MS)) : undefined;
   try {
     const nc = await connect({
       servers: list,
@@ -235,12 +235,7 @@ export async function connectMesh(addr: MeshAddress): Promise<NatsConnection> {
   } catch (cause) {
     if (cause instanceof AuthorizationError || cause instanceof UserAuthenticationExpiredError) {
       // The server says only "Authorization Violation": what the credential itself shows is the best reason.
-      const exp = creds ? credsClaims(creds)?.exp : undefined;
-      const reason = !creds
-        ? "no-credential"
-        : cause instanceof UserAuthenticationExpiredError || (exp !== undefined && exp * 1000 <= Date.now())
-          ? "expired"
-          : "refused";
+      const reason = !creds ? "no-credential" : cause instanceof UserAuthenticationExpiredError || credsExpired(creds) ? "expired" : "refused";
       throw new AuthenticationRefusedError(servers, reason, cause);
     }
     throw new MeshUnavailableError(servers, cause);
@@ -271,10 +266,10 @@ export interface CredsClaims {
  */
 const CLOCK_SKEW_MS = 5_000;
 
-/** Whether a credential's own expiry has passed, allowing for CLOCK_SKEW_MS. */
-export function credsExpired(creds: Uint8Array): boolean {
+/** Whether a credential's own expiry has passed, or passes within `slackMs`. */
+function credsExpired(creds: Uint8Array, slackMs = 0): boolean {
   const exp = credsClaims(creds)?.exp;
-  return exp !== undefined && exp * 1000 <= Date.now() + CLOCK_SKEW_MS;
+  return exp !== undefined && exp * 1000 <= Date.now() + slackMs;
 }
 
 /** Decode the user JWT of a `.creds` file's bytes; undefined when there is none. */
