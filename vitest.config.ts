@@ -20,29 +20,17 @@ const CLUSTER_FILES = [
   "test/manager/creds-renewal.test.ts",
 ];
 
-/**
- * The `cotal` command's files (test/cli, but the renewal file above): many short CLI processes each,
- * 440 s of the suite's file time. `npm test` runs them in the cluster project's process once its
- * files are done (its two workers idled for the second half of the run while the rest ran alone),
- * at the rest's CPU priority (test/harness/late-priority.ts); a plain `vitest run` runs them last.
- */
-const LATE_FILES = ["test/cli/**/*.test.ts"];
-
 export default defineConfig({
   test: {
     // The Mesh core suite runs twice: on open meshes, and on static-auth meshes with real
     // minted credentials (project mesh-static).
     projects: [
-      { extends: true, test: { name: "all", include: ["test/**/*.test.ts"], exclude: [...CLUSTER_FILES, ...LATE_FILES], sequence: { groupOrder: 0 } } },
+      { extends: true, test: { name: "all", include: ["test/**/*.test.ts"], exclude: CLUSTER_FILES, sequence: { groupOrder: 0 } } },
       {
         extends: true,
         test: { name: "mesh-static", include: ["test/mesh/**/*.test.ts"], env: { COTAL_TEST_MODE: "static" }, sequence: { groupOrder: 0 } },
       },
       { extends: true, test: { name: "cluster", include: CLUSTER_FILES, sequence: { groupOrder: 1 } } },
-      {
-        extends: true,
-        test: { name: "cli", include: LATE_FILES, exclude: CLUSTER_FILES, setupFiles: ["test/harness/late-priority.ts"], sequence: { groupOrder: 2 } },
-      },
     ],
     testTimeout: 60_000,
     hookTimeout: 60_000,

@@ -23,18 +23,12 @@ const envFor = (name) => ({ ...process.env, COTAL_TEST_SUMMARY: summaryOf(name),
 
 // The cluster project first, at normal priority; then this process lowers its own, so the other
 // vitest process and everything it starts inherit the lower one.
-// After its own files, that process runs the `cli` project's (the CLI's many short processes), at
-// the rest's priority (COTAL_TEST_LATE_NICE, read by test/harness/late-priority.ts).
-const besideNice = Math.min(19, getPriority() + BESIDE_STEPS);
-const cluster = vitestRun(["--project", "cluster", "--project", "cli"], {
-  stdio: ["ignore", "pipe", "pipe"],
-  env: { ...envFor("cluster"), COTAL_TEST_LATE_NICE: String(besideNice) },
-});
+const cluster = vitestRun(["--project", "cluster"], { stdio: ["ignore", "pipe", "pipe"], env: envFor("cluster") });
 let clusterOut = "";
 cluster.child.stdout.on("data", (d) => (clusterOut += d));
 cluster.child.stderr.on("data", (d) => (clusterOut += d));
 try {
-  setPriority(besideNice);
+  setPriority(Math.min(19, getPriority() + BESIDE_STEPS));
 } catch (err) {
   process.stderr.write(`npm test: could not lower the CPU priority of the projects beside the cluster project (${err.message}); they run at normal priority\n`);
 }

@@ -1,9 +1,8 @@
 // `npm test` runs the cluster project beside the rest (scripts/test-side-by-side.mjs,
-// docs/testing.md "How npm test runs"). Run here on a small vitest config of the same four
+// docs/testing.md "How npm test runs"). Run here on a small vitest config of the same three
 // projects: the two processes run at the same time, the rest ten steps of niceness below the
-// cluster project, which runs at the runner's own priority and then the cli project's files at the
-// rest's, the cluster output comes whole after the rest's, one closing line counts both, and a
-// failure in either fails the run.
+// cluster project, which runs at the runner's own priority, the cluster output comes whole after the rest's, one closing line
+// counts both, and a failure in either fails the run.
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { getPriority } from "node:os";
@@ -37,8 +36,7 @@ function fixture(name: string, clusterFails: boolean): string {
 export default defineConfig({ test: { testTimeout: 90_000, reporters: ["default", ${reporter}], projects: [
   { extends: true, test: { name: "all", include: ["rest/*.test.ts"] } },
   { extends: true, test: { name: "mesh-static", include: ["static/*.test.ts"] } },
-  { extends: true, test: { name: "cluster", include: ["cluster/*.test.ts"], sequence: { groupOrder: 1 } } },
-  { extends: true, test: { name: "cli", include: ["cli/*.test.ts"], setupFiles: [${JSON.stringify(join(projectRoot, "test", "harness", "late-priority.ts"))}], sequence: { groupOrder: 2 } } },
+  { extends: true, test: { name: "cluster", include: ["cluster/*.test.ts"] } },
 ] } });
 `,
   );
@@ -53,7 +51,6 @@ it("runs at the runner's priority, while the rest runs", async () => {
   expect(getPriority()).toBe(${own});
   // The rest's test ends once this file exists: had the two run one after the other, it never would.
   while (!existsSync(${JSON.stringify(join(dir, "rest-saw-cluster"))})) await new Promise((r) => setTimeout(r, 50));
-  writeFileSync(${JSON.stringify(join(dir, "cluster-done"))}, "");
 });
 ${clusterFails ? `it("fails", () => expect("cluster").toBe("passing"));\n` : ""}`,
   );
@@ -68,17 +65,6 @@ it("runs at nice ${beside}, while the cluster project runs", async () => {
   while (!existsSync(${started}) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
   expect(existsSync(${started}), "the cluster project started while the rest ran").toBe(true);
   writeFileSync(${JSON.stringify(join(dir, "rest-saw-cluster"))}, "");
-});
-`,
-  );
-  file(
-    "cli/one.test.ts",
-    `import { existsSync } from "node:fs";
-import { getPriority } from "node:os";
-import { expect, it } from "vitest";
-it("runs after the cluster project's files, in its process, at the rest's priority", () => {
-  expect(existsSync(${JSON.stringify(join(dir, "cluster-done"))})).toBe(true);
-  expect(getPriority()).toBe(${beside});
 });
 `,
   );
@@ -111,9 +97,8 @@ describe("npm test's two vitest processes", () => {
     const clusterBlock = out.indexOf("── project cluster, run beside the rest: passed");
     expect(clusterBlock, out).toBeGreaterThan(out.indexOf("rest/one.test.ts"));
     expect(out.indexOf("cluster/node.test.ts"), out).toBeGreaterThan(clusterBlock);
-    expect(out.indexOf("cli/one.test.ts"), out).toBeGreaterThan(clusterBlock);
     expect(out).toMatch(/npm test: the projects all and mesh-static [\d.]+ s \(exit 0\), the cluster project beside them [\d.]+ s \(exit 0\)/);
-    expect(out.trimEnd().split("\n").at(-1)).toBe("4 passed, 0 failed, 0 skipped");
+    expect(out.trimEnd().split("\n").at(-1)).toBe("3 passed, 0 failed, 0 skipped");
     expect(out).toMatch(/slowest files \(tests and hooks\):[\s\S]* s {2}cluster cluster\/node\.test\.ts/);
   }, 120_000);
 
@@ -121,6 +106,6 @@ describe("npm test's two vitest processes", () => {
     const { code, out } = await run(fixture("red", true));
     expect(code, out).toBe(1);
     expect(out).toContain("── project cluster, run beside the rest: FAILED (exit 1)");
-    expect(out.trimEnd().split("\n").at(-1)).toBe("4 passed, 1 failed, 0 skipped");
+    expect(out.trimEnd().split("\n").at(-1)).toBe("3 passed, 1 failed, 0 skipped");
   }, 120_000);
 });
