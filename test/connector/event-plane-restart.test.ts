@@ -63,10 +63,24 @@ describe("the event plane across a connector killed mid-turn", () => {
     const reader = await mesh.endpoint("reader");
     const stored = async () => (await reader.history("events.local.bob")).map((h) => ({ id: h.message.id, frame: frameOf(h.message.parts)! }));
     const events = async () => (await stored()).flatMap((s) => s.frame.events.map((e) => ({ ...e, runId: e.runId ?? s.frame.runId })));
+    // What the plane held at the last look, for a wait that runs out (a loaded machine starts the
+    // connector slowly; these waits are outcomes, so their limits only matter when something is wrong).
+    let seen: string[] = [];
+    const holding = (want: (e: Awaited<ReturnType<typeof events>>[number]) => boolean) => async () => {
+      const evs = await events();
+      seen = evs.map((e) => (e.type === "TEXT_MESSAGE_CONTENT" ? `${e.type}(${e.delta})` : e.type));
+      return evs.some(want);
+    };
+    const onThePlane = () =>
+      `; the plane held: ${seen.join(", ") || "nothing"}; the connector ${child.exitCode === null ? "runs" : `exited ${child.exitCode}`}`;
 
     let child = start();
     await hook("SessionStart", { source: "startup", transcript_path: transcript });
-    await until(async () => (await events()).some((e) => e.type === "TOOL_CALL_START"), 15_000, "the tool call started on the plane");
+    await until(
+      holding((e) => e.type === "TOOL_CALL_START"),
+      30_000,
+      () => `the tool call started on the plane${onThePlane()}`,
+    );
     child.kill("SIGKILL");
     await new Promise((r) => child.once("exit", r));
 
@@ -75,9 +89,9 @@ describe("the event plane across a connector killed mid-turn", () => {
     try {
       await hook("Stop", {});
       await until(
-        async () => (await events()).some((e) => e.type === "TEXT_MESSAGE_CONTENT" && e.delta === "All green."),
-        15_000,
-        "the rest of the turn published after the restart",
+        holding((e) => e.type === "TEXT_MESSAGE_CONTENT" && e.delta === "All green."),
+        30_000,
+        () => `the rest of the turn published after the restart${onThePlane()}`,
       );
       const frames = await stored();
       expect(frames.map((f) => f.frame.seq)).toEqual(frames.map((_, i) => i + 1));
@@ -93,7 +107,7 @@ describe("the event plane across a connector killed mid-turn", () => {
       child.stdin?.end();
       await new Promise((r) => child.once("exit", r));
     }
-  }, 60_000);
+  }, 90_000);
 });
 
 describe("turning the event plane off", () => {
