@@ -194,20 +194,14 @@ describe("cotal up --leaf-port (hub side of leaf nodes)", () => {
       try {
         await alice.join();
         const got = collect(alice);
-        const T0 = Date.now();
         await cotal(["spawn", "-d", "--agent", "echo", "--name", "kea", "--on", "hostb", "--json"]);
-        console.log("TIMING kea spawned", Date.now() - T0);
         await alice.dm("kea", "before");
         await until(() => got.texts().includes("echo: before"), 20_000, "kea's echo before the next spawn");
-        console.log("TIMING before echoed", Date.now() - T0);
         await cotal(["spawn", "-d", "--agent", "echo", "--name", "owl", "--on", "hostb", "--json"]);
-        console.log("TIMING owl spawned", Date.now() - T0);
         await alice.dm("kea", "after");
         await alice.dm("owl", "hello owl");
         await until(() => got.texts().includes("echo: hello owl"), 30_000, "owl");
-        console.log("TIMING owl echoed", Date.now() - T0);
         await until(() => got.texts().includes("echo: after") && got.texts().includes("echo: hello owl"), 60_000, "both seats' echoes after owl's spawn");
-        console.log("TIMING kea after echoed", Date.now() - T0);
         for (const name of ["kea", "owl"]) await cotal(["stop", "--name", name]);
       } finally {
         await alice.close();
