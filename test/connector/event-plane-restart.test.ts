@@ -71,10 +71,10 @@ describe("the event plane across a connector killed mid-turn", () => {
       seen = evs.map((e) => (e.type === "TEXT_MESSAGE_CONTENT" ? `${e.type}(${e.delta})` : e.type));
       return evs.some(want);
     };
-    const onThePlane = () =>
-      `; the plane held: ${seen.join(", ") || "nothing"}; the connector ${child.exitCode === null ? "runs" : `exited ${child.exitCode}`}`;
 
     let child = start();
+    const onThePlane = () =>
+      `; the plane held: ${seen.join(", ") || "nothing"}; the connector ${child.exitCode === null ? "runs" : `exited ${child.exitCode}`}`;
     await hook("SessionStart", { source: "startup", transcript_path: transcript });
     await until(
       holding((e) => e.type === "TOOL_CALL_START"),
