@@ -1,8 +1,8 @@
 // `npm test` runs the cluster project beside the rest (scripts/test-side-by-side.mjs,
 // docs/testing.md "How npm test runs"). Run here on a small vitest config of the same three
 // projects: the two processes run at the same time, the rest ten steps of niceness below the
-// cluster project, which runs at the runner's own priority, the cluster output comes whole after the rest's, one closing line
-// counts both, and a failure in either fails the run.
+// cluster project, which runs at the runner's own priority; the cluster output comes whole after
+// the rest's, one closing line counts both, and a failure in either fails the run.
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { getPriority } from "node:os";
