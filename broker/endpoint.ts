@@ -211,6 +211,8 @@ export class Endpoint {
   private readonly refusedSubjects = new Map<string, PermissionDeniedError>();
   /** Durables read without keepalives: pulled again after a reconnect. */
   private readonly quietPulls = new Set<QuietPull>();
+  /** Stopped quiet pulls still confirming their pulls before their inboxes go (broker/quiet-pull.ts); close() waits for them. */
+  private readonly releasing = new Set<Promise<void>>();
   /** Recipients whose inbox exists (an inbox, once created, stays): saves a lookup per DM. */
   private readonly registered = new Set<string>();
   private presenceState: PresenceState = { status: "idle", attention: "open", channelModes: {} };
@@ -392,10 +394,20 @@ export class Endpoint {
     this.deliveries.close(); // what is already queued still drains
   }
 
+  /**
+   * Settles once every pull stopConsuming() stopped has dropped its inbox (broker/quiet-pull.ts):
+   * mail handed back after it cannot be redelivered to this endpoint.
+   */
+  async pullsReleased(): Promise<void> {
+    await Promise.all(this.releasing);
+  }
+
   /** Leave (if joined) and close the connection. */
   async close(): Promise<void> {
     await this.leave();
     this.rosterView?.stop();
+    // A pull the server has not registered yet must not outlive its inbox (broker/quiet-pull.ts).
+    await this.pullsReleased();
     if (!this.nc.isClosed()) await this.nc.drain().catch(() => this.nc.close());
   }
 
@@ -893,7 +905,11 @@ export class Endpoint {
     const expiresMs = this.opts.quietPullExpiresMs ?? DELIVERY.quietPullExpiresMs;
     const q = new QuietPull(this.nc, pullSubject, stream, durable, DELIVERY.pullBatch, expiresMs, (m) => this.onDurable(m));
     this.quietPulls.add(q);
-    void q.ended.finally(() => this.quietPulls.delete(q));
+    void q.ended.finally(() => {
+      this.quietPulls.delete(q);
+      this.releasing.add(q.released);
+      void q.released.finally(() => this.releasing.delete(q.released));
+    });
     return q;
   }
 

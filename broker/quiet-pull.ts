@@ -24,6 +24,9 @@ export interface PullSource {
   readonly ended: Promise<unknown>;
 }
 
+/** How long a stopped quiet pull waits for the server to confirm its pulls are registered (QuietPull, `stop()`). */
+export const RELEASE_WAIT_MS = 2_000;
+
 /** JetStream's status codes on a pull's inbox. */
 const IDLE_HEARTBEAT = 100;
 const NO_MESSAGES = 404;
@@ -46,15 +49,34 @@ const NO_RESPONDERS = 503;
  * the pull is taken as lost and made again. It ends with PullEndedError when the broker ends it
  * (consumer deleted, or nothing answers the pull: the consumer is missing), which the endpoint
  * answers by re-creating the consumer.
+ *
+ * `stop()` does not drop the inbox at once. A server queues pulls and registers them later, and a
+ * pull that reached the JetStream account through a static space's import is tracked to its
+ * requester only while the requester still listens: registered after the inbox is gone, it stays
+ * waiting (seemingly wanted) until it expires and swallows what the consumer delivers meanwhile,
+ * the next incarnation's mail held for up to the expiry plus the ack wait (seen as a DM stored for
+ * an offline member arriving minutes late). So a stopped pull first sends a marker pull (`no_wait`,
+ * batch 1) and keeps listening until it is answered: the server handles a consumer's pulls in
+ * order, so every earlier pull is registered, and tracked to this inbox, before the inbox goes.
+ * What arrives meanwhile is handed back (NAK) once it is gone. `released` settles then.
  */
 export class QuietPull implements PullSource {
   readonly ended: Promise<unknown>;
+  /** Settles once the inbox is unsubscribed: after a stop, once the server confirmed the pulls (class comment). */
+  readonly released: Promise<void>;
   private finish!: (why: unknown) => void;
+  private release!: () => void;
   private readonly inbox: string;
   private readonly sub: Subscription;
   /** Messages asked for and not yet received, over every open pull. */
   private pending = 0;
   private done = false;
+  /** Stopped, waiting for the marker pull's answer before the inbox goes. */
+  private releasing = false;
+  /** Deliveries that arrived while releasing, handed back once the inbox is gone. */
+  private readonly toReturn: PulledMsg[] = [];
+  /** Whether any pull was sent: without one there is nothing the server could still register. */
+  private pulled = false;
   /** Fires when nothing arrived for longer than a pull can wait: the pull is made again. */
   private watchdog?: NodeJS.Timeout;
 
@@ -69,6 +91,7 @@ export class QuietPull implements PullSource {
     private readonly onMessage: (m: JsMsg) => void,
   ) {
     this.ended = new Promise((resolve) => (this.finish = resolve));
+    this.released = new Promise((resolve) => (this.release = resolve));
     this.inbox = ownInbox(nc);
     this.sub = nc.subscribe(this.inbox, { callback: (err, msg) => (err ? this.end(err) : this.receive(msg)) });
     this.pull();
@@ -81,7 +104,18 @@ export class QuietPull implements PullSource {
   }
 
   stop(): void {
-    this.end(undefined);
+    if (this.done) return;
+    const confirm = this.pulled && !this.nc.isClosed();
+    this.end(undefined, confirm);
+    if (!confirm) return;
+    this.releasing = true;
+    const timer = setTimeout(() => this.unsubscribe(), RELEASE_WAIT_MS).unref();
+    void this.released.finally(() => clearTimeout(timer));
+    try {
+      this.nc.publish(this.pullSubject, JSON.stringify({ batch: 1, no_wait: true }), { reply: this.inbox });
+    } catch {
+      this.unsubscribe();
+    }
   }
 
   private pull(): void {
@@ -90,6 +124,7 @@ export class QuietPull implements PullSource {
     const want = this.batch - this.pending;
     if (want <= 0) return;
     this.pending += want;
+    this.pulled = true;
     try {
       this.nc.publish(this.pullSubject, JSON.stringify({ batch: want, expires: this.expiresMs * 1_000_000 }), { reply: this.inbox });
     } catch (err) {
@@ -105,6 +140,7 @@ export class QuietPull implements PullSource {
   }
 
   private receive(msg: Msg): void {
+    if (this.releasing) return this.whileReleasing(msg);
     this.watch();
     const code = msg.headers?.code ?? 0;
     if (code > 0) return this.status(code, msg);
@@ -132,11 +168,30 @@ export class QuietPull implements PullSource {
     );
   }
 
-  private end(why: unknown): void {
+  /**
+   * After stop(): a delivery is kept to be handed back once the inbox is gone (handed back now, it
+   * would come straight back to this still-registered pull); the marker's answer (`404`, or a `409`
+   * refusing it) releases the inbox. A `408` is an earlier pull expiring, which proves nothing of
+   * the pulls sent after it.
+   */
+  private whileReleasing(msg: Msg): void {
+    const code = msg.headers?.code ?? 0;
+    if (isDeliveryReply(msg.reply)) this.toReturn.push(new PulledMsg(msg, this.nc));
+    else if (code === NO_MESSAGES || code === CONFLICT) this.unsubscribe();
+  }
+
+  private end(why: unknown, keepListening = false): void {
     if (this.done) return;
     this.done = true;
     clearTimeout(this.watchdog);
-    this.sub.unsubscribe();
+    if (!keepListening) this.unsubscribe();
     this.finish(why);
+  }
+
+  /** Drop the inbox, then hand back what arrived while releasing: the server reads the unsubscribe first. */
+  private unsubscribe(): void {
+    if (!this.sub.isClosed()) this.sub.unsubscribe();
+    for (const m of this.toReturn.splice(0)) m.nak();
+    this.release();
   }
 }

@@ -419,8 +419,10 @@ export class Seat {
     // must be out by then. Both need the connection, which closes after them.
     const plane = this.plane?.close(PLANE_FLUSH_MS).catch((err: unknown) => this.log.warn({ err }, "closing the event plane failed"));
     await this.presenceChain;
-    // The flush puts the unsubscribes on the server before the naks below.
+    // The pulls drop their inboxes once the server confirmed them, and the flush puts those
+    // unsubscribes on the server before the naks below.
     this.ep.stopConsuming();
+    await this.ep.pullsReleased();
     await this.ep.nc.flush().catch(() => undefined);
     await this.consuming?.catch(() => undefined); // what was already delivered is in the inbox
     try {

@@ -8,8 +8,8 @@
 import { randomUUID } from "node:crypto";
 import { connect } from "@nats-io/transport-node";
 import { afterEach, describe } from "vitest";
-import { deliveryInfo, isDeliveryReply, quietPullsFit } from "../../broker/internal.js";
-import { DELIVERY } from "../../schemas/index.js";
+import { deliveryInfo, isDeliveryReply, QuietPull, quietPullsFit } from "../../broker/internal.js";
+import { DELIVERY, durables, JS_API, localPrincipal, names } from "../../schemas/index.js";
 import { collect } from "../harness/deliveries.js";
 import { expect, NatsServer, test, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
@@ -119,6 +119,33 @@ describe("quiet pulls", () => {
     await alice.dm("bob", "after idling");
     await until(() => got.texts().includes("after idling"), 10_000, "bob gets the DM sent after idling past the reply route's life");
     expect(got.texts()).toEqual(["before", "after idling"]);
+  }, 60_000);
+
+  // A server registers queued pulls later; in a static space one registered after its inbox was
+  // gone stayed waiting and swallowed the member's next DM until the ack wait (30 s) and the pull's
+  // expiry (90 s) ran out: 9 of 10 rounds failed here before a stopped pull confirmed its pulls
+  // (broker/quiet-pull.ts). Seen in full runs as an offline member's DM arriving late
+  // (test/mesh/durability.test.ts). The mesh-static project is the one that can fail.
+  test("a pull stopped the moment it was made leaves nothing waiting to swallow the member's next DM", async ({ nats }) => {
+    mesh = await TestMesh.start(nats, "qstop");
+    const stream = names.dmStream("qstop");
+    const alice = await mesh.joined("alice");
+    for (const who of ["bob", "carol", "dave"]) {
+      const first = await mesh.joined(who);
+      const durable = durables.dm(localPrincipal(who));
+      const pull = new QuietPull(first.nc, `${JS_API}.CONSUMER.MSG.NEXT.${stream}.${durable}`, stream, durable, 256, 90_000, () => undefined);
+      pull.stop();
+      await pull.released;
+      await first.close();
+      await alice.dm(who, "while you were out");
+      const got = collect(await mesh.joined(who));
+      await until(() => got.texts().includes("while you were out"), 10_000, `${who}'s next incarnation gets the DM`).catch(async (err: Error) => {
+        const info = await (await mesh!.dataJsm()).consumers.info(stream, durable).catch((e: unknown) => e);
+        throw new Error(`${err.message}\n${who}'s DM consumer (a stale pull shows as num_waiting 2, the DM ack-pending): ${JSON.stringify(info)}`, {
+          cause: err,
+        });
+      });
+    }
   }, 60_000);
 
   test("a clustered server or one without JetStream (a leaf host's) keeps keepalive pulls", async () => {
