@@ -46,16 +46,18 @@ export function cacheDir(env: NodeJS.ProcessEnv = process.env): string | undefin
 }
 
 /** The caches of one installed bundle share a prefix (two installs never evict each other's). */
-const prefixOf = (bundle: string): string => `${path.basename(bundle)}-${sha(bundle).slice(0, 8)}-`;
-const sha = (text: string): string => createHash("sha256").update(text).digest("hex");
+const prefixOf = (bundle: string): string => `${path.basename(bundle)}-${createHash("sha256").update(bundle).digest("hex").slice(0, 8)}-`;
 
 /**
  * The cache file of one build of a bundle under one Node: named by the bundle's content, since V8
  * checks only a source's length against a cache, so another build of the same length must never
  * find this one.
  */
-export function cacheFileOf(dir: string, bundle: string, source: string): string {
-  return path.join(dir, `${prefixOf(bundle)}${sha(`${source}\0${process.version}\0${process.arch}`).slice(0, 12)}.v8`);
+export function cacheFileOf(dir: string, bundle: string, source: string | Buffer): string {
+  // The file's bytes hash as its UTF-8 text would, without encoding 2 MB again (a string) or
+  // joining it to the rest (about 12 ms of every start): the same names either way.
+  const digest = createHash("sha256").update(source).update(`\0${process.version}\0${process.arch}`).digest("hex");
+  return path.join(dir, `${prefixOf(bundle)}${digest.slice(0, 12)}.v8`);
 }
 
 /** Whether what stat says is this user's own and writable by nobody else. */
@@ -111,9 +113,10 @@ function writeCache(dir: string, bundle: string, file: string, data: Buffer): bo
  */
 export function runBundle(bundle: string): void {
   const mode = process.env.COTAL_CODE_CACHE;
-  const source = readFileSync(bundle, "utf8");
+  const bytes = readFileSync(bundle);
+  const source = bytes.toString("utf8");
   const dir = mode === "off" ? undefined : cacheDir();
-  const file = dir && cacheFileOf(dir, bundle, source);
+  const file = dir && cacheFileOf(dir, bundle, bytes);
   const cached = dir && file ? readCache(dir, file) : { untrusted: false };
   // No `import()` runs inside the script: Node 20 loses a script's dynamic-import callback when its
   // code comes from a cache ("A dynamic import callback was not specified"), so the build turns the

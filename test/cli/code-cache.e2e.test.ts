@@ -6,7 +6,20 @@
 // folder, a symbolic link) is never handed to V8, and nothing is written into a folder others may
 // write. COTAL_CODE_CACHE=report makes each call say on stderr what it did with the cache.
 import { spawnSync } from "node:child_process";
-import { chmodSync, chownSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -106,6 +119,32 @@ describe("the code cache, as a user meets it", () => {
     expect(c.files()).toHaveLength(2);
     expect(outcome(await c.cotal(["--version"]))).toBe("used");
     expect(outcome(runCotalFrom(launcher, ["--version"], c.home, "report"))).toBe("used");
+  });
+});
+
+describe("a code cache belongs to one build", () => {
+  // V8 checks only a source's length against a cache, and npm gives every installed file the same
+  // mtime: a cache found by anything but the bundle's content would run the old build's code.
+  it("another build of the same length, in the same place and with the same mtime, does not run the old build's cache", () => {
+    const c = cacheHome();
+    const install = join(work, "rebuilt-install", "dist");
+    mkdirSync(install, { recursive: true });
+    for (const f of ["cotal.mjs", "cotal.cjs", "code-cache.mjs"]) copyFileSync(join(dirname(cotalBundle), f), join(install, f));
+    const launcher = join(install, "cotal.mjs");
+    const bundle = join(install, "cotal.cjs");
+    const first = runCotalFrom(launcher, ["--help"], c.home, "report");
+    expect([first.code, outcome(first)]).toEqual([0, "written"]);
+    expect(first.stdout).toContain("an agent mesh on NATS JetStream");
+    const { atime, mtime } = statSync(bundle);
+    const text = readFileSync(bundle, "utf8");
+    const rebuilt = text.replaceAll("an agent mesh on NATS JetStream", "AN AGENT MESH ON NATS JETSTREAM");
+    expect([rebuilt.length, rebuilt === text]).toEqual([text.length, false]);
+    writeFileSync(bundle, rebuilt);
+    utimesSync(bundle, atime, mtime);
+    const second = runCotalFrom(launcher, ["--help"], c.home, "report");
+    expect([second.code, outcome(second)]).toEqual([0, "written"]);
+    expect(second.stdout).toContain("AN AGENT MESH ON NATS JETSTREAM");
+    expect(c.files()).toHaveLength(1); // the old build's cache made way
   });
 });
 
