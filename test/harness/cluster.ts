@@ -198,8 +198,11 @@ class Cluster implements NatsCluster {
     return (await this.lookAtMeta(opts)).leader;
   }
 
-  /** The agreed meta leader (when enough nodes are current), and the running nodes it has not heard from for META_STALL_NS. */
-  private async lookAtMeta(opts: { majority?: boolean }): Promise<{ leader?: string; stalled: NatsServer[] }> {
+  /**
+   * The agreed meta leader (when enough nodes are current), the node every running node names as
+   * leader (`agreed`, current or not), and the running nodes it has not heard from for META_STALL_NS.
+   */
+  private async lookAtMeta(opts: { majority?: boolean }): Promise<{ leader?: string; agreed?: NatsServer; stalled: NatsServer[] }> {
     const running = this.servers.filter((s) => s.running);
     if (running.length === 0) return { stalled: [] };
     const views = await Promise.all(running.map(jsz));
@@ -216,13 +219,14 @@ class Cluster implements NatsCluster {
     const current = new Set(replicas.filter((r) => r.current).map((r) => r.name));
     const currentCount = running.filter((s) => s.serverName === leader || current.has(s.serverName ?? "")).length;
     const enough = opts.majority ? currentCount > this.servers.length / 2 : currentCount === running.length;
-    return { leader: enough ? leader : undefined, stalled };
+    return { leader: enough ? leader : undefined, agreed: running[leaderIdx], stalled };
   }
 
   async waitForMetaLeader(timeoutMs = 30_000, opts: { majority?: boolean } = {}): Promise<string> {
     let leader: string | undefined;
     this.lastMetaViews = "(no node answered /jsz)";
     const restarted = new Set<NatsServer>();
+    let leaderRestarted = false;
     await until(
       async () => {
         const look = await this.lookAtMeta(opts);
@@ -233,6 +237,17 @@ class Cluster implements NatsCluster {
             `cluster ${this.name}: the meta leader has not heard from ${node.serverName} for over ${META_STALL_NS / 1e9} s (a stalled catch-up); restarting it once`,
           );
           await node.restart();
+        }
+        // Restarted and still unheard 45 s later: the stuck side is the leader's (seen on 3 December:
+        // the node followed the leader, which never heard it again). Restart the leader, once: a new
+        // election among the others, as the failover tests' own kills make.
+        const again = look.stalled.find((n) => restarted.has(n));
+        if (again && look.agreed && !restarted.has(look.agreed) && !leaderRestarted) {
+          leaderRestarted = true;
+          console.error(
+            `cluster ${this.name}: ${again.serverName} is still unheard ${META_STALL_NS / 1e9} s after its restart; restarting the meta leader ${look.agreed.serverName} once`,
+          );
+          await look.agreed.restart();
         }
         return leader !== undefined;
       },
