@@ -6,9 +6,10 @@
 import { Kvm } from "@nats-io/kv";
 import { createUser } from "@nats-io/nkeys";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, beforeAll, describe, expect, onTestFailed, test } from "vitest";
 import { callControl, ControlCallError, leafPermissions, SERVICE_PRINCIPALS, setLogDestination } from "../../broker/internal.js";
 import { beatSubject, localPrincipal, names, principalId, type Principal } from "../../schemas/index.js";
+import { dumpLogsOnFailure } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
 import { startStaticServer } from "../harness/mesh-mode.js";
 import type { NatsServer } from "../harness/nats-server.js";
@@ -33,6 +34,8 @@ afterAll(async () => {
 async function meshWith(space: string, opts: Parameters<typeof TestMesh.start>[2] = {}): Promise<{ mesh: TestMesh; leafCreds: string }> {
   const server = await startStaticServer();
   servers.push(server);
+  // A probe's connect once hung past nats.js's 20 s dial under load: the server's side, if it happens again.
+  dumpLogsOnFailure({ onTestFailed }, `nats-server ${server.url}`, () => server.logs());
   const mesh = await TestMesh.start(server, space, { leafNarrowDelayMs: 200, ...opts });
   meshes.push(mesh);
   const leafCreds = await mesh.mint({ name: "hostb_leaf", profile: "leaf" });
