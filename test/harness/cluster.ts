@@ -231,6 +231,9 @@ class Cluster implements NatsCluster {
       async () => {
         const look = await this.lookAtMeta(opts);
         leader = look.leader;
+        // Taken before this look's restarts: a node restarted now counts as stalled again only once
+        // it has been up for META_STALL_NS (lookAtMeta).
+        const again = look.stalled.find((n) => restarted.has(n));
         for (const node of look.stalled.filter((n) => !restarted.has(n))) {
           restarted.add(node);
           console.error(
@@ -241,7 +244,6 @@ class Cluster implements NatsCluster {
         // Restarted and still unheard 45 s later: the stuck side is the leader's (seen on 3 December:
         // the node followed the leader, which never heard it again). Restart the leader, once: a new
         // election among the others, as the failover tests' own kills make.
-        const again = look.stalled.find((n) => restarted.has(n));
         if (again && look.agreed && !restarted.has(look.agreed) && !leaderRestarted) {
           leaderRestarted = true;
           console.error(
