@@ -25,7 +25,7 @@ export interface PullSource {
 }
 
 /** How long a stopped quiet pull waits for the server to confirm its pulls are registered (QuietPull, `stop()`). */
-export const RELEASE_WAIT_MS = 2_000;
+const RELEASE_WAIT_MS = 2_000;
 
 /** JetStream's status codes on a pull's inbox. */
 const IDLE_HEARTBEAT = 100;

@@ -123,7 +123,7 @@ describe("quiet pulls", () => {
 
   // A server registers queued pulls later; in a static space one registered after its inbox was
   // gone stayed waiting and swallowed the member's next DM until the ack wait (30 s) and the pull's
-  // expiry (90 s) ran out: 9 of 10 rounds failed here before a stopped pull confirmed its pulls
+  // expiry (90 s) ran out: 9 of 10 rounds of this failed before a stopped pull confirmed its pulls
   // (broker/quiet-pull.ts). Seen in full runs as an offline member's DM arriving late
   // (test/mesh/durability.test.ts). The mesh-static project is the one that can fail.
   test("a pull stopped the moment it was made leaves nothing waiting to swallow the member's next DM", async ({ nats }) => {
@@ -133,7 +133,15 @@ describe("quiet pulls", () => {
     for (const who of ["bob", "carol", "dave"]) {
       const first = await mesh.joined(who);
       const durable = durables.dm(localPrincipal(who));
-      const pull = new QuietPull(first.nc, `${JS_API}.CONSUMER.MSG.NEXT.${stream}.${durable}`, stream, durable, 256, 90_000, () => undefined);
+      const pull = new QuietPull(
+        first.nc,
+        `${JS_API}.CONSUMER.MSG.NEXT.${stream}.${durable}`,
+        stream,
+        durable,
+        DELIVERY.pullBatch,
+        DELIVERY.quietPullExpiresMs,
+        () => undefined,
+      );
       pull.stop();
       await pull.released;
       await first.close();
