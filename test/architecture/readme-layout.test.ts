@@ -1,0 +1,49 @@
+// The README's Layout table and its list of runtimes are claims about the tree: every folder the
+// project tracks has its row (and no row names a folder that is gone), and the docs table names
+// every agent CLI the registry can seat. When OpenCode and Gemini CLI were added the README still
+// said "(Claude, Codex)" and had no row for either folder; this is the test that would have said so.
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { RUNTIMES } from "../../manager/index.js";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const readme = readFileSync(join(root, "README.md"), "utf8");
+
+/** Folders .gitignore names (installed, built, or written by a run): not the project's. */
+const UNTRACKED = new Set(
+  readFileSync(join(root, ".gitignore"), "utf8")
+    .split("\n")
+    .filter((l) => /^[^#*].*\/$/.test(l.trim()))
+    .map((l) => l.trim().replace(/^\//, "").slice(0, -1)),
+);
+
+/** The section of the README under `## <title>`, up to the next `## `. */
+function section(title: string): string {
+  const start = readme.indexOf(`\n## ${title}\n`);
+  expect(start, `README has a "## ${title}" section`).toBeGreaterThan(-1);
+  const end = readme.indexOf("\n## ", start + 1);
+  return readme.slice(start, end === -1 ? undefined : end);
+}
+
+describe("README", () => {
+  it("the Layout table has a row for every top-level folder of the project, and only for those", () => {
+    const rows = [...section("Layout").matchAll(/^\| `([^`/]+)\/` \|/gm)].map((m) => m[1]!);
+    const folders = readdirSync(root, { withFileTypes: true })
+      .filter((d) => d.isDirectory() && !d.name.startsWith(".") && !UNTRACKED.has(d.name))
+      .map((d) => d.name);
+    expect(rows.sort()).toEqual(folders.sort());
+  });
+
+  it("the documentation table's runtimes row and the dependency paragraph name every runtime the registry seats", () => {
+    const runtimesRow = section("Documentation")
+      .split("\n")
+      .find((l) => l.includes("docs/runtimes.md"));
+    const dependencies = section("Layout").slice(section("Layout").indexOf("Dependencies point one way"));
+    for (const r of RUNTIMES) {
+      expect(runtimesRow, `docs row names ${r.label}`).toContain(r.label);
+      expect(dependencies, `dependency paragraph names ${r.name}/`).toContain(`\`${r.name}/\``);
+    }
+  });
+});
