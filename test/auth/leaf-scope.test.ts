@@ -34,7 +34,7 @@ afterAll(async () => {
 async function meshWith(space: string, opts: Parameters<typeof TestMesh.start>[2] = {}): Promise<{ mesh: TestMesh; leafCreds: string }> {
   const server = await startStaticServer();
   servers.push(server);
-  // A probe's connect once hung past nats.js's 20 s dial under load: the server's side, if it happens again.
+  // On a failure, the server's log (`startStaticServer({ config: "debug: true" })` adds each connection's life).
   dumpLogsOnFailure({ onTestFailed }, `nats-server ${server.url}`, () => server.logs());
   const mesh = await TestMesh.start(server, space, { leafNarrowDelayMs: 200, ...opts });
   meshes.push(mesh);
@@ -43,9 +43,20 @@ async function meshWith(space: string, opts: Parameters<typeof TestMesh.start>[2
   return { mesh, leafCreds };
 }
 
+/**
+ * How long a leaf connection's handshake may take. A widened or narrowed scope reaches the server
+ * as a new account JWT, and the server closes every connection of the leaf's signing key, one in
+ * its handshake too (a debug log: authenticated, then closed "Authentication Failure" under 1 ms
+ * later, as the update landed). nats.js takes only "Authorization Violation" for a failed connect:
+ * after any other close in the handshake it waits out its dial timeout (20 s by default; checked
+ * against a socket that answers CONNECT so), longer than a probe's whole wait: 1 run in 40 failed
+ * on a loaded machine. 3 s fails such a probe and the wait probes again; a connect here takes ms.
+ */
+const LEAF_DIAL_MS = 3_000;
+
 /** The leaf credential as a client acting as `as`, replying on its inbox. */
 function leafAs(mesh: TestMesh, creds: string, as: Principal): Promise<NatsConnection> {
-  return mesh.connection(creds, `_INBOX.${principalId(as)}`);
+  return mesh.connection(creds, `_INBOX.${principalId(as)}`, LEAF_DIAL_MS);
 }
 
 /** Mint `name` as the host's manager, through the leaf (its connection stamps the call as the leaf's). */

@@ -92,12 +92,16 @@ export class TestMesh {
     return this.auth;
   }
 
-  /** A plain connection with a credential (or none), never reconnecting. */
-  async connection(creds?: string, inboxPrefix?: string): Promise<NatsConnection> {
+  /**
+   * A plain connection with a credential (or none), never reconnecting. `dialTimeoutMs` bounds
+   * the handshake (nats.js waits 20 s by default): see LEAF_DIAL_MS in test/auth/leaf-scope.test.ts.
+   */
+  async connection(creds?: string, inboxPrefix?: string, dialTimeoutMs?: number): Promise<NatsConnection> {
     const nc = await connect({
       servers: this.server.url,
       ...(creds ? { authenticator: credsBytesAuthenticator(readFileSync(creds)) } : {}),
       ...(inboxPrefix ? { inboxPrefix } : {}),
+      ...(dialTimeoutMs ? { timeout: dialTimeoutMs } : {}),
       maxReconnectAttempts: 0,
       // A cut connection tries once more, and a revoked one is refused then: 100 ms, not nats.js's 2 s.
       reconnectTimeWait: 100,
