@@ -1,7 +1,8 @@
-// The README's Layout table and its list of runtimes are claims about the tree: every folder the
-// project tracks has its row (and no row names a folder that is gone), and the docs table names
-// every agent CLI the registry can seat. When OpenCode and Gemini CLI were added the README still
-// said "(Claude, Codex)" and had no row for either folder; this is the test that would have said so.
+// The docs' lists of folders and runtimes are claims about the tree: the README's Layout table has
+// a row for every folder the project tracks (and none for a folder that is gone), and every list
+// of runtimes (the README's, `cotal doctor`'s checks in docs/cli.md, runtimes.md's table) names
+// every agent CLI the registry can seat. When OpenCode and Gemini CLI were added, the README still
+// said "(Claude, Codex)" with no row for either folder, and cli.md's doctor row lacked Gemini.
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -10,6 +11,7 @@ import { RUNTIMES } from "../../manager/index.js";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const readme = readFileSync(join(root, "README.md"), "utf8");
+const doc = (name: string) => readFileSync(join(root, "docs", name), "utf8");
 
 /** Folders .gitignore names (installed, built, or written by a run): not the project's. */
 const UNTRACKED = new Set(
@@ -44,6 +46,25 @@ describe("README", () => {
     for (const r of RUNTIMES) {
       expect(runtimesRow, `docs row names ${r.label}`).toContain(r.label);
       expect(dependencies, `dependency paragraph names ${r.name}/`).toContain(`\`${r.name}/\``);
+    }
+  });
+});
+
+describe("docs", () => {
+  it("cotal doctor's runtime checks (cli.md) and runtimes.md's table name every runtime the registry seats", () => {
+    const doctorRow = doc("cli.md")
+      .split("\n")
+      .find((l) => l.startsWith("| one per runtime of the registry"));
+    const runtimesTable = doc("runtimes.md")
+      .split("\n")
+      .filter((l) => l.startsWith("| "));
+    for (const r of RUNTIMES) {
+      expect(doctorRow, `doctor row names ${r.name}`).toContain(`\`${r.name}\``);
+      expect(doctorRow, `doctor row names ${r.label}`).toContain(r.label);
+      expect(
+        runtimesTable.some((l) => l.includes(`\`${r.name}/\``) && l.includes(`\`${r.name}Runtime\``)),
+        `runtimes.md has a row for ${r.name}/`,
+      ).toBe(true);
     }
   });
 });
