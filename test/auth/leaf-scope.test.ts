@@ -44,19 +44,20 @@ async function meshWith(space: string, opts: Parameters<typeof TestMesh.start>[2
 }
 
 /**
- * How long a leaf connection's handshake may take. A widened or narrowed scope reaches the server
+ * How long a probe's handshake may take (leafMay). A widened or narrowed scope reaches the server
  * as a new account JWT, and the server closes every connection of the leaf's signing key, one in
  * its handshake too (a debug log: authenticated, then closed "Authentication Failure" under 1 ms
  * later, as the update landed). nats.js takes only "Authorization Violation" for a failed connect:
  * after any other close in the handshake it waits out its dial timeout (20 s by default; checked
  * against a socket that answers CONNECT so), longer than a probe's whole wait: 1 run in 40 failed
  * on a loaded machine. 3 s fails such a probe and the wait probes again; a connect here takes ms.
+ * The mint and revoke calls are not retried, so they keep nats.js's default.
  */
-const LEAF_DIAL_MS = 3_000;
+const LEAF_PROBE_DIAL_MS = 3_000;
 
 /** The leaf credential as a client acting as `as`, replying on its inbox. */
-function leafAs(mesh: TestMesh, creds: string, as: Principal): Promise<NatsConnection> {
-  return mesh.connection(creds, `_INBOX.${principalId(as)}`, LEAF_DIAL_MS);
+function leafAs(mesh: TestMesh, creds: string, as: Principal, dialTimeoutMs?: number): Promise<NatsConnection> {
+  return mesh.connection(creds, `_INBOX.${principalId(as)}`, dialTimeoutMs);
 }
 
 /** Mint `name` as the host's manager, through the leaf (its connection stamps the call as the leaf's). */
@@ -78,7 +79,7 @@ async function mintThroughLeaf(mesh: TestMesh, creds: string, name: string, extr
 
 /** Whether the broker lets the leaf publish on, or subscribe to, `subject` now (a fresh connection: the scope of its connect). */
 async function leafMay(mesh: TestMesh, creds: string, op: "publish" | "subscription", subject: string): Promise<boolean> {
-  const nc = await leafAs(mesh, creds, hostb);
+  const nc = await leafAs(mesh, creds, hostb, LEAF_PROBE_DIAL_MS);
   try {
     const refused = refusals(nc);
     if (op === "publish") nc.publish(subject, "{}");
