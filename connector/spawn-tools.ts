@@ -42,7 +42,7 @@ export function registerSpawnTools(server: McpServer, desk: HelperDesk, closed: 
         channels: z.array(ChannelName).max(64).optional().describe("Channels it joins (default: its agent file's); each must be one you may read and post on."),
         role: RoleName.optional().describe("Its role (default: its agent file's); only your own."),
         model: z.string().min(1).max(200).optional().describe("Its model (default: its agent file's)."),
-        prompt: z.string().min(1).max(100_000).optional().describe("Its first prompt, typed in once it is ready (agent CLI seats)."),
+        prompt: z.string().min(1).max(100_000).optional().describe("Its opening prompt (agent CLI seats): handed to it as a DM from its manager once it starts, never typed into its terminal."),
         runtime: SeatAgent.optional().describe("echo (runs no model, for trials) or the persona's own runtime (the default)."),
       }),
     },

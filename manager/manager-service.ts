@@ -20,8 +20,8 @@ import {
   type SeatView,
   type TableParsedArgs,
 } from "../schemas/index.js";
-import { callControl, JS_OPTIONS, serveControl, SERVICE_PRINCIPALS, type Logger } from "../broker/index.js";
-import { SeatRefusedError, StaleSeatLogError } from "./errors.js";
+import { callControl, JS_OPTIONS, sendDirectMail, serveControl, SERVICE_PRINCIPALS, type Logger } from "../broker/index.js";
+import { OpeningPromptNotStoredError, SeatRefusedError, StaleSeatLogError } from "./errors.js";
 import { newLifecycleUid } from "./lifecycle-uid.js";
 import { adoptSeatProcess, logTailOf, type SeatExit, type SeatProcess } from "./process-runtime.js";
 import { proveSeatProcess, seatFolderProblem } from "./seat-adoption.js";
@@ -36,6 +36,7 @@ import { awaitInputScreen, claudeAuthOf, startClaudeSeat, startRuntimeSeat, Unex
 import { DEFAULT_RUNTIME, hostsOf, refuseWithoutAuth, runtimeNamed } from "./runtimes.js";
 import { checkScript } from "./pty-runtime.js";
 import { deliverPrompt } from "./prompt-delivery.js";
+import { openingPromptMail } from "./opening-prompt.js";
 import type { SeatTerminal } from "./seat-terminal.js";
 import { TmuxServer } from "./tmux-runtime.js";
 import { tmuxSessionName, tmuxSocketPath } from "./attach.js";
@@ -491,7 +492,11 @@ export class ManagerService {
         spawnLimit,
         manager: this.o.instance,
       });
-      await this.start(seat, files, 0, [], a.prompt, carried?.file);
+      // What another principal chose is mail, never keystrokes: stored before the seat starts, so
+      // its first hook (session start, or the wake typed once it is ready) hands it over.
+      const opening = a.prompt !== undefined && runtimeNamed(a.agent) !== undefined;
+      if (opening) await this.mailOpeningPrompt(seat, uid, a.prompt!, caller);
+      await this.start(seat, files, 0, [], opening, carried?.file);
     } catch (err) {
       const r = this.seats.get(seat);
       if (r && holdsName(r))
@@ -773,7 +778,21 @@ export class ManagerService {
     if (h) this.learn(h);
   }
 
-  private async start(seat: string, files: SeatFiles, epoch: number, restartsAt: number[], prompt?: string, carriedFile?: string): Promise<void> {
+  /**
+   * A spawn's opening prompt, stored as a DM from this manager to the seat (opening-prompt.ts).
+   * Refused by the broker (a manager credential minted before managers could send it): the spawn
+   * fails, saying so, before anything starts.
+   */
+  private async mailOpeningPrompt(seat: string, uid: string, prompt: string, caller: Principal): Promise<void> {
+    const from = this.o.caller ?? SERVICE_PRINCIPALS.cli;
+    try {
+      await sendDirectMail(this.o.jsConnection, openingPromptMail({ space: this.o.space, from, seat: parsePrincipal(seat), uid, by: caller, prompt }));
+    } catch (err) {
+      throw new OpeningPromptNotStoredError(seat, principalId(from), err);
+    }
+  }
+
+  private async start(seat: string, files: SeatFiles, epoch: number, restartsAt: number[], opening = false, carriedFile?: string): Promise<void> {
     const r = this.seats.get(seat)!;
     const adapter = runtimeNamed(r.agent);
     const host = adapter ? this.hosts.get(adapter.name) : undefined;
@@ -813,7 +832,7 @@ export class ManagerService {
       });
       const l: Live = { proc, files, stopping: false, restartsAt, terminal };
       this.watch(seat, l);
-      void this.untilReady(seat, l, adapter, prompt);
+      void this.untilReady(seat, l, adapter, opening);
       return;
     }
     const proc = launchSeat(this.o, r.agent, files);
@@ -832,9 +851,10 @@ export class ManagerService {
 
   /**
    * An interactive seat must reach its input screen unattended: on a screen it does not expect
-   * it is failed and retired, naming the screen. Once ready, the spawn's prompt is typed in.
+   * it is failed and retired, naming the screen. Once ready, a seat with an opening prompt (stored
+   * as its mail) is woken, so its first turn's hook hands the prompt over.
    */
-  private async untilReady(seat: string, l: Live, adapter: RuntimeAdapter, prompt?: string): Promise<void> {
+  private async untilReady(seat: string, l: Live, adapter: RuntimeAdapter, opening: boolean): Promise<void> {
     try {
       await awaitInputScreen(
         l.terminal!,
@@ -843,7 +863,7 @@ export class ManagerService {
         (screen) => (l.lastScreen = screen),
         adapter.classifyScreen,
       );
-      if (prompt && !this.stopped) await this.typePrompt(seat, l, adapter, prompt);
+      if (opening && !this.stopped) await this.wakeForOpening(seat, l, adapter);
     } catch (err) {
       if (this.stopped || this.live.get(seat) !== l || l.stopping) return;
       const why = err instanceof UnexpectedScreenError ? err.message : `its screen could not be read: ${(err as Error).message}`;
@@ -860,25 +880,40 @@ export class ManagerService {
     }
   }
 
-  /** Type a spawn's opening prompt and see it taken (prompt-delivery.ts); a prompt still not taken is logged with the screen. */
-  private async typePrompt(seat: string, l: Live, adapter: RuntimeAdapter, prompt: string): Promise<void> {
-    const outcome = await deliverPrompt(prompt, {
-      terminal: l.terminal!,
-      submitDelayMs: adapter.submitDelayMs,
-      classify: adapter.classifyScreen,
-      retype: adapter.capabilities.mailHook,
-      taken: (typedAt) => {
-        const p = l.lastPresence;
-        return p !== undefined && ((p.activeAt ?? 0) >= typedAt || p.status === "working" || p.status === "waiting");
-      },
-      onRetry: (what) =>
+  /**
+   * Type the runtime's fixed wake prompt into a seat whose opening prompt waits as mail, and see it
+   * taken (prompt-delivery.ts); one still not taken is logged with the screen. The wake of held
+   * mail (maybeWake) waits meanwhile: two wakes typed at once would start two turns.
+   */
+  private async wakeForOpening(seat: string, l: Live, adapter: RuntimeAdapter): Promise<void> {
+    l.wokenAt = Date.now();
+    l.waking = true;
+    try {
+      const outcome = await deliverPrompt(adapter.wakePrompt, {
+        terminal: l.terminal!,
+        submitDelayMs: adapter.submitDelayMs,
+        classify: adapter.classifyScreen,
+        retype: adapter.capabilities.mailHook,
+        taken: (typedAt) => {
+          const p = l.lastPresence;
+          return p !== undefined && ((p.activeAt ?? 0) >= typedAt || p.status === "working" || p.status === "waiting");
+        },
+        onRetry: (what) =>
+          this.o.log.warn(
+            { seat, what },
+            what === "enter"
+              ? "the wake for the opening prompt was not taken: pressing Enter again"
+              : "the wake for the opening prompt was not taken: typing it again",
+          ),
+      });
+      if (!outcome.taken && !this.stopped && !l.stopping)
         this.o.log.warn(
-          { seat, what },
-          what === "enter" ? "the opening prompt was not taken: pressing Enter again" : "the opening prompt was not taken: typing it again",
-        ),
-    });
-    if (!outcome.taken && !this.stopped && !l.stopping)
-      this.o.log.warn({ seat, why: outcome.why, screen: outcome.screen.trimEnd().split("\n").slice(-15).join("\n") }, "the opening prompt was not taken");
+          { seat, why: outcome.why, screen: outcome.screen.trimEnd().split("\n").slice(-15).join("\n") },
+          "the wake for the opening prompt was not taken",
+        );
+    } finally {
+      l.waking = false;
+    }
   }
 
   private watch(seat: string, l: Live): void {
