@@ -31,3 +31,12 @@ export class OpeningPromptNotStoredError extends CotalError {
     });
   }
 }
+
+/** A helper's agent file is not the one its spawner's grant pinned: it is not started again. */
+export class PersonaChangedError extends CotalError {
+  constructor(seat: string, persona: string, spawner: string) {
+    super("persona-changed", `The agent file of ${persona} changed since ${seat} was spawned by ${spawner}; it is not started from the new one.`, {
+      remedy: `Despawn ${seat} and have ${spawner} spawn it again once the operator has minted ${spawner} again (which pins the agent file as it is then).`,
+    });
+  }
+}

@@ -21,7 +21,7 @@ import {
   type TableParsedArgs,
 } from "../schemas/index.js";
 import { callControl, JS_OPTIONS, sendDirectMail, serveControl, SERVICE_PRINCIPALS, type Logger } from "../broker/index.js";
-import { OpeningPromptNotStoredError, SeatRefusedError, StaleSeatLogError } from "./errors.js";
+import { OpeningPromptNotStoredError, PersonaChangedError, SeatRefusedError, StaleSeatLogError } from "./errors.js";
 import { newLifecycleUid } from "./lifecycle-uid.js";
 import { adoptSeatProcess, logTailOf, type SeatExit, type SeatProcess } from "./process-runtime.js";
 import { proveSeatProcess, seatFolderProblem } from "./seat-adoption.js";
@@ -31,7 +31,7 @@ import { heartbeatOf } from "./heartbeat.js";
 import { redactHostPaths } from "./host-paths.js";
 import { isOperator } from "./runs.js";
 import { SeatLog } from "./seat-log.js";
-import { loadAgentFile } from "../claude/index.js";
+import { loadAgentFile, personaDigests, type AgentFile } from "../claude/index.js";
 import { awaitInputScreen, claudeAuthOf, startClaudeSeat, startRuntimeSeat, UnexpectedScreenError, type ClaudeSeatOptions } from "./claude-seat.js";
 import { DEFAULT_RUNTIME, hostsOf, refuseWithoutAuth, runtimeNamed } from "./runtimes.js";
 import { checkScript } from "./pty-runtime.js";
@@ -48,8 +48,10 @@ import { applyEvent, holdsName, projectSeat, type SeatRecord } from "./seat-tabl
 import {
   helperAgent,
   refuseOperatorOnly,
+  pinProblem,
   refuseOverLimit,
   refuseUngranted,
+  refuseUnpinned,
   refuseWider,
   refuseWithoutRight,
   seatScope,
@@ -448,7 +450,8 @@ export class ManagerService {
       );
     }
     // An agent file is read on this host, before anything is claimed: a missing or invalid one refuses the spawn.
-    const fm = helper?.fm ?? (a.persona ? loadAgentFile(cwd, a.persona).frontmatter : undefined);
+    const agentFile = helper?.file ?? (a.persona ? loadAgentFile(cwd, a.persona) : undefined);
+    const fm = agentFile?.frontmatter;
     const carried = this.takeCarried(a);
     const scope = seatScope(a, fm);
     const { role, channels } = scope;
@@ -456,6 +459,8 @@ export class ManagerService {
     // The spawn right of the seat's own credential: the operator's spawn or its agent file (never a helper's).
     const allowSpawn = helper ? [] : (a.allowSpawn ?? fm?.allowSpawn ?? []);
     const spawnLimit = allowSpawn.length ? (a.spawnLimit ?? fm?.spawnLimit) : undefined;
+    // The spawn right pins its personas' agent files as they are now, where its helpers' are read.
+    const pinned = allowSpawn.length ? personaDigests(cwd, allowSpawn) : undefined;
     const uid = newLifecycleUid();
     const spec = {
       runtime,
@@ -463,6 +468,7 @@ export class ManagerService {
       channels,
       ...(model ? { model } : {}),
       ...(carried ? { carried: { session: carried.session, digest: carried.digest } } : {}),
+      ...(agentFile?.digest ? { personaDigest: agentFile.digest } : {}),
       ...(a.restarts !== undefined ? { restarts: a.restarts } : {}),
       ...(a.windowMs !== undefined ? { windowMs: a.windowMs } : {}),
     };
@@ -490,6 +496,7 @@ export class ManagerService {
         allowPublish: scope.allowPublish,
         allowSpawn,
         spawnLimit,
+        personaDigests: pinned,
         manager: this.o.instance,
       });
       // What another principal chose is mail, never keystrokes: stored before the seat starts, so
@@ -552,7 +559,7 @@ export class ManagerService {
   private async admitHelper(
     a: Args<"spawn">,
     caller: Principal,
-  ): Promise<{ agent: SeatAgent; cwd: string; fm: AgentFrontmatter; spawnedBy: string; spawnerUid?: string }> {
+  ): Promise<{ agent: SeatAgent; cwd: string; file: AgentFile; fm: AgentFrontmatter; spawnedBy: string; spawnerUid?: string }> {
     const id = principalId(caller);
     refuseOperatorOnly(id, a);
     const grant = await this.grantOf(caller);
@@ -564,7 +571,9 @@ export class ManagerService {
       grant,
       helpers.map((h) => nameOf(h.seat)),
     );
-    const fm = loadAgentFile(cwd, a.persona).frontmatter;
+    const file = loadAgentFile(cwd, a.persona);
+    refuseUnpinned(id, grant, a.persona, file.digest);
+    const fm = file.frontmatter;
     const agent = helperAgent(a.agent, fm, a.persona);
     refuseWider(id, a.persona, widerThan({ ...seatScope(a, fm), agent, fm }, grant, this.spawnerFile(spawner)));
     const refused = await this.runs?.spawnGate(agent !== "echo");
@@ -572,7 +581,7 @@ export class ManagerService {
       this.o.log.warn({ spawner: id, cap: refused.cap, spentUsd: refused.spentUsd }, "helper refused by a budget gate");
       throw new SeatRefusedError("budget", refused.message, "Wait for the next UTC day, or ask the operator to raise the cap (`cotal budget`, docs/runs.md).");
     }
-    return { agent, cwd, fm, spawnedBy: id, ...(spawner ? { spawnerUid: spawner.uid } : {}) };
+    return { agent, cwd, file, fm, spawnedBy: id, ...(spawner ? { spawnerUid: spawner.uid } : {}) };
   }
 
   /**
@@ -591,8 +600,10 @@ export class ManagerService {
     const hide = (t: string) => (grant ? redactHostPaths(t, { stateDir: this.o.stateDir, cwd }) : t);
     const personas = names.map((persona): PersonaInfo => {
       try {
-        const fm = loadAgentFile(cwd, persona).frontmatter;
+        const file = loadAgentFile(cwd, persona);
+        const fm = file.frontmatter;
         const runtime = fm.runtime ?? DEFAULT_RUNTIME.name;
+        const unpinned = grant ? pinProblem(grant, persona, file.digest) : undefined;
         const wider = grant ? widerThan({ ...seatScope({ channels: [] }, fm), agent: runtime as SeatAgent, fm }, grant, spawnerFile) : [];
         return {
           persona,
@@ -601,7 +612,7 @@ export class ManagerService {
           ...(fm.role ? { role: fm.role } : {}),
           channels: fm.subscribe,
           ...(fm.description ? { description: fm.description.slice(0, 1000) } : {}),
-          ...(wider.length ? { problem: `a helper of it would be wider than you: ${wider.join("; ")}` } : {}),
+          ...(unpinned ? { problem: unpinned } : wider.length ? { problem: `a helper of it would be wider than you: ${wider.join("; ")}` } : {}),
         };
       } catch (err) {
         return { persona, name: persona, runtime: "-", channels: [], problem: hide((err as Error).message) };
@@ -751,6 +762,7 @@ export class ManagerService {
           ...(r.spec.restarts !== undefined ? { restarts: r.spec.restarts } : {}),
           ...(r.spec.windowMs !== undefined ? { windowMs: r.spec.windowMs } : {}),
           ...(r.spec.carried ? { carried: r.spec.carried } : {}),
+          ...(r.spec.personaDigest ? { personaDigest: r.spec.personaDigest } : {}),
           ...(r.spawnedBy ? { spawnedBy: r.spawnedBy } : {}),
           ...(r.spawnerUid ? { spawnerUid: r.spawnerUid } : {}),
           ...(r.allowSpawn ? { allowSpawn: r.allowSpawn } : {}),
@@ -799,6 +811,7 @@ export class ManagerService {
     if (adapter && host) {
       const cwd = r.spec.cwd ?? process.cwd();
       const agentFile = r.persona ? loadAgentFile(cwd, r.persona) : undefined;
+      if (r.spawnedBy && agentFile && agentFile.digest !== r.spec.personaDigest) throw new PersonaChangedError(seat, r.persona!, r.spawnedBy);
       const runtime = r.spec.runtime === "pty" ? "pty" : "tmux";
       const term = runtime === "pty" ? ({ pty: true } as const) : { tmux: this.tmux };
       const request = {

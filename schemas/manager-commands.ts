@@ -124,7 +124,12 @@ export const MANAGER_COMMANDS = {
       runtime: SeatRuntime.optional().describe("default: tmux for claude, process for echo"),
       cwd: z.string().min(1).max(4096).optional().describe("absolute working directory on the manager's host (default: the manager's state dir's seat folder)"),
       model: z.string().min(1).max(200).optional(),
-      prompt: z.string().min(1).max(100_000).optional().describe("agent CLI seats: its opening prompt, handed to the model as a DM from the manager (never typed into its terminal)"),
+      prompt: z
+        .string()
+        .min(1)
+        .max(100_000)
+        .optional()
+        .describe("agent CLI seats: its opening prompt, handed to the model as a DM from the manager (never typed into its terminal)"),
       restarts: z
         .number()
         .int()

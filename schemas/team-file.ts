@@ -86,7 +86,12 @@ export const TeamSeat = z
     model: z.string().min(1).max(200).optional().describe("the model (agent CLI seats)"),
     channels: z.array(ChannelName).max(64).optional().describe("channels the seat joins (reads and posts); each must be declared under channels"),
     cwd: z.string().min(1).max(4096).optional().describe("the seat's working directory, relative to cotal.yaml's folder; default that folder on this host"),
-    prompt: z.string().min(1).max(100_000).optional().describe("agent CLI seats: its opening prompt, handed to the model as a DM from the manager (never typed into its terminal)"),
+    prompt: z
+      .string()
+      .min(1)
+      .max(100_000)
+      .optional()
+      .describe("agent CLI seats: its opening prompt, handed to the model as a DM from the manager (never typed into its terminal)"),
     events: z.boolean().optional().describe("publish the seat's activity on its event plane (docs/events.md); default true"),
   })
   .describe("A seat: one agent process under a name, run by a manager.");
