@@ -21,6 +21,13 @@ export const AllowSpawn = z.array(PrincipalToken).max(MAX_SPAWN_PERSONAS).descri
 /** How many helpers it may hold at once. */
 export const SpawnLimit = z.number().int().min(1).max(MAX_SPAWN_LIMIT).describe(`helpers it may hold at once (default ${DEFAULT_SPAWN_LIMIT})`);
 
+/** A seat's opening prompt: handed to its model as mail, never typed (docs/security.md, "Typed text is fixed text"). */
+export const OpeningPrompt = z
+  .string()
+  .min(1)
+  .max(100_000)
+  .describe("agent CLI seats: its opening prompt, handed to the model as a DM from the manager (never typed into its terminal)");
+
 /**
  * Each persona's agent file as the minter read it (`sha256:` and the hex digest of its bytes): a
  * helper is started only from those bytes, so a spawner that can write the agent files cannot widen

@@ -8,12 +8,12 @@
 // framed mail (the escape shown, not pressed), no command runs, and each seat's posture is the one
 // `ps` reports.
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCli, exitedOk, freePort, runCotal } from "../harness/cli.js";
-import { fourRuntimeShell } from "../harness/four-runtimes.js";
+import { closeFourRuntimes, fourRuntimeShell } from "../harness/four-runtimes.js";
 import { allText, isMainLoopRequest, ModelDouble, newTurnText } from "../harness/model-double.js";
 import { seatScreen } from "../harness/seat-screen.js";
 import { until } from "../harness/until.js";
@@ -69,13 +69,7 @@ beforeAll(async () => {
   ok(await cotal(["up", "-d", "--port", String(await freePort())]));
 }, 180_000);
 
-afterAll(async () => {
-  if (project) await cotal(["down"]).catch(() => undefined);
-  await messages?.close();
-  await responses?.close();
-  await gemini?.close();
-  if (project) await rm(project, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
-});
+afterAll(() => closeFourRuntimes(project, () => cotal(["down"]), { messages, responses, gemini }));
 
 describe("nothing another principal chose is typed into a seat's terminal", () => {
   it("a spawner's model asks for a helper whose prompt is `!touch …` and two Shift+Tabs: the helper's model reads it as mail, nothing runs, it stays in dontAsk", async () => {
@@ -88,7 +82,7 @@ describe("nothing another principal chose is typed into a seat's terminal", () =
     const handed = () => messages.requests.find((r) => isMainLoopRequest(r) && allText(r).includes("Opening prompt from local.lead"));
     await until(() => handed() !== undefined, 120_000, "the helper's model to be handed its opening prompt");
     const text = allText(handed()!);
-    expect(text).toContain(`!touch ${marker("helper")}\u241b[Z\u241b[Z`);
+    expect(text).toContain(`!touch ${marker("helper")}\u241b\uff3bZ\u241b\uff3bZ`);
     expect(text).not.toContain("\u001b");
 
     expect(existsSync(marker("helper"))).toBe(false);

@@ -7,13 +7,13 @@
 // every later hop reaches an idle seat that nobody types into: the manager wakes it, the runtime's
 // own hook or plugin hands the DM to its model, and the model passes it on with Cotal's MCP tool.
 // The doubles are served from this process: every CLI call is async.
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCli, freePort, runCotal, exitedOk } from "../harness/cli.js";
 import { allText, isMainLoopRequest, lastUserText, ModelDouble, type RecordedRequest, newTurnText } from "../harness/model-double.js";
-import { fourRuntimeShell } from "../harness/four-runtimes.js";
+import { closeFourRuntimes, fourRuntimeShell } from "../harness/four-runtimes.js";
 import { seatScreen } from "../harness/seat-screen.js";
 import { until } from "../harness/until.js";
 import { contentTexts, functionResponses, GeminiDouble, type RecordedGeminiRequest } from "../../testbed/gemini-double.js";
@@ -87,13 +87,7 @@ beforeAll(async () => {
   ok(await cotal(["up", "-d", "--port", String(await freePort())]));
 }, 180_000);
 
-afterAll(async () => {
-  if (project) await cotal(["down"]).catch(() => undefined);
-  await messages?.close();
-  await responses?.close();
-  await gemini?.close();
-  if (project) await rm(project, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
-});
+afterAll(() => closeFourRuntimes(project, () => cotal(["down"]), { messages, responses, gemini }));
 
 describe("four runtimes on one mesh, unattended, through the shipped CLI", () => {
   it("one DM goes around the ring claude → codex → opencode → gemini → claude, every later hop woken by the manager", async () => {
