@@ -137,20 +137,30 @@ export async function awaitInputScreen(
   let gone = false;
   void proc.exited.then(() => (gone = true));
   let screen = "";
+  // A TUI that exits, or clears its screen to retry, leaves a blank terminal: what it said before
+  // (an unreachable model, a refused key) is on the last screen that showed anything.
+  let shown = "";
   while (Date.now() < deadline && !gone) {
     screen = await terminal.screen();
-    // A TUI that exits restores the terminal's main screen: what it showed is kept by the caller.
-    if (screen.trim()) seen?.(screen);
+    if (screen.trim()) {
+      shown = screen;
+      seen?.(screen);
+    }
     const c = classify(screen);
     if (c.kind === "ready") return;
     if (c.kind === "blocked") throw new UnexpectedScreenError(c.name, screen);
     await sleep(100);
   }
-  const first = screen
+  const said = screenLines(shown, gone ? "last" : "first");
+  const what = gone ? "an exit before its input screen" : `an unexpected screen${screen.trim() ? "" : ", now blank"}`;
+  throw new UnexpectedScreenError(said ? `${what} (it showed: ${said})` : `${what} (it showed nothing)`, shown);
+}
+
+/** Three non-blank lines of a screen, joined: its first (a dialog's title) or its last (what a CLI said before it exited). */
+function screenLines(screen: string, which: "first" | "last"): string {
+  const lines = screen
     .split("\n")
     .map((l) => l.trim())
-    .filter(Boolean)
-    .slice(0, 3)
-    .join(" / ");
-  throw new UnexpectedScreenError(gone ? "an exit before its input screen" : `an unexpected screen (${first || "blank"})`, screen);
+    .filter(Boolean);
+  return (which === "first" ? lines.slice(0, 3) : lines.slice(-3)).join(" / ");
 }

@@ -36,6 +36,7 @@ import { awaitInputScreen, claudeAuthOf, startClaudeSeat, startRuntimeSeat, Unex
 import { DEFAULT_RUNTIME, hostsOf, refuseWithoutAuth, runtimeNamed } from "./runtimes.js";
 import { checkScript } from "./pty-runtime.js";
 import { deliverPrompt } from "./prompt-delivery.js";
+import { startFailureRemedy } from "./seat-failure.js";
 import { openingPromptMail } from "./opening-prompt.js";
 import type { SeatTerminal } from "./seat-terminal.js";
 import { TmuxServer } from "./tmux-runtime.js";
@@ -879,14 +880,17 @@ export class ManagerService {
       if (opening && !this.stopped) await this.wakeForOpening(seat, l, adapter);
     } catch (err) {
       if (this.stopped || this.live.get(seat) !== l || l.stopping) return;
-      const why = err instanceof UnexpectedScreenError ? err.message : `its screen could not be read: ${(err as Error).message}`;
+      const shown = err instanceof UnexpectedScreenError ? err.screen || (l.lastScreen ?? "") : "";
+      const remedy = startFailureRemedy(shown, adapter);
+      const why = `${err instanceof UnexpectedScreenError ? err.message : `its screen could not be read: ${(err as Error).message}`}${remedy ? `. ${remedy}` : ""}`;
+      this.o.log.warn({ seat, why, screen: shown.trimEnd().split("\n").slice(-20).join("\n") }, "a seat did not reach its input screen: failed");
       l.stopping = true;
       await this.serial(async () => {
         const exit = await l.proc.stop(2_000);
         this.live.delete(seat);
         const r = this.seats.get(seat);
         if (!r || !holdsName(r)) return;
-        const output = err instanceof UnexpectedScreenError ? err.screen.trimEnd().split("\n").slice(-20).join("\n") : undefined;
+        const output = shown.trim() ? shown.trimEnd().split("\n").slice(-20).join("\n") : undefined;
         await this.appendExited(seat, r, exit, output);
         await this.retire(seat, `failed: ${why}`);
       }).catch((e: unknown) => this.o.log.error({ err: e, seat }, "failing a seat that did not start failed"));

@@ -37,8 +37,9 @@ export type DeliveryOutcome = { taken: true } | { taken: false; why: "not-taken"
  * So after each wait without the seat's hooks reporting a prompt: if the text is on screen, Enter
  * is pressed again (on an empty input box it does nothing); if it is nowhere and the runtime's
  * hooks report every prompt, it is typed again. Nothing is pressed on a screen other than the
- * input screen (a permission prompt would take Enter as an answer), nor while a person has the
- * terminal open (`cotal attach`: what is in the input box may be theirs).
+ * input screen or one showing the text itself (a permission prompt would take Enter as an
+ * answer), nor while a person has the terminal open (`cotal attach`: what is in the input box may
+ * be theirs).
  */
 export async function deliverPrompt(text: string, d: PromptDelivery): Promise<DeliveryOutcome> {
   const typedAt = Date.now();
@@ -51,7 +52,10 @@ export async function deliverPrompt(text: string, d: PromptDelivery): Promise<De
     // old dialog's words); whether the text was ever shown is read with the scrollback.
     screen = await d.terminal.screen();
     if (await d.terminal.attached()) return { taken: false, why: "attached", screen };
-    if (d.classify(screen).kind !== "ready") return { taken: false, why: "not-ready", screen };
+    // Some TUIs are known by their empty input box only (Gemini CLI's placeholder): the text still
+    // sitting in the box on the screen as it is now is the input screen too, and Enter sends it.
+    const state = d.classify(screen).kind;
+    if (state === "blocked" || (state !== "ready" && !collapse(screen).includes(fragment))) return { taken: false, why: "not-ready", screen };
     const shown = await d.terminal.screen(500);
     if (collapse(shown).includes(fragment) || !d.retype || /\[Pasted text/.test(shown)) {
       d.onRetry?.("enter");

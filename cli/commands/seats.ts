@@ -75,10 +75,14 @@ function stateLine(v: SeatView): string {
   return v.presence?.condition ? `${v.state} (${v.presence.condition})` : v.state;
 }
 
+/** How long a spawn that saw its seat exit waits for the record that says why (retired, or restarted). */
+const EXIT_REASON_WAIT_MS = 3_000;
+
 async function settle(s: MeshSession, instance: string, name: string, waitMs: number, prompted: boolean): Promise<Settled> {
   const caller = credsCaller(s.target.creds);
   const deadline = Date.now() + waitMs;
   let last: SeatView | undefined;
+  let exitedAt: number | undefined;
   for (;;) {
     const ps = await callManager(s.nc, s.target.space, "ps", caller, { all: true }, { target: instance });
     last = ps.seats.filter((v) => v.name === name).sort((a, b) => b.requestedAt - a.requestedAt)[0];
@@ -87,6 +91,11 @@ async function settle(s: MeshSession, instance: string, name: string, waitMs: nu
       if (last.presence?.condition) return { outcome: "impaired", seat: last };
       if (!prompted || (last.presence?.status === "idle" && last.presence.activeAt !== undefined)) return { outcome: "started", seat: last };
       if (Date.now() >= deadline) return { outcome: "started", seat: last };
+    }
+    // The manager records an exit, then why it retires the seat: the reason follows within moments.
+    if (last?.state === "exited" && !last.reason && Date.now() - (exitedAt ??= Date.now()) < EXIT_REASON_WAIT_MS && Date.now() < deadline) {
+      await sleep(250);
+      continue;
     }
     if (last && ["exited", "retired", "fenced"].includes(last.state)) return { outcome: "failed", seat: last };
     if (Date.now() >= deadline) return { outcome: "uncertain", seat: last };
@@ -310,7 +319,7 @@ export function registerSeats(program: Command): void {
         result.outcome === "started"
           ? "started"
           : result.outcome === "failed"
-            ? `failed: ${result.seat?.reason ?? result.seat?.state ?? "exited"}`
+            ? `failed: ${(result.seat?.reason ?? result.seat?.state ?? "exited").replace(/^failed: /, "")}`
             : result.outcome === "impaired"
               ? `joined, but its first turn failed (${result.seat?.presence?.condition}${result.seat?.presence?.message ? `: ${result.seat.presence.message}` : ""}; kept: fix it, then \`cotal stop --name ${result.name}\` and spawn again)`
               : `uncertain: not joined within ${f.waitMs} ms (kept; see \`cotal ps\`)`;

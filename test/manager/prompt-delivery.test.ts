@@ -90,6 +90,20 @@ describe("a spawn's opening prompt is delivered, not only typed", () => {
     expect(tui.keys).toEqual([`text:${PROMPT}`, "Enter"]);
   });
 
+  it("a TUI known by its empty input box only (Gemini CLI): the text left in the box is on screen, so Enter sends it", async () => {
+    const tui = new ScriptedTui(1);
+    const emptyOnly = (s: string): ScreenState => (/❯ \n/.test(s) ? { kind: "ready" } : { kind: "unknown" });
+    const outcome = await deliverPrompt(PROMPT, {
+      terminal: tui,
+      classify: emptyOnly,
+      retype: true,
+      taken: (at) => tui.takenAt !== undefined && tui.takenAt >= at,
+      checksMs: [50, 50],
+    });
+    expect(outcome).toEqual({ taken: true });
+    expect(tui.keys).toEqual([`text:${PROMPT}`, "Enter", "Enter"]);
+  });
+
   it("while a person has the terminal open nothing more is pressed: the input box may hold what they type", async () => {
     const tui = new ScriptedTui(1);
     tui.person = true;
