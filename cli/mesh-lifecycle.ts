@@ -28,6 +28,7 @@ import type { ClaudeAuthChoice } from "../claude/index.js";
 import { findMeshServices, startMeshService } from "./service-process.js";
 import { DEFAULT_SYNC, describeSync } from "./sync-interval.js";
 import { prepareStaticAuth, publishSpaceAccount, type StaticAuth } from "./static-auth.js";
+import { noteStarted } from "./up-guard.js";
 
 /** What `cotal up` was asked for; unset fields come from the last run's mesh.json, then defaults. */
 export interface UpRequest {
@@ -454,7 +455,15 @@ async function startNode(
     started = await startNatsServer(
       root,
       { ...c, storeDir: n.storeDir, portsDir: root.runDir, serverName: n.serverName },
-      { creds, onSpawn: (rec) => claim.handTo(rec), configFile: n.config, log: n.name },
+      {
+        creds,
+        onSpawn: (rec) => {
+          claim.handTo(rec);
+          noteStarted(rec, n.pidFile); // an interrupted `cotal up` stops it again
+        },
+        configFile: n.config,
+        log: n.name,
+      },
     );
   } catch (err) {
     claim.release();
