@@ -150,7 +150,8 @@ export function describeError(err: unknown): string {
     err instanceof PermissionDeniedError ? err : err instanceof CotalError && err.cause instanceof PermissionDeniedError ? err.cause : permissionViolation(err);
   if (denied) return `cotal: ${permissionRefusal(denied)}`;
   if (err instanceof CotalError) {
-    const cause = err.cause instanceof Error && !(err.cause instanceof CotalError) ? ` (${err.cause.message})` : "";
+    // A cause the message already says (a sentence built around it) is not said twice.
+    const cause = err.cause instanceof Error && !(err.cause instanceof CotalError) && !err.message.includes(err.cause.message) ? ` (${err.cause.message})` : "";
     return `cotal: ${err.message}${cause}`;
   }
   const fs = fileSystemFailure(err);
