@@ -11,7 +11,6 @@ import {
   postSubject,
   CotalError,
   dmSubject,
-  encodeMessage,
   filters,
   LIMITS,
   names,
@@ -19,7 +18,6 @@ import {
   beatSubject,
   DELIVERY,
   PRESENCE,
-  PUBLISH,
   REESTABLISH_DELAYS_MS,
   principal,
   principalId,
@@ -47,11 +45,11 @@ import { callControl, type ControlCallRest } from "./control.js";
 import { DeliveryQueue, IdLedger, type Delivery, type DeliverySource } from "./delivery.js";
 import { ConsumerLostError, JoinFailedError, NotJoinedError, PermissionDeniedError, UnknownMentionError } from "./errors.js";
 import { collectHistory, verifiedName, type HistoryItem, type HistoryQuery } from "./history.js";
-import { isStorageRefusal, isTransientPublishError, permissionViolation } from "./js-errors.js";
-import { storageRefusalError } from "./provision.js";
+import { permissionViolation } from "./js-errors.js";
+import { publishStored } from "./stored-publish.js";
 import { logger, type Logger } from "./log.js";
 import { AckBatcher } from "./ack-batch.js";
-import { exponentialBackoff, fixedDelays, retry, until } from "./retry.js";
+import { fixedDelays, retry } from "./retry.js";
 import type { RegisterReply } from "./mesh-service.js";
 import { QuietPull, quietPullsFit, type PullSource } from "./quiet-pull.js";
 import { followPresence, Roster, type RosterEntry } from "./roster.js";
@@ -669,25 +667,14 @@ export class Endpoint {
     };
   }
 
-  /**
-   * Publish with `Nats-Msg-Id = id`. Transient failures (a broker restart, a lost ack) are
-   * retried with the same id until `publishTimeoutMs`: the broker's dedupe makes that safe.
-   */
-  private async publish(subject: string, m: CotalMessage, lastSubjectSequence?: number): Promise<Omit<Receipt, "target">> {
-    const bytes = encodeMessage(m);
-    const deadline = Date.now() + (this.opts.publishTimeoutMs ?? PUBLISH.totalTimeoutMs);
-    const options = { msgID: m.id, timeout: PUBLISH.attemptTimeoutMs, ...(lastSubjectSequence !== undefined ? { expect: { lastSubjectSequence } } : {}) };
-    try {
-      const ack = await retry(() => this.js.publish(subject, bytes, options), {
-        delays: until(deadline, exponentialBackoff(PUBLISH.retryFirstMs, PUBLISH.retryMaxMs)),
-        retryable: (err) => !isStorageRefusal(err) && isTransientPublishError(err),
-        stop: () => this.nc.isClosed(),
-        onRetry: (err, attempt) => this.log.debug({ err: (err as Error).message, attempt, id: m.id }, "publish not acknowledged; retrying with the same id"),
-      });
-      return { id: m.id, stream: ack.stream, seq: ack.seq, duplicate: ack.duplicate };
-    } catch (err) {
-      throw storageRefusalError(subject, err);
-    }
+  /** Publish with `Nats-Msg-Id = id`, retried with the same id until `publishTimeoutMs` (stored-publish.ts). */
+  private publish(subject: string, m: CotalMessage, lastSubjectSequence?: number): Promise<Omit<Receipt, "target">> {
+    return publishStored(this.js, subject, m, {
+      timeoutMs: this.opts.publishTimeoutMs,
+      lastSubjectSequence,
+      stop: () => this.nc.isClosed(),
+      log: this.log,
+    });
   }
 
   private async checkMentions(mentions: string[]): Promise<void> {

@@ -481,6 +481,7 @@ export class MeshService {
         ...(req.events !== undefined ? { events: req.events } : {}),
         ...(req.allowSpawn.length ? { allowSpawn: req.allowSpawn } : {}),
         ...(req.spawnLimit !== undefined ? { spawnLimit: req.spawnLimit } : {}),
+        ...(req.allowSpawn.length && req.personaDigests ? { personaDigests: pinnedOf(req.allowSpawn, req.personaDigests) } : {}),
         mintedBy: principalId(caller),
       },
       {
@@ -711,12 +712,12 @@ export class MeshService {
    */
   async grant(caller: Principal, who: Principal): Promise<SpawnGrant> {
     const principal = principalId(who);
-    if (!this.opts.auth) return { principal, minted: false, allowSubscribe: [], allowPublish: [], allowSpawn: [] };
+    if (!this.opts.auth) return { principal, minted: false, allowSubscribe: [], allowPublish: [], allowSpawn: [], personaDigests: {} };
     if (principalId(caller) !== principalId(SERVICE_PRINCIPALS.cli) && principalId(caller) !== principal) {
       if ((await this.identities.get(caller))?.profile !== "manager") throw new NotAllowedError(`read what ${principal} was minted with (a manager may too)`);
     }
     const rec = await this.identities.get(who);
-    if (!rec) return { principal, minted: false, allowSubscribe: [], allowPublish: [], allowSpawn: [] };
+    if (!rec) return { principal, minted: false, allowSubscribe: [], allowPublish: [], allowSpawn: [], personaDigests: {} };
     return {
       principal,
       minted: true,
@@ -726,6 +727,7 @@ export class MeshService {
       ...(rec.role ? { role: rec.role } : {}),
       allowSpawn: rec.allowSpawn ?? [],
       ...(rec.spawnLimit !== undefined ? { spawnLimit: rec.spawnLimit } : {}),
+      personaDigests: rec.personaDigests ?? {},
     };
   }
 
@@ -817,4 +819,9 @@ async function clientsAccountDeleter(
 /** A name someone other than `caller` minted first (a name minted before `mintedBy` was kept counts as the operator's). */
 function mintedByOther(rec: { mintedBy?: string | undefined } | undefined, caller: Principal): boolean {
   return rec !== undefined && rec.mintedBy !== principalId(caller);
+}
+
+/** The digests of the personas a spawn right names (a digest for any other persona pins nothing). */
+function pinnedOf(allowSpawn: readonly string[], digests: Readonly<Record<string, string>>): Record<string, string> {
+  return Object.fromEntries(allowSpawn.filter((p) => digests[p] !== undefined).map((p) => [p, digests[p]!]));
 }

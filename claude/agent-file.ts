@@ -1,5 +1,6 @@
 // Agent files: `.cotal/agents/<name>.md`, YAML frontmatter (validated by AgentFrontmatter,
 // unknown keys refused with file and line) and a markdown body, the persona.
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { isMap, isScalar, LineCounter, parseDocument } from "yaml";
@@ -13,6 +14,8 @@ export interface AgentFile {
   frontmatter: AgentFrontmatter;
   /** The markdown body without surrounding blank lines; undefined when empty. */
   persona: string | undefined;
+  /** `sha256:` and the hex digest of the file's bytes as read (set by loadAgentFile): what a spawn grant pins. */
+  digest?: string;
 }
 
 /** Agent file names: one path segment, no dot files. */
@@ -31,9 +34,9 @@ export function agentFilePath(root: string, name: string): string {
 /** Read and validate `.cotal/agents/<name>.md` under `root`. */
 export function loadAgentFile(root: string, name: string): AgentFile {
   const file = agentFilePath(root, name);
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = readFileSync(file, "utf8");
+    bytes = readFileSync(file);
   } catch (cause) {
     const code = (cause as NodeJS.ErrnoException).code;
     throw new AgentFileError(file, undefined, code === "ENOENT" ? "no such agent file." : `cannot be read (${code ?? String(cause)}).`, {
@@ -41,7 +44,17 @@ export function loadAgentFile(root: string, name: string): AgentFile {
       cause,
     });
   }
-  return parseAgentFile(text, file);
+  // Parsed from the very bytes it hashes: a file changed between the two cannot pass as the pinned one.
+  return { ...parseAgentFile(bytes.toString("utf8"), file), digest: `sha256:${createHash("sha256").update(bytes).digest("hex")}` };
+}
+
+/**
+ * The digest of each persona's agent file under `root`, read and validated now: what a credential
+ * with the spawn right is minted with, so the helpers it spawns are the personas as the minter saw
+ * them (docs/manager.md, Helpers). A missing or invalid file throws its AgentFileError.
+ */
+export function personaDigests(root: string, personas: readonly string[]): Record<string, string> {
+  return Object.fromEntries(personas.map((p) => [p, loadAgentFile(root, p).digest!]));
 }
 
 const KEYS = Object.keys(AgentFrontmatter.shape);

@@ -21,7 +21,7 @@ export { launchClaude, writeLaunchFiles, type LaunchClaudeOptions, type Launched
 export { processGone, startPersonaWatcher, type PersonaWatcherOptions } from "./persona-watcher.js";
 export { parseStartTime, processStartTime, statFields } from "./process-stat.js";
 export { applyAllowRule, claudeUserSettingsPath, ClaudeSettingsError, planAllowRule, type AllowRulePlan } from "./allow-rule.js";
-export { loadAgentFile, parseAgentFile, type AgentFile } from "./agent-file.js";
+export { loadAgentFile, parseAgentFile, personaDigests, type AgentFile } from "./agent-file.js";
 export { claudeRuntime, type ClaudeHostSettings } from "./runtime.js";
 export { runResultOf } from "./run-result.js";
 export { AgentFileError, BypassAsRootError, ClaudeLaunchError, LaunchOptionError } from "./errors.js";

@@ -6,7 +6,7 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import { ChannelName, PrincipalId, PrincipalToken, RoleName, SeatAgent } from "../schemas/index.js";
+import { ChannelName, OpeningPrompt, PrincipalId, PrincipalToken, RoleName, SeatAgent } from "../schemas/index.js";
 import type { HelperDesk } from "./helpers.js";
 import * as text from "./model-text.js";
 
@@ -42,7 +42,7 @@ export function registerSpawnTools(server: McpServer, desk: HelperDesk, closed: 
         channels: z.array(ChannelName).max(64).optional().describe("Channels it joins (default: its agent file's); each must be one you may read and post on."),
         role: RoleName.optional().describe("Its role (default: its agent file's); only your own."),
         model: z.string().min(1).max(200).optional().describe("Its model (default: its agent file's)."),
-        prompt: z.string().min(1).max(100_000).optional().describe("Its first prompt, typed in once it is ready (agent CLI seats)."),
+        prompt: OpeningPrompt.optional(),
         runtime: SeatAgent.optional().describe("echo (runs no model, for trials) or the persona's own runtime (the default)."),
       }),
     },

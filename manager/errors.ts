@@ -20,3 +20,23 @@ export class SeatRefusedError extends CotalError {
     super(code, message, { remedy });
   }
 }
+
+/** A seat's opening prompt could not be stored as its mail: the seat is not started. */
+export class OpeningPromptNotStoredError extends CotalError {
+  constructor(seat: string, manager: string, cause: unknown) {
+    super("prompt-not-stored", `The opening prompt for ${seat} could not be stored as a DM from ${manager}; nothing was started.`, {
+      remedy:
+        "A manager credential minted before managers hand opening prompts over as mail lacks the right: mint it again (`cotal mint <instance> --profile manager`) and restart the manager. Otherwise see the cause.",
+      cause,
+    });
+  }
+}
+
+/** A helper's agent file is not the one its spawner's grant pinned: it is not started again. */
+export class PersonaChangedError extends CotalError {
+  constructor(seat: string, persona: string, spawner: string) {
+    super("persona-changed", `The agent file of ${persona} changed since ${seat} was spawned by ${spawner}; it is not started from the new one.`, {
+      remedy: `Despawn ${seat} and have ${spawner} spawn it again once the operator has minted ${spawner} again (which pins the agent file as it is then).`,
+    });
+  }
+}

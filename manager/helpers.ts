@@ -83,6 +83,29 @@ export function refuseUngranted(caller: string, grant: SpawnGrant, persona: stri
     );
 }
 
+/**
+ * Why a helper of `persona` may not start from its agent file as it is now (`digest`): the grant
+ * pins each persona's file as it was when the spawn right was minted, so a spawner that can write
+ * the agent files cannot widen what its grant names. Undefined when the bytes are the pinned ones.
+ */
+export function pinProblem(grant: SpawnGrant, persona: string, digest: string | undefined): string | undefined {
+  const pinned = grant.personaDigests[persona];
+  if (pinned === undefined) return `its agent file was not pinned when ${grant.principal} was minted, so no helper of it starts`;
+  if (pinned !== digest) return `its agent file changed since ${grant.principal} was minted with the right to spawn it`;
+  return undefined;
+}
+
+/** Refuse a helper whose agent file is not the one the spawner's grant pinned (pinProblem). */
+export function refuseUnpinned(caller: string, grant: SpawnGrant, persona: string, digest: string | undefined): void {
+  const problem = pinProblem(grant, persona, digest);
+  if (problem)
+    throw new SeatRefusedError(
+      "persona-not-pinned",
+      `A helper of ${persona} cannot start for ${caller}: ${problem}. Nothing was started.`,
+      `The operator mints ${caller} again (\`cotal mint <name> --allow-spawn … --replace\`, or spawns its seat again), which pins the agent files as they are then.`,
+    );
+}
+
 /** How many helpers `grant` may hold at once. */
 export function spawnLimitOf(grant: SpawnGrant): number {
   return grant.spawnLimit ?? DEFAULT_SPAWN_LIMIT;

@@ -20,8 +20,8 @@ import {
   type SeatView,
   type TableParsedArgs,
 } from "../schemas/index.js";
-import { callControl, JS_OPTIONS, serveControl, SERVICE_PRINCIPALS, type Logger } from "../broker/index.js";
-import { SeatRefusedError, StaleSeatLogError } from "./errors.js";
+import { callControl, JS_OPTIONS, sendDirectMail, serveControl, SERVICE_PRINCIPALS, type Logger } from "../broker/index.js";
+import { OpeningPromptNotStoredError, PersonaChangedError, SeatRefusedError, StaleSeatLogError } from "./errors.js";
 import { newLifecycleUid } from "./lifecycle-uid.js";
 import { adoptSeatProcess, logTailOf, type SeatExit, type SeatProcess } from "./process-runtime.js";
 import { proveSeatProcess, seatFolderProblem } from "./seat-adoption.js";
@@ -31,11 +31,12 @@ import { heartbeatOf } from "./heartbeat.js";
 import { redactHostPaths } from "./host-paths.js";
 import { isOperator } from "./runs.js";
 import { SeatLog } from "./seat-log.js";
-import { loadAgentFile } from "../claude/index.js";
+import { loadAgentFile, personaDigests, type AgentFile } from "../claude/index.js";
 import { awaitInputScreen, claudeAuthOf, startClaudeSeat, startRuntimeSeat, UnexpectedScreenError, type ClaudeSeatOptions } from "./claude-seat.js";
 import { DEFAULT_RUNTIME, hostsOf, refuseWithoutAuth, runtimeNamed } from "./runtimes.js";
 import { checkScript } from "./pty-runtime.js";
 import { deliverPrompt } from "./prompt-delivery.js";
+import { openingPromptMail } from "./opening-prompt.js";
 import type { SeatTerminal } from "./seat-terminal.js";
 import { TmuxServer } from "./tmux-runtime.js";
 import { tmuxSessionName, tmuxSocketPath } from "./attach.js";
@@ -47,8 +48,10 @@ import { applyEvent, holdsName, projectSeat, type SeatRecord } from "./seat-tabl
 import {
   helperAgent,
   refuseOperatorOnly,
+  pinProblem,
   refuseOverLimit,
   refuseUngranted,
+  refuseUnpinned,
   refuseWider,
   refuseWithoutRight,
   seatScope,
@@ -447,7 +450,8 @@ export class ManagerService {
       );
     }
     // An agent file is read on this host, before anything is claimed: a missing or invalid one refuses the spawn.
-    const fm = helper?.fm ?? (a.persona ? loadAgentFile(cwd, a.persona).frontmatter : undefined);
+    const agentFile = helper?.file ?? (a.persona ? loadAgentFile(cwd, a.persona) : undefined);
+    const fm = agentFile?.frontmatter;
     const carried = this.takeCarried(a);
     const scope = seatScope(a, fm);
     const { role, channels } = scope;
@@ -455,6 +459,8 @@ export class ManagerService {
     // The spawn right of the seat's own credential: the operator's spawn or its agent file (never a helper's).
     const allowSpawn = helper ? [] : (a.allowSpawn ?? fm?.allowSpawn ?? []);
     const spawnLimit = allowSpawn.length ? (a.spawnLimit ?? fm?.spawnLimit) : undefined;
+    // The spawn right pins its personas' agent files as they are now, where its helpers' are read.
+    const pinned = allowSpawn.length ? personaDigests(cwd, allowSpawn) : undefined;
     const uid = newLifecycleUid();
     const spec = {
       runtime,
@@ -462,6 +468,7 @@ export class ManagerService {
       channels,
       ...(model ? { model } : {}),
       ...(carried ? { carried: { session: carried.session, digest: carried.digest } } : {}),
+      ...(agentFile?.digest ? { personaDigest: agentFile.digest } : {}),
       ...(a.restarts !== undefined ? { restarts: a.restarts } : {}),
       ...(a.windowMs !== undefined ? { windowMs: a.windowMs } : {}),
     };
@@ -489,9 +496,14 @@ export class ManagerService {
         allowPublish: scope.allowPublish,
         allowSpawn,
         spawnLimit,
+        personaDigests: pinned,
         manager: this.o.instance,
       });
-      await this.start(seat, files, 0, [], a.prompt, carried?.file);
+      // What another principal chose is mail, never keystrokes: stored before the seat starts, so
+      // its first hook (session start, or the wake typed once it is ready) hands it over.
+      const opening = a.prompt !== undefined && runtimeNamed(a.agent) !== undefined;
+      if (opening) await this.mailOpeningPrompt(seat, uid, a.prompt!, caller);
+      await this.start(seat, files, 0, [], opening, carried?.file);
     } catch (err) {
       const r = this.seats.get(seat);
       if (r && holdsName(r))
@@ -547,7 +559,7 @@ export class ManagerService {
   private async admitHelper(
     a: Args<"spawn">,
     caller: Principal,
-  ): Promise<{ agent: SeatAgent; cwd: string; fm: AgentFrontmatter; spawnedBy: string; spawnerUid?: string }> {
+  ): Promise<{ agent: SeatAgent; cwd: string; file: AgentFile; fm: AgentFrontmatter; spawnedBy: string; spawnerUid?: string }> {
     const id = principalId(caller);
     refuseOperatorOnly(id, a);
     const grant = await this.grantOf(caller);
@@ -559,7 +571,9 @@ export class ManagerService {
       grant,
       helpers.map((h) => nameOf(h.seat)),
     );
-    const fm = loadAgentFile(cwd, a.persona).frontmatter;
+    const file = loadAgentFile(cwd, a.persona);
+    refuseUnpinned(id, grant, a.persona, file.digest);
+    const fm = file.frontmatter;
     const agent = helperAgent(a.agent, fm, a.persona);
     refuseWider(id, a.persona, widerThan({ ...seatScope(a, fm), agent, fm }, grant, this.spawnerFile(spawner)));
     const refused = await this.runs?.spawnGate(agent !== "echo");
@@ -567,7 +581,7 @@ export class ManagerService {
       this.o.log.warn({ spawner: id, cap: refused.cap, spentUsd: refused.spentUsd }, "helper refused by a budget gate");
       throw new SeatRefusedError("budget", refused.message, "Wait for the next UTC day, or ask the operator to raise the cap (`cotal budget`, docs/runs.md).");
     }
-    return { agent, cwd, fm, spawnedBy: id, ...(spawner ? { spawnerUid: spawner.uid } : {}) };
+    return { agent, cwd, file, fm, spawnedBy: id, ...(spawner ? { spawnerUid: spawner.uid } : {}) };
   }
 
   /**
@@ -586,8 +600,10 @@ export class ManagerService {
     const hide = (t: string) => (grant ? redactHostPaths(t, { stateDir: this.o.stateDir, cwd }) : t);
     const personas = names.map((persona): PersonaInfo => {
       try {
-        const fm = loadAgentFile(cwd, persona).frontmatter;
+        const file = loadAgentFile(cwd, persona);
+        const fm = file.frontmatter;
         const runtime = fm.runtime ?? DEFAULT_RUNTIME.name;
+        const unpinned = grant ? pinProblem(grant, persona, file.digest) : undefined;
         const wider = grant ? widerThan({ ...seatScope({ channels: [] }, fm), agent: runtime as SeatAgent, fm }, grant, spawnerFile) : [];
         return {
           persona,
@@ -596,7 +612,7 @@ export class ManagerService {
           ...(fm.role ? { role: fm.role } : {}),
           channels: fm.subscribe,
           ...(fm.description ? { description: fm.description.slice(0, 1000) } : {}),
-          ...(wider.length ? { problem: `a helper of it would be wider than you: ${wider.join("; ")}` } : {}),
+          ...(unpinned ? { problem: unpinned } : wider.length ? { problem: `a helper of it would be wider than you: ${wider.join("; ")}` } : {}),
         };
       } catch (err) {
         return { persona, name: persona, runtime: "-", channels: [], problem: hide((err as Error).message) };
@@ -746,6 +762,7 @@ export class ManagerService {
           ...(r.spec.restarts !== undefined ? { restarts: r.spec.restarts } : {}),
           ...(r.spec.windowMs !== undefined ? { windowMs: r.spec.windowMs } : {}),
           ...(r.spec.carried ? { carried: r.spec.carried } : {}),
+          ...(r.spec.personaDigest ? { personaDigest: r.spec.personaDigest } : {}),
           ...(r.spawnedBy ? { spawnedBy: r.spawnedBy } : {}),
           ...(r.spawnerUid ? { spawnerUid: r.spawnerUid } : {}),
           ...(r.allowSpawn ? { allowSpawn: r.allowSpawn } : {}),
@@ -773,13 +790,28 @@ export class ManagerService {
     if (h) this.learn(h);
   }
 
-  private async start(seat: string, files: SeatFiles, epoch: number, restartsAt: number[], prompt?: string, carriedFile?: string): Promise<void> {
+  /**
+   * A spawn's opening prompt, stored as a DM from this manager to the seat (opening-prompt.ts).
+   * Refused by the broker (a manager credential minted before managers could send it): the spawn
+   * fails, saying so, before anything starts.
+   */
+  private async mailOpeningPrompt(seat: string, uid: string, prompt: string, caller: Principal): Promise<void> {
+    const from = this.o.caller ?? SERVICE_PRINCIPALS.cli;
+    try {
+      await sendDirectMail(this.o.jsConnection, openingPromptMail({ space: this.o.space, from, seat: parsePrincipal(seat), uid, by: caller, prompt }));
+    } catch (err) {
+      throw new OpeningPromptNotStoredError(seat, principalId(from), err);
+    }
+  }
+
+  private async start(seat: string, files: SeatFiles, epoch: number, restartsAt: number[], opening = false, carriedFile?: string): Promise<void> {
     const r = this.seats.get(seat)!;
     const adapter = runtimeNamed(r.agent);
     const host = adapter ? this.hosts.get(adapter.name) : undefined;
     if (adapter && host) {
       const cwd = r.spec.cwd ?? process.cwd();
       const agentFile = r.persona ? loadAgentFile(cwd, r.persona) : undefined;
+      if (r.spawnedBy && agentFile && agentFile.digest !== r.spec.personaDigest) throw new PersonaChangedError(seat, r.persona!, r.spawnedBy);
       const runtime = r.spec.runtime === "pty" ? "pty" : "tmux";
       const term = runtime === "pty" ? ({ pty: true } as const) : { tmux: this.tmux };
       const request = {
@@ -813,7 +845,7 @@ export class ManagerService {
       });
       const l: Live = { proc, files, stopping: false, restartsAt, terminal };
       this.watch(seat, l);
-      void this.untilReady(seat, l, adapter, prompt);
+      void this.untilReady(seat, l, adapter, opening);
       return;
     }
     const proc = launchSeat(this.o, r.agent, files);
@@ -832,9 +864,10 @@ export class ManagerService {
 
   /**
    * An interactive seat must reach its input screen unattended: on a screen it does not expect
-   * it is failed and retired, naming the screen. Once ready, the spawn's prompt is typed in.
+   * it is failed and retired, naming the screen. Once ready, a seat with an opening prompt (stored
+   * as its mail) is woken, so its first turn's hook hands the prompt over.
    */
-  private async untilReady(seat: string, l: Live, adapter: RuntimeAdapter, prompt?: string): Promise<void> {
+  private async untilReady(seat: string, l: Live, adapter: RuntimeAdapter, opening: boolean): Promise<void> {
     try {
       await awaitInputScreen(
         l.terminal!,
@@ -843,7 +876,7 @@ export class ManagerService {
         (screen) => (l.lastScreen = screen),
         adapter.classifyScreen,
       );
-      if (prompt && !this.stopped) await this.typePrompt(seat, l, adapter, prompt);
+      if (opening && !this.stopped) await this.wakeForOpening(seat, l, adapter);
     } catch (err) {
       if (this.stopped || this.live.get(seat) !== l || l.stopping) return;
       const why = err instanceof UnexpectedScreenError ? err.message : `its screen could not be read: ${(err as Error).message}`;
@@ -860,25 +893,40 @@ export class ManagerService {
     }
   }
 
-  /** Type a spawn's opening prompt and see it taken (prompt-delivery.ts); a prompt still not taken is logged with the screen. */
-  private async typePrompt(seat: string, l: Live, adapter: RuntimeAdapter, prompt: string): Promise<void> {
-    const outcome = await deliverPrompt(prompt, {
-      terminal: l.terminal!,
-      submitDelayMs: adapter.submitDelayMs,
-      classify: adapter.classifyScreen,
-      retype: adapter.capabilities.mailHook,
-      taken: (typedAt) => {
-        const p = l.lastPresence;
-        return p !== undefined && ((p.activeAt ?? 0) >= typedAt || p.status === "working" || p.status === "waiting");
-      },
-      onRetry: (what) =>
+  /**
+   * Type the runtime's fixed wake prompt into a seat whose opening prompt waits as mail, and see it
+   * taken (prompt-delivery.ts); one still not taken is logged with the screen. The wake of held
+   * mail (maybeWake) waits meanwhile: two wakes typed at once would start two turns.
+   */
+  private async wakeForOpening(seat: string, l: Live, adapter: RuntimeAdapter): Promise<void> {
+    l.wokenAt = Date.now();
+    l.waking = true;
+    try {
+      const outcome = await deliverPrompt(adapter.wakePrompt, {
+        terminal: l.terminal!,
+        submitDelayMs: adapter.submitDelayMs,
+        classify: adapter.classifyScreen,
+        retype: adapter.capabilities.mailHook,
+        taken: (typedAt) => {
+          const p = l.lastPresence;
+          return p !== undefined && ((p.activeAt ?? 0) >= typedAt || p.status === "working" || p.status === "waiting");
+        },
+        onRetry: (what) =>
+          this.o.log.warn(
+            { seat, what },
+            what === "enter"
+              ? "the wake for the opening prompt was not taken: pressing Enter again"
+              : "the wake for the opening prompt was not taken: typing it again",
+          ),
+      });
+      if (!outcome.taken && !this.stopped && !l.stopping)
         this.o.log.warn(
-          { seat, what },
-          what === "enter" ? "the opening prompt was not taken: pressing Enter again" : "the opening prompt was not taken: typing it again",
-        ),
-    });
-    if (!outcome.taken && !this.stopped && !l.stopping)
-      this.o.log.warn({ seat, why: outcome.why, screen: outcome.screen.trimEnd().split("\n").slice(-15).join("\n") }, "the opening prompt was not taken");
+          { seat, why: outcome.why, screen: outcome.screen.trimEnd().split("\n").slice(-15).join("\n") },
+          "the wake for the opening prompt was not taken",
+        );
+    } finally {
+      l.waking = false;
+    }
   }
 
   private watch(seat: string, l: Live): void {

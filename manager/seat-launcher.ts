@@ -59,6 +59,8 @@ export async function prepareSeat(
     /** Personas its credential may spawn helpers of (the operator's spawn only; docs/manager.md, Helpers). */
     allowSpawn?: string[] | undefined;
     spawnLimit?: number | undefined;
+    /** The agent files of those personas as they are now (the grant pins them; docs/manager.md, Helpers). */
+    personaDigests?: Record<string, string> | undefined;
     /** The manager instance that runs it (launch material `manager`: where its helpers are spawned). */
     manager?: string | undefined;
   },
@@ -78,6 +80,7 @@ export async function prepareSeat(
       events: !seat.noEvents,
       allowSpawn: seat.allowSpawn ?? [],
       ...(seat.spawnLimit !== undefined ? { spawnLimit: seat.spawnLimit } : {}),
+      ...(seat.personaDigests ? { personaDigests: seat.personaDigests } : {}),
     });
   }
   writeLaunchMaterial(files.material, {

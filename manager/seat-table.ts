@@ -32,6 +32,8 @@ export interface SeatRecord {
     restarts?: number;
     windowMs?: number;
     carried?: { session: string; digest: string };
+    /** The sha256 of its agent file as admitted: a helper starts again only from those bytes. */
+    personaDigest?: string;
   };
   runtime?: string;
   permissionMode?: string;
@@ -95,6 +97,7 @@ export function applyEvent(r: SeatRecord | undefined, e: SeatEvent): SeatRecord 
         ...(e.restarts !== undefined ? { restarts: e.restarts } : {}),
         ...(e.windowMs !== undefined ? { windowMs: e.windowMs } : {}),
         ...(e.carried ? { carried: e.carried } : {}),
+        ...(e.personaDigest ? { personaDigest: e.personaDigest } : {}),
       },
       requestedAt: e.ts,
       since: e.ts,

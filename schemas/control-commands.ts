@@ -4,7 +4,7 @@ import { ROSTER_PAGE_BYTES } from "./limits.js";
 import { ARTIFACT_DIGEST, CotalMessage } from "./message.js";
 import { PresenceStatus } from "./presence.js";
 import { PrincipalId } from "./principal.js";
-import { AllowSpawn, SpawnGrant, SpawnLimit } from "./spawn.js";
+import { AllowSpawn, PersonaDigests, SpawnGrant, SpawnLimit } from "./spawn.js";
 import { ChannelName, PrincipalToken, RoleName, SpaceName } from "./tokens.js";
 
 /**
@@ -191,6 +191,9 @@ export const MESH_COMMANDS = {
       events: z.boolean().optional().describe("it runs a seat: may publish its own event plane (agent; unset: only if it may post on a channel)"),
       allowSpawn: AllowSpawn.default([]).describe("agent: personas it may spawn helpers of (docs/manager.md, Helpers); empty: no spawn right"),
       spawnLimit: SpawnLimit.optional().describe("agent with allowSpawn: helpers it may hold at once"),
+      personaDigests: PersonaDigests.optional().describe(
+        "agent with allowSpawn: the sha256 of each persona's agent file as the minter read it; a helper starts only from those bytes (unset: no helper starts)",
+      ),
       expiresInMs: z.number().int().positive().optional(),
       leaf: PrincipalName.optional().describe(
         "operator: the leaf credential of the host this identity runs on (`<host>_leaf`; agent, reader or observer): that leaf's scope widens to it, and revoking the leaf revokes it",

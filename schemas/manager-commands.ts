@@ -3,7 +3,7 @@ import { PrincipalId } from "./principal.js";
 import { CARRY_COMMANDS, CarryClaim, SessionId } from "./carry.js";
 import { BudgetArgs, BudgetReply, RunArgs, RunReply } from "./runs.js";
 import { SeatAgent, SeatRuntime } from "./seat-log.js";
-import { AllowSpawn, ChannelRights, PersonaInfo, SpawnLimit } from "./spawn.js";
+import { AllowSpawn, ChannelRights, OpeningPrompt, PersonaInfo, SpawnLimit } from "./spawn.js";
 import { ChannelName, LifecycleUid, PrincipalToken, RoleName } from "./tokens.js";
 
 /** A manager instance id (kept in its state dir): letters, digits, `_` and `-`. */
@@ -124,7 +124,7 @@ export const MANAGER_COMMANDS = {
       runtime: SeatRuntime.optional().describe("default: tmux for claude, process for echo"),
       cwd: z.string().min(1).max(4096).optional().describe("absolute working directory on the manager's host (default: the manager's state dir's seat folder)"),
       model: z.string().min(1).max(200).optional(),
-      prompt: z.string().min(1).max(100_000).optional().describe("claude seats: typed into the session once it is ready"),
+      prompt: OpeningPrompt.optional(),
       restarts: z
         .number()
         .int()

@@ -60,6 +60,7 @@ export const SeatEvent = z
       ),
       allowSpawn: z.array(z.string()).optional().describe("its credential may spawn helpers of these personas (the operator's spawn only)"),
       spawnLimit: z.number().int().positive().optional(),
+      personaDigest: z.string().optional().describe("sha256 of its agent file as it was admitted: a helper starts again only from those bytes"),
     }),
     z.object({
       type: z.literal("launched"),

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ARTIFACT_DIGEST } from "./message.js";
 import { PrincipalId } from "./principal.js";
 import { ChannelName, PrincipalToken, RoleName } from "./tokens.js";
 
@@ -20,6 +21,22 @@ export const AllowSpawn = z.array(PrincipalToken).max(MAX_SPAWN_PERSONAS).descri
 /** How many helpers it may hold at once. */
 export const SpawnLimit = z.number().int().min(1).max(MAX_SPAWN_LIMIT).describe(`helpers it may hold at once (default ${DEFAULT_SPAWN_LIMIT})`);
 
+/** A seat's opening prompt: handed to its model as mail, never typed (docs/security.md, "Typed text is fixed text"). */
+export const OpeningPrompt = z
+  .string()
+  .min(1)
+  .max(100_000)
+  .describe("agent CLI seats: its opening prompt, handed to the model as a DM from the manager (never typed into its terminal)");
+
+/**
+ * Each persona's agent file as the minter read it (`sha256:` and the hex digest of its bytes): a
+ * helper is started only from those bytes, so a spawner that can write the agent files cannot widen
+ * the personas its grant names.
+ */
+export const PersonaDigests = z
+  .record(PrincipalToken, z.string().regex(ARTIFACT_DIGEST, 'a persona digest is "sha256:" and 64 lowercase hex characters'))
+  .describe("persona → sha256 of its agent file when the spawn right was minted");
+
 /**
  * What the mesh service minted a name with, as a manager needs it to judge a spawn: its profile,
  * its channels and role (a helper may not exceed them) and its spawn right.
@@ -33,6 +50,7 @@ export const SpawnGrant = z.object({
   role: RoleName.optional(),
   allowSpawn: AllowSpawn.default([]),
   spawnLimit: SpawnLimit.optional(),
+  personaDigests: PersonaDigests.default({}),
 });
 export type SpawnGrant = z.infer<typeof SpawnGrant>;
 

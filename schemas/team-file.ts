@@ -7,6 +7,7 @@ import { AgentFrontmatter } from "./agent-file.js";
 import { ChannelClass } from "./channel.js";
 import { ManagerInstance } from "./manager-commands.js";
 import { SeatAgent, SeatRuntime } from "./seat-log.js";
+import { OpeningPrompt } from "./spawn.js";
 import { ChannelName, PrincipalToken, RoleName, SpaceName } from "./tokens.js";
 
 /** A duration with its unit (`30s`, `15m`, `24h`, `7d`); a bare number would be read as milliseconds, which nobody means. */
@@ -94,7 +95,7 @@ export const TeamSeat = z
     model: z.string().min(1).max(200).optional().describe("the model (agent CLI seats)"),
     channels: z.array(ChannelName).max(64).optional().describe("channels the seat joins (reads and posts); each must be declared under channels"),
     cwd: z.string().min(1).max(4096).optional().describe("the seat's working directory, relative to cotal.yaml's folder; default that folder on this host"),
-    prompt: z.string().min(1).max(100_000).optional().describe("typed into the session once it is ready (agent CLI seats)"),
+    prompt: OpeningPrompt.optional(),
     events: z.boolean().optional().describe("publish the seat's activity on its event plane (docs/events.md); default true"),
   })
   .describe("A seat: one agent process under a name, run by a manager.");

@@ -492,6 +492,20 @@ export function newToolResults(req: RecordedRequest): ToolResult[] {
   return toolResults(req).filter((r) => pending.has(r.toolUseId));
 }
 
+/**
+ * Text of the newest turn: every message after the last assistant message (the whole request on a
+ * session's first). Mail a hook handed over (a seat's opening prompt among it) arrives there as
+ * its own message, beside the prompt that started the turn.
+ */
+export function newTurnText(req: RecordedRequest): string {
+  const messages = messageTexts(req);
+  const lastAssistant = messages.map((m) => m.role).lastIndexOf("assistant");
+  return messages
+    .slice(lastAssistant + 1)
+    .map((m) => m.text)
+    .join("\n");
+}
+
 /** Text of the last user message (what the model is answering now). */
 export function lastUserText(req: RecordedRequest): string {
   const users = messageTexts(req).filter((m) => m.role === "user");

@@ -10,6 +10,7 @@ import {
   principalId,
   PrincipalId,
   RoleName,
+  PersonaDigests,
   SpawnLimit,
   type Principal,
 } from "../../schemas/index.js";
@@ -27,6 +28,8 @@ export const IdentityRecord = z.object({
   allowSpawn: AllowSpawn.optional(),
   /** Helpers it may hold at once (absent: DEFAULT_SPAWN_LIMIT). */
   spawnLimit: SpawnLimit.optional(),
+  /** The agent files its personas were minted with (absent: none pinned, so no helper starts). */
+  personaDigests: PersonaDigests.optional(),
   /** Who minted the name first (a manager may mint and revoke only names it minted itself). */
   mintedBy: z.string().optional(),
   /** Every credential issued to this principal (revocation names them all). */

@@ -23,6 +23,8 @@ export interface MintRequest {
   allowSpawn?: string[];
   /** Agent with allowSpawn: helpers it may hold at once. */
   spawnLimit?: number;
+  /** Agent with allowSpawn: the sha256 of each persona's agent file as read at mint (personaDigests in claude/). */
+  personaDigests?: Record<string, string>;
   expiresInMs?: number;
   /** Operator: the leaf credential (`<host>_leaf`) of the host this identity runs on (leaf-scope.ts). */
   leaf?: string;

@@ -245,6 +245,9 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
         pub: {
           allow: [
             patterns.seatLogAs(space, who),
+            // A seat's opening prompt, as a DM from the manager to the seat it starts: what another
+            // principal chose reaches the model as mail, never as keystrokes (docs/security.md).
+            patterns.dmFrom(space, who),
             // `grant`: what a spawner was minted with, to judge its helpers (docs/manager.md, Helpers).
             ...["register", "mint", "revoke", "grant"].map((c) => patterns.callAs(space, MESH, c, who)),
             // Transcript carry: read what was carried to it from its own transfer stream (the chunks it

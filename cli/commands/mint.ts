@@ -14,6 +14,7 @@ import {
   requestRevoke,
   writeSecret,
 } from "../../broker/index.js";
+import { AgentFileError, personaDigests } from "../../claude/index.js";
 import { AllowSpawn, DEFAULT_SPAWN_LIMIT, eventPlaneOf, localPrincipal, SpawnLimit } from "../../schemas/index.js";
 import { jsonOption, meshOptions, resolveTarget, type MeshTarget } from "../context.js";
 import { credentialScope } from "../credential.js";
@@ -134,6 +135,7 @@ export function registerMint(program: Command): void {
         remedy: "Leave --on out; a leaf host's manager is minted as `<host> --profile manager`, its leaf connection as `<host>_leaf --profile leaf`.",
       });
     const target = resolveTarget(raw);
+    const pinned = f.allowSpawn.length ? pinPersonas(target.root?.project ?? process.cwd(), f.allowSpawn) : undefined;
     const out = f.out ? resolve(f.out) : target.root ? resolve(target.root.dir, "creds", `${f.name}.creds`) : resolve(`${f.name}.creds`);
     // Minting again must not leave the old credential valid behind a silently overwritten file.
     if (existsSync(out) && !f.replace) {
@@ -154,6 +156,7 @@ export function registerMint(program: Command): void {
           ...(f.events !== undefined ? { events: f.events } : {}),
           ...(f.allowSpawn.length ? { allowSpawn: f.allowSpawn } : {}),
           ...(f.spawnLimit !== undefined ? { spawnLimit: f.spawnLimit } : {}),
+          ...(pinned ? { personaDigests: pinned } : {}),
           ...(f.expiresIn ? { expiresInMs: f.expiresIn } : {}),
           ...(f.on ? { leaf: `${f.on}${LEAF_SUFFIX}` } : {}),
         }),
@@ -241,5 +244,22 @@ async function asMinter<T>(target: MeshTarget, what: "mint" | "revoke", fn: () =
     if (!deniedSomewhere(err)) throw err;
     cliLog("mint").debug({ err }, `${what} refused by the broker`);
     throw new ProfileRefusedError(target.creds ? credentialScope(target.creds) : undefined, ONLY_OPERATOR(what));
+  }
+}
+
+/**
+ * The spawn right pins each persona's agent file as it is at mint, in the folder the mesh host's
+ * manager reads them from (the mesh's project): a spawner that can write them cannot widen its
+ * helpers later. A persona without a valid agent file there is refused as bad input.
+ */
+function pinPersonas(folder: string, personas: readonly string[]): Record<string, string> {
+  try {
+    return personaDigests(folder, personas);
+  } catch (err) {
+    if (!(err instanceof AgentFileError)) throw err;
+    throw new UsageError(`Invalid input: --allow-spawn pins each persona's agent file as it is now, and ${err.message}`, {
+      remedy: `Write the persona's agent file (.cotal/agents/<persona>.md in ${folder}) first, then mint; minting again later pins the file as it is then.`,
+      cause: err,
+    });
   }
 }

@@ -214,7 +214,7 @@ export function registerSeats(program: Command): void {
     .option("-d, --detach", "leave the seat running in the background; without it, a Claude seat opens in this terminal and is retired when you leave it")
     .option("--cwd <dir>", "the seat's working directory on the manager's host (default: this folder when the manager runs here, else the manager's)")
     .option("--model <model>", "claude seats: the model")
-    .option("--prompt <text>", "claude seats: typed into the session once it is ready")
+    .option("--prompt <text>", "agent CLI seats: the opening prompt, handed over as a DM from the manager (never typed)")
     .option("--on <instance>", "the manager instance to run it on (see `cotal ps`)")
     .option("--name <name>", "the seat's name (default: the agent's name)")
     .option("--agent <agent>", "what to run: echo (built in, no model), claude, codex, opencode or gemini (docs/runtimes.md)", "claude")

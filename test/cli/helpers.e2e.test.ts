@@ -99,4 +99,47 @@ describe("helpers through the CLI", () => {
     expect(again.stderr).toContain("is not a helper");
     ok(await cotal("stop", "--name", "helper"));
   }, 180_000);
+
+  it("a spawner that rewrites the agent file its grant names gets no helper of it: mint pinned the file; minting again pins the new one", async () => {
+    const agentFile = join(project, ".cotal", "agents", "wide.md");
+    writeFileSync(agentFile, "---\nname: wide\nsubscribe: [general]\n---\nYou help narrowly.\n");
+    // A persona with no agent file cannot be pinned: refused at the command line.
+    const unpinnable = await cotal("mint", "ghost", "--profile", "agent", "--allow-spawn", "nobody");
+    expect(unpinnable.code).toBe(2);
+    expect(unpinnable.stderr).toContain("--allow-spawn pins each persona's agent file");
+    ok(await cotal("mint", "tess", "--profile", "agent", "--allow-subscribe", "general", "--allow-publish", "general", "--allow-spawn", "wide"));
+    const { server, space } = JSON.parse(readFileSync(join(project, ".cotal", "mesh.json"), "utf8")) as { server: string; space: string };
+    const tess = () =>
+      connect({
+        servers: server,
+        authenticator: credsAuthenticator(readFileSync(join(project, ".cotal", "creds", "tess.creds"))),
+        inboxPrefix: "_INBOX.local.tess",
+      });
+    // The grantee (any process with write access to the folder) widens the persona after its mint.
+    writeFileSync(agentFile, "---\nname: wide\nsubscribe: [general]\nallowedTools: [Bash]\n---\nYou may run anything.\n");
+    const nc = await tess();
+    try {
+      const refused = await callManager(nc, space, "spawn", localPrincipal("tess"), { persona: "wide", agent: "echo" }, { timeoutMs: 30_000 }).then(
+        () => undefined,
+        (err: unknown) => err as { code?: string; message: string },
+      );
+      expect(refused?.code).toBe("persona-not-pinned");
+      expect(refused?.message).toContain("its agent file changed since local.tess was minted");
+      const listed = await callManager(nc, space, "personas", localPrincipal("tess"), {}, { timeoutMs: 30_000 });
+      expect(listed.personas.find((p) => p.persona === "wide")?.problem).toContain("changed since local.tess was minted");
+    } finally {
+      await nc.close();
+    }
+    expect(await seatOf("wide")).toBeUndefined();
+
+    // The operator's new mint pins the file as it is now: the helper starts.
+    ok(await cotal("mint", "tess", "--profile", "agent", "--allow-subscribe", "general", "--allow-publish", "general", "--allow-spawn", "wide", "--replace"));
+    const again = await tess();
+    try {
+      expect((await callManager(again, space, "spawn", localPrincipal("tess"), { persona: "wide", agent: "echo" }, { timeoutMs: 30_000 })).name).toBe("wide");
+    } finally {
+      await again.close();
+    }
+    ok(await cotal("stop", "--name", "wide"));
+  }, 180_000);
 });

@@ -7,19 +7,17 @@
 // every later hop reaches an idle seat that nobody types into: the manager wakes it, the runtime's
 // own hook or plugin hands the DM to its model, and the model passes it on with Cotal's MCP tool.
 // The doubles are served from this process: every CLI call is async.
-import { mkdirSync, writeFileSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { findNatsServer } from "../../broker/index.js";
-import { claudeEnv } from "../harness/claude-runner.js";
 import { buildCli, freePort, runCotal, exitedOk } from "../harness/cli.js";
-import { allText, isMainLoopRequest, lastUserText, ModelDouble, type RecordedRequest } from "../harness/model-double.js";
+import { allText, isMainLoopRequest, lastUserText, ModelDouble, type RecordedRequest, newTurnText } from "../harness/model-double.js";
+import { closeFourRuntimes, fourRuntimeShell } from "../harness/four-runtimes.js";
 import { seatScreen } from "../harness/seat-screen.js";
 import { until } from "../harness/until.js";
 import { contentTexts, functionResponses, GeminiDouble, type RecordedGeminiRequest } from "../../testbed/gemini-double.js";
-import { codexProviderConfig, functionOutputs, inputTexts, ResponsesDouble, type RecordedResponsesRequest } from "../../testbed/responses-double.js";
+import { functionOutputs, inputTexts, ResponsesDouble, type RecordedResponsesRequest } from "../../testbed/responses-double.js";
 
 const OPENING = "Start the ring: pass it to bob over Cotal.";
 const WAKE = "You have new Cotal mail";
@@ -34,7 +32,6 @@ const HOP = {
 const CLAUDE_DM = "mcp__plugin_cotal_cotal__cotal_dm";
 const OPENCODE_DM = "cotal_cotal_dm";
 const GEMINI_DM = "mcp_cotal_cotal_dm";
-const KEY_VAR = "DOUBLE_PROVIDER_KEY";
 
 let project: string;
 let messages: ModelDouble; // Claude Code's and OpenCode's (both speak Anthropic Messages)
@@ -59,7 +56,7 @@ beforeAll(async () => {
   project = await mkdtemp(join(tmpdir(), "cotal-ring-"));
   messages = await ModelDouble.start([
     // Alice (Claude Code), her opening turn: the first hop.
-    { when: (r) => lastUserText(r).includes(OPENING), reply: [{ tool: CLAUDE_DM, input: { to: "bob", text: HOP.toBob } }] },
+    { when: (r) => newTurnText(r).includes(OPENING), reply: [{ tool: CLAUDE_DM, input: { to: "bob", text: HOP.toBob } }] },
     { afterToolResult: CLAUDE_DM, reply: ["Passed on."] },
     // Carol (OpenCode), woken with bob's hop: the third.
     { when: (r) => wokenWith(r, HOP.toCarol), reply: [{ tool: OPENCODE_DM, input: { to: "dave", text: HOP.toDave } }] },
@@ -86,42 +83,11 @@ beforeAll(async () => {
     { when: (r) => functionResponses(r).some((f) => f.name === GEMINI_DM), reply: ["Passed on."] },
   );
 
-  // One user's home, with each CLI configured as its own docs say.
-  const home = join(project, "home");
-  mkdirSync(join(home, ".codex"), { recursive: true });
-  writeFileSync(join(home, ".codex", "config.toml"), codexProviderConfig(responses.baseUrl, KEY_VAR));
-  mkdirSync(join(home, ".config", "opencode"), { recursive: true });
-  writeFileSync(
-    join(home, ".config", "opencode", "opencode.json"),
-    JSON.stringify({
-      model: "anthropic/claude-double",
-      provider: {
-        anthropic: { options: { baseURL: `${messages.url}/v1`, apiKey: "sk-opencode-double" }, models: { "claude-double": { name: "Claude double" } } },
-      },
-    }),
-  );
-  mkdirSync(join(home, ".gemini"), { recursive: true });
-  writeFileSync(join(home, ".gemini", "settings.json"), JSON.stringify({ security: { auth: { selectedType: "gemini-api-key" } } }));
-  // A space of its own: a connector's custody is per host and principal, and other meshes on this host may seat these names too.
-  shell = {
-    ...claudeEnv({ baseUrl: messages.url, home }),
-    NATS_SERVER_BIN: findNatsServer(),
-    [KEY_VAR]: "sk-codex-double",
-    OPENCODE_DISABLE_MODELS_FETCH: "1",
-    GEMINI_API_KEY: "gemini-double-key",
-    GOOGLE_GEMINI_BASE_URL: gemini.baseUrl,
-    COTAL_SPACE: `ring-${process.pid}`,
-  };
+  shell = fourRuntimeShell(project, { messages, responses, gemini }, `ring-${process.pid}`);
   ok(await cotal(["up", "-d", "--port", String(await freePort())]));
 }, 180_000);
 
-afterAll(async () => {
-  if (project) await cotal(["down"]).catch(() => undefined);
-  await messages?.close();
-  await responses?.close();
-  await gemini?.close();
-  if (project) await rm(project, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
-});
+afterAll(() => closeFourRuntimes(project, () => cotal(["down"]), { messages, responses, gemini }));
 
 describe("four runtimes on one mesh, unattended, through the shipped CLI", () => {
   it("one DM goes around the ring claude → codex → opencode → gemini → claude, every later hop woken by the manager", async () => {

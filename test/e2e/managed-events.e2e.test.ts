@@ -13,7 +13,7 @@ import { frameOf, localPrincipal, MANAGER_COMMANDS } from "../../schemas/index.j
 import { startClaudeManager } from "../harness/claude-manager.js";
 import { buildCli } from "../harness/cli.js";
 import { TestMesh } from "../harness/mesh.js";
-import { lastUserText, ModelDouble } from "../harness/model-double.js";
+import { ModelDouble, newTurnText } from "../harness/model-double.js";
 import { until } from "../harness/until.js";
 
 const callManager = controlCaller(MANAGER_COMMANDS);
@@ -34,8 +34,8 @@ beforeAll(async () => {
   mesh = await TestMesh.startStatic("evm");
   nc = await mesh.rawConnection();
   double = await ModelDouble.start([
-    { when: (r) => lastUserText(r).includes(OPENING), reply: ["Reporting: all quiet."] },
-    { when: (r) => lastUserText(r).includes(QUIET), reply: ["Nothing to report."] },
+    { when: (r) => newTurnText(r).includes(OPENING), reply: ["Reporting: all quiet."] },
+    { when: (r) => newTurnText(r).includes(QUIET), reply: ["Nothing to report."] },
   ]);
 }, 180_000);
 afterAll(async () => {

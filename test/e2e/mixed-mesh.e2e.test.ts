@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findNatsServer } from "../../broker/index.js";
 import { claudeEnv } from "../harness/claude-runner.js";
 import { buildCli, freePort, runCotal, exitedOk } from "../harness/cli.js";
-import { allText, isMainLoopRequest, lastUserText, ModelDouble } from "../harness/model-double.js";
+import { allText, isMainLoopRequest, ModelDouble, newTurnText } from "../harness/model-double.js";
 import { until } from "../harness/until.js";
 import { functionOutputs, inputTexts, ResponsesDouble, codexProviderConfig, type RecordedResponsesRequest } from "../../testbed/responses-double.js";
 
@@ -39,7 +39,7 @@ beforeAll(async () => {
   project = await mkdtemp(join(tmpdir(), "cotal-mixed-"));
   claude = await ModelDouble.start([
     // Alice's opening turn: DM bob.
-    { when: (r) => lastUserText(r).includes(OPENING), reply: [{ tool: DM_TOOL, input: { to: "bob", text: HELLO } }] },
+    { when: (r) => newTurnText(r).includes(OPENING), reply: [{ tool: DM_TOOL, input: { to: "bob", text: HELLO } }] },
     { afterToolResult: DM_TOOL, reply: ["Sent."] },
     // Alice's woken turn: she sees bob's answer.
     { when: (r) => allText(r).includes(ANSWER), reply: ["Got bob's answer."] },

@@ -5,7 +5,7 @@
 // in `cotal console` while it happens, and afterwards as ordered frames in `cotal history`: the same
 // AG-UI shape a Claude or Codex seat's one-tool turn has, the tool call by OpenCode's name for it,
 // its arguments, its result and the handed-over DM nowhere. roster and ps name his runtime.
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,6 +16,7 @@ import { frameOf, type AgUiFrame, type CotalMessage } from "../../schemas/index.
 import { ONE_TOOL_TURN } from "../harness/agui-shapes.js";
 import { buildCli, cleanEnv, CotalProcess, freePort, runCotal, exitedOk } from "../harness/cli.js";
 import { allText, lastUserText, ModelDouble, toolResults } from "../harness/model-double.js";
+import { writeOpencodeConfig } from "../harness/four-runtimes.js";
 import { until } from "../harness/until.js";
 
 const DM_TOOL = "cotal_cotal_dm";
@@ -74,16 +75,7 @@ beforeAll(async () => {
     { afterToolResult: DM_TOOL, reply: [DONE] },
   ]);
   const home = join(project, "home");
-  mkdirSync(join(home, ".config", "opencode"), { recursive: true });
-  writeFileSync(
-    join(home, ".config", "opencode", "opencode.json"),
-    JSON.stringify({
-      model: "anthropic/claude-double",
-      provider: {
-        anthropic: { options: { baseURL: `${model.url}/v1`, apiKey: "sk-opencode-double" }, models: { "claude-double": { name: "Claude double" } } },
-      },
-    }),
-  );
+  writeOpencodeConfig(home, model.url);
   // A space of its own: a connector's custody is per host and principal, and other meshes on this host may seat a bob too.
   shell = cleanEnv({ HOME: home, NATS_SERVER_BIN: findNatsServer(), OPENCODE_DISABLE_MODELS_FETCH: "1", COTAL_SPACE: `ocev-${process.pid}` });
   ok(await cotal(["up", "-d", "--port", String(await freePort())]));

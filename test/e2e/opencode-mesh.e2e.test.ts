@@ -8,7 +8,6 @@
 // user's own config asks before any bash command: in the unattended seat that ask is a denial
 // (the model is told so as the tool's result), and the next DM still wakes bob: nothing waits for
 // a person.
-import { mkdirSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findNatsServer } from "../../broker/index.js";
 import { buildCli, cleanEnv, freePort, runCotal, exitedOk } from "../harness/cli.js";
 import { allText, lastUserText, ModelDouble, toolResults } from "../harness/model-double.js";
+import { writeOpencodeConfig } from "../harness/four-runtimes.js";
 import { until } from "../harness/until.js";
 
 const DM_TOOL = "cotal_cotal_dm";
@@ -46,18 +46,8 @@ beforeAll(async () => {
     { when: (r) => lastUserText(r).includes(AFTER), reply: ["Still here."] },
   ]);
   const home = join(project, "home");
-  mkdirSync(join(home, ".config", "opencode"), { recursive: true });
-  writeFileSync(
-    join(home, ".config", "opencode", "opencode.json"),
-    JSON.stringify({
-      model: "anthropic/claude-double",
-      provider: {
-        anthropic: { options: { baseURL: `${model.url}/v1`, apiKey: "sk-opencode-double" }, models: { "claude-double": { name: "Claude double" } } },
-      },
-      // The user is asked before any bash command (a rule of their own config).
-      permission: { bash: "ask" },
-    }),
-  );
+  // The user is asked before any bash command (a rule of their own config).
+  writeOpencodeConfig(home, model.url, { permission: { bash: "ask" } });
   // A space of its own: a connector's custody is per host and principal, and other meshes on this host may seat a bob too.
   shell = cleanEnv({ HOME: home, NATS_SERVER_BIN: findNatsServer(), OPENCODE_DISABLE_MODELS_FETCH: "1", COTAL_SPACE: `ocmesh-${process.pid}` });
   ok(await cotal(["up", "-d", "--port", String(await freePort())]));

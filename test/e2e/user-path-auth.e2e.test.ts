@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunReply } from "../../schemas/index.js";
 import { DUMMY_API_KEY } from "../harness/claude-runner.js";
 import { pidAlive, type CliResult } from "../harness/cli.js";
-import { lastUserText, type ModelDouble } from "../harness/model-double.js";
+import { lastUserText, type ModelDouble, newTurnText } from "../harness/model-double.js";
 import { ok, UserPath } from "../harness/user-path.js";
 
 const BAD_KEY = "sk-ant-api03-cotal-refused-by-the-double-000000000000";
@@ -105,11 +105,11 @@ describe("cotal up from a shell with an API key: runs and seats authenticate the
   }, 60_000);
 
   it("a Claude seat spawned with cotal spawn -d from an agent file joins, and its first turn reaches the model", async () => {
-    double.push({ when: (r) => lastUserText(r).includes("SEAT-HELLO"), reply: ["hello from the seat"] });
+    double.push({ when: (r) => newTurnText(r).includes("SEAT-HELLO"), reply: ["hello from the seat"] });
     const r = await cotal(["spawn", "-d", "reviewer", "--prompt", "SEAT-HELLO there", "--wait-ms", "90000", "--json"]);
     expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
     expect(r.json()).toMatchObject({ name: "reviewer", outcome: "started", seat: { state: "joined", presence: { status: "idle" } } });
-    expect(double.mainRequests.some((q) => lastUserText(q).includes("SEAT-HELLO"))).toBe(true);
+    expect(double.mainRequests.some((q) => newTurnText(q).includes("SEAT-HELLO"))).toBe(true);
     const ps = ok(await cotal(["ps"]));
     expect(ps.stdout).toMatch(/reviewer\s+claude\s+joined\s/);
     ok(await cotal(["stop", "--name", "reviewer"]));

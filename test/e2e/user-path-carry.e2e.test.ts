@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findSession, listSessions } from "../../claude/index.js";
 import type { SeatView } from "../../schemas/index.js";
 import { runClaude } from "../harness/claude-runner.js";
-import { allText, isMainLoopRequest, lastUserText } from "../harness/model-double.js";
+import { allText, isMainLoopRequest, lastUserText, newTurnText } from "../harness/model-double.js";
 import { until } from "../harness/until.js";
 import { UserPath } from "../harness/user-path.js";
 
@@ -27,7 +27,7 @@ beforeAll(async () => {
     prefix: "cotal-user-carry-",
     script: [
       { when: (r) => lastUserText(r).includes(EARLIER), reply: [EARLIER_ANSWER] },
-      { when: (r) => lastUserText(r).includes(LATER), reply: ["It was PAPAYA-42."] },
+      { when: (r) => newTurnText(r).includes(LATER), reply: ["It was PAPAYA-42."] },
     ],
   });
 }, 120_000);
@@ -65,7 +65,7 @@ describe("transcript carry through the CLI", () => {
       seat: { state: "joined", carried: { session, digest } },
     });
 
-    const resumedTurn = () => u.double.requests.find((q) => isMainLoopRequest(q) && lastUserText(q).includes(LATER));
+    const resumedTurn = () => u.double.requests.find((q) => isMainLoopRequest(q) && newTurnText(q).includes(LATER));
     await until(() => resumedTurn() !== undefined, 90_000, "the resumed seat's first request", 250);
     const text = allText(resumedTurn()!);
     expect(text).toContain(EARLIER);

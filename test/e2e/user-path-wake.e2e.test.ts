@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SeatView } from "../../schemas/index.js";
 import type { CotalProcess } from "../harness/cli.js";
-import { messageTexts, newToolResults, systemText, type RecordedRequest, type ReplyBlock, type ScriptStep } from "../harness/model-double.js";
+import { newToolResults, newTurnText, systemText, type RecordedRequest, type ReplyBlock, type ScriptStep } from "../harness/model-double.js";
 import { seatScreen } from "../harness/seat-screen.js";
 import { until } from "../harness/until.js";
 import { UserPath } from "../harness/user-path.js";
@@ -34,16 +34,6 @@ const WOKEN = "woken by the manager (terminal)";
 let u: UserPath;
 let carol: CotalProcess;
 
-/** Text of the request's newest turn: the messages after the last assistant message. */
-function newestText(r: RecordedRequest): string {
-  const m = messageTexts(r);
-  const last = m.map((x) => x.role).lastIndexOf("assistant");
-  return m
-    .slice(last + 1)
-    .map((x) => x.text)
-    .join("\n");
-}
-
 /** Which seat sent a request: its persona (the agent file's body) is in the system prompt. */
 const from = (who: "bob" | "alice") => (r: RecordedRequest) => systemText(r).includes(`PERSONA-${who.toUpperCase()}`);
 
@@ -53,7 +43,7 @@ const from = (who: "bob" | "alice") => (r: RecordedRequest) => systemText(r).inc
  */
 function route(r: RecordedRequest): ReplyBlock[] | undefined {
   if (newToolResults(r).some((t) => t.name === DM_TOOL)) return ["Done."];
-  const now = newestText(r);
+  const now = newTurnText(r);
   if (from("bob")(r) && now.includes(ASK)) return [{ tool: DM_TOOL, input: { to: "alice", text: RELAYED } }];
   if (from("alice")(r) && now.includes(RELAYED)) return [{ tool: DM_TOOL, input: { to: "carol", text: ANSWER } }];
   if (from("bob")(r) && now.includes(AFTER_KILL)) return [{ tool: DM_TOOL, input: { to: "carol", text: BACK } }];
@@ -129,7 +119,7 @@ describe("wake through the CLI: idle seats are woken by DMs, nobody types", () =
     await heard("alice", ANSWER, "alice's answer to reach carol's listen");
     // Both turns were started by the manager's wake prompt, not by anyone typing.
     const woken = (who: "bob" | "alice", dm: string) =>
-      u.double.mainRequests.some((r) => from(who)(r) && newestText(r).includes(WAKE_PROMPT) && newestText(r).includes(dm));
+      u.double.mainRequests.some((r) => from(who)(r) && newTurnText(r).includes(WAKE_PROMPT) && newTurnText(r).includes(dm));
     expect(woken("bob", ASK), "bob's woken turn carried carol's DM").toBe(true);
     expect(woken("alice", RELAYED), "alice's woken turn carried bob's DM").toBe(true);
     // Presence said so while the turn ran: carol's listen printed bob's roster change.
@@ -188,7 +178,7 @@ describe("wake through the CLI: idle seats are woken by DMs, nobody types", () =
     await u.ok(["send", "dm", "ptyseat", PTY_PING, "--as", "carol", "--impersonate"]);
     await heard("ptyseat", PTY_PONG, "the pty seat's answer");
     // The turn that answered was the manager's wake typed into the pty, carrying the DM (nobody typed).
-    expect(u.double.mainRequests.some((q) => newestText(q).includes(WAKE_PROMPT) && newestText(q).includes(PTY_PING))).toBe(true);
+    expect(u.double.mainRequests.some((q) => newTurnText(q).includes(WAKE_PROMPT) && newTurnText(q).includes(PTY_PING))).toBe(true);
     expect((await u.ok(["stop", "--name", "ptyseat", "--json"])).json()).toMatchObject({ stopped: true });
   }, 150_000);
 });

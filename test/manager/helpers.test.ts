@@ -9,6 +9,7 @@ import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { controlCaller, jetStreamConnection, logger, PermissionDeniedError, requestControl } from "../../broker/internal.js";
+import { personaDigests } from "../../claude/index.js";
 import { ManagerService, type BudgetCaps } from "../../manager/index.js";
 import { localPrincipal, MANAGER_COMMANDS, type SeatView } from "../../schemas/index.js";
 import { buildCli, cotalBundle } from "../harness/cli.js";
@@ -96,6 +97,7 @@ describe("helpers: agents that staff their team", () => {
       allowSubscribe: ["general"],
       allowPublish: ["general"],
       allowSpawn: ["helper", "wide"],
+      personaDigests: personaDigests(folder, ["helper", "wide"]),
       spawnLimit: 2,
     });
     const sam = await seatWithTools("sam", creds);
@@ -120,7 +122,14 @@ describe("helpers: agents that staff their team", () => {
     expect((await seat("helper"))?.state).toBe("retired");
 
     // Handed over to another spawner: it answers to tess now, and sam may no longer retire it.
-    const tessCreds = await mesh.mint({ name: "tess", profile: "agent", allowSubscribe: ["general"], allowPublish: ["general"], allowSpawn: ["helper"] });
+    const tessCreds = await mesh.mint({
+      name: "tess",
+      profile: "agent",
+      allowSubscribe: ["general"],
+      allowPublish: ["general"],
+      allowSpawn: ["helper"],
+      personaDigests: personaDigests(folder, ["helper"]),
+    });
     expect((await call(sam.client, "cotal_spawn", { persona: "helper", runtime: "echo", helper: "aide" })).isError).toBe(false);
     await untilState("aide", "joined");
     const handed = await call(sam.client, "cotal_handover", { helper: "aide", to: "local.tess" });
@@ -143,6 +152,7 @@ describe("helpers: agents that staff their team", () => {
       allowSubscribe: ["general"],
       allowPublish: ["general"],
       allowSpawn: ["helper", "wide"],
+      personaDigests: personaDigests(folder, ["helper", "wide"]),
       spawnLimit: 2,
     });
     const rita = await seatWithTools("rita", creds);

@@ -1,0 +1,66 @@
+// One user's shell with each agent CLI configured as its own docs say, against the doubles: the
+// Claude double's URL and key, a ~/.codex/config.toml naming the Responses double, a
+// ~/.config/opencode/opencode.json naming the Messages double, a ~/.gemini/settings.json with
+// API-key auth and the Gemini double's URL. Tests that seat every runtime through the shipped CLI
+// start their mesh from this shell.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { rm } from "node:fs/promises";
+import { join } from "node:path";
+import { findNatsServer } from "../../broker/index.js";
+import type { GeminiDouble } from "../../testbed/gemini-double.js";
+import { codexProviderConfig, type ResponsesDouble } from "../../testbed/responses-double.js";
+import { claudeEnv } from "./claude-runner.js";
+import type { ModelDouble } from "./model-double.js";
+
+/** The doubles the four runtimes talk to: Claude Code and OpenCode speak Anthropic Messages, Codex the Responses API. */
+export interface FourDoubles {
+  messages: ModelDouble;
+  responses: ResponsesDouble;
+  gemini: GeminiDouble;
+}
+
+const KEY_VAR = "DOUBLE_PROVIDER_KEY";
+
+/** Write the user's own configuration of each CLI under `<project>/home` and return the shell that holds it, in a space of its own. */
+export function fourRuntimeShell(project: string, d: FourDoubles, space: string): NodeJS.ProcessEnv {
+  const home = join(project, "home");
+  mkdirSync(join(home, ".codex"), { recursive: true });
+  writeFileSync(join(home, ".codex", "config.toml"), codexProviderConfig(d.responses.baseUrl, KEY_VAR));
+  writeOpencodeConfig(home, d.messages.url);
+  mkdirSync(join(home, ".gemini"), { recursive: true });
+  writeFileSync(join(home, ".gemini", "settings.json"), JSON.stringify({ security: { auth: { selectedType: "gemini-api-key" } } }));
+  // A space of its own: a connector's custody is per host and principal, and other meshes on this host may seat these names too.
+  return {
+    ...claudeEnv({ baseUrl: d.messages.url, home }),
+    NATS_SERVER_BIN: findNatsServer(),
+    [KEY_VAR]: "sk-codex-double",
+    OPENCODE_DISABLE_MODELS_FETCH: "1",
+    GEMINI_API_KEY: "gemini-double-key",
+    GOOGLE_GEMINI_BASE_URL: d.gemini.baseUrl,
+    COTAL_SPACE: space,
+  };
+}
+
+/** The user's own ~/.config/opencode/opencode.json under `home`: the Messages double at `messagesUrl` as its Anthropic provider, and `extra` keys of their config. */
+export function writeOpencodeConfig(home: string, messagesUrl: string, extra: Record<string, unknown> = {}): void {
+  mkdirSync(join(home, ".config", "opencode"), { recursive: true });
+  writeFileSync(
+    join(home, ".config", "opencode", "opencode.json"),
+    JSON.stringify({
+      model: "anthropic/claude-double",
+      provider: {
+        anthropic: { options: { baseURL: `${messagesUrl}/v1`, apiKey: "sk-opencode-double" }, models: { "claude-double": { name: "Claude double" } } },
+      },
+      ...extra,
+    }),
+  );
+}
+
+/** Take a four-runtime mesh down: `cotal down` (run by `down`), the doubles closed, the project folder removed. */
+export async function closeFourRuntimes(project: string | undefined, down: () => Promise<unknown>, d: Partial<FourDoubles>): Promise<void> {
+  if (project) await down().catch(() => undefined);
+  await d.messages?.close();
+  await d.responses?.close();
+  await d.gemini?.close();
+  if (project) await rm(project, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+}
