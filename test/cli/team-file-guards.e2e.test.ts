@@ -120,7 +120,9 @@ describe("team file limits", () => {
   it("more channels, personas or seats than the limit are refused at their key, naming the limit", async () => {
     const channels = await dryRun(`channels:\n${many(TEAM_FILE_LIMITS.channels + 1, (i) => `  c${i}: {}\n`)}`);
     expect(channels.code, channels.stderr).toBe(2);
-    expect(channels.stderr).toContain(`cotal.yaml:1: channels: ${TEAM_FILE_LIMITS.channels + 1} channels declared, over the limit of ${TEAM_FILE_LIMITS.channels} per file`);
+    expect(channels.stderr).toContain(
+      `cotal.yaml:1: channels: ${TEAM_FILE_LIMITS.channels + 1} channels declared, over the limit of ${TEAM_FILE_LIMITS.channels} per file`,
+    );
     const personas = await dryRun(`personas:\n${many(TEAM_FILE_LIMITS.personas + 1, (i) => `  p${i}: {}\n`)}`);
     expect(personas.code).toBe(2);
     expect(personas.stderr).toContain(`personas: ${TEAM_FILE_LIMITS.personas + 1} personas declared, over the limit of ${TEAM_FILE_LIMITS.personas} per file`);

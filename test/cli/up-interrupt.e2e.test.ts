@@ -87,7 +87,13 @@ describe("a failed `cotal up`", () => {
   // Run as another user (nobody), to whom a folder of root's is not writable (root may write anywhere).
   const asNobody = (dir: string, args: string[]) =>
     new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, [cotalBundle, ...args], { cwd: dir, uid: 65534, gid: 65534, env: cleanEnv({ HOME: dir }), stdio: ["ignore", "ignore", "pipe"] });
+      const child = spawn(process.execPath, [cotalBundle, ...args], {
+        cwd: dir,
+        uid: 65534,
+        gid: 65534,
+        env: cleanEnv({ HOME: dir }),
+        stdio: ["ignore", "ignore", "pipe"],
+      });
       let stderr = "";
       child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
       child.once("close", (code) => resolve({ code, stderr }));
