@@ -151,6 +151,12 @@ describe("cotal doctor", () => {
 
       const flagged = DoctorReport.parse((await doctor(here, noCodexKey, "--json", "--runtime", "codex")).json());
       expect(checkOf(flagged, "runtime:codex")).toMatchObject({ verdict: "fail", detail: expect.stringContaining("Needed here: --runtime.") });
+      // A variable that is set but empty is no key.
+      const emptyKey = DoctorReport.parse((await doctor(here, { OPENAI_API_KEY: "" }, "--json", "--runtime", "codex")).json());
+      expect(checkOf(emptyKey, "runtime:codex")).toMatchObject({
+        verdict: "fail",
+        detail: expect.stringContaining("It cannot authenticate here: Codex has no credentials"),
+      });
 
       mkdirSync(join(here, ".cotal", "agents"), { recursive: true });
       writeFileSync(join(here, ".cotal", "agents", "coder.md"), "---\nname: coder\nruntime: codex\n---\nYou write code.\n");
