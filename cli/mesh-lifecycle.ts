@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { JetStreamApiError } from "@nats-io/jetstream";
 import { mkdirSync, rmSync } from "node:fs";
 import {
   clientsAccount,
@@ -481,6 +482,9 @@ async function startNode(
  */
 const CLUSTER_PROVISION_MS = 120_000;
 
+/** JetStream's API error for a stream whose limits do not fit the account's or the server's storage. */
+const JS_INSUFFICIENT_RESOURCES = 10047;
+
 /**
  * Create or reconcile the space's streams. On a cluster JetStream answers only once the nodes
  * have elected a meta leader, and an R3 stream needs three current peers: until then the
@@ -499,6 +503,16 @@ async function provisionSpace(
       return await ensureSpace(nc, info.space, { replicas, ...(info.limits ? { limits: info.limits } : {}) });
     } catch (err) {
       if (err instanceof StreamConflictError) throw err;
+      if (err instanceof JetStreamApiError && err.code === JS_INSUFFICIENT_RESOURCES) {
+        throw new CommandFailedError(
+          `The space's streams do not fit the JetStream storage this mesh may use: ${err.message} (JetStream error ${err.code}; it sets aside each stream's byte limit when it creates the stream).`,
+          {
+            cause: err,
+            remedy:
+              "Give the space more storage (--max-disk, static mode; default 4GiB) or its streams less (--chat-bytes, --artifact-bytes, --dm-bytes, --task-bytes, --seat-log-bytes, --events-bytes), or free disk space.",
+          },
+        );
+      }
       if (Date.now() >= deadline) {
         if (!info.cluster) throw err;
         throw new CommandFailedError(

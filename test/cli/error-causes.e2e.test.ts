@@ -2,7 +2,7 @@
 // (the server's refusal) and what to do, not "fix what the cause names"; `send --impersonate` to a
 // server where nothing answers says nothing answers, not that --impersonate was wrong.
 import { createHash } from "node:crypto";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { cliFolder, freePort, runCotal, type CliResult } from "../harness/cli.js";
@@ -50,6 +50,16 @@ describe("errors name their cause", () => {
       await inOnto("down");
     }
   }, 240_000);
+
+  it("up whose streams do not fit --max-disk names the cause and the flags, and leaves the folder as it found it", async () => {
+    const fresh = join(dir, "small");
+    mkdirSync(fresh);
+    const r = await runCotal(["up", "-d", "--port", String(await freePort()), "--max-disk", "1GiB"], { cwd: fresh, timeoutMs: 60_000 });
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toContain("The space's streams do not fit the JetStream storage this mesh may use: insufficient storage resources available");
+    expect(r.stderr).toContain("Give the space more storage (--max-disk");
+    expect(readdirSync(fresh)).toEqual([]);
+  });
 
   it("send --impersonate where nothing answers: says nothing answers there (exit 3), not that --impersonate is wrong", async () => {
     const r = await cotal("send", "msg", "general", "hi", "--server", "127.0.0.1:1", "--space", "default", "--as", "bob", "--impersonate");
