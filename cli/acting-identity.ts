@@ -1,4 +1,4 @@
-import { credsFileOwner, SERVICE_PRINCIPALS } from "../broker/index.js";
+import { connectMesh, credsFileOwner, SERVICE_PRINCIPALS } from "../broker/index.js";
 import { parsePrincipal, principalId } from "../schemas/index.js";
 import type { MeshTarget } from "./context.js";
 import { UsageError } from "./errors.js";
@@ -17,10 +17,17 @@ export interface ActingIdentity {
  * but only with `--impersonate`, and then every message is marked as sent by the operator. On an
  * open mesh (no credentials) nothing is verified: `--as` or the OS user name, as given.
  */
-export function actingIdentity(target: MeshTarget, as: string | undefined, impersonate: boolean | undefined): ActingIdentity {
+export async function actingIdentity(target: MeshTarget, as: string | undefined, impersonate: boolean | undefined): Promise<ActingIdentity> {
   const owner = credsFileOwner(target.creds);
   if (owner === undefined) {
-    if (impersonate) throw new UsageError("--impersonate needs a credential: an open mesh verifies no names.", { remedy: "Leave --impersonate out." });
+    if (impersonate) {
+      // Blame --impersonate only on a mesh that answers, open: nothing answering, or a mesh that
+      // wants a credential, is that error (connecting says which), not this one.
+      await (await connectMesh({ server: target.server, name: "cotal" })).close();
+      throw new UsageError(`--impersonate needs a credential: the mesh at ${target.server} is open and verifies no names.`, {
+        remedy: "Leave --impersonate out, or pass the mesh host's operator credential with --creds.",
+      });
+    }
     return { name: as ?? defaultActorName() };
   }
   const operator = principalId(SERVICE_PRINCIPALS.cli);

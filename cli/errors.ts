@@ -150,11 +150,37 @@ export function describeError(err: unknown): string {
     err instanceof PermissionDeniedError ? err : err instanceof CotalError && err.cause instanceof PermissionDeniedError ? err.cause : permissionViolation(err);
   if (denied) return `cotal: ${permissionRefusal(denied)}`;
   if (err instanceof CotalError) {
-    const cause = err.cause instanceof Error && !(err.cause instanceof CotalError) ? ` (${err.cause.message})` : "";
+    // A cause the message already says (a sentence built around it) is not said twice.
+    const cause = err.cause instanceof Error && !(err.cause instanceof CotalError) && !err.message.includes(err.cause.message) ? ` (${err.cause.message})` : "";
     return `cotal: ${err.message}${cause}`;
   }
+  const fs = fileSystemFailure(err);
+  if (fs) return `cotal: ${fs}`;
   if (err instanceof Error) return `cotal: ${err.message}`;
   return `cotal: ${String(err)}`;
+}
+
+/** What a file-system call may not do, by its error code, and the fix. */
+const FS_CAUSES: Record<string, { why: string; fix: string }> = {
+  EACCES: {
+    why: "permission denied",
+    fix: "Run the command as a user who may write there (`ls -ld` shows the owner and mode), in a folder of your own, or give the folder write permission.",
+  },
+  EPERM: { why: "the operation is not permitted", fix: "Check the folder's owner and mode (`ls -ld`), or use a folder of your own." },
+  EROFS: { why: "the file system is read-only", fix: "Use a folder on a writable file system." },
+  ENOSPC: { why: "the disk is full", fix: "Free space there (`df -h` shows how much is left), or use a folder on another disk." },
+  EDQUOT: { why: "your disk quota is used up", fix: "Free space in your quota, or use a folder elsewhere." },
+  ENOTDIR: { why: "a part of the path is a file, not a folder", fix: "Move that file aside, or use another path." },
+  ENOENT: { why: "a folder on the way does not exist", fix: "Create it first, or use another path." },
+};
+
+/** A file-system error Node threw (code, syscall, path) as a sentence naming the path, the cause and the fix. */
+function fileSystemFailure(err: unknown): string | undefined {
+  const e = err as NodeJS.ErrnoException;
+  if (!(err instanceof Error) || typeof e.code !== "string" || !e.syscall || !e.path) return undefined;
+  const cause = FS_CAUSES[e.code];
+  if (!cause) return undefined;
+  return `Cannot ${e.syscall} ${e.path}: ${cause.why} (${e.code}). ${cause.fix}`;
 }
 
 function activeScope(): CredentialScope | undefined {

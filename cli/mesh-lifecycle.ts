@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { JetStreamApiError } from "@nats-io/jetstream";
 import { mkdirSync, rmSync } from "node:fs";
 import {
   clientsAccount,
@@ -28,6 +29,7 @@ import type { ClaudeAuthChoice } from "../claude/index.js";
 import { findMeshServices, startMeshService } from "./service-process.js";
 import { DEFAULT_SYNC, describeSync } from "./sync-interval.js";
 import { prepareStaticAuth, publishSpaceAccount, type StaticAuth } from "./static-auth.js";
+import { noteStarted } from "./up-guard.js";
 
 /** What `cotal up` was asked for; unset fields come from the last run's mesh.json, then defaults. */
 export interface UpRequest {
@@ -454,7 +456,15 @@ async function startNode(
     started = await startNatsServer(
       root,
       { ...c, storeDir: n.storeDir, portsDir: root.runDir, serverName: n.serverName },
-      { creds, onSpawn: (rec) => claim.handTo(rec), configFile: n.config, log: n.name },
+      {
+        creds,
+        onSpawn: (rec) => {
+          claim.handTo(rec);
+          noteStarted(rec, n.pidFile); // an interrupted `cotal up` stops it again
+        },
+        configFile: n.config,
+        log: n.name,
+      },
     );
   } catch (err) {
     claim.release();
@@ -471,6 +481,9 @@ async function startNode(
  * seen past 30 s under load (test/cluster/up-cluster.e2e).
  */
 const CLUSTER_PROVISION_MS = 120_000;
+
+/** JetStream's API error for a stream whose limits do not fit the account's or the server's storage. */
+const JS_INSUFFICIENT_RESOURCES = 10047;
 
 /**
  * Create or reconcile the space's streams. On a cluster JetStream answers only once the nodes
@@ -490,6 +503,16 @@ async function provisionSpace(
       return await ensureSpace(nc, info.space, { replicas, ...(info.limits ? { limits: info.limits } : {}) });
     } catch (err) {
       if (err instanceof StreamConflictError) throw err;
+      if (err instanceof JetStreamApiError && err.code === JS_INSUFFICIENT_RESOURCES) {
+        throw new CommandFailedError(
+          `The space's streams do not fit the JetStream storage this mesh may use: ${err.message} (JetStream error ${err.code}; it sets aside each stream's byte limit when it creates the stream).`,
+          {
+            cause: err,
+            remedy:
+              "Give the space more storage (--max-disk, static mode; default 4GiB) or its streams less (--chat-bytes, --artifact-bytes, --dm-bytes, --task-bytes, --seat-log-bytes, --events-bytes), or free disk space.",
+          },
+        );
+      }
       if (Date.now() >= deadline) {
         if (!info.cluster) throw err;
         throw new CommandFailedError(

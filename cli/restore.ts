@@ -14,7 +14,7 @@ import {
   type AdoptedIdentity,
   type StreamSnapshotMeta,
 } from "../broker/index.js";
-import { names } from "../schemas/index.js";
+import { CotalError, names } from "../schemas/index.js";
 import { BACKUP_LAYOUT, MANIFEST_FILE, readVerifiedBackup, type BackupManifest } from "./backup-manifest.js";
 import { listSpaceStreams, withDataAccount } from "./data-connection.js";
 import { CommandFailedError, UsageError } from "./errors.js";
@@ -130,10 +130,12 @@ export async function restoreBackup(root: MeshRoot, info: MeshInfo, target: stri
             onChunk: (bytes) => bar.update((done += bytes)),
           });
         } catch (err) {
+          // The cause is said here, whatever its kind: the remedy depends on it.
+          const why = err instanceof CotalError ? (err.remedy ? err.message.replace(` ${err.remedy}`, "") : err.message) : (err as Error).message;
           throw new CommandFailedError(
-            `The restore stopped at stream ${s.name}; the mesh holds only part of the backup, and its manager and mesh service are stopped.`,
+            `The restore stopped at stream ${s.name}: ${why.replace(/\.$/, "")}. The mesh holds only part of the backup, and its manager and mesh service are stopped.`,
             {
-              remedy: `Fix what the cause names, then run \`cotal restore ${dir} --force\` (it starts over).`,
+              remedy: `${err instanceof CotalError && err.remedy ? err.remedy.replace(/\.$/, "") : "Fix that (`cotal logs nats-server` shows the server's side)"}; \`cotal restore ${dir} --force\` starts over.`,
               cause: err,
             },
           );

@@ -11,6 +11,7 @@ import type { MeshRoot, ServiceLog } from "./mesh-root.js";
 import { logTail } from "./nats-process.js";
 import { findProcesses, isRunning, recordOf, stopProcess, type ProcessRecord } from "./pid-file.js";
 import { pingMeshService } from "./probe.js";
+import { noteStarted } from "./up-guard.js";
 
 /** Where the mesh service connects and which space it serves. */
 export interface ServiceTarget {
@@ -126,6 +127,7 @@ export async function startDetached(
       await sleep(100);
       throw failure(`${what} ${exited ?? "exited at once"}`, logPath);
     }
+    noteStarted(record, root.pidFile(log)); // an interrupted `cotal up` stops it again
   } finally {
     closeSync(out);
   }

@@ -8,7 +8,9 @@ import { dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { callControl, credsCaller } from "../broker/index.js";
 import { BudgetConfig, DEFAULT_CHANNEL_CONFIG, type ChannelConfig, type SeatAgent, type SeatRuntime, type SeatView } from "../schemas/index.js";
+import { askYesNo, atTerminal } from "./confirm.js";
 import { resolveTarget, type MeshTarget } from "./context.js";
+import { CommandFailedError, UsageError } from "./errors.js";
 import { localManager } from "./local-manager.js";
 import { callManager, listManagers, seatsOfManagers } from "./managers.js";
 import type { MeshRoot } from "./mesh-root.js";
@@ -41,6 +43,8 @@ export interface TeamOptions {
   print?: (lines: string[]) => void;
   /** `--creds` of `cotal up`. */
   creds?: string | undefined;
+  /** `--yes`: retire the seats the file no longer declares without asking. */
+  yes?: boolean | undefined;
 }
 
 /** `up --dry-run -f`: the plan against the running mesh, or against an empty one when it does not run. Changes nothing. */
@@ -63,12 +67,37 @@ export async function converge(root: MeshRoot, doc: TeamDoc, space: string, o: T
     const state = readTeamState(root) ?? { version: 1 as const, file: doc.file, space, seats: {} };
     const plan = planTeam(doc, space, await observe(s, doc, root), state);
     o.print?.(describePlan(plan));
+    await confirmRetiring(plan, o);
     const next: TeamState = { ...state, file: doc.file, space: space, seats: state.space === space ? { ...state.seats } : {} };
     for (const name of plan.gone) delete next.seats[name];
     writeTeamState(root, next);
     const done = await apply(s, root, plan, next, o.print);
     return { plan, done, dryRun: false };
   });
+}
+
+/**
+ * Retiring stops seats and revokes their credentials, and a file cut short declares fewer seats
+ * than meant: the seats to retire are asked about at a terminal, and need --yes otherwise.
+ * Declined or not confirmed: nothing of the plan is done.
+ */
+async function confirmRetiring(plan: Plan, o: TeamOptions): Promise<void> {
+  const names = plan.steps.flatMap((s) => (s.kind === "retire" ? [s.name] : []));
+  if (!names.length || o.yes) return;
+  const seats = `${names.length === 1 ? "seat" : `${names.length} seats`} ${names.join(", ")}`;
+  const what = `The plan retires ${seats} (\`cotal up -f\` started ${names.length === 1 ? "it" : "them"}; ${plan.file} no longer declares ${names.length === 1 ? "it" : "them"})`;
+  if (!atTerminal()) {
+    throw new UsageError(
+      `${what}: retiring stops ${names.length === 1 ? "it" : "them"} and revokes ${names.length === 1 ? "its credential" : "their credentials"}, and needs --yes here (no terminal to ask at). Nothing was changed.`,
+      {
+        remedy: "Check that the file declares what you mean (a file cut short declares less), then run it again with --yes.",
+      },
+    );
+  }
+  if (!(await askYesNo(`${what}. Stop ${names.length === 1 ? "it" : "them"} and revoke ${names.length === 1 ? "its credential" : "their credentials"}?`)))
+    throw new CommandFailedError(`Not confirmed: nothing was changed (${seats} keep${names.length === 1 ? "s" : ""} running).`, {
+      remedy: "Declare the seats in the file to keep them, or run it again and answer y (or pass --yes).",
+    });
 }
 
 /** What the mesh runs and the files on this host the plan would write (no session: the mesh does not run). */

@@ -2,12 +2,12 @@
 // every problem — bad YAML, a key the schema refuses, a value that does not fit, a channel a seat
 // names that is not declared — is reported with the file, its line and the key.
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, stringify, type Document, type Node } from "yaml";
 import type { z } from "zod";
 import { parseAgentFile } from "../claude/index.js";
-import { EVERY_SEAT, parseDuration, TeamFile, TeamPersonaFile, type TeamAudience } from "../schemas/index.js";
+import { EVERY_SEAT, parseDuration, TEAM_FILE_LIMITS, TeamFile, TeamPersonaFile, type TeamAudience } from "../schemas/index.js";
 import { UsageError } from "./errors.js";
 
 /** One problem of a team file: where (1-based line, dotted key) and what. */
@@ -55,8 +55,16 @@ export function loadTeamFile(path: string, cwd: string = process.cwd()): TeamDoc
   const file = resolve(cwd, path);
   let text: string;
   try {
+    // Refused before it is read: a file this large is not a team file (a log, a dump, a wrong path).
+    const size = statSync(file).size;
+    if (size > TEAM_FILE_LIMITS.bytes)
+      throw new UsageError(
+        `Invalid input: --file: ${JSON.stringify(path)} is ${size} bytes, over the limit of ${TEAM_FILE_LIMITS.bytes} bytes (1 MiB) for a team file.`,
+        { remedy: "Check that it is the cotal.yaml you meant; move long persona texts into agent files (`personas.<name>.file`, docs/team-file.md)." },
+      );
     text = readFileSync(file, "utf8");
   } catch (cause) {
+    if (cause instanceof UsageError) throw cause;
     const code = (cause as NodeJS.ErrnoException).code;
     throw new UsageError(
       `Invalid input: --file: ${JSON.stringify(path)} ${code === "ENOENT" ? "does not exist" : `cannot be read (${code ?? String(cause)})`}.`,
@@ -81,7 +89,24 @@ export function parseTeamFile(source: string, file: string): TeamDoc {
     );
   }
   const at = (path: ReadonlyArray<string | number>, message: string): TeamFileProblem => ({ line: lineOf(doc, path, lineAt), key: keyLabel(path), message });
-  const raw: unknown = doc.toJS() ?? {};
+  const raw: unknown = doc.toJS();
+  // An empty or comment-only file (an editor crash, a bad redirect) is not "declare nothing": read
+  // so, `up -f` would retire every seat it started. A file that means nothing says `{}`.
+  if (raw === null || raw === undefined)
+    throw new TeamFileError(file, [
+      {
+        line: 1,
+        key: "",
+        message:
+          "the file declares nothing: it is empty or holds only comments (a file that was cut short?); nothing was changed. Declare the space's channels and seats, or write `{}` to declare none on purpose (it retires what `up -f` started)",
+      },
+    ]);
+  const over = overLimits(raw);
+  if (over.length)
+    throw new TeamFileError(
+      file,
+      over.map((p) => at(p.path, p.message)),
+    );
   const parsed = TeamFile.safeParse(raw);
   if (!parsed.success) {
     throw new TeamFileError(
@@ -108,6 +133,27 @@ export function parseTeamFile(source: string, file: string): TeamDoc {
       problems.map((p) => at(p.path, p.message)),
     );
   return { file, dir, spec, personas, at };
+}
+
+/** The keys of a section past TEAM_FILE_LIMITS, and seats past it once `count` is counted (checked before the schema: it is cheap). */
+function overLimits(raw: unknown): Issue[] {
+  if (!raw || typeof raw !== "object") return [];
+  const section = (key: string) => {
+    const v = (raw as Record<string, unknown>)[key];
+    return v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  };
+  const out: Issue[] = [];
+  for (const key of ["channels", "personas", "seats"] as const) {
+    const n = Object.keys(section(key)).length;
+    if (n > TEAM_FILE_LIMITS[key]) out.push({ path: [key], message: `${n} ${key} declared, over the limit of ${TEAM_FILE_LIMITS[key]} per file` });
+  }
+  const seats = Object.values(section("seats")).reduce<number>((sum, s) => {
+    const count = s && typeof s === "object" ? (s as { count?: unknown }).count : undefined;
+    return sum + (typeof count === "number" && Number.isInteger(count) && count > 0 ? count : 1);
+  }, 0);
+  if (!out.length && seats > TEAM_FILE_LIMITS.seats)
+    out.push({ path: ["seats"], message: `the seats declared make ${seats} seats with their count, over the limit of ${TEAM_FILE_LIMITS.seats} per file` });
+  return out;
 }
 
 /** The seats a channel's `read` or `write` list names (by key, by persona, or `"*"`) include the seat of `key`. */

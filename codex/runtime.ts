@@ -46,7 +46,7 @@ export const codexRuntime = {
 
   auth(host) {
     const u = readUserCodexConfig(host.parentEnv);
-    const keys = [...u.envKeys, "OPENAI_API_KEY", "CODEX_API_KEY"].filter((k) => host.parentEnv[k] !== undefined);
+    const keys = [...u.envKeys, "OPENAI_API_KEY", "CODEX_API_KEY"].filter((k) => !!host.parentEnv[k]); // an empty variable is no key
     const summary = [
       u.config ? `config ${u.config}${u.provider ? ` (provider ${u.provider}${u.model ? `, model ${u.model}` : ""})` : ""}` : `no config.toml in ${u.home}`,
       u.login ? `login ${u.login}` : undefined,
@@ -54,7 +54,7 @@ export const codexRuntime = {
     ]
       .filter(Boolean)
       .join("; ");
-    const missing = u.envKeys.filter((k) => host.parentEnv[k] === undefined);
+    const missing = u.envKeys.filter((k) => !host.parentEnv[k]);
     if (missing.length)
       return {
         ready: false,

@@ -48,7 +48,7 @@ export const geminiRuntime = {
   auth(host) {
     const u = readUserGeminiConfig(host.parentEnv);
     const type = effectiveAuthType(u, host.parentEnv);
-    const keys = GEMINI_KEY_VARS.filter((k) => host.parentEnv[k] !== undefined);
+    const keys = GEMINI_KEY_VARS.filter((k) => !!host.parentEnv[k]); // an empty variable is no key
     const summary = [
       u.settings ? `settings ${u.settings}` : `no settings.json in ${u.dir}`,
       type ? `auth ${type}` : undefined,

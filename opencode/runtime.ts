@@ -57,7 +57,7 @@ export const opencodeRuntime = {
 
   auth(host) {
     const u = readUserOpencodeConfig(host.parentEnv);
-    const keys = [...new Set([...u.envKeys, ...PROVIDER_KEY_VARS])].filter((k) => host.parentEnv[k] !== undefined);
+    const keys = [...new Set([...u.envKeys, ...PROVIDER_KEY_VARS])].filter((k) => !!host.parentEnv[k]); // an empty variable is no key
     const summary = [
       u.config ? `config ${u.config}${u.model ? ` (model ${u.model})` : ""}` : `no opencode.json in ${u.dir}`,
       u.login ? `login ${u.login}` : undefined,
@@ -65,7 +65,7 @@ export const opencodeRuntime = {
     ]
       .filter(Boolean)
       .join("; ");
-    const missing = u.envKeys.filter((k) => host.parentEnv[k] === undefined);
+    const missing = u.envKeys.filter((k) => !host.parentEnv[k]);
     if (missing.length)
       return {
         ready: false,

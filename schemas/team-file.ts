@@ -22,6 +22,14 @@ const ByteSize = z.union([
 
 const Count = z.number().int().positive();
 
+/**
+ * What one team file may hold. 256 names is what a channel's `read`/`write` list holds, so a file
+ * never declares more seats (after `count`), channels or personas than it could name; 1 MiB is far
+ * more than such a file takes with inline personas of a few pages each (longer texts belong in
+ * agent files named by `file:`), and keeps a wrong file (a log, a dump) from being parsed at all.
+ */
+export const TEAM_FILE_LIMITS = { bytes: 1024 * 1024, channels: 256, seats: 256, personas: 256 } as const;
+
 /** Everyone: every seat of the file. */
 export const EVERY_SEAT = "*";
 
@@ -29,7 +37,7 @@ export const EVERY_SEAT = "*";
  * Who may read or post on a channel: seats of the file by key (every seat `count` makes), personas
  * of the file (every seat that names one), or `"*"` (every seat of the file); a list or `"*"` alone.
  */
-const Audience = z.union([z.literal(EVERY_SEAT), z.array(z.union([z.literal(EVERY_SEAT), PrincipalToken])).max(256)]);
+const Audience = z.union([z.literal(EVERY_SEAT), z.array(z.union([z.literal(EVERY_SEAT), PrincipalToken])).max(TEAM_FILE_LIMITS.seats)]);
 export type TeamAudience = z.infer<typeof Audience>;
 
 /** A channel's settings; what it leaves out is the space-wide default (`cotal channels defaults`). */

@@ -44,7 +44,7 @@ export function registerListen(program: Command): void {
     const f = parseInput(ListenFlags, raw, { as: "--as", channel: "--channel", role: "--role" });
     const target = resolveTarget(raw);
     requireProfile(target.creds, SENDERS, "join the mesh as someone (listen): it reads with `cotal history` and `cotal roster`");
-    const who = actingIdentity(target, f.as, f.impersonate);
+    const who = await actingIdentity(target, f.as, f.impersonate);
     const since = String(Date.now());
     const ep = await connectAs(target, who.name, {
       ...(f.role ? { role: f.role } : {}),

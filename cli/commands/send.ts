@@ -162,7 +162,7 @@ async function sendAs(
 ): Promise<void> {
   const target = resolveTarget(raw);
   requireProfile(target.creds, SENDERS, "send messages (post, DM or anycast)");
-  const who = actingIdentity(target, f.as, f.impersonate);
+  const who = await actingIdentity(target, f.as, f.impersonate);
   const ep = await connectAs(target, who.name, who.impersonatedBy ? { impersonatedBy: who.impersonatedBy } : {});
   try {
     // Storing needs only the broker: with the mesh service down the message is still stored,

@@ -1,6 +1,5 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { createInterface } from "node:readline/promises";
 import type { Command } from "commander";
 import { z } from "zod";
 import {
@@ -23,6 +22,7 @@ import {
   PluginScope,
   type PluginInstallActions,
 } from "../../connector/index.js";
+import { askYesNo, atTerminal } from "../confirm.js";
 import { jsonOption } from "../context.js";
 import { CommandFailedError, EXIT, UsageError } from "../errors.js";
 import { DEFAULT_RUNTIME, findRuntimeCli, RUNTIMES, runtimeNamed } from "../../manager/index.js";
@@ -154,19 +154,14 @@ async function allowRuleStep(opts: SetupOptions, lines: string[]): Promise<Allow
     return { file, rule: plan.rule, state: "present" };
   }
   let yes = !!opts.allowTools;
-  const ask = !yes && !opts.json && !!process.stdin.isTTY && !!process.stdout.isTTY;
+  const ask = !yes && !opts.json && atTerminal(process.stdout);
   if (ask) {
     printLines(
       ...lines.splice(0),
       `Claude asks before every cotal_* call unless an allow rule covers the plugin's tools. Setup can add this rule:`,
       ...allowRuleShown(plan),
     );
-    const rl = createInterface({ input: process.stdin, output: process.stdout });
-    try {
-      yes = /^y(es)?$/i.test((await rl.question("Add it? [y/N] ")).trim());
-    } finally {
-      rl.close();
-    }
+    yes = await askYesNo("Add it?", process.stdout);
   }
   if (!yes) {
     lines.push(

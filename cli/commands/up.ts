@@ -5,6 +5,7 @@ import { formatProvision } from "../format.js";
 import { checkCreds, credsOption, defaultCreds } from "../context.js";
 import { EXIT, UsageError } from "../errors.js";
 import { bringUp, type UpReport } from "../mesh-lifecycle.js";
+import { guardUp } from "../up-guard.js";
 import { findMeshRoot, MeshRoot } from "../mesh-root.js";
 import { chooseMode } from "../mode.js";
 import { note, printJson, printLines, warn } from "../output.js";
@@ -56,6 +57,7 @@ const UpFlags = z.object({
   claudeAuth: ClaudeAuthChoice.optional(),
   file: z.string().min(1, "file must name a cotal.yaml").optional(),
   dryRun: z.boolean().optional(),
+  yes: z.boolean().optional(),
 });
 
 /** `cotal up`: start (or find, or repair) the mesh of this project. */
@@ -106,6 +108,7 @@ export function registerUp(program: Command): void {
     .option("--leaf-insecure", "allow a leaf-node listener without TLS on a non-loopback address")
     .option("-f, --file <path>", "converge the mesh to a cotal.yaml (docs/team-file.md): start it, then create, change and retire what the file declares")
     .option("--dry-run", "with --file: print the plan and change nothing")
+    .option("-y, --yes", "with --file: retire the seats the file no longer declares without asking (needed where there is no terminal to ask at)")
     .option("--json", "print what was found and done as JSON")
     .action(async (raw: Record<string, unknown>) => {
       // A team file gives the flags the command line does not (docs/team-file.md).
@@ -134,36 +137,46 @@ export function registerUp(program: Command): void {
           `open mode: any host that reaches ${leaf.host}:${leaf.port} may join as a leaf node and read every message (pass --leaf-tls-ca to require client certificates).`,
         );
       }
-      const report = await bringUp(root, {
-        mode: choice.mode,
-        space: flags.space,
-        port: flags.port,
-        host: flags.host,
-        storeDir: flags.storeDir ? resolve(flags.storeDir) : undefined,
-        creds: flags.creds ? checkCreds(flags.creds, process.cwd()) : defaultCreds(root, prev),
-        limits: definedOnly({
-          chatBytes: flags.chatBytes,
-          dmBytes: flags.dmBytes,
-          taskBytes: flags.taskBytes,
-          seatsBytes: flags.seatLogBytes,
-          artifactsBytes: flags.artifactBytes,
-          eventsBytes: flags.eventsBytes,
-          chatPerSender: flags.chatPerSender,
-          chatMaxAgeMs: flags.chatMaxAge,
-          backlogPerSender: flags.dmBacklog,
-        }),
-        account: definedOnly({ diskBytes: flags.maxDisk, memoryBytes: flags.maxMemory }),
-        cluster: flags.cluster,
-        leaf,
-        sync: flags.sync,
-        claudeAuth: flags.claudeAuth,
-      });
-      if (!flags.json) printLines(...describeUp(report));
+      // From here an interruption or a failure stops what this run started (cli/up-guard.ts).
+      const guard = guardUp(root);
+      let report: UpReport;
       let teamResult: TeamResult | undefined;
-      if (team) {
-        teamResult = await converge(root, team, report.space, { print, creds: flags.creds });
-        if (teamResult.done.some((d) => !d.ok)) process.exitCode = EXIT.failed;
+      try {
+        report = await bringUp(root, {
+          mode: choice.mode,
+          space: flags.space,
+          port: flags.port,
+          host: flags.host,
+          storeDir: flags.storeDir ? resolve(flags.storeDir) : undefined,
+          creds: flags.creds ? checkCreds(flags.creds, process.cwd()) : defaultCreds(root, prev),
+          limits: definedOnly({
+            chatBytes: flags.chatBytes,
+            dmBytes: flags.dmBytes,
+            taskBytes: flags.taskBytes,
+            seatsBytes: flags.seatLogBytes,
+            artifactsBytes: flags.artifactBytes,
+            eventsBytes: flags.eventsBytes,
+            chatPerSender: flags.chatPerSender,
+            chatMaxAgeMs: flags.chatMaxAge,
+            backlogPerSender: flags.dmBacklog,
+          }),
+          account: definedOnly({ diskBytes: flags.maxDisk, memoryBytes: flags.maxMemory }),
+          cluster: flags.cluster,
+          leaf,
+          sync: flags.sync,
+          claudeAuth: flags.claudeAuth,
+        });
+        if (!flags.json) printLines(...describeUp(report));
+        if (team) {
+          teamResult = await converge(root, team, report.space, { print, creds: flags.creds, yes: flags.yes });
+          if (teamResult.done.some((d) => !d.ok)) process.exitCode = EXIT.failed;
+        }
+      } catch (err) {
+        const stopped = await guard.undo();
+        if (stopped.length) note(`Stopped what this \`cotal up\` had started: ${stopped.join(", ")}.`);
+        throw err;
       }
+      await guard.release();
       if (flags.json) printJson({ ...report, warnings: choice.warnings, detached: !!flags.detach, ...(teamResult ? { team: teamResult } : {}) });
       if (flags.detach) return;
       // A mesh whose nats-server was already running was started in the background: repairing its

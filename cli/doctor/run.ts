@@ -11,10 +11,11 @@ import { modesCheck } from "./modes.js";
 import { natsServerCheck } from "./nats-server.js";
 import { pluginCheck } from "./plugin.js";
 import { portsCheck } from "./ports.js";
+import { neededRuntimes } from "./needed-runtimes.js";
 import { runtimeChecks } from "./runtimes.js";
 
 /** Run every check. Bad flags throw (exit 2); everything else is a verdict in the report. */
-export async function runDoctor(flags: MeshFlags, cwd: string = process.cwd()): Promise<DoctorReport> {
+export async function runDoctor(flags: MeshFlags, runtimes: readonly string[] = [], cwd: string = process.cwd()): Promise<DoctorReport> {
   let target: MeshTarget | undefined;
   let targetError: unknown;
   try {
@@ -35,15 +36,15 @@ export async function runDoctor(flags: MeshFlags, cwd: string = process.cwd()): 
   }
   const creds = target?.creds ?? flags.creds;
   // What waits on other processes or the network runs at once; the report keeps the order below.
-  const [runtimes, plugin, ports, mesh] = await Promise.all([
-    runtimeChecks(),
+  const [runtimeVerdicts, plugin, ports, mesh] = await Promise.all([
+    runtimeChecks(neededRuntimes(root?.project ?? cwd, runtimes)),
     pluginCheck(root?.project ?? cwd),
     portsCheck(root, info, remote),
     meshChecks(target, targetError),
   ]);
   return report(COTAL_VERSION, [
     natsServerCheck(),
-    ...runtimes,
+    ...runtimeVerdicts,
     plugin,
     ...(infoCheck ? [infoCheck] : []),
     modesCheck(root, info, creds),

@@ -8,28 +8,46 @@ import { defaultClaudeAuth } from "../manager-process.js";
 import { oneLine } from "../output.js";
 import { packageRoot } from "../package-root.js";
 import { failed, failedWith, pass, warned, type DoctorCheck } from "./check.js";
+import type { NeededRuntimes } from "./needed-runtimes.js";
 
 /** How long a CLI may take to print its version (OpenCode's cold start took 14 s on a loaded 2-core host). */
 const VERSION_TIMEOUT_MS = 30_000;
 
-/** One check per registered runtime (their CLIs asked at once: a cold start can take seconds each). */
-export function runtimeChecks(env: NodeJS.ProcessEnv = process.env): Promise<DoctorCheck[]> {
+/**
+ * One check per registered runtime (their CLIs asked at once: a cold start can take seconds each).
+ * A runtime `needed` names (neededRuntimes) fails when it cannot run here; any other only warns.
+ */
+export function runtimeChecks(needed: NeededRuntimes, env: NodeJS.ProcessEnv = process.env): Promise<DoctorCheck[]> {
   // A manager looks on PATH and in the package's own node_modules/.bin (cli/commands/manager.ts).
   const search = { ...env, PATH: [env.PATH ?? "", join(packageRoot(), "node_modules", ".bin")].join(delimiter) };
-  return Promise.all(RUNTIMES.map((adapter) => runtimeCheck(adapter, env, search)));
+  return Promise.all(
+    RUNTIMES.map(async (adapter) => {
+      const by = needed.get(adapter.name);
+      const c = await runtimeCheck(adapter, env, search, !!by);
+      if (by) return { ...c, detail: `${sentence(c.detail)} Needed here: ${by.join(", ")}.` };
+      // Nobody named it: what keeps it from running is worth knowing, not a failure of this host.
+      return c.verdict === "fail"
+        ? { ...c, verdict: "warn" as const, detail: `${sentence(c.detail)} Not needed here: no agent file, cotal.yaml seat or --runtime names it.` }
+        : c;
+    }),
+  );
 }
 
-async function runtimeCheck(adapter: RuntimeAdapter, env: NodeJS.ProcessEnv, search: NodeJS.ProcessEnv): Promise<DoctorCheck> {
+function sentence(s: string): string {
+  return /[.!?)]$/.test(s) ? s : `${s}.`;
+}
+
+async function runtimeCheck(adapter: RuntimeAdapter, env: NodeJS.ProcessEnv, search: NodeJS.ProcessEnv, needed: boolean): Promise<DoctorCheck> {
   const id = `runtime:${adapter.name}`;
   const title = adapter.name;
   const found = findRuntimeCli(adapter, search);
   const notes = found.notes.length ? ` (${found.notes.join(" ")})` : "";
   if (!found.path)
-    return warned(
+    return (needed ? failed : warned)(
       id,
       title,
       `${adapter.label} (${adapter.command}) is not installed here: not on PATH, and ${adapter.binEnv} is not set${notes}; seats and runs on this runtime are refused on this host.`,
-      `To use it: ${adapter.installHint}`,
+      `${needed ? "" : "To use it: "}${adapter.installHint}`,
     );
   const version = await cliVersion(found.path);
   if (!version.ok)
@@ -50,7 +68,7 @@ async function runtimeCheck(adapter: RuntimeAdapter, env: NodeJS.ProcessEnv, sea
       `${head}. It cannot authenticate here: ${auth.problem ?? "no credentials"}`,
       auth.remedy ?? "Give it credentials (docs/runtimes.md).",
     );
-  return pass(id, title, head);
+  return pass(id, title, `${head}, present (not tried: doctor makes no model call, so a key that is set may still be refused).`);
 }
 
 /**

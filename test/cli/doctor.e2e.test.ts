@@ -25,19 +25,23 @@ function fakeCli(name: string, version: string): string {
 const versionOf = (runtime: string) => `${runtime}-cli 9.8.7`;
 
 /** The environment every doctor run here gets: stand-in CLIs with credentials, a Cotal home of its own. */
-function env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return cleanEnv({
+function env(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  const e = cleanEnv({
     ...Object.fromEntries(RUNTIMES.map((r) => [r.binEnv, join(bin, r.command)])),
     ANTHROPIC_API_KEY: "sk-test-not-a-key",
     OPENAI_API_KEY: "sk-test-not-a-key",
     GEMINI_API_KEY: "test-not-a-key",
     CLAUDE_CONFIG_DIR: claudeConfig,
     COTAL_HOME: join(scratch, "cotal-home"),
-    ...extra,
   });
+  // undefined: the variable is not set at all.
+  for (const [k, v] of Object.entries(extra))
+    if (v === undefined) delete e[k];
+    else e[k] = v;
+  return e;
 }
 
-function doctor(cwd: string, extra: Record<string, string> = {}, ...args: string[]): Promise<CliResult> {
+function doctor(cwd: string, extra: Record<string, string | undefined> = {}, ...args: string[]): Promise<CliResult> {
   return runCotal(["doctor", ...args], { cwd, env: env(extra), timeoutMs: 60_000 });
 }
 
@@ -125,6 +129,55 @@ describe("cotal doctor", () => {
       fix: expect.stringContaining("Log in once with `claude`"),
     });
     expect(report.checks.filter((c) => c.verdict === "fail").map((c) => c.id)).toEqual(["runtime:claude"]);
+  });
+
+  it("a runtime nobody named that cannot authenticate only warns; named by an agent file, cotal.yaml or --runtime, it fails", async () => {
+    const here = mkdtempSync(join(tmpdir(), "cotal-doctor-one-runtime-"));
+    try {
+      // Only Claude configured: Codex is installed (a stand-in) but has no key.
+      const noCodexKey = { OPENAI_API_KEY: undefined };
+      const one = await doctor(here, noCodexKey, "--json");
+      expect(one.code, one.stdout).toBe(0);
+      const report = DoctorReport.parse(one.json());
+      expect(checkOf(report, "runtime:codex")).toMatchObject({
+        verdict: "warn",
+        detail: expect.stringContaining("Not needed here: no agent file, cotal.yaml seat or --runtime names it."),
+      });
+      // Claude is needed (the default runtime), and a key that is set is said to be present, not working.
+      expect(checkOf(report, "runtime:claude")).toMatchObject({
+        verdict: "pass",
+        detail: expect.stringMatching(/credentials: .*ANTHROPIC_API_KEY.*, present \(not tried: doctor makes no model call.*Needed here: the default runtime/),
+      });
+
+      const flagged = DoctorReport.parse((await doctor(here, noCodexKey, "--json", "--runtime", "codex")).json());
+      expect(checkOf(flagged, "runtime:codex")).toMatchObject({ verdict: "fail", detail: expect.stringContaining("Needed here: --runtime.") });
+      // A variable that is set but empty is no key.
+      const emptyKey = DoctorReport.parse((await doctor(here, { OPENAI_API_KEY: "" }, "--json", "--runtime", "codex")).json());
+      expect(checkOf(emptyKey, "runtime:codex")).toMatchObject({
+        verdict: "fail",
+        detail: expect.stringContaining("It cannot authenticate here: Codex has no credentials"),
+      });
+
+      mkdirSync(join(here, ".cotal", "agents"), { recursive: true });
+      writeFileSync(join(here, ".cotal", "agents", "coder.md"), "---\nname: coder\nruntime: codex\n---\nYou write code.\n");
+      const byAgentFile = await doctor(here, noCodexKey);
+      expect(byAgentFile.code, byAgentFile.stdout).toBe(1);
+      expect(byAgentFile.stdout).toMatch(/^FAIL\s+codex\s.*Needed here: \.cotal\/agents\/coder\.md\.$/m);
+      rmSync(join(here, ".cotal"), { recursive: true });
+
+      writeFileSync(join(here, "cotal.yaml"), "seats:\n  g: { agent: codex }\n  e: { agent: echo }\n");
+      const byTeamFile = DoctorReport.parse((await doctor(here, noCodexKey, "--json")).json());
+      expect(byTeamFile.ok).toBe(false);
+      expect(checkOf(byTeamFile, "runtime:codex")).toMatchObject({ verdict: "fail", detail: expect.stringContaining("Needed here: cotal.yaml seats.g.") });
+      // Claude is no longer needed once the file names what runs; it still passes (it is configured).
+      expect(checkOf(byTeamFile, "runtime:claude").detail).not.toContain("Needed here");
+
+      const bad = await doctor(here, {}, "--runtime", "codx");
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain("--runtime takes runtimes of claude, codex");
+    } finally {
+      rmSync(here, { recursive: true, force: true });
+    }
   });
 
   it("in a folder without a mesh, the checks that need one are skipped, saying why", async () => {

@@ -87,4 +87,24 @@ describe("the packed package installed into an empty project", () => {
     const down = await cotal("down");
     expect(down.stdout).toContain("nats-server: stopped");
   });
+
+  it("doctor without any agent CLI fails for Claude, the runtime seats run by default, and only warns for the others", async () => {
+    // No agent CLI anywhere: none on PATH (this test's own node_modules/.bin left out), none in the package.
+    const PATH = (process.env.PATH ?? "")
+      .split(":")
+      .filter((d) => !d.includes("node_modules"))
+      .join(":");
+    const r = await run(process.execPath, [cotalBin, "doctor", "--json"], { cwd: project, env: cleanEnv({ PATH }), timeout: 60_000 }).catch(
+      (err: { code: number; stdout: string }) => ({ code: err.code, stdout: err.stdout }),
+    );
+    expect("code" in r ? r.code : 0).toBe(1);
+    const report = JSON.parse(r.stdout) as { ok: boolean; checks: Array<{ id: string; verdict: string; detail: string }> };
+    expect(report.ok).toBe(false);
+    const runtimes = report.checks.filter((c) => c.id.startsWith("runtime:"));
+    expect(runtimes.find((c) => c.id === "runtime:claude")).toMatchObject({
+      verdict: "fail",
+      detail: expect.stringMatching(/is not installed here.*Needed here: the default runtime/),
+    });
+    for (const c of runtimes.filter((x) => x.id !== "runtime:claude")) expect(c.verdict, c.id).toBe("warn");
+  });
 });

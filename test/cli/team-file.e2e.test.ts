@@ -104,7 +104,7 @@ describe("cotal up -f cotal.yaml", () => {
   it("the file edited to two seats: the third is retired, the others kept", async () => {
     const e3 = (await seats()).find((s) => s.name === "e3")!;
     writeFileSync(FILE, ISSUE_FILE.replace("  e3: { agent: echo, channels: [ops] }\n", ""));
-    const r = ok(await cotal("up", "-f", "cotal.yaml", "-d"), "up -f (two seats)");
+    const r = ok(await cotal("up", "-f", "cotal.yaml", "-d", "--yes"), "up -f (two seats)");
     expect(r.stdout).toContain("- seat e3: retire");
     expect(r.stdout).toContain("= as declared: channels general, ops; seats e1, e2");
     const ps = await seats();

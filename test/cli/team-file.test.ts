@@ -153,8 +153,10 @@ describe("cotal.yaml", () => {
     ]);
   });
 
-  it("an empty file is an empty space; a file that is not a map is refused at line 1", () => {
-    expect(parseTeamFile("", FILE).spec).toEqual({});
+  it("an empty or comment-only file is refused (it would retire every seat); `{}` is an empty space; a file that is not a map is refused at line 1", () => {
+    for (const empty of ["", "\n\n", "# cotal.yaml\n# seats: none yet\n", "---\n"])
+      expect(problems(empty)).toEqual([{ line: 1, key: "", message: expect.stringContaining("the file declares nothing") }]);
+    expect(parseTeamFile("{}\n", FILE).spec).toEqual({});
     expect(problems("- a\n- b\n")).toEqual([{ line: 1, key: "", message: expect.stringContaining("expected object") }]);
   });
 });

@@ -210,10 +210,10 @@ describe("the plan of cotal up -f", () => {
       { kind: "budgets", op: "write", caps: { dailyUsd: 5, taskUsd: 0.5 }, changes: ["dailyUsd $2.00 → $5.00", "taskUsd (none) → $0.50"] },
     ]);
     expect(planTeam(b, "team", seen({ budgetFile: { dailyUsd: 5, taskUsd: 0.5 } }), undefined).steps).toEqual([]);
-    expect(planTeam(doc(""), "team", seen({ budgetFile: { dailyUsd: 5 } }), owned({}, { budgets: true })).steps).toEqual([
+    expect(planTeam(doc("{}\n"), "team", seen({ budgetFile: { dailyUsd: 5 } }), owned({}, { budgets: true })).steps).toEqual([
       { kind: "budgets", op: "remove", caps: undefined, changes: [] },
     ]);
     // A budget.json someone else wrote is not up -f's to remove.
-    expect(planTeam(doc(""), "team", seen({ budgetFile: { dailyUsd: 5 } }), undefined).steps).toEqual([]);
+    expect(planTeam(doc("{}\n"), "team", seen({ budgetFile: { dailyUsd: 5 } }), undefined).steps).toEqual([]);
   });
 });
