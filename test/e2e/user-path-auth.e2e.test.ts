@@ -6,7 +6,7 @@
 // timeout leaves no process. A manager started with no credentials at all refuses a spawn and a
 // run before anything starts, naming the fix; a seat whose key the model refuses shows `auth` in
 // spawn's outcome and in ps. The double is served from this process: every CLI call is async.
-import { readdirSync, readFileSync, realpathSync } from "node:fs";
+import { readdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunReply } from "../../schemas/index.js";
@@ -142,5 +142,42 @@ describe("a Claude seat that cannot reach its model does not report success", ()
     expect(r.stdout).toMatch(/^locked on badkey: joined, but its first turn failed \(auth: 401 invalid x-api-key/m);
     const ps = ok(await cotal(["ps", "--on", "badkey"]));
     expect(ps.stdout).toMatch(/locked\s+claude\s+joined \(auth\)/);
+  }, 150_000);
+
+  it("a seat whose CLI says it cannot reach its model, then blanks its screen, fails naming what the CLI said and the fix: in spawn's outcome, ps and the manager's log", async () => {
+    // A stand-in for the CLI on this manager: a failed lookup of its vendor's host, then a cleared
+    // screen while it goes on waiting (a screen no classifier knows: only what it said tells why).
+    const fake = join(project, "unreachable-claude.sh");
+    writeFileSync(
+      fake,
+      [
+        "#!/bin/sh",
+        'case "$1" in --version) echo "2.1.332 (Claude Code)"; exit 0;; esac',
+        "echo 'Connecting to api.anthropic.com'",
+        "echo 'Error: getaddrinfo ENOTFOUND api.anthropic.com'",
+        "sleep 3",
+        "printf '\\033[H\\033[2J'",
+        "exec sleep 300",
+        "",
+      ].join("\n"),
+      { mode: 0o755 },
+    );
+    const manager = await u.startManager("nonet", userShell(join(project, "home-nonet"), { COTAL_CLAUDE_BIN: fake }));
+    const r = await cotal(["spawn", "-d", "--agent", "claude", "--on", "nonet", "--name", "offline", "--wait-ms", "60000"]);
+    expect(r.code, r.stdout).toBe(1);
+    expect(r.stdout).not.toContain("failed: failed:");
+    expect(r.stdout).toMatch(
+      /^offline on nonet: failed: the seat stopped on an unexpected screen, now blank \(it showed: Connecting to api\.anthropic\.com \/ Error: getaddrinfo ENOTFOUND/m,
+    );
+    expect(r.stdout).toContain("Claude could not reach its model");
+    expect(r.stdout).toContain("ENOTFOUND");
+    const all = ok(await cotal(["ps", "--on", "nonet", "--all", "--json"])).json() as Array<{
+      seats: Array<{ name: string; exit?: { output?: string }; reason?: string }>;
+    }>;
+    const seat = all.flatMap((m) => m.seats).find((v) => v.name === "offline");
+    expect(seat?.exit?.output).toContain("ENOTFOUND");
+    expect(seat?.reason).toContain("could not reach its model");
+    const failed = manager.stderr.split("\n").find((l) => l.includes("a seat did not reach its input screen"));
+    expect(failed).toContain("ENOTFOUND");
   }, 150_000);
 });

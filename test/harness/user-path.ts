@@ -98,11 +98,13 @@ export class UserPath {
   }
 
   /** Another manager on this mesh, started by hand (`cotal manager`) in a shell of its own; resolves once ps lists it. */
-  async startManager(instance: string, env: NodeJS.ProcessEnv): Promise<void> {
+  async startManager(instance: string, env: NodeJS.ProcessEnv): Promise<CotalProcess> {
     const stateDir = join(this.project, `state-${instance}`);
     mkdirSync(stateDir, { recursive: true });
-    this.managers.push(CotalProcess.spawn(["manager", "--instance", instance, "--state-dir", stateDir, "--stop-seats"], { cwd: this.project, env }));
+    const m = CotalProcess.spawn(["manager", "--instance", instance, "--state-dir", stateDir, "--stop-seats"], { cwd: this.project, env });
+    this.managers.push(m);
     await until(async () => (await this.cotal(["ps", "--json"])).stdout.includes(`"instance": "${instance}"`), 30_000, `manager ${instance} to be listed`);
+    return m;
   }
 
   /** Stop what was started here, `cotal down`, the double; remove the folder. */
