@@ -967,7 +967,12 @@ export class ManagerService {
       return;
     }
     const rr = await this.append(seat, { type: "restarted", seat, uid: r.uid, epoch: r.epoch + 1, ts: Date.now(), reason: describeExit(exit) });
-    await this.start(seat, l.files, rr.epoch, recent);
+    try {
+      await this.start(seat, l.files, rr.epoch, recent);
+    } catch (err) {
+      // Nothing to start it again from (a helper's agent file changed, an agent file gone): retired, saying why.
+      await this.retire(seat, `could not be started again: ${(err as Error).message}`);
+    }
   }
 
   /** What a seat showed last: its log's tail, or its terminal's last screen (the window is kept until read, then closed). */
