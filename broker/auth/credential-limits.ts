@@ -1,0 +1,114 @@
+import type { Profile } from "../../schemas/index.js";
+
+/**
+ * What one credential may cost the broker, in one place (docs/security.md, "What one credential
+ * may cost the broker"). What nats-server 2.10 enforces, as tried against it:
+ *
+ * - a user JWT's `subs`: subscriptions **per connection** (the one past it is refused, "maximum
+ *   subscriptions exceeded"; the connection stays);
+ * - a user JWT's `payload`: bytes of one message, headers included, **per connection** (the
+ *   server tells the client in its INFO; a larger PUB is "Maximum Payload Violation" and the
+ *   connection is closed);
+ * - a user JWT's `data`: **not enforced** (100 × 900 bytes went through on `data: 5000`), so it is
+ *   left unlimited rather than promised;
+ * - an account JWT's `conn`: connections of the whole account (the one past it is refused,
+ *   "maximum account active connections exceeded"); its `subs` and `payload` are per connection
+ *   again, and apply to every credential of the account, however it was minted;
+ * - nothing counts the connections of one user: a credential may open as many as its account
+ *   has left. So the account's `conn` is the bound of one credential's connections too.
+ *
+ * The server's own `max_pending` (serverLimits) bounds the bytes it queues for one connection
+ * that does not read; past it the connection is closed as a slow consumer.
+ */
+
+/** What a credential of one profile may do on each of its connections. */
+export interface ProfileLimits {
+  /** Subscriptions on one connection. */
+  subs: number;
+  /** Bytes of one message it publishes, headers included. */
+  payload: number;
+}
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+
+/**
+ * Per profile, each sized from what the profile's own code holds, with headroom:
+ *
+ * - `agent`: one reply inbox, presence, an ack inbox, and per channel one live subscription and
+ *   one pull consumer's inbox (DM, role, memberships): about 2 × channels + 6. 256 takes a seat in
+ *   over 100 channels. Its largest publish is a message (the 256 KiB envelope + headers, stored
+ *   up to 264 KiB) or an artifact chunk (128 KiB as base64 in a control call): 512 KiB.
+ * - `reader`, `observer`: a reader's channels live and durably, as the agent; an observer takes
+ *   every post and plane by wildcard and asks the mesh service. They publish only requests.
+ * - `admin` (`cotal web`): a handful of wildcard subscriptions and one per open view; requests.
+ * - `manager`: its inbox, its rail and `one`, presence, and one subscription per transcript it
+ *   receives; it answers `ps` for up to its seats and writes seat-log records: 1 MiB.
+ * - `leaf`: one leaf-node connection carries the interest of every client on its host (32 seats
+ *   a manager by default, each as an agent): 16,384, and messages of any size the hub takes.
+ * - `cli`, `mesh`: the operator's own tool and the mesh service, on the mesh host (their
+ *   credentials never leave it): the history scans, watches and pulls of a whole space.
+ */
+export const PROFILE_LIMITS: Readonly<Record<Profile, ProfileLimits>> = {
+  agent: { subs: 256, payload: 512 * KiB },
+  reader: { subs: 256, payload: 64 * KiB },
+  observer: { subs: 256, payload: 64 * KiB },
+  admin: { subs: 1_024, payload: 64 * KiB },
+  manager: { subs: 1_024, payload: 1 * MiB },
+  leaf: { subs: 16_384, payload: 1 * MiB },
+  cli: { subs: 16_384, payload: 1 * MiB },
+  mesh: { subs: 16_384, payload: 1 * MiB },
+};
+
+/** The user-JWT limits of a profile: `data` is not enforced by nats-server, so not claimed. */
+export function userLimits(profile: Profile): { subs: number; payload: number; data: number } {
+  const l = PROFILE_LIMITS[profile];
+  return { subs: l.subs, payload: l.payload, data: -1 };
+}
+
+/** The largest per-connection bound of any profile: an account's own, which also holds credentials minted before profiles had bounds. */
+const ACCOUNT_PER_CONNECTION = {
+  subs: Math.max(...Object.values(PROFILE_LIMITS).map((l) => l.subs)),
+  payload: Math.max(...Object.values(PROFILE_LIMITS).map((l) => l.payload)),
+  data: -1,
+};
+
+/**
+ * Connections of a space's clients account, every minted identity together, unless `cotal up
+ * --max-connections` says otherwise: a seat holds one (its connector), a manager one, `cotal web`
+ * one, each CLI command one while it runs. 256 holds eight hosts of 32 seats. Because nats-server
+ * counts no user's connections, this is also the most one credential may open.
+ */
+export const DEFAULT_CLIENT_CONNECTIONS = 256;
+
+/** Leaf-node connections of a clients account: one per remote host. */
+export const CLIENT_LEAF_CONNECTIONS = 64;
+
+/** Connections of a space's data account (the mesh service, a backup's or restore's one-run user) and of the system account (claims pushes). */
+export const SERVICE_ACCOUNT_CONNECTIONS = 64;
+
+/**
+ * Consumers of a space's data account, every stream together: each seat binds a DM durable, one
+ * per durable channel membership and its role's queue (docs/scaling.md: 1,000 seats in 5 durable
+ * channels ≈ 6,000), plus the mesh service's short-lived scans. No credential creates consumers
+ * itself (the clients account imports no CONSUMER.CREATE): the mesh service creates at most
+ * 1 + 1 + |channels in its scope| for one identity.
+ */
+export const DATA_ACCOUNT_CONSUMERS = 10_000;
+
+/** The `limits` block of an account that holds credentials (the clients or system account). */
+export function clientAccountLimits(connections: number, leaf: number): Record<string, number | boolean> {
+  return { ...ACCOUNT_PER_CONNECTION, conn: connections, leaf, imports: -1, exports: -1, wildcards: true };
+}
+
+/**
+ * What only the server sets: the bytes it queues for one connection that does not read, before
+ * closing it as a slow consumer (nats-server's default is 64 MiB). A client that reads keeps
+ * nothing queued; 8 MiB is 30 full messages of one burst.
+ */
+export const SERVER_MAX_PENDING = 8 * MiB;
+
+/** The server-wide lines of the config (operator mode). */
+export function serverLimitLines(): string[] {
+  return [`max_pending: ${SERVER_MAX_PENDING}`];
+}
