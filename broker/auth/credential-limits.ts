@@ -15,7 +15,11 @@ import type { Profile } from "../../schemas/index.js";
  *   "maximum account active connections exceeded"); its `subs` and `payload` are per connection
  *   again, and apply to every credential of the account, however it was minted;
  * - nothing counts the connections of one user: a credential may open as many as its account
- *   has left. So the account's `conn` is the bound of one credential's connections too.
+ *   has left. So the mesh service counts them, as the system account, and closes each past its
+ *   profile's `connections` (connection-warden.ts); the account's `conn` bounds them all together.
+ * - a subscription's subject is bounded only by the control line (64 KiB, which a user JWT in
+ *   CONNECT needs): 256 subscriptions of such subjects hold ~50 MiB of the server's memory. So a
+ *   credential's connections, not its subscriptions, are what must stay few.
  *
  * The server's own `max_pending` (serverLimits) bounds the bytes it queues for one connection
  * that does not read; past it the connection is closed as a slow consumer.
@@ -27,6 +31,11 @@ export interface ProfileLimits {
   subs: number;
   /** Bytes of one message it publishes, headers included. */
   payload: number;
+  /**
+   * Connections one credential may hold at once (the mesh service closes the next,
+   * connection-warden.ts); absent: only the account's bound (the operator's own credentials).
+   */
+  connections?: number;
 }
 
 const KiB = 1024;
@@ -45,18 +54,23 @@ const MiB = 1024 * KiB;
  * - `manager`: its inbox, its rail and `one`, presence, and one subscription per transcript it
  *   receives; it answers `ps` for up to its seats and writes seat-log records: 1 MiB.
  * - `leaf`: one leaf-node connection carries the interest of every client on its host (32 seats
- *   a manager by default, each as an agent): 16,384, and messages of any size the hub takes.
+ *   a manager by default, each as an agent, share most subjects): 4,096, and messages of any size
+ *   the hub takes. Its leaf-node links are counted by the account's `leaf`, not by `connections`.
  * - `cli`, `mesh`: the operator's own tool and the mesh service, on the mesh host (their
  *   credentials never leave it): the history scans, watches and pulls of a whole space.
+ *
+ * Connections: a seat's connector holds one, and each `cotal` command run with the credential one
+ * while it runs; a manager, `cotal web` and `cotal console` one each; a renewal replaces one. 8
+ * leaves room for that; the operator's tool and the mesh service are bounded by their accounts.
  */
 export const PROFILE_LIMITS: Readonly<Record<Profile, ProfileLimits>> = {
-  agent: { subs: 256, payload: 512 * KiB },
-  reader: { subs: 256, payload: 64 * KiB },
-  observer: { subs: 256, payload: 64 * KiB },
-  admin: { subs: 1_024, payload: 64 * KiB },
-  manager: { subs: 1_024, payload: 1 * MiB },
-  leaf: { subs: 16_384, payload: 1 * MiB },
-  cli: { subs: 16_384, payload: 1 * MiB },
+  agent: { subs: 256, payload: 512 * KiB, connections: 8 },
+  reader: { subs: 256, payload: 64 * KiB, connections: 8 },
+  observer: { subs: 256, payload: 64 * KiB, connections: 8 },
+  admin: { subs: 1_024, payload: 64 * KiB, connections: 8 },
+  manager: { subs: 1_024, payload: 1 * MiB, connections: 8 },
+  leaf: { subs: 4_096, payload: 1 * MiB, connections: 8 },
+  cli: { subs: 4_096, payload: 1 * MiB },
   mesh: { subs: 16_384, payload: 1 * MiB },
 };
 
@@ -76,8 +90,7 @@ const ACCOUNT_PER_CONNECTION = {
 /**
  * Connections of a space's clients account, every minted identity together, unless `cotal up
  * --max-connections` says otherwise: a seat holds one (its connector), a manager one, `cotal web`
- * one, each CLI command one while it runs. 256 holds eight hosts of 32 seats. Because nats-server
- * counts no user's connections, this is also the most one credential may open.
+ * one, each CLI command one while it runs. 256 holds eight hosts of 32 seats.
  */
 export const DEFAULT_CLIENT_CONNECTIONS = 256;
 

@@ -2,6 +2,7 @@
 export * from "./secret-files.js";
 export * from "./permissions.js";
 export * from "./credential-limits.js";
+export * from "./connection-warden.js";
 export * from "./auth-store.js";
 export * from "./mint.js";
 export * from "./revoke.js";

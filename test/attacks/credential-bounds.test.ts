@@ -10,6 +10,7 @@ import { PROFILE_LIMITS, pushSpaceAccounts } from "../../broker/index.js";
 import { chatSubject, localPrincipal } from "../../schemas/index.js";
 import { RawNats, RawRefusedError } from "../../testbed/raw-nats.js";
 import { TestMesh } from "../harness/mesh.js";
+import { until } from "../harness/until.js";
 
 const SPACE = "bnd";
 /** The space's connection bound for this test (`cotal up --max-connections`): small, to reach it. */
@@ -63,26 +64,38 @@ describe("what one agent credential may cost the broker is bounded by the broker
     await c.closed;
   });
 
-  test(`past the space's ${CONNECTIONS} connections (--max-connections) one credential's next is refused; closing one makes room`, async () => {
+  test(`an agent credential's connections past its ${AGENT.connections} are closed, the newest; its first ones stay`, async () => {
+    const { creds } = await mallory();
+    const bound = AGENT.connections!;
+    const conns: RawNats[] = [];
+    for (let i = 0; i < bound + 3; i++) conns.push(await rawConnection(creds));
+    await until(() => conns.filter((c) => c.isClosed).length === 3, 10_000, "the mesh service to close the 3 connections past the bound");
+    expect(conns.slice(bound).every((c) => c.isClosed)).toBe(true);
+    for (const c of conns.slice(0, bound)) expect(await c.exchange("")).toBe("PONG\r\n");
+    // Once one closes, the credential may open one again.
+    conns[0]!.close();
+    await conns[0]!.closed;
+    const again = await rawConnection(creds);
+    expect(await again.exchange("")).toBe("PONG\r\n");
+  });
+
+  test(`past the space's ${CONNECTIONS} connections (--max-connections) the next is refused by the server`, async () => {
+    // Each credential within its own bound: the mesh's own clients hold some of the space's connections, these the rest.
+    const minted = [await mallory(), await mallory()];
+    for (const c of open.splice(0)) c.close();
     await mesh.store.ensureSpace(SPACE, { connections: CONNECTIONS });
     await pushSpaceAccounts(mesh.store, mesh.server.url, SPACE);
-    const { creds } = await mallory();
-    const mine: RawNats[] = [];
     let refusal: unknown;
-    // The mesh's own clients hold some of the space's connections: the credential gets the rest, never more.
+    let opened = 0;
     for (let i = 0; i <= CONNECTIONS && refusal === undefined; i++) {
-      await rawConnection(creds).then(
-        (c) => mine.push(c),
+      await rawConnection(minted[i % 2]!.creds).then(
+        () => opened++,
         (e: unknown) => (refusal = e),
       );
     }
-    expect(refusal, `a connection past the bound was refused (opened ${mine.length})`).toBeInstanceOf(RawRefusedError);
+    expect(refusal, `a connection past the bound was refused (opened ${opened})`).toBeInstanceOf(RawRefusedError);
     expect((refusal as RawRefusedError).serverError).toBe("-ERR 'maximum account active connections exceeded'");
-    expect(mine.length).toBeGreaterThan(0);
-    expect(mine.length).toBeLessThan(CONNECTIONS);
-    mine[0]!.close();
-    await mine[0]!.closed;
-    const again = await rawConnection(creds);
-    expect(await again.exchange("")).toBe("PONG\r\n");
+    expect(opened).toBeGreaterThan(0);
+    expect(opened).toBeLessThan(CONNECTIONS);
   });
 });
