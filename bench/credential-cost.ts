@@ -1,11 +1,12 @@
 // What one credential may cost the broker, measured (docs/security.md, "What one credential may
-// cost the broker"): for each profile, a fresh operator-mode nats-server with the config `cotal
-// up` renders, and one credential of that profile using every bound to the limit at once: as
-// many connections as its account lets it open, on each its most subscriptions, each subject as
-// long as a protocol line may be, a message of its largest payload left half-sent (the server
-// holds it), and then traffic it subscribed to while it reads nothing (the server queues up to
-// its max_pending, then cuts the connection as a slow consumer). The server's RSS is read from
-// /proc before, at its peak (VmHWM) and after the credential has closed everything.
+// cost the broker"): for each profile handed to others, a fresh operator-mode nats-server with
+// the config `cotal up` renders and the mesh service's connection warden, and one credential of
+// that profile using every bound to the limit at once: its most connections and EXTRA more (which
+// the warden closes), on each its most subscriptions, each subject as long as a protocol line may
+// be, a message of its largest payload left half-sent (the server holds it), and then traffic it
+// subscribed to while it reads nothing (the server queues up to its max_pending, then cuts the
+// connection as a slow consumer). The server's RSS is read from /proc before, once all is held,
+// at its peak (VmHWM) and after the credential has closed everything.
 import { readFileSync } from "node:fs";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,7 +14,9 @@ import { join } from "node:path";
 import {
   AuthStore,
   clientsAccount,
+  ConnectionWarden,
   DEFAULT_CLIENT_CONNECTIONS,
+  logger,
   mintCreds,
   PROFILE_LIMITS,
   SERVER_MAX_PENDING,
@@ -30,11 +33,14 @@ const SPACE = "cost";
 const CONTROL_LINE = 65_536;
 /** Bytes of each message the feeder sends to what the credential subscribed to. */
 const FEED_BYTES = 64 * 1024;
+/** Connections tried past the credential's bound (the warden closes them). */
+const EXTRA = 8;
 
 /** One profile's figures, KiB of nats-server RSS. */
 export interface CostRow {
   profile: Profile;
   connections: number;
+  tried: number;
   subs: number;
   payload: number;
   baselineKiB: number;
@@ -64,20 +70,33 @@ function attacker(profile: Profile): { spec: IdentitySpec; inbox: string; flood:
     : { spec, inbox: inboxOwner, flood: patterns.presenceKey(SPACE, { owner: "local", actor: "flood" }), feeder: "cli" };
 }
 
+async function monitor<T>(server: NatsServer, path: string): Promise<T> {
+  const res = await fetch(`${server.monitorUrl}/${path}`);
+  return (await res.json()) as T;
+}
+
+/** The connections the server holds open for one user of an account. */
+async function liveConnections(server: NatsServer, account: string, user: string): Promise<number> {
+  const connz = await monitor<{ connections?: Array<{ authorized_user?: string }> }>(server, `connz?acc=${account}&auth=true&limit=100000`);
+  return (connz.connections ?? []).filter((c) => c.authorized_user === user).length;
+}
+
 async function measure(profile: Profile, maxConnections: number, log: (line: string) => void): Promise<CostRow> {
   const dir = mkdtempSync(join(tmpdir(), "cotal-cost-"));
   const store = await AuthStore.open(join(dir, "auth"));
   await store.ensureSpace(SPACE);
-  const server = await NatsServer.start({ config: await store.serverConfig(join(dir, "resolver")), jetstream: { maxFileStore: "1GB" } });
+  const server = await NatsServer.start({ config: await store.serverConfig(join(dir, "resolver")), jetstream: { maxFileStore: "1GB" }, monitoring: true });
   const pid = server.pid!;
   const open: RawNats[] = [];
+  const warden = await ConnectionWarden.start(store, server.url, SPACE, logger("bench"));
   try {
     const a = attacker(profile);
-    const creds = async (spec: IdentitySpec) => {
-      const account = spec.profile === "mesh" ? SPACE : clientsAccount(SPACE);
+    const account = (spec: IdentitySpec) => store.accountKey(spec.profile === "mesh" ? SPACE : clientsAccount(SPACE)).getPublicKey();
+    const mint = async (spec: IdentitySpec) => {
       const key = spec.profile === "mesh" ? store.accountKey(SPACE) : spec.profile === "leaf" ? store.leafScopeKey(SPACE, "local.hostb_leaf") : store.signingKey(SPACE);
-      return (await mintCreds(spec, key, store.accountKey(account).getPublicKey())).creds;
+      return mintCreds(spec, key, account(spec));
     };
+    const creds = async (spec: IdentitySpec) => (await mint(spec)).creds;
     if (profile === "leaf") {
       // A leaf's rights are its scope's, in the clients account's JWT (leaf-scope.ts): its host manager's.
       const { leafPermissions } = await import("../broker/internal.js");
@@ -89,12 +108,14 @@ async function measure(profile: Profile, maxConnections: number, log: (line: str
     const feederSpec = attacker(a.feeder).spec;
     const feeder = await RawNats.connect(server.url, await creds(feederSpec));
     open.push(feeder);
-    const mine = await creds(a.spec);
+    const minted = await mint(a.spec);
+    const mine = minted.creds;
     const { subs, payload } = PROFILE_LIMITS[profile];
     await new Promise((r) => setTimeout(r, 1_000));
     const baselineKiB = status(pid, "VmRSS");
-    let connections = 0;
-    while (connections < maxConnections) {
+    let tried = 0;
+    const tries = Math.min(maxConnections, (PROFILE_LIMITS[profile].connections ?? Number.POSITIVE_INFINITY) + EXTRA);
+    for (let i = 0; i < tries; i++) {
       let c: RawNats;
       try {
         c = await RawNats.connect(server.url, mine);
@@ -103,7 +124,7 @@ async function measure(profile: Profile, maxConnections: number, log: (line: str
         throw err;
       }
       open.push(c);
-      connections++;
+      tried++;
       // One subscription the feeder reaches, the rest each as long as a SUB line may be.
       let lines = RawNats.sub(a.flood, 1);
       for (let sid = 2; sid <= subs; sid++) {
@@ -111,29 +132,36 @@ async function measure(profile: Profile, maxConnections: number, log: (line: str
         lines += RawNats.sub(prefix + "x".repeat(CONTROL_LINE - prefix.length - 64), sid);
       }
       const answer = await c.exchange(lines, 60_000);
-      if (answer !== "PONG\r\n") throw new Error(`subscribing as ${profile} answered ${answer}`);
+      // One past the bound may be closed by the warden meanwhile.
+      if (answer !== "PONG\r\n") {
+        if (c.isClosed) continue;
+        throw new Error(`subscribing as ${profile} answered ${answer}`);
+      }
       // Half a message of the largest payload: the server keeps what came until the rest does.
       c.send(`PUB ${a.flood} ${payload}\r\n`);
       c.send(Buffer.alloc(payload - 1, 120));
       c.stopReading();
-      if (connections % 32 === 0) log(`  ${profile}: ${connections} connections`);
+      if (open.length % 32 === 0) log(`  ${profile}: ${open.length - 1} connections tried`);
     }
     await new Promise((r) => setTimeout(r, 1_000));
     const heldKiB = status(pid, "VmRSS");
+    // What the server still holds open of the credential's (a paused socket sees no close: ask it).
+    const connections = await liveConnections(server, account(a.spec), minted.user.userPub);
     // Traffic on what every connection subscribed to, until the server has cut them all (or 4× what their queues hold passed).
     const budget = Math.ceil((4 * connections * SERVER_MAX_PENDING) / FEED_BYTES);
-    for (let i = 0; i < budget && open.slice(1).some((c) => !c.isClosed); i += 16) {
+    for (let i = 0; i < budget && (await liveConnections(server, account(a.spec), minted.user.userPub)) > 0; i += 16) {
       const answer = await feeder.exchange(Buffer.concat(Array.from({ length: 16 }, () => RawNats.pub(a.flood, FEED_BYTES))), 60_000);
       if (answer !== "PONG\r\n") throw new Error(`the feeder was refused: ${answer}`);
     }
     const peakKiB = status(pid, "VmHWM");
-    const slowConsumersCut = open.slice(1).filter((c) => c.isClosed).length;
+    const slowConsumersCut = (await monitor<{ slow_consumers?: number }>(server, "varz")).slow_consumers ?? 0;
     for (const c of open) c.close();
     await new Promise((r) => setTimeout(r, 2_000));
     const afterKiB = status(pid, "VmRSS");
-    return { profile, connections, subs, payload, baselineKiB, heldKiB, peakKiB, afterKiB, slowConsumersCut };
+    return { profile, connections, tried, subs, payload, baselineKiB, heldKiB, peakKiB, afterKiB, slowConsumersCut };
   } finally {
     for (const c of open) c.close();
+    await warden.close();
     await server.cleanup();
     rmSync(dir, { recursive: true, force: true });
   }
@@ -154,11 +182,11 @@ export async function credentialCost(profiles: Profile[], maxConnections = Numbe
     rows.push(row);
   }
   console.log(`max_pending ${SERVER_MAX_PENDING / 1024 / 1024} MiB; clients account ${DEFAULT_CLIENT_CONNECTIONS} connections, data account ${SERVICE_ACCOUNT_CONNECTIONS}\n`);
-  console.log("| profile | connections it opened | subscriptions per connection | payload | held (MiB) | peak (MiB) | after closing (MiB) | cut as slow consumers |");
+  console.log("| profile | connections held (tried) | subscriptions per connection | payload | held (MiB) | peak (MiB) | after closing (MiB) | cut as slow consumers |");
   console.log("|---|---|---|---|---|---|---|---|");
   for (const r of rows) {
     console.log(
-      `| ${r.profile} | ${r.connections} | ${r.subs} | ${r.payload / 1024} KiB | ${MiB(r.heldKiB - r.baselineKiB)} | ${MiB(r.peakKiB - r.baselineKiB)} | ${MiB(r.afterKiB - r.baselineKiB)} | ${r.slowConsumersCut} |`,
+      `| ${r.profile} | ${r.connections} (${r.tried}) | ${r.subs} | ${r.payload / 1024} KiB | ${MiB(r.heldKiB - r.baselineKiB)} | ${MiB(r.peakKiB - r.baselineKiB)} | ${MiB(r.afterKiB - r.baselineKiB)} | ${r.slowConsumersCut} |`,
     );
   }
   return rows;

@@ -2,7 +2,7 @@
 // measures what one credential of each profile may cost nats-server (docs/security.md). Not part
 // of `npm run bench`: at the bounds it takes GBs of the server's memory for a while.
 // COST_CONNECTIONS=N stops each credential at N connections (a quick look, not the worst case).
-import { PROFILES, type Profile } from "../../broker/index.js";
+import { PROFILE_LIMITS, PROFILES, type Profile } from "../../broker/index.js";
 import { credentialCost } from "../credential-cost.js";
 
 const asked = process.argv.slice(2);
@@ -12,5 +12,6 @@ if (bad.length) {
   process.exit(2);
 }
 const cap = process.env.COST_CONNECTIONS ? Number(process.env.COST_CONNECTIONS) : undefined;
-await credentialCost(asked.length ? (asked as Profile[]) : [...PROFILES], cap);
+// By default the profiles handed to others: the operator's own tool and the mesh service are bounded by their accounts only.
+await credentialCost(asked.length ? (asked as Profile[]) : PROFILES.filter((p) => PROFILE_LIMITS[p].connections !== undefined), cap);
 process.exit(0);

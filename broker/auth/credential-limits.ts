@@ -52,10 +52,12 @@ const MiB = 1024 * KiB;
  *   every post and plane by wildcard and asks the mesh service. They publish only requests.
  * - `admin` (`cotal web`): a handful of wildcard subscriptions and one per open view; requests.
  * - `manager`: its inbox, its rail and `one`, presence, and one subscription per transcript it
- *   receives; it answers `ps` for up to its seats and writes seat-log records: 1 MiB.
- * - `leaf`: one leaf-node connection carries the interest of every client on its host (32 seats
- *   a manager by default, each as an agent, share most subjects): 4,096, and messages of any size
- *   the hub takes. Its leaf-node links are counted by the account's `leaf`, not by `connections`.
+ *   receives (its seats' processes are watched locally, not by NATS); it answers `ps` for up to its
+ *   seats and writes seat-log records: 1 MiB.
+ * - `leaf`: one leaf-node link carries the interest of every client on its host (32 seats a
+ *   manager by default, each with an inbox, a pull inbox per durable and its channels, the channels
+ *   shared): 2,048, and messages of any size the hub takes. As a plain client it only probes: 4
+ *   connections. Its leaf-node links are counted by the account's `leaf`, not by `connections`.
  * - `cli`, `mesh`: the operator's own tool and the mesh service, on the mesh host (their
  *   credentials never leave it): the history scans, watches and pulls of a whole space.
  *
@@ -67,9 +69,9 @@ export const PROFILE_LIMITS: Readonly<Record<Profile, ProfileLimits>> = {
   agent: { subs: 256, payload: 512 * KiB, connections: 8 },
   reader: { subs: 256, payload: 64 * KiB, connections: 8 },
   observer: { subs: 256, payload: 64 * KiB, connections: 8 },
-  admin: { subs: 1_024, payload: 64 * KiB, connections: 8 },
-  manager: { subs: 1_024, payload: 1 * MiB, connections: 8 },
-  leaf: { subs: 4_096, payload: 1 * MiB, connections: 8 },
+  admin: { subs: 256, payload: 64 * KiB, connections: 8 },
+  manager: { subs: 256, payload: 1 * MiB, connections: 8 },
+  leaf: { subs: 2_048, payload: 1 * MiB, connections: 4 },
   cli: { subs: 4_096, payload: 1 * MiB },
   mesh: { subs: 16_384, payload: 1 * MiB },
 };
@@ -94,8 +96,8 @@ const ACCOUNT_PER_CONNECTION = {
  */
 export const DEFAULT_CLIENT_CONNECTIONS = 256;
 
-/** Leaf-node connections of a clients account: one per remote host. */
-export const CLIENT_LEAF_CONNECTIONS = 64;
+/** Leaf-node connections of a clients account: one per remote host, and one more while a link is being replaced. */
+export const CLIENT_LEAF_CONNECTIONS = 16;
 
 /** Connections of a space's data account (the mesh service, a backup's or restore's one-run user) and of the system account (claims pushes). */
 export const SERVICE_ACCOUNT_CONNECTIONS = 64;
