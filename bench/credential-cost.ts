@@ -57,11 +57,18 @@ function status(pid: number, field: "VmRSS" | "VmHWM"): number {
 
 /** Who the credential is, and a subject it may subscribe to that `feeder` may publish on. */
 function attacker(profile: Profile): { spec: IdentitySpec; inbox: string; flood: string; feeder: Profile } {
-  const who = profile === "leaf" ? { owner: "local", actor: "hostb_leaf" } : profile === "cli" || profile === "mesh" ? undefined : { owner: "local", actor: "mallory" };
+  const who =
+    profile === "leaf" ? { owner: "local", actor: "hostb_leaf" } : profile === "cli" || profile === "mesh" ? undefined : { owner: "local", actor: "mallory" };
   const spec: IdentitySpec =
     profile === "cli" || profile === "mesh"
       ? { space: SPACE, who: profile === "mesh" ? { owner: "local", actor: "cotal_mesh" } : { owner: "local", actor: "cotal_cli" }, profile }
-      : { space: SPACE, who: who!, profile, ...(profile === "agent" || profile === "reader" ? { allowSubscribe: ["general"] } : {}), ...(profile === "agent" ? { allowPublish: ["general"] } : {}) };
+      : {
+          space: SPACE,
+          who: who!,
+          profile,
+          ...(profile === "agent" || profile === "reader" ? { allowSubscribe: ["general"] } : {}),
+          ...(profile === "agent" ? { allowPublish: ["general"] } : {}),
+        };
   // A leaf's rights are its host manager's: `hostb`'s inbox and presence.
   const inboxOwner = profile === "leaf" ? "_INBOX.local.hostb" : profile === "cli" || profile === "mesh" ? "_INBOX" : `_INBOX.local.${spec.who.actor}`;
   // Presence writes reach every profile but the mesh service (in the data account), which takes its own inbox.
@@ -93,7 +100,8 @@ async function measure(profile: Profile, maxConnections: number, log: (line: str
     const a = attacker(profile);
     const account = (spec: IdentitySpec) => store.accountKey(spec.profile === "mesh" ? SPACE : clientsAccount(SPACE)).getPublicKey();
     const mint = async (spec: IdentitySpec) => {
-      const key = spec.profile === "mesh" ? store.accountKey(SPACE) : spec.profile === "leaf" ? store.leafScopeKey(SPACE, "local.hostb_leaf") : store.signingKey(SPACE);
+      const key =
+        spec.profile === "mesh" ? store.accountKey(SPACE) : spec.profile === "leaf" ? store.leafScopeKey(SPACE, "local.hostb_leaf") : store.signingKey(SPACE);
       return mintCreds(spec, key, account(spec));
     };
     const creds = async (spec: IdentitySpec) => (await mint(spec)).creds;
@@ -181,8 +189,12 @@ export async function credentialCost(profiles: Profile[], maxConnections = Numbe
     console.error(JSON.stringify(row));
     rows.push(row);
   }
-  console.log(`max_pending ${SERVER_MAX_PENDING / 1024 / 1024} MiB; clients account ${DEFAULT_CLIENT_CONNECTIONS} connections, data account ${SERVICE_ACCOUNT_CONNECTIONS}\n`);
-  console.log("| profile | connections held (tried) | subscriptions per connection | payload | held (MiB) | peak (MiB) | after closing (MiB) | cut as slow consumers |");
+  console.log(
+    `max_pending ${SERVER_MAX_PENDING / 1024 / 1024} MiB; clients account ${DEFAULT_CLIENT_CONNECTIONS} connections, data account ${SERVICE_ACCOUNT_CONNECTIONS}\n`,
+  );
+  console.log(
+    "| profile | connections held (tried) | subscriptions per connection | payload | held (MiB) | peak (MiB) | after closing (MiB) | cut as slow consumers |",
+  );
   console.log("|---|---|---|---|---|---|---|---|");
   for (const r of rows) {
     console.log(

@@ -66,9 +66,15 @@ export class ConnectionWarden {
       maxWait: 1_000,
     });
     for await (const m of answers) {
-      const body = m.json<{ server?: { id?: string }; data?: { connections?: Array<{ cid: number; authorized_user?: string; tags?: string[]; kind?: string }> } }>();
+      const body = m.json<{
+        server?: { id?: string };
+        data?: { connections?: Array<{ cid: number; authorized_user?: string; tags?: string[]; kind?: string }> };
+      }>();
       for (const c of body.data?.connections ?? []) {
-        this.onEvent({ server: body.server, client: { id: c.cid, ...(c.authorized_user ? { user: c.authorized_user } : {}), ...(c.tags ? { tags: c.tags } : {}) } }, true);
+        this.onEvent(
+          { server: body.server, client: { id: c.cid, ...(c.authorized_user ? { user: c.authorized_user } : {}), ...(c.tags ? { tags: c.tags } : {}) } },
+          true,
+        );
       }
     }
   }
@@ -85,7 +91,10 @@ export class ConnectionWarden {
     const profile = profileOf(c.tags);
     const bound = profile ? PROFILE_LIMITS[profile].connections : undefined;
     if (!connected || bound === undefined || conns.length <= bound) return;
-    this.log.warn({ user: c.user, profile, connections: conns.length, bound }, "a credential opened more connections than its profile may hold: closing the newest");
+    this.log.warn(
+      { user: c.user, profile, connections: conns.length, bound },
+      "a credential opened more connections than its profile may hold: closing the newest",
+    );
     void this.kick(serverId, c.id, c.user, key);
   }
 

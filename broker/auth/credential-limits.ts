@@ -55,8 +55,8 @@ const MiB = 1024 * KiB;
  *   receives (its seats' processes are watched locally, not by NATS); it answers `ps` for up to its
  *   seats and writes seat-log records: 1 MiB.
  * - `leaf`: one leaf-node link carries the interest of every client on its host (32 seats a
- *   manager by default, each with an inbox, a pull inbox per durable and its channels, the channels
- *   shared): 2,048, and messages of any size the hub takes. As a plain client it only probes: 4
+ *   manager by default, each with an inbox, an ack inbox and a pull inbox per durable, and their
+ *   channels, shared: about 250): 1,024, and messages of any size the hub takes. As a plain client it only probes: 4
  *   connections. Its leaf-node links are counted by the account's `leaf`, not by `connections`.
  * - `cli`, `mesh`: the operator's own tool and the mesh service, on the mesh host (their
  *   credentials never leave it): the history scans, watches and pulls of a whole space.
@@ -71,7 +71,7 @@ export const PROFILE_LIMITS: Readonly<Record<Profile, ProfileLimits>> = {
   observer: { subs: 256, payload: 64 * KiB, connections: 8 },
   admin: { subs: 256, payload: 64 * KiB, connections: 8 },
   manager: { subs: 256, payload: 1 * MiB, connections: 8 },
-  leaf: { subs: 2_048, payload: 1 * MiB, connections: 4 },
+  leaf: { subs: 1_024, payload: 1 * MiB, connections: 4 },
   cli: { subs: 4_096, payload: 1 * MiB },
   mesh: { subs: 16_384, payload: 1 * MiB },
 };
