@@ -100,6 +100,11 @@ export class RawNats {
     this.sock.pause();
   }
 
+  /** Read the socket again (after stopReading): what the server sent, and its close if it closed. */
+  readAgain(): void {
+    this.sock.resume();
+  }
+
   get isClosed(): boolean {
     return this.sock.destroyed || this.sock.readyState === "closed";
   }

@@ -6,8 +6,8 @@
 // what is within the bound still works.
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { PROFILE_LIMITS, pushSpaceAccounts } from "../../broker/index.js";
-import { chatSubject, localPrincipal } from "../../schemas/index.js";
+import { PROFILE_LIMITS, pushSpaceAccounts, SERVER_MAX_PENDING } from "../../broker/index.js";
+import { chatSubject, localPrincipal, patterns } from "../../schemas/index.js";
 import { RawNats, RawRefusedError } from "../../testbed/raw-nats.js";
 import { TestMesh } from "../harness/mesh.js";
 import { until } from "../harness/until.js";
@@ -62,6 +62,22 @@ describe("what one agent credential may cost the broker is bounded by the broker
     // behind it unread, the server's close resets the connection before its -ERR arrives).
     expect(await c.exchange(`PUB ${post} ${AGENT.payload + 1}\r\n`)).toBe("-ERR 'Maximum Payload Violation'");
     await c.closed;
+  });
+
+  test(`a connection that stops reading is cut once the server has queued ${SERVER_MAX_PENDING / 1024 / 1024} MiB for it`, async () => {
+    const { name, creds } = await mallory();
+    const reader = await rawConnection(creds);
+    expect(await reader.exchange(RawNats.sub(patterns.presenceAll(SPACE), 1))).toBe("PONG\r\n");
+    reader.stopReading();
+    // Its own presence key: delivered to every watcher (the bucket refuses to store a value this large).
+    const writer = await rawConnection(creds);
+    const key = patterns.presenceKey(SPACE, localPrincipal(name));
+    const burst = Buffer.concat(Array.from({ length: 16 }, () => RawNats.pub(key, 64 * 1024)));
+    // 5 × max_pending: past what the server and the sockets between hold (nats-server's default, 64 MiB, would hold it all).
+    for (let sent = 0; sent < 5 * SERVER_MAX_PENDING; sent += burst.length) expect(await writer.exchange(burst)).toBe("PONG\r\n");
+    reader.readAgain();
+    await until(() => reader.isClosed, 10_000, "the server to cut the connection that did not read (slow consumer)");
+    expect(await writer.exchange("")).toBe("PONG\r\n");
   });
 
   test(`an agent credential's connections past its ${AGENT.connections} are closed, the newest; its first ones stay`, async () => {
