@@ -56,8 +56,9 @@ const MiB = 1024 * KiB;
  *   seats and writes seat-log records: 1 MiB.
  * - `leaf`: one leaf-node link carries the interest of every client on its host (32 seats a
  *   manager by default, each with an inbox, an ack inbox and a pull inbox per durable, and their
- *   channels, shared: about 250): 1,024, and messages of any size the hub takes. As a plain client it only probes: 4
- *   connections. Its leaf-node links are counted by the account's `leaf`, not by `connections`.
+ *   channels, shared: about 250): 1,024, and messages of any size the hub takes. As a plain
+ *   client it only probes: 4 connections. Its leaf-node links are counted by the account's
+ *   `leaf`, not by `connections`.
  * - `cli`, `mesh`: the operator's own tool and the mesh service, on the mesh host (their
  *   credentials never leave it): the history scans, watches and pulls of a whole space.
  *
@@ -111,7 +112,7 @@ export const SERVICE_ACCOUNT_CONNECTIONS = 64;
  */
 export const DATA_ACCOUNT_CONSUMERS = 10_000;
 
-/** The `limits` block of an account that holds credentials (the clients or system account). */
+/** The connection limits of an account JWT (clients, data and system accounts alike; the data account adds its JetStream limits). */
 export function clientAccountLimits(connections: number, leaf: number): Record<string, number | boolean> {
   return { ...ACCOUNT_PER_CONNECTION, conn: connections, leaf, imports: -1, exports: -1, wildcards: true };
 }
