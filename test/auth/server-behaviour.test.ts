@@ -91,7 +91,11 @@ describe("a user JWT's limits", () => {
     const nc = await connect({ servers: mesh.server.url, authenticator: credsBytesAuthenticator(await user({ data: 5_000 })) });
     try {
       let got = 0;
-      const sub = nc.subscribe("x.data", { callback: () => got++ });
+      const sub = nc.subscribe("x.data", {
+        callback: () => {
+          got++;
+        },
+      });
       for (let i = 0; i < 100; i++) nc.publish("x.data", new Uint8Array(900));
       await until(() => got === 100, 5_000, "100 messages of 900 bytes to arrive");
       sub.unsubscribe();
