@@ -38,6 +38,7 @@ import {
   checkReaderCall,
   checkSender,
   clientsAccount,
+  ConnectionWarden,
   DEFAULT_MINT_LIMITS,
   IdentityRegistry,
   LEAF_SEAT_PROFILES,
@@ -234,6 +235,11 @@ export class MeshService {
       { kv: presenceKv, watermark },
     );
     if (offline) svc.closers.push(offline.close);
+    // Static auth: nats-server counts no single credential's connections; the warden does.
+    if (opts.auth) {
+      const warden = await ConnectionWarden.start(opts.auth.store, opts.auth.server, space, log);
+      svc.closers.push(() => warden.close());
+    }
     const sweep = new WildcardSweep(jsm, space, log);
     sweep.start(opts.wildcardSweepMs ?? 30_000);
     svc.closers.push(async () => sweep.stop());

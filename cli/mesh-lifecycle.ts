@@ -540,6 +540,7 @@ function accountLimits(req: UpRequest, prev: MeshInfo | undefined): Partial<Acco
   const size = req.cluster ?? prev?.cluster?.nodes.length ?? 1;
   if (size < 3) return req.account;
   return {
+    ...req.account,
     diskBytes: (req.account?.diskBytes ?? DEFAULT_ACCOUNT_STORAGE.diskBytes) * 3,
     memoryBytes: (req.account?.memoryBytes ?? DEFAULT_ACCOUNT_STORAGE.memoryBytes) * 3,
   };

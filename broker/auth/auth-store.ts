@@ -4,20 +4,35 @@ import type { KeyPair } from "@nats-io/nkeys";
 import { encodeAccount, encodeOperator, encodeUser, fmtCreds, type Account, type Permissions } from "@nats-io/jwt";
 import { assertToken, CotalError } from "../../schemas/index.js";
 import { newNkey, nkeyFromSeed } from "./native-nkeys.js";
+import {
+  CLIENT_LEAF_CONNECTIONS,
+  clientAccountLimits,
+  DATA_ACCOUNT_CONSUMERS,
+  DEFAULT_CLIENT_CONNECTIONS,
+  serverLimitLines,
+  SERVICE_ACCOUNT_CONNECTIONS,
+  userLimits,
+} from "./credential-limits.js";
 import { clientImports, dataExports } from "./space-accounts.js";
 import { ensureSecretDir, readSecret, secretExists, writeSecret } from "./secret-files.js";
 
 const dec = new TextDecoder();
 
-/** Limits every account needs, or the server refuses every connection (nats-server 2.9 in operator mode). */
-const CONNECTION_LIMITS = { conn: -1, subs: -1, payload: -1, data: -1, imports: -1, exports: -1, wildcards: true, leaf: -1 };
-
-/** JetStream storage a space's data account may use in all (`cotal up --max-disk/--max-memory`). */
+/**
+ * What a space's accounts may use in all: the data account's JetStream storage (`cotal up
+ * --max-disk/--max-memory`) and the clients account's connections (`--max-connections`).
+ */
 export interface AccountStorageLimits {
   diskBytes: number;
   memoryBytes: number;
+  /** Connections of the clients account, every minted identity together (credential-limits.ts). */
+  connections: number;
 }
-export const DEFAULT_ACCOUNT_STORAGE: AccountStorageLimits = { diskBytes: 4 * 1024 ** 3, memoryBytes: 256 * 1024 ** 2 };
+export const DEFAULT_ACCOUNT_STORAGE: AccountStorageLimits = {
+  diskBytes: 4 * 1024 ** 3,
+  memoryBytes: 256 * 1024 ** 2,
+  connections: DEFAULT_CLIENT_CONNECTIONS,
+};
 
 /** The clients account of a space: where every minted identity lives. */
 export function clientsAccount(space: string): string {
@@ -191,8 +206,9 @@ export class AuthStore {
       created = true;
     }
     // A store from before an import changed (the control rail's import sharing who asks, which
-    // the mesh service authorizes privileged commands by) is signed again with today's imports.
-    if (!created && this.importsOutdated(space)) created = true;
+    // the mesh service authorizes privileged commands by) is signed again with today's imports;
+    // one from before its accounts carried limits, with today's limits.
+    if (!created && (this.importsOutdated(space) || this.limitsOutdated(space))) created = true;
     if (created) {
       await this.writeAccountJwt(space, {});
       await this.writeAccountJwt(clients, {});
@@ -200,20 +216,31 @@ export class AuthStore {
     return { created };
   }
 
+  /** The `nats` claims of an account's JWT as signed; undefined when unreadable. */
+  private signedClaims(account: string): { imports?: Array<{ subject?: string; share?: boolean }>; limits?: Record<string, unknown> } | undefined {
+    try {
+      return (JSON.parse(Buffer.from(this.accountJwt(account).split(".")[1] ?? "", "base64url").toString("utf8")) as { nats?: object }).nats ?? {};
+    } catch {
+      return undefined;
+    }
+  }
+
   /** Do the clients account's signed imports differ from what clientImports() gives today? */
   private importsOutdated(space: string): boolean {
     const key = (i: { subject?: string; share?: boolean }) => `${i.subject}${i.share ? " share" : ""}`;
     const want = clientImports(space, this.accountKey(space).getPublicKey()).map(key).sort();
-    let have: string[];
-    try {
-      const claims = JSON.parse(Buffer.from(this.accountJwt(clientsAccount(space)).split(".")[1] ?? "", "base64url").toString("utf8")) as {
-        nats?: { imports?: Array<{ subject?: string; share?: boolean }> };
-      };
-      have = (claims.nats?.imports ?? []).map(key).sort();
-    } catch {
-      return true;
-    }
+    const claims = this.signedClaims(clientsAccount(space));
+    if (!claims) return true;
+    const have = (claims.imports ?? []).map(key).sort();
     return JSON.stringify(have) !== JSON.stringify(want);
+  }
+
+  /** Do a space's account JWTs carry other limits than claims() gives today? */
+  private limitsOutdated(space: string): boolean {
+    return [space, clientsAccount(space)].some((account) => {
+      const have = this.signedClaims(account)?.limits;
+      return !have || Object.entries(this.claims(account, {}).limits ?? {}).some(([k, v]) => have[k] !== v);
+    });
   }
 
   /** The JetStream storage limits of a space's data account. */
@@ -312,19 +339,21 @@ export class AuthStore {
   /** What each kind of account may do (every account needs explicit limits, as above). */
   private claims(account: string, revocations: Record<string, number>): Partial<Account> {
     const revoked = Object.keys(revocations).length ? { revocations } : {};
-    if (account === SYSTEM_ACCOUNT) return { limits: CONNECTION_LIMITS };
+    // Every account needs explicit limits, or the server refuses every connection; their numbers are credential-limits.ts's.
+    if (account === SYSTEM_ACCOUNT) return { limits: clientAccountLimits(SERVICE_ACCOUNT_CONNECTIONS, CLIENT_LEAF_CONNECTIONS) };
     if (account.startsWith("clients/")) {
       const space = account.slice("clients/".length);
       // No JetStream here: every stream lives in the data account, reached only by import.
       return {
-        limits: CONNECTION_LIMITS,
+        limits: clientAccountLimits(this.storageLimits(space).connections, CLIENT_LEAF_CONNECTIONS),
         signing_keys: [
           this.signingKey(space).getPublicKey(),
           ...Object.entries(this.leafScopes(space)).map(([leaf, template]) => ({
             kind: "user_scope" as const,
             key: this.leafScopeKey(space, leaf).getPublicKey(),
             role: leaf,
-            template,
+            // A leaf credential carries nothing of its own: its scope's template holds its bounds too.
+            template: { ...template, ...userLimits("leaf") },
           })),
         ],
         imports: clientImports(space, this.accountKey(space).getPublicKey()),
@@ -333,7 +362,13 @@ export class AuthStore {
     }
     const storage = this.storageLimits(account);
     return {
-      limits: { ...CONNECTION_LIMITS, mem_storage: storage.memoryBytes, disk_storage: storage.diskBytes, streams: -1, consumer: -1 },
+      limits: {
+        ...clientAccountLimits(SERVICE_ACCOUNT_CONNECTIONS, CLIENT_LEAF_CONNECTIONS),
+        mem_storage: storage.memoryBytes,
+        disk_storage: storage.diskBytes,
+        streams: -1,
+        consumer: DATA_ACCOUNT_CONSUMERS,
+      },
       exports: dataExports(account, this.opts.pullReplyThresholdMs),
       ...revoked,
     };
@@ -353,6 +388,7 @@ export class AuthStore {
       // role: past the default 4 KiB control line the server drops the connection ("maximum
       // control line exceeded") and the client sees only a timeout.
       "max_control_line: 65536",
+      ...serverLimitLines(),
       `operator: ${JSON.stringify(this.path("operator.jwt"))}`,
       `system_account: ${this.accountKey(SYSTEM_ACCOUNT).getPublicKey()}`,
       "resolver: {",

@@ -1,6 +1,8 @@
 /** Static (operator-mode) authentication: keys, profiles, minting and revocation. */
 export * from "./secret-files.js";
 export * from "./permissions.js";
+export * from "./credential-limits.js";
+export * from "./connection-warden.js";
 export * from "./auth-store.js";
 export * from "./mint.js";
 export * from "./revoke.js";

@@ -2,6 +2,7 @@ import { encodeUser, fmtCreds } from "@nats-io/jwt";
 import { fromPublic, type KeyPair } from "@nats-io/nkeys";
 import { CotalError, principalId } from "../../schemas/index.js";
 import { clientsAccount, type AuthStore } from "./auth-store.js";
+import { userLimits } from "./credential-limits.js";
 import { newNkey } from "./native-nkeys.js";
 import { LEAF_SUFFIX, leafHostManager, permissionsFor, SERVICE_PRINCIPALS, type IdentitySpec } from "./permissions.js";
 import { MAX_REVOCATIONS } from "./revoke.js";
@@ -128,7 +129,8 @@ export async function signUser(spec: IdentitySpec, userPub: string, signingKey: 
     fromPublic(userPub),
     fromPublic(accountPub),
     // Tags let a client name its own space and profile in a refusal; the server does not read them.
-    { ...permissionsFor(spec), tags: credsTags(spec), ...(viaSigningKey ? { issuer_account: accountPub } : {}) },
+    // The limits bound what each of its connections may cost the broker (credential-limits.ts).
+    { ...permissionsFor(spec), ...userLimits(spec.profile), tags: credsTags(spec), ...(viaSigningKey ? { issuer_account: accountPub } : {}) },
     { signer: signingKey, ...(exp ? { exp } : {}) },
   );
   return { jwt, userPub, issuedAt, ...(exp ? { expiresAt: exp * 1000 } : {}) };

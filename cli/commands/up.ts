@@ -42,6 +42,7 @@ const UpFlags = z.object({
   dmBacklog: positiveInt("--dm-backlog").optional(),
   maxDisk: byteSize("--max-disk").optional(),
   maxMemory: byteSize("--max-memory").optional(),
+  maxConnections: positiveInt("--max-connections").optional(),
   cluster: z.coerce
     .number()
     .int()
@@ -89,6 +90,7 @@ export function registerUp(program: Command): void {
     .option("--dm-backlog <n>", "most DMs (anycasts) one sender may have waiting for one recipient (role) (default 10000)")
     .option("--max-disk <size>", "static mode: JetStream disk the space may use in all (default 4GiB)")
     .option("--max-memory <size>", "static mode: JetStream memory the space may use in all (default 256MiB)")
+    .option("--max-connections <n>", "static mode: connections every credential of the space may hold together, and so the most one may open (default 256)")
     .option("--cluster <n>", "run a local JetStream cluster of n nodes (3 or 5; ports from --port upwards); streams are created with 3 replicas")
     .option("--leaf-port <n>", "open a leaf-node listener for remote hosts on this port (a cluster: one per node, from n upwards)")
     .option("--leaf-host <host>", "address of the leaf-node listener (default: --host)")
@@ -160,7 +162,7 @@ export function registerUp(program: Command): void {
             chatMaxAgeMs: flags.chatMaxAge,
             backlogPerSender: flags.dmBacklog,
           }),
-          account: definedOnly({ diskBytes: flags.maxDisk, memoryBytes: flags.maxMemory }),
+          account: definedOnly({ diskBytes: flags.maxDisk, memoryBytes: flags.maxMemory, connections: flags.maxConnections }),
           cluster: flags.cluster,
           leaf,
           sync: flags.sync,

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, credsAuthenticator, headers, type NatsConnection } from "@nats-io/transport-node";
 import { createUser } from "@nats-io/nkeys";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import {
   callControl,
   clientsAccount,
@@ -83,9 +83,16 @@ async function publishRefused(nc: NatsConnection, subject: string, data = "{}"):
 }
 
 /** The leaf credential as an ordinary client, replying on the inbox of `as` (default: its host's manager, whose rights it has). */
-function leafClient(as: Principal = hostb): Promise<NatsConnection> {
-  return mesh.connection(creds.leaf, `_INBOX.${as.owner}.${as.actor}`);
+async function leafClient(as: Principal = hostb): Promise<NatsConnection> {
+  const nc = await mesh.connection(creds.leaf, `_INBOX.${as.owner}.${as.actor}`);
+  leafClients.push(nc);
+  return nc;
 }
+/** Closed after each test: a leaf credential may hold only a few client connections at once (PROFILE_LIMITS.leaf). */
+const leafClients: NatsConnection[] = [];
+afterEach(async () => {
+  for (const nc of leafClients.splice(0)) await nc.close();
+});
 
 /** Until the hub carries `seat` for the leaf (a mint through it remade the leaf's connection): a ping as it is answered. */
 async function carried(seat: Principal): Promise<void> {

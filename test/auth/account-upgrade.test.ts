@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { encodeAccount, type Import } from "@nats-io/jwt";
 import { afterAll, expect, test } from "vitest";
-import { AuthStore, clientsAccount, writeSecret } from "../../broker/index.js";
+import { AuthStore, clientsAccount, DEFAULT_CLIENT_CONNECTIONS, PROFILE_LIMITS, writeSecret } from "../../broker/index.js";
 
 const dir = mkdtempSync(join(tmpdir(), "cotal-upgrade-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -26,4 +26,35 @@ test("a clients account signed with the old imports is signed again on up; an up
   };
   expect(claims.nats.imports.filter((i) => i.share).map((i) => i.subject)).toEqual(["cotal.default.ep.>"]);
   expect((await store.ensureSpace("default")).created).toBe(false);
+});
+
+/** The `nats` claims of an account as the store signed them. */
+function signedClaims(store: AuthStore, account: string): Record<string, unknown> & { limits: Record<string, unknown> } {
+  return (JSON.parse(Buffer.from(store.accountJwt(account).split(".")[1]!, "base64url").toString("utf8")) as { nats: never }).nats;
+}
+
+test("accounts signed before they carried bounds are signed again on up with the table's; --max-connections stays", async () => {
+  const store = await AuthStore.open(join(dir, "auth-limits"));
+  await store.ensureSpace("default");
+  // What earlier versions signed: the same claims, every limit unlimited.
+  for (const account of ["default", clientsAccount("default")]) {
+    const { limits, ...rest } = signedClaims(store, account);
+    const unlimited = { ...limits, conn: -1, subs: -1, payload: -1, leaf: -1, ...(account === "default" ? { consumer: -1 } : {}) };
+    const old = await encodeAccount(account.replace("/", ":"), store.accountKey(account), { ...rest, limits: unlimited } as never, {
+      signer: store.operatorKey(),
+    });
+    writeSecret(store.path(account === "default" ? "accounts" : "clients", "default.jwt"), old);
+  }
+  expect((await store.ensureSpace("default")).created).toBe(true);
+  expect(signedClaims(store, clientsAccount("default")).limits).toMatchObject({
+    conn: DEFAULT_CLIENT_CONNECTIONS,
+    subs: PROFILE_LIMITS.mesh.subs,
+    payload: PROFILE_LIMITS.mesh.payload,
+  });
+  expect(signedClaims(store, "default").limits).toMatchObject({ consumer: 10_000 });
+  expect((await store.ensureSpace("default")).created).toBe(false);
+  // `cotal up --max-connections 40`, then a plain `cotal up`: 40 stays.
+  expect((await store.ensureSpace("default", { connections: 40 })).created).toBe(true);
+  expect((await store.ensureSpace("default")).created).toBe(false);
+  expect(signedClaims(store, clientsAccount("default")).limits.conn).toBe(40);
 });

@@ -121,6 +121,8 @@ async function leafWithSeats(m: TestMesh): Promise<string> {
       15_000,
       `the hub to carry the leaf's seat ${spec.name}`,
     );
+    // A leaf credential may hold only a few client connections at once (PROFILE_LIMITS.leaf).
+    await Promise.all([nc.close(), probe.close()]);
   }
   return creds;
 }

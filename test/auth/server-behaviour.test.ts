@@ -1,12 +1,15 @@
-// Two nats-server behaviours the account layout works around (docs/security.md, "Account
+// nats-server behaviours the account layout and the credential bounds work around (docs/security.md, "Account
 // isolation"), checked on the server the suite runs (2.10+): when one of these tests fails, the
 // server changed and the workaround it names can be reconsidered.
+import { encodeUser, fmtCreds } from "@nats-io/jwt";
+import { createUser, fromPublic } from "@nats-io/nkeys";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { jetStreamConnection } from "../../broker/internal.js";
+import { clientsAccount, credsBytesAuthenticator, jetStreamConnection } from "../../broker/internal.js";
 import { names } from "../../schemas/index.js";
 import { TestMesh } from "../harness/mesh.js";
 import { NatsServer } from "../harness/nats-server.js";
+import { until } from "../harness/until.js";
 
 const SPACE = "quirks";
 
@@ -59,6 +62,56 @@ describe("a remapped wildcard service import (why the clients account imports un
       expect(server.running, server.logs()).toBe(true);
     } finally {
       await c.close();
+    }
+  });
+});
+
+// What a user JWT bounds on nats-server 2.10 (broker/auth/credential-limits.ts): its `subs` and
+// `payload` are enforced per connection, its `data` is not, and nothing counts one user's
+// connections, which is why the mesh service does (broker/auth/connection-warden.ts).
+describe("a user JWT's limits", () => {
+  let mesh: TestMesh;
+  beforeAll(async () => {
+    mesh = await TestMesh.startStatic("ulim");
+  });
+  afterAll(async () => {
+    await mesh?.close();
+  });
+
+  /** A user of the clients account with these limits and no profile tag (which the warden goes by). */
+  async function user(limits: { subs?: number; payload?: number; data?: number }): Promise<Uint8Array> {
+    const kp = createUser();
+    const account = mesh.store.accountKey(clientsAccount("ulim")).getPublicKey();
+    const perms = { pub: { allow: ["x.>"] }, sub: { allow: ["x.>"] }, issuer_account: account, ...limits };
+    const jwt = await encodeUser("plain", kp, fromPublic(account), perms, { signer: mesh.store.signingKey("ulim") });
+    return fmtCreds(jwt, kp);
+  }
+
+  test("data is not enforced: 100 × 900 bytes on `data: 5000` all arrive", async () => {
+    const nc = await connect({ servers: mesh.server.url, authenticator: credsBytesAuthenticator(await user({ data: 5_000 })) });
+    try {
+      let got = 0;
+      const sub = nc.subscribe("x.data", {
+        callback: () => {
+          got++;
+        },
+      });
+      for (let i = 0; i < 100; i++) nc.publish("x.data", new Uint8Array(900));
+      await until(() => got === 100, 5_000, "100 messages of 900 bytes to arrive");
+      sub.unsubscribe();
+    } finally {
+      await nc.close();
+    }
+  });
+
+  test("nothing counts one user's connections: 20 of the same user all stay", async () => {
+    const creds = await user({ subs: 10 });
+    const conns = await Promise.all(Array.from({ length: 20 }, () => connect({ servers: mesh.server.url, authenticator: credsBytesAuthenticator(creds) })));
+    try {
+      await Promise.all(conns.map((c) => c.flush()));
+      expect(conns.filter((c) => c.isClosed())).toEqual([]);
+    } finally {
+      await Promise.all(conns.map((c) => c.close()));
     }
   });
 });
