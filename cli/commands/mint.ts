@@ -14,7 +14,7 @@ import {
   requestRevoke,
   writeSecret,
 } from "../../broker/index.js";
-import { AllowSpawn, DEFAULT_SPAWN_LIMIT, eventPlaneOf, localPrincipal, principalId, SpawnLimit } from "../../schemas/index.js";
+import { AllowSpawn, DEFAULT_SPAWN_LIMIT, eventPlaneOf, localPrincipal, principalId, SpawnLimit, withArticle } from "../../schemas/index.js";
 import { jsonOption, meshOptions, resolveTarget, type MeshTarget } from "../context.js";
 import { credentialScope } from "../credential.js";
 import { ProfileRefusedError, requireProfile, UsageError } from "../errors.js";
@@ -147,7 +147,7 @@ export function registerMint(program: Command): void {
       throw err;
     }
     if (f.on && f.profile !== "agent" && f.profile !== "reader" && f.profile !== "observer")
-      throw new UsageError(`Invalid input: a ${f.profile} does not run on a leaf host: --on applies to agents, readers and observers.`, {
+      throw new UsageError(`Invalid input: ${withArticle(f.profile)} does not run on a leaf host: --on applies to agents, readers and observers.`, {
         remedy: "Leave --on out; a leaf host's manager is minted as `<host> --profile manager`, its leaf connection as `<host>_leaf --profile leaf`.",
       });
     const target = resolveTarget(raw);

@@ -145,7 +145,7 @@ describe("a static mesh from the CLI", () => {
     ok(await cotal("mint", "hostz_leaf", "--profile", "leaf", "--out", join(project, "hostz_leaf.creds")));
     const admin = await cotal("mint", "boss", "--profile", "admin", "--on", "hostz", "--out", join(project, "boss.creds"));
     expect(admin.code, admin.stderr).toBe(2);
-    expect(admin.stderr).toContain("--on applies to agents, readers and observers");
+    expect(admin.stderr).toContain("an admin does not run on a leaf host: --on applies to agents, readers and observers");
     const r = await cotal(
       "mint",
       "lucy",
