@@ -22,7 +22,8 @@ import { cliLog } from "../logging.js";
 import { printJson, printLines } from "../output.js";
 import { actingName, channelName, duration, parseInput, token } from "../validate.js";
 
-const list = z
+/** A comma-separated flag value as its items (unset: none). */
+const commaList = z
   .string()
   .optional()
   .transform((s) =>
@@ -32,8 +33,9 @@ const list = z
           .map((x) => x.trim())
           .filter(Boolean)
       : [],
-  )
-  .pipe(z.array(channelName));
+  );
+
+const list = commaList.pipe(z.array(channelName));
 
 const MintFlags = z
   .object({
@@ -56,18 +58,7 @@ const MintFlags = z
     role: token("name", "role").optional(),
     provision: z.boolean().optional(),
     events: z.boolean().optional(),
-    allowSpawn: z
-      .string()
-      .optional()
-      .transform((s) =>
-        s
-          ? s
-              .split(",")
-              .map((x) => x.trim())
-              .filter(Boolean)
-          : [],
-      )
-      .pipe(AllowSpawn),
+    allowSpawn: commaList.pipe(AllowSpawn),
     spawnLimit: z.coerce.number().pipe(SpawnLimit).optional(),
     out: z.string().min(1).optional(),
     expiresIn: duration.optional(),

@@ -268,6 +268,16 @@ function rawClient(s: Started) {
   };
 }
 
+/** The SDK's own client on a fresh bundle of bob. */
+async function sdkClient(): Promise<Client> {
+  const { env } = await setup();
+  const s = startBundle(env);
+  cleanups.push(() => kill(s));
+  const client = new Client({ name: "sdk", version: "0" });
+  await client.connect(new ChildTransport(s.child));
+  return client;
+}
+
 describe("the connector bundle answers JSON-RPC as MCP clients expect", () => {
   it("parse errors, invalid requests, bad tools/call params and unknown tools get their JSON-RPC errors, and it keeps serving", async () => {
     const { env } = await setup();
@@ -303,11 +313,7 @@ describe("the connector bundle answers JSON-RPC as MCP clients expect", () => {
   });
 
   it("every tool carries a title and the four behaviour hints", async () => {
-    const { env } = await setup();
-    const s = startBundle(env);
-    cleanups.push(() => kill(s));
-    const client = new Client({ name: "hints", version: "0" });
-    await client.connect(new ChildTransport(s.child));
+    const client = await sdkClient();
     const { tools } = await client.listTools();
     expect(tools.length).toBeGreaterThan(0);
     for (const t of tools) {
@@ -327,11 +333,7 @@ describe("the connector bundle answers JSON-RPC as MCP clients expect", () => {
   });
 
   it("cotal_run refuses a jsonSchema that is not a JSON Schema, naming what is wrong", async () => {
-    const { env } = await setup();
-    const s = startBundle(env);
-    cleanups.push(() => kill(s));
-    const client = new Client({ name: "run-schema", version: "0" });
-    await client.connect(new ChildTransport(s.child));
+    const client = await sdkClient();
     const run = async (jsonSchema: unknown) => {
       const r = await client.callTool({ name: "cotal_run", arguments: { personas: ["reviewer"], prompt: "hi", jsonSchema } });
       return { isError: r.isError, text: (r.content as Array<{ text: string }>)[0]!.text };
