@@ -32,6 +32,8 @@ export default defineConfig({
       },
       { extends: true, test: { name: "cluster", include: CLUSTER_FILES, sequence: { groupOrder: 1 } } },
     ],
+    // A supported nats-server, fetched once before the workers start when the machine has none.
+    globalSetup: ["./test/harness/nats-setup.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Two cores: two workers keep real nats-servers and real claude processes from starving.

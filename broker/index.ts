@@ -27,7 +27,8 @@ export {
 export { isConsumerNotFound, isNoMessageFound, isPermissionDenied, isStreamNotFound, isWrongLastSequence, permissionViolation } from "./js-errors.js";
 
 // The nats-server binary, connecting with a credential, and JetStream access.
-export { findNatsServer, NatsServerNotFoundError, NatsServerTooOldError, natsServerVersion, MIN_NATS_SERVER } from "./nats-binary.js";
+export { findNatsServer, NatsServerNotFoundError, NatsServerTooOldError, natsServerVersion, MIN_NATS_SERVER, privateBinDir } from "./nats-binary.js";
+export { ensureNatsServer, NatsServerFetchError, type EnsureNatsServerOptions } from "./nats-fetch.js";
 export {
   connectMesh,
   credsCaller,

@@ -14,6 +14,7 @@ import {
   parsePrincipal,
   CotalError,
   principalId,
+  withArticle,
   type HistoryArgs,
   type HistoryPage,
   type JoinReply,
@@ -522,7 +523,7 @@ export class MeshService {
     const auth = await this.requireMinter(
       caller,
       rec?.profile !== "agent"
-        ? `revoke credentials of ${rec ? `a ${rec.profile}` : "a name never minted"}`
+        ? `revoke credentials of ${rec ? withArticle(rec.profile) : "a name never minted"}`
         : mintedByOther(rec, caller)
           ? `revoke ${principalId(who)}, a name it did not mint`
           : undefined,

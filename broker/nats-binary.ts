@@ -7,16 +7,23 @@ import { CotalError } from "../schemas/index.js";
 /** The oldest nats-server Cotal runs on (docs/security.md "Supported servers"). */
 export const MIN_NATS_SERVER = { major: 2, minor: 10 } as const;
 
-/** Where `scripts/install-nats-server.sh` puts the binary by default; searched after PATH. */
-export const PRIVATE_BIN_DIR = join(homedir(), ".local", "share", "cotal", "bin");
+/**
+ * Where `scripts/install-nats-server.sh` (and `cotal up`, which runs it when needed) puts the
+ * binary: `COTAL_NATS_DIR`, else `~/.local/share/cotal/bin`. Searched after PATH.
+ */
+export function privateBinDir(env: NodeJS.ProcessEnv = process.env): string {
+  return env.COTAL_NATS_DIR || join(env.HOME || homedir(), ".local", "share", "cotal", "bin");
+}
 
-/** Folders searched after PATH: distribution packages install nats-server into an sbin; our installer into PRIVATE_BIN_DIR. */
-export const EXTRA_BIN_DIRS: readonly string[] = ["/usr/sbin", "/usr/local/sbin", PRIVATE_BIN_DIR];
+/** Folders searched after PATH: distribution packages install nats-server into an sbin; our installer into privateBinDir(). */
+export function extraBinDirs(env: NodeJS.ProcessEnv = process.env): readonly string[] {
+  return ["/usr/sbin", "/usr/local/sbin", privateBinDir(env)];
+}
 
 /** How to get a supported server, on the platforms people use. One text, shared by both errors. */
 export const NATS_SERVER_INSTALL_HINT =
   "Get nats-server 2.10 or newer: Debian 13 / Ubuntu 24.04: `apt-get install nats-server`; " +
-  "Debian 12 (which ships 2.9.10): `bash scripts/install-nats-server.sh` from a Cotal clone or node_modules/cotal (fetches Debian 13's package without changing your apt sources, docs/setup.md); " +
+  "Debian 12 (which ships 2.9.10): `cotal up` fetches it by itself, or run `bash scripts/install-nats-server.sh` from a Cotal clone or node_modules/cotal (fetches Debian 13's package without changing your apt sources, docs/setup.md); " +
   "macOS: `brew install nats-server`; containers: the official `nats:2.10` image; " +
   "or a release binary. Then put it on PATH or set NATS_SERVER_BIN to its path.";
 
@@ -83,11 +90,11 @@ export function natsServerVersion(path: string): NatsServerVersion | undefined {
 
 /**
  * Find a supported nats-server: NATS_SERVER_BIN (must exist and be ≥ 2.10), else the first
- * binary ≥ 2.10 on PATH, then /usr/sbin, /usr/local/sbin and ~/.local/share/cotal/bin. Older
+ * binary ≥ 2.10 on PATH, then /usr/sbin, /usr/local/sbin and privateBinDir(). Older
  * binaries found on the way are skipped; when only older ones exist, NatsServerTooOldError
  * names them.
  */
-export function findNatsServer(env: NodeJS.ProcessEnv = process.env, extraDirs: readonly string[] = EXTRA_BIN_DIRS): string {
+export function findNatsServer(env: NodeJS.ProcessEnv = process.env, extraDirs: readonly string[] = extraBinDirs(env)): string {
   const fromEnv = env.NATS_SERVER_BIN;
   if (fromEnv) {
     if (!isExecutable(fromEnv)) throw new NatsServerNotFoundError(`NATS_SERVER_BIN=${fromEnv} is not an executable file`, [fromEnv]);

@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
+import { RESTART_MANAGER } from "../runtime/index.js";
 import { ClaudeAuthMode, type ClaudeAuthStatus } from "../schemas/index.js";
 import { claudeConfigDir } from "./transcripts.js";
 
@@ -97,8 +98,6 @@ function baseUrlOrigin(env: Env): string | undefined {
   }
 }
 
-const RESTART = "then `cotal down && cotal up -d` from that shell (the host's manager takes its Claude environment from the shell that starts it)";
-
 /**
  * What a manager says of its Claude auth, and the pre-flight a spawn or run passes first: the
  * mode's credentials are present (variables set, or for a subscription the login file exists). It
@@ -121,16 +120,17 @@ export function describeClaudeAuth(choice: ClaudeAuthChoice, env: Env): ClaudeAu
   if (mode !== "subscription" && missing.length) {
     out.ready = false;
     out.problem = `Claude auth ${mode} needs ${missing.map((g) => g.join(" or ")).join(" and ")} in the manager's environment, and it is not set.`;
-    out.remedy = `Set it in the shell, ${RESTART}; or choose another mode with --claude-auth.`;
+    out.remedy = `Set it in the shell, ${RESTART_MANAGER}; or choose another mode with --claude-auth.`;
   }
   if (mode === "subscription") {
     const file = loginFile(env);
-    out.login = file;
-    if (process.platform === "darwin") return out; // the login lives in the Keychain there: nothing to check cheaply
-    if (!existsSync(file) || !loginPresent(file)) {
+    if (process.platform === "darwin") return { ...out, login: file }; // the login lives in the Keychain there: nothing to check cheaply
+    // Named as the login only when it is one: a missing file is named by the problem instead.
+    if (loginPresent(file)) out.login = file;
+    else {
       out.ready = false;
       out.problem = `Claude auth subscription needs a Claude login, and ${file} ${existsSync(file) ? "is not a readable JSON file" : "does not exist"} (no API key or other credentials were in the manager's environment either).`;
-      out.remedy = `Log in once with \`claude\` (/login) as this user, or export ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN, Bedrock or Vertex settings), ${RESTART}.`;
+      out.remedy = `Log in once with \`claude\` (/login) as this user, or export ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN, Bedrock or Vertex settings), ${RESTART_MANAGER}.`;
     }
   }
   return out;

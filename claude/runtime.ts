@@ -10,7 +10,7 @@ import { launchClaude, writeLaunchFiles } from "./persona.js";
 import { runResultOf } from "./run-result.js";
 import { authFailureOnScreen, classifyScreen, seedSeatConfig } from "./seat-config.js";
 import { carriedResume } from "./transcripts.js";
-import { MANAGER_WAKE_PROMPT } from "../runtime/index.js";
+import { MANAGER_WAKE_PROMPT, RESTART_MANAGER } from "../runtime/index.js";
 
 /** The host settings a Claude host carries (RuntimeHost.settings). */
 export interface ClaudeHostSettings {
@@ -48,7 +48,7 @@ export const claudeRuntime = {
   label: "Claude",
   command: "claude",
   binEnv: "COTAL_CLAUDE_BIN",
-  installHint: "Install @anthropic-ai/claude-code where the manager runs (or set COTAL_CLAUDE_BIN), then restart the manager.",
+  installHint: `Install @anthropic-ai/claude-code where the manager runs (or set COTAL_CLAUDE_BIN), ${RESTART_MANAGER}.`,
   capabilities: {
     mailHook: true,
     preToolUse: "all",

@@ -32,10 +32,15 @@ export interface ManagerEntry {
 
 /**
  * A manager's Claude auth for people: the mode, how it was chosen, the variables it reads (names
- * only) and the endpoint or login; when its credentials are missing, that and the fix.
+ * only) and the endpoint or login (only a login found: a missing one is named in the problem); when
+ * its credentials are missing, that and the fix.
  */
 export function describeClaudeAuth(a: ClaudeAuthStatus): string {
-  const from = [a.vars.length ? a.vars.join(", ") : undefined, a.baseUrl ? `base URL ${a.baseUrl}` : undefined, a.login ? `login ${a.login}` : undefined]
+  const from = [
+    a.vars.length ? a.vars.join(", ") : undefined,
+    a.baseUrl ? `base URL ${a.baseUrl}` : undefined,
+    a.login && a.ready ? `login ${a.login}` : undefined,
+  ]
     .filter(Boolean)
     .join("; ");
   const head = `${a.mode} (${a.chosen === "auto" ? "detected" : "chosen"}${from ? `: ${from}` : ""})`;

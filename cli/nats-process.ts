@@ -5,7 +5,9 @@ import { childEnv } from "./child-env.js";
 import { CommandFailedError } from "./errors.js";
 import { renderLeafBlock, type LeafListener } from "./leaf-listener.js";
 import type { MeshRoot, ServiceLog } from "./mesh-root.js";
-import { findNatsServer } from "../broker/index.js";
+import { ensureNatsServer } from "../broker/index.js";
+import { note } from "./output.js";
+import { packageRoot } from "./package-root.js";
 import { findProcesses, isRunning, recordOf, stopProcess, type ProcessRecord } from "./pid-file.js";
 import { serverAnswers } from "./probe.js";
 import { renderSyncInterval } from "./sync-interval.js";
@@ -112,7 +114,7 @@ export async function startNatsServer(
   } = {},
 ): Promise<StartedServer> {
   const timeoutMs = opts.timeoutMs ?? 20_000;
-  const bin = findNatsServer();
+  const bin = ensureNatsServer({ script: join(packageRoot(), "scripts", "install-nats-server.sh"), say: (line) => note(`cotal: ${line}`) });
   const configFile = opts.configFile ?? root.serverConfig;
   // Ports files are named `nats-server_<pid>.ports`: only those of processes gone are removed (other nodes of a cluster keep theirs).
   for (const f of readdirSync(c.portsDir)) {

@@ -14,7 +14,7 @@ import {
   type AdoptedIdentity,
   type StreamSnapshotMeta,
 } from "../broker/index.js";
-import { CotalError, names } from "../schemas/index.js";
+import { CotalError, names, withArticle } from "../schemas/index.js";
 import { BACKUP_LAYOUT, MANIFEST_FILE, readVerifiedBackup, type BackupManifest } from "./backup-manifest.js";
 import { listSpaceStreams, withDataAccount } from "./data-connection.js";
 import { CommandFailedError, UsageError } from "./errors.js";
@@ -77,8 +77,8 @@ export async function restoreBackup(root: MeshRoot, info: MeshInfo, target: stri
     );
   }
   if (manifest.mode !== info.mode) {
-    throw new UsageError(`The backup in ${dir} is of a ${manifest.mode} mesh; the mesh here is ${info.mode}.`, {
-      remedy: `Restore it onto a ${manifest.mode} mesh (\`cotal up${manifest.mode === "open" ? " --open" : ""}\` in a new folder).`,
+    throw new UsageError(`The backup in ${dir} is of ${withArticle(manifest.mode)} mesh; the mesh here is ${info.mode}.`, {
+      remedy: `Restore it onto ${withArticle(manifest.mode)} mesh (\`cotal up${manifest.mode === "open" ? " --open" : ""}\` in a new folder).`,
     });
   }
   const held = await withDataAccount(root, info, (_nc, jsm) => dataHeld(jsm, root, info));

@@ -3,7 +3,7 @@ import { readUserCodexConfig } from "./home.js";
 import { buildCodexRun, buildCodexSeat, CODEX_RUNTIME_NAME, spawnCodex, writeCodexLaunchFiles } from "./launch.js";
 import { codexRunResultOf } from "./run-result.js";
 import { setupCodex } from "./setup.js";
-import { MANAGER_WAKE_PROMPT, screenReaders, type BlockingScreen, type RuntimeAdapter } from "../runtime/index.js";
+import { MANAGER_WAKE_PROMPT, RESTART_MANAGER, screenReaders, type BlockingScreen, type RuntimeAdapter } from "../runtime/index.js";
 
 /** The TUI's input footer, and the screens that stop an unattended start. */
 const INPUT_SCREEN = /\? for shortcuts|context left/;
@@ -19,7 +19,7 @@ export const codexRuntime = {
   label: "Codex",
   command: "codex",
   binEnv: "COTAL_CODEX_BIN",
-  installHint: "Install @openai/codex where the manager runs (or set COTAL_CODEX_BIN), then restart the manager.",
+  installHint: `Install @openai/codex where the manager runs (or set COTAL_CODEX_BIN), ${RESTART_MANAGER}.`,
   capabilities: {
     mailHook: true,
     preToolUse: "bash",
@@ -67,7 +67,7 @@ export const codexRuntime = {
         ready: false,
         summary,
         problem: `Codex has no credentials here (no ${u.home}/auth.json, no provider key variable).`,
-        remedy: "Log in once with `codex login` as this user, or export OPENAI_API_KEY, then restart the manager.",
+        remedy: `Log in once with \`codex login\` as this user, or export OPENAI_API_KEY, ${RESTART_MANAGER}.`,
       };
     return { ready: true, summary };
   },

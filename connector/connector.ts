@@ -6,7 +6,7 @@
 //   mcp-front.ts      the MCP servers, the doorbell, acks of cotal_inbox replies
 //   config.ts         options and their defaults, in one place
 import path from "node:path";
-import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { CotalMcpServer } from "./mcp-server.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { Endpoint, Logger } from "../broker/index.js";
 import { principal } from "../schemas/index.js";
@@ -117,7 +117,7 @@ export class Connector implements HookHandler {
   }
 
   /** Serve the MCP tools on `transport` (stdio in production, in-memory in tests). */
-  serve(transport: Transport): Promise<McpServer> {
+  serve(transport: Transport): Promise<CotalMcpServer> {
     return this.front.serve(transport);
   }
 

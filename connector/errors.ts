@@ -14,7 +14,10 @@ export class CustodyHeldError extends CotalError {
     readonly socketPath: string,
   ) {
     super("custody-held", `Another connector on this host already holds ${principal} (control socket ${socketPath} answers).`, {
-      remedy: "Only one session may consume a principal's mail per host: stop the other session, or join under another name.",
+      remedy:
+        "One session per name per host consumes its mail. To run two sessions, start the second under another name: " +
+        "with a minted credential, mint one for it (`cotal mint <name> --profile agent …`) and set COTAL_CREDS to that file; " +
+        "without one, set COTAL_NAME=<another name>. Or stop the other session first.",
     });
   }
 }

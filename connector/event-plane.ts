@@ -113,6 +113,17 @@ export class EventPlane {
     this.kick();
   }
 
+  /**
+   * A hook of a session the plane was not told of: its SessionStart hook never reached the
+   * connector (it ran before the connector could be found). Attach to it as a new session, reading
+   * its transcript from the start, so its first prompt's frames are published too. Returns at once.
+   */
+  sessionSeen(info: SessionInfo): void {
+    if (this.session || !info.transcriptPath) return;
+    this.o.log.info({ sessionId: info.sessionId }, "attached to the session at a later hook (its SessionStart did not reach the connector)");
+    this.sessionStart({ sessionId: info.sessionId, transcriptPath: info.transcriptPath });
+  }
+
   /** The turn ended (Stop: finished; StopFailure: failed). Its run closes once the transcript was read. Returns at once. */
   turnEnded(how: "finished" | "failed"): void {
     this.turnEnds.push(how);

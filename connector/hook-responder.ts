@@ -111,7 +111,10 @@ function notePlane(plane: EventPlane | undefined, event: HookEvent, payload: Hoo
       ...(payload.transcript_path ? { transcriptPath: payload.transcript_path } : {}),
       ...(payload.source ? { source: payload.source } : {}),
     });
-  } else if (event === "Stop" || event === "StopFailure") {
+    return;
+  }
+  if (payload.session_id && payload.transcript_path) plane.sessionSeen({ sessionId: payload.session_id, transcriptPath: payload.transcript_path });
+  if (event === "Stop" || event === "StopFailure") {
     plane.turnEnded(event === "Stop" ? "finished" : "failed");
   } else {
     plane.poke();

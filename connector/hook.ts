@@ -119,6 +119,26 @@ export function locateConnector(env: NodeJS.ProcessEnv, pids: number[]): HookTar
 }
 
 /**
+ * Whether a SessionStart hook that found no connector should wait for one to pair: the session was
+ * started hand-started through a minted credential (`COTAL_CREDS`, its name taken from the
+ * credential), so its connector is found only through the pairing file, which the connector
+ * writes once it has joined, usually after this hook started. `COTAL_SERVER` alone (set for the
+ * CLI) starts no connector that pairs, so it never makes a session wait.
+ */
+export function awaitsPairing(env: NodeJS.ProcessEnv): boolean {
+  return !env.COTAL_LAUNCH_MATERIAL?.trim() && !env.COTAL_NAME?.trim() && !!env.COTAL_CREDS?.trim();
+}
+
+/** Look for the connector until it is found or the deadline passes (the pairing file appears once it joined). */
+async function locateWithin(env: NodeJS.ProcessEnv, pids: number[], deadline: number): Promise<HookTarget | undefined> {
+  for (;;) {
+    const found = locateConnector(env, pids);
+    if (found || Date.now() + 25 >= deadline) return found;
+    await sleep(25);
+  }
+}
+
+/**
  * A control directory the hook may use: a safe one, or one that does not exist yet (on a fresh
  * host the connector, started at about the same moment, creates it; the hook waits for it).
  */
@@ -265,7 +285,7 @@ export async function runHook(
     if (!name || !isHookEvent(name)) return (await fallback(`not a hook event the connector handles: ${String(name)}`), 0);
     payload.hook_event_name = name satisfies HookEvent;
     const pids = ancestry();
-    const located = locateConnector(env, pids);
+    const located = name === "SessionStart" && awaitsPairing(env) ? await locateWithin(env, pids, deadline) : locateConnector(env, pids);
     if (!located) return (await fallback("no connector configured for this session"), 0);
     // Only SessionStart races the connector's start-up; later hooks do not wait for a socket that
     // is missing (a connector that failed to start must not slow every prompt down).

@@ -1,7 +1,7 @@
 // The seat's MCP front: the servers its sessions talk to (stdio in production, in-memory in
 // tests), the doorbell rung on them, and the acks of `cotal_inbox` replies, made only once the
 // reply was written to the transport.
-import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { CotalMcpServer } from "./mcp-server.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { RequestId } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../broker/index.js";
@@ -11,7 +11,7 @@ import { buildMcpServer } from "./tools.js";
 import type { Wake } from "./wake.js";
 
 export class McpFront {
-  private readonly servers = new Set<McpServer>();
+  private readonly servers = new Set<CotalMcpServer>();
   /** MCP request id → hand-over it carries (acked once the response is written). */
   private readonly pendingReplies = new Map<RequestId, string>();
 
@@ -21,7 +21,7 @@ export class McpFront {
   ) {}
 
   /** Serve the MCP tools on `transport`. */
-  async serve(transport: Transport): Promise<McpServer> {
+  async serve(transport: Transport): Promise<CotalMcpServer> {
     const seat = this.seat();
     const server = buildMcpServer(seat, { awaitReply: (id, handover) => this.pendingReplies.set(id, handover) });
     const written = new WrittenReplyTransport(transport, (id) => {

@@ -1,4 +1,3 @@
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { pino } from "pino";
 import { logger, setLogDestination } from "../broker/index.js";
 import { CotalError } from "../schemas/index.js";
@@ -6,6 +5,7 @@ import { optionsFromEnv } from "./config.js";
 import { Connector } from "./connector.js";
 import { CustodyHeldError, CONNECTOR_EXIT, LaunchError, UnsafeControlDirError } from "./errors.js";
 import { resolveLaunch } from "./launch.js";
+import { McpStdioTransport } from "./mcp-stdio.js";
 import { buildNotJoinedServer } from "./tools.js";
 
 /**
@@ -34,7 +34,9 @@ export async function runConnector(env: NodeJS.ProcessEnv = process.env): Promis
 
   if (resolution.kind === "none") {
     const server = buildNotJoinedServer(resolution.note);
-    await server.connect(new StdioServerTransport());
+    const transport = new McpStdioTransport();
+    transport.servesTool = (name) => server.toolNames.has(name);
+    await server.connect(transport);
     log.info("not joined: serving cotal_join_help only");
     await ended;
     await server.close().catch(() => undefined);
@@ -49,7 +51,9 @@ export async function runConnector(env: NodeJS.ProcessEnv = process.env): Promis
     if (err instanceof LaunchError || err instanceof UnsafeControlDirError) return refuse(err, CONNECTOR_EXIT.launch);
     return refuse(err, CONNECTOR_EXIT.mesh);
   }
-  const server = await connector.serve(new StdioServerTransport());
+  const transport = new McpStdioTransport();
+  const server = await connector.serve(transport);
+  transport.servesTool = (name) => server.toolNames.has(name);
   const transportClosed = new Promise<string>((resolve) => {
     const prev = server.server.onclose;
     server.server.onclose = () => {

@@ -2,7 +2,8 @@
 // comes from an argument: every tool acts as the seat's own principal. A domain failure returns
 // a tool error with a sentence the model can act on; only protocol misuse throws. The tools see
 // the seat only through ToolSeat, and take every sentence they return from model-text.ts.
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { CotalMcpServer } from "./mcp-server.js";
 import type { CallToolResult, RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { PermissionDeniedError, permissionViolation, type Receipt } from "../broker/index.js";
@@ -22,6 +23,7 @@ import {
   type CotalMessage,
 } from "../schemas/index.js";
 import { frameMessage } from "./framing.js";
+import { JsonSchemaArg } from "./json-schema-arg.js";
 import * as text from "./model-text.js";
 import type { Seat } from "./seat.js";
 import { registerSpawnTools } from "./spawn-tools.js";
@@ -147,8 +149,8 @@ function sent(r: Receipt, me: string): CallToolResult {
 }
 
 /** Build the MCP server of a seat. */
-export function buildMcpServer(c: ToolSeat, replies: ReplyReceipts): McpServer {
-  const server = new McpServer(
+export function buildMcpServer(c: ToolSeat, replies: ReplyReceipts): CotalMcpServer {
+  const server = new CotalMcpServer(
     { name: "cotal", version: COTAL_VERSION },
     { capabilities: { experimental: { "claude/channel": {} }, tools: {} }, instructions: text.serverInstructions(c.facts()) },
   );
@@ -380,7 +382,7 @@ function registerRunTool(
       inputSchema: closed("cotal_run", who, {
         personas: z.array(PrincipalToken).min(1).max(32).describe("Agent files (.cotal/agents/<persona>.md in the manager's folder) to run."),
         prompt: z.string().min(1).max(100_000).describe("The prompt each run gets."),
-        jsonSchema: z.record(z.string(), z.unknown()).optional().describe("A JSON Schema object the output must match; it then comes back parsed."),
+        jsonSchema: JsonSchemaArg.optional(),
         timeout: z.string().min(1).optional().describe("Kill a run after this long: 30s, 5m (default 300s)."),
         model: z.string().min(1).max(200).optional().describe("The model (default: the agent file's, else Claude's)."),
         task: TaskMarker.optional().describe("A task marker: runs sharing it share the per-task budget."),
@@ -427,9 +429,9 @@ function historyFrame(m: CotalMessage, from: string, channel: string) {
 }
 
 /** The MCP server of a connector that is not joined: one tool explaining how to join. */
-export function buildNotJoinedServer(note?: string): McpServer {
+export function buildNotJoinedServer(note?: string): CotalMcpServer {
   const help = note ? `${note}\n${text.JOIN_HELP}` : text.JOIN_HELP;
-  const server = new McpServer({ name: "cotal", version: COTAL_VERSION }, { instructions: text.NOT_JOINED_INSTRUCTIONS });
+  const server = new CotalMcpServer({ name: "cotal", version: COTAL_VERSION }, { instructions: text.NOT_JOINED_INSTRUCTIONS });
   server.registerTool(
     "cotal_join_help",
     { description: "Explains how to put this Claude session on a Cotal mesh (it is not joined).", inputSchema: z.strictObject({}) },

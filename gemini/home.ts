@@ -5,7 +5,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { Env } from "../runtime/index.js";
+import { RESTART_MANAGER, type Env } from "../runtime/index.js";
 
 /** The variables Gemini CLI 0.61.0 reads its credentials and endpoints from. */
 export const GEMINI_KEY_VARS = [
@@ -92,7 +92,7 @@ export function authProblem(type: string | undefined, user: UserGeminiConfig, en
   if (type === undefined)
     return {
       problem: `Gemini CLI has no auth method here (no security.auth.selectedType in ${path.join(user.dir, "settings.json")}, no GEMINI_API_KEY).`,
-      remedy: "Export GEMINI_API_KEY where the manager runs (or choose an auth method once in `gemini` → /auth), then restart the manager.",
+      remedy: `Export GEMINI_API_KEY where the manager runs (or choose an auth method once in \`gemini\` → /auth), ${RESTART_MANAGER}.`,
     };
   if (type === "gemini-api-key" && !env.GEMINI_API_KEY)
     return {
@@ -107,7 +107,7 @@ export function authProblem(type: string | undefined, user: UserGeminiConfig, en
   if (type === "oauth-personal" && !user.login)
     return {
       problem: `Gemini CLI's auth is oauth-personal, but there is no login (${path.join(user.dir, "oauth_creds.json")}).`,
-      remedy: "Log in once with `gemini` (Login with Google) as this user, then restart the manager.",
+      remedy: `Log in once with \`gemini\` (Login with Google) as this user, ${RESTART_MANAGER}.`,
     };
   if (!(AUTH_TYPES as readonly string[]).includes(type))
     return {

@@ -3,7 +3,7 @@ import { authProblem, effectiveAuthType, GEMINI_KEY_VARS, readUserGeminiConfig }
 import { buildGeminiRun, buildGeminiSeat, GEMINI_RUNTIME_NAME, spawnGemini, writeGeminiLaunchFiles } from "./launch.js";
 import { geminiRunResultOf } from "./run-result.js";
 import { setupGemini } from "./setup.js";
-import { MANAGER_WAKE_PROMPT, screenReaders, type BlockingScreen, type RuntimeAdapter } from "../runtime/index.js";
+import { MANAGER_WAKE_PROMPT, RESTART_MANAGER, screenReaders, type BlockingScreen, type RuntimeAdapter } from "../runtime/index.js";
 
 /** The TUI's input prompt (0.61.0), and the screens that stop an unattended start. */
 const INPUT_SCREEN = /Type your message or @path\/to\/file/;
@@ -19,7 +19,7 @@ export const geminiRuntime = {
   label: "Gemini CLI",
   command: "gemini",
   binEnv: "COTAL_GEMINI_BIN",
-  installHint: "Install @google/gemini-cli where the manager runs (or set COTAL_GEMINI_BIN), then restart the manager.",
+  installHint: `Install @google/gemini-cli where the manager runs (or set COTAL_GEMINI_BIN), ${RESTART_MANAGER}.`,
   capabilities: {
     mailHook: true,
     preToolUse: "all",
@@ -62,7 +62,7 @@ export const geminiRuntime = {
         ready: false,
         summary,
         problem: `${u.settings} is not plain JSON (${u.unreadable}); Cotal cannot tell which auth method it selects.`,
-        remedy: "Remove the comments from it (or fix it), then restart the manager.",
+        remedy: `Remove the comments from it (or fix it), ${RESTART_MANAGER}.`,
       };
     const bad = authProblem(type, u, host.parentEnv);
     return bad ? { ready: false, summary, ...bad } : { ready: true, summary };

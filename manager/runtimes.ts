@@ -7,6 +7,7 @@ import { opencodeRuntime } from "../opencode/index.js";
 import { findCli, type Env, type RuntimeAdapter, type RuntimeHost } from "../runtime/index.js";
 import type { ClaudeSeatOptions } from "./claude-seat.js";
 import { SeatRefusedError } from "./errors.js";
+import { withArticle } from "../schemas/index.js";
 
 export const RUNTIMES: readonly RuntimeAdapter[] = [claudeRuntime, codexRuntime, opencodeRuntime, geminiRuntime];
 
@@ -44,7 +45,7 @@ export function refuseWithoutAuth(instance: string, adapter: RuntimeAdapter, hos
   if (auth.ready) return;
   throw new SeatRefusedError(
     "auth-unavailable",
-    `Manager ${instance} cannot start a ${adapter.label} ${what} that reaches its model: ${auth.problem} Nothing was started.`,
+    `Manager ${instance} cannot start ${withArticle(adapter.label)} ${what} that reaches its model: ${auth.problem} Nothing was started.`,
     auth.remedy ?? "See `cotal status` for the manager's runtimes.",
   );
 }

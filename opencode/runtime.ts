@@ -3,7 +3,7 @@ import { PROVIDER_KEY_VARS, readUserOpencodeConfig } from "./home.js";
 import { buildOpencodeRun, buildOpencodeSeat, spawnOpencode, writeOpencodeLaunchFiles } from "./launch.js";
 import { opencodeRunResultOf } from "./run-result.js";
 import { setupOpencode } from "./setup.js";
-import { MANAGER_WAKE_PROMPT, screenReaders, type BlockingScreen, type RuntimeAdapter } from "../runtime/index.js";
+import { MANAGER_WAKE_PROMPT, RESTART_MANAGER, screenReaders, type BlockingScreen, type RuntimeAdapter } from "../runtime/index.js";
 
 /** The TUI's input footer (1.18.33), and the screens that stop an unattended start. */
 const INPUT_SCREEN = /ctrl\+p commands/;
@@ -18,7 +18,7 @@ export const opencodeRuntime = {
   label: "OpenCode",
   command: "opencode",
   binEnv: "COTAL_OPENCODE_BIN",
-  installHint: "Install opencode-ai where the manager runs (or set COTAL_OPENCODE_BIN), then restart the manager.",
+  installHint: `Install opencode-ai where the manager runs (or set COTAL_OPENCODE_BIN), ${RESTART_MANAGER}.`,
   capabilities: {
     mailHook: true,
     preToolUse: "all",
@@ -78,7 +78,7 @@ export const opencodeRuntime = {
         ready: false,
         summary,
         problem: `OpenCode has no provider here (no opencode.json in ${u.dir}, no login, no provider key variable).`,
-        remedy: "Run `opencode auth login` as this user, or name a provider in ~/.config/opencode/opencode.json, then restart the manager.",
+        remedy: `Run \`opencode auth login\` as this user, or name a provider in ~/.config/opencode/opencode.json, ${RESTART_MANAGER}.`,
       };
     return { ready: true, summary };
   },

@@ -29,3 +29,4 @@ export * from "./carry.js";
 export * from "./spawn.js";
 export * from "./team-file.js";
 export * from "./version.js";
+export * from "./article.js";

@@ -7,11 +7,29 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { findNatsServer } from "../broker/index.js";
+import { fileURLToPath } from "node:url";
+import { ensureNatsServer } from "../broker/index.js";
 import { until } from "./until.js";
 
 // Finding the binary is the product's own logic (cotal up uses it too).
 export { findNatsServer, NatsServerNotFoundError, NatsServerTooOldError } from "../broker/index.js";
+
+/** The installer Cotal ships, beside this folder (testbed/ in a checkout, dist/ in the benches' bundles). */
+const INSTALLER = fileURLToPath(new URL("../scripts/install-nats-server.sh", import.meta.url));
+
+/**
+ * A supported nats-server, fetched the way `cotal up` fetches one when the machine has none
+ * (scripts/install-nats-server.sh into ~/.local/share/cotal/bin, or COTAL_NATS_DIR), saying so on stderr.
+ */
+export function testNatsServer(env: NodeJS.ProcessEnv = process.env): string {
+  return ensureNatsServer({
+    script: INSTALLER,
+    env,
+    say: (line) =>
+      process.stderr.write(`testbed: ${line}
+`),
+  });
+}
 
 /** Ports a test server must never take: the shared broker on this machine uses them. */
 export const RESERVED_PORTS: ReadonlySet<number> = new Set([4222, 6222, 8222]);
@@ -177,7 +195,7 @@ export class NatsServer {
 
   /** Spawn a nats-server and wait until it is ready. Throws NatsServerNotFoundError or NatsServerStartError. */
   static async start(opts: NatsServerOptions = {}): Promise<NatsServer> {
-    const bin = findNatsServer();
+    const bin = testNatsServer();
     const root = await mkdtemp(join(tmpdir(), "cotal-nats-"));
     const server = new NatsServer(bin, root, opts);
     try {

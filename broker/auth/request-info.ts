@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { CotalError, parsePrincipal, principalId, type Principal } from "../../schemas/index.js";
+import { CotalError, parsePrincipal, principalId, withArticle, type Principal } from "../../schemas/index.js";
 import type { IdentityRegistry } from "./identity-registry.js";
 import { leafHostManager, PROFILES, SERVICE_PRINCIPALS, type Profile } from "./permissions.js";
 
@@ -110,6 +110,10 @@ export async function checkSender(
   if (host && principalId(host) === principalId(caller)) return;
   const rec = await identities.get(caller);
   if (rec && rec.profile !== "agent" && rec.profile !== "reader" && rec.profile !== "observer") {
-    throw new SenderMismatchError(sender, caller, `${principalId(caller)} is ${rec.profile === "manager" ? "another host's manager" : `a ${rec.profile}`}`);
+    throw new SenderMismatchError(
+      sender,
+      caller,
+      `${principalId(caller)} is ${rec.profile === "manager" ? "another host's manager" : withArticle(rec.profile)}`,
+    );
   }
 }

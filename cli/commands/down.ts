@@ -11,9 +11,10 @@ import { stopTeamSeats } from "../team-apply.js";
 export function registerDown(program: Command): void {
   program
     .command("down")
-    .summary("stop the mesh started here (mesh service, then nats-server)")
+    .summary("stop the mesh started here (team seats, web dashboard, manager and its seats, mesh service, nats-server)")
     .description(
-      "Stop the mesh of this project (.cotal/ found by walking up from here): the seats `cotal up -f` started (on any manager), a detached `cotal web`, the manager, the mesh service, then nats-server " +
+      "Stop the mesh of this project (.cotal/ found by walking up from here): the seats `cotal up -f` started (on any manager), a detached `cotal web`, " +
+        "the manager (it stops and retires every seat it runs), the mesh service, then nats-server " +
         "(every node of a `--cluster`, together). " +
         "Only processes whose pid AND start time match the pid files are signalled. Stored messages stay in the " +
         "JetStream store; `cotal up` starts the mesh again with them.",

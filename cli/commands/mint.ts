@@ -15,7 +15,7 @@ import {
   writeSecret,
 } from "../../broker/index.js";
 import { AgentFileError, personaDigests } from "../../claude/index.js";
-import { AllowSpawn, DEFAULT_SPAWN_LIMIT, eventPlaneOf, localPrincipal, SpawnLimit } from "../../schemas/index.js";
+import { AllowSpawn, DEFAULT_SPAWN_LIMIT, eventPlaneOf, localPrincipal, principalId, SpawnLimit, withArticle } from "../../schemas/index.js";
 import { jsonOption, meshOptions, resolveTarget, type MeshTarget } from "../context.js";
 import { credentialScope } from "../credential.js";
 import { ProfileRefusedError, requireProfile, UsageError } from "../errors.js";
@@ -23,7 +23,8 @@ import { cliLog } from "../logging.js";
 import { printJson, printLines } from "../output.js";
 import { actingName, channelName, duration, parseInput, token } from "../validate.js";
 
-const list = z
+/** A comma-separated flag value as its items (unset: none). */
+const commaList = z
   .string()
   .optional()
   .transform((s) =>
@@ -33,48 +34,55 @@ const list = z
           .map((x) => x.trim())
           .filter(Boolean)
       : [],
-  )
-  .pipe(z.array(channelName));
+  );
 
-const MintFlags = z.object({
-  name: actingName("name"),
-  profile: z.enum(
-    PROFILES.filter((p) => p === "agent" || p === "reader" || p === "observer" || p === "admin" || p === "manager" || p === "leaf") as [
-      "agent",
-      "reader",
-      "observer",
-      "admin",
-      "manager",
-      "leaf",
-    ],
-    {
-      message: "profile must be agent, reader, observer, admin, manager or leaf",
-    },
-  ),
-  allowSubscribe: list,
-  allowPublish: list,
-  role: token("name", "role").optional(),
-  provision: z.boolean().optional(),
-  events: z.boolean().optional(),
-  allowSpawn: z
-    .string()
-    .optional()
-    .transform((s) =>
-      s
-        ? s
-            .split(",")
-            .map((x) => x.trim())
-            .filter(Boolean)
-        : [],
-    )
-    .pipe(AllowSpawn),
-  spawnLimit: z.coerce.number().pipe(SpawnLimit).optional(),
-  out: z.string().min(1).optional(),
-  expiresIn: duration.optional(),
-  replace: z.boolean().optional(),
-  on: token("name", "host").optional(),
-  json: z.boolean().optional(),
-});
+const list = commaList.pipe(z.array(channelName));
+
+const MintFlags = z
+  .object({
+    name: actingName("name"),
+    profile: z.enum(
+      PROFILES.filter((p) => p === "agent" || p === "reader" || p === "observer" || p === "admin" || p === "manager" || p === "leaf") as [
+        "agent",
+        "reader",
+        "observer",
+        "admin",
+        "manager",
+        "leaf",
+      ],
+      {
+        message: "profile must be agent, reader, observer, admin, manager or leaf",
+      },
+    ),
+    allowSubscribe: list,
+    allowPublish: list,
+    role: token("name", "role").optional(),
+    provision: z.boolean().optional(),
+    events: z.boolean().optional(),
+    allowSpawn: commaList.pipe(AllowSpawn),
+    spawnLimit: z.coerce.number().pipe(SpawnLimit).optional(),
+    out: z.string().min(1).optional(),
+    expiresIn: duration.optional(),
+    replace: z.boolean().optional(),
+    on: token("name", "host").optional(),
+    json: z.boolean().optional(),
+  })
+  .superRefine((f, ctx) => {
+    // An event plane named as a channel would mint a channel permission of that name, not the plane:
+    // the credential could not write the plane, and nothing would say so until its seat's frames were refused.
+    for (const ch of f.allowPublish) {
+      const plane = eventPlaneOf(ch);
+      if (!plane) continue;
+      const own = `${plane.owner}.${plane.actor}` === principalId(localPrincipal(f.name));
+      ctx.addIssue({
+        code: "custom",
+        path: ["allowPublish"],
+        message: own
+          ? `${ch} is ${f.name}'s event plane, not a channel: pass --events instead (\`cotal mint ${f.name} --profile agent --events\`), which lets it publish its own plane`
+          : `${ch} is the event plane of ${plane.owner}.${plane.actor}, not a channel: a credential may publish only its own event plane, with --events`,
+      });
+    }
+  });
 
 /** `cotal mint` and `cotal revoke`: credentials of a static mesh. */
 export function registerMint(program: Command): void {
@@ -131,7 +139,7 @@ export function registerMint(program: Command): void {
       throw err;
     }
     if (f.on && f.profile !== "agent" && f.profile !== "reader" && f.profile !== "observer")
-      throw new UsageError(`Invalid input: a ${f.profile} does not run on a leaf host: --on applies to agents, readers and observers.`, {
+      throw new UsageError(`Invalid input: ${withArticle(f.profile)} does not run on a leaf host: --on applies to agents, readers and observers.`, {
         remedy: "Leave --on out; a leaf host's manager is minted as `<host> --profile manager`, its leaf connection as `<host>_leaf --profile leaf`.",
       });
     const target = resolveTarget(raw);

@@ -1,7 +1,7 @@
 // The names tab completion asks the mesh for (`cotal __complete <source>`): who is on the roster,
 // which channels exist, which managers run. Read with the command's own credential, so each
 // credential completes only what it may see.
-import { callControl, credsCaller } from "../../broker/index.js";
+import { postCounts } from "../../web/index.js";
 import type { MeshTarget } from "../context.js";
 import { listManagers } from "../managers.js";
 import { MeshSession } from "../session.js";
@@ -25,12 +25,14 @@ async function namesFrom(s: MeshSession, source: NameSource): Promise<string[]> 
     case "managers":
       return (await listManagers(s)).map((m) => m.instance);
     case "channels": {
-      // Configured channels, and the ones members joined without a configuration of their own.
-      const [configured, roster] = await Promise.all([
-        callControl(s.nc, s.target.space, "channels", credsCaller(s.target.creds)).catch(() => []),
+      // What `cotal channels list` lists (configured channels, and channels with stored posts where
+      // this credential may read stream state), and the ones members joined without a configuration.
+      const [configured, posts, roster] = await Promise.all([
+        s.configuredChannels().catch(() => []),
+        s.mayReadStreams ? postCounts(s.jsm, s.target.space).catch(() => undefined) : undefined,
         s.roster().catch(() => undefined),
       ]);
-      return [...configured.map((c) => c.name), ...(roster?.entries().flatMap((e) => e.presence.channels) ?? [])];
+      return [...configured.map((c) => c.name), ...(posts?.keys() ?? []), ...(roster?.entries().flatMap((e) => e.presence.channels) ?? [])];
     }
   }
 }

@@ -43,14 +43,25 @@ describe("Claude auth", () => {
 
   it.skipIf(process.platform === "darwin")("subscription is ready only with a login file in the user's Claude config dir", () => {
     const none = describeClaudeAuth("auto", { HOME: home });
-    expect(none).toMatchObject({ mode: "subscription", ready: false, login: join(home, ".claude", ".credentials.json") });
+    expect(none).toMatchObject({
+      mode: "subscription",
+      ready: false,
+      problem: expect.stringContaining(`${join(home, ".claude", ".credentials.json")} does not exist`),
+    });
+    expect(none.login, "a missing file is not named as the login").toBeUndefined();
     expect(none.remedy).toMatch(/\/login.*ANTHROPIC_API_KEY/);
     mkdirSync(join(home, ".claude"), { recursive: true });
     writeFileSync(join(home, ".claude", ".credentials.json"), "not json");
     expect(describeClaudeAuth("auto", { HOME: home }).problem).toMatch(/is not a readable JSON file/);
     writeFileSync(join(home, ".claude", ".credentials.json"), JSON.stringify({ claudeAiOauth: {} }));
-    expect(describeClaudeAuth("subscription", { HOME: home })).toMatchObject({ ready: true, chosen: "explicit" });
+    expect(describeClaudeAuth("subscription", { HOME: home })).toMatchObject({
+      ready: true,
+      chosen: "explicit",
+      login: join(home, ".claude", ".credentials.json"),
+    });
     const dir = join(home, "elsewhere");
+    mkdirSync(dir);
+    writeFileSync(join(dir, ".credentials.json"), "{}");
     expect(describeClaudeAuth("auto", { HOME: home, CLAUDE_CONFIG_DIR: dir }).login).toBe(join(dir, ".credentials.json"));
   });
 });

@@ -125,6 +125,18 @@ describe("a static mesh from the CLI", () => {
     expect(r.stderr).toContain("--profile reader");
   });
 
+  it("mint refuses an event plane in --allow-publish (it would mint a channel of that name, not the plane), naming --events, and writes nothing", async () => {
+    const own = await cotal("mint", "bot", "--profile", "agent", "--allow-publish", "events.local.bot");
+    expect(own.code).toBe(2);
+    expect(own.stderr).toContain("events.local.bot is bot's event plane, not a channel: pass --events instead (`cotal mint bot --profile agent --events`)");
+    const other = await cotal("mint", "bot", "--profile", "agent", "--allow-publish", "general,events.local.alice");
+    expect(other.code).toBe(2);
+    expect(other.stderr).toContain(
+      "events.local.alice is the event plane of local.alice, not a channel: a credential may publish only its own event plane, with --events",
+    );
+    expect(readdirSync(join(project, ".cotal", "creds")).filter((f) => f.startsWith("bot"))).toEqual([]);
+  });
+
   it("mint --on <host>: a person on a leaf host; refused for a host with no leaf credential and for a profile that does not run there", async () => {
     const noLeaf = await cotal("mint", "lucy", "--profile", "agent", "--on", "nohost", "--out", join(project, "lucy.creds"));
     expect(noLeaf.code, noLeaf.stderr).toBe(1);
@@ -133,7 +145,7 @@ describe("a static mesh from the CLI", () => {
     ok(await cotal("mint", "hostz_leaf", "--profile", "leaf", "--out", join(project, "hostz_leaf.creds")));
     const admin = await cotal("mint", "boss", "--profile", "admin", "--on", "hostz", "--out", join(project, "boss.creds"));
     expect(admin.code, admin.stderr).toBe(2);
-    expect(admin.stderr).toContain("--on applies to agents, readers and observers");
+    expect(admin.stderr).toContain("an admin does not run on a leaf host: --on applies to agents, readers and observers");
     const r = await cotal(
       "mint",
       "lucy",

@@ -324,8 +324,9 @@ describe("without a running mesh", () => {
     const old = join(oldBin, "nats-server");
     mkdirSync(oldBin);
     writeFileSync(old, '#!/bin/sh\necho "nats-server: v2.9.10"\n', { mode: 0o755 });
-    // Named by NATS_SERVER_BIN, and found on PATH (HOME moved so no private install is found; /usr/sbin may hold 2.9 too).
-    const envs: Record<string, string>[] = [{ NATS_SERVER_BIN: old }, { NATS_SERVER_BIN: "", PATH: `${oldBin}:/usr/bin:/bin`, HOME: cwd }];
+    // Named by NATS_SERVER_BIN: an explicit choice is refused, never replaced by a fetched one
+    // (found only on PATH, up fetches a newer one instead: test/cli/nats-fetch.e2e.test.ts).
+    const envs: Record<string, string>[] = [{ NATS_SERVER_BIN: old }];
     for (const env of envs) {
       const r = await runCotal(["up", "--detach", "--port", String(await freePort())], { cwd, env: cleanEnv(env) });
       expect(r.code, r.stderr).not.toBe(0);

@@ -97,6 +97,8 @@ beforeAll(async () => {
   }
   ok(await cotal("up", "-d", "--port", String(await freePort())), "up -d");
   ok(await cotal("channels", "set", "ops", "--class", "live"), "channels set ops");
+  // A channel with stored posts, no configuration of its own and no member: `channels list` lists it.
+  ok(await cotal("send", "msg", "lobby", "posted before anyone joined", "--as", "alice", "--impersonate"), "send msg lobby");
   ok(await cotal("spawn", "-d", "--agent", "echo", "--name", "parrot", "--channel", "general"), "spawn parrot");
   const status = ok(await cotal("status", "--json"), "status").json<{ managers?: Array<{ instance: string }> }>();
   manager = status.managers?.[0]?.instance ?? "";
@@ -132,6 +134,8 @@ describe("cotal completion bash", () => {
     const channels = bash(project, "cotal", "history", "");
     expect(channels).toEqual(expect.arrayContaining(["general", "ops"]));
     expect(bash(project, "cotal", "send", "msg", "o")).toEqual(["ops"]);
+    // What `cotal channels list` lists, a channel known only by its posts included.
+    expect(bash(project, "cotal", "history", "l")).toEqual(["lobby"]);
     expect(bash(project, "cotal", "ps", "--on", "")).toEqual([manager]);
     // Flags still complete after a name.
     expect(bash(project, "cotal", "send", "dm", "parrot", "hi", "--j")).toEqual(["--json"]);

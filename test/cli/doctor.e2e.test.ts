@@ -125,7 +125,10 @@ describe("cotal doctor", () => {
     const report = DoctorReport.parse(r.json());
     expect(checkOf(report, "runtime:claude")).toMatchObject({
       verdict: "fail",
-      detail: expect.stringContaining("It cannot authenticate here: Claude auth subscription needs a Claude login"),
+      // The login file that does not exist is named as missing, never as the credentials found.
+      detail: expect.stringMatching(
+        /credentials: subscription \(CLAUDE_CONFIG_DIR\)\. It cannot authenticate here: Claude auth subscription needs a Claude login, and \S+ does not exist/,
+      ),
       fix: expect.stringContaining("Log in once with `claude`"),
     });
     expect(report.checks.filter((c) => c.verdict === "fail").map((c) => c.id)).toEqual(["runtime:claude"]);
@@ -177,6 +180,20 @@ describe("cotal doctor", () => {
       expect(bad.stderr).toContain("--runtime takes runtimes of claude, codex");
     } finally {
       rmSync(here, { recursive: true, force: true });
+    }
+  });
+
+  it("every runtime's fix for missing credentials names the command that restarts the manager", async () => {
+    const bare = env({ HOME: join(scratch, "home-bare") });
+    for (const key of ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"]) delete bare[key];
+    const report = DoctorReport.parse(
+      (await runCotal(["doctor", "--json", "--runtime", RUNTIMES.map((r) => r.name).join(",")], { cwd: project, env: bare, timeoutMs: 60_000 })).json(),
+    );
+    for (const r of RUNTIMES) {
+      expect(checkOf(report, `runtime:${r.name}`)).toMatchObject({
+        verdict: "fail",
+        fix: expect.stringContaining("then `cotal down && cotal up -d` from that shell"),
+      });
     }
   });
 

@@ -27,6 +27,18 @@ describe("cotal --help from the built bundle", () => {
     expect(r.stdout).toContain(`Usage: cotal ${c}`);
   });
 
+  it("cotal down's help, in the list and its own, names every process it stops", async () => {
+    const list = (await runCotal(["--help"], { cwd })).stdout;
+    const own = (await runCotal(["down", "--help"], { cwd })).stdout.replace(/\s+/g, " ");
+    // The command's entry, with the lines its summary wraps onto.
+    const listed = (/^ {2}down\b.*(\n {4,}.*)*/m.exec(list)?.[0] ?? "").replace(/\s+/g, " ");
+    for (const what of ["seats", "web", "manager", "mesh service", "nats-server"]) {
+      expect(listed, `cotal --help: ${what}`).toContain(what);
+      expect(own, `cotal down --help: ${what}`).toContain(what);
+    }
+    expect(own).toContain("the manager (it stops and retires every seat it runs)");
+  });
+
   it("an unknown command is a usage error naming it", async () => {
     const r = await runCotal(["frobnicate"], { cwd });
     expect(r.code).not.toBe(0);

@@ -192,6 +192,8 @@ describe("the connector bundle over stdio", () => {
     cleanups.push(() => kill(second));
     expect(await second.exit).toBe(3);
     expect(second.stderr()).toContain("cotal connector: Another connector on this host already holds local.bob");
+    // …and says how to run two: another credential, or another name.
+    expect(second.stderr()).toMatch(/To run two sessions, start the second under another name: .*cotal mint <name>.*COTAL_CREDS.*COTAL_NAME=<another name>/);
     expect(second.logs().some((l) => l.msg === "joined")).toBe(false);
     expect(first.child.exitCode).toBeNull();
     first.child.stdin!.end();
@@ -240,5 +242,110 @@ describe("the connector bundle over stdio", () => {
     });
     s.child.stdin!.end();
     expect(await s.exit).toBe(0);
+  });
+});
+
+/** A client speaking raw JSON-RPC lines to the bundle, as the MCP Inspector and the conformance suite do. */
+function rawClient(s: Started) {
+  const got: Array<Record<string, unknown>> = [];
+  let buf = "";
+  s.child.stdout!.setEncoding("utf8").on("data", (d: string) => {
+    buf += d;
+    for (let nl = buf.indexOf("\n"); nl >= 0; nl = buf.indexOf("\n")) {
+      got.push(JSON.parse(buf.slice(0, nl)) as Record<string, unknown>);
+      buf = buf.slice(nl + 1);
+    }
+  });
+  return {
+    send: (line: string) => s.child.stdin!.write(`${line}\n`),
+    /** The answer whose id is `id` (null: the answer to a line that had no readable id). */
+    answer: async (id: number | null, what: string) => {
+      let found: Record<string, unknown> | undefined;
+      await until(() => (found = got.find((m) => m.id === id && ("result" in m || "error" in m))) !== undefined, 5_000, what);
+      got.splice(got.indexOf(found!), 1);
+      return found as { id: unknown; result?: Record<string, unknown>; error?: { code: number; message: string } };
+    },
+  };
+}
+
+/** The SDK's own client on a fresh bundle of bob. */
+async function sdkClient(): Promise<Client> {
+  const { env } = await setup();
+  const s = startBundle(env);
+  cleanups.push(() => kill(s));
+  const client = new Client({ name: "sdk", version: "0" });
+  await client.connect(new ChildTransport(s.child));
+  return client;
+}
+
+describe("the connector bundle answers JSON-RPC as MCP clients expect", () => {
+  it("parse errors, invalid requests, bad tools/call params and unknown tools get their JSON-RPC errors, and it keeps serving", async () => {
+    const { env } = await setup();
+    const s = startBundle(env);
+    cleanups.push(() => kill(s));
+    const rpc = rawClient(s);
+    rpc.send(
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } },
+      }),
+    );
+    expect((await rpc.answer(1, "initialize answered")).result).toMatchObject({ serverInfo: { name: "cotal" } });
+    rpc.send(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }));
+
+    rpc.send("{not json");
+    expect((await rpc.answer(null, "an answer to a line that is not JSON")).error).toMatchObject({
+      code: -32700,
+      message: expect.stringMatching(/^Parse error/),
+    });
+    rpc.send(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list", params: [1, 2] }));
+    expect((await rpc.answer(2, "an answer to array params")).error).toMatchObject({ code: -32600, message: expect.stringMatching(/^Invalid Request/) });
+    rpc.send(JSON.stringify({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "cotal_nope", arguments: {} } }));
+    expect((await rpc.answer(3, "an answer to an unknown tool")).error).toEqual({ code: -32602, message: expect.stringMatching(/^Unknown tool: cotal_nope/) });
+    rpc.send(JSON.stringify({ jsonrpc: "2.0", id: 4, method: "tools/call", params: { name: "cotal_status", arguments: null } }));
+    expect((await rpc.answer(4, "an answer to arguments: null")).error).toMatchObject({ code: -32602, message: expect.stringMatching(/^Invalid params/) });
+
+    // Still serving: a good call after the bad ones.
+    rpc.send(JSON.stringify({ jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "cotal_status", arguments: {} } }));
+    expect((await rpc.answer(5, "cotal_status answered")).result).toMatchObject({ content: [{ type: "text", text: expect.stringContaining("local.bob") }] });
+  });
+
+  it("every tool carries a title and the four behaviour hints", async () => {
+    const client = await sdkClient();
+    const { tools } = await client.listTools();
+    expect(tools.length).toBeGreaterThan(0);
+    for (const t of tools) {
+      expect(t.title, t.name).toEqual(expect.any(String));
+      expect(t.annotations, t.name).toMatchObject({
+        title: t.title,
+        readOnlyHint: expect.any(Boolean),
+        destructiveHint: expect.any(Boolean),
+        idempotentHint: expect.any(Boolean),
+        openWorldHint: expect.any(Boolean),
+      });
+    }
+    const byName = Object.fromEntries(tools.map((t) => [t.name, t.annotations]));
+    expect(byName.cotal_roster).toMatchObject({ readOnlyHint: true });
+    expect(byName.cotal_send).toMatchObject({ readOnlyHint: false, idempotentHint: false, openWorldHint: true });
+    expect(byName.cotal_leave).toMatchObject({ destructiveHint: true });
+  });
+
+  it("cotal_run refuses a jsonSchema that is not a JSON Schema, naming what is wrong", async () => {
+    const client = await sdkClient();
+    const run = async (jsonSchema: unknown) => {
+      const r = await client.callTool({ name: "cotal_run", arguments: { personas: ["reviewer"], prompt: "hi", jsonSchema } });
+      return { isError: r.isError, text: (r.content as Array<{ text: string }>)[0]!.text };
+    };
+    expect(await run({ type: "object", properties: { answer: { type: 5 } } })).toEqual({
+      isError: true,
+      text: expect.stringContaining("jsonSchema.properties.answer.type must be one of string, number, integer, boolean, object, array, null"),
+    });
+    expect(await run({ answer: "string" })).toEqual({
+      isError: true,
+      text: expect.stringContaining("jsonSchema is not a JSON Schema: none of its keys (answer)"),
+    });
+    expect(await run({ type: "object", required: "answer" })).toEqual({ isError: true, text: expect.stringContaining("jsonSchema.required must be an array") });
   });
 });

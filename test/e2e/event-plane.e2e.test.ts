@@ -33,26 +33,35 @@ afterAll(async () => {
 
 const ARG = "zebra-4711";
 
-/** One `claude -p` session of `name` with the cotal hooks and connector, against `double`. */
-async function session(name: string, double: ModelDouble, prompt: string, env: Record<string, string> = {}) {
+/**
+ * One `claude -p` session of `name` with the cotal hooks and connector, against `double`. The
+ * COTAL_* settings go in the shell's environment (hooks and connector see them), or only in the
+ * MCP config's `env` (the hooks see none and find the connector through its pairing file).
+ */
+async function session(name: string, double: ModelDouble, prompt: string, env: Record<string, string> = {}, where: "shell" | "mcp-config" = "shell") {
   const dir = path.join(root, name);
   const ctl = path.join(dir, "ctl");
   mkdirSync(ctl, { recursive: true, mode: 0o700 });
+  const cotalEnv = {
+    COTAL_SERVER: server.url,
+    COTAL_SPACE: mesh.space,
+    COTAL_NAME: name,
+    // With the settings only in the MCP config, the hooks and the connector share the default
+    // control directory, under XDG_RUNTIME_DIR, which the shell sets to this session's own folder.
+    ...(where === "shell" ? { COTAL_CONTROL_DIR: ctl } : {}),
+    COTAL_LOG_FILE: path.join(dir, "connector.log"),
+    COTAL_LOG_LEVEL: "debug",
+    ...env,
+  };
   const settings = await writeSettingsFile(dir, { hooks: renderHooksSettings({ command: (e) => nodeCommand(HOOK_BUNDLE, e) }) });
-  const mcp = await writeMcpConfig(dir, { cotal: { type: "stdio", command: process.execPath, args: [CONNECTOR_BUNDLE] } });
+  const mcp = await writeMcpConfig(dir, {
+    cotal: { type: "stdio", command: process.execPath, args: [CONNECTOR_BUNDLE], ...(where === "mcp-config" ? { env: cotalEnv } : {}) },
+  });
   return runClaude({
     baseUrl: double.url,
     prompt,
     args: ["--mcp-config", mcp, "--strict-mcp-config", "--settings", settings, "--permission-mode", "dontAsk", "--allowedTools", "Bash", "mcp__cotal__*"],
-    env: {
-      COTAL_SERVER: server.url,
-      COTAL_SPACE: mesh.space,
-      COTAL_NAME: name,
-      COTAL_CONTROL_DIR: ctl,
-      COTAL_LOG_FILE: path.join(dir, "connector.log"),
-      COTAL_LOG_LEVEL: "debug",
-      ...env,
-    },
+    env: where === "shell" ? cotalEnv : { XDG_RUNTIME_DIR: ctl },
     timeoutMs: 60_000,
   });
 }
@@ -116,4 +125,18 @@ describe("the event plane with the real claude CLI", () => {
       await cleanupRun(run);
     }
   }, 120_000);
+
+  it("a session whose COTAL_* settings are only in its MCP config (its hooks have none) publishes its frames, first prompt included", async () => {
+    const double = await ModelDouble.start([{ reply: ["Hi from dan."] }]);
+    const run = await session("dan", double, "FIRST-PROMPT hello", {}, "mcp-config");
+    try {
+      expect(run.code, run.stderr).toBe(0);
+      const events = async () => (await planeOf("dan")).flatMap((s) => s.frame.events);
+      await until(async () => (await events()).some((e) => e.type === "RUN_FINISHED"), 15_000, "RUN_FINISHED on events.local.dan");
+      expect((await events()).filter((e) => e.type === "TEXT_MESSAGE_CONTENT").map((e) => e.delta)).toEqual(["FIRST-PROMPT hello", "Hi from dan."]);
+    } finally {
+      await double.close();
+      await cleanupRun(run);
+    }
+  }, 90_000);
 });

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { frameOf } from "../../schemas/index.js";
 import { buildCli, projectRoot } from "../harness/cli.js";
 import { cleanupRun, runClaude } from "../harness/claude-runner.js";
 import { collect } from "../harness/deliveries.js";
@@ -55,6 +56,34 @@ describe("a Claude Code session on the mesh through the plugin", () => {
       expect(toolResults(double.mainRequests[1]!)[0]!.text).toMatch(/stored seq \d+; recipient idle at send/);
       await until(() => got.texts().includes("thanks bob"), 10_000, "bob gets alice's reply");
       expect(got.items.find((d) => d.kind === "dm")!.from).toEqual({ owner: "local", actor: "alice" });
+    } finally {
+      await double.close();
+      await cleanupRun(run);
+    }
+  }, 120_000);
+
+  it("started with only COTAL_SERVER and COTAL_CREDS, as the README says, publishes its event frames, first prompt included", async () => {
+    // No COTAL_NAME: the hooks find the connector only through the pairing file it writes once joined.
+    const creds = await mesh.mint({ name: "erin", profile: "agent", allowSubscribe: ["general"], allowPublish: ["general"], events: true, provision: true });
+    const double = await ModelDouble.start([{ reply: ["Hello from erin."] }]);
+    const run = await runClaude({
+      baseUrl: double.url,
+      prompt: "FIRST-PROMPT say hi",
+      args: ["--plugin-dir", join(projectRoot, "plugin"), "--permission-mode", "bypassPermissions"],
+      env: { COTAL_SERVER: mesh.server.url, COTAL_CREDS: creds, COTAL_CONTROL_DIR: controlDir },
+      timeoutMs: 90_000,
+    });
+    try {
+      expect(run.json, run.stderr).toMatchObject({ is_error: false, result: "Hello from erin." });
+      // The SessionStart hook waited for the connector to pair: its identity line reached the model.
+      expect(allText(double.mainRequests[0]!)).toContain("SessionStart hook additional context: You are local.erin on the Cotal mesh (space plug");
+      const observer = await mesh.endpoint("watch_erin", { creds: await mesh.mint({ name: "watch_erin", profile: "observer" }) });
+      const events = async () =>
+        (await observer.history("events.local.erin")).flatMap((h) => frameOf(h.message.parts)!.events.map((e) => ({ type: e.type, delta: e.delta })));
+      await until(async () => (await events()).some((e) => e.type === "RUN_FINISHED"), 15_000, "RUN_FINISHED on events.local.erin");
+      const got = await events();
+      expect(got.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").map((e) => e.delta)).toEqual(["FIRST-PROMPT say hi", "Hello from erin."]);
+      expect(got[0]!.type).toBe("RUN_STARTED");
     } finally {
       await double.close();
       await cleanupRun(run);

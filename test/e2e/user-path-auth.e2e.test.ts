@@ -132,7 +132,10 @@ describe("a Claude seat that cannot reach its model does not report success", ()
     expect(run.code).not.toBe(0);
     expect(run.stderr).toMatch(/cannot start a Claude run that reaches its model/);
     const status = ok(await cotal(["status"]));
-    expect(status.stdout).toMatch(/Claude auth: {2}bare: subscription \(detected: login .*\.credentials\.json\), NOT READY: /);
+    // A login that does not exist is not shown as what was detected; the problem names it as missing.
+    expect(status.stdout).toMatch(
+      /Claude auth: {2}bare: subscription \(detected\), NOT READY: Claude auth subscription needs a Claude login, and \S*\.credentials\.json does not exist/,
+    );
   }, 90_000);
 
   it("a seat whose key the model refuses shows auth in spawn's outcome (exit 1) and in ps", async () => {
