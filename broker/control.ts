@@ -266,7 +266,12 @@ export function serveControl<T extends ControlTable>(
       return fail("", "invalid-request", "request is not valid JSON", "not-executed");
     }
     if (body.caller !== principalId(parsedSubject.from)) {
-      sampled.warn(principalId(parsedSubject.from), "control-forged-caller", { subject: msg.subject, caller: body.caller }, "control caller disagrees with subject; refused");
+      sampled.warn(
+        principalId(parsedSubject.from),
+        "control-forged-caller",
+        { subject: msg.subject, caller: body.caller },
+        "control caller disagrees with subject; refused",
+      );
       return fail(body.id, "forged-caller", "caller in the body disagrees with the subject", "not-executed");
     }
     if (body.deadline < Date.now()) return fail(body.id, "deadline-passed", "the request's deadline passed before it was served", "not-executed");

@@ -213,7 +213,19 @@ export class MeshService {
     const offline = opts.auth ? await clientsAccountDeleter(opts.auth, space, log) : undefined;
     const watermark = new WatchWatermark();
     const beats = await beatConnection(nc, space, opts, log);
-    const liveness = await LivenessJudge.start(nc, space, presenceKv, members, roster, log, opts.livenessMs, offline?.remove, watermark, beats.nc, opts.warnIntervalMs);
+    const liveness = await LivenessJudge.start(
+      nc,
+      space,
+      presenceKv,
+      members,
+      roster,
+      log,
+      opts.livenessMs,
+      offline?.remove,
+      watermark,
+      beats.nc,
+      opts.warnIntervalMs,
+    );
     const registry = new ChannelRegistry(await kvm.open(names.channelsBucket(space), { bindOnly: true }));
     const identities = new IdentityRegistry(members);
     const authorizeRead = opts.authorizeRead ?? (opts.auth ? (who: Principal, ch: string) => identities.mayRead(who, ch) : undefined);

@@ -1,0 +1,104 @@
+// One agent credential floods the mesh service with what any agent may publish: its own liveness
+// beat (8 bytes, not JSON) and control requests with no reply subject, as fast as a raw client can,
+// from a process of its own. Meanwhile a bystander's control calls (pings as an agent and as the
+// operator, then the operator's revoke of the flooder) must all be answered, and the mesh service's
+// log must hold a bounded number of lines about the flooder, with the count of what it dropped,
+// instead of a line per message (a 15 s flood once wrote 141 MB of log and left 5 of 7 pings unanswered).
+import { spawn } from "node:child_process";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { callControl, requestRevoke, setLogDestination } from "../../broker/internal.js";
+import { beatSubject, controlSubject, localPrincipal } from "../../schemas/index.js";
+import { projectRoot } from "../harness/build.js";
+import { TestMesh } from "../harness/mesh.js";
+
+const SPACE = "floodlog";
+const FLOOD_MS = 3_000;
+/** Sampling interval of the service under test: a summary line per reason and second. */
+const WARN_INTERVAL_MS = 1_000;
+
+let mesh: TestMesh;
+const logs: Array<Record<string, unknown>> = [];
+
+beforeAll(async () => {
+  setLogDestination({ write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
+  mesh = await TestMesh.startStatic(SPACE, { warnIntervalMs: WARN_INTERVAL_MS });
+}, 60_000);
+afterAll(async () => {
+  setLogDestination(undefined);
+  await mesh?.close();
+});
+
+/**
+ * A raw NATS client in a process of its own, as `creds`, publishing 8 bytes of non-JSON to each
+ * subject in turn, as fast as the server takes them, for `ms`; resolves with how many it sent and
+ * how its connection ended.
+ */
+function flooder(creds: string, subjects: string[], ms: number): Promise<{ sent: number; closed: string }> {
+  const script = `
+import { readFileSync } from "node:fs";
+import { connect, credsAuthenticator } from "@nats-io/transport-node";
+const [url, creds, ms, ...subjects] = process.argv.slice(1);
+const nc = await connect({ servers: url, authenticator: credsAuthenticator(readFileSync(creds)), maxReconnectAttempts: 0 });
+const junk = new TextEncoder().encode("notjson!");
+let sent = 0;
+const end = Date.now() + Number(ms);
+try {
+  while (Date.now() < end && !nc.isClosed()) {
+    for (let i = 0; i < 500; i++) for (const s of subjects) nc.publish(s, junk);
+    sent += 500 * subjects.length;
+    await nc.flush();
+  }
+} catch {}
+const err = nc.isClosed() ? await nc.closed() : undefined;
+process.stdout.write(JSON.stringify({ sent, closed: err ? String(err.message) : "open" }) + "\\n");
+await nc.close().catch(() => {});
+`;
+  const child = spawn(process.execPath, ["--input-type=module", "-e", script, mesh.server.url, creds, String(ms), ...subjects], {
+    cwd: projectRoot,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let out = "";
+  child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+  return new Promise((resolve, reject) => {
+    child.once("error", reject);
+    child.once("exit", (code) =>
+      code === 0 ? resolve(JSON.parse(out) as { sent: number; closed: string }) : reject(new Error(`flooder exited ${code}: ${out}`)),
+    );
+  });
+}
+
+describe("a one-credential flood of malformed beats and reply-less control requests", () => {
+  test("every bystander call is answered, the operator revokes the flooder, and the log holds a few lines about it with the counts", async () => {
+    const mallory = localPrincipal("mallory");
+    const malloryCreds = await mesh.mint({ name: "mallory", profile: "agent", allowSubscribe: ["general"], allowPublish: ["general"] });
+    const bob = await mesh.endpoint("bob");
+    const operator = await mesh.connection(mesh.cliCreds);
+    const flood = flooder(malloryCreds, [beatSubject(SPACE, mallory), controlSubject(SPACE, "mesh", "one", "ping", mallory)], FLOOD_MS);
+
+    // The bystanders call while the flood lasts (each call may take up to its 5 s deadline: none may fail).
+    const end = Date.now() + FLOOD_MS;
+    let calls = 0;
+    while (Date.now() < end) {
+      await expect(callControl(bob.nc, SPACE, "ping", bob.me)).resolves.toMatchObject({ space: SPACE });
+      await expect(callControl(operator, SPACE, "ping", localPrincipal("cotal_cli"))).resolves.toMatchObject({ space: SPACE });
+      calls += 2;
+    }
+    const flooded = await flood;
+    expect(flooded.sent).toBeGreaterThan(10_000);
+    expect(calls).toBeGreaterThan(0);
+    await expect(requestRevoke(operator, SPACE, "mallory")).resolves.toMatchObject({ principal: "local.mallory", revoked: 1 });
+    await expect(mesh.connection(malloryCreds, "_INBOX.local.mallory")).rejects.toThrow(/Authorization Violation/i);
+
+    // Every count is written once the windows close (a summary per reason and interval).
+    await new Promise((r) => setTimeout(r, 2 * WARN_INTERVAL_MS));
+    const about = logs.filter((l) => l.component === "mesh-service" && JSON.stringify(l).includes("mallory") && l.level === 40);
+    const reasons = new Set(about.map((l) => l.reason));
+    expect(reasons).toEqual(new Set(["beat-too-often", "beat-not-json", "control-reply-not-inbox"]));
+    // A first line per reason and at most a summary per reason and interval (the flood's, then the next).
+    const intervals = Math.ceil(FLOOD_MS / WARN_INTERVAL_MS) + 2;
+    expect(about.length).toBeLessThanOrEqual(reasons.size * (1 + intervals));
+    const dropped = about.reduce((n, l) => n + (typeof l.dropped === "number" ? l.dropped : 0), 0);
+    expect(dropped).toBeGreaterThan(flooded.sent / 4);
+    expect(about.find((l) => l.reason === "control-reply-not-inbox" && typeof l.dropped === "number")).toBeDefined();
+  }, 60_000);
+});
