@@ -5,6 +5,7 @@
  */
 export * from "./index.js";
 export * from "./log.js";
+export * from "./log-sampler.js";
 export * from "./errors.js";
 export * from "./js-errors.js";
 export * from "./nats-binary.js";
