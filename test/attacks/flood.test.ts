@@ -4,10 +4,10 @@
 // operator, then the operator's revoke of the flooder) must all be answered, and the mesh service's
 // log must hold a bounded number of lines about the flooder, with the count of what it dropped,
 // instead of a line per message (a 15 s flood once wrote 141 MB of log and left 5 of 7 pings unanswered).
-import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { callControl, requestRevoke, setLogDestination } from "../../broker/internal.js";
 import { beatSubject, controlSubject, localPrincipal } from "../../schemas/index.js";
+import { flood } from "../../testbed/flooder.js";
 import { projectRoot } from "../harness/build.js";
 import { TestMesh } from "../harness/mesh.js";
 
@@ -28,52 +28,19 @@ afterAll(async () => {
   await mesh?.close();
 });
 
-/**
- * A raw NATS client in a process of its own, as `creds`, publishing 8 bytes of non-JSON to each
- * subject in turn, as fast as the server takes them, for `ms`; resolves with how many it sent and
- * how its connection ended.
- */
-function flooder(creds: string, subjects: string[], ms: number): Promise<{ sent: number; closed: string }> {
-  const script = `
-import { readFileSync } from "node:fs";
-import { connect, credsAuthenticator } from "@nats-io/transport-node";
-const [url, creds, ms, ...subjects] = process.argv.slice(1);
-const nc = await connect({ servers: url, authenticator: credsAuthenticator(readFileSync(creds)), maxReconnectAttempts: 0 });
-const junk = new TextEncoder().encode("notjson!");
-let sent = 0;
-const end = Date.now() + Number(ms);
-try {
-  while (Date.now() < end && !nc.isClosed()) {
-    for (let i = 0; i < 500; i++) for (const s of subjects) nc.publish(s, junk);
-    sent += 500 * subjects.length;
-    await nc.flush();
-  }
-} catch {}
-const err = nc.isClosed() ? await nc.closed() : undefined;
-process.stdout.write(JSON.stringify({ sent, closed: err ? String(err.message) : "open" }) + "\\n");
-await nc.close().catch(() => {});
-`;
-  const child = spawn(process.execPath, ["--input-type=module", "-e", script, mesh.server.url, creds, String(ms), ...subjects], {
-    cwd: projectRoot,
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  let out = "";
-  child.stdout.on("data", (d: Buffer) => (out += d.toString()));
-  return new Promise((resolve, reject) => {
-    child.once("error", reject);
-    child.once("exit", (code) =>
-      code === 0 ? resolve(JSON.parse(out) as { sent: number; closed: string }) : reject(new Error(`flooder exited ${code}: ${out}`)),
-    );
-  });
-}
-
 describe("a one-credential flood of malformed beats and reply-less control requests", () => {
   test("every bystander call is answered, the operator revokes the flooder, and the log holds a few lines about it with the counts", async () => {
     const mallory = localPrincipal("mallory");
     const malloryCreds = await mesh.mint({ name: "mallory", profile: "agent", allowSubscribe: ["general"], allowPublish: ["general"] });
     const bob = await mesh.endpoint("bob");
     const operator = await mesh.connection(mesh.cliCreds);
-    const flood = flooder(malloryCreds, [beatSubject(SPACE, mallory), controlSubject(SPACE, "mesh", "one", "ping", mallory)], FLOOD_MS);
+    const flooding = flood({
+      root: projectRoot,
+      server: mesh.server.url,
+      creds: malloryCreds,
+      subjects: [beatSubject(SPACE, mallory), controlSubject(SPACE, "mesh", "one", "ping", mallory)],
+      ms: FLOOD_MS,
+    });
 
     // The bystanders call while the flood lasts (each call may take up to its 5 s deadline: none may fail).
     const end = Date.now() + FLOOD_MS;
@@ -83,7 +50,7 @@ describe("a one-credential flood of malformed beats and reply-less control reque
       await expect(callControl(operator, SPACE, "ping", localPrincipal("cotal_cli"))).resolves.toMatchObject({ space: SPACE });
       calls += 2;
     }
-    const flooded = await flood;
+    const flooded = await flooding;
     expect(flooded.sent).toBeGreaterThan(10_000);
     expect(calls).toBeGreaterThan(0);
     await expect(requestRevoke(operator, SPACE, "mallory")).resolves.toMatchObject({ principal: "local.mallory", revoked: 1 });
