@@ -23,6 +23,7 @@ const entries = {
   "bench-wake": "bench/bin/wake.ts",
   "bench-carry": "bench/bin/carry.ts",
   "bench-cluster": "bench/bin/cluster.ts",
+  "bench-flood": "bench/bin/flood.ts",
 };
 
 /**
