@@ -236,6 +236,16 @@ export function serveControl<T extends ControlTable>(
         log.error({ err: denied ? new PermissionDeniedError("subscribe", denied.subject, err) : err, subject }, "control subscription ended");
         return;
       }
+      // Checked here, before anything is allocated for the request: a flood of reply-less requests costs this much each.
+      if (!isReplyInbox(msg.reply)) {
+        sampled.warn(
+          callerOf(msg.subject),
+          "control-reply-not-inbox",
+          { subject: msg.subject, reply: msg.reply ?? null },
+          "control request with a reply subject that is not an inbox; dropped unexecuted",
+        );
+        return;
+      }
       void handle(msg).catch((e) => sampled.error(callerOf(msg.subject), "control-reply-failed", { err: e }, "control reply failed"));
     },
   });
@@ -244,15 +254,6 @@ export function serveControl<T extends ControlTable>(
   return sub;
 
   async function handle(msg: Msg) {
-    if (!isReplyInbox(msg.reply)) {
-      sampled.warn(
-        callerOf(msg.subject),
-        "control-reply-not-inbox",
-        { subject: msg.subject, reply: msg.reply ?? null },
-        "control request with a reply subject that is not an inbox; dropped unexecuted",
-      );
-      return;
-    }
     const reply = (r: ControlReply) => msg.respond(enc.encode(JSON.stringify(r)));
     const fail = (id: string, code: string, message: string, outcome: Outcome) => reply({ id, ok: false, error: { code, message, outcome } });
     const parsedSubject = parseSubject(msg.subject);
