@@ -121,6 +121,11 @@ export async function floodBench(plan: FloodPlan & { paths: FloodPaths }, { td, 
     .filter((l) => l.includes("local.flooder"))
     .map((l) => JSON.parse(l) as { dropped?: number });
   const dropped = about.reduce((n, l) => n + (l.dropped ?? 0), 0);
+  // A consumer the server cut for falling behind (the flooder's messages it never read), by the connection's name.
+  const slow = readFileSync(path.join(project, ".cotal", "logs", "nats-server.log"), "utf8")
+    .split("\n")
+    .filter((l) => /slow consumer/i.test(l))
+    .map((l) => /"([^"]*)"/.exec(l)?.[1] ?? l);
 
   const q = summarize(quiet.ms);
   const d = during.ms.length ? summarize(during.ms) : { p50: NaN, p99: NaN, n: 0 };
@@ -133,9 +138,10 @@ export async function floodBench(plan: FloodPlan & { paths: FloodPaths }, { td, 
     lines: [
       `flood: ${fmt(flooded.sent)} messages in ${plan.floodMs / 1000} s (${fmt(flooded.sent / (plan.floodMs / 1000))} msg/s), its connection ${flooded.closed === "open" ? "still open" : `closed: ${flooded.closed}`}`,
       `the operator's revoke of the flooder: ${revoked ? `answered in ${fmt(revokeMs)} ms` : "FAILED"}`,
+      `nats-server: ${slow.length ? `cut ${slow.length} slow consumer(s): ${[...new Set(slow)].join(", ")}` : "no slow consumer"}`,
       `mesh service log: +${fmt(Buffer.byteLength(logAfter) - logBefore)} bytes (the file as it is after the flood; ${about.length} lines about the flooder, counting ${fmt(dropped)} more not written)`,
     ],
     tallies: { "flood quiet": quiet.tally, "flood during": during.tally, "flood revoke": { sent: 1, received: revoked, duplicates: 0, pending: 0 } },
-    detail: { quiet: q, during: d, flooded, revokeMs, logLines: about.length, dropped },
+    detail: { quiet: q, during: d, flooded, revokeMs, logLines: about.length, dropped, slowConsumers: slow },
   };
 }

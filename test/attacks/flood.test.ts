@@ -5,11 +5,12 @@
 // log must hold a bounded number of lines about the flooder, with the count of what it dropped,
 // instead of a line per message (a 15 s flood once wrote 141 MB of log and left 5 of 7 pings unanswered).
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { callControl, requestRevoke, setLogDestination } from "../../broker/internal.js";
+import { callControl, MAX_BEAT_BYTES, requestRevoke, setLogDestination } from "../../broker/internal.js";
 import { beatSubject, controlSubject, localPrincipal } from "../../schemas/index.js";
 import { flood } from "../../testbed/flooder.js";
 import { projectRoot } from "../harness/build.js";
 import { TestMesh } from "../harness/mesh.js";
+import { until } from "../harness/until.js";
 
 const SPACE = "floodlog";
 const FLOOD_MS = 3_000;
@@ -68,4 +69,12 @@ describe("a one-credential flood of malformed beats and reply-less control reque
     expect(dropped).toBeGreaterThan(flooded.sent / 4);
     expect(about.find((l) => l.reason === "control-reply-not-inbox" && typeof l.dropped === "number")).toBeDefined();
   }, 60_000);
+
+  test("a beat larger than a presence record can be is dropped unread, with its size and the bound", async () => {
+    const carol = await mesh.endpoint("carol");
+    carol.nc.publish(beatSubject(SPACE, carol.me), new Uint8Array(MAX_BEAT_BYTES + 1));
+    await carol.nc.flush();
+    await until(() => logs.some((l) => l.reason === "beat-too-large" && l.source === "local.carol"), 5_000, "the oversize beat's log line");
+    expect(logs.find((l) => l.reason === "beat-too-large")).toMatchObject({ bytes: MAX_BEAT_BYTES + 1, limit: 17 * 1024 });
+  });
 });

@@ -73,4 +73,20 @@ describe("sampled warnings", () => {
     s.stop();
     expect(lines.at(-1)).toMatchObject({ source: "*", dropped: 996 });
   });
+
+  test("by default a window is 10 s and 1,000 sources are tracked (docs/security.md, Floods)", () => {
+    const lines = capture();
+    let now = 0;
+    const s = new LogSampler(logger("sampler-test"), { now: () => now });
+    for (let i = 0; i < 1_001; i++) s.warn(`local.n${i}`, "beat-malformed", {}, "dropped a malformed beat");
+    s.warn("local.n0", "beat-malformed", {}, "dropped a malformed beat");
+    expect(lines.map((l) => l.source).slice(-2)).toEqual(["local.n999", "*"]);
+    now = 9_999;
+    s.flush();
+    expect(lines).toHaveLength(1_001);
+    now = 10_000;
+    s.flush();
+    expect(lines.at(-1)).toMatchObject({ source: "local.n0", dropped: 1, intervalMs: 10_000 });
+    s.stop();
+  });
 });
