@@ -65,6 +65,8 @@ export class BoundedLogFile {
 
 /** The variable `cotal up` names a service's log file in (read once, and kept from the service's own children). */
 export const LOG_FILE_ENV = "COTAL_LOG_FILE";
+/** A smaller `maxBytes` for the node services' logs, in bytes (tests; `cotal up` passes it on). */
+export const LOG_MAX_BYTES_ENV = "COTAL_LOG_MAX_BYTES";
 
 let fromEnv: BoundedLogFile | null | undefined;
 
@@ -77,7 +79,8 @@ export function boundedLogFromEnv(env: NodeJS.ProcessEnv = process.env): Bounded
   if (fromEnv === undefined) {
     const path = env[LOG_FILE_ENV];
     delete env[LOG_FILE_ENV];
-    fromEnv = path ? new BoundedLogFile(path) : null;
+    const max = Number(env[LOG_MAX_BYTES_ENV]);
+    fromEnv = path ? new BoundedLogFile(path, max > 0 ? { ...LOG_BOUNDS, maxBytes: max } : LOG_BOUNDS) : null;
   }
   return fromEnv ?? undefined;
 }
