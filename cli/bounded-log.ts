@@ -64,14 +64,14 @@ export class BoundedLogFile {
 }
 
 /** The variable `cotal up` names a service's log file in (read once, and kept from the service's own children). */
-export const LOG_FILE_ENV = "COTAL_LOG_FILE";
+export const LOG_FILE_ENV = "COTAL_SERVICE_LOG_FILE";
 /** A smaller `maxBytes` for the node services' logs, in bytes (tests; `cotal up` passes it on). */
 export const LOG_MAX_BYTES_ENV = "COTAL_LOG_MAX_BYTES";
 
 let fromEnv: BoundedLogFile | null | undefined;
 
 /**
- * The bounded log file this process was told to write to (COTAL_LOG_FILE, set by `cotal up` for
+ * The bounded log file this process was told to write to (COTAL_SERVICE_LOG_FILE, set by `cotal up` for
  * the processes it starts), or undefined. The variable is removed from the environment on first
  * read: a seat or any other child of this process must never write into its parent's log.
  */

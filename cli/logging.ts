@@ -169,7 +169,7 @@ export function serviceLogLevel(): string {
 
 /**
  * Make this process log at the service level, as JSON with its stacks (the `mesh serve` command,
- * into its log file): to the bounded file `cotal up` named (COTAL_LOG_FILE), else to stderr.
+ * into its log file): to the bounded file `cotal up` named (COTAL_SERVICE_LOG_FILE), else to stderr.
  */
 export function useServiceLogLevel(): void {
   process.env.COTAL_LOG_LEVEL = serviceLogLevel();
