@@ -252,6 +252,7 @@ export class MeshService {
       { kv: presenceKv, watermark },
     );
     if (offline) svc.closers.push(offline.close);
+    svc.beatsConnection = beats.nc;
     svc.closers.push(beats.close);
     const sweep = new WildcardSweep(jsm, space, log);
     sweep.start(opts.wildcardSweepMs ?? 30_000);
@@ -754,6 +755,12 @@ export class MeshService {
   channels(): Promise<ResolvedChannel[]> {
     return this.registry.list();
   }
+
+  /**
+   * The connection beats arrive on: the service's own second one (beatConnection), so what the
+   * service receives is what `nc` and this receive together (tests and benches count both).
+   */
+  beatsConnection!: NatsConnection;
 
   /** Extra connections this service opened, closed on stop(). */
   private readonly closers: Array<() => Promise<unknown>> = [];
