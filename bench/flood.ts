@@ -119,13 +119,16 @@ export async function floodBench(plan: FloodPlan & { paths: FloodPaths }, { td, 
   const about = logAfter
     .split("\n")
     .filter((l) => l.includes("local.flooder"))
-    .map((l) => JSON.parse(l) as { dropped?: number });
+    .map((l) => JSON.parse(l) as { dropped?: number; reason?: string });
   const dropped = about.reduce((n, l) => n + (l.dropped ?? 0), 0);
+  // What the service read of each kind: a first line counts one, a summary its `dropped`.
+  const seen = { beats: 0, requests: 0 };
+  for (const l of about) seen[l.reason?.startsWith("beat-") ? "beats" : "requests"] += l.dropped ?? 1;
   // A consumer the server cut for falling behind (the flooder's messages it never read), by the connection's name.
   const slow = readFileSync(path.join(project, ".cotal", "logs", "nats-server.log"), "utf8")
     .split("\n")
     .filter((l) => /slow consumer/i.test(l))
-    .map((l) => /"([^"]*)"/.exec(l)?.[1] ?? l);
+    .map((l) => /cid:\d+ - .*/.exec(l)?.[0] ?? l);
 
   const q = summarize(quiet.ms);
   const d = during.ms.length ? summarize(during.ms) : { p50: NaN, p99: NaN, n: 0 };
@@ -139,7 +142,7 @@ export async function floodBench(plan: FloodPlan & { paths: FloodPaths }, { td, 
       `flood: ${fmt(flooded.sent)} messages in ${plan.floodMs / 1000} s (${fmt(flooded.sent / (plan.floodMs / 1000))} msg/s), its connection ${flooded.closed === "open" ? "still open" : `closed: ${flooded.closed}`}`,
       `the operator's revoke of the flooder: ${revoked ? `answered in ${fmt(revokeMs)} ms` : "FAILED"}`,
       `nats-server: ${slow.length ? `cut ${slow.length} slow consumer(s): ${[...new Set(slow)].join(", ")}` : "no slow consumer"}`,
-      `mesh service log: +${fmt(Buffer.byteLength(logAfter) - logBefore)} bytes (the file as it is after the flood; ${about.length} lines about the flooder, counting ${fmt(dropped)} more not written)`,
+      `mesh service log: +${fmt(Buffer.byteLength(logAfter) - logBefore)} bytes (the file as it is after the flood; ${about.length} lines about the flooder, counting ${fmt(dropped)} more not written: ${fmt(seen.beats)} beats and ${fmt(seen.requests)} requests read of ${fmt(flooded.sent / 2)} each sent)`,
     ],
     tallies: { "flood quiet": quiet.tally, "flood during": during.tally, "flood revoke": { sent: 1, received: revoked, duplicates: 0, pending: 0 } },
     detail: { quiet: q, during: d, flooded, revokeMs, logLines: about.length, dropped, slowConsumers: slow },
