@@ -214,7 +214,7 @@ export async function meshBench(plan: MeshPlan, { td, step }: BenchRun): Promise
   if (which.has("presence")) {
     const p = plan.presence;
     step(`presence: ${p.sizes.join("/")} joined idle endpoints, ${p.beats} heartbeats each; ${p.simulated.join("/")} simulated`);
-    const r = await presenceScale(root, serviceNc, p);
+    const r = await presenceScale(root, [serviceNc, service.beatsConnection], p);
     const before = "raw column: what protocol 0.2 cost (every endpoint received every heartbeat: N per heartbeat), computed, not measured";
     for (const s of r.sizes) {
       rows.push({

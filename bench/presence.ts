@@ -84,7 +84,7 @@ async function window(
   return { all: inbound(conns) - a0, watchers: inbound(watchers) - w0, watchersOther: other(taps) - o0, seconds };
 }
 
-export async function presenceScale(parent: Scope, service: NatsConnection, opts: PresenceOptions): Promise<PresenceResult> {
+export async function presenceScale(parent: Scope, services: NatsConnection[], opts: PresenceOptions): Promise<PresenceResult> {
   const scope = parent.child();
   const heartbeatMs = opts.heartbeatMs ?? PRESENCE.heartbeatMs;
   const periodS = heartbeatMs / 1000;
@@ -102,7 +102,7 @@ export async function presenceScale(parent: Scope, service: NatsConnection, opts
       // Let the joins' own writes settle: one heartbeat.
       await new Promise((r) => setTimeout(r, heartbeatMs));
       const w = await window(
-        [...eps.map((e) => e.nc), service],
+        [...eps.map((e) => e.nc), ...services],
         eps.map((e) => e.nc),
         taps,
         opts.beats * heartbeatMs,
@@ -121,7 +121,7 @@ export async function presenceScale(parent: Scope, service: NatsConnection, opts
     }
     await scope.close();
     const simulated = [];
-    for (const n of opts.simulated) simulated.push(await simulate(parent, service, n, opts.beats, heartbeatMs));
+    for (const n of opts.simulated) simulated.push(await simulate(parent, services, n, opts.beats, heartbeatMs));
     return { sizes, simulated };
   } finally {
     await scope.close();
@@ -132,7 +132,13 @@ export async function presenceScale(parent: Scope, service: NatsConnection, opts
  * N bare connections, each writing one presence key once and then beating like an endpoint,
  * plus 5 joined endpoints as watchers: what a watcher and the mesh service receive per second.
  */
-async function simulate(parent: Scope, service: NatsConnection, n: number, beats: number, heartbeatMs: number): Promise<PresenceResult["simulated"][number]> {
+async function simulate(
+  parent: Scope,
+  services: NatsConnection[],
+  n: number,
+  beats: number,
+  heartbeatMs: number,
+): Promise<PresenceResult["simulated"][number]> {
   const scope = parent.child();
   try {
     const conns: NatsConnection[] = [];
@@ -163,7 +169,7 @@ async function simulate(parent: Scope, service: NatsConnection, n: number, beats
     for (let i = 0; i < 5; i++) watchers.push((await scope.joined(`sim_watch${i}`, { heartbeatMs })).ep.nc);
     const taps = watchers.map((nc) => tapInbound(nc));
     await new Promise((r) => setTimeout(r, heartbeatMs));
-    const w = await window([...conns, ...watchers, service], watchers, taps, beats * heartbeatMs);
+    const w = await window([...conns, ...watchers, ...services], watchers, taps, beats * heartbeatMs);
     const total = n + watchers.length;
     return {
       endpoints: n,

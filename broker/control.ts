@@ -22,6 +22,7 @@ import { ConnectionClosedError, ControlCallError, MeshServiceUnavailableError, P
 import { retry, until } from "./retry.js";
 import { isConnectionClosed, isNoResponders, isTimeout, permissionViolation } from "./js-errors.js";
 import type { Logger } from "./log.js";
+import { LogSampler } from "./log-sampler.js";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -155,6 +156,12 @@ export function classifyRequestError(cause: unknown, what: string): Error {
   return cause instanceof Error ? cause : new Error(String(cause));
 }
 
+/** The caller a control subject names (its last two tokens; the broker pins them to the sender), for sampled warnings. */
+function callerOf(subject: string): string {
+  const p = parseSubject(subject);
+  return p.kind === "ep" ? principalId(p.from) : "?";
+}
+
 /** The header a sharing service import adds: who the server says sent the request (nats-server's ClientInfo). */
 export const REQUEST_INFO_HEADER = "Nats-Request-Info";
 
@@ -189,7 +196,9 @@ export type ControlHandlers<T extends ControlTable> = { [C in keyof T]: ControlH
  * failures; the reply carries code, message and outcome. The handler's data is checked against
  * the reply schema before it is sent: a mismatch is a bug, logged and answered `internal`
  * naming the field (outcome executed: the handler ran to the end). A request whose reply
- * subject is not an inbox (see isReplyInbox) is dropped unexecuted.
+ * subject is not an inbox (see isReplyInbox) is dropped unexecuted. Warnings a caller can cause
+ * once per request go through a LogSampler keyed by the caller the subject names: a flood of them
+ * costs a line and a count, not a line each.
  */
 export function serveControl<T extends ControlTable>(
   nc: NatsConnection,
@@ -207,6 +216,8 @@ export function serveControl<T extends ControlTable>(
      * is whatever the sender wrote. Throws a CotalError to refuse (not executed).
      */
     authenticate?: (caller: Principal, requestInfo: string | undefined, command: string) => Promise<void>;
+    /** How long one caller's repeated warnings are counted instead of logged, ms (LogSampler; default 10 s). */
+    warnIntervalMs?: number;
   } = {},
 ): Subscription {
   const strays = Object.entries(table).filter(([, spec]) => spec.endpoint !== endpoint);
@@ -215,7 +226,8 @@ export function serveControl<T extends ControlTable>(
   // `one` is served as a queue group (any instance); an instance id only by that instance.
   const target = opts.target ?? "one";
   const subject = `cotal.${space}.ep.${endpoint}.${assertToken("name", "control target", target)}.*.*.*`;
-  return nc.subscribe(subject, {
+  const sampled = new LogSampler(log, opts.warnIntervalMs !== undefined ? { intervalMs: opts.warnIntervalMs } : {});
+  const sub = nc.subscribe(subject, {
     ...(target === "one" ? { queue: endpoint } : {}),
     callback: (err, msg) => {
       if (err) {
@@ -224,19 +236,24 @@ export function serveControl<T extends ControlTable>(
         log.error({ err: denied ? new PermissionDeniedError("subscribe", denied.subject, err) : err, subject }, "control subscription ended");
         return;
       }
-      void handle(msg).catch((e) => log.error({ err: e }, "control reply failed"));
+      // Checked here, before anything is allocated for the request: a flood of reply-less requests costs this much each.
+      if (!isReplyInbox(msg.reply)) {
+        sampled.warn(
+          callerOf(msg.subject),
+          "control-reply-not-inbox",
+          { subject: msg.subject, reply: msg.reply ?? null },
+          "control request with a reply subject that is not an inbox; dropped unexecuted",
+        );
+        return;
+      }
+      void handle(msg).catch((e) => sampled.error(callerOf(msg.subject), "control-reply-failed", { err: e }, "control reply failed"));
     },
   });
+  // What is still only counted is written when the rail stops.
+  void sub.closed.then(() => sampled.stop());
+  return sub;
 
   async function handle(msg: Msg) {
-    if (!isReplyInbox(msg.reply)) {
-      const p = parseSubject(msg.subject);
-      log.warn(
-        { caller: p.kind === "ep" ? principalId(p.from) : undefined, subject: msg.subject, reply: msg.reply ?? null },
-        "control request with a reply subject that is not an inbox; dropped unexecuted",
-      );
-      return;
-    }
     const reply = (r: ControlReply) => msg.respond(enc.encode(JSON.stringify(r)));
     const fail = (id: string, code: string, message: string, outcome: Outcome) => reply({ id, ok: false, error: { code, message, outcome } });
     const parsedSubject = parseSubject(msg.subject);
@@ -250,7 +267,12 @@ export function serveControl<T extends ControlTable>(
       return fail("", "invalid-request", "request is not valid JSON", "not-executed");
     }
     if (body.caller !== principalId(parsedSubject.from)) {
-      log.warn({ subject: msg.subject, caller: body.caller }, "control caller disagrees with subject; refused");
+      sampled.warn(
+        principalId(parsedSubject.from),
+        "control-forged-caller",
+        { subject: msg.subject, caller: body.caller },
+        "control caller disagrees with subject; refused",
+      );
       return fail(body.id, "forged-caller", "caller in the body disagrees with the subject", "not-executed");
     }
     if (body.deadline < Date.now()) return fail(body.id, "deadline-passed", "the request's deadline passed before it was served", "not-executed");
@@ -266,7 +288,7 @@ export function serveControl<T extends ControlTable>(
       data = await (handlers[command] as ControlHandler<ControlTable, string>)(args.data, parsedSubject.from, requestInfo);
     } catch (err) {
       if (err instanceof CotalError) return fail(body.id, err.code, err.message, "not-executed");
-      log.error({ err, command }, "control handler failed");
+      sampled.error(principalId(parsedSubject.from), `control-handler-failed-${command}`, { err, command }, "control handler failed");
       return fail(body.id, "internal", err instanceof Error ? err.message : String(err), "unknown");
     }
     const checked = spec.reply.safeParse(data);

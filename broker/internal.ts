@@ -5,6 +5,8 @@
  */
 export * from "./index.js";
 export * from "./log.js";
+export * from "./log-sampler.js";
+export { BEAT_GAP_MS, MAX_BEAT_BYTES } from "./liveness.js";
 export * from "./errors.js";
 export * from "./js-errors.js";
 export * from "./nats-binary.js";

@@ -1,8 +1,9 @@
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
-import { beatFilter, describeIssues, PRESENCE, PresenceBeat, PrincipalId, type Presence } from "../schemas/index.js";
+import { beatFilter, BUCKET_VALUE_BYTES, describeIssues, PRESENCE, PresenceBeat, PrincipalId, type Presence } from "../schemas/index.js";
 import type { WatchWatermark } from "./watch-watermark.js";
 import type { Logger } from "./log.js";
+import { LogSampler } from "./log-sampler.js";
 import { watchPresence, type PresenceWrite, type Roster } from "./roster.js";
 
 /**
@@ -20,6 +21,10 @@ import { watchPresence, type PresenceWrite, type Roster } from "./roster.js";
  * transitions, so a restarted judge knows whom watchers still show online: each gets a full
  * liveness window from the restart to beat again before it is taken offline. Without that list a
  * record aged out of the bucket would leave a dead endpoint online in every view forever.
+ *
+ * A beat costs the judge almost nothing before it is read (floods, docs/security.md): one larger
+ * than a presence record can be, or within BEAT_GAP_MS of the last one read from the same subject,
+ * is dropped unread; what is read and refused is logged through a LogSampler (a line, then a count).
  */
 export class LivenessJudge {
   /** Last proof of life per id (a beat or a live write), local epoch ms. */
@@ -30,6 +35,9 @@ export class LivenessJudge {
   private readonly chains = new Map<string, Promise<void>>();
   /** When a stale goodbye was last deleted, per id (see correctStaleGoodbye). */
   private readonly corrected = new Map<string, number>();
+  /** When a beat was last read, per id (BEAT_GAP_MS). */
+  private readonly lastRead = new Map<string, number>();
+  private readonly sampled: LogSampler;
   private sub?: Subscription;
   private sweep?: NodeJS.Timeout;
 
@@ -39,12 +47,20 @@ export class LivenessJudge {
     private readonly roster: Roster,
     private readonly log: Logger,
     private readonly livenessMs: number,
-  ) {}
+    /** Length of `cotal.<space>.beat.`: what comes after it is the id. */
+    private readonly prefixLength: number,
+    warnIntervalMs: number | undefined,
+  ) {
+    this.sampled = new LogSampler(log, warnIntervalMs !== undefined ? { intervalMs: warnIntervalMs } : {});
+  }
 
   /**
    * Start judging: beats first, then who was held online before a restart, then the bucket.
    * `takeOffline` deletes a presence key where watchers see it (see MeshService: in static mode
-   * that is the clients account, not the mesh service's own).
+   * that is the clients account, not the mesh service's own). `beats`: the connection beats are
+   * read on (default `nc`); the mesh service gives them one of their own, so a flood of beats is
+   * never queued ahead of its control rail, and a beats connection the server cuts as a slow
+   * consumer leaves the rail up.
    */
   static async start(
     nc: NatsConnection,
@@ -56,9 +72,13 @@ export class LivenessJudge {
     livenessMs: number = PRESENCE.livenessMs,
     takeOffline: (id: string) => Promise<unknown> = (id) => presence.delete(id),
     watermark?: WatchWatermark,
+    beats: NatsConnection = nc,
+    /** How long one sender's repeated warnings are counted instead of logged, ms (LogSampler; default 10 s). */
+    warnIntervalMs?: number,
   ): Promise<LivenessJudge> {
-    const judge = new LivenessJudge(takeOffline, members, roster, log, livenessMs);
-    judge.sub = nc.subscribe(beatFilter(space), {
+    const filter = beatFilter(space);
+    const judge = new LivenessJudge(takeOffline, members, roster, log, livenessMs, filter.length - "*.*".length, warnIntervalMs);
+    judge.sub = beats.subscribe(filter, {
       callback: (err, msg) => (err ? log.error({ err }, "beat subscription ended; liveness is no longer judged") : judge.beat(msg.subject, msg.data)),
     });
     const startedAt = Date.now();
@@ -69,7 +89,7 @@ export class LivenessJudge {
       if (!judge.proof.has(id)) judge.proof.set(id, startedAt);
     }
     await watchPresence(presence, roster, log, (w) => judge.write(w), watermark);
-    await nc.flush();
+    await beats.flush();
     const every = Math.max(50, Math.min(500, Math.floor(livenessMs / 4)));
     judge.sweep = setInterval(() => judge.judge(), every);
     judge.sweep.unref();
@@ -85,26 +105,38 @@ export class LivenessJudge {
   stop(): void {
     if (this.sweep) clearInterval(this.sweep);
     this.sub?.unsubscribe();
+    this.sampled.stop();
   }
 
   private beat(subject: string, data: Uint8Array): void {
-    const id = subject.split(".").slice(3).join(".");
+    // The id is the subject's last two tokens, which the broker pins to the sender.
+    const id = subject.slice(this.prefixLength);
+    if (data.length > MAX_BEAT_BYTES) {
+      this.sampled.warn(id, "beat-too-large", { subject, bytes: data.length, limit: MAX_BEAT_BYTES }, "dropped a beat larger than a presence record can be");
+      return;
+    }
+    const now = Date.now();
+    const last = this.lastRead.get(id);
+    if (last !== undefined && now - last < BEAT_GAP_MS) {
+      this.sampled.warn(id, "beat-too-often", { subject, gapMs: BEAT_GAP_MS }, "dropped a beat that came too soon after the last one read from its subject");
+      return;
+    }
+    this.lastRead.set(id, now);
     let parsed: ReturnType<typeof PresenceBeat.safeParse>;
     try {
       parsed = PresenceBeat.safeParse(JSON.parse(new TextDecoder().decode(data)));
     } catch {
-      this.log.warn({ subject }, "dropped a beat that is not JSON");
+      this.sampled.warn(id, "beat-not-json", { subject }, "dropped a beat that is not JSON");
       return;
     }
     if (!parsed.success) {
-      this.log.warn({ subject, issues: describeIssues(parsed.error).slice(0, 5) }, "dropped a malformed beat");
+      this.sampled.warn(id, "beat-malformed", { subject, issues: describeIssues(parsed.error).slice(0, 5) }, "dropped a malformed beat");
       return;
     }
     if (parsed.data.presence.card.id !== id || !PrincipalId.safeParse(id).success) {
-      this.log.warn({ subject, claimed: parsed.data.presence.card.id }, "dropped a beat whose card id disagrees with its subject");
+      this.sampled.warn(id, "beat-card-id", { subject, claimed: parsed.data.presence.card.id }, "dropped a beat whose card id disagrees with its subject");
       return;
     }
-    const now = Date.now();
     this.proof.set(id, now);
     this.correctStaleGoodbye(id, parsed.data.presence, now);
     // The record may have aged out of the bucket (a restart): the beat carries it.
@@ -149,6 +181,7 @@ export class LivenessJudge {
   /** Take offline everyone held online without proof of life for the window. */
   private judge(): void {
     const now = Date.now();
+    for (const [id, at] of this.lastRead) if (now - at >= BEAT_GAP_MS) this.lastRead.delete(id);
     for (const id of this.online) {
       const last = this.proof.get(id) ?? 0;
       if (now - last <= this.livenessMs) continue;
@@ -182,6 +215,16 @@ export class LivenessJudge {
     });
   }
 }
+
+/**
+ * Least time between two beats of one subject that are both read, ms. Endpoints beat every
+ * heartbeat (PRESENCE.heartbeatMs; 100 ms in the fastest tests): only a flood beats faster, and
+ * its extra beats are dropped unread, so one credential costs the judge a parse per 50 ms at most.
+ */
+export const BEAT_GAP_MS = 50;
+
+/** Largest beat read: a presence record at its bound plus the beat's own fields. */
+export const MAX_BEAT_BYTES = BUCKET_VALUE_BYTES.presence + 1024;
 
 /** Members-bucket keys of ids held online: `live.<owner>.<actor>`. */
 export const LIVE_PREFIX = "live.";

@@ -116,6 +116,11 @@ export interface MeshServiceOptions extends SpaceOptions {
   mintLimits?: Partial<MintLimits>;
   /** How long a leaf's scope keeps a revoked seat before it narrows, ms (default 10 s). */
   leafNarrowDelayMs?: number;
+  /**
+   * How long one sender's repeated warnings (malformed beats, reply-less control requests…) are
+   * counted instead of logged, ms (LogSampler; default 10 s).
+   */
+  warnIntervalMs?: number;
 }
 
 /**
@@ -209,7 +214,20 @@ export class MeshService {
     const presenceKv = await kvm.open(names.presenceBucket(space), { bindOnly: true });
     const offline = opts.auth ? await clientsAccountDeleter(opts.auth, space, log) : undefined;
     const watermark = new WatchWatermark();
-    const liveness = await LivenessJudge.start(nc, space, presenceKv, members, roster, log, opts.livenessMs, offline?.remove, watermark);
+    const beats = await beatConnection(nc, space, opts, log);
+    const liveness = await LivenessJudge.start(
+      nc,
+      space,
+      presenceKv,
+      members,
+      roster,
+      log,
+      opts.livenessMs,
+      offline?.remove,
+      watermark,
+      beats.nc,
+      opts.warnIntervalMs,
+    );
     const registry = new ChannelRegistry(await kvm.open(names.channelsBucket(space), { bindOnly: true }));
     const identities = new IdentityRegistry(members);
     const authorizeRead = opts.authorizeRead ?? (opts.auth ? (who: Principal, ch: string) => identities.mayRead(who, ch) : undefined);
@@ -236,6 +254,8 @@ export class MeshService {
       { kv: presenceKv, watermark },
     );
     if (offline) svc.closers.push(offline.close);
+    svc.beatsConnection = beats.nc;
+    svc.closers.push(beats.close);
     // Static auth: nats-server counts no single credential's connections; the warden does.
     if (opts.auth) {
       const warden = await ConnectionWarden.start(opts.auth.store, opts.auth.server, space, log);
@@ -246,15 +266,17 @@ export class MeshService {
     svc.closers.push(async () => sweep.stop());
     // Static auth: the subject names the caller, the server names the credential that sent it; a
     // credential may act only as itself (the operator's as anyone, a leaf host's as its own identities).
+    const sampling = opts.warnIntervalMs !== undefined ? { warnIntervalMs: opts.warnIntervalMs } : {};
     const authenticated = opts.auth
       ? {
+          ...sampling,
           authenticate: async (caller: Principal, info: string | undefined, command: string) => {
             await checkSender(senderOf(info), caller, identities, PRIVILEGED_COMMANDS.has(command) ? `${command} credentials` : undefined);
             // A reader may call only reads (and its own memberships), whatever its permissions let through.
             await checkReaderCall(identities, caller, command);
           },
         }
-      : {};
+      : sampling;
     svc.sub = serveControl(
       nc,
       space,
@@ -743,6 +765,12 @@ export class MeshService {
     return this.registry.list();
   }
 
+  /**
+   * The connection beats arrive on: the service's own second one (beatConnection), so what the
+   * service receives is what `nc` and this receive together (tests and benches count both).
+   */
+  beatsConnection!: NatsConnection;
+
   /** Extra connections this service opened, closed on stop(). */
   private readonly closers: Array<() => Promise<unknown>> = [];
   /** Leaf scope updates, one after another (syncLeafScope). */
@@ -821,6 +849,29 @@ async function clientsAccountDeleter(
     },
     close: () => nc.close().catch((err: unknown) => log.debug({ err }, "liveness connection close failed")),
   };
+}
+
+/**
+ * The connection the liveness judge reads beats on: its own, with the service's credential, so a
+ * flood of beats from one credential (any agent may publish its own as fast as it likes) is never
+ * queued ahead of the control rail on one socket, and when the server cuts a consumer too slow for
+ * it (nats-server's slow-consumer limit), it cuts this one, not the rail's.
+ */
+async function beatConnection(
+  nc: NatsConnection,
+  space: string,
+  opts: MeshServiceOptions,
+  log: Logger,
+): Promise<{ nc: NatsConnection; close: () => Promise<unknown> }> {
+  const beats = await connect({
+    // Static auth: the mesh service's own credential, from the store it holds; open: the server it is on.
+    servers: opts.auth ? serverUrls(opts.auth.server) : [nc.getServer()],
+    ...(opts.auth ? { authenticator: credsBytesAuthenticator(await serviceCreds(opts.auth.store, space, "mesh")) } : {}),
+    name: `cotal-mesh-beats-${space}`,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 250,
+  });
+  return { nc: beats, close: () => beats.close().catch((err: unknown) => log.debug({ err }, "beats connection close failed")) };
 }
 
 /** A name someone other than `caller` minted first (a name minted before `mintedBy` was kept counts as the operator's). */

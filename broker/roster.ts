@@ -16,6 +16,7 @@ import { PermissionDeniedError } from "./errors.js";
 import { permissionViolation } from "./js-errors.js";
 import type { WatchWatermark } from "./watch-watermark.js";
 import type { Logger } from "./log.js";
+import { LogSampler } from "./log-sampler.js";
 
 /** One roster row: the last presence record and whether it is still live. */
 export interface RosterEntry {
@@ -69,7 +70,12 @@ export class Roster {
   /** Resolves once a followed view has loaded its settling snapshot (followPresence); at once for others. */
   settled: Promise<void> = Promise.resolve();
 
-  constructor(private readonly log: Logger) {}
+  /** Per-key warnings, sampled: the owner of a key may write it as often as it likes. */
+  private readonly sampled: LogSampler;
+
+  constructor(private readonly log: Logger) {
+    this.sampled = new LogSampler(log);
+  }
 
   /**
    * Record a presence write. Validated: a key that is not a principal id, a record that is not
@@ -103,16 +109,16 @@ export class Roster {
   /** The record of a key, validated, or undefined (logged). */
   private check(key: string, data: unknown): Presence | undefined {
     if (!PrincipalId.safeParse(key).success) {
-      this.log.warn({ key }, "dropped a presence record under a key that is not a principal id");
+      this.sampled.warn(key, "presence-key", { key }, "dropped a presence record under a key that is not a principal id");
       return undefined;
     }
     const parsed = Presence.safeParse(data);
     if (!parsed.success) {
-      this.log.warn({ key, issues: describeIssues(parsed.error).slice(0, 5) }, "dropped a malformed presence record");
+      this.sampled.warn(key, "presence-malformed", { key, issues: describeIssues(parsed.error).slice(0, 5) }, "dropped a malformed presence record");
       return undefined;
     }
     if (parsed.data.card.id !== key) {
-      this.log.warn({ key, claimed: parsed.data.card.id }, "dropped a presence record whose card id disagrees with its key");
+      this.sampled.warn(key, "presence-card-id", { key, claimed: parsed.data.card.id }, "dropped a presence record whose card id disagrees with its key");
       return undefined;
     }
     return parsed.data;

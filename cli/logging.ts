@@ -1,4 +1,5 @@
 import { logger, setLogDestination, type Logger } from "../broker/index.js";
+import { boundedLogFromEnv } from "./bounded-log.js";
 import { clock, oneLine, terminalSafeJson } from "./output.js";
 
 /**
@@ -29,7 +30,9 @@ export function initCliLogging(opts: CliLogOptions = {}): void {
   const format = opts.format ?? process.env.COTAL_LOG_FORMAT ?? (process.stderr.isTTY ? "text" : "json");
   const once = onceAMinute();
   const shape = format === "text" ? (line: string) => humanLine(line, !!opts.debug) : opts.debug ? (line: string) => line : withoutStacks;
-  const write = (line: string) => void (once(line) && process.stderr.write(shape(line)));
+  // A process `cotal up` (or `cotal web --detach`) started writes its log file itself, bounded.
+  const file = boundedLogFromEnv();
+  const write = (line: string) => void (once(line) && (file ?? process.stderr).write(shape(line)));
   held = new HeldErrors(write);
   setLogDestination({ write: (line: string) => held!.offer(line) || write(line) });
   process.once("exit", () => held?.flush());
@@ -164,10 +167,13 @@ export function serviceLogLevel(): string {
   return userLevel ?? "info";
 }
 
-/** Make this process log at the service level, as JSON with its stacks (the `mesh serve` command, into its log file). */
+/**
+ * Make this process log at the service level, as JSON with its stacks (the `mesh serve` command,
+ * into its log file): to the bounded file `cotal up` named (COTAL_SERVICE_LOG_FILE), else to stderr.
+ */
 export function useServiceLogLevel(): void {
   process.env.COTAL_LOG_LEVEL = serviceLogLevel();
-  setLogDestination(undefined);
+  setLogDestination(boundedLogFromEnv());
 }
 
 /** A child logger of the CLI. */

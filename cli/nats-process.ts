@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { LOG_BOUNDS } from "./bounded-log.js";
 import { childEnv } from "./child-env.js";
 import { CommandFailedError } from "./errors.js";
 import { renderLeafBlock, type LeafListener } from "./leaf-listener.js";
@@ -31,6 +32,8 @@ export interface ServerConfig {
   cluster?: ClusterRoutes | undefined;
   /** Leaf-node listener for remote hosts, and the port this node opens it on. */
   leaf?: { listener: LeafListener; port: number; account: string } | undefined;
+  /** The file the server logs to, rotated at LOG_BOUNDS (unset: stderr, unbounded). */
+  logFile?: string | undefined;
 }
 
 /** The `cluster` block of one node. */
@@ -58,6 +61,14 @@ export function renderServerConfig(c: ServerConfig): string {
     `server_name: ${JSON.stringify(c.serverName ?? `cotal_${c.space}`)}`,
     `listen: ${JSON.stringify(`${c.host}:${c.port === "auto" ? -1 : c.port}`)}`,
     `ports_file_dir: ${JSON.stringify(c.portsDir)}`,
+    ...(c.logFile
+      ? [
+          // nats-server rotates it itself: renamed to `<file>.<timestamp>` past the size, this many files in all.
+          `log_file: ${JSON.stringify(c.logFile)}`,
+          `logfile_size_limit: ${LOG_BOUNDS.maxBytes}`,
+          `logfile_max_num: ${LOG_BOUNDS.keep + 1}`,
+        ]
+      : []),
     "jetstream {",
     `  store_dir: ${JSON.stringify(c.storeDir)}`,
     renderSyncInterval(c.sync),
@@ -121,8 +132,8 @@ export async function startNatsServer(
     const pid = Number(/_(\d+)\.ports$/.exec(f)?.[1]);
     if (f.endsWith(".ports") && !(pid > 0 && pidExists(pid))) rmSync(join(c.portsDir, f), { force: true });
   }
-  writeFileSync(configFile, renderServerConfig(c), { mode: 0o600 });
   const logPath = root.log(opts.log ?? "nats-server");
+  writeFileSync(configFile, renderServerConfig({ ...c, logFile: logPath }), { mode: 0o600 });
   const out = openSync(logPath, "a");
   const argv = [bin, "-c", configFile];
   let exited: string | undefined;

@@ -4,6 +4,7 @@ import { dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { connectMesh, type StorageLimits } from "../broker/index.js";
+import { LOG_FILE_ENV } from "./bounded-log.js";
 import { childEnv } from "./child-env.js";
 import { CommandFailedError } from "./errors.js";
 import { serviceLogLevel } from "./logging.js";
@@ -112,7 +113,8 @@ export async function startDetached(
       detached: true,
       stdio: ["ignore", out, out],
       cwd: root.project,
-      env: childEnv({ COTAL_LOG_LEVEL: serviceLogLevel(), ...env }),
+      // The service writes its log itself, bounded (cli/bounded-log.ts); its stdout and stderr go to the same file.
+      env: childEnv({ COTAL_LOG_LEVEL: serviceLogLevel(), [LOG_FILE_ENV]: logPath, ...env }),
     });
     child.once("exit", (code, sig) => (exited = sig ? `was killed by ${sig}` : `exited with code ${code}`));
     child.once("error", (err) => (exited = `could not be started: ${err.message}`));

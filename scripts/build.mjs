@@ -23,6 +23,7 @@ const entries = {
   "bench-wake": "bench/bin/wake.ts",
   "bench-carry": "bench/bin/carry.ts",
   "bench-cluster": "bench/bin/cluster.ts",
+  "bench-flood": "bench/bin/flood.ts",
   // What one credential may cost nats-server (docs/security.md); run by hand, not by `npm run bench`.
   "bench-credential-cost": "bench/bin/credential-cost.ts",
 };

@@ -1,4 +1,5 @@
 import { closeSync, existsSync, openSync, readSync, statSync } from "node:fs";
+import { LogTail } from "../log-tail.js";
 import type { Command } from "commander";
 import { z } from "zod";
 import { MeshNotFoundError } from "../errors.js";
@@ -103,17 +104,18 @@ function writer(format: LogsFormat, prefix: boolean): Writer {
   };
 }
 
-/** Poll the logs (they are appended by other processes) until SIGINT/SIGTERM. */
+/**
+ * Poll the logs (they are appended by other processes) until SIGINT/SIGTERM, across rotations
+ * (LogTail): nothing written before a rotation is skipped unless a file rotated twice between two
+ * polls (300 ms apart; each rotation takes a full file of LOG_BOUNDS.maxBytes).
+ */
 async function follow(root: MeshRoot, which: readonly Component[], offsets: Map<Component, number>, write: Writer): Promise<void> {
+  const tails = new Map(which.map((c) => [c, new LogTail(root.log(c), offsets.get(c) ?? 0)]));
   const partial = new Map<Component, string>();
   await new Promise<void>((resolve) => {
     const timer = setInterval(() => {
       for (const c of which) {
-        const file = root.log(c);
-        if (!existsSync(file)) continue;
-        const { text, size } = readFrom(file, offsets.get(c) ?? 0);
-        offsets.set(c, size);
-        const parts = ((partial.get(c) ?? "") + text).split("\n");
+        const parts = ((partial.get(c) ?? "") + tails.get(c)!.read()).split("\n");
         partial.set(c, parts.pop() ?? "");
         write(parts, c);
       }
@@ -121,6 +123,7 @@ async function follow(root: MeshRoot, which: readonly Component[], offsets: Map<
     for (const sig of ["SIGINT", "SIGTERM"] as const) {
       process.once(sig, () => {
         clearInterval(timer);
+        for (const t of tails.values()) t.close();
         resolve();
       });
     }

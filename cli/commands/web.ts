@@ -5,6 +5,7 @@ import { Option, type Command } from "commander";
 import { z } from "zod";
 import { connectMesh, readSecret, requestCredential, writeSecret } from "../../broker/index.js";
 import { bindScope, DEFAULT_WEB_HOST, DEFAULT_WEB_PORT, MeshView, newDashboardToken, serveDashboard, TOKEN_PATTERN, type Dashboard } from "../../web/index.js";
+import { LOG_FILE_ENV } from "../bounded-log.js";
 import { childEnv } from "../child-env.js";
 import { meshOptions, resolveTarget, type MeshTarget } from "../context.js";
 import { credentialScope } from "../credential.js";
@@ -210,7 +211,7 @@ async function detach(target: MeshTarget, reader: MeshTarget, f: WebFlags, token
       detached: true,
       stdio: ["ignore", out, out],
       cwd: root.project,
-      env: childEnv({ COTAL_LOG_LEVEL: serviceLogLevel() }),
+      env: childEnv({ COTAL_LOG_LEVEL: serviceLogLevel(), [LOG_FILE_ENV]: logFile }),
     });
     child.once("exit", (code, sig) => (exited = sig ? `was killed by ${sig}` : `exited with code ${code}`));
     child.unref();

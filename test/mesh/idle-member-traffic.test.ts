@@ -55,9 +55,9 @@ describe("an idle member hears nothing while nobody changes anything", () => {
     await roster.settled;
 
     const { heard } = tapInbound(member.nc, { keep: true });
-    const service = mesh.serviceConnection;
-    const beats0 = service.stats().inMsgs;
-    await until(() => service.stats().inMsgs - beats0 >= WINDOW_BEATS * 4, 30_000, `${WINDOW_BEATS} beats from each of 4 endpoints`);
+    const beats = mesh.service.beatsConnection;
+    const beats0 = beats.stats().inMsgs;
+    await until(() => beats.stats().inMsgs - beats0 >= WINDOW_BEATS * 4, 30_000, `${WINDOW_BEATS} beats from each of 4 endpoints`);
     const window = heard.splice(0);
     // Nothing at all on its wire: no peer's word, and no JetStream status for its pulls either.
     expect(window.map((h) => `${h.subject}${isKeepalive(h) ? " (a pull's keepalive)" : ""}`)).toEqual([]);

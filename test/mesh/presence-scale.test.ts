@@ -63,13 +63,14 @@ describe("presence scales with the endpoints, not their square", () => {
        */
       const rate = async () => {
         await until(() => eps.every((e) => e.nc.stats().outMsgs > 0), 10_000, "every endpoint beating");
-        const conns = [...eps.map((e) => e.nc), mesh!.serviceConnection];
-        const meshIn0 = mesh!.serviceConnection.stats().inMsgs;
+        const beats = mesh!.service.beatsConnection;
+        const conns = [...eps.map((e) => e.nc), mesh!.serviceConnection, beats];
+        const meshIn0 = beats.stats().inMsgs;
         const epIn0 = inbound(eps.map((e) => e.nc));
         const t0 = Date.now();
         const all0 = inbound(conns);
         // Wait for 8 beats per endpoint to reach the mesh service (the steady state of an idle mesh).
-        await until(() => mesh!.serviceConnection.stats().inMsgs - meshIn0 >= 8 * eps.length, 30_000, `8 beats from each of ${eps.length} endpoints`);
+        await until(() => beats.stats().inMsgs - meshIn0 >= 8 * eps.length, 30_000, `8 beats from each of ${eps.length} endpoints`);
         const seconds = (Date.now() - t0) / 1000;
         const perEndpoint = (inbound(conns) - all0) / eps.length / seconds;
         const toEndpoints = (inbound(eps.map((e) => e.nc)) - epIn0) / eps.length / seconds;
