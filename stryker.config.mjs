@@ -44,14 +44,14 @@ const SETS = {
     mutate: ["broker/verify.ts", "broker/control.ts", "broker/mesh-service.ts"],
     testFiles: ["test/mesh/*.test.ts", "test/auth/*.test.ts", "test/attacks/*.test.ts"],
   },
-  // Who may publish, subscribe and call (issue 25): the permission builders, and the mesh service's
+  // Who may publish, subscribe and call: the permission builders, and the mesh service's
   // decisions on who may call what (the sender check, mint/revoke, read scope, roles, whoami).
   auth: {
     mutate: [
       "broker/auth/permissions.ts",
-      // What a leaf host's connection may carry: the identities that run there (issue 25, route 2).
+      // What a leaf host's connection may carry: the identities that run there.
       "broker/auth/leaf-scope.ts",
-      // What the mesh service lets a reader call (issue 25, route 7).
+      // What the mesh service lets a reader call.
       "broker/auth/reader-calls.ts",
       ...rangesOf("broker/auth/request-info.ts", [/^export function senderOf\(/, /^function leafOf\(/, /^export async function checkSender\(/]),
       ...rangesOf("broker/auth/identity-registry.ts", [/^ {2}async mayRead\(/]),
@@ -67,7 +67,7 @@ const SETS = {
         /^ {2}private async requireMinter\(/,
         /^ {2}private requireOperator\(/,
         /^ {2}async whoami\(/,
-        // What a name was minted with, which a manager judges a helper's spawn by (issue 29 part 5).
+        // What a name was minted with, which a manager judges a helper's spawn by.
         /^ {2}async grant\(/,
         /^function mintedByOther\(/,
       ]),

@@ -1,4 +1,4 @@
-// Transcript carry (issue #16; issue #30: bytes as bytes), beside the raw NATS client doing the
+// Transcript carry (bytes as bytes), beside the raw NATS client doing the
 // same in the same run:
 //   carry: hash a 50 MB transcript, ask the target manager (it starts taking the chunks as they
 //     pass), upload it as raw chunks into the instance's transfer stream, and have the manager

@@ -152,7 +152,7 @@ function phaseLine(phases: Phases[], sinceSpawn: number[], join: string): string
  * How a raw echo child reads what it echoes. `consumer`: a durable pull consumer of its own, each
  * message acked after its echo is stored, what Cotal's seat does for a DM (a message sent while the
  * child is busy or down waits for it). `subscription`: a plain subscription on the stream's
- * subject, nothing to ack, and nothing kept for a child that is not there (issue 30's baseline).
+ * subject, nothing to ack, and nothing kept for a child that is not there (the baseline).
  */
 type RawRead = "consumer" | "subscription";
 
@@ -363,7 +363,7 @@ export async function managerBench(plan: ManagerPlan & { paths: ManagerPaths }, 
       "the same, first / second round; raw: plain subscriptions",
       cotalRounds[0]!,
       subscriptionRounds[0]!,
-      `raw: ${plan.seats} raw children reading with a plain subscription on the stream's subject, nothing acked, nothing kept for a child that is down (issue 30's baseline); second round ${fmt(cotalRounds[1]!)} vs ${fmt(subscriptionRounds[1]!)} ms`,
+      `raw: ${plan.seats} raw children reading with a plain subscription on the stream's subject, nothing acked, nothing kept for a child that is down (the baseline); second round ${fmt(cotalRounds[1]!)} vs ${fmt(subscriptionRounds[1]!)} ms`,
     ),
   );
   const flags = ECHO_SEAT_NODE_FLAGS.join(" ");

@@ -1,4 +1,4 @@
-// Presence traffic as the mesh grows (issue #15): N idle joined endpoints, nothing changing; every
+// Presence traffic as the mesh grows: N idle joined endpoints, nothing changing; every
 // message their connections and the mesh service's connection receive over a few heartbeats,
 // per endpoint per second. Protocol 0.3 sends one beat per endpoint per heartbeat to the mesh
 // service alone, so the figure stays flat; before it, every endpoint received every endpoint's

@@ -597,7 +597,7 @@ export class Endpoint {
     const ack = await this.publish(dmSubject(this.space, recipient, this.me), m);
     let serviceSilent = false;
     // Online in our roster means joined, and a join creates the inbox first: no need to ask
-    // (issue 30: fifty seats answering one asker each asked the one mesh service, in turn).
+    // (fifty seats answering one asker each asked the one mesh service, in turn).
     const seen = this.rosterView?.get(toId);
     if (seen && seen.status !== "offline") this.registered.add(toId);
     if (!this.registered.has(toId)) {

@@ -32,7 +32,7 @@ export function rootLogger(): Logger {
 /**
  * The log boundary: every line passes neutralizeLogLine on its way out. Log lines quote what
  * peers wrote (presence keys and records, subjects, card names, error text); escaping each line
- * once here covers every field and every logger, instead of each call site (issue 25, route 9).
+ * once here covers every field and every logger, instead of each call site.
  */
 function neutralizing(dest: pino.DestinationStream): pino.DestinationStream {
   return { write: (line: string) => dest.write(neutralizeLogLine(line)) };

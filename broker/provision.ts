@@ -130,7 +130,7 @@ export function spaceStreams(space: string, opts: SpaceOptions = {}): Array<Part
       subjects: [filters.kind(space, "chat")],
       retention: RetentionPolicy.Limits,
       // One sender's posts on one channel: the next one past the limit is refused, never an old one
-      // evicted (issue 24: a durable member lost posts it had not read yet, without a word).
+      // evicted (a durable member once lost posts it had not read yet, without a word).
       max_msgs_per_subject: limits.chatPerSender,
       discard_new_per_subject: true,
       max_age: nanos(limits.chatMaxAgeMs),
@@ -194,8 +194,8 @@ export interface SpaceBucket {
 
 /**
  * KV buckets of a space. Every bucket someone other than the mesh service writes has a largest
- * value: one peer's record must never be more than a reader can take (issue 25: two 600 KB
- * presence records broke the roster for everyone). The members bucket is the mesh service's alone.
+ * value: one peer's record must never be more than a reader can take (two 600 KB
+ * presence records once broke the roster for everyone). The members bucket is the mesh service's alone.
  */
 export function spaceBuckets(space: string): SpaceBucket[] {
   return [
@@ -336,7 +336,7 @@ const mib = (bytes: number) => (bytes >= 1024 ** 3 && bytes % 1024 ** 3 === 0 ? 
  * What a store refusal means, named for a person: which stream or bucket refused a publish on
  * `subject`, which of its limits, that limit's size (configurable limits say their default: a
  * sender cannot read the stream's configuration) and the `cotal up` flag that raises it. The one
- * place JetStream's storage errors are turned into words (issue 25: "maximum bytes exceeded"
+ * place JetStream's storage errors are turned into words (a bare "maximum bytes exceeded"
  * named neither the stream nor the limit).
  */
 export function storageLimitOf(subject: string, err: JetStreamApiError): StorageLimit {

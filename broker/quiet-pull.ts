@@ -37,7 +37,7 @@ const NO_RESPONDERS = 503;
 /**
  * A durable consumer read with pulls that ask for no heartbeat and wait long
  * (DELIVERY.quietPullExpiresMs), so all that reaches an idle member is the `408` ending each pull,
- * one per durable per expiry (issue 30: it was a keepalive every 2.5 s). One pull of `batch` is
+ * one per durable per expiry (it was once a keepalive every 2.5 s). One pull of `batch` is
  * kept open, topped up once half of it has arrived, as nats.js's `consume()` does, and renewed
  * when it expires. It expires rather than waiting for ever because in a static space the broker
  * keeps an imported pull's reply route only DELIVERY.pullReplyThresholdMs: a pull that outlived it

@@ -5,7 +5,7 @@ import type { Logger } from "./log.js";
 
 /**
  * Removes messages stored under a subject with a wildcard token (`*` or `>`), which no consumer
- * ever takes (issue 25, route 8).
+ * ever takes.
  *
  * Why here and not at the broker: nats-server checks a published subject for wildcards only
  * for clients that connect `pedantic`, which the client chooses, and a publish permission

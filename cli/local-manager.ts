@@ -15,7 +15,7 @@ export interface LocalManager {
  * The manager of this host as this host's own files say: its state dir (`--state-dir`, else the
  * default `cotal manager` uses) and the instance id kept there; undefined when no manager has run
  * with that state dir. Whether a seat runs here, and how its terminal opens, is decided from this,
- * never from a heartbeat's host name or a `ps` reply: other principals write those (issue #25).
+ * never from a heartbeat's host name or a `ps` reply: other principals write those.
  */
 export function localManager(target: Pick<MeshTarget, "root" | "space">, stateDirFlag?: string): LocalManager | undefined {
   const stateDir = managerStateDir(target, stateDirFlag);

@@ -1,7 +1,7 @@
-// Codex runs a non-managed command hook only once it is trusted (FIELD-NOTES "Codex CLI
-// offline"; an untrusted hook is skipped without a word). The trust is what Codex's own `/hooks`
-// review writes: `[hooks.state."<key>"] trusted_hash = "<hash>"` in the home's config.toml, where
-// key and hash are what `codex app-server` lists for each hook (`hooks/list`). Cotal wrote these
+// Codex runs a non-managed command hook only once it is trusted (an untrusted one is skipped
+// without a word). The trust is what Codex's own `/hooks` review writes:
+// `[hooks.state."<key>"] trusted_hash = "<hash>"` in the home's config.toml, where key and hash
+// are what `codex app-server` lists for each hook (`hooks/list`). Cotal wrote these
 // hooks itself, into a home only this seat uses, so it trusts exactly them, by that recipe,
 // rather than run with `--dangerously-bypass-hook-trust` (which would run any other hook too). A
 // seat's hooks and a run's (the deny floor, launch.ts) are trusted alike. Verified on 0.171.0.

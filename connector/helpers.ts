@@ -1,4 +1,4 @@
-// A seat's helpers (issue 29 part 5; docs/connector.md, Helpers): when its credential carries the
+// A seat's helpers (docs/connector.md, Helpers): when its credential carries the
 // spawn right, it asks a manager to start, retire and hand over helper seats as itself. The manager
 // asked is the seat's own (launch material `manager`: helpers run beside their spawner and retire
 // with it), else any (`one`) for a seat started by hand; a helper is retired and handed over on the

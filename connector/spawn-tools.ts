@@ -1,4 +1,4 @@
-// The helper tools (issue 29 part 5; docs/connector.md, Helpers): offered only to a seat whose
+// The helper tools (docs/connector.md, Helpers): offered only to a seat whose
 // credential carries the spawn right. cotal_personas lists what it may spawn, cotal_spawn starts a
 // helper, cotal_despawn retires one, cotal_handover makes another agent (or the operator) answer
 // for one. The manager checks every request against the seat's grant; the broker refuses a

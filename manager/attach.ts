@@ -24,8 +24,9 @@ export type TerminalRuntime = "tmux" | "pty";
 /**
  * How a person opens a seat's terminal on its manager's host, built only from what this host
  * knows: the manager's state dir, the space and the seat's name (a principal token, so it can
- * name no other path or window). Nothing a manager answers over the mesh is run (issue #25):
- * `["pty", <socket>]` for a pty seat (`cotal attach` relays it), else tmux's own attach.
+ * name no other path or window). Nothing a manager answers over the mesh is run (another
+ * manager's credential could answer with any command): `["pty", <socket>]` for a pty seat
+ * (`cotal attach` relays it), else tmux's own attach.
  */
 export function localAttachCommand(stateDir: string, space: string, name: string, runtime: TerminalRuntime): string[] {
   const seat = PrincipalToken.parse(name);

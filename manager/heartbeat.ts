@@ -15,8 +15,9 @@ export type RuntimeVerdict = Pick<RuntimeConfigStatus, "name" | "ready">;
  * A manager's heartbeat, as every reader of the managers bucket sees it (observers, admins, leaf
  * hosts, any manager): its status, but only a verdict on its Claude auth and runtimes — the mode,
  * how it was chosen, the variable names set, ready or not — never a host path (the login file, a
- * config file), the base URL, nor a problem text naming them (issue 25, review). The full status
- * stays the operator's: the `status` command, which `cotal up` and `cotal status` ask.
+ * config file), the base URL, nor a problem text naming them: observers read every heartbeat.
+ * The full status stays the operator's: the `status` command, which `cotal up` and `cotal status`
+ * ask.
  */
 export function heartbeatOf<T extends AuthParts>(
   status: T,

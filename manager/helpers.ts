@@ -1,4 +1,4 @@
-// Helpers: seats an agent spawns (issue 29 part 5; docs/manager.md, Helpers). The policy is pure:
+// Helpers: seats an agent spawns (docs/manager.md, Helpers). The policy is pure:
 // what a spawn may ask for, what a helper's scope is, and whether it is wider than its spawner's.
 // The manager (manager-service.ts) reads the spawner's grant from the mesh service and the seat log,
 // and calls these before anything is claimed or started.

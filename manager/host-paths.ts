@@ -3,7 +3,7 @@ import { homedir, tmpdir } from "node:os";
 /**
  * Absolute paths of the manager's host, worded for a caller on another principal's side: a run's
  * error (a missing runtime, a file it could not write) would otherwise tell any agent that may
- * call `run` where this host keeps its state and home (issue 25, route 10). The operator on the
+ * call `run` where this host keeps its state and home. The operator on the
  * host keeps the full text.
  */
 export function redactHostPaths(text: string, roots: { stateDir: string; cwd: string }): string {

@@ -4,7 +4,7 @@ import { PrincipalId } from "./principal.js";
 import { ChannelName, PrincipalToken, RoleName } from "./tokens.js";
 
 /**
- * Agents that staff their team (issue 29, part 5; docs/manager.md, Helpers): a credential minted
+ * Agents that staff their team (docs/manager.md, Helpers): a credential minted
  * with the spawn right (`cotal mint … --allow-spawn <personas>`) may ask a manager to start and
  * retire helper seats of those personas, within its seat limit, never wider than itself.
  */

@@ -37,8 +37,8 @@ const entries = {
 const cachedEntries = {
   cotal: "cli/main.ts",
   "cotal-service": "cli/service-main.ts",
-  // A seat process loads only what it runs (issue 30): the manager starts echo seats from it, and
-  // from the cache a seat's first DM runs code an earlier seat compiled.
+  // A seat process loads only what it runs, so seats cost little: the manager starts echo seats
+  // from it, and from the cache a seat's first DM runs code an earlier seat compiled.
   "echo-seat": "manager/echo-seat-main.ts",
 };
 

@@ -1,6 +1,6 @@
 /**
  * A scripted stand-in for the Gemini API (generativelanguage `v1beta`), for running the real
- * `gemini` CLI offline (FIELD-NOTES "Gemini CLI offline": `GEMINI_API_KEY`,
+ * `gemini` CLI offline (which takes `GEMINI_API_KEY`,
  * `GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:<port>`, API-key auth selected in settings.json),
  * beside the Messages (model-double.ts) and Responses (responses-double.ts) doubles. It listens on
  * 127.0.0.1 with an OS-chosen port and answers:

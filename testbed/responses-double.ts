@@ -1,7 +1,7 @@
 /**
  * A scripted stand-in for the OpenAI Responses API, for running the real `codex` CLI offline
- * (FIELD-NOTES "Codex CLI offline"), beside the Messages-API double (model-double.ts). It
- * listens on 127.0.0.1 with an OS-chosen port and answers:
+ * (through a provider named in config.toml with the double's base URL), beside the Messages-API
+ * double (model-double.ts). It listens on 127.0.0.1 with an OS-chosen port and answers:
  *
  * - `POST /v1/responses` with a streamed turn (SSE: `response.created`,
  *   `response.output_item.added`/`.done` per item, `response.completed` with `usage`), playing
@@ -215,7 +215,7 @@ export function functionOutputs(req: RecordedResponsesRequest): Array<{ callId: 
 }
 
 /**
- * A user's `~/.codex/config.toml` that names the double as their provider (FIELD-NOTES: a named
+ * A user's `~/.codex/config.toml` that names the double as their provider (it takes a named
  * provider with the Responses wire API; `OPENAI_BASE_URL` alone does not redirect Codex), with
  * its key read from `envKey`.
  */

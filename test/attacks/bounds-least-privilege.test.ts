@@ -4,7 +4,7 @@ import { localPrincipal, names } from "../../schemas/index.js";
 import { TestMesh } from "../harness/mesh.js";
 
 /**
- * Issue 25, route 10 (least privilege): a manager credential read every channel's history, and
+ * Least privilege: a manager credential used to read every channel's history, and
  * a storage refusal said only "maximum … exceeded", naming neither the stream nor the limit.
  */
 const SPACE = "lp";

@@ -6,7 +6,7 @@ import { TestMesh } from "../harness/mesh.js";
 import { until } from "../harness/until.js";
 
 /**
- * Issue 25, route 9: a presence record whose `channelModes` key held U+009B (the 8-bit CSI, a
+ * The hole this closes: a presence record whose `channelModes` key held U+009B (the 8-bit CSI, a
  * terminal escape) reached the logs raw, and `cotal logs` printed it. Every log line leaves the
  * process with such characters escaped as visible text, whoever prints it later, raw or parsed.
  */

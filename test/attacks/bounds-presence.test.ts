@@ -7,7 +7,7 @@ import { TEST_STORAGE, TestMesh } from "../harness/mesh.js";
 import { until } from "../harness/until.js";
 
 /**
- * Issue 25, route 5: two agents each wrote a 600 KB presence record, and `roster` failed for
+ * The hole this closes: two agents each wrote a 600 KB presence record, and `roster` failed for
  * everyone, and stayed failed after they left (the mesh service keeps the last record of those
  * who left, and its answer passed the server's max payload). Every peer-written record is now
  * bounded by the broker (the bucket's largest value) and by the schema, and a record a reader

@@ -1,4 +1,4 @@
-// Transcript carry (issue #30, bytes as bytes), black box on an operator-mode server with raw NATS
+// Transcript carry (bytes as bytes), black box on an operator-mode server with raw NATS
 // clients: a transfer to manager hostb is written by the operator alone and read by hostb's own
 // credential alone. Every other credential (an agent, another manager, an admin, an observer, a
 // scoped reader, another host's leaf) sees no chunk pass however wide it subscribes, reads none from

@@ -1,4 +1,4 @@
-// Issue 25, route 2: a leaf credential was the operator. Used as an ordinary client (or by whoever
+// The hole this closes: a leaf credential was the operator. Used as an ordinary client (or by whoever
 // runs the leaf host's nats-server), the `leaf` credential called `mint` as local.cotal_cli, revoked
 // others, read the members bucket and wrote channel, presence and managers keys; what it minted
 // survived `cotal revoke <leaf>`. Black-box: a real operator-mode server with a leaf-node listener,

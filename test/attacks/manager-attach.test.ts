@@ -1,4 +1,4 @@
-// Issue #25, route 1: code execution through `cotal attach`. A `manager` credential heartbeated
+// The hole this closes: code execution through `cotal attach`. A `manager` credential heartbeated
 // in the managers bucket naming the operator's host, subscribed to every manager's requests, and
 // answered `ps` with a seat whose `attach` command was its own (`sh -c …`): the operator's
 // `cotal attach --name <seat>` ran it. Black-box: `cotal up` (operator mode, the host's manager on

@@ -1,4 +1,4 @@
-// Issue 25, review: what observers read of a manager named its host's paths. A `ps` reply carried
+// The hole this closes: what observers read of a manager named its host's paths. A `ps` reply carried
 // each terminal seat's `attach` command (the manager's tmux socket, in its state folder), and a
 // failed seat's last output or reason as the host printed it; the manager's heartbeat carried its
 // Claude login file. Observers may call `ps` on any manager and read every heartbeat. Now `ps` has

@@ -1,4 +1,4 @@
-// Issue #25, route 4: a manager credential forged the seat log and the budgets. It appended
+// The hole this closes: a manager credential forged the seat log and the budgets. It appended
 // `retired` to another manager's live seat (whose `stop` then killed the process but failed to
 // retire it, leaving its credential valid), and wrote run records for runs it never ran: cost 0
 // dated tomorrow dragged the median to 0 so a fan-out passed a daily cap it should fail; cost 1e12

@@ -1,4 +1,4 @@
-// Issue 25, route 3: a manager credential minted and revoked ~11k names; the clients account's JWT
+// The hole this closes: a manager credential minted and revoked ~11k names; the clients account's JWT
 // passed 1 MB (`max_payload exceeded`) and every later `cotal revoke` failed, the operator's too,
 // while revoked names kept working; revocations were never pruned. Here the same flood against a
 // real operator-mode server, with the limits lowered by the mesh service's options (the defaults,

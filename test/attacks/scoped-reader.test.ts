@@ -17,7 +17,7 @@ import {
 import { TestMesh } from "../harness/mesh.js";
 
 /**
- * Issue 25, route 7: a credential minted with `--allow-subscribe` only (a scoped reader) published
+ * The hole this closes: a credential minted with `--allow-subscribe` only (a scoped reader) published
  * frames on its own event plane, which lived in CHAT_, until an innocent post on #general was
  * refused. Now a scoped reader publishes nothing, and event planes live in their own stream
  * (EVENTS_) with a rolling window per actor, so no plane can starve channels (or other planes).

@@ -1,4 +1,4 @@
-// Issue 25, review: the mesh service trusted the caller its subject names when a control request
+// The hole this closes: the mesh service trusted the caller its subject names when a control request
 // carried no sender stamped by the server (`Nats-Request-Info`), for every command but mint and
 // revoke. A request comes so over a clients account signed before the control rail's import shared
 // who asks (an upgraded mesh until `cotal up` signs it again) and from inside the data account. A

@@ -1,4 +1,4 @@
-// Issue 24: one request through a service import with a *wildcard reply subject* (`_INBOX.local.olga.>`)
+// The crash this guards against: one request through a service import with a *wildcard reply subject* (`_INBOX.local.olga.>`)
 // sent nats-server 2.9.10 into endless recursion in its reverse reply tracking (checkForReverseEntries
 // ↔ checkForReverseEntry, accounts.go) until `fatal error: stack overflow`: any credential, an
 // observer's included, took the mesh down with one message. 2.10 guards the recursion. For every

@@ -8,7 +8,7 @@ import { collect } from "../harness/deliveries.js";
 import { until } from "../harness/until.js";
 
 /**
- * Issue 25, route 8: an agent published DMs to `cotal.<space>.inst.*.*.<o>.<a>` and anycasts to
+ * The hole this closes: an agent published DMs to `cotal.<space>.inst.*.*.<o>.<a>` and anycasts to
  * `…svc.*.<o>.<a>`. NATS matches a wildcard token in a published subject against the wildcards of
  * the sender's allow list, so the broker lets it through, and JetStream stored them in queues no
  * consumer takes. Nothing unreachable may stay stored, and nothing may be blocked by it.

@@ -1,4 +1,4 @@
-// Issue 25, route 2's residual: a leaf host may act only as the identities that run there. Its
+// Leaf scope: a leaf host may act only as the identities that run there. Its
 // scope (broker/auth/leaf-scope.ts) follows the host: a seat minted through the leaf widens it, a
 // revoked or expired one leaves it, asking for the same seat again changes nothing, and past its
 // bound a mint is refused before anything is signed. Black-box: a real operator-mode server, the

@@ -1,7 +1,8 @@
 // Only the mesh host's operator credential may mint or revoke, and a durable channel membership
 // is created only for a caller allowed to read the channel — checked by the mesh service itself,
-// not only by the broker's permissions (issue #9: both checks could be removed without a failing
-// test). Written against public behaviour: minted credentials, the control rail, consumers.
+// not only by the broker's permissions (both checks could once be removed without a failing
+// test: mutation testing found it). Written against public behaviour: minted credentials, the
+// control rail, consumers.
 import { createUser } from "@nats-io/nkeys";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { callControl, ControlCallError, isConsumerNotFound, isPermissionDenied, isTimeout, requestRevoke, SERVICE_PRINCIPALS } from "../../broker/internal.js";

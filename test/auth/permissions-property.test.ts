@@ -63,7 +63,7 @@ function agentTraffic(who: Principal, channels: string[], role: string, peer: Pr
 }
 
 describe("permissions follow the subject grammar", () => {
-  test("only a credential that runs a seat may write its event plane: never a scoped reader (issue 25, route 7)", () => {
+  test("only a credential that runs a seat may write its event plane: never a scoped reader", () => {
     const r = rng(7);
     for (let i = 0; i < 100; i++) {
       const who = localPrincipal(token(r));
@@ -122,7 +122,7 @@ describe("permissions follow the subject grammar", () => {
     }
   });
 
-  test("a reader publishes nothing that is stored or reaches anyone; it reads and binds only its scope (issue 25, route 7)", () => {
+  test("a reader publishes nothing that is stored or reaches anyone; it reads and binds only its scope", () => {
     const r = rng(25);
     for (let i = 0; i < 200; i++) {
       const who = localPrincipal(token(r));
@@ -203,7 +203,7 @@ describe("permissions follow the subject grammar", () => {
     }
   });
 
-  test("a carried transcript is written by the operator alone and read by its target manager alone, live or from its stream (issue 30)", () => {
+  test("a carried transcript is written by the operator alone and read by its target manager alone, live or from its stream", () => {
     const r = rng(30);
     const digest = `sha256:${"c".repeat(64)}`;
     for (let i = 0; i < 100; i++) {

@@ -1,4 +1,4 @@
-// `cotal backup` / `cotal restore` through the built CLI (issue 29 part 3): a static space with
+// `cotal backup` / `cotal restore` through the built CLI: a static space with
 // posts, a channel setting, a pending DM, a minted and a revoked credential and seat records is
 // backed up, restored onto a new mesh in another folder, and each of those is as it was there:
 // history, the channel's description, the seats' records in the seat log (listed by `cotal ps --all`:

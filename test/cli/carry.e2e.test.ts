@@ -1,4 +1,4 @@
-// Transcript carry through the shipped CLI on a static mesh (issue #16): `cotal up --detach` runs
+// Transcript carry through the shipped CLI on a static mesh: `cotal up --detach` runs
 // the mesh service (with its xfer endpoint) and the host's manager; `cotal spawn -d --resume <id>
 // --on <instance>` finds the session under CLAUDE_CONFIG_DIR, carries it (a 2.5 MB transcript,
 // bigger than the max payload) and says so; a second run sends 0 bytes; piped, no progress bar is

@@ -1,4 +1,4 @@
-// Issue #9 through the shipped bundle, on real nats-servers the tests start: one server per
+// The CLI's hardening through the shipped bundle, on real nats-servers the tests start: one server per
 // store even when the pid files are lost or garbage, background processes that do not inherit
 // the caller's secrets, peer text that cannot reach the terminal raw, credential files refused
 // with the fix, bounded --since, send without the mesh service, and mint into a user's folder.

@@ -1,4 +1,4 @@
-// The CLI's hardening (issue #9) without a broker: terminal-safe text and JSON, credential
+// The CLI's hardening without a broker: terminal-safe text and JSON, credential
 // files checked before connecting, secrets written without touching the user's folder, the
 // environment background processes get, pid files that are unreadable, and the store lock.
 import { spawn } from "node:child_process";

@@ -1,4 +1,4 @@
-// Helpers through the shipped CLI (issue 29 part 5): `cotal mint --allow-spawn` gives an agent the
+// Helpers through the shipped CLI: `cotal mint --allow-spawn` gives an agent the
 // spawn right; with that credential (as its connector would) the host manager `cotal up` started
 // spawns a helper from the project's agent files; `cotal ps` and `cotal roster` say who spawned it
 // (from the manager, not a card); `cotal handover` hands it to the operator; a profile that cannot

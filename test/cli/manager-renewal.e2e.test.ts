@@ -1,4 +1,4 @@
-// Issue 25, route 3: the host manager's credential, when it carries an expiry, is minted again by
+// The host manager's credential, when it carries an expiry, is minted again by
 // `cotal up` once a third of its life is left, with the same lifetime; the running manager takes the
 // new file when the server closes its expired connection, and keeps serving. Through the shipped
 // CLI: `cotal up`, a 60 s credential put in the manager's place (`cotal mint --expires-in`), the

@@ -1,4 +1,4 @@
-// Issue 25, route 1, upgraded meshes: a manager credential keeps the rights it was signed with. One
+// Upgraded meshes: a manager credential keeps the rights it was signed with. One
 // minted by an older Cotal (serving every manager's subjects, writing any heartbeat) would keep
 // them after the upgrade. `cotal up` compares the host manager's credential with what this version
 // mints for it, and when they differ revokes it and mints it again, saying so.

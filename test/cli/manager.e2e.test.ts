@@ -95,7 +95,7 @@ describe("cotal manager, spawn, ps, stop", () => {
     expect(spawned.json()).toMatchObject({ name: "parrot", instance: "hostA", outcome: "started" });
     const listed = (await ps()).find((m) => m.instance === "hostA");
     expect(listed?.seats).toEqual([expect.objectContaining({ name: "parrot", state: "joined", agent: "echo" })]);
-    // The seat runs its own small bundle, not the whole CLI (issue 30: seats that cost little).
+    // The seat runs its own small bundle, not the whole CLI, so seats cost little.
     const seatArgv = readFileSync(`/proc/${listed!.seats![0]!.pid!}/cmdline`, "utf8").split("\0");
     expect(seatArgv.some((a) => a.endsWith("/dist/echo-seat.mjs"))).toBe(true);
     expect(seatArgv).not.toContain("agent");

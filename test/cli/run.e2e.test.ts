@@ -1,4 +1,4 @@
-// `cotal run` and `cotal budget` through the shipped CLI on a secure mesh (issue #17): a manager
+// `cotal run` and `cotal budget` through the shipped CLI on a secure mesh: a manager
 // whose Claude is the real CLI against the model double; the run reports the cost and usage the
 // CLI returned, `cotal budget --json` shows them in today's gauge, and with the mesh's cap
 // (.cotal/budget.json) spent a fan-out exits 1 naming the cap, the spend and the estimate.

@@ -1,4 +1,4 @@
-// Smaller breaks on the user's path (issue 26 item 7), through the built CLI on a default
+// Smaller breaks on the user's path, through the built CLI on a default
 // (secure) mesh: `ps` with an observer credential lists the seats (docs/manager.md says it may
 // read), and `status --server` pointed at an HTTP port says what answered there, at once.
 import { spawn } from "node:child_process";

@@ -1,4 +1,4 @@
-// cotal.yaml's read and write lists, enforced by the broker (issue #29; docs/team-file.md, Who may
+// cotal.yaml's read and write lists, enforced by the broker (docs/team-file.md, Who may
 // read and write): through the shipped CLI, `up -f` starts a seat that may read a channel but not
 // post there. A raw NATS client holding that seat's own credential is refused the post by the
 // server (a permissions violation) while it still receives the writer's posts; `cotal send` and an

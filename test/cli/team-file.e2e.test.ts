@@ -1,4 +1,4 @@
-// `cotal up -f cotal.yaml` through the shipped CLI (issue #29): a fresh folder with the issue's file
+// `cotal up -f cotal.yaml` through the shipped CLI: a fresh folder with a sample team file
 // gets three joined echo seats on two configured channels; the file edited to two seats retires the
 // third; a third run has nothing to do; a seat the file names but `up -f` did not start is refused at
 // the file's line; a persona and budgets reach the manager; `cotal down` leaves no process running.

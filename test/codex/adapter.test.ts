@@ -1,4 +1,4 @@
-// The Codex adapter (issue 27): what a launch carries (no persona or key in argv, no approval
+// The Codex adapter: what a launch carries (no persona or key in argv, no approval
 // bypass, the user's config copied, an allow-listed environment, the deny floor's hook trusted by
 // the real codex), what it refuses, and how `codex exec --json` output maps to a typed RunResult.
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";

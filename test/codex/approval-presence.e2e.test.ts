@@ -1,4 +1,4 @@
-// Approval state from a Codex session (issue 27 item 3): Codex fires PermissionRequest, with
+// Approval state from a Codex session: Codex fires PermissionRequest, with
 // Claude's payload, the moment its approval dialog opens; the hook `cotal setup --runtime codex`
 // installs relays it to the session's connector, whose presence then says `waiting` with condition
 // `approval`, as a Claude seat's does, until the person answers and the turn ends. A managed seat

@@ -1,4 +1,4 @@
-// A real Codex rollout read for the event plane (issue 27): `codex exec` against the Responses
+// A real Codex rollout read for the event plane: `codex exec` against the Responses
 // double writes a session with a prompt, text, a shell call and a final answer; the Codex reader
 // turns its records into transcript records, and the event plane's own mapper (unchanged) makes
 // a well-formed AG-UI stream of them: one run, the texts, the tool call by name, no tool

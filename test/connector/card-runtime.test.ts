@@ -1,4 +1,4 @@
-// The card's runtime (issue 27): a connector seat says which agent CLI it runs, as its launch names
+// The card's runtime: a connector seat says which agent CLI it runs, as its launch names
 // it, in its presence card (validated against the exported schema), and every reader shows it
 // (`cotal roster` human and --json, `cotal console`). A card claiming a runtime outside the
 // alphabet is not taken: the roster skips the whole record, so nothing downstream prints it.

@@ -1,7 +1,7 @@
 // The hook socket's hand-over rules, against a real unix socket and a recording handler:
 // mail handed to a hook is acked only when that hook confirms *that* hand-over's receipt; a
 // wrong, stale or malformed confirmation releases it; frames over the size limit are dropped
-// before they are parsed (issue #9: these survived mutation testing).
+// before they are parsed (these once survived mutation testing).
 import net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { logger, setLogDestination } from "../../broker/index.js";

@@ -1,6 +1,6 @@
 // The inbox's character budgets, at their exact edges: the framed-size bound of what it holds
-// (maxChars), and the reply budgets of drain (hooks) and window (cotal_inbox). Issue #9: the
-// held-characters budget was never exercised beyond "fewer than five are left".
+// (maxChars), and the reply budgets of drain (hooks) and window (cotal_inbox). Mutation testing
+// found the held-characters budget never exercised beyond "fewer than five are left".
 import { describe, expect, it } from "vitest";
 import { frameInput, frameMessage, Inbox, type Classifier, type InboxEntry } from "../../connector/internal.js";
 import { fakeMail, type FakeMail } from "./helpers.js";

@@ -1,6 +1,6 @@
 // WrittenReplyTransport: cotal_inbox acks once its reply was written, so it must fire exactly for responses
 // (result or error) with an id, only after the inner transport's send resolved, and pass
-// everything else straight through (issue #9: its mutants were only reached over stdio).
+// everything else straight through (its mutants were once reached only over stdio).
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";

@@ -1,4 +1,4 @@
-// A Codex seat publishes its turns on the event plane (issue 27), through the shipped CLI: bob, a
+// A Codex seat publishes its turns on the event plane, through the shipped CLI: bob, a
 // real Codex TUI under the manager's tmux against the Responses double, is woken by a DM; his
 // turn (a text, a cotal_dm call, a closing text) reaches events.local.bob as ordered frames an
 // observer reads (`cotal history`, `cotal console`), in the same AG-UI shape a Claude seat's turn

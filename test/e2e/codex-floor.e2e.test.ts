@@ -1,4 +1,4 @@
-// The deny floor holds for Codex (issue 27 item 3), through the shipped CLI against the real codex:
+// The deny floor holds for Codex, through the shipped CLI against the real codex:
 // Codex has no rule syntax for it, so Cotal puts the floor in a PreToolUse hook on its shell tool
 // (the connector's hook command with --deny-floor, trusted in the launch's private home). A
 // `cotal run` with a Codex persona whose model asks for every destructive command Claude's rules

@@ -1,4 +1,4 @@
-// A Codex seat killed and restarted loses nothing (issue 27), through the shipped CLI: bob, a real
+// A Codex seat killed and restarted loses nothing, through the shipped CLI: bob, a real
 // Codex TUI against the Responses double, is killed (SIGKILL to its process group); a DM sent
 // while he is down waits unacked on the broker; the manager restarts him under its restart policy,
 // wakes him, and his hook hands the DM to his model.

@@ -1,4 +1,4 @@
-// `cotal run` with a Codex persona (issue 27, "Done when" bullet 2), through the shipped CLI only:
+// `cotal run` with a Codex persona, through the shipped CLI only:
 // `cotal up -d` in a fresh folder from a shell whose own ~/.codex/config.toml names a provider
 // (the Responses-API double) and the variable its key is read from, as a Codex user's would. The
 // run returns ok with the model's output, its token usage (costBasis `usage`: Codex reports tokens,

@@ -1,4 +1,4 @@
-// Four runtimes on one mesh, through the shipped CLI only (issue 28, "Done when"): `cotal up -d` in
+// Four runtimes on one mesh, through the shipped CLI only: `cotal up -d` in
 // a fresh folder from a shell that holds each CLI's own configuration — the Claude double's URL and
 // key, a ~/.codex/config.toml naming the Responses double, a ~/.config/opencode/opencode.json naming
 // the Messages double, a ~/.gemini/settings.json with API-key auth and the Gemini double's URL — and

@@ -1,4 +1,4 @@
-// A Gemini CLI seat on a mixed mesh, through the shipped CLI only (issue 28): `cotal up -d` in a
+// A Gemini CLI seat on a mixed mesh, through the shipped CLI only: `cotal up -d` in a
 // fresh folder from a shell whose own ~/.gemini/settings.json selects API-key auth, with
 // GEMINI_API_KEY and GOOGLE_GEMINI_BASE_URL (the Gemini API double) in the environment; an echo
 // seat alice and a managed Gemini seat bob (`cotal spawn -d --agent gemini`). A DM to bob (sent as

@@ -1,4 +1,4 @@
-// `cotal run` with a Gemini CLI persona (issue 28), through the shipped CLI only: `cotal up -d` in
+// `cotal run` with a Gemini CLI persona, through the shipped CLI only: `cotal up -d` in
 // a fresh folder from a shell whose own ~/.gemini/settings.json selects API-key auth, with
 // GEMINI_API_KEY and GOOGLE_GEMINI_BASE_URL (the Gemini API double) in the environment, as a
 // Gemini user's would. The run returns ok with the model's output, token usage (costBasis usage)

@@ -1,4 +1,4 @@
-// A mixed mesh through the shipped CLI only (issue 27, "Done when" bullet 1): `cotal up -d` in a
+// A mixed mesh through the shipped CLI only: `cotal up -d` in a
 // fresh folder from a shell that holds the Claude double's URL and key and whose own
 // ~/.codex/config.toml names the Responses double as its provider; `cotal spawn -d --agent codex
 // --name bob`, then `cotal spawn -d --agent claude --name alice` with an opening prompt. Alice's

@@ -1,4 +1,4 @@
-// An OpenCode seat publishes its turns on the event plane (issue 28), through the shipped CLI: bob,
+// An OpenCode seat publishes its turns on the event plane, through the shipped CLI: bob,
 // a real OpenCode TUI under the manager's terminal against the Anthropic Messages double, is woken
 // by a DM; Cotal's plugin journals his turn (a text, a cotal_dm call, a closing text) and his
 // connector publishes it on events.local.bob. An observer (its own minted credential) sees it live

@@ -1,4 +1,4 @@
-// An OpenCode seat on a mixed mesh, through the shipped CLI only (issue 28): `cotal up -d` in a
+// An OpenCode seat on a mixed mesh, through the shipped CLI only: `cotal up -d` in a
 // fresh folder from a shell whose own ~/.config/opencode/opencode.json names the Anthropic
 // Messages double as its provider's base URL; an echo seat alice and a managed OpenCode seat bob
 // (`cotal spawn -d --agent opencode`). A DM to bob (sent as alice) wakes bob with nobody typing:

@@ -1,4 +1,4 @@
-// `cotal run` with an OpenCode persona (issue 28), through the shipped CLI only: `cotal up -d` in a
+// `cotal run` with an OpenCode persona, through the shipped CLI only: `cotal up -d` in a
 // fresh folder from a shell whose own ~/.config/opencode/opencode.json names the Anthropic
 // Messages double as its provider's base URL and reads the key from a variable ({env:…}), as an
 // OpenCode user's would. The run returns ok with the model's output, OpenCode's cost estimate and

@@ -1,4 +1,4 @@
-// One-shot runs (issue #17) with the real `claude` CLI against the model double, through an
+// One-shot runs with the real `claude` CLI against the model double, through an
 // in-process manager on a static mesh, for what the CLI does not reach: cotal_run from inside a
 // session on an agent's credential; a timed-out run counted at the median cost with its whole
 // process group gone; output that violates the schema is `error`, apart from a missing result; a

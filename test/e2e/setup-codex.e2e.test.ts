@@ -1,4 +1,4 @@
-// `cotal setup --runtime codex` through the shipped CLI (issue 27): in a user's own Codex home that
+// `cotal setup --runtime codex` through the shipped CLI: in a user's own Codex home that
 // already holds their settings, it adds Cotal's MCP server and hooks, keeps everything of theirs,
 // and trusts exactly Cotal's hooks the way Codex's /hooks review does — proven by the real codex
 // (its app-server lists them as trusted, which `--check` asks). Running it again changes nothing.

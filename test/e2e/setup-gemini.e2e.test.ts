@@ -1,4 +1,4 @@
-// `cotal setup --runtime gemini` through the shipped CLI (issue 28): in a user's own
+// `cotal setup --runtime gemini` through the shipped CLI: in a user's own
 // ~/.gemini/settings.json that already holds their settings and a hook of their own, it adds
 // Cotal's MCP server and hooks and keeps everything of theirs; the real gemini reads Cotal's
 // server from it (`gemini mcp list`). Running it again changes nothing.

@@ -1,4 +1,4 @@
-// `cotal setup --runtime opencode` through the shipped CLI (issue 28): in a user's own OpenCode
+// `cotal setup --runtime opencode` through the shipped CLI: in a user's own OpenCode
 // config that already holds their settings, it adds Cotal's MCP server and plugin and keeps
 // everything of theirs; the real opencode resolves both from it (`opencode debug config`).
 // Running it again changes nothing.

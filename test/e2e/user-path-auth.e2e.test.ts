@@ -1,4 +1,4 @@
-// The user's path to Claude runs and seats (issue #26, items 1 and 2), through the shipped CLI only:
+// The user's path to Claude runs and seats, through the shipped CLI only:
 // `cotal up -d` in a shell whose environment holds the model double's ANTHROPIC_BASE_URL and an
 // ANTHROPIC_API_KEY, in a fresh folder. Then `cotal run` returns ok with the model's output, cost
 // and session id; a Claude seat spawned with `cotal spawn -d` joins and reaches the model; `cotal

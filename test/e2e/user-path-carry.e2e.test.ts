@@ -1,4 +1,4 @@
-// Transcript carry on the user's path (issue #26; docs/manager.md, Transcript carry), through the
+// Transcript carry on the user's path (docs/manager.md, Transcript carry), through the
 // shipped CLI only: a real `claude -p` session on "the laptop" (a HOME of its own) against the
 // model double, then, from the laptop's shell, `cotal spawn -d --resume <session> --on <instance>
 // --prompt …` to the manager `cotal up -d` started. The transcript is carried (the digest is the

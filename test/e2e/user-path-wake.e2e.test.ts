@@ -1,4 +1,4 @@
-// Wake on the user's path (issue #26): two managed Claude seats woken by DMs with nobody typing,
+// Wake on the user's path: two managed Claude seats woken by DMs with nobody typing,
 // through the shipped CLI only. `cotal up -d` from a shell holding the model double's URL and a
 // key; `cotal spawn -d bob` and `cotal spawn -d alice` from agent files in .cotal/agents/; the
 // operator listens as carol (`cotal listen --as carol --impersonate`) and DMs bob (`cotal send dm

@@ -1,4 +1,4 @@
-// The Gemini CLI adapter as pure policy (issue 28): what a launch carries (prompt on stdin, the
+// The Gemini CLI adapter as pure policy: what a launch carries (prompt on stdin, the
 // persona in a 0600 context file of the private home, never argv; the user's auth type and model
 // carried; an allow-listed environment; the posture and deny floor as a user-tier policy; never
 // --yolo), what a seat's home wires (Cotal's MCP server, trusted; the connector's hook command on

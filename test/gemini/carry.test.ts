@@ -1,4 +1,4 @@
-// Carry with a Gemini CLI seat (issue 28): Gemini cannot resume a carried Claude session, so
+// Carry with a Gemini CLI seat: Gemini cannot resume a carried Claude session, so
 // `cotal spawn --agent gemini --resume …` is refused before anything connects, is uploaded or
 // starts, naming why (the capability table's carry row), as for Codex and OpenCode.
 import { mkdtempSync, rmSync } from "node:fs";

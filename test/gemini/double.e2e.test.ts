@@ -1,4 +1,4 @@
-// The Gemini API double (testbed/gemini-double.ts) against the real Gemini CLI (issue 28), pinned
+// The Gemini API double (testbed/gemini-double.ts) against the real Gemini CLI, pinned
 // at @google/gemini-cli 0.61.0: API-key auth selected in the user's ~/.gemini/settings.json, the
 // key and GOOGLE_GEMINI_BASE_URL in the environment, the folder trusted. A headless `gemini -p`
 // turn gets the double's scripted text; a scripted functionCall (0.61.0 names an MCP tool

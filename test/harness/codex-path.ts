@@ -1,4 +1,4 @@
-// The Codex user's path (issue 27), shared by the e2e tests that walk it: a fresh folder, the
+// The Codex user's path, shared by the e2e tests that walk it: a fresh folder, the
 // Responses-API double, a HOME whose own ~/.codex/config.toml names the double as provider and the
 // variable its key is read from, `cotal up -d` from that shell, and every further step through the
 // shipped CLI. The double is served from the test process, so every CLI call is asynchronous.

@@ -1,4 +1,4 @@
-// The user's path to Claude runs and seats (issue #26), shared by the e2e tests that walk it: a
+// The user's path to Claude runs and seats, shared by the e2e tests that walk it: a
 // fresh folder with agent files in .cotal/agents/, a model double, the shell a user runs `claude`
 // in (the double's ANTHROPIC_BASE_URL and an ANTHROPIC_API_KEY, a HOME of its own), `cotal up -d`
 // from that shell, and every further step through the shipped CLI. The double is served from the

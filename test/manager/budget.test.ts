@@ -1,4 +1,4 @@
-// Budget gates and run results as pure policy (issue #17): the median estimate, the gauge levels,
+// Budget gates and run results as pure policy: the median estimate, the gauge levels,
 // refusals that name the cap, the spend and the estimate, and the mapping of the Claude CLI's JSON
 // result (a schema violation, a missing result, a kill and a timeout each differ).
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";

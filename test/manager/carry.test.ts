@@ -1,4 +1,4 @@
-// Transcript carry (issue #16; issue #30: bytes as bytes) on a static mesh: the CLI's carry loop
+// Transcript carry (bytes as bytes) on a static mesh: the CLI's carry loop
 // publishes raw chunks into the target instance's transfer stream, the in-process manager takes
 // them as they pass, checks, stages and claims it. A transcript bigger than the max payload arrives
 // byte-identical; a re-run sends nothing; a run killed halfway sends only the rest on the next; a

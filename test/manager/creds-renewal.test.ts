@@ -1,4 +1,4 @@
-// Issue 25, route 3: credentials a manager mints expire (so their revocations leave the list), and a
+// Credentials a manager mints expire (so their revocations leave the list), and a
 // seat that ran longer than its credential lost its connection. The manager mints a running seat's
 // credential again once a third of its life is left, writes it over the seat's file (0600), and the
 // seat reconnects on it when the server closes its expired one. Black-box: a real operator-mode

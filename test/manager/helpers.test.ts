@@ -1,4 +1,4 @@
-// Agents that staff their team (issue 29 part 5): a seat minted with `--allow-spawn helper` starts
+// Agents that staff their team: a seat minted with `--allow-spawn helper` starts
 // and retires helpers through the MCP tools (an in-process connector on a static mesh, a real
 // manager, real echo helper processes). One without the right is refused by the broker; a persona
 // it may not spawn, a helper wider than it, its seat limit and the budget gate are refused with the

@@ -1,4 +1,4 @@
-// Issue 25, route 10: a run's error told any agent that may call `run` the manager host's absolute
+// The hole this closes: a run's error told any agent that may call `run` the manager host's absolute
 // paths (its state folder, home, temp files). Callers other than the operator get them worded.
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";

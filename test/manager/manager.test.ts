@@ -1,4 +1,4 @@
-// The manager (issue #13) on a static mesh with real minted credentials and real seat processes
+// The manager on a static mesh with real minted credentials and real seat processes
 // (the built `cotal agent echo`): spawn → joined, the seat answers a DM, ps shows it, stop
 // retires it and its credential is refused by the broker, the name is free again; a restarted
 // manager re-adopts a running seat from the log; a seat that exits at once is `failed` with its

@@ -1,4 +1,4 @@
-// Artifacts through the mesh service (issue #12): clients have no JetStream, so bytes go in and
+// Artifacts through the mesh service: clients have no JetStream, so bytes go in and
 // out of the space's Object Store only over the artifact-* control commands. Content-addressed:
 // known bytes are not sent again; bytes that do not have their declared digest are not kept.
 import { createHash, randomBytes } from "node:crypto";

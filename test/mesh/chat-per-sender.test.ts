@@ -4,7 +4,7 @@ import { names } from "../../schemas/index.js";
 import { TestMesh, TEST_STORAGE } from "../harness/mesh.js";
 
 /**
- * Issue 24 item 4: CHAT_ kept 1,000 posts per sender per channel by evicting the oldest, so the
+ * The loss this prevents: CHAT_ kept 1,000 posts per sender per channel by evicting the oldest, so the
  * 1,005th post by one sender silently took posts 1–5 from a durable member that had not read them.
  * Now the post past the limit is refused, named, and every stored post stays.
  */

@@ -1,6 +1,6 @@
 // The control rail's refusals, each with its code and outcome: a caller's name comes from the
 // subject and the body must agree, a late request is not run, unknown commands and malformed
-// requests are not run, and a handler's failure says whether it may have run (issue #9).
+// requests are not run, and a handler's failure says whether it may have run.
 import { randomUUID } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";

@@ -1,4 +1,4 @@
-// One typed contract for the control rail (issue #10 B): every mesh command round-trips through
+// One typed contract for the control rail: every mesh command round-trips through
 // the table in schemas/control-commands.ts on a real mesh; a reply that breaks its schema is a
 // `bad-reply` naming command and field; bad args are `invalid-args` and nothing runs.
 import { createHash } from "node:crypto";

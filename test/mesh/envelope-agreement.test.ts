@@ -1,6 +1,6 @@
 // A message whose body disagrees with its subject — on sender, space, channel, recipient or
 // role — is dropped by the receiver with a log line, whatever the broker let through
-// (docs/SPEC.md §2, rule 3). Only a forged from.id was pinned before (issue #9).
+// (docs/SPEC.md §2, rule 3). Only a forged from.id was pinned before.
 import { jetstream } from "@nats-io/jetstream";
 import { afterEach, describe } from "vitest";
 import { logger, setLogDestination, verifyEnvelope } from "../../broker/index.js";

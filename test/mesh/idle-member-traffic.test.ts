@@ -1,7 +1,7 @@
 // An idle joined member hears nothing while its peers change nothing: no beat, no presence
 // record, no message, and on a single server not even a keepalive of its own pulls (they ask for
 // none and end only every 90 s, long after this window: broker/quiet-pull.ts), over many
-// heartbeats of every endpoint (issue 30). A peer's
+// heartbeats of every endpoint. A peer's
 // change still reaches it at once, and a death as one deletion from the mesh service. Real
 // nats-server; the window is counted in beats, not time.
 import { afterEach, describe } from "vitest";

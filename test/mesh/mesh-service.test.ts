@@ -1,6 +1,6 @@
 // What the mesh service creates for a member, exactly: the consumers' configuration, the
 // membership records, idempotent re-joins, leaving, and argument checks on the control rail
-// (issue #9: mesh-service.ts mutants that no test noticed).
+// (mutation testing found mesh-service.ts mutants that no test noticed).
 import { AckPolicy, DeliverPolicy, jetstream, type ConsumerInfo } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { afterEach, describe } from "vitest";

@@ -1,4 +1,4 @@
-// The OpenCode adapter as pure policy (issue 28): what a launch carries (prompt on stdin, persona
+// The OpenCode adapter as pure policy: what a launch carries (prompt on stdin, persona
 // in a 0600 file, never argv; the user's config read as it is; an allow-listed environment; the
 // `cotal` agent's rules with the deny floor last; never --auto), what it refuses before anything
 // runs, and how `opencode run --format json` output maps to a typed RunResult.

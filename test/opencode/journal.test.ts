@@ -1,4 +1,4 @@
-// The OpenCode event plane's source (issue 28): Cotal's plugin journals a session as transcript
+// The OpenCode event plane's source: Cotal's plugin journals a session as transcript
 // records while OpenCode runs it. Driven here with what OpenCode 1.18.33 really emitted for one
 // `opencode run` turn (a text, a bash call, a closing text; recorded by a logging plugin against the
 // model double: fixtures/run-events.jsonl), through the plugin itself with a stand-in hook command,

@@ -1,6 +1,6 @@
 // Every slot of every subject kind is checked, and the 64-character token limit holds
 // everywhere a token is read or built: a subject that would name a wrong principal is dropped,
-// never half-accepted (issue #9, mutation survivors in schemas/).
+// never half-accepted (mutation testing once found survivors in schemas/).
 import { describe, expect, it } from "vitest";
 import {
   anycastSubject,

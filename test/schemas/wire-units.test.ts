@@ -1,6 +1,6 @@
 // The small pieces of the contract, each pinned exactly: stream and bucket names, principal
 // ids, durable names with a lifecycle uid, the 256 KiB limit on both sides of the wire, the
-// errors' codes and remedies, and durations (issue #9: survivors of mutation testing).
+// errors' codes and remedies, and durations (once survivors of mutation testing).
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import {

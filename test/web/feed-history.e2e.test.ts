@@ -1,4 +1,4 @@
-// The dashboard's "all channels" feed shows what channels already hold (issue 26 item 7): on a
+// The dashboard's "all channels" feed shows what channels already hold: on a
 // mesh from `cotal up`, a post on #general made before `cotal web` starts, on a channel never
 // configured and with nobody on it now, is in the feed's history (the page, in a real browser,
 // and the backlog it is sent), not "No posts yet" beside a #general that holds it.

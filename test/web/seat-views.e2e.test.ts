@@ -1,4 +1,4 @@
-// What people see of seats and senders on a mesh from `cotal up` (issue 26 items 3–5), through the
+// What people see of seats and senders on a mesh from `cotal up`, through the
 // shipped CLI and, for the dashboard, a real browser:
 // - an echo seat idle for longer than the 6 s age the views used to judge by is current in
 //   `cotal web` (/api/state, the page) and `cotal console` (plain lines, and its terminal UI in

@@ -1,4 +1,4 @@
-// Issue 25, route 6: the dashboard showed DM bodies to anyone on the host (`curl
+// The hole this closes: the dashboard showed DM bodies to anyone on the host (`curl
 // http://127.0.0.1:7799/api/agent?id=local.bob`). Now it needs the secret the starting user has,
 // as Jupyter does: a token in the printed link, kept in an HttpOnly SameSite=Strict cookie. Tried
 // as the local attacker would (plain HTTP, no token, a wrong one, another dashboard's cookie) and
