@@ -75,11 +75,14 @@ describe("a seat's mail across restarts, health checks and fresh hosts", () => {
     expect(seen).toEqual(["ack -NAK", "offline"]);
     // Handed back, not acked: the next incarnation is handed it. (What the consumer counts differs by
     // server: 2.10 counts a nak'd message as redelivered at once, 2.11 and later once it is sent again.)
-    expect((await dmConsumerInfo(m, "bob")).ack_floor.stream_seq, "not acked").toBe(0);
+    // Mostly at once; on a loaded host the broker may still route it to the stopped pull, and then it
+    // comes back after the ack wait (a residual race, docs/connector.md): never lost, at worst late.
+    const info = await dmConsumerInfo(m, "bob");
+    expect(info.ack_floor.stream_seq, "not acked").toBe(0);
     const next = await startConnector(m, "bob", { controlDir: tempControlDir().dir });
-    await until(() => held(next.connector) === 1, 5_000, "the next incarnation holds the DM");
+    await until(() => held(next.connector) === 1, info.config.ack_wait / 1e6 + 10_000, "the next incarnation holds the DM");
     await next.close();
-  });
+  }, 60_000);
 
   it("a connector nobody attaches to (a health check) never joins: the DM stays pending, presence untouched", async () => {
     const m = await mesh();
