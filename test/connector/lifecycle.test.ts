@@ -80,7 +80,7 @@ describe("a seat's mail across restarts, health checks and fresh hosts", () => {
     const info = await dmConsumerInfo(m, "bob");
     expect(info.ack_floor.stream_seq, "not acked").toBe(0);
     const next = await startConnector(m, "bob", { controlDir: tempControlDir().dir });
-    await until(() => held(next.connector) === 1, info.config.ack_wait / 1e6 + 10_000, "the next incarnation holds the DM");
+    await until(() => held(next.connector) === 1, (info.config.ack_wait ?? 30e9) / 1e6 + 10_000, "the next incarnation holds the DM");
     await next.close();
   }, 60_000);
 
