@@ -11,10 +11,11 @@ const INBOX_FETCH_MS = 2_000;
 
 /** A DM inbox as read once: what waits, and the messages taken from it (oldest first). */
 export interface DmInboxRead {
-  /** DMs not yet acknowledged: waiting, and held by a reader now (a running `cotal listen`). */
+  /**
+   * DMs not yet acknowledged: waiting, handed back, or held by a reader now (a running `cotal
+   * listen`). Those a reader holds, and those past `max`, are not among `messages`.
+   */
   unread: number;
-  /** Of those, the ones held by a reader now (not among `messages`). */
-  held: number;
   /** The DMs taken, at most the `max` asked for; each with its stream sequence and delivery count. */
   messages: Array<VerifiedMessage & { seq: number; deliveries: number }>;
   /**
@@ -43,7 +44,10 @@ export async function readDmInbox(
   const info = await consumer.info();
   const taken: JsMsg[] = [];
   const messages: DmInboxRead["messages"] = [];
-  const want = Math.min(o.max, info.num_pending);
+  // Waiting and handed back (a nak, or an ack wait that ran out) alike; those a reader holds now
+  // do not come, and the fetch ends when it expires.
+  const unread = info.num_pending + info.num_ack_pending;
+  const want = Math.min(o.max, unread);
   if (want > 0) {
     for await (const m of await consumer.fetch({ max_messages: want, expires: INBOX_FETCH_MS })) {
       const v = verifyEnvelope(m.subject, m.data, o.log);
@@ -57,14 +61,16 @@ export async function readDmInbox(
     }
   }
   return {
-    unread: info.num_pending + info.num_ack_pending,
-    held: info.num_ack_pending,
+    unread,
     messages,
     settle: async (read) => {
       for (const m of taken) {
         if (!read) m.nak();
         else await m.ackAck();
       }
+      // A nak is a plain publish: it must reach the server before the connection closes, or the
+      // DMs stay held until the consumer's ack wait runs out.
+      await nc.flush();
     },
   };
 }

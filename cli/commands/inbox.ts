@@ -46,7 +46,7 @@ export function registerInbox(program: Command): void {
         printJson({
           as: principalId(me),
           unread: inbox.unread,
-          held: inbox.held,
+          shown: inbox.messages.length,
           read: !!f.read,
           messages: inbox.messages.map((m) => ({ seq: m.seq, from: principalId(m.from), text: messageText(m.message), message: m.message })),
         });
@@ -62,8 +62,9 @@ export function registerInbox(program: Command): void {
 function inboxLines(me: string, inbox: Awaited<ReturnType<typeof readDmInbox>>, read: boolean): string[] {
   if (inbox.unread === 0) return [`No unread DMs for ${me}.`];
   const shown = inbox.messages.length;
+  const rest = inbox.unread - shown;
   return [
-    `${inbox.unread} unread DM${inbox.unread === 1 ? "" : "s"} for ${me}${inbox.held ? ` (${inbox.held} held by a running \`cotal listen\`)` : ""}:`,
+    `${inbox.unread} unread DM${inbox.unread === 1 ? "" : "s"} for ${me}${rest > 0 ? ` (${rest} not shown: past --limit, or held by a running \`cotal listen\`)` : ""}:`,
     ...inbox.messages.map((m) => formatDelivery({ ...m, historical: false, possibleRepeat: m.deliveries > 1 })),
     ...(shown === 0 ? [] : [read ? `Marked ${shown} read.` : `Left unread (\`cotal inbox --read\` marks them read).`]),
   ];
