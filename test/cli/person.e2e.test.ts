@@ -108,6 +108,12 @@ describe("a person minted with --profile person", () => {
     ok(await cotal("send", "msg", "builds", "carol on builds", "--creds", creds), "carol posts on any channel");
     const rows = ok(await cotal("history", "builds", "--json"), "history").json<HistoryRow[]>();
     expect(rows.map((r) => [r.from, r.text])).toEqual([["local.carol", "carol on builds"]]);
+    // A person has a fixed view and no role or plane: refused as bad input, nothing minted.
+    for (const flags of [["--role", "reviewer"], ["--allow-subscribe", "general"], ["--events"]]) {
+      const r = await cotal("mint", "dave", "--profile", "person", ...flags);
+      expect([flags[0], r.code], r.stderr).toEqual([flags[0], 2]);
+    }
+    expect(existsSync(join(project, ".cotal", "creds", "dave.creds"))).toBe(false);
     const asBob = await cotal("send", "msg", "general", "not carol", "--as", "bob", "--creds", creds);
     expect(asBob.code, asBob.stderr).toBe(2);
     expect(asBob.stderr).toContain("This credential is local.carol's: it cannot act as bob.");
