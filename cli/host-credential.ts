@@ -65,7 +65,12 @@ export async function keepHostCredential(t: StaticTarget, file: string, id: Host
  * process reads it at its next reconnect). `revokeOlder`: every earlier credential of the name is
  * revoked first. `lifetimeMs`: the new one expires (undefined: never, the operator's default).
  */
-async function mintHostCredential(t: StaticTarget, file: string, id: HostIdentity, o: { revokeOlder?: boolean; lifetimeMs?: number | undefined }): Promise<void> {
+async function mintHostCredential(
+  t: StaticTarget,
+  file: string,
+  id: HostIdentity,
+  o: { revokeOlder?: boolean; lifetimeMs?: number | undefined },
+): Promise<void> {
   const nc = await connectMesh({ server: t.server, creds: t.creds, name: "cotal-up" });
   try {
     // An older credential must not stay valid beside the new one: its other rights are the point.

@@ -74,7 +74,12 @@ export interface PersonUp {
  * A file there that holds another credential (`cotal mint <name> --profile agent` earlier) is left
  * alone and a note says so: the record is not changed.
  */
-export async function ensurePerson(root: MeshRoot, t: { server: string; space: string; creds?: string | undefined }, name: string, notes: string[]): Promise<PersonUp> {
+export async function ensurePerson(
+  root: MeshRoot,
+  t: { server: string; space: string; creds?: string | undefined },
+  name: string,
+  notes: string[],
+): Promise<PersonUp> {
   if (!t.creds) {
     writePerson(root, { name, space: t.space });
     return { name, state: "open" };
@@ -88,7 +93,12 @@ export async function ensurePerson(root: MeshRoot, t: { server: string; space: s
     );
     return { name, state: "conflict" };
   }
-  const state = await keepHostCredential(t as StaticTarget, file, { name, profile: "person", label: `${who}'s credential (the person here)`, provision: true }, notes);
+  const state = await keepHostCredential(
+    t as StaticTarget,
+    file,
+    { name, profile: "person", label: `${who}'s credential (the person here)`, provision: true },
+    notes,
+  );
   writePerson(root, { name, space: t.space });
   return { name, state, creds: file };
 }

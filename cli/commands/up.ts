@@ -114,7 +114,10 @@ export function registerUp(program: Command): void {
     .option("-f, --file <path>", "converge the mesh to a cotal.yaml (docs/team-file.md): start it, then create, change and retire what the file declares")
     .option("--dry-run", "with --file: print the plan and change nothing")
     .option("-y, --yes", "with --file: retire the seats the file no longer declares without asking (needed where there is no terminal to ask at)")
-    .option("--me <name>", "who you are on this mesh (default: your OS login name; kept for later runs): `cotal up` mints you a credential of your own, which commands here speak and read with")
+    .option(
+      "--me <name>",
+      "who you are on this mesh (default: your OS login name; kept for later runs): `cotal up` mints you a credential of your own, which commands here speak and read with",
+    )
     .option("--json", "print what was found and done as JSON")
     .action(async (raw: Record<string, unknown>) => {
       // A team file gives the flags the command line does not (docs/team-file.md).
@@ -239,8 +242,16 @@ export function describeUp(r: UpReport): string[] {
 
 /** The `you:` line of `cotal up`: who commands here speak and read as. */
 function describePerson(p: PersonUp): string {
-  const how = { minted: "credential minted", reminted: "credential minted again", kept: "credential kept", open: "an open mesh verifies no names", conflict: "not minted (see the note)" }[p.state];
-  return p.state === "conflict" ? `${p.name}  (${how})` : `${p.name}  (${how}${p.creds ? `: ${p.creds}` : ""}; \`cotal send\`, \`listen\`, \`inbox\` and \`console\` here act as you)`;
+  const how = {
+    minted: "credential minted",
+    reminted: "credential minted again",
+    kept: "credential kept",
+    open: "an open mesh verifies no names",
+    conflict: "not minted (see the note)",
+  }[p.state];
+  return p.state === "conflict"
+    ? `${p.name}  (${how})`
+    : `${p.name}  (${how}${p.creds ? `: ${p.creds}` : ""}; \`cotal send\`, \`listen\`, \`inbox\` and \`console\` here act as you)`;
 }
 
 /**

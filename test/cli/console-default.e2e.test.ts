@@ -30,7 +30,10 @@ describe("cotal console on the mesh host", () => {
     const p = CotalProcess.spawn(["console", "--plain", "--channel", "general"], { cwd: project });
     try {
       await until(() => p.stderr.includes("Live from here"), 20_000, `the console went live\n${p.lines.join("\n")}\n${p.stderr}`);
-      expect(p.lines.some((l) => / #general \S+: hello from the person$/.test(l) && !l.includes("sent by the operator")), p.lines.join("\n")).toBe(true);
+      expect(
+        p.lines.some((l) => / #general \S+: hello from the person$/.test(l) && !l.includes("sent by the operator")),
+        p.lines.join("\n"),
+      ).toBe(true);
       expect(p.lines.join("\n")).not.toContain("a DM for bob");
     } finally {
       await p.stop();

@@ -96,7 +96,7 @@ describe("the person at the mesh host", () => {
     expect(statSync(file).mtimeMs).toBe(before);
     const bad = await cotal("up", "--detach", "--me", "first.last");
     expect(bad.code, bad.stderr).toBe(2);
-    expect(bad.stderr).toContain('--me name must use only letters, digits and \'_\' (got "first.last")');
+    expect(bad.stderr).toContain("--me name must use only letters, digits and '_' (got \"first.last\")");
     expect(existsSync(join(project, ".cotal", "creds", "first.last.creds"))).toBe(false);
   }, 60_000);
 });
@@ -129,7 +129,9 @@ describe("a person minted with --profile person", () => {
       nc.publish("cotal.default.chat.local.carol.general", "{}");
       await nc.flush();
       await nc.flush();
-      expect(seen.map((e) => e.subject).sort()).toEqual(["cotal.default.chat.local.bob.general", `cotal.default.chat.local.${me}.general`, "cotal.default.inst.local.bob.local.dave"].sort());
+      expect(seen.map((e) => e.subject).sort()).toEqual(
+        ["cotal.default.chat.local.bob.general", `cotal.default.chat.local.${me}.general`, "cotal.default.inst.local.bob.local.dave"].sort(),
+      );
     } finally {
       await nc.close();
     }
