@@ -40,12 +40,12 @@ function writePerson(root: MeshRoot, rec: PersonRecord): void {
  * Who `cotal up` mints the person at the mesh host as: `--me`, else the person recorded here, else
  * the OS login name. A login name that cannot be a Cotal name is refused, never rewritten.
  */
-export function chooseMe(root: MeshRoot, flag: string | undefined): string {
+export function chooseMe(root: MeshRoot, flag: string | undefined, username?: () => string): string {
   if (flag) return flag;
   const recorded = readPerson(root)?.name;
   if (recorded) return recorded;
   try {
-    return defaultActorName();
+    return defaultActorName(username);
   } catch (err) {
     if (!(err instanceof UsageError)) throw err;
     throw new UsageError(`${err.message} \`cotal up\` names the person at the mesh host after it.`, {
