@@ -231,7 +231,7 @@ export function describeUp(r: UpReport): string[] {
     `space:        ${r.space}  (${formatProvision(r.provision)})`,
     `mesh service: ${svc}, pid ${r.meshService.pid}`,
     `manager:      ${r.manager.instance} ${r.manager.state === "running" ? "already running" : r.manager.state === "restarted" ? "restarted (it did not answer)" : "started"}, pid ${r.manager.pid}  (seats: \`cotal spawn\`)`,
-    `mode:         ${r.mode}${r.mode === "open" ? " (no authentication)" : " (authentication required; commands here use .cotal/auth, others need `cotal mint`)"}`,
+    `mode:         ${r.mode}${r.mode === "open" ? " (no authentication)" : " (authentication required; commands here use your credential or the operator's in .cotal/auth, others need `cotal mint`)"}`,
     ...(r.person ? [`you:          ${describePerson(r.person)}`] : []),
     ...(r.manager.claudeAuth ? [`Claude auth:  ${describeClaudeAuth(r.manager.claudeAuth)}`] : []),
     `durability:   sync ${describeSync(r.sync)}`,
