@@ -93,6 +93,12 @@ export interface EndpointOptions extends MeshAddress {
    * for a person): every message says so in `sentBy`, and the presence card in `meta.sentBy`.
    */
   impersonatedBy?: string;
+  /**
+   * Read every channel live (a core subscription, after the replay window's history), a durable
+   * one too: for a credential that may read every channel but holds no memberships (a person's,
+   * docs/security.md). Posts while it is away are read by history.
+   */
+  liveChannels?: boolean;
 }
 
 /**
@@ -702,7 +708,7 @@ export class Endpoint {
     const { config } = await this.channels.get(channel);
     const sinceMs = Date.now() - config.windowSeconds * 1000;
     let backfilled = 0;
-    if (config.class === "durable") {
+    if (config.class === "durable" && !this.opts.liveChannels) {
       const reply = await this.joinMembership(channel);
       if (reply.created && config.replay) {
         backfilled = this.pushHistory(await this.readHistory(channel, { sinceMs, beforeSeq: reply.watermark }));
@@ -746,7 +752,7 @@ export class Endpoint {
       this.memberships.set(channel, { channel, class: "live", stop: () => sub.unsubscribe() });
     }
     await this.writePresence();
-    return { class: config.class, backfilled };
+    return { class: this.memberships.get(channel)?.class ?? config.class, backfilled };
   }
 
   /** Leave a channel; a durable membership is ended (its consumer deleted). */
@@ -758,7 +764,7 @@ export class Endpoint {
       this.memberships.delete(channel);
     }
     const { config } = await this.channels.get(channel);
-    if (config.class === "durable" || m?.class === "durable") {
+    if (m?.class === "durable" || (config.class === "durable" && !this.opts.liveChannels)) {
       await this.mesh("leave", { channel });
     }
     if (this.joined) await this.writePresence();

@@ -75,6 +75,7 @@ export { ChannelRegistry, type ResolvedChannel } from "./channel-registry.js";
 export { collectHistory, type HistoryQuery } from "./history.js";
 export { scanStream } from "./stream-scan.js";
 export { verifyEnvelope, type VerifiedMessage } from "./verify.js";
+export { readDmInbox, type DmInboxRead } from "./dm-inbox.js";
 export { sendDirectMail, type DirectMail } from "./stored-publish.js";
 
 // Artifacts and transcript transfers over the control rail.

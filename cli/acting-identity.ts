@@ -15,7 +15,8 @@ export interface ActingIdentity {
  * The identity comes from the credential. A minted credential acts as its own name: `--as` may
  * repeat it, any other name is refused. The mesh host's operator credential may act for any name,
  * but only with `--impersonate`, and then every message is marked as sent by the operator. On an
- * open mesh (no credentials) nothing is verified: `--as` or the OS user name, as given.
+ * open mesh (no credentials) nothing is verified: `--as`, the person recorded at the mesh host
+ * (`cotal up --me`), or the OS user name, as given.
  */
 export async function actingIdentity(target: MeshTarget, as: string | undefined, impersonate: boolean | undefined): Promise<ActingIdentity> {
   const owner = credsFileOwner(target.creds);
@@ -28,7 +29,7 @@ export async function actingIdentity(target: MeshTarget, as: string | undefined,
         remedy: "Leave --impersonate out, or pass the mesh host's operator credential with --creds.",
       });
     }
-    return { name: as ?? defaultActorName() };
+    return { name: as ?? target.person ?? defaultActorName() };
   }
   const operator = principalId(SERVICE_PRINCIPALS.cli);
   if (owner === operator) {

@@ -6,6 +6,7 @@ import { parseMeshLink, serverUrl, type MeshAddress } from "../broker/index.js";
 import { credentialScope, setActiveTarget } from "./credential.js";
 import { MeshNotFoundError, SpaceNotProvisionedError, UsageError, WrongSpaceError } from "./errors.js";
 import { findMeshRoot, type MeshInfo, type MeshRoot } from "./mesh-root.js";
+import { readPerson } from "./person.js";
 import { parseInput, token } from "./validate.js";
 
 /** The space `cotal up` provisions when none is named. */
@@ -44,6 +45,18 @@ export interface MeshTarget extends MeshAddress {
   /** The `.cotal/` root the target came from (absent when flags or env named it all). */
   root?: MeshRoot | undefined;
   info?: MeshInfo | undefined;
+  /** The person at the mesh host this command speaks or reads as by default (cli/person.ts), when it does. */
+  person?: string | undefined;
+}
+
+/**
+ * A command that speaks or reads as someone (send, listen, inbox, console, history, roster): with
+ * no --creds it uses the credential of the person at the mesh host, unless it acts for someone
+ * else, which takes the operator's (`--as NAME --impersonate`, or an `--as` that is not them).
+ */
+export interface Speaker {
+  as?: string | undefined;
+  impersonate?: boolean | undefined;
 }
 
 const FlagsSchema = z.object({
@@ -57,7 +70,7 @@ const FlagsSchema = z.object({
  * COTAL_SPACE, COTAL_CREDS) win, each on its own; what they leave open comes from the nearest
  * `.cotal/mesh.json` at or above the working directory.
  */
-export function resolveTarget(flags: MeshFlags, cwd: string = process.cwd()): MeshTarget {
+export function resolveTarget(flags: MeshFlags, cwd: string = process.cwd(), speaker?: Speaker): MeshTarget {
   const f = parseInput(FlagsSchema, { server: flags.server, space: flags.space, creds: flags.creds });
   const creds = f.creds ? checkCreds(f.creds, cwd) : undefined;
   let linkSpace: string | undefined;
@@ -83,14 +96,22 @@ export function resolveTarget(flags: MeshFlags, cwd: string = process.cwd()): Me
   server ??= info?.server;
   if (!server) throw new MeshNotFoundError(cwd);
   const space = f.space ?? linkSpace ?? info?.space ?? DEFAULT_SPACE;
-  const used = creds ?? defaultCreds(root, info, space);
+  const person = !creds && speaker ? personOf(root, space, speaker) : undefined;
+  const mine = person && info?.mode === "static" ? root!.mintedCredsFile(person) : undefined;
+  const used = creds ?? (mine && existsSync(mine) ? mine : defaultCreds(root, info, space));
   setActiveTarget({ space, creds: used, authDir: root && info?.mode === "static" ? root.authDir : undefined });
   // A credential names its space: acting in another is refused here, not after a hang or a raw refusal.
   const scope = used ? credentialScope(used) : undefined;
   if (scope?.space && scope.space !== space) throw new WrongSpaceError(scope, space);
   // On the mesh host of a static mesh every provisioned space has the operator's credential.
   if (!used && root && info?.mode === "static" && !creds) throw new SpaceNotProvisionedError(space, server);
-  return { server, space, creds: used, root, info };
+  return { server, space, creds: used, root, info, ...(person ? { person } : {}) };
+}
+
+/** The person at the mesh host, when `speaker` speaks as them in `space`: not for someone else, not impersonated. */
+function personOf(root: MeshRoot | undefined, space: string, speaker: Speaker): string | undefined {
+  const me = root && !speaker.impersonate ? readPerson(root) : undefined;
+  return me && me.space === space && (speaker.as === undefined || speaker.as === me.name) ? me.name : undefined;
 }
 
 /**

@@ -10,6 +10,7 @@ import { registerDown } from "./commands/down.js";
 import { registerHistory } from "./commands/history.js";
 import { registerFetch } from "./commands/fetch.js";
 import { registerListen } from "./commands/listen.js";
+import { registerInbox } from "./commands/inbox.js";
 import { registerLogs } from "./commands/logs.js";
 import { registerMeshServe } from "./commands/mesh-serve.js";
 import { registerMint } from "./commands/mint.js";
@@ -36,6 +37,7 @@ export function buildProgram(): Command {
   registerLogs(program);
   registerSend(program);
   registerListen(program);
+  registerInbox(program);
   registerHistory(program);
   registerFetch(program);
   registerRoster(program);

@@ -91,7 +91,7 @@ export function requireProfile(creds: string | undefined, allowed: readonly stri
 }
 
 /** Profiles that act as someone: send and listen (observers and admins only read). */
-export const SENDERS = ["agent", "operator", "manager"] as const;
+export const SENDERS = ["agent", "person", "operator", "manager"] as const;
 
 /** What each profile may do, for refusals. */
 export function profileMay(profile: string): string {
@@ -100,6 +100,8 @@ export function profileMay(profile: string): string {
       "An agent credential posts on its --allow-publish channels, DMs and anycasts as itself, and reads its --allow-subscribe channels, its DMs, the roster and history within that scope.",
     reader: "A reader credential reads its --allow-subscribe channels and event planes (live and history) and the roster; it sends nothing and has no DMs.",
     observer: "An observer credential reads every channel, history and the roster; it sends nothing and has no DMs.",
+    person:
+      "A person credential posts on every channel, DMs and anycasts as itself, and reads every channel and event plane, its own DMs, the roster and history.",
     admin: "An admin credential reads everything, including DMs and anycasts; it sends nothing.",
     operator: "The operator credential acts for people (--impersonate), reads everything and configures channels.",
   };

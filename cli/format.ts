@@ -25,7 +25,7 @@ export function attachmentsLabel(m: Pick<CotalMessage, "parts">): string {
 }
 
 /** One line for a delivered message, e.g. `12:00:01 #general alice: hi` or `… dm alice: hi`. */
-export function formatDelivery(d: Delivery): string {
+export function formatDelivery(d: Pick<Delivery, "message" | "kind" | "channel" | "role" | "historical" | "possibleRepeat">): string {
   const who = senderLabel(d.message);
   const files = attachmentsLabel(d.message);
   const text = (oneLine(messageText(d.message)) || (files ? "" : `(${d.message.parts.map((p) => p.kind).join(", ")})`)) + files;

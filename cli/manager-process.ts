@@ -4,22 +4,12 @@ import { homedir, hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { NatsConnection } from "@nats-io/transport-node";
-import {
-  AuthenticationRefusedError,
-  callControl,
-  connectMesh,
-  controlCaller,
-  credsCaller,
-  credsClaims,
-  permissionsFor,
-  requestCredential,
-  requestRevoke,
-  writeSecret,
-} from "../broker/index.js";
+import { connectMesh, controlCaller, credsCaller } from "../broker/index.js";
 import { claudeShellEnv, ClaudeAuthChoice, resolveClaudeAuth } from "../claude/index.js";
-import { renewalDueAt, RUNTIMES } from "../manager/index.js";
-import { localPrincipal, MANAGER_COMMANDS, ManagerInstance, PrincipalToken, type ClaudeAuthStatus } from "../schemas/index.js";
+import { RUNTIMES } from "../manager/index.js";
+import { MANAGER_COMMANDS, ManagerInstance, PrincipalToken, type ClaudeAuthStatus } from "../schemas/index.js";
 import type { MeshTarget } from "./context.js";
+import { keepHostCredential, renewHostCredential, rightsCurrent, type HostIdentity, type StaticTarget } from "./host-credential.js";
 import type { MeshRoot } from "./mesh-root.js";
 import { findProcesses, isRunning, readRecordFile, removeRecord, stopProcess, writeRecord, type ProcessRecord } from "./pid-file.js";
 import { startDetached } from "./service-process.js";
@@ -106,7 +96,7 @@ export async function ensureManager(
     if (alive) {
       writeRecord(file, rec);
       if (t.creds && PrincipalToken.safeParse(instance).success)
-        await renewManagerCredential(t as StaticTarget, join(stateDir, "manager.creds"), instance, notes);
+        await renewHostCredential(t as StaticTarget, join(stateDir, "manager.creds"), hostManager(instance), notes);
       const running = status?.claudeAuth?.mode;
       if (running && running !== mode)
         notes.push(
@@ -170,71 +160,13 @@ async function managerCredential(t: StaticTarget, stateDir: string, instance: st
     return t.creds;
   }
   const file = join(stateDir, "manager.creds");
-  let stale = false;
-  if (existsSync(file)) {
-    const known = await managerCredentialKnown(t, file);
-    stale = known !== false && !managerRightsCurrent(readFileSync(file), t.space, instance);
-    if (known !== false && !stale) {
-      await renewManagerCredential(t, file, instance, notes);
-      return file;
-    }
-    notes.push(
-      stale
-        ? "the host manager's credential carried the rights of an older Cotal (a manager's rights were narrowed since): revoked it and minted it again"
-        : "the host manager's credential is not one this mesh knows (minted before its store was replaced, revoked, or expired): minted it again",
-    );
-  }
-  await mintManagerCredential(t, file, instance, { revokeOlder: stale, lifetimeMs: existsSync(file) ? lifetimeOf(file) : undefined });
+  await keepHostCredential(t, file, hostManager(instance), notes);
   return file;
 }
 
-type StaticTarget = { server: string; space: string; creds: string };
-
-/**
- * Mint the host manager's credential as the operator and write it atomically, 0600, over `file`
- * (a running manager reads it at its next reconnect). `revokeOlder`: every earlier credential of
- * the name is revoked first. `lifetimeMs`: the new one expires (undefined: never, the operator's default).
- */
-async function mintManagerCredential(
-  t: StaticTarget,
-  file: string,
-  instance: string,
-  o: { revokeOlder?: boolean; lifetimeMs?: number | undefined },
-): Promise<void> {
-  const nc = await connectMesh({ server: t.server, creds: t.creds, name: "cotal-up" });
-  try {
-    // An older credential must not stay valid beside the new one: its wider rights are the point.
-    if (o.revokeOlder) await requestRevoke(nc, t.space, instance);
-    const { creds } = await requestCredential(nc, t.space, { name: instance, profile: "manager", ...(o.lifetimeMs ? { expiresInMs: o.lifetimeMs } : {}) });
-    writeSecret(file, creds);
-  } finally {
-    await nc.close().catch(() => undefined);
-  }
-}
-
-/** How long a credential file was signed to live (ms), or undefined when it never expires. */
-function lifetimeOf(file: string): number | undefined {
-  const c = credsClaims(readFileSync(file));
-  return c?.exp !== undefined && c.iat !== undefined ? (c.exp - c.iat) * 1000 : undefined;
-}
-
-/**
- * The host manager's credential, when it expires, is minted again by `cotal up` once less than a
- * third of its life is left (renewalDueAt, as a manager renews its seats'), with the same lifetime:
- * the running manager takes the new file at its next reconnect, at the latest when the server closes
- * its expired connection (docs/security.md, Credential lifetime and renewal). The older credential
- * is not revoked: it expires by itself. The operator mints it without an expiry, so by default this never comes.
- */
-async function renewManagerCredential(t: StaticTarget, file: string, instance: string, notes: string[]): Promise<void> {
-  if (!existsSync(file)) return;
-  const due = renewalDueAt(file);
-  const lifetimeMs = lifetimeOf(file);
-  if (due === undefined || lifetimeMs === undefined || Date.now() < due) return;
-  const expires = new Date(credsClaims(readFileSync(file))!.exp! * 1000).toISOString();
-  await mintManagerCredential(t, file, instance, { lifetimeMs });
-  notes.push(
-    `the host manager's credential had less than a third of its life left (it expires at ${expires}): minted it again with the same lifetime; the running manager takes it at its next reconnect`,
-  );
+/** The host manager as a kept credential. */
+function hostManager(instance: string): HostIdentity {
+  return { name: instance, profile: "manager", label: "the host manager's credential" };
 }
 
 /**
@@ -243,35 +175,7 @@ async function renewManagerCredential(t: StaticTarget, file: string, instance: s
  * subjects) until it is minted again.
  */
 export function managerRightsCurrent(creds: Uint8Array, space: string, instance: string): boolean {
-  const claims = credsClaims(creds);
-  if (!claims) return false;
-  const want = permissionsFor({ space, who: localPrincipal(instance), profile: "manager" });
-  const same = (a: readonly string[], b: readonly string[] = []) => a.length === b.length && [...a].sort().join("\n") === [...b].sort().join("\n");
-  return same(claims.pubAllow, want.pub?.allow) && same(claims.subAllow, want.sub?.allow);
-}
-
-/**
- * Whether the mesh still knows `file` as a manager's credential: false when the broker refuses it
- * or the mesh service holds no manager record of its name (a store started anew, as when a
- * folder's single node becomes a cluster, keeps the account keys, so the credential connects, but
- * not the records: every seat's mint would be refused). Undefined when it cannot tell (an older
- * mesh service without `whoami`): the file is kept.
- */
-async function managerCredentialKnown(t: { server: string; space: string }, file: string): Promise<boolean | undefined> {
-  let nc: NatsConnection;
-  try {
-    nc = await connectMesh({ server: t.server, creds: file, name: "cotal-up" });
-  } catch (err) {
-    return err instanceof AuthenticationRefusedError ? false : undefined;
-  }
-  try {
-    const me = await callControl(nc, t.space, "whoami", credsCaller(file), {}, { timeoutMs: 5_000 });
-    return me.profile === "manager";
-  } catch {
-    return undefined;
-  } finally {
-    await nc.close().catch(() => undefined);
-  }
+  return rightsCurrent(creds, space, hostManager(instance));
 }
 
 /** Stop the mesh host's manager (it stops its seats first); `cotal down`. */

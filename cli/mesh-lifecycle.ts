@@ -25,6 +25,7 @@ import { isRunning, ProcessRecord, readRecordFile, removeRecord, stopProcess, wr
 import { DEFAULT_PORT, portIsFree } from "./ports.js";
 import { pingMeshService, serverAnswers } from "./probe.js";
 import { defaultClaudeAuth, ensureManager, stopManager, type ManagerUp } from "./manager-process.js";
+import { ensurePerson, readPerson, type PersonUp } from "./person.js";
 import type { ClaudeAuthChoice } from "../claude/index.js";
 import { findMeshServices, startMeshService } from "./service-process.js";
 import { DEFAULT_SYNC, describeSync } from "./sync-interval.js";
@@ -51,6 +52,8 @@ export interface UpRequest {
   sync?: string | undefined;
   /** `--claude-auth`: how the host manager's Claude seats and runs authenticate; unset: COTAL_CLAUDE_AUTH, then auto. */
   claudeAuth?: ClaudeAuthChoice | undefined;
+  /** The person at the mesh host (`--me`, cli/person.ts); unset: the one recorded here, if any. */
+  me?: string | undefined;
 }
 
 /** One node of a local cluster, as `up` found or started it. */
@@ -80,6 +83,8 @@ export interface UpReport {
   provision: ProvisionReport;
   /** JetStream's sync_interval in force: `always` or a duration (unset: started before cotal set it). */
   sync?: string;
+  /** The person at the mesh host, whose credential commands here speak and read with. */
+  person?: PersonUp;
   /** Things worth telling the user (a port fallback, a stale pid file). */
   notes: string[];
 }
@@ -167,6 +172,8 @@ async function up(root: MeshRoot, req: UpRequest): Promise<UpReport> {
     svcState = natsState === "started" ? "started" : svcAlive ? "restarted" : "repaired";
   }
   const manager = await ensureManager(root, { server: info.server, space: info.space, creds: req.creds }, notes, req.claudeAuth ?? defaultClaudeAuth());
+  const me = req.me ?? readPerson(root)?.name;
+  const person = me ? await ensurePerson(root, { server: info.server, space: info.space, creds: auth ? req.creds : undefined }, me, notes) : undefined;
   return {
     root: root.dir,
     server: info.server,
@@ -179,6 +186,7 @@ async function up(root: MeshRoot, req: UpRequest): Promise<UpReport> {
     manager,
     provision,
     ...(info.sync ? { sync: info.sync } : {}),
+    ...(person ? { person } : {}),
     notes,
   };
 }

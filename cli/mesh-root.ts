@@ -94,6 +94,14 @@ export class MeshRoot {
   credsFile(space: string, who: "cli" | "mesh"): string {
     return join(this.authDir, "creds", space, `${who}.creds`);
   }
+  /** A credential `cotal mint` (or `cotal up`, for the person here) wrote for a name: `.cotal/creds/<name>.creds`. */
+  mintedCredsFile(name: string): string {
+    return join(this.dir, "creds", `${name}.creds`);
+  }
+  /** Who the person at the mesh host is (cli/person.ts). */
+  get personFile(): string {
+    return join(this.dir, "person.json");
+  }
   get lockFile(): string {
     return join(this.runDir, "up.lock");
   }

@@ -23,6 +23,7 @@ import { managerInstance, managerStateDir, stopManager } from "./manager-process
 import { bringDown, bringUp } from "./mesh-lifecycle.js";
 import type { MeshInfo, MeshRoot } from "./mesh-root.js";
 import { readRecordFile, removeRecord, stopProcess, type ProcessRecord } from "./pid-file.js";
+import { readPerson } from "./person.js";
 import { progressBar } from "./progress.js";
 import { findMeshServices } from "./service-process.js";
 
@@ -152,6 +153,9 @@ export async function restoreBackup(root: MeshRoot, info: MeshInfo, target: stri
   // The credential the interim start minted for the host's manager is in no restored identity record:
   // its seed goes, and `up` mints one the restored registry knows.
   rmSync(join(managerStateDir({ root, space: info.space }), "manager.creds"), { force: true });
+  // So is the person's (`up` mints it again, with their DM inbox, as it does on a new mesh).
+  const person = readPerson(root);
+  if (person && info.mode === "static") rmSync(root.mintedCredsFile(person.name), { force: true });
   const up = await bringUp(root, { mode: info.mode });
   notes.push(...up.notes);
   return {
@@ -219,7 +223,13 @@ async function dataHeld(jsm: JetStreamManager, root: MeshRoot, info: MeshInfo): 
   const liveness = new Set([`KV_${names.presenceBucket(info.space)}`, `KV_${names.managersBucket(info.space)}`]);
   const members = `KV_${names.membersBucket(info.space)}`;
   const instance = hostManagerInstance(root, info.space);
-  const ownRecord = instance ? `$KV.${names.membersBucket(info.space)}.id.local.${instance}` : undefined;
+  // What `cotal up` itself records: the host manager's identity, and the person's identity and DM inbox.
+  const bucket = `$KV.${names.membersBucket(info.space)}`;
+  const person = readPerson(root);
+  const own = new Set([
+    ...(instance ? [`${bucket}.id.local.${instance}`] : []),
+    ...(person && person.space === info.space ? [`${bucket}.id.local.${person.name}`, `${bucket}.dm.local.${person.name}`] : []),
+  ]);
   const held: HeldData[] = [];
   for (const si of await listSpaceStreams(jsm, info)) {
     const name = si.config.name;
@@ -227,7 +237,7 @@ async function dataHeld(jsm: JetStreamManager, root: MeshRoot, info: MeshInfo): 
     let messages = si.state.messages;
     if (name === members) {
       const subjects = (await jsm.streams.info(name, { subjects_filter: ">" })).state.subjects ?? {};
-      messages = Object.entries(subjects).reduce((n, [subject, count]) => (subject === ownRecord ? n : n + count), 0);
+      messages = Object.entries(subjects).reduce((n, [subject, count]) => (own.has(subject) ? n : n + count), 0);
     }
     if (messages > 0) held.push({ stream: name, messages });
   }

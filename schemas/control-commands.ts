@@ -25,7 +25,7 @@ export interface ControlCommandSpec {
 export type ControlTable = Record<string, ControlCommandSpec>;
 
 /** Credential profiles (docs/security.md#profiles). */
-export const PROFILES = ["agent", "reader", "observer", "admin", "mesh", "cli", "manager", "leaf"] as const;
+export const PROFILES = ["agent", "reader", "observer", "person", "admin", "mesh", "cli", "manager", "leaf"] as const;
 export type Profile = (typeof PROFILES)[number];
 
 /** A principal named by `<owner>.<actor>` or a bare actor (owner `local`). */

@@ -24,6 +24,10 @@ export const patterns = {
   space: (space: string) => `${root(space)}.>`,
   /** `from`'s posts on one channel (exact). */
   postAs: (space: string, from: Principal, channel: string) => chatSubject(space, from, channel),
+  /** `from`'s posts on every channel (a person's: docs/security.md, Profiles). */
+  postAsAny: (space: string, from: Principal) => `${root(space)}.chat.${who(from)}.>`,
+  /** Posts as `from` on channels named like an event plane (`events.<owner>.<actor>`): never a plane, so never allowed. */
+  postAsOnPlaneNames: (space: string, from: Principal) => `${root(space)}.chat.${who(from)}.events.*.*`,
   /** DMs from `from` to anyone. */
   dmFrom: (space: string, from: Principal) => `${root(space)}.inst.*.*.${who(from)}`,
   /** Anycasts from `from` to any role. */

@@ -50,6 +50,8 @@ const MiB = 1024 * KiB;
  *   up to 264 KiB) or an artifact chunk (128 KiB as base64 in a control call): 512 KiB.
  * - `reader`, `observer`: a reader's channels live and durably, as the agent; an observer takes
  *   every post and plane by wildcard and asks the mesh service. They publish only requests.
+ * - `person`: an observer's wildcards, its DM inbox and one live subscription per channel it listens
+ *   to; it posts and attaches files as an agent does: 512 KiB.
  * - `admin` (`cotal web`): a handful of wildcard subscriptions and one per open view; requests.
  * - `manager`: its inbox, its rail and `one`, presence, and one subscription per transcript it
  *   receives (its seats' processes are watched locally, not by NATS); it answers `ps` for up to its
@@ -70,6 +72,7 @@ export const PROFILE_LIMITS: Readonly<Record<Profile, ProfileLimits>> = {
   agent: { subs: 256, payload: 512 * KiB, connections: 8 },
   reader: { subs: 256, payload: 64 * KiB, connections: 8 },
   observer: { subs: 256, payload: 64 * KiB, connections: 8 },
+  person: { subs: 256, payload: 512 * KiB, connections: 8 },
   admin: { subs: 256, payload: 64 * KiB, connections: 8 },
   manager: { subs: 256, payload: 1 * MiB, connections: 8 },
   leaf: { subs: 1_024, payload: 1 * MiB, connections: 4 },

@@ -75,7 +75,7 @@ const VIA_PREFIX = "via";
 const MAX_ATTEMPTS = 8;
 
 /** Profiles whose view is every channel (docs/security.md, Profiles). */
-const READS_EVERY_CHANNEL: ReadonlySet<Profile> = new Set<Profile>(["observer", "admin", "cli", "mesh"]);
+const READS_EVERY_CHANNEL: ReadonlySet<Profile> = new Set<Profile>(["observer", "person", "admin", "cli", "mesh"]);
 
 /**
  * Minted identities, kept in the members bucket under `id.<owner>.<actor>`. The bucket lives in
@@ -189,7 +189,7 @@ export class IdentityRegistry {
    * May `who` read `channel`? Cotal's own service identities (`cotal_*`, never minted to
    * anyone) may; any other name without a record may not. An agent may read its own event
    * plane's history (its writer resumes the plane's sequence from it, docs/events.md); a reader
-   * only its scope. Observers, admins and the operator's tool read every channel by design; a
+   * only its scope. Observers, people, admins and the operator's tool read every channel by design; a
    * manager (it supervises seats and needs none of what they say, issue 25 route 10) and a leaf
    * host's credential read none.
    */

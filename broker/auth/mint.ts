@@ -43,6 +43,12 @@ export function checkMintSpec(spec: IdentitySpec): void {
       "Leave it out for a reader, or mint an agent (`--profile agent`), which may post, DM and take anycasts as itself.",
     );
   }
+  if (spec.profile === "person" && (spec.role || spec.events)) {
+    throw new MintRefusedError(
+      `A person holds no role and runs no seat: ${spec.role ? "--role" : "--events"} applies to agents only.`,
+      "Leave it out: a person posts on every channel, DMs and anycasts as itself and reads every channel and its own DMs.",
+    );
+  }
   if (spec.profile !== "agent" && spec.profile !== "reader" && spec.allowSpawn?.length) {
     throw new MintRefusedError(
       `The ${spec.profile} profile has a fixed view; --allow-spawn applies to agents only.`,

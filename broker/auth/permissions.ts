@@ -184,6 +184,35 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
         },
         sub: { allow: [inbox, presenceAll, patterns.allPosts(space), patterns.allEvents(space)] },
       };
+    case "person":
+      // A person (docs/security.md, Profiles): speaks as itself everywhere and reads what an
+      // observer reads, plus its own DMs. Every subject it publishes names it as the sender, so it
+      // can speak for no one else. It holds no channel memberships (a channel is read live and by
+      // history: a durable per channel it may read would be unbounded), no role and no event
+      // plane; approving and steering seats come as rights of their own.
+      return {
+        pub: {
+          allow: [
+            patterns.postAsAny(space, who),
+            patterns.dmFrom(space, who),
+            patterns.anycastFrom(space, who),
+            ...meshReads(space, who),
+            // Its DM inbox, created by the mesh service (`register`), and attached files (artifacts).
+            patterns.callAs(space, MESH, "register", who),
+            patterns.anyCallAs(space, ARTIFACT, who),
+            patterns.presenceKey(space, who),
+            beatSubject(space, who),
+            patterns.bucketGet(names.channelsBucket(space)),
+            ...patterns.bindDurable(names.dmStream(space), durables.dm(who)),
+            // `cotal ps`, as an observer: the managers' heartbeats and each manager's read-only `ps`.
+            patterns.bucketGet(names.managersBucket(space)),
+            patterns.callAsAnyTarget(space, "manager", "ps", who),
+          ],
+          // A channel named like an event plane is a plane, written by its own seat only.
+          deny: [patterns.postAsOnPlaneNames(space, who)],
+        },
+        sub: { allow: [inbox, presenceAll, patterns.allPosts(space), patterns.allEvents(space)] },
+      };
     case "admin":
       return {
         pub: {

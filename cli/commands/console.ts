@@ -37,7 +37,7 @@ export function registerConsole(program: Command): void {
     .option("--channel <name>", "also show this channel's posts (repeatable)", repeatable);
   meshOptions(cmd).action(async (raw: Record<string, unknown>) => {
     const f = parseInput(ConsoleFlags, raw, { since: "--since", agent: "--agent", channel: "--channel" });
-    const target = await observerByDefault(resolveTarget(raw), raw.creds === undefined);
+    const target = await observerByDefault(resolveTarget(raw, undefined, {}), raw.creds === undefined);
     const s = await MeshSession.open(target);
     const plain = f.plain || !process.stdout.isTTY;
     if (!plain) {

@@ -34,7 +34,7 @@ export function registerHistory(program: Command): void {
     .option("--limit <n>", "at most this many (the newest)", "100");
   jsonOption(meshOptions(cmd)).action(async (channel: string, raw: Record<string, unknown>) => {
     const f = parseInput(HistoryFlags, { ...raw, channel }, { channel: "<channel>" });
-    const target = resolveTarget(raw);
+    const target = resolveTarget(raw, undefined, {});
     // Through the mesh service, page by page: it enforces the credential's read scope, and no
     // client credential may create the consumer a direct read needs.
     const items = await withSession(target, (s) => {

@@ -7,6 +7,7 @@ import { connectAs } from "../acting.js";
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
 import { CommandFailedError, EXIT, requireProfile, SENDERS } from "../errors.js";
 import { actingIdentity } from "../acting-identity.js";
+import { credentialScope } from "../credential.js";
 import { deliveryJson, formatDelivery, rosterJson } from "../format.js";
 import { cliLog } from "../logging.js";
 import { clock, note, oneLine, printJsonLine, printLines } from "../output.js";
@@ -42,13 +43,15 @@ export function registerListen(program: Command): void {
     .option("--takeover", "if this name is already listening elsewhere, take over: the other listen leaves");
   jsonOption(meshOptions(cmd)).action(async (raw: Record<string, unknown>) => {
     const f = parseInput(ListenFlags, raw, { as: "--as", channel: "--channel", role: "--role" });
-    const target = resolveTarget(raw);
+    const target = resolveTarget(raw, undefined, f);
     requireProfile(target.creds, SENDERS, "join the mesh as someone (listen): it reads with `cotal history` and `cotal roster`");
     const who = await actingIdentity(target, f.as, f.impersonate);
     const since = String(Date.now());
     const ep = await connectAs(target, who.name, {
       ...(f.role ? { role: f.role } : {}),
       ...(who.impersonatedBy ? { impersonatedBy: who.impersonatedBy } : {}),
+      // A person's credential holds no channel memberships: it reads every channel live (docs/security.md).
+      ...(target.creds && credentialScope(target.creds)?.profile === "person" ? { liveChannels: true } : {}),
       description: "a person using cotal listen",
       meta: { connector: "cotal-cli", host: hostname(), [LISTEN_SINCE]: since },
     });

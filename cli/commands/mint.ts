@@ -42,16 +42,17 @@ const MintFlags = z
   .object({
     name: actingName("name"),
     profile: z.enum(
-      PROFILES.filter((p) => p === "agent" || p === "reader" || p === "observer" || p === "admin" || p === "manager" || p === "leaf") as [
+      PROFILES.filter((p) => p === "agent" || p === "reader" || p === "observer" || p === "person" || p === "admin" || p === "manager" || p === "leaf") as [
         "agent",
         "reader",
         "observer",
+        "person",
         "admin",
         "manager",
         "leaf",
       ],
       {
-        message: "profile must be agent, reader, observer, admin, manager or leaf",
+        message: "profile must be agent, reader, observer, person, admin, manager or leaf",
       },
     ),
     allowSubscribe: list,
@@ -88,18 +89,20 @@ const MintFlags = z
 export function registerMint(program: Command): void {
   const mint = program
     .command("mint <name>")
-    .summary("write a credential (.creds) for an agent, reader, observer or admin")
+    .summary("write a credential (.creds) for an agent, a person, a reader, an observer or an admin")
     .description(
       "Ask the mesh service (the only minter) for a credential and write it as a .creds file (mode 0600). The key " +
         "pair is generated here: its seed never crosses the network. Profiles: agent (publishes only as itself, on " +
         "--allow-publish channels; reads --allow-subscribe channels and its own DMs), reader (a scoped reader: reads " +
         "its --allow-subscribe channels and event planes, history and the roster; publishes nothing, no DMs), observer " +
-        "(reads every channel and presence; no DMs, no publish), admin (reads everything, publishes nothing).\n\n" +
+        "(reads every channel and presence; no DMs, no publish), person (someone who uses the mesh: posts on every channel, " +
+        "DMs and anycasts as itself; reads every channel and event plane and its own DMs; its DM inbox is made at once), " +
+        "admin (reads everything, publishes nothing).\n\n" +
         "A scoped reader of one agent's activity and #general: cotal mint watcher --profile reader --allow-subscribe 'events.local.<actor>,general' --provision",
     )
     .requiredOption(
       "--profile <profile>",
-      "agent | reader (a scoped reader) | observer | admin | manager (a manager on another host) | leaf (a leaf-node host's nats-server)",
+      "agent | person (someone who uses the mesh) | reader (a scoped reader) | observer | admin | manager (a manager on another host) | leaf (a leaf-node host's nats-server)",
     )
     .option("--allow-subscribe <channels>", "agent, reader: comma-separated channels (or event planes events.<owner>.<actor>) it may read")
     .option("--allow-publish <channels>", "agent: comma-separated channels it may post on")
@@ -160,7 +163,8 @@ export function registerMint(program: Command): void {
           allowSubscribe: f.allowSubscribe,
           allowPublish: f.allowPublish,
           ...(f.role ? { role: f.role } : {}),
-          provision: !!f.provision,
+          // A person's DM inbox exists from the start, so mail to them waits for their first `cotal inbox`.
+          provision: !!f.provision || f.profile === "person",
           ...(f.events !== undefined ? { events: f.events } : {}),
           ...(f.allowSpawn.length ? { allowSpawn: f.allowSpawn } : {}),
           ...(f.spawnLimit !== undefined ? { spawnLimit: f.spawnLimit } : {}),

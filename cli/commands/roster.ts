@@ -6,6 +6,7 @@ import { ago, oneLine, printJson, printLines, table } from "../output.js";
 import { credsCaller } from "../../broker/index.js";
 import { isOperator } from "../../manager/index.js";
 import { seatsOfManagers } from "../managers.js";
+import { credentialScope } from "../credential.js";
 import { withSession, type MeshSession } from "../session.js";
 import { parseInput } from "../validate.js";
 
@@ -21,9 +22,10 @@ type RosterRowWithUnread = RosterRow & { unread?: number; spawnedBy?: string };
  */
 async function spawners(s: MeshSession): Promise<Map<string, string>> {
   const out = new Map<string, string>();
-  // Only the operator's credential asks: the broker refuses others the managers bucket or their `ps`,
-  // and each refusal is a violation in the server's log (test/cli/profiles-offhost.e2e.test.ts).
-  if (!isOperator(credsCaller(s.target.creds))) return out;
+  // Only the operator's and a person's credential ask: the broker refuses others the managers bucket or
+  // their `ps`, and each refusal is a violation in the server's log (test/cli/profiles-offhost.e2e.test.ts).
+  const person = s.target.creds !== undefined && credentialScope(s.target.creds)?.profile === "person";
+  if (!isOperator(credsCaller(s.target.creds)) && !person) return out;
   try {
     for (const m of await seatsOfManagers(s, {})) if ("seats" in m) for (const v of m.seats) if (v.spawnedBy) out.set(v.seat, v.spawnedBy);
   } catch {
@@ -61,7 +63,7 @@ export function registerRoster(program: Command): void {
     );
   jsonOption(meshOptions(cmd)).action(async (raw: Record<string, unknown>) => {
     const f = parseInput(z.object({ json: z.boolean().optional() }), raw);
-    const target = resolveTarget(raw);
+    const target = resolveTarget(raw, undefined, {});
     const rows = await withSession(target, async (s) => {
       const now = Date.now();
       const by = await spawners(s);

@@ -160,7 +160,7 @@ async function sendAs(
   json: boolean | undefined,
   fn: (ep: Endpoint, stored: Array<{ part: ArtifactPart; uploaded: boolean }>) => Promise<Receipt>,
 ): Promise<void> {
-  const target = resolveTarget(raw);
+  const target = resolveTarget(raw, undefined, f);
   requireProfile(target.creds, SENDERS, "send messages (post, DM or anycast)");
   const who = await actingIdentity(target, f.as, f.impersonate);
   const ep = await connectAs(target, who.name, who.impersonatedBy ? { impersonatedBy: who.impersonatedBy } : {});

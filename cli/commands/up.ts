@@ -5,12 +5,14 @@ import { formatProvision } from "../format.js";
 import { checkCreds, credsOption, defaultCreds } from "../context.js";
 import { EXIT, UsageError } from "../errors.js";
 import { bringUp, type UpReport } from "../mesh-lifecycle.js";
+import type { PersonUp } from "../person.js";
 import { guardUp } from "../up-guard.js";
 import { findMeshRoot, MeshRoot } from "../mesh-root.js";
 import { chooseMode } from "../mode.js";
 import { note, printJson, printLines, warn } from "../output.js";
 import { isRunning, readRecord, removeRecord, stopProcess, type ProcessRecord } from "../pid-file.js";
-import { byteSize, duration, host, parseInput, port, positiveInt, token } from "../validate.js";
+import { actingName, byteSize, duration, host, parseInput, port, positiveInt, token } from "../validate.js";
+import { chooseMe } from "../person.js";
 import { checkLeafFlags, isLoopback } from "../leaf-listener.js";
 import { meshNodes } from "../cluster-nodes.js";
 import { describeSync, SyncInterval } from "../sync-interval.js";
@@ -59,6 +61,7 @@ const UpFlags = z.object({
   file: z.string().min(1, "file must name a cotal.yaml").optional(),
   dryRun: z.boolean().optional(),
   yes: z.boolean().optional(),
+  me: actingName("--me name").optional(),
 });
 
 /** `cotal up`: start (or find, or repair) the mesh of this project. */
@@ -111,6 +114,10 @@ export function registerUp(program: Command): void {
     .option("-f, --file <path>", "converge the mesh to a cotal.yaml (docs/team-file.md): start it, then create, change and retire what the file declares")
     .option("--dry-run", "with --file: print the plan and change nothing")
     .option("-y, --yes", "with --file: retire the seats the file no longer declares without asking (needed where there is no terminal to ask at)")
+    .option(
+      "--me <name>",
+      "who you are on this mesh (default: your OS login name; kept for later runs): `cotal up` mints you a credential of your own, which commands here speak and read with",
+    )
     .option("--json", "print what was found and done as JSON")
     .action(async (raw: Record<string, unknown>) => {
       // A team file gives the flags the command line does not (docs/team-file.md).
@@ -121,6 +128,8 @@ export function registerUp(program: Command): void {
       if (flags.dryRun && !team) throw new UsageError("--dry-run plans a team file.", { remedy: "Add --file cotal.yaml, or leave out --dry-run." });
       const root = findMeshRoot() ?? new MeshRoot(process.cwd());
       const prev = root.readInfo();
+      // Refused before anything starts: a name that cannot be a principal is never rewritten.
+      const me = flags.dryRun ? undefined : chooseMe(root, flags.me);
       const print = flags.json ? undefined : (lines: string[]) => printLines(...lines);
       if (team && server && prev && (await serverAnswers({ server: prev.server, creds: flags.creds ?? defaultCreds(root, prev) })))
         refuseServerDrift(team, server, new Set(Object.keys(given)), flags, prev);
@@ -167,6 +176,7 @@ export function registerUp(program: Command): void {
           leaf,
           sync: flags.sync,
           claudeAuth: flags.claudeAuth,
+          me,
         });
         if (!flags.json) printLines(...describeUp(report));
         if (team) {
@@ -221,12 +231,27 @@ export function describeUp(r: UpReport): string[] {
     `space:        ${r.space}  (${formatProvision(r.provision)})`,
     `mesh service: ${svc}, pid ${r.meshService.pid}`,
     `manager:      ${r.manager.instance} ${r.manager.state === "running" ? "already running" : r.manager.state === "restarted" ? "restarted (it did not answer)" : "started"}, pid ${r.manager.pid}  (seats: \`cotal spawn\`)`,
-    `mode:         ${r.mode}${r.mode === "open" ? " (no authentication)" : " (authentication required; commands here use .cotal/auth, others need `cotal mint`)"}`,
+    `mode:         ${r.mode}${r.mode === "open" ? " (no authentication)" : " (authentication required; commands here use your credential or the operator's in .cotal/auth, others need `cotal mint`)"}`,
+    ...(r.person ? [`you:          ${describePerson(r.person)}`] : []),
     ...(r.manager.claudeAuth ? [`Claude auth:  ${describeClaudeAuth(r.manager.claudeAuth)}`] : []),
     `durability:   sync ${describeSync(r.sync)}`,
     `logs:         ${r.nodes ? r.nodes.map((n) => n.log).join(", ") : r.natsServer.log}, ${r.meshService.log}, ${r.manager.log}`,
     ...r.notes.map((n) => `note:         ${n}`),
   ];
+}
+
+/** The `you:` line of `cotal up`: who commands here speak and read as. */
+function describePerson(p: PersonUp): string {
+  const how = {
+    minted: "credential minted",
+    reminted: "credential minted again",
+    kept: "credential kept",
+    open: "an open mesh verifies no names",
+    conflict: "not minted (see the note)",
+  }[p.state];
+  return p.state === "conflict"
+    ? `${p.name}  (${how})`
+    : `${p.name}  (${how}${p.creds ? `: ${p.creds}` : ""}; \`cotal send\`, \`listen\`, \`inbox\` and \`console\` here act as you)`;
 }
 
 /**

@@ -35,10 +35,11 @@ afterAll(async () => {
   await mesh?.close();
 });
 
-/** The three kinds of credential `cotal mint` hands out to people and programs. */
+/** The kinds of credential `cotal mint` hands out to people and programs. */
 const PROFILES: Record<string, (name: string) => MintRequest> = {
   agent: (name) => ({ name, profile: "agent", allowSubscribe: ["general"], allowPublish: ["general"], provision: true }),
   observer: (name) => ({ name, profile: "observer" }),
+  person: (name) => ({ name, profile: "person", provision: true }),
   "scoped reader": (name) => ({ name, profile: "agent", allowSubscribe: ["events.local.alice"], provision: true }),
 };
 

@@ -46,6 +46,7 @@ let carol: Endpoint;
 const PROFILES: Record<string, (name: string) => MintRequest> = {
   agent: (name) => ({ name, profile: "agent", allowSubscribe: ["general"], allowPublish: ["general"], role: "reviewer", provision: true }),
   observer: (name) => ({ name, profile: "observer" }),
+  person: (name) => ({ name, profile: "person", provision: true }),
   "scoped reader": (name) => ({ name, profile: "agent", allowSubscribe: ["events.local.x"], provision: true }),
   admin: (name) => ({ name, profile: "admin" }),
   manager: (name) => ({ name, profile: "manager" }),

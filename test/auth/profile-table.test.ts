@@ -34,6 +34,8 @@ const COLUMNS: Record<string, Omit<MintRequest, "provision">> = {
   // The scoped reader (issue 25, route 7): it publishes nothing; a channel in its scope may be read durably.
   reader: { name: "watcher", profile: "reader", allowSubscribe: ["events.local.alice", "general"] },
   observer: { name: "olga", profile: "observer" },
+  // A person (docs/security.md, People): speaks as itself everywhere, reads what an observer reads and its own DMs.
+  person: { name: "pat", profile: "person" },
   admin: { name: "adam", profile: "admin" },
   manager: { name: "hostb", profile: "manager" },
   leaf: { name: "hostb_leaf", profile: "leaf" },

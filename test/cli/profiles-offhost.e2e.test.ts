@@ -28,6 +28,7 @@ beforeAll(async () => {
   const mint = async (name: string, ...flags: string[]) => ok(await host("mint", name, "--out", join(away, `${name}.creds`), ...flags), `mint ${name}`);
   await mint("alice", "--profile", "agent", "--allow-subscribe", "general", "--allow-publish", "general", "--provision");
   await mint("olga", "--profile", "observer");
+  await mint("pat", "--profile", "person");
   await mint("adam", "--profile", "admin");
 }, 60_000);
 
@@ -39,6 +40,7 @@ afterAll(async () => {
 
 const PROFILES = [
   { profile: "agent", creds: "alice.creds", principal: "local.alice", sends: true },
+  { profile: "person", creds: "pat.creds", principal: "local.pat", sends: true },
   { profile: "observer", creds: "olga.creds", principal: "local.olga", sends: false },
   { profile: "admin", creds: "adam.creds", principal: "local.adam", sends: false },
 ] as const;
