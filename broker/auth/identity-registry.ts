@@ -190,7 +190,7 @@ export class IdentityRegistry {
    * anyone) may; any other name without a record may not. An agent may read its own event
    * plane's history (its writer resumes the plane's sequence from it, docs/events.md); a reader
    * only its scope. Observers, people, admins and the operator's tool read every channel by design; a
-   * manager (it supervises seats and needs none of what they say, issue 25 route 10) and a leaf
+   * manager (it supervises seats and needs none of what they say) and a leaf
    * host's credential read none.
    */
   async mayRead(who: Principal, channel: string): Promise<boolean> {

@@ -76,7 +76,7 @@ export function checkMintSpec(spec: IdentitySpec): void {
  * What a credential other than the operator's may mint (a manager's, for its seats): each such
  * credential expires, so its revocation leaves the account's list when it does, and one minter
  * holds a bounded number at once, so no flood can fill the list the operator's revocations need
- * (issue 25, route 3; docs/security.md, Revocation).
+ * (docs/security.md, Revocation).
  */
 export interface MintLimits {
   /** Longest such a credential lives, ms (default 30 days; asked longer or never, it gets this). */

@@ -117,7 +117,7 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
       const subscribe = [...new Set(spec.allowSubscribe ?? [])].map(assertChannel);
       // Event planes are not channels one posts on: a plane's name grants nothing here.
       const publish = [...new Set(spec.allowPublish ?? [])].map(assertChannel).filter((ch) => !eventPlaneOf(ch));
-      // Its own event plane only if it runs a seat (issue 25, route 7: a scoped reader wrote frames
+      // Its own event plane only if it runs a seat (a scoped reader once wrote frames
       // until CHAT_ was full). The plane has its own stream, bounded per actor (EVENTS_, provision.ts).
       const events = spec.events ?? publish.length > 0;
       const pub = [
@@ -148,7 +148,7 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
       return { pub: { allow: pub }, sub: { allow: sub } };
     }
     case "reader": {
-      // A scoped reader (issue 25, route 7): it publishes nothing that is stored or reaches anyone
+      // A scoped reader: it publishes nothing that is stored or reaches anyone
       // (no posts, no event plane, no DMs or anycasts, no presence key, no beat, no seat log). It
       // reads its scope live and asks the mesh service's reads as itself; the service refuses it
       // every other command (reader-calls.ts) and history outside the scope (`read-denied`).

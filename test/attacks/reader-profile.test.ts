@@ -1,4 +1,4 @@
-// Issue 25, route 7: "a scoped reader publishes nothing". A `reader` credential
+// "A scoped reader publishes nothing." A `reader` credential
 // (`cotal mint watcher --profile reader --allow-subscribe 'events.local.alice,general' --provision`)
 // tries every kind of write as an attacker would, over a raw NATS client on a real operator-mode
 // server: a post, a DM, an anycast, its presence key, a beat, an event-plane frame, a seat-log

@@ -20,7 +20,7 @@ const DOC = new URL("../../docs/security.md", import.meta.url);
 const COLUMNS: Record<string, Omit<MintRequest, "provision">> = {
   // An event plane's name in --allow-publish grants nothing (a plane is written by its own seat only).
   agent: { name: "ann", profile: "agent", allowSubscribe: ["general"], allowPublish: ["general", "events.local.alice"], role: "reviewer" },
-  // The same agent with the spawn right (issue 29 part 5): the manager rail's spawn, despawn, personas and handover as itself.
+  // The same agent with the spawn right: the manager rail's spawn, despawn, personas and handover as itself.
   spawner: {
     name: "sam",
     profile: "agent",
@@ -31,7 +31,7 @@ const COLUMNS: Record<string, Omit<MintRequest, "provision">> = {
   },
   // An agent that may post nowhere: it still DMs, anycasts, beats and writes its presence key.
   "agent, no publish": { name: "quinn", profile: "agent", allowSubscribe: ["events.local.alice"] },
-  // The scoped reader (issue 25, route 7): it publishes nothing; a channel in its scope may be read durably.
+  // The scoped reader: it publishes nothing; a channel in its scope may be read durably.
   reader: { name: "watcher", profile: "reader", allowSubscribe: ["events.local.alice", "general"] },
   observer: { name: "olga", profile: "observer" },
   // A person (docs/security.md, People): speaks as itself everywhere, reads what an observer reads and its own DMs.
@@ -197,7 +197,7 @@ async function outcome(nc: NatsConnection, errors: ReturnType<typeof permissionE
 }
 
 describe("docs/security.md's profile table holds against the broker", () => {
-  test("the table names every profile of issue 25 and rows of every kind", () => {
+  test("the table names every profile and rows of every kind", () => {
     expect(table.columns).toEqual(Object.keys(COLUMNS));
     for (const action of ["publish", "subscribe", "call"]) expect(table.rows.filter((r) => r.action === action).length).toBeGreaterThan(5);
     for (const r of table.rows) for (const c of table.columns) expect(r.expected[c], `${r.what} / ${c}`).toMatch(/^(yes|no|[a-z-]+)$/);

@@ -1,4 +1,4 @@
-// README.md's "Set up and run", run as written (issue 26): every ```sh block of that section before
+// README.md's "Set up and run", run as written: every ```sh block of that section before
 // its first subsection (the install-and-start block and the "Then, from another terminal" block),
 // in order, in a fresh folder, on the default (secure) mesh. It fails when a command fails, and
 // when the README gains a command this test does not know how to run.
