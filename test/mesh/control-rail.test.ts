@@ -6,7 +6,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { z } from "zod";
 import { controlCaller, ControlCallError, logger, MeshServiceUnavailableError, serveControl } from "../../broker/index.js";
-import { controlSubject, CotalError, localPrincipal } from "../../schemas/index.js";
+import { controlSubject, CotalError, localPrincipal, MESH_COMMANDS } from "../../schemas/index.js";
 import { NatsServer } from "../harness/nats-server.js";
 import { connect } from "@nats-io/transport-node";
 
@@ -152,5 +152,39 @@ describe("the control rail", () => {
     const err = await callFake(nc, "rail", "absent", alice, {}, { timeoutMs: 10_000 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(MeshServiceUnavailableError);
     expect(Date.now() - started).toBeLessThan(5_000);
+  });
+});
+
+describe("a read lost on the way is asked again", () => {
+  /** A service on `rail` that drops the first request of each id it sees and answers the rest; `seen` counts requests per command. */
+  async function losesFirst(nats: NatsServer) {
+    const nc = await conn(nats);
+    const seen = new Map<string, number>();
+    const ids = new Set<string>();
+    nc.subscribe("cotal.rail.ep.mesh.one.*.*.*", {
+      callback: (_err, msg) => {
+        const command = msg.subject.split(".")[5]!;
+        seen.set(command, (seen.get(command) ?? 0) + 1);
+        const { id } = JSON.parse(msg.string()) as { id: string };
+        if (!ids.has(id)) return void ids.add(id); // lost: a connection cut with it unread
+        msg.respond(JSON.stringify({ id, ok: true, data: { space: "rail", pid: 1, revoked: 0, principal: "local.bob" } }));
+      },
+    });
+    await nc.flush();
+    return seen;
+  }
+
+  test("a read (ping) is sent once more, with the same id, when half its time passed unanswered: answered", async () => {
+    const seen = await losesFirst(nats);
+    const mesh = controlCaller(MESH_COMMANDS);
+    await expect(mesh(await conn(nats), "rail", "ping", alice, {}, { timeoutMs: 1_000 })).resolves.toMatchObject({ space: "rail" });
+    expect(seen.get("ping")).toBe(2);
+  });
+
+  test("a command that changes something (revoke) is never sent twice: it times out", async () => {
+    const seen = await losesFirst(nats);
+    const mesh = controlCaller(MESH_COMMANDS);
+    await expect(mesh(await conn(nats), "rail", "revoke", alice, { name: "bob" }, { timeoutMs: 1_000 })).rejects.toBeInstanceOf(MeshServiceUnavailableError);
+    expect(seen.get("revoke")).toBe(1);
   });
 });
