@@ -34,8 +34,11 @@ export class OpeningPromptNotStoredError extends CotalError {
 
 /** A helper's agent file is not the one its spawner's grant pinned: it is not started again. */
 export class PersonaChangedError extends CotalError {
-  constructor(seat: string, persona: string, spawner: string) {
-    super("persona-changed", `The agent file of ${persona} changed since ${seat} was spawned by ${spawner}; it is not started from the new one.`, {
+  constructor(seat: string, persona: string, spawner: string, pinned: boolean) {
+    const why = pinned
+      ? `The agent file of ${persona} changed since ${seat} was spawned by ${spawner}; it is not started from the new one.`
+      : `${seat} was spawned by ${spawner} before helpers' agent files were pinned, so nothing says its agent file of ${persona} is the one admitted; it is not started again.`;
+    super("persona-changed", why, {
       remedy: `Despawn ${seat} and have ${spawner} spawn it again once the operator has minted ${spawner} again (which pins the agent file as it is then).`,
     });
   }

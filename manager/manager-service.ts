@@ -812,7 +812,8 @@ export class ManagerService {
     if (adapter && host) {
       const cwd = r.spec.cwd ?? process.cwd();
       const agentFile = r.persona ? loadAgentFile(cwd, r.persona) : undefined;
-      if (r.spawnedBy && agentFile && agentFile.digest !== r.spec.personaDigest) throw new PersonaChangedError(seat, r.persona!, r.spawnedBy);
+      if (r.spawnedBy && agentFile && agentFile.digest !== r.spec.personaDigest)
+        throw new PersonaChangedError(seat, r.persona!, r.spawnedBy, r.spec.personaDigest !== undefined);
       const runtime = r.spec.runtime === "pty" ? "pty" : "tmux";
       const term = runtime === "pty" ? ({ pty: true } as const) : { tmux: this.tmux };
       const request = {
