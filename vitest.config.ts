@@ -20,15 +20,30 @@ const CLUSTER_FILES = [
   "test/manager/creds-renewal.test.ts",
 ];
 
+/**
+ * `npm run test:fast` (scripts/test-fast.mjs) sets COTAL_TEST_TIER=fast: the inner loop leaves out
+ * what needs an agent CLI, a browser, a container or a cluster (docs/testing.md "Tiers"). `npm test`
+ * stays the whole suite.
+ */
+const SLOW_FILES = [
+  ...CLUSTER_FILES,
+  "test/**/*.e2e.test.ts",
+  "test/bench/**",
+  "test/deploy/compose.test.ts",
+  // Runs the real Claude Code against a model double.
+  "test/claude/allow-tools.test.ts",
+];
+const LEFT_OUT = process.env.COTAL_TEST_TIER === "fast" ? SLOW_FILES : CLUSTER_FILES;
+
 export default defineConfig({
   test: {
     // The Mesh core suite runs twice: on open meshes, and on static-auth meshes with real
     // minted credentials (project mesh-static).
     projects: [
-      { extends: true, test: { name: "all", include: ["test/**/*.test.ts"], exclude: CLUSTER_FILES, sequence: { groupOrder: 0 } } },
+      { extends: true, test: { name: "all", include: ["test/**/*.test.ts"], exclude: LEFT_OUT, sequence: { groupOrder: 0 } } },
       {
         extends: true,
-        test: { name: "mesh-static", include: ["test/mesh/**/*.test.ts"], env: { COTAL_TEST_MODE: "static" }, sequence: { groupOrder: 0 } },
+        test: { name: "mesh-static", include: ["test/mesh/**/*.test.ts"], exclude: LEFT_OUT, env: { COTAL_TEST_MODE: "static" }, sequence: { groupOrder: 0 } },
       },
       { extends: true, test: { name: "cluster", include: CLUSTER_FILES, sequence: { groupOrder: 1 } } },
     ],
