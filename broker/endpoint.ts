@@ -898,12 +898,18 @@ export class Endpoint {
     const expiresMs = this.opts.quietPullExpiresMs ?? DELIVERY.quietPullExpiresMs;
     const q = new QuietPull(this.nc, pullSubject, stream, durable, DELIVERY.pullBatch, expiresMs, (m) => this.onDurable(m));
     this.quietPulls.add(q);
-    void q.ended.finally(() => {
-      this.quietPulls.delete(q);
-      this.releasing.add(q.released);
-      void q.released.finally(() => this.releasing.delete(q.released));
-    });
-    return q;
+    void q.ended.finally(() => this.quietPulls.delete(q));
+    return {
+      ended: q.ended,
+      stop: () => {
+        q.stop();
+        // Tracked now, not once `ended` settles: a leaving seat asks pullsReleased() right after
+        // stopConsuming(), before any promise callback ran, and mail it handed back before the
+        // server confirmed the pulls went straight back under them (test/mesh/quiet-pull.test.ts).
+        this.releasing.add(q.released);
+        void q.released.finally(() => this.releasing.delete(q.released));
+      },
+    };
   }
 
   /** A durable read with nats.js's consume(): pulls renewed every DELIVERY.pullExpiresMs, heartbeats half that. */

@@ -156,6 +156,36 @@ describe("quiet pulls", () => {
     }
   }, 60_000);
 
+  // A seat shutting down stops its pulls, waits until the server confirmed them (pullsReleased),
+  // then hands back what it holds. Handed back any earlier, the DM went straight back under the
+  // leaving seat's own pull, where it sat until the ack wait (30 s) ran out instead of reaching the
+  // next incarnation (seen under load as a restart's DM delivered twice and late).
+  test("mail handed back once the pulls are released reaches the next incarnation, delivered once more, not twice", async ({ nats }) => {
+    mesh = await TestMesh.start(nats, "qback");
+    const stream = names.dmStream("qback");
+    const durable = durables.dm(localPrincipal("bob"));
+    const alice = await mesh.joined("alice");
+    const info = async () => (await mesh!.dataJsm()).consumers.info(stream, durable);
+    for (let round = 0; round < 5; round++) {
+      const bob = await mesh.joined("bob");
+      const held = collect(bob, { ack: false });
+      await alice.dm("bob", `round ${round}`);
+      await until(() => held.items.length === 1, 10_000, "bob holds the DM");
+      const delivered = (await info()).delivered.consumer_seq;
+      bob.stopConsuming();
+      await bob.pullsReleased();
+      held.items[0]!.nak();
+      await bob.close();
+      const nextBob = await mesh.joined("bob");
+      const next = collect(nextBob);
+      await until(() => next.texts().includes(`round ${round}`), 10_000, `the next incarnation gets round ${round} at once, not after the ack wait`);
+      expect((await info()).delivered.consumer_seq).toBe(delivered + 1);
+      await until(async () => (await info()).num_ack_pending === 0, 10_000, "the next incarnation acked it");
+      next.stop();
+      await nextBob.close();
+    }
+  }, 120_000);
+
   test("a clustered server or one without JetStream (a leaf host's) keeps keepalive pulls", async () => {
     extra = await NatsServer.start({ jetstream: false, config: "cluster { name: qc, listen: 127.0.0.1:-1 }" });
     const nc = await connect({ servers: extra.url });
