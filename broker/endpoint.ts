@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { jetstream, type Consumer, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
+import { jetstream, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import {
@@ -16,9 +16,7 @@ import {
   names,
   parsePrincipal,
   beatSubject,
-  DELIVERY,
   PRESENCE,
-  REESTABLISH_DELAYS_MS,
   principal,
   principalId,
   type CONTROL_COMMANDS,
@@ -43,15 +41,14 @@ import { connectMesh, type MeshAddress } from "./connect.js";
 import { jetStreamConnection, JS_OPTIONS } from "./js-access.js";
 import { callControl, type ControlCallRest } from "./control.js";
 import { DeliveryQueue, IdLedger, type Delivery, type DeliverySource } from "./delivery.js";
-import { ConsumerLostError, JoinFailedError, NotJoinedError, PermissionDeniedError, UnknownMentionError } from "./errors.js";
+import { JoinFailedError, NotJoinedError, PermissionDeniedError, UnknownMentionError } from "./errors.js";
 import { collectHistory, verifiedName, type HistoryItem, type HistoryQuery } from "./history.js";
 import { permissionViolation } from "./js-errors.js";
 import { publishStored } from "./stored-publish.js";
 import { logger, type Logger } from "./log.js";
 import { AckBatcher } from "./ack-batch.js";
-import { fixedDelays, retry } from "./retry.js";
 import type { RegisterReply } from "./mesh-service.js";
-import { QuietPull, quietPullsFit, type PullSource } from "./quiet-pull.js";
+import { DurableReader, type ConsumerStatus } from "./durable-reader.js";
 import { followPresence, Roster, type RosterEntry } from "./roster.js";
 import type { ResolvedChannel } from "./channel-registry.js";
 import { verifyEnvelope, type VerifiedMessage } from "./verify.js";
@@ -99,22 +96,6 @@ export interface EndpointOptions extends MeshAddress {
    * docs/security.md). Posts while it is away are read by history.
    */
   liveChannels?: boolean;
-}
-
-/**
- * The state of one durable consumer this endpoint reads (its DM inbox, role queue, channel
- * memberships). `consuming`: bound, with a pull outstanding; `re-establishing`: it stopped (it
- * was deleted, or stopped answering) and is being re-created through the mesh service; `lost`:
- * re-creating failed, nothing more arrives from it (see `error`).
- */
-export interface ConsumerStatus {
-  stream: string;
-  durable: string;
-  state: "consuming" | "re-establishing" | "lost";
-  /** Set when `lost`. */
-  error?: CotalError;
-  /** When it entered this state, Unix ms. */
-  since: number;
 }
 
 /** Content of a message: plain text, or parts. */
@@ -197,7 +178,6 @@ export class Endpoint {
   /** Delivery acks, confirmed by the broker one batch at a time. */
   private readonly acks: AckBatcher;
   private readonly memberships = new Map<string, ChannelMembership>();
-  private readonly stoppers: Array<() => void> = [];
   private rosterView?: Roster;
   /** The roster view being loaded (first use), shared by every caller until it is ready. */
   private rosterLoading: Promise<Roster> | undefined;
@@ -209,14 +189,8 @@ export class Endpoint {
   private joined = false;
   private registration: RegisterReply | undefined;
   private joining: Promise<RegisterReply> | undefined;
-  private readonly consumerStates = new Map<string, ConsumerStatus>();
-  private readonly consumerListeners = new Set<(s: ConsumerStatus) => void>();
-  /** Subjects the broker refused this connection (from its async -ERR), latest refusal each. */
-  private readonly refusedSubjects = new Map<string, PermissionDeniedError>();
-  /** Durables read without keepalives: pulled again after a reconnect. */
-  private readonly quietPulls = new Set<QuietPull>();
-  /** Stopped quiet pulls still confirming their pulls before their inboxes go (broker/quiet-pull.ts); close() waits for them. */
-  private readonly releasing = new Set<Promise<void>>();
+  /** The durable consumers it reads (DM inbox, role queue, channel memberships) and their pulls. */
+  private readonly durables: DurableReader;
   /** Recipients whose inbox exists (an inbox, once created, stays): saves a lookup per DM. */
   private readonly registered = new Set<string>();
   private presenceState: PresenceState = { status: "idle", attention: "open", channelModes: {} };
@@ -238,6 +212,7 @@ export class Endpoint {
     this.jsConnection = jetStreamConnection(nc, opts.creds);
     this.acks = new AckBatcher(nc);
     this.js = jetstream(this.jsConnection, JS_OPTIONS);
+    this.durables = new DurableReader(nc, this.js, log, opts, (m) => this.onDurable(m));
     this.watchRefusals();
     this.channels = new ChannelRegistry(channelsKv);
     this.card = AgentCard.parse({
@@ -265,14 +240,13 @@ export class Endpoint {
     void (async () => {
       for await (const s of this.nc.status()) {
         // Back after a disconnect: the mesh service may have taken this key offline meanwhile.
-        if (s.type === "reconnect") for (const q of this.quietPulls) q.repull();
+        if (s.type === "reconnect") this.durables.repull();
         if (s.type === "reconnect" && this.joined) void this.writePresence().catch((err) => this.log.warn({ err }, "presence write after a reconnect failed"));
         if (s.type !== "error") continue;
         const pv = permissionViolation(s.error);
         if (!pv) continue;
         const err = new PermissionDeniedError(pv.operation === "subscription" ? "subscribe" : "publish", pv.subject, pv);
-        if (this.refusedSubjects.size > 100) this.refusedSubjects.clear();
-        this.refusedSubjects.set(pv.subject, err);
+        this.durables.noteRefusal(pv.subject, err);
         this.log.error({ err, subject: pv.subject }, "the broker refused an operation of this endpoint");
       }
     })().catch((err) => this.log.debug({ err }, "connection status watch ended"));
@@ -331,10 +305,10 @@ export class Endpoint {
       step = "loading the roster";
       await this.roster();
       step = `binding the DM inbox ${reply.dm}`;
-      await this.consumeDurable(names.dmStream(this.space), reply.dm, async () => (await this.mesh("register", roleArgs)).dm);
+      await this.durables.consume(names.dmStream(this.space), reply.dm, async () => (await this.mesh("register", roleArgs)).dm);
       if (reply.anycast) {
         step = `binding the role queue ${reply.anycast}`;
-        await this.consumeDurable(names.taskStream(this.space), reply.anycast, async () => (await this.mesh("register", roleArgs)).anycast ?? reply.anycast!);
+        await this.durables.consume(names.taskStream(this.space), reply.anycast, async () => (await this.mesh("register", roleArgs)).anycast ?? reply.anycast!);
       }
       this.registration = reply;
       return reply;
@@ -350,7 +324,7 @@ export class Endpoint {
   private async undoJoin(keepRoster: boolean): Promise<void> {
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.heartbeat = undefined;
-    for (const stop of this.stoppers.splice(0)) stop();
+    this.durables.stopAll();
     if (!keepRoster) {
       this.rosterView?.stop();
       this.rosterView = undefined;
@@ -363,13 +337,12 @@ export class Endpoint {
 
   /** The durable consumers this endpoint reads, and whether each still delivers. */
   consumerStatus(): ConsumerStatus[] {
-    return [...this.consumerStates.values()].map((s) => ({ ...s }));
+    return this.durables.status();
   }
 
   /** Hear every change of a consumer's status (e.g. to show `lost` to a person). */
   onConsumerStatus(listener: (s: ConsumerStatus) => void): () => void {
-    this.consumerListeners.add(listener);
-    return () => this.consumerListeners.delete(listener);
+    return this.durables.onStatus(listener);
   }
 
   /** Leave gracefully: a final offline record, consumers stopped, deliveries closed. */
@@ -393,8 +366,7 @@ export class Endpoint {
   stopConsuming(): void {
     for (const m of this.memberships.values()) m.stop();
     this.memberships.clear();
-    for (const stop of this.stoppers.splice(0)) stop();
-    this.consumerStates.clear();
+    this.durables.stopAll();
     this.deliveries.close(); // what is already queued still drains
   }
 
@@ -403,7 +375,7 @@ export class Endpoint {
    * mail handed back after it cannot be redelivered to this endpoint.
    */
   async pullsReleased(): Promise<void> {
-    await Promise.all(this.releasing);
+    await this.durables.released();
   }
 
   /** Leave (if joined) and close the connection. */
@@ -713,11 +685,11 @@ export class Endpoint {
       if (reply.created && config.replay) {
         backfilled = this.pushHistory(await this.readHistory(channel, { sinceMs, beforeSeq: reply.watermark }));
       }
-      const stop = await this.consumeDurable(names.chatStream(this.space), reply.durable, async () => (await this.joinMembership(channel)).durable).catch(
-        (err: unknown) => {
+      const stop = await this.durables
+        .consume(names.chatStream(this.space), reply.durable, async () => (await this.joinMembership(channel)).durable)
+        .catch((err: unknown) => {
           throw err instanceof CotalError ? err : new JoinFailedError(`binding the membership ${reply.durable} of channel ${channel}`, err);
-        },
-      );
+        });
       this.memberships.set(channel, { channel, class: "durable", stop });
     } else {
       const buffered: VerifiedMessage[] = [];
@@ -811,130 +783,6 @@ export class Endpoint {
     if (principalId(v.from) === this.id) return;
     if (this.ledger.isHeld(v.message.id) || this.ledger.isDone(v.message.id)) return;
     this.handOver(v, "live", false);
-  }
-
-  /**
-   * Consume a durable into `deliveries`. Resolves with a stop function once the consumer is
-   * bound and its first pull went out unrefused; rejects (leaving nothing behind) when binding
-   * fails. If the consumer later stops (deleted, or missing after missed heartbeats), it is
-   * re-created with `reestablish` (through the mesh service) and bound again; when that keeps
-   * failing it is reported `lost` (logged at error, and in consumerStatus()) and still tried at
-   * the last delay, back to `consuming` when it binds again.
-   */
-  private async consumeDurable(stream: string, durable: string, reestablish: () => Promise<string>): Promise<() => void> {
-    const key = `${stream}/${durable}`;
-    let stopped = false;
-    let current: PullSource | undefined;
-    const stop = () => {
-      stopped = true;
-      current?.stop();
-      this.consumerStates.delete(key);
-    };
-    const log = this.log.child({ stream, durable });
-    const bind = async (name: string): Promise<PullSource> => {
-      const consumer = await this.js.consumers.get(stream, name);
-      const pull = `${this.js.getOptions().apiPrefix ?? "$JS.API"}.CONSUMER.MSG.NEXT.${stream}.${name}`;
-      this.refusedSubjects.delete(pull);
-      const source = quietPullsFit(this.nc) ? this.quietPull(pull, stream, name) : await this.keepalivePull(consumer, log);
-      let done = false;
-      void source.ended.finally(() => (done = true));
-      await this.nc.flush(); // a refused SUB or pull is answered before the PONG…
-      await new Promise((r) => setImmediate(r)); // …and handled once pending callbacks ran
-      const refused = this.refusedSubjects.get(pull);
-      if (done || refused) {
-        source.stop();
-        throw refused ?? (await source.ended) ?? new ConsumerLostError(stream, name);
-      }
-      return source;
-    };
-    const delays = this.opts.reestablishDelaysMs ?? REESTABLISH_DELAYS_MS;
-    const attempt = async () => {
-      durable = await reestablish();
-      return bind(durable);
-    };
-    current = await bind(durable);
-    this.stoppers.push(stop);
-    this.setConsumerState(key, { stream, durable, state: "consuming", since: Date.now() });
-    void (async () => {
-      for (;;) {
-        const ended = await current.ended;
-        if (stopped || this.nc.isClosed()) return;
-        log.warn({ err: ended }, "durable consumption stopped; re-establishing");
-        this.setConsumerState(key, { stream, durable, state: "re-establishing", since: Date.now() });
-        let lastErr: unknown = ended;
-        let next: PullSource | undefined;
-        try {
-          next = await retry(attempt, { delays: fixedDelays(delays), stop: () => stopped || this.nc.isClosed() });
-        } catch (err) {
-          lastErr = err;
-        }
-        if (stopped || (!next && this.nc.isClosed())) {
-          next?.stop();
-          return;
-        }
-        if (!next) {
-          const error = new ConsumerLostError(stream, durable, lastErr);
-          this.setConsumerState(key, { stream, durable, state: "lost", error, since: Date.now() });
-          // Lost is loud, never final: what waits in the stream arrives once the consumer can be
-          // made again (a cluster still electing, a mesh service restarting), so keep trying.
-          const every = delays[delays.length - 1] ?? REESTABLISH_DELAYS_MS[REESTABLISH_DELAYS_MS.length - 1]!;
-          log.error({ err: error, retryEveryMs: every }, "durable consumer lost: nothing arrives from it until it is re-created; still trying");
-          next = await retry(attempt, { delays: () => every, stop: () => stopped || this.nc.isClosed() }).catch(() => undefined);
-          if (stopped || !next) {
-            next?.stop();
-            return;
-          }
-        }
-        current = next;
-        this.setConsumerState(key, { stream, durable, state: "consuming", since: Date.now() });
-        log.warn("durable consumer re-established");
-      }
-    })();
-    return stop;
-  }
-
-  /** A durable read without heartbeats (broker/quiet-pull.ts), pulled again after every reconnect. */
-  private quietPull(pullSubject: string, stream: string, durable: string): PullSource {
-    const expiresMs = this.opts.quietPullExpiresMs ?? DELIVERY.quietPullExpiresMs;
-    const q = new QuietPull(this.nc, pullSubject, stream, durable, DELIVERY.pullBatch, expiresMs, (m) => this.onDurable(m));
-    this.quietPulls.add(q);
-    void q.ended.finally(() => this.quietPulls.delete(q));
-    return {
-      ended: q.ended,
-      stop: () => {
-        q.stop();
-        // Tracked now, not once `ended` settles: a leaving seat asks pullsReleased() right after
-        // stopConsuming(), before any promise callback ran, and mail it handed back before the
-        // server confirmed the pulls went straight back under them (test/mesh/quiet-pull.test.ts).
-        this.releasing.add(q.released);
-        void q.released.finally(() => this.releasing.delete(q.released));
-      },
-    };
-  }
-
-  /** A durable read with nats.js's consume(): pulls renewed every DELIVERY.pullExpiresMs, heartbeats half that. */
-  private async keepalivePull(consumer: Consumer, log: Logger): Promise<PullSource> {
-    const it = await consumer.consume({ max_messages: DELIVERY.pullBatch, expires: DELIVERY.pullExpiresMs, abort_on_missing_resource: true });
-    void (async () => {
-      for await (const s of it.status()) {
-        if (s.type === "heartbeats_missed") log.warn({ count: s.count }, "durable consumer missed heartbeats; checking it still exists");
-        else if (s.type === "consumer_deleted" || s.type === "consumer_not_found") log.warn({ status: s.type }, "durable consumer is gone");
-      }
-    })();
-    const ended = (async () => {
-      try {
-        for await (const m of it) this.onDurable(m);
-        return await it.closed();
-      } catch (err) {
-        return err;
-      }
-    })();
-    return { stop: () => it.stop(), ended };
-  }
-
-  private setConsumerState(key: string, s: ConsumerStatus): void {
-    this.consumerStates.set(key, s);
-    for (const l of this.consumerListeners) l({ ...s });
   }
 
   private onDurable(m: JsMsg): void {

@@ -23,6 +23,7 @@ export * from "./artifacts.js";
 export * from "./stream-scan.js";
 export * from "./verify.js";
 export * from "./endpoint.js";
+export * from "./durable-reader.js";
 export * from "./auth/index.js";
 export * from "./auth/native-nkeys.js";
 export * from "./xfer.js";
