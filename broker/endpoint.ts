@@ -22,11 +22,8 @@ import {
   type CONTROL_COMMANDS,
   type ControlCommand,
   type ControlReplyData,
-  type Attention,
   type ChannelClass,
   type CardKind,
-  type ChannelMode,
-  type Condition,
   type CotalMessage,
   type Part,
   type Presence,
@@ -49,6 +46,7 @@ import { logger, type Logger } from "./log.js";
 import { AckBatcher } from "./ack-batch.js";
 import type { RegisterReply } from "./mesh-service.js";
 import { DurableReader, type ConsumerStatus } from "./durable-reader.js";
+import { nextPresence, type PresencePatch, type PresenceState } from "./presence-state.js";
 import { followPresence, Roster, type RosterEntry } from "./roster.js";
 import type { ResolvedChannel } from "./channel-registry.js";
 import { verifyEnvelope, type VerifiedMessage } from "./verify.js";
@@ -129,27 +127,6 @@ export type ReceiptTarget =
   | { kind: "channel"; channel: string; /** Other members of the channel online at send. */ onlineMembers: number | null }
   | { kind: "dm"; /** The recipient's principal id. */ to: string; recipient: PresenceStatus | "not-joined" | "unknown" }
   | { kind: "anycast"; role: string; /** Holders of the role online at send. */ holders: number | null };
-
-/**
- * Live presence fields an endpoint may change. `statusSince` moves when status or activity
- * changes, `activitySince` when activity changes; a heartbeat moves neither.
- */
-export interface PresencePatch {
-  status?: PresenceStatus;
-  /** Set (its `since` defaults to now, or stays when the code is unchanged) or clear (null). */
-  condition?: Condition | null;
-  activity?: string | null;
-  attention?: Attention;
-  /** Per channel; `normal` removes the channel from the record (absent means normal on the wire). */
-  channelModes?: Record<string, ChannelMode>;
-  /** Directed messages held for the agent and not yet handed over (shown on the roster). */
-  unread?: number;
-  /** Real progress happened now (a prompt, a tool call, a finished turn): moves `activeAt`. */
-  active?: boolean;
-}
-
-/** The presence fields an endpoint keeps between heartbeats. */
-export type PresenceState = Omit<Presence, "ts" | "card" | "channels" | "since">;
 
 interface ChannelMembership {
   channel: string;
@@ -844,39 +821,4 @@ export class Endpoint {
     if (!jsMsg) ledger.settle(id);
     this.deliveries.push(delivery);
   }
-}
-
-/**
- * Apply a presence patch at `now`. statusSince moves only when status or activity changes,
- * activitySince only when activity changes, activeAt only on `active`; a condition keeps its
- * `since` while its code stays; channel mode `normal` leaves the record (absent means normal).
- */
-export function nextPresence(prev: PresenceState, patch: PresencePatch, now: number): PresenceState {
-  const next: PresenceState = { ...prev, channelModes: { ...prev.channelModes } };
-  const statusChanged = patch.status !== undefined && patch.status !== prev.status;
-  const activityChanged = patch.activity !== undefined && (patch.activity ?? undefined) !== prev.activity;
-  if (patch.status) next.status = patch.status;
-  if (patch.attention) next.attention = patch.attention;
-  for (const [ch, mode] of Object.entries(patch.channelModes ?? {})) {
-    if (mode === "normal") delete next.channelModes[ch];
-    else next.channelModes[ch] = mode;
-  }
-  if (patch.condition === null) delete next.condition;
-  else if (patch.condition) {
-    const since = patch.condition.since ?? (prev.condition?.code === patch.condition.code ? prev.condition.since : undefined) ?? now;
-    next.condition = { ...patch.condition, since };
-  }
-  if (activityChanged) {
-    if (patch.activity) {
-      next.activity = patch.activity;
-      next.activitySince = now;
-    } else {
-      delete next.activity;
-      delete next.activitySince;
-    }
-  }
-  if (statusChanged || activityChanged) next.statusSince = now;
-  if (patch.unread !== undefined) next.unread = patch.unread;
-  if (patch.active) next.activeAt = now;
-  return next;
 }

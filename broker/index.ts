@@ -59,8 +59,9 @@ export { MeshService, type MeshServiceOptions } from "./mesh-service.js";
 export { callControl, controlCaller, serveControl, type ControlCallOptions, type ControlCaller, type ControlHandler, type ControlHandlers } from "./control.js";
 
 // The endpoint (one seat's client) and what it reads: deliveries, roster, channels, history.
-export { Endpoint, type Content, type EndpointOptions, type PresencePatch, type PresenceState, type Receipt, type SendOptions } from "./endpoint.js";
+export { Endpoint, type Content, type EndpointOptions, type Receipt, type SendOptions } from "./endpoint.js";
 export type { ConsumerStatus } from "./durable-reader.js";
+export type { PresencePatch, PresenceState } from "./presence-state.js";
 export type { Delivery, DeliverySource } from "./delivery.js";
 export { followPresence, Roster, watchPresence, type RosterEntry, type RosterSnapshotItem } from "./roster.js";
 export { ChannelRegistry, type ResolvedChannel } from "./channel-registry.js";

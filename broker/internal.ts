@@ -24,6 +24,7 @@ export * from "./stream-scan.js";
 export * from "./verify.js";
 export * from "./endpoint.js";
 export * from "./durable-reader.js";
+export * from "./presence-state.js";
 export * from "./auth/index.js";
 export * from "./auth/native-nkeys.js";
 export * from "./xfer.js";
