@@ -1,5 +1,5 @@
-// The CLI's hardening through the shipped bundle, on real nats-servers the tests start: one server per
-// store even when the pid files are lost or garbage, background processes that do not inherit
+// The CLI is safe on the user's machine, through the shipped bundle, on real nats-servers the
+// tests start: one server per store even when the pid files are lost or garbage, background processes that do not inherit
 // the caller's secrets, peer text that cannot reach the terminal raw, credential files refused
 // with the fix, bounded --since, send without the mesh service, and mint into a user's folder.
 import { chmodSync, copyFileSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";

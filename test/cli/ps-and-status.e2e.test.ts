@@ -1,4 +1,4 @@
-// Smaller breaks on the user's path, through the built CLI on a default
+// `ps` and `status` on the user's path, through the built CLI on a default
 // (secure) mesh: `ps` with an observer credential lists the seats (docs/manager.md says it may
 // read), and `status --server` pointed at an HTTP port says what answered there, at once.
 import { spawn } from "node:child_process";
@@ -19,7 +19,7 @@ beforeAll(async () => {
   ok(await cotal("up", "-d", "--port", String(await freePort())), "up -d");
 }, 90_000);
 
-describe("smaller breaks", () => {
+describe("ps and status", () => {
   it("ps with an observer credential lists the managers' seats", async () => {
     ok(await cotal("mint", "olga", "--profile", "observer"), "mint olga");
     ok(await cotal("spawn", "--agent", "echo", "--name", "echo1", "-d"), "spawn echo1");
