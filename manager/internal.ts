@@ -23,9 +23,6 @@ export * from "./prompt-delivery.js";
 export * from "./transcript-carry.js";
 export * from "./attach.js";
 export * from "./runtimes.js";
-// The Claude run-result parser moved into its adapter (claude/run-result.ts); tests reach it here as before.
-export { runResultOf } from "../claude/index.js";
-export type { RunExit } from "../runtime/index.js";
 export * from "./host-paths.js";
 export * from "./seat-credential.js";
 export * from "./helpers.js";

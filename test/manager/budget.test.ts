@@ -5,18 +5,9 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import {
-  budgetCaps,
-  capsFromEnv,
-  checkGates,
-  gauge,
-  headroom,
-  levelOf,
-  medianRunCost,
-  runResultOf,
-  type RunExit,
-  type RunRecord,
-} from "../../manager/internal.js";
+import { budgetCaps, capsFromEnv, checkGates, gauge, headroom, levelOf, medianRunCost, type RunRecord } from "../../manager/internal.js";
+import { runResultOf } from "../../claude/index.js";
+import type { RunExit } from "../../runtime/index.js";
 
 const DAY = Date.UTC(2026, 10, 30, 12);
 const run = (costUsd: number, over: Partial<RunRecord> = {}): RunRecord => ({
