@@ -7,3 +7,5 @@ export { serveDashboard, type Dashboard } from "./server.js";
 export { newDashboardToken, TOKEN_PATTERN } from "./token.js";
 export { TimelineFolder, type TimelineEntry } from "./timeline.js";
 export { postCounts } from "./stores.js";
+export { PersonWriter, PostBody, DmBody, InboxReadBody, type PersonWriterOptions, type InboxView, type WriteResult } from "./writes.js";
+export { personReads, personRoutes, writeRoute, type ReadRoute, type WriteMode, type WriteRoute } from "./write-routes.js";
