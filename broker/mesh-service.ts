@@ -511,6 +511,7 @@ export class MeshService {
         ...(req.allowSpawn.length ? { allowSpawn: req.allowSpawn } : {}),
         ...(req.spawnLimit !== undefined ? { spawnLimit: req.spawnLimit } : {}),
         ...(req.allowSpawn.length && req.personaDigests ? { personaDigests: pinnedOf(req.allowSpawn, req.personaDigests) } : {}),
+        ...(req.steer ? { steer: true as const } : {}),
         mintedBy: principalId(caller),
       },
       {
@@ -757,6 +758,7 @@ export class MeshService {
       allowSpawn: rec.allowSpawn ?? [],
       ...(rec.spawnLimit !== undefined ? { spawnLimit: rec.spawnLimit } : {}),
       personaDigests: rec.personaDigests ?? {},
+      ...(rec.steer ? { steer: true } : {}),
     };
   }
 

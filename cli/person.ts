@@ -96,7 +96,8 @@ export async function ensurePerson(
   const state = await keepHostCredential(
     t as StaticTarget,
     file,
-    { name, profile: "person", label: `${who}'s credential (the person here)`, provision: true },
+    // The person at the mesh host steers its seats from `cotal web` (docs/security.md, People).
+    { name, profile: "person", label: `${who}'s credential (the person here)`, provision: true, steer: true },
     notes,
   );
   writePerson(root, { name, space: t.space });

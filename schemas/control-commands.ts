@@ -194,6 +194,7 @@ export const MESH_COMMANDS = {
       personaDigests: PersonaDigests.optional().describe(
         "agent with allowSpawn: the sha256 of each persona's agent file as the minter read it; a helper starts only from those bytes (unset: no helper starts)",
       ),
+      steer: z.boolean().optional().describe("person: may steer seats (spawn personas and team seats, stop and restart them; docs/security.md, People)"),
       expiresInMs: z.number().int().positive().optional(),
       leaf: PrincipalName.optional().describe(
         "operator: the leaf credential of the host this identity runs on (`<host>_leaf`; agent, reader or observer): that leaf's scope widens to it, and revoking the leaf revokes it",

@@ -51,6 +51,7 @@ export const SpawnGrant = z.object({
   allowSpawn: AllowSpawn.default([]),
   spawnLimit: SpawnLimit.optional(),
   personaDigests: PersonaDigests.default({}),
+  steer: z.boolean().optional().describe("a person with the steer right: may spawn personas and team seats, stop and restart seats (docs/security.md, People)"),
 });
 export type SpawnGrant = z.infer<typeof SpawnGrant>;
 

@@ -30,6 +30,8 @@ export const IdentityRecord = z.object({
   spawnLimit: SpawnLimit.optional(),
   /** The agent files its personas were minted with (absent: none pinned, so no helper starts). */
   personaDigests: PersonaDigests.optional(),
+  /** A person that may steer seats (docs/security.md, People); absent: not. */
+  steer: z.literal(true).optional(),
   /** Who minted the name first (a manager may mint and revoke only names it minted itself). */
   mintedBy: z.string().optional(),
   /** Every credential issued to this principal (revocation names them all). */

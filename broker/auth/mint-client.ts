@@ -25,6 +25,8 @@ export interface MintRequest {
   spawnLimit?: number;
   /** Agent with allowSpawn: the sha256 of each persona's agent file as read at mint (personaDigests in claude/). */
   personaDigests?: Record<string, string>;
+  /** Person: may steer seats (docs/security.md, People). */
+  steer?: boolean;
   expiresInMs?: number;
   /** Operator: the leaf credential (`<host>_leaf`) of the host this identity runs on (leaf-scope.ts). */
   leaf?: string;

@@ -61,7 +61,12 @@ export interface IdentitySpec {
   allowSpawn?: string[];
   /** How many helpers it may hold at once (kept in its identity record; not a permission). */
   spawnLimit?: number;
+  /** A person that may steer seats: the manager rail's STEER_CALLS as itself (person profile). */
+  steer?: boolean;
 }
+
+/** The manager commands the steer right adds to a person, as itself on any instance (docs/security.md, People). */
+export const STEER_CALLS = ["spawn", "stop", "personas"] as const;
 
 /** The manager commands the spawn right adds, as itself on any instance (docs/security.md, Profiles). */
 export const SPAWN_CALLS = ["spawn", "despawn", "personas", "handover"] as const;
@@ -207,6 +212,8 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
             // `cotal ps`, as an observer: the managers' heartbeats and each manager's read-only `ps`.
             patterns.bucketGet(names.managersBucket(space)),
             patterns.callAsAnyTarget(space, "manager", "ps", who),
+            // The steer right: spawn personas and team seats, stop them, list personas, on any manager.
+            ...(spec.steer ? STEER_CALLS.map((c) => patterns.callAsAnyTarget(space, "manager", c, who)) : []),
           ],
           // A channel named like an event plane is a plane, written by its own seat only.
           deny: [patterns.postAsOnPlaneNames(space, who)],

@@ -62,6 +62,7 @@ const MintFlags = z
     events: z.boolean().optional(),
     allowSpawn: commaList.pipe(AllowSpawn),
     spawnLimit: z.coerce.number().pipe(SpawnLimit).optional(),
+    steer: z.boolean().optional(),
     out: z.string().min(1).optional(),
     expiresIn: duration.optional(),
     replace: z.boolean().optional(),
@@ -115,6 +116,7 @@ export function registerMint(program: Command): void {
       "agent: comma-separated personas (agent files) it may spawn helpers of with cotal_spawn, never wider than itself (docs/manager.md, Helpers)",
     )
     .option("--spawn-limit <n>", "agent with --allow-spawn: helpers it may hold at once (default 4, at most 32)")
+    .option("--steer", "person: may steer seats from `cotal web` (spawn personas and team seats, stop and restart seats)")
     .option("--out <file>", "where to write the .creds file (default .cotal/creds/<name>.creds next to the mesh)")
     .option("--expires-in <duration>", "expiry: a number and a unit, e.g. 90s, 24h or 7d (default: no expiry)")
     .option("--replace", "the name already has a credential: revoke every old one, then write the new one")
@@ -136,6 +138,7 @@ export function registerMint(program: Command): void {
         ...(f.events !== undefined ? { events: f.events } : {}),
         ...(f.allowSpawn.length ? { allowSpawn: f.allowSpawn } : {}),
         ...(f.spawnLimit !== undefined ? { spawnLimit: f.spawnLimit } : {}),
+        ...(f.steer ? { steer: true } : {}),
       });
     } catch (err) {
       if (err instanceof MintRefusedError) throw new UsageError(`Invalid input: ${err.message}`);
@@ -169,6 +172,7 @@ export function registerMint(program: Command): void {
           ...(f.allowSpawn.length ? { allowSpawn: f.allowSpawn } : {}),
           ...(f.spawnLimit !== undefined ? { spawnLimit: f.spawnLimit } : {}),
           ...(pinned ? { personaDigests: pinned } : {}),
+          ...(f.steer ? { steer: true } : {}),
           ...(f.expiresIn ? { expiresInMs: f.expiresIn } : {}),
           ...(f.on ? { leaf: `${f.on}${LEAF_SUFFIX}` } : {}),
         }),
@@ -179,6 +183,7 @@ export function registerMint(program: Command): void {
       principal: reply.principal,
       profile: f.profile,
       ...(f.allowSpawn.length ? { allowSpawn: f.allowSpawn, spawnLimit: f.spawnLimit ?? DEFAULT_SPAWN_LIMIT } : {}),
+      ...(f.steer ? { steer: true } : {}),
       creds: out,
       expiresAt: reply.expiresAt ? new Date(reply.expiresAt).toISOString() : null,
       provisioned: !!reply.provisioned,
@@ -194,6 +199,7 @@ export function registerMint(program: Command): void {
         `creds:     ${out} (mode 0600)`,
         ...(result.expiresAt ? [`expires:   ${result.expiresAt}`] : []),
         ...(f.allowSpawn.length ? [`spawns:    ${f.allowSpawn.join(", ")} (at most ${f.spawnLimit ?? DEFAULT_SPAWN_LIMIT} helpers at once)`] : []),
+        ...(f.steer ? ["steers:    may spawn personas and team seats, stop and restart seats"] : []),
         ...(f.on
           ? [`on:        leaf host ${f.on} (its connection to the mesh may act as ${result.principal}; revoking ${f.on}${LEAF_SUFFIX} revokes it too)`]
           : []),
