@@ -7,7 +7,9 @@ import { PersonWriter, personReads, personRoutes, type WriteMode } from "../web/
 import type { MeshTarget } from "./context.js";
 import { credentialScope } from "./credential.js";
 import { UsageError } from "./errors.js";
+import { localManager } from "./local-manager.js";
 import { readPerson } from "./person.js";
+import { credentialSteers, steerReads, steerRoutes, terminalStream, type SteerDeps } from "./web-steer.js";
 
 /** Who `cotal web` writes as: the person's name and credential, or why it writes nothing. */
 export type PersonChoice = { name: string; creds?: string } | { why: string };
@@ -52,7 +54,12 @@ export interface OpenWrites {
 }
 
 /** Connect as the chosen person (undefined: --read-only). A person who cannot connect leaves the dashboard read-only, saying why. */
-export async function openWrites(reader: MeshTarget, person: PersonChoice | undefined, log: Logger): Promise<OpenWrites> {
+export async function openWrites(
+  reader: MeshTarget,
+  person: PersonChoice | undefined,
+  log: Logger,
+  managers: () => string[],
+): Promise<OpenWrites> {
   const none = { close: async () => undefined };
   if (!person) return { ...none, mode: { kind: "read-only" } };
   if ("why" in person) return { ...none, mode: { kind: "off", why: person.why } };
@@ -63,8 +70,19 @@ export async function openWrites(reader: MeshTarget, person: PersonChoice | unde
     log.warn({ err }, "the person's connection failed: the dashboard is read-only");
     return { ...none, mode: { kind: "off", why: `${person.name} could not connect (${(err as Error).message}). ${HOW}` } };
   }
+  const me = parsePrincipal(writer.as);
+  const steer = credentialSteers(person.creds, reader.space, me);
+  const d: SteerDeps = { nc: writer.nc, space: reader.space, me, managers, local: localManager(reader), project: reader.root?.project, steer, log };
   return {
-    mode: { kind: "on", as: writer.as, routes: personRoutes(writer), reads: personReads(writer), steer: false },
+    mode: {
+      kind: "on",
+      as: writer.as,
+      // A person without the steer right gets the steer routes too: the broker's refusal is what the page shows.
+      routes: { ...personRoutes(writer), ...steerRoutes(d) },
+      reads: { ...personReads(writer), ...steerReads(d) },
+      streams: { "/api/terminal": terminalStream(d) },
+      steer,
+    },
     close: () => writer.close(),
   };
 }

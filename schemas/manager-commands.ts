@@ -25,6 +25,7 @@ export const SeatView = z.object({
   agent: SeatAgent,
   instance: ManagerInstance,
   role: RoleName.optional(),
+  persona: PrincipalToken.optional().describe("the agent file it was spawned from (restarting it from `cotal web` spawns that persona again)"),
   runtime: SeatRuntime.optional(),
   permissionMode: z.string().optional().describe("Claude seats: the permission mode (dontAsk unless the agent file asked for another)"),
   presence: z

@@ -8,4 +8,4 @@ export { newDashboardToken, TOKEN_PATTERN } from "./token.js";
 export { TimelineFolder, type TimelineEntry } from "./timeline.js";
 export { postCounts } from "./stores.js";
 export { PersonWriter, PostBody, DmBody, InboxReadBody, type PersonWriterOptions, type InboxView, type WriteResult } from "./writes.js";
-export { personReads, personRoutes, writeRoute, type ReadRoute, type WriteMode, type WriteRoute } from "./write-routes.js";
+export { personReads, personRoutes, writeRoute, type ReadRoute, type StreamRoute, type WriteMode, type WriteRoute } from "./write-routes.js";

@@ -150,6 +150,13 @@ async function handle(view: MeshView, gate: Gate, clients: Set<ServerResponse>, 
       return;
     }
     default: {
+      const stream = gate.writes.kind === "on" ? gate.writes.streams[url.pathname] : undefined;
+      if (stream) {
+        res.writeHead(200, { ...HEADERS, "Content-Type": "text/event-stream", Connection: "keep-alive" });
+        const stop = stream(query, (event, data) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`));
+        req.on("close", stop);
+        return;
+      }
       const read = gate.writes.kind === "on" ? gate.writes.reads[url.pathname] : undefined;
       if (!read) return send(res, 404, "text/plain", "Not found.\n");
       try {

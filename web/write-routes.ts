@@ -19,7 +19,13 @@ function route<S extends z.ZodType>(schema: S, run: (body: z.infer<S>) => Promis
 export type WriteMode =
   | { kind: "read-only" }
   | { kind: "off"; why: string }
-  | { kind: "on"; as: string; routes: Record<string, WriteRoute>; reads: Record<string, ReadRoute>; steer: boolean };
+  | { kind: "on"; as: string; routes: Record<string, WriteRoute>; reads: Record<string, ReadRoute>; streams: Record<string, StreamRoute>; steer: boolean };
+
+/**
+ * A GET route that streams server-sent events (a seat's terminal): started with the query and a
+ * way to push one event; returns how to stop when the page goes.
+ */
+export type StreamRoute = (query: Record<string, string>, push: (event: string, data: unknown) => void) => () => void;
 
 /** A GET route of the writing dashboard (the person's inbox, the open asks, what may be spawned), by path. */
 export type ReadRoute = (query: Record<string, string>) => Promise<unknown>;

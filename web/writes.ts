@@ -75,6 +75,11 @@ export class PersonWriter {
     return new PersonWriter(ep, o);
   }
 
+  /** The person's connection (the steer calls go out on it, as the person). */
+  get nc() {
+    return this.ep.nc;
+  }
+
   /** The principal every write is sent as. */
   get as(): string {
     return principalId(localPrincipal(this.o.name));

@@ -154,7 +154,7 @@ async function open(
   const view = await MeshView.open({ server: reader.server, space: reader.space, creds: reader.creds, profile, log });
   let writes: OpenWrites | undefined;
   try {
-    writes = await openWrites(reader, person, log);
+    writes = await openWrites(reader, person, log, () => view.state().managers.map((m) => m.instance));
     return { view, writes, dash: await serveDashboard(view, { host: f.host, port: f.port, log, token, writes: writes.mode }) };
   } catch (err) {
     await writes?.close();
