@@ -8,6 +8,7 @@ import type { MeshTarget } from "./context.js";
 import { credentialScope } from "./credential.js";
 import { UsageError } from "./errors.js";
 import { localManager } from "./local-manager.js";
+import { findMeshRoot } from "./mesh-root.js";
 import { readPerson } from "./person.js";
 import { credentialSteers, steerReads, steerRoutes, terminalStream, type SteerDeps } from "./web-steer.js";
 
@@ -72,7 +73,19 @@ export async function openWrites(
   }
   const me = parsePrincipal(writer.as);
   const steer = credentialSteers(person.creds, reader.space, me);
-  const d: SteerDeps = { nc: writer.nc, space: reader.space, me, managers, local: localManager(reader), project: reader.root?.project, steer, log };
+  // A detached dashboard is started with --server and --space, in the mesh's folder: its mesh root is found there.
+  const found = findMeshRoot();
+  const root = reader.root ?? (found?.readInfo()?.space === reader.space ? found : undefined);
+  const d: SteerDeps = {
+    nc: writer.nc,
+    space: reader.space,
+    me,
+    managers,
+    local: root ? localManager({ root, space: reader.space }) : undefined,
+    project: root?.project,
+    steer,
+    log,
+  };
   return {
     mode: {
       kind: "on",

@@ -7,7 +7,7 @@
 // origin (403, nothing stored; the browser may send the dashboard's cookie along: another port
 // of the same host is the same site), to a request without the token header (401, the cookie alone
 // included), and by `cotal web --read-only` (405). Screenshots of each view go to docs/web/.
-import { mkdirSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -63,6 +63,9 @@ describe.skipIf(!CHROMIUM)("the dashboard talks as the person", () => {
       { when: (r) => newTurnText(r).includes(QUESTION), reply: [{ tool: DM_TOOL, input: { to: "ann", text: ANSWER } }] },
       { afterToolResult: DM_TOOL, reply: ["Answered ann."] },
     ]);
+    // A persona in the manager's folder, for the steering tests' echo seats.
+    mkdirSync(join(project, ".cotal", "agents"), { recursive: true });
+    writeFileSync(join(project, ".cotal", "agents", "scout.md"), "---\nname: scout\n---\nYou are scout.\n");
     shell = { ...claudeEnv({ baseUrl: double.url, home: join(project, "home") }), NATS_SERVER_BIN: findNatsServer(), COTAL_SPACE: `talk${process.pid}` };
     ok(await cotal(["up", "-d", "--me", "ann", "--port", String(await freePort())], 120_000));
     ok(await cotal(["spawn", "-d", "--agent", "claude", "--name", "alice", "--wait-ms", "120000"], 150_000));
@@ -191,5 +194,63 @@ describe.skipIf(!CHROMIUM)("the dashboard talks as the person", () => {
       await ro.stop();
     }
     expect(await history("general")).not.toContain("READ-ONLY");
+  }, 60_000);
+
+  it("steers: spawns an echo seat of persona scout from the Roster, restarts and stops it from its view, as ann; alice's terminal shows live, read-only", async () => {
+    await page.goto(`${dash.base}#/roster`);
+    await page.getByTestId("spawn-from").locator("option", { hasText: "persona scout" }).waitFor({ state: "attached", timeout: 15_000 });
+    await page.getByTestId("spawn-from").selectOption("persona:scout");
+    await page.getByTestId("spawn-name").fill("scout1");
+    await page.getByTestId("spawn-runtime").selectOption("echo");
+    await page.getByTestId("spawn").click();
+    await expect.poll(() => page.getByTestId("receipt").textContent(), { timeout: 60_000 }).toMatch(/^spawned scout1 from persona scout on manager \S+ \((launched|joined)\)$/);
+    await page.locator('[data-testid="roster-row"][data-id="local.scout1"]').waitFor({ timeout: 30_000 });
+    await expect.poll(() => page.locator('[data-testid="roster-row"][data-id="local.scout1"] [data-testid="spawned-by"]').textContent(), { timeout: 15_000 }).toBe("local.ann");
+    await shot("spawn");
+    const uidOf = async () => ok(await cotal(["ps", "--json"])).json<Array<{ seats: Array<{ name: string; uid: string; spawnedBy?: string }> }>>().flatMap((m) => m.seats).find((s) => s.name === "scout1");
+    const first = await uidOf();
+    expect(first?.spawnedBy).toBe("local.ann");
+
+    await page.goto(`${dash.base}#/agent/local.scout1`);
+    await page.getByTestId("restart").click();
+    await expect.poll(() => page.getByTestId("receipt").textContent(), { timeout: 60_000 }).toMatch(/^scout1: restarted from persona scout on manager \S+/);
+    const second = await uidOf();
+    expect(second?.uid).toBeDefined();
+    expect(second?.uid).not.toBe(first?.uid);
+    await page.getByTestId("stop").click();
+    await expect.poll(() => page.getByTestId("receipt").textContent(), { timeout: 30_000 }).toBe("scout1: stopped, retired");
+    expect(await uidOf()).toBeUndefined();
+
+    // alice is a Claude seat in the manager's tmux: her screen, as `cotal attach` would show it.
+    await page.goto(`${dash.base}#/agent/local.alice`);
+    const screen = async () => {
+      const err = page.getByTestId("terminal-error");
+      if (await err.count()) return `refused: ${await err.textContent()}`;
+      return (await page.getByTestId("terminal").textContent()) ?? "";
+    };
+    // Claude Code's input box, as the seat's terminal shows it.
+    await expect.poll(screen, { timeout: 30_000 }).toMatch(/[─━╭╰>]/);
+    await shot("agent-terminal");
+  }, 180_000);
+
+  it("a person minted without the steer right is refused by the broker, and the page shows it", async () => {
+    ok(await cotal(["mint", "bob", "--profile", "person"]));
+    const web = CotalProcess.spawn(["web", "--as-creds", join(project, ".cotal", "creds", "bob.creds"), "--port", String(await freePort())], { cwd: project, env: shell });
+    try {
+      await until(() => web.lines.some((l) => l.startsWith("dashboard:")) || web.child.exitCode !== null, 30_000, `bob's dashboard to serve\n${web.stderr}`);
+      expect(web.lines).toContain("writing:   as local.bob");
+      const d = dashboardLink(web.lines.join("\n"));
+      const p = await browser.newPage();
+      await p.goto(d.link);
+      await p.goto(`${d.base}#/agent/local.alice`);
+      await p.getByTestId("stop").click();
+      await expect.poll(() => p.getByTestId("refused").first().textContent(), { timeout: 15_000 }).toMatch(/^Refused \(403\): the broker refused it for this credential: .*manager\.\S+\.stop\.local\.bob/);
+      await expect.poll(() => p.getByTestId("terminal-error").textContent(), { timeout: 15_000 }).toMatch(/^local\.bob may not steer seats/);
+      await p.close();
+    } finally {
+      await web.stop();
+    }
+    // alice still runs.
+    expect(ok(await cotal(["ps"])).stdout).toMatch(/alice\s+claude\s+joined/);
   }, 60_000);
 });
