@@ -6,6 +6,7 @@
  */
 
 export const WRITES_CSS = `
+header .badge { color: #1d232a; }
 #writes-note { background: #fff4d6; padding: .4em 1em; border-bottom: 1px solid #e9d8a6; }
 #compose { padding: 0 1em 1em; }
 #compose textarea { width: 100%; min-height: 4em; font: inherit; box-sizing: border-box; }
@@ -200,7 +201,8 @@ function steerPanel(id, row) {
   const act = (what) => async () => { const res = await api("/api/" + what, { name }); outcome(result, res, (j) => j.text || what + ": done"); W.steerResult = result; };
   const stop = el("button", { "data-testid": "stop", text: "Stop" }); stop.addEventListener("click", act("stop"));
   const restart = el("button", { "data-testid": "restart", text: "Restart" }); restart.addEventListener("click", act("restart"));
-  if (W.steerResult && W.steerFor === id) { result.hidden = W.steerResult.hidden; result.className = W.steerResult.className; result.dataset.testid = W.steerResult.dataset.testid; result.textContent = W.steerResult.textContent; }
+  if (W.steerFor !== id) W.steerResult = null;
+  if (W.steerResult) { result.hidden = W.steerResult.hidden; result.className = W.steerResult.className; result.dataset.testid = W.steerResult.dataset.testid; result.textContent = W.steerResult.textContent; }
   W.steerFor = id;
   startTerminal(name);
   const screen = el("pre", { class: "terminal", "data-testid": "terminal", text: W.term === null ? "(no screen yet)" : W.term });

@@ -118,7 +118,7 @@ function render() {
   const st = S.state;
   if (st) {
     document.getElementById("space").textContent = "space " + st.space;
-    document.getElementById("who").textContent = "reading as " + st.profile + (st.dmBodies ? " (DM bodies shown)" : " (no DM bodies)");
+    document.getElementById("who").textContent = "reading as " + st.profile + (st.dmBodies ? " (DM bodies shown)" : " (no DM bodies)") + (writesOn() ? "; writing as " + W.me.as : "");
   }
   const r = route();
   for (const a of document.querySelectorAll("[data-nav]")) a.classList.toggle("on", a.dataset.nav === r.view);
