@@ -29,6 +29,8 @@ export interface HostIdentity {
   label: string;
   /** The mesh service creates its DM inbox when minting it (a person's). */
   provision?: boolean;
+  /** Seats whose permission asks it may answer (a person's; `*`: every seat). */
+  approve?: string[];
 }
 
 /** What `keepHostCredential` did. */
@@ -79,6 +81,7 @@ async function mintHostCredential(
       name: id.name,
       profile: id.profile,
       ...(id.provision ? { provision: true } : {}),
+      ...(id.approve?.length ? { approve: id.approve } : {}),
       ...(o.lifetimeMs ? { expiresInMs: o.lifetimeMs } : {}),
     });
     writeSecret(file, creds);

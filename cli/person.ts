@@ -96,7 +96,8 @@ export async function ensurePerson(
   const state = await keepHostCredential(
     t as StaticTarget,
     file,
-    { name, profile: "person", label: `${who}'s credential (the person here)`, provision: true },
+    // The person at the mesh host may answer every seat's permission asks (docs/security.md, The approve right).
+    { name, profile: "person", label: `${who}'s credential (the person here)`, provision: true, approve: ["*"] },
     notes,
   );
   writePerson(root, { name, space: t.space });

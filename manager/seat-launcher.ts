@@ -73,6 +73,7 @@ export async function prepareSeat(
     await mintSeatCredential(nc, { space: o.space, caller: o.caller, lifetimeMs: o.seatCredsLifetimeMs, server: o.server }, files.creds, {
       name: seat.name,
       profile: "agent",
+      approve: [],
       allowSubscribe: seat.allowSubscribe,
       allowPublish: seat.allowPublish,
       ...(seat.role ? { role: seat.role } : {}),
