@@ -31,6 +31,8 @@ export interface HostIdentity {
   provision?: boolean;
   /** A person that may steer seats (the person at the mesh host). */
   steer?: boolean;
+  /** Seats whose permission asks it may answer (a person's; `*`: every seat). */
+  approve?: string[];
 }
 
 /** What `keepHostCredential` did. */
@@ -82,6 +84,7 @@ async function mintHostCredential(
       profile: id.profile,
       ...(id.provision ? { provision: true } : {}),
       ...(id.steer ? { steer: true } : {}),
+      ...(id.approve?.length ? { approve: id.approve } : {}),
       ...(o.lifetimeMs ? { expiresInMs: o.lifetimeMs } : {}),
     });
     writeSecret(file, creds);

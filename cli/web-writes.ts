@@ -8,6 +8,7 @@ import type { MeshTarget } from "./context.js";
 import { credentialScope } from "./credential.js";
 import { UsageError } from "./errors.js";
 import { localManager } from "./local-manager.js";
+import { approvalReads, approvalRoutes } from "./web-approvals.js";
 import { findMeshRoot } from "./mesh-root.js";
 import { readPerson } from "./person.js";
 import { credentialSteers, steerReads, steerRoutes, terminalStream, type SteerDeps } from "./web-steer.js";
@@ -91,8 +92,8 @@ export async function openWrites(
       kind: "on",
       as: writer.as,
       // A person without the steer right gets the steer routes too: the broker's refusal is what the page shows.
-      routes: { ...personRoutes(writer), ...steerRoutes(d) },
-      reads: { ...personReads(writer), ...steerReads(d) },
+      routes: { ...personRoutes(writer), ...steerRoutes(d), ...approvalRoutes(writer.nc, reader.space, me) },
+      reads: { ...personReads(writer), ...steerReads(d), ...approvalReads(writer.nc, reader.space, me) },
       streams: { "/api/terminal": terminalStream(d) },
       steer,
     },

@@ -21,7 +21,7 @@ import {
   type TableParsedArgs,
 } from "../schemas/index.js";
 import { callControl, JS_OPTIONS, sendDirectMail, serveControl, SERVICE_PRINCIPALS, type Logger } from "../broker/index.js";
-import { OpeningPromptNotStoredError, PersonaChangedError, SeatRefusedError, StaleSeatLogError } from "./errors.js";
+import { OpeningPromptNotStoredError, PersonaChangedError, SeatRefusedError, StaleSeatLogError, unsupervisable } from "./errors.js";
 import { newLifecycleUid } from "./lifecycle-uid.js";
 import { adoptSeatProcess, logTailOf, type SeatExit, type SeatProcess } from "./process-runtime.js";
 import { proveSeatProcess, seatFolderProblem } from "./seat-adoption.js";
@@ -466,9 +466,12 @@ export class ManagerService {
     const spawnLimit = allowSpawn.length ? (a.spawnLimit ?? fm?.spawnLimit) : undefined;
     // The spawn right pins its personas' agent files as they are now, where its helpers' are read.
     const pinned = allowSpawn.length ? personaDigests(cwd, allowSpawn) : undefined;
+    const posture = a.posture ?? fm?.posture;
+    if (posture === "supervised" && !runtimeNamed(a.agent)?.capabilities.approvals) throw unsupervisable(a.agent);
     const uid = newLifecycleUid();
     const spec = {
       runtime,
+      ...(posture === "supervised" ? { posture } : {}),
       cwd,
       channels,
       ...(model ? { model } : {}),
@@ -504,6 +507,9 @@ export class ManagerService {
         spawnLimit,
         personaDigests: pinned,
         manager: this.o.instance,
+        // Who may answer its permission asks besides the operator and the approve right: whoever spawned it.
+        spawnedBy: helper?.spawnedBy ?? principalId(caller),
+        ...(posture === "supervised" ? { posture } : {}),
       });
       // What another principal chose is mail, never keystrokes: stored before the seat starts, so
       // its first hook (session start, or the wake typed once it is ready) hands it over.
@@ -776,6 +782,7 @@ export class ManagerService {
           ...(r.spec.windowMs !== undefined ? { windowMs: r.spec.windowMs } : {}),
           ...(r.spec.carried ? { carried: r.spec.carried } : {}),
           ...(r.spec.personaDigest ? { personaDigest: r.spec.personaDigest } : {}),
+          ...(r.spec.posture ? { posture: r.spec.posture } : {}),
           ...(r.spawnedBy ? { spawnedBy: r.spawnedBy } : {}),
           ...(r.spawnerUid ? { spawnerUid: r.spawnerUid } : {}),
           ...(r.allowSpawn ? { allowSpawn: r.allowSpawn } : {}),
@@ -838,7 +845,7 @@ export class ManagerService {
       const fm = agentFile?.frontmatter;
       const { proc, terminal, permissionMode } =
         adapter === DEFAULT_RUNTIME && this.o.claude
-          ? await startClaudeSeat(this.o.claude, term, files, { ...request, agentFile })
+          ? await startClaudeSeat(this.o.claude, term, files, { ...request, agentFile, posture: r.spec.posture })
           : await startRuntimeSeat(adapter, host, term, files, {
               ...request,
               persona: agentFile?.persona,

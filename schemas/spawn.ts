@@ -9,6 +9,14 @@ import { ChannelName, PrincipalToken, RoleName } from "./tokens.js";
  * retire helper seats of those personas, within its seat limit, never wider than itself.
  */
 
+/**
+ * How a managed seat meets a tool call its allow-list does not name (docs/security.md, The approve
+ * right): `unattended` (the default) refuses it; `supervised` asks a person over the mesh
+ * (`cotal approvals`), who allows or denies it. The deny floor refuses in both.
+ */
+export const SeatPosture = z.enum(["unattended", "supervised"]);
+export type SeatPosture = z.infer<typeof SeatPosture>;
+
 /** Helpers one spawner holds at once unless its credential says otherwise. */
 export const DEFAULT_SPAWN_LIMIT = 4;
 /** The most helpers a credential may be allowed. */

@@ -35,7 +35,7 @@ function outcome(node, res, okText) {
   node.hidden = false;
   node.className = res.ok ? "receipt" : "refused";
   node.dataset.testid = res.ok ? "receipt" : "refused";
-  node.textContent = res.ok ? okText(res.json) : "Refused (" + res.status + "): " + res.json.error;
+  node.textContent = res.ok ? okText(res.json) : "Refused (" + res.status + (res.json.code ? ", " + res.json.code : "") + "): " + res.json.error;
 }
 
 fetch("/api/me").then((r) => r.json()).then((me) => {
@@ -47,7 +47,7 @@ fetch("/api/me").then((r) => r.json()).then((me) => {
   if (me.writes === "on") document.getElementById("who").dataset.as = me.as;
   W.key = null;
   render();
-  if (writesOn()) { pollInbox(); setInterval(pollInbox, 3000); pollApprovals(); setInterval(pollApprovals, 2000); }
+  if (writesOn()) { pollInbox(); setInterval(pollInbox, 3000); pollApprovals(); setInterval(pollApprovals, 3000); }
 }).catch(() => {});
 
 // ---- the composer: a channel post, a DM to an agent, a reply ------------------------------------
@@ -179,17 +179,19 @@ function approvalsView() {
   if (j.error) return el("section", {}, head, el("p", { class: "refused", "data-testid": "approvals-error", text: j.error }));
   const now = Date.now();
   const t = el("table", {}, el("tr", {}, ...["seat", "tool", "arguments", "age", "time left", ""].map((h) => el("th", { text: h }))));
+  // The last answer's outcome stays above the list (the list is read again every few seconds).
+  const result = el("div", { hidden: "" });
+  if (W.answered) outcome(result, W.answered, (x) => x.text);
   for (const a of j.asks) {
-    const result = el("div", { hidden: "" });
-    const answer = (decision) => async () => { const res = await api("/api/approve", { seat: a.seat, id: a.id, decision }); outcome(result, res, (x) => x.text || decision); };
+    const answer = (decision) => async () => { W.answered = await api("/api/approve", { seat: a.seat, id: a.id, decision }); pollApprovals(); render(); };
     const allow = el("button", { "data-testid": "allow", text: "Allow" }); allow.addEventListener("click", answer("allow"));
     const deny = el("button", { "data-testid": "deny", text: "Deny" }); deny.addEventListener("click", answer("deny"));
     t.append(el("tr", { "data-testid": "approval", "data-seat": a.seat, "data-id": a.id },
       el("td", { text: a.seat }), el("td", { text: a.tool }), el("td", {}, el("code", { text: a.args })),
       el("td", { text: age(now - a.at) }), el("td", { text: a.expiresAt ? age(a.expiresAt - now) : "-" }),
-      el("td", {}, allow, deny, result)));
+      el("td", {}, allow, deny)));
   }
-  return el("section", {}, head, t, j.asks.length ? null : el("p", { class: "note", text: "No open asks." }));
+  return el("section", {}, head, result, t, j.asks.length ? null : el("p", { class: "note", text: "No open asks." }));
 }
 
 // ---- Steering: spawn, stop, restart, and the seat's terminal (read-only) --------------------------

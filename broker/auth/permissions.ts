@@ -7,6 +7,8 @@ import {
   durables,
   eventPlaneOf,
   ANY_INSTANCE,
+  approveAs,
+  approveInbox,
   JS_API,
   names,
   OPERATOR_PRINCIPAL,
@@ -130,6 +132,9 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
         ...(events ? [patterns.eventsAs(space, who)] : []),
         patterns.dmFrom(space, who),
         patterns.anycastFrom(space, who),
+        // Answers to a seat's permission asks, as itself (a spawner answers its helpers' asks; the
+        // seat checks the right: docs/security.md, The approve right).
+        approveAs(space, who),
         // Any command of the mesh and artifact endpoints, as itself, in two subjects: a user JWT is
         // sent whole on connect and the server refuses a CONNECT line over 4 KiB. The service
         // refuses the operator's own commands (mint, revoke) by the caller's principal.
@@ -149,8 +154,10 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
         // Durable memberships of its channels (an event plane is read live and by history: none).
         ...subscribe.filter((ch) => !eventPlaneOf(ch)).flatMap((ch) => patterns.bindDurable(names.chatStream(space), durables.channel(who, ch))),
       ];
-      const sub = [inbox, presenceAll, ...subscribe.map((ch) => patterns.channelPosts(space, ch))];
-      return { pub: { allow: pub }, sub: { allow: sub } };
+      // Answers to its own permission asks, from anyone (the seat checks who may answer).
+      const sub = [inbox, presenceAll, approveInbox(space, who), ...subscribe.map((ch) => patterns.channelPosts(space, ch))];
+      // It replies once to each answer it receives, on the answerer's reply subject, and on no other inbox.
+      return { pub: { allow: pub }, sub: { allow: sub }, resp: { max: 1, ttl: 0 } };
     }
     case "reader": {
       // A scoped reader: it publishes nothing that is stored or reaches anyone
@@ -201,6 +208,8 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
             patterns.postAsAny(space, who),
             patterns.dmFrom(space, who),
             patterns.anycastFrom(space, who),
+            // Answers to seats' permission asks, as itself; each seat checks the approve right.
+            approveAs(space, who),
             ...meshReads(space, who),
             // Its DM inbox, created by the mesh service (`register`), and attached files (artifacts).
             patterns.callAs(space, MESH, "register", who),

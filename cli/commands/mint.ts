@@ -15,7 +15,7 @@ import {
   writeSecret,
 } from "../../broker/index.js";
 import { AgentFileError, personaDigests } from "../../claude/index.js";
-import { AllowSpawn, DEFAULT_SPAWN_LIMIT, eventPlaneOf, localPrincipal, principalId, SpawnLimit, withArticle } from "../../schemas/index.js";
+import { AllowSpawn, ApproveRight, DEFAULT_SPAWN_LIMIT, eventPlaneOf, localPrincipal, principalId, SpawnLimit, withArticle } from "../../schemas/index.js";
 import { jsonOption, meshOptions, resolveTarget, type MeshTarget } from "../context.js";
 import { credentialScope } from "../credential.js";
 import { ProfileRefusedError, requireProfile, UsageError } from "../errors.js";
@@ -63,6 +63,7 @@ const MintFlags = z
     allowSpawn: commaList.pipe(AllowSpawn),
     spawnLimit: z.coerce.number().pipe(SpawnLimit).optional(),
     steer: z.boolean().optional(),
+    approve: commaList.pipe(ApproveRight),
     out: z.string().min(1).optional(),
     expiresIn: duration.optional(),
     replace: z.boolean().optional(),
@@ -70,6 +71,12 @@ const MintFlags = z
     json: z.boolean().optional(),
   })
   .superRefine((f, ctx) => {
+    if (f.approve.length && f.profile !== "person")
+      ctx.addIssue({
+        code: "custom",
+        path: ["approve"],
+        message: `the approve right is a person's (--profile person), not ${withArticle(f.profile)}'s: a seat's spawner answers its helpers' asks as their owner`,
+      });
     // An event plane named as a channel would mint a channel permission of that name, not the plane:
     // the credential could not write the plane, and nothing would say so until its seat's frames were refused.
     for (const ch of f.allowPublish) {
@@ -117,6 +124,10 @@ export function registerMint(program: Command): void {
     )
     .option("--spawn-limit <n>", "agent with --allow-spawn: helpers it may hold at once (default 4, at most 32)")
     .option("--steer", "person: may steer seats from `cotal web` (spawn personas and team seats, stop and restart seats)")
+    .option(
+      "--approve <seats>",
+      "person: comma-separated seats (actor names) whose permission asks it may answer with `cotal approve`/`deny`, or '*' for every seat (docs/security.md, The approve right)",
+    )
     .option("--out <file>", "where to write the .creds file (default .cotal/creds/<name>.creds next to the mesh)")
     .option("--expires-in <duration>", "expiry: a number and a unit, e.g. 90s, 24h or 7d (default: no expiry)")
     .option("--replace", "the name already has a credential: revoke every old one, then write the new one")
@@ -171,6 +182,7 @@ export function registerMint(program: Command): void {
           ...(f.events !== undefined ? { events: f.events } : {}),
           ...(f.allowSpawn.length ? { allowSpawn: f.allowSpawn } : {}),
           ...(f.spawnLimit !== undefined ? { spawnLimit: f.spawnLimit } : {}),
+          ...(f.approve.length ? { approve: f.approve } : {}),
           ...(pinned ? { personaDigests: pinned } : {}),
           ...(f.steer ? { steer: true } : {}),
           ...(f.expiresIn ? { expiresInMs: f.expiresIn } : {}),
@@ -184,6 +196,7 @@ export function registerMint(program: Command): void {
       profile: f.profile,
       ...(f.allowSpawn.length ? { allowSpawn: f.allowSpawn, spawnLimit: f.spawnLimit ?? DEFAULT_SPAWN_LIMIT } : {}),
       ...(f.steer ? { steer: true } : {}),
+      ...(f.approve.length ? { approve: f.approve } : {}),
       creds: out,
       expiresAt: reply.expiresAt ? new Date(reply.expiresAt).toISOString() : null,
       provisioned: !!reply.provisioned,
@@ -200,6 +213,9 @@ export function registerMint(program: Command): void {
         ...(result.expiresAt ? [`expires:   ${result.expiresAt}`] : []),
         ...(f.allowSpawn.length ? [`spawns:    ${f.allowSpawn.join(", ")} (at most ${f.spawnLimit ?? DEFAULT_SPAWN_LIMIT} helpers at once)`] : []),
         ...(f.steer ? ["steers:    may spawn personas and team seats, stop and restart seats"] : []),
+        ...(f.approve.length
+          ? [`approves:  ${f.approve.includes("*") ? "every seat's permission asks" : `the permission asks of ${f.approve.join(", ")}`}`]
+          : []),
         ...(f.on
           ? [`on:        leaf host ${f.on} (its connection to the mesh may act as ${result.principal}; revoking ${f.on}${LEAF_SUFFIX} revokes it too)`]
           : []),

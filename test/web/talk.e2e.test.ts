@@ -7,7 +7,7 @@
 // origin (403, nothing stored; the browser may send the dashboard's cookie along: another port
 // of the same host is the same site), to a request without the token header (401, the cookie alone
 // included), and by `cotal web --read-only` (405). Screenshots of each view go to docs/web/.
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -48,6 +48,15 @@ async function post(path: string, headers: Record<string, string>, body: unknown
 
 async function history(channel: string): Promise<string> {
   return ok(await cotal(["history", channel, "--limit", "50"])).stdout;
+}
+
+/** A dashboard writing as bob, a person minted without the steer or approve right. */
+async function bobsDashboard(): Promise<{ web: CotalProcess; d: DashboardLink }> {
+  if (!existsSync(join(project, ".cotal", "creds", "bob.creds"))) ok(await cotal(["mint", "bob", "--profile", "person"]));
+  const web = CotalProcess.spawn(["web", "--as-creds", join(project, ".cotal", "creds", "bob.creds"), "--port", String(await freePort())], { cwd: project, env: shell });
+  await until(() => web.lines.some((l) => l.startsWith("dashboard:")) || web.child.exitCode !== null, 30_000, `bob's dashboard to serve\n${web.stderr}`);
+  expect(web.lines).toContain("writing:   as local.bob");
+  return { web, d: dashboardLink(web.lines.join("\n")) };
 }
 
 async function shot(name: string): Promise<void> {
@@ -234,17 +243,13 @@ describe.skipIf(!CHROMIUM)("the dashboard talks as the person", () => {
   }, 180_000);
 
   it("a person minted without the steer right is refused by the broker, and the page shows it", async () => {
-    ok(await cotal(["mint", "bob", "--profile", "person"]));
-    const web = CotalProcess.spawn(["web", "--as-creds", join(project, ".cotal", "creds", "bob.creds"), "--port", String(await freePort())], { cwd: project, env: shell });
+    const { web, d } = await bobsDashboard();
     try {
-      await until(() => web.lines.some((l) => l.startsWith("dashboard:")) || web.child.exitCode !== null, 30_000, `bob's dashboard to serve\n${web.stderr}`);
-      expect(web.lines).toContain("writing:   as local.bob");
-      const d = dashboardLink(web.lines.join("\n"));
       const p = await browser.newPage();
       await p.goto(d.link);
       await p.goto(`${d.base}#/agent/local.alice`);
       await p.getByTestId("stop").click();
-      await expect.poll(() => p.getByTestId("refused").first().textContent(), { timeout: 15_000 }).toMatch(/^Refused \(403\): the broker refused it for this credential: .*manager\.\S+\.stop\.local\.bob/);
+      await expect.poll(() => p.getByTestId("refused").first().textContent(), { timeout: 15_000 }).toMatch(/^Refused \(403, permission-denied\): the broker refused it for this credential: .*manager\.\S+\.stop\.local\.bob/);
       await expect.poll(() => p.getByTestId("terminal-error").textContent(), { timeout: 15_000 }).toMatch(/^local\.bob may not steer seats/);
       await p.close();
     } finally {
@@ -253,4 +258,38 @@ describe.skipIf(!CHROMIUM)("the dashboard talks as the person", () => {
     // alice still runs.
     expect(ok(await cotal(["ps"])).stdout).toMatch(/alice\s+claude\s+joined/);
   }, 60_000);
+
+  it("approvals: a supervised seat's ask is listed with its command; bob (no approve right) is refused not-allowed, verbatim; ann allows it and it runs", async () => {
+    const made = join(project, "made-by-approval");
+    double.push(
+      { when: (r) => newTurnText(r).includes("TOUCH-WEB"), reply: [{ tool: "Bash", input: { command: `touch ${made}`, description: "make it" } }] },
+      { afterToolResult: "Bash", reply: ["touched"] },
+    );
+    ok(await cotal(["spawn", "-d", "--name", "sup", "--posture", "supervised", "--prompt", "TOUCH-WEB", "--wait-ms", "150000"], 180_000));
+    await page.goto(`${dash.base}#/approvals`);
+    const row = page.locator('[data-testid="approval"][data-seat="local.sup"]');
+    await row.waitFor({ timeout: 150_000 });
+    expect(await row.textContent()).toContain(`touch ${made} (make it)`);
+    await expect.poll(() => page.getByTestId("approvals-count").textContent()).toBe("1");
+    await shot("approvals");
+    expect(existsSync(made)).toBe(false);
+
+    const { web, d } = await bobsDashboard();
+    try {
+      const p = await browser.newPage();
+      await p.goto(d.link);
+      await p.goto(`${d.base}#/approvals`);
+      await p.locator('[data-testid="approval"][data-seat="local.sup"]').getByTestId("allow").click();
+      await expect.poll(() => p.getByTestId("refused").textContent(), { timeout: 15_000 }).toMatch(/^Refused \(422, approval-not-allowed\): local\.sup refused the answer of local\.bob \(not-allowed\): /);
+      await p.close();
+    } finally {
+      await web.stop();
+    }
+    expect(existsSync(made)).toBe(false);
+
+    await row.getByTestId("allow").click();
+    await expect.poll(() => page.getByTestId("receipt").textContent(), { timeout: 15_000 }).toMatch(new RegExp(`^allowed ap-[a-z2-7]{10}: local\\.sup Bash touch ${made.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`));
+    await until(() => existsSync(made), 60_000, "the allowed command to run");
+    await expect.poll(() => page.locator('[data-testid="approval"]').count(), { timeout: 15_000 }).toBe(0);
+  }, 300_000);
 });
