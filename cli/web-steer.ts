@@ -119,14 +119,22 @@ export function steerRoutes(d: SteerDeps): Record<string, WriteRoute> {
     "/api/restart": writeRoute(SeatBody, async (b) => {
       const before = await findSeat(d, b.name);
       if (!before.persona)
-        throw new CommandFailedError(`${b.name} was not spawned from a persona: it cannot be restarted from here.`, { remedy: "The operator restarts it (`cotal stop`, `cotal spawn`)." });
+        throw new CommandFailedError(`${b.name} was not spawned from a persona: it cannot be restarted from here.`, {
+          remedy: "The operator restarts it (`cotal stop`, `cotal spawn`).",
+        });
       await stop(b.name);
       const r = await callManager(
         d.nc,
         d.space,
         "spawn",
         d.me,
-        { persona: before.persona, agent: before.agent, name: b.name, ...(before.role ? { role: before.role } : {}), ...(before.runtime ? { runtime: before.runtime } : {}) },
+        {
+          persona: before.persona,
+          agent: before.agent,
+          name: b.name,
+          ...(before.role ? { role: before.role } : {}),
+          ...(before.runtime ? { runtime: before.runtime } : {}),
+        },
         { target: before.instance, timeoutMs: 60_000 },
       );
       return { ...r, text: `${b.name}: restarted from persona ${before.persona} on manager ${r.instance} (${r.state})` };
@@ -161,12 +169,16 @@ export function terminalStream(d: SteerDeps): StreamRoute {
       return () => undefined;
     }
     void (async () => {
-      if (!d.steer) return refuse(`${d.me.owner}.${d.me.actor} may not steer seats: a seat's terminal is shown to a person minted with the steer right (\`cotal mint NAME --profile person --steer\`).`);
+      if (!d.steer)
+        return refuse(
+          `${d.me.owner}.${d.me.actor} may not steer seats: a seat's terminal is shown to a person minted with the steer right (\`cotal mint NAME --profile person --steer\`).`,
+        );
       const local = d.local;
       if (!local) return refuse("no manager runs on the dashboard's host: a seat's terminal is read where its manager runs (`cotal attach` there).");
       const v = await findSeat(d, name.data).catch((err: unknown) => (err as Error).message);
       if (typeof v === "string") return refuse(v);
-      if (v.instance !== local.instance) return refuse(`${v.name} runs on manager ${v.instance}, not on this host's (${local.instance}): \`cotal attach --name ${v.name}\` on its host.`);
+      if (v.instance !== local.instance)
+        return refuse(`${v.name} runs on manager ${v.instance}, not on this host's (${local.instance}): \`cotal attach --name ${v.name}\` on its host.`);
       if (v.runtime !== "tmux") return refuse(`${v.name} has no tmux terminal to show (runtime ${v.runtime ?? "process"}).`);
       const tick = async () => {
         if (stopped) return;

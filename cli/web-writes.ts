@@ -30,9 +30,12 @@ export function choosePerson(target: MeshTarget, asCreds: string | undefined): P
     const scope = existsSync(file) ? credentialScope(file) : undefined;
     if (!scope?.principal) throw new UsageError(`Invalid input: --as-creds: ${asCreds} is not a readable credential file.`);
     if (scope.profile !== "person")
-      throw new UsageError(`Invalid input: --as-creds: ${asCreds} is ${scope.profile ? `a ${scope.profile}` : "a"} credential; the dashboard writes only as a person.`, {
-        remedy: "Pass a credential from `cotal mint NAME --profile person`, or leave --as-creds out to write as the person at the mesh host.",
-      });
+      throw new UsageError(
+        `Invalid input: --as-creds: ${asCreds} is ${scope.profile ? `a ${scope.profile}` : "a"} credential; the dashboard writes only as a person.`,
+        {
+          remedy: "Pass a credential from `cotal mint NAME --profile person`, or leave --as-creds out to write as the person at the mesh host.",
+        },
+      );
     if (scope.space && scope.space !== target.space)
       throw new UsageError(`Invalid input: --as-creds: ${asCreds} is for space ${scope.space}, not ${target.space}.`);
     return { name: parsePrincipal(scope.principal).actor, creds: file };
@@ -56,12 +59,7 @@ export interface OpenWrites {
 }
 
 /** Connect as the chosen person (undefined: --read-only). A person who cannot connect leaves the dashboard read-only, saying why. */
-export async function openWrites(
-  reader: MeshTarget,
-  person: PersonChoice | undefined,
-  log: Logger,
-  managers: () => string[],
-): Promise<OpenWrites> {
+export async function openWrites(reader: MeshTarget, person: PersonChoice | undefined, log: Logger, managers: () => string[]): Promise<OpenWrites> {
   const none = { close: async () => undefined };
   if (!person) return { ...none, mode: { kind: "read-only" } };
   if ("why" in person) return { ...none, mode: { kind: "off", why: person.why } };

@@ -27,13 +27,18 @@ export async function admitSteered(a: TableParsedArgs<typeof MANAGER_COMMANDS, "
       "Pass a persona; a seat without one is the operator's to spawn (`cotal spawn`).",
     );
   const refused = await runs?.spawnGate(a.agent !== "echo");
-  if (refused) throw new SeatRefusedError("budget", refused.message, "Wait for the next UTC day, or ask the operator to raise the cap (`cotal budget`, docs/runs.md).");
+  if (refused)
+    throw new SeatRefusedError("budget", refused.message, "Wait for the next UTC day, or ask the operator to raise the cap (`cotal budget`, docs/runs.md).");
 }
 
 /** The seat a steering person may stop: one of this manager's, spawned from a persona (or by them). */
 export function steerableSeat(r: SeatRecord | undefined, name: string, steerer: string, instance: string): SeatRecord {
   if (!r || !holdsName(r) || r.manager !== instance)
-    throw new SeatRefusedError("no-such-seat", `No seat named ${name} runs on manager ${instance}; nothing was stopped.`, "See `cotal ps` for the seats and the manager each runs on.");
+    throw new SeatRefusedError(
+      "no-such-seat",
+      `No seat named ${name} runs on manager ${instance}; nothing was stopped.`,
+      "See `cotal ps` for the seats and the manager each runs on.",
+    );
   if (r.persona === undefined && r.spawnedBy !== steerer)
     throw new SeatRefusedError(
       "not-steerable",

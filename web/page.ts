@@ -43,7 +43,8 @@ const PAGE_HTML = `<!doctype html>
 </html>
 `;
 
-export const APP_CSS = `
+export const APP_CSS =
+  `
 body { font: 14px/1.4 system-ui, sans-serif; margin: 0; color: #1d232a; background: #f7f8fa; }
 header { display: flex; gap: 1.5em; align-items: center; padding: .6em 1em; background: #1d232a; color: #fff; }
 header a { color: #cfe3ff; margin-right: 1em; text-decoration: none; }
@@ -72,7 +73,8 @@ tr.stale td { color: #7a828c; }
 .entry.run-failed { background: #fbe9e7; }
 ` + WRITES_CSS;
 
-export const APP_JS = `"use strict";
+export const APP_JS =
+  `"use strict";
 const S = { state: null, posts: [], timelines: {}, lastEventAt: 0, detail: null, detailFor: null, channel: null, channelFor: null };
 const STALE_MS = 5000;
 const el = (tag, props, ...kids) => {

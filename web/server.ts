@@ -36,10 +36,7 @@ export interface Dashboard {
  * (`/events`). With `writes` on, POST routes write as the person (docs/web.md, Writes), each
  * behind the write gate (write-gate.ts); read-only (the default), GET and HEAD only.
  */
-export async function serveDashboard(
-  view: MeshView,
-  opts: { host: string; port: number; log: Logger; token: string; writes?: WriteMode },
-): Promise<Dashboard> {
+export async function serveDashboard(view: MeshView, opts: { host: string; port: number; log: Logger; token: string; writes?: WriteMode }): Promise<Dashboard> {
   const checked = bindScope(opts.host);
   if ("problem" in checked) throw new Error(checked.problem);
   const scope = checked.scope;
@@ -138,7 +135,11 @@ async function handle(view: MeshView, gate: Gate, clients: Set<ServerResponse>, 
     }
     case "/api/me": {
       const w = gate.writes;
-      return json(res, 200, w.kind === "on" ? { writes: "on", as: w.as, steer: w.steer } : w.kind === "off" ? { writes: "off", why: w.why } : { writes: "read-only" });
+      return json(
+        res,
+        200,
+        w.kind === "on" ? { writes: "on", as: w.as, steer: w.steer } : w.kind === "off" ? { writes: "off", why: w.why } : { writes: "read-only" },
+      );
     }
     case "/events": {
       res.writeHead(200, { ...HEADERS, "Content-Type": "text/event-stream", Connection: "keep-alive" });
@@ -169,7 +170,14 @@ async function handle(view: MeshView, gate: Gate, clients: Set<ServerResponse>, 
 }
 
 /** A POST: the write gate, then its route with a checked body, as the person. */
-async function write(w: Extract<WriteMode, { kind: "on" }>, token: string, req: IncomingMessage, res: ServerResponse, path: string, log: Logger): Promise<void> {
+async function write(
+  w: Extract<WriteMode, { kind: "on" }>,
+  token: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  log: Logger,
+): Promise<void> {
   const refused = writeRefusal(req, token);
   if (refused) return refusal(res, refused);
   const route = w.routes[path];

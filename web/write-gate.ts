@@ -23,8 +23,7 @@ export interface Refusal {
 export function writeRefusal(req: IncomingMessage, token: string): Refusal | undefined {
   const origin = req.headers.origin;
   const own = `http://${req.headers.host ?? ""}`;
-  if (origin !== undefined && origin !== own)
-    return { status: 403, error: `cross-site request refused: Origin ${origin} is not this dashboard (${own}).` };
+  if (origin !== undefined && origin !== own) return { status: 403, error: `cross-site request refused: Origin ${origin} is not this dashboard (${own}).` };
   if (!tokenMatches(headerToken(req), token))
     return {
       status: 401,
@@ -59,8 +58,7 @@ export async function readBody<S extends z.ZodType>(req: IncomingMessage, schema
     return { refused: { status: 400, error: "the body is not JSON." } };
   }
   const r = schema.safeParse(raw);
-  if (!r.success)
-    return { refused: { status: 400, error: r.error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; ") } };
+  if (!r.success) return { refused: { status: 400, error: r.error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; ") } };
   return { body: r.data };
 }
 

@@ -10,7 +10,10 @@ const INBOX_SHOWN = 100;
 
 const Text = z.string().trim().min(1, "the message text must not be empty").max(MAX_TEXT, `at most ${MAX_TEXT} characters`);
 /** A message id to answer (the id a post or DM carries). */
-const ReplyTo = z.string().regex(/^\S{1,256}$/, "replyTo must be the id of a message (no spaces)").optional();
+const ReplyTo = z
+  .string()
+  .regex(/^\S{1,256}$/, "replyTo must be the id of a message (no spaces)")
+  .optional();
 /** Names `@name` completed from the roster: each is woken, and must be on the roster (the broker checks). */
 const Mentions = z.array(PrincipalToken).max(32).optional();
 
@@ -86,7 +89,10 @@ export class PersonWriter {
   }
 
   async post(b: z.infer<typeof PostBody>): Promise<WriteResult> {
-    const receipt = await this.ep.send(b.channel, b.text, { ...(b.replyTo ? { replyTo: b.replyTo } : {}), ...(b.mentions?.length ? { mentions: b.mentions } : {}) });
+    const receipt = await this.ep.send(b.channel, b.text, {
+      ...(b.replyTo ? { replyTo: b.replyTo } : {}),
+      ...(b.mentions?.length ? { mentions: b.mentions } : {}),
+    });
     return { receipt, text: this.o.receiptLine(receipt) };
   }
 

@@ -53,7 +53,10 @@ async function history(channel: string): Promise<string> {
 /** A dashboard writing as bob, a person minted without the steer or approve right. */
 async function bobsDashboard(): Promise<{ web: CotalProcess; d: DashboardLink }> {
   if (!existsSync(join(project, ".cotal", "creds", "bob.creds"))) ok(await cotal(["mint", "bob", "--profile", "person"]));
-  const web = CotalProcess.spawn(["web", "--as-creds", join(project, ".cotal", "creds", "bob.creds"), "--port", String(await freePort())], { cwd: project, env: shell });
+  const web = CotalProcess.spawn(["web", "--as-creds", join(project, ".cotal", "creds", "bob.creds"), "--port", String(await freePort())], {
+    cwd: project,
+    env: shell,
+  });
   await until(() => web.lines.some((l) => l.startsWith("dashboard:")) || web.child.exitCode !== null, 30_000, `bob's dashboard to serve\n${web.stderr}`);
   expect(web.lines).toContain("writing:   as local.bob");
   return { web, d: dashboardLink(web.lines.join("\n")) };
@@ -103,7 +106,9 @@ describe.skipIf(!CHROMIUM)("the dashboard talks as the person", () => {
     expect(await box.inputValue()).toBe("hello @alice ");
     await box.pressSequentially("from the page");
     await page.getByTestId("compose-send").click();
-    await expect.poll(() => page.getByTestId("receipt").textContent(), { timeout: 15_000 }).toMatch(/^Posted on #general as local\.ann: stored seq \d+ on general; \d+ other members? of #general online at send$/);
+    await expect
+      .poll(() => page.getByTestId("receipt").textContent(), { timeout: 15_000 })
+      .toMatch(/^Posted on #general as local\.ann: stored seq \d+ on general; \d+ other members? of #general online at send$/);
     await page.locator('[data-testid="post"]', { hasText: "hello @alice from the page" }).waitFor({ timeout: 15_000 });
     expect(await history("general")).toMatch(/ann: hello @alice from the page/);
 
@@ -112,7 +117,10 @@ describe.skipIf(!CHROMIUM)("the dashboard talks as the person", () => {
     await box.fill("and a reply to it");
     await page.getByTestId("compose-send").click();
     await page.locator('[data-testid="post"]', { hasText: "and a reply to it" }).waitFor({ timeout: 15_000 });
-    const stored = JSON.parse(ok(await cotal(["history", "general", "--json"])).stdout) as Array<{ text: string; message: { id: string; replyTo?: string; mentions?: string[] } }>;
+    const stored = JSON.parse(ok(await cotal(["history", "general", "--json"])).stdout) as Array<{
+      text: string;
+      message: { id: string; replyTo?: string; mentions?: string[] };
+    }>;
     const first = stored.find((h) => h.text === "hello @alice from the page");
     expect(first?.message.mentions).toEqual(["alice"]);
     expect(stored.find((h) => h.text === "and a reply to it")?.message.replyTo).toBe(first?.message.id);
@@ -123,7 +131,9 @@ describe.skipIf(!CHROMIUM)("the dashboard talks as the person", () => {
     await page.goto(`${dash.base}#/agent/local.alice`);
     await page.getByTestId("compose-text").fill(QUESTION);
     await page.getByTestId("compose-send").click();
-    await expect.poll(() => page.getByTestId("receipt").textContent(), { timeout: 15_000 }).toMatch(/^DM to local\.alice as local\.ann: stored seq \d+; recipient (idle|working|waiting) at send$/);
+    await expect
+      .poll(() => page.getByTestId("receipt").textContent(), { timeout: 15_000 })
+      .toMatch(/^DM to local\.alice as local\.ann: stored seq \d+; recipient (idle|working|waiting) at send$/);
     await shot("agent-dm");
 
     await expect.poll(() => page.getByTestId("inbox-count").textContent(), { timeout: 150_000, interval: 1_000 }).toBe("1");
@@ -183,7 +193,11 @@ describe.skipIf(!CHROMIUM)("the dashboard talks as the person", () => {
       env: shell,
     });
     try {
-      await until(() => ro.lines.some((l) => l.startsWith("dashboard:")) || ro.child.exitCode !== null, 30_000, `the read-only dashboard to serve\n${ro.stderr}`);
+      await until(
+        () => ro.lines.some((l) => l.startsWith("dashboard:")) || ro.child.exitCode !== null,
+        30_000,
+        `the read-only dashboard to serve\n${ro.stderr}`,
+      );
       expect(ro.lines).toContain("writing:   off (--read-only)");
       const d = dashboardLink(ro.lines.join("\n"));
       const origin = d.base.replace(/\/$/, "");
@@ -212,11 +226,19 @@ describe.skipIf(!CHROMIUM)("the dashboard talks as the person", () => {
     await page.getByTestId("spawn-name").fill("scout1");
     await page.getByTestId("spawn-runtime").selectOption("echo");
     await page.getByTestId("spawn").click();
-    await expect.poll(() => page.getByTestId("receipt").textContent(), { timeout: 60_000 }).toMatch(/^spawned scout1 from persona scout on manager \S+ \((launched|joined)\)$/);
+    await expect
+      .poll(() => page.getByTestId("receipt").textContent(), { timeout: 60_000 })
+      .toMatch(/^spawned scout1 from persona scout on manager \S+ \((launched|joined)\)$/);
     await page.locator('[data-testid="roster-row"][data-id="local.scout1"]').waitFor({ timeout: 30_000 });
-    await expect.poll(() => page.locator('[data-testid="roster-row"][data-id="local.scout1"] [data-testid="spawned-by"]').textContent(), { timeout: 15_000 }).toBe("local.ann");
+    await expect
+      .poll(() => page.locator('[data-testid="roster-row"][data-id="local.scout1"] [data-testid="spawned-by"]').textContent(), { timeout: 15_000 })
+      .toBe("local.ann");
     await shot("spawn");
-    const uidOf = async () => ok(await cotal(["ps", "--json"])).json<Array<{ seats: Array<{ name: string; uid: string; spawnedBy?: string }> }>>().flatMap((m) => m.seats).find((s) => s.name === "scout1");
+    const uidOf = async () =>
+      ok(await cotal(["ps", "--json"]))
+        .json<Array<{ seats: Array<{ name: string; uid: string; spawnedBy?: string }> }>>()
+        .flatMap((m) => m.seats)
+        .find((s) => s.name === "scout1");
     const first = await uidOf();
     expect(first?.spawnedBy).toBe("local.ann");
 
@@ -249,7 +271,9 @@ describe.skipIf(!CHROMIUM)("the dashboard talks as the person", () => {
       await p.goto(d.link);
       await p.goto(`${d.base}#/agent/local.alice`);
       await p.getByTestId("stop").click();
-      await expect.poll(() => p.getByTestId("refused").first().textContent(), { timeout: 15_000 }).toMatch(/^Refused \(403, permission-denied\): the broker refused it for this credential: .*manager\.\S+\.stop\.local\.bob/);
+      await expect
+        .poll(() => p.getByTestId("refused").first().textContent(), { timeout: 15_000 })
+        .toMatch(/^Refused \(403, permission-denied\): the broker refused it for this credential: .*manager\.\S+\.stop\.local\.bob/);
       await expect.poll(() => p.getByTestId("terminal-error").textContent(), { timeout: 15_000 }).toMatch(/^local\.bob may not steer seats/);
       await p.close();
     } finally {
@@ -265,7 +289,10 @@ describe.skipIf(!CHROMIUM)("the dashboard talks as the person", () => {
       { when: (r) => newTurnText(r).includes("TOUCH-WEB"), reply: [{ tool: "Bash", input: { command: `touch ${made}`, description: "make it" } }] },
       { afterToolResult: "Bash", reply: ["touched"] },
     );
-    ok(await cotal(["spawn", "-d", "--name", "sup", "--posture", "supervised", "--prompt", "TOUCH-WEB", "--wait-ms", "150000"], 180_000));
+    // A folder of its own: alice's Claude already ran in the project folder with this HOME.
+    const cwd = join(project, "sup");
+    mkdirSync(cwd);
+    ok(await cotal(["spawn", "-d", "--name", "sup", "--cwd", cwd, "--posture", "supervised", "--prompt", "TOUCH-WEB", "--wait-ms", "150000"], 180_000));
     await page.goto(`${dash.base}#/approvals`);
     const row = page.locator('[data-testid="approval"][data-seat="local.sup"]');
     await row.waitFor({ timeout: 150_000 });
@@ -280,7 +307,9 @@ describe.skipIf(!CHROMIUM)("the dashboard talks as the person", () => {
       await p.goto(d.link);
       await p.goto(`${d.base}#/approvals`);
       await p.locator('[data-testid="approval"][data-seat="local.sup"]').getByTestId("allow").click();
-      await expect.poll(() => p.getByTestId("refused").textContent(), { timeout: 15_000 }).toMatch(/^Refused \(422, approval-not-allowed\): local\.sup refused the answer of local\.bob \(not-allowed\): /);
+      await expect
+        .poll(() => p.getByTestId("refused").textContent(), { timeout: 15_000 })
+        .toMatch(/^Refused \(422, approval-not-allowed\): local\.sup refused the answer of local\.bob \(not-allowed\): /);
       await p.close();
     } finally {
       await web.stop();
@@ -288,7 +317,9 @@ describe.skipIf(!CHROMIUM)("the dashboard talks as the person", () => {
     expect(existsSync(made)).toBe(false);
 
     await row.getByTestId("allow").click();
-    await expect.poll(() => page.getByTestId("receipt").textContent(), { timeout: 15_000 }).toMatch(new RegExp(`^allowed ap-[a-z2-7]{10}: local\\.sup Bash touch ${made.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`));
+    await expect
+      .poll(() => page.getByTestId("receipt").textContent(), { timeout: 15_000 })
+      .toMatch(new RegExp(`^allowed ap-[a-z2-7]{10}: local\\.sup Bash touch ${made.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`));
     await until(() => existsSync(made), 60_000, "the allowed command to run");
     await expect.poll(() => page.locator('[data-testid="approval"]').count(), { timeout: 15_000 }).toBe(0);
   }, 300_000);
