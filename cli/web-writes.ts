@@ -9,7 +9,7 @@ import { credentialScope } from "./credential.js";
 import { UsageError } from "./errors.js";
 import { localManager } from "./local-manager.js";
 import { approvalReads, approvalRoutes } from "./web-approvals.js";
-import { findMeshRoot } from "./mesh-root.js";
+import { findMeshRoot, type MeshRoot } from "./mesh-root.js";
 import { readPerson } from "./person.js";
 import { credentialSteers, steerReads, steerRoutes, terminalStream, type SteerDeps } from "./web-steer.js";
 
@@ -40,7 +40,7 @@ export function choosePerson(target: MeshTarget, asCreds: string | undefined): P
       throw new UsageError(`Invalid input: --as-creds: ${asCreds} is for space ${scope.space}, not ${target.space}.`);
     return { name: parsePrincipal(scope.principal).actor, creds: file };
   }
-  const root = target.root;
+  const root = meshRootOf(target);
   if (!root) return { why: `no person to write as: this is not a mesh folder. ${HOW}` };
   const person = readPerson(root);
   if (!person) return { why: `no person is recorded for this mesh (.cotal/person.json). ${HOW}` };
@@ -50,6 +50,14 @@ export function choosePerson(target: MeshTarget, asCreds: string | undefined): P
   const scope = existsSync(file) ? credentialScope(file) : undefined;
   if (scope?.profile !== "person") return { why: `${person.name}'s person credential is not in ${file}. ${HOW}` };
   return { name: person.name, creds: file };
+}
+
+/** The mesh folder: a detached dashboard is started with --server and --space in it, so it is found there (for the same mesh). */
+function meshRootOf(target: MeshTarget): MeshRoot | undefined {
+  if (target.root) return target.root;
+  const found = findMeshRoot();
+  const info = found?.readInfo();
+  return info?.space === target.space && info.server === target.server ? found : undefined;
 }
 
 /** The dashboard's writes, opened: what the server is given, and how to close them. */
@@ -72,9 +80,7 @@ export async function openWrites(reader: MeshTarget, person: PersonChoice | unde
   }
   const me = parsePrincipal(writer.as);
   const steer = credentialSteers(person.creds, reader.space, me);
-  // A detached dashboard is started with --server and --space, in the mesh's folder: its mesh root is found there.
-  const found = findMeshRoot();
-  const root = reader.root ?? (found?.readInfo()?.space === reader.space ? found : undefined);
+  const root = meshRootOf(reader);
   const d: SteerDeps = {
     nc: writer.nc,
     space: reader.space,

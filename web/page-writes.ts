@@ -101,10 +101,10 @@ function replyButton(p) {
   if (!writesOn()) return null;
   const b = el("button", { class: "small", "data-testid": "reply", text: "reply" });
   b.addEventListener("click", () => {
-    W.replyTo = { id: p.id, from: p.from, excerpt: (p.text || p.from).slice(0, 60) };
-    const tmp = document.createElement("div"); tmp.innerHTML = p.html; W.replyTo.excerpt = (tmp.textContent || "").slice(0, 60);
+    const tmp = document.createElement("template"); tmp.innerHTML = p.html;
+    W.replyTo = { id: p.id, from: p.from, excerpt: (tmp.content.textContent || "").slice(0, 60) };
     const where = p.channel ? "#/feed/" + encodeURIComponent(p.channel) : "#/agent/" + encodeURIComponent(p.from);
-    if (location.hash !== where) location.hash = where; else if (W.showReply) W.showReply();
+    if (location.hash !== where) { W.keepReply = true; location.hash = where; } else if (W.showReply) W.showReply();
   });
   return b;
 }
@@ -113,7 +113,9 @@ function replyButton(p) {
 function writesRender(r) {
   const key = writesOn() ? r.view + "/" + r.arg : "off";
   if (W.key === key) return;
-  if (W.key !== null) W.replyTo = W.replyTo && W.keepReply ? W.replyTo : null;
+  // A reply button that moved to its composer keeps what it answers; any other move forgets it.
+  if (!W.keepReply) W.replyTo = null;
+  W.keepReply = false;
   W.key = key;
   const c = document.getElementById("compose");
   let node = null;

@@ -289,10 +289,7 @@ describe.skipIf(!CHROMIUM)("the dashboard talks as the person", () => {
       { when: (r) => newTurnText(r).includes("TOUCH-WEB"), reply: [{ tool: "Bash", input: { command: `touch ${made}`, description: "make it" } }] },
       { afterToolResult: "Bash", reply: ["touched"] },
     );
-    // A folder of its own: alice's Claude already ran in the project folder with this HOME.
-    const cwd = join(project, "sup");
-    mkdirSync(cwd);
-    ok(await cotal(["spawn", "-d", "--name", "sup", "--cwd", cwd, "--posture", "supervised", "--prompt", "TOUCH-WEB", "--wait-ms", "150000"], 180_000));
+    ok(await cotal(["spawn", "-d", "--name", "sup", "--posture", "supervised", "--prompt", "TOUCH-WEB", "--wait-ms", "150000"], 180_000));
     await page.goto(`${dash.base}#/approvals`);
     const row = page.locator('[data-testid="approval"][data-seat="local.sup"]');
     await row.waitFor({ timeout: 150_000 });
