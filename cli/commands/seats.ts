@@ -90,6 +90,8 @@ async function settle(s: MeshSession, instance: string, name: string, waitMs: nu
     last = ps.seats.filter((v) => v.name === name).sort((a, b) => b.requestedAt - a.requestedAt)[0];
     if (last?.state === "joined") {
       // A spawn with a prompt waits for its first turn too: a model that cannot be reached shows there.
+      // Waiting for a person's approval (a supervised seat's ask: `cotal approvals`) is no impairment.
+      if (last.presence?.condition === "approval") return { outcome: "started", seat: last };
       if (last.presence?.condition) return { outcome: "impaired", seat: last };
       if (!prompted || (last.presence?.status === "idle" && last.presence.activeAt !== undefined)) return { outcome: "started", seat: last };
       if (Date.now() >= deadline) return { outcome: "started", seat: last };

@@ -66,15 +66,16 @@ const afterBash = (text: string) => ({ afterToolResult: "Bash", reply: [text] })
 beforeAll(async () => {
   await buildCli();
   project = await mkdtemp(join(tmpdir(), "cotal-approvals-"));
+  // Steps play in order: the unattended seat's first (its test runs first).
   messages = await ModelDouble.start([
+    touchOn("TOUCH-UNATTENDED", file("unattended")),
+    afterBash("unattended handled"),
     touchOn("TOUCH-ONE", file("one")),
     afterBash("one handled"),
     touchOn("TOUCH-TWO", file("two")),
     afterBash("two handled"),
     touchOn("TOUCH-THREE", file("three")),
     afterBash("three handled"),
-    touchOn("TOUCH-UNATTENDED", file("unattended")),
-    afterBash("unattended handled"),
   ]);
   shell = {
     ...claudeEnv({ baseUrl: messages.url, home: join(project, "home") }),
@@ -89,6 +90,21 @@ beforeAll(async () => {
 afterAll(() => closeFourRuntimes(project, () => cotal(["down"]), { messages }));
 
 describe("a supervised Claude seat asks the mesh", () => {
+  it("an unattended seat (the default) never asks: the call is refused by its allow-list and nothing is listed", async () => {
+    const before = messages.requests.length;
+    ok(await cotal(["spawn", "-d", "--name", "plain", "--prompt", "TOUCH-UNATTENDED", "--wait-ms", "240000", "--json"]));
+    // Its allow-list does not name Bash: dontAsk refuses the call at once, and the refusal is the tool's result.
+    await until(
+      () => messages.requests.slice(before).some((r) => newToolResults(r).some((t) => t.name === "Bash" && t.isError)),
+      180_000,
+      "the refused call's result to reach the unattended seat's model",
+      1_000,
+    );
+    expect(await asks()).toEqual([]);
+    expect(existsSync(file("unattended"))).toBe(false);
+    ok(await cotal(["stop", "--name", "plain"]));
+  }, 400_000);
+
   it("the person approves one ask (it runs), denies another (it does not), a person without the right is refused, and an unanswered ask is denied at its bound", async () => {
     const seat = ok(await cotal(["spawn", "-d", "--name", "sup", "--posture", "supervised", "--prompt", "TOUCH-ONE", "--wait-ms", "240000", "--json"]));
     expect(seat.json(), seat.stdout).toMatchObject({ name: "sup" });
@@ -148,20 +164,6 @@ describe("a supervised Claude seat asks the mesh", () => {
     );
     ok(await cotal(["stop", "--name", "sup"]));
   }, 600_000);
-
-  it("an unattended seat (the default) never asks: the call is refused by its allow-list and nothing is listed", async () => {
-    const before = messages.requests.length;
-    ok(await cotal(["spawn", "-d", "--name", "plain", "--prompt", "TOUCH-UNATTENDED", "--wait-ms", "240000", "--json"]));
-    // Its allow-list does not name Bash: dontAsk refuses the call at once, and the refusal is the tool's result.
-    await until(
-      () => messages.requests.slice(before).some((r) => newToolResults(r).some((t) => t.name === "Bash" && t.isError)),
-      180_000,
-      "the refused call's result to reach the unattended seat's model",
-      1_000,
-    );
-    expect(await asks()).toEqual([]);
-    expect(existsSync(file("unattended"))).toBe(false);
-  }, 400_000);
 
   it("--posture supervised is refused for a runtime whose permission hook returns no decision", async () => {
     const r = await cotal(["spawn", "-d", "--agent", "codex", "--name", "cx", "--posture", "supervised"]);
