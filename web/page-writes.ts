@@ -150,7 +150,7 @@ function inboxView() {
   const j = W.inbox;
   if (j.error) return el("section", {}, el("h2", { text: "Inbox" }), el("p", { class: "refused", text: j.error }));
   const result = el("div", { hidden: "" });
-  const mark = el("button", { "data-testid": "mark-read", text: "Mark these " + j.messages.length + " read" });
+  const mark = el("button", { "data-testid": "mark-read", text: j.messages.length === 1 ? "Mark this DM read" : "Mark these " + j.messages.length + " DMs read" });
   mark.addEventListener("click", async () => {
     const res = await api("/api/inbox/read", { seqs: j.messages.map((m) => m.seq) });
     outcome(result, res, (x) => "Marked " + x.marked + " read; " + x.unread + " unread.");
