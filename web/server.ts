@@ -178,10 +178,14 @@ async function write(
   path: string,
   log: Logger,
 ): Promise<void> {
+  const route = w.routes[path];
+  if (!route) {
+    // Not a write route: a read (or nothing) takes no POST.
+    res.setHeader("Allow", "GET, HEAD");
+    return send(res, 405, "text/plain", "GET or HEAD only here.\n");
+  }
   const refused = writeRefusal(req, token);
   if (refused) return refusal(res, refused);
-  const route = w.routes[path];
-  if (!route) return json(res, 404, { error: `no write route ${path}.` });
   const b = await readBody(req, route.schema);
   if ("refused" in b) return refusal(res, b.refused);
   try {
