@@ -44,7 +44,10 @@ export function credentialSteers(creds: string | undefined, space: string, me: P
   return !!claims?.pubAllow.includes(patterns.callAsAnyTarget(space, "manager", "spawn", me));
 }
 
-/** A seat of cotal.yaml the Spawn form offers: those that name a persona, spawned by it. */
+/**
+ * A seat of cotal.yaml the Spawn form offers: those that name a persona, spawned by it; none when
+ * the file limits who reads or writes a channel (that is `cotal up -f`'s, as the operator).
+ */
 interface TeamSeatChoice {
   seat: string;
   persona: string;
@@ -58,6 +61,9 @@ function teamSeats(project: string | undefined): TeamSeatChoice[] {
   const file = project ? resolve(project, "cotal.yaml") : undefined;
   if (!file || !existsSync(file)) return [];
   const doc = loadTeamFile(file);
+  // Channel read/write lists are the operator's to apply (`cotal up -f` passes them as channelRights,
+  // which only the operator may): a seat spawned here without them could read or post wider.
+  if (Object.values(doc.spec.channels ?? {}).some((c) => c?.read !== undefined || c?.write !== undefined)) return [];
   return Object.entries(doc.spec.seats ?? {}).flatMap(([seat, s]) =>
     s?.persona ? [{ seat, persona: s.persona, agent: s.agent, role: s.role, model: s.model, channels: s.channels }] : [],
   );
