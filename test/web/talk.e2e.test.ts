@@ -7,7 +7,7 @@
 // origin (403, nothing stored; the browser may send the dashboard's cookie along: another port
 // of the same host is the same site), to a request without the token header (401, the cookie alone
 // included), and by `cotal web --read-only` (405). Screenshots of each view go to docs/web/.
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -30,6 +30,8 @@ const DM_TOOL = "mcp__plugin_cotal_cotal__cotal_dm";
 const QUESTION = `are you there, alice? ${process.pid}`;
 const ANSWER = `yes ann, alice here ${process.pid}`;
 const SHOTS = join(projectRoot, "docs", "web");
+/** How the dashboard says to get a person to write as. */
+const HOW = "`cotal up` on the mesh host mints the person there (or pass --as-creds FILE with a person's credential); --read-only hides this note.";
 
 let project: string;
 let double: ModelDouble;
@@ -217,6 +219,32 @@ describe.skipIf(!CHROMIUM)("the dashboard talks as the person", () => {
       await ro.stop();
     }
     expect(await history("general")).not.toContain("READ-ONLY");
+  }, 60_000);
+
+  it("with no person recorded, the dashboard is read-only and the page says why and how to fix it", async () => {
+    const record = join(project, ".cotal", "person.json");
+    renameSync(record, `${record}.away`);
+    const web = CotalProcess.spawn(["web", "--port", String(await freePort())], { cwd: project, env: shell });
+    try {
+      await until(() => web.lines.some((l) => l.startsWith("dashboard:")) || web.child.exitCode !== null, 30_000, `the dashboard to serve\n${web.stderr}`);
+      expect(web.lines).toContain("writing:   off (no person is recorded for this mesh (.cotal/person.json). " + HOW + ")");
+      const d = dashboardLink(web.lines.join("\n"));
+      const r = await fetch(new URL("api/post", d.base), {
+        method: "POST",
+        headers: { "Content-Type": "application/json", Origin: d.base.replace(/\/$/, ""), "X-Cotal-Token": d.token },
+        body: JSON.stringify({ channel: "general", text: "NO-PERSON" }),
+      });
+      expect(r.status).toBe(405);
+      const p = await browser.newPage();
+      await p.goto(d.link + "#/feed/general");
+      await expect.poll(() => p.getByTestId("writes-note").textContent()).toBe(`Read-only: no person is recorded for this mesh (.cotal/person.json). ${HOW}`);
+      expect(await p.getByTestId("composer").count()).toBe(0);
+      await p.close();
+    } finally {
+      await web.stop();
+      renameSync(`${record}.away`, record);
+    }
+    expect(await history("general")).not.toContain("NO-PERSON");
   }, 60_000);
 
   it("steers: spawns an echo seat of persona scout from the Roster, restarts and stops it from its view, as ann; alice's terminal shows live, read-only", async () => {
