@@ -142,7 +142,10 @@ describe("an approval desk on a real broker", () => {
     expect(d.pending).toBe(1);
     expect(await answerApproval(nc, space, pat, { seat: "local.sup", id: ask.id }, "allow")).toEqual({ ok: true });
     expect(await asked).toEqual({ kind: "answered", decision: "allow", by: "local.pat" });
-    expect(await answerApproval(nc, space, OPERATOR_PRINCIPAL, { seat: "local.sup", id: ask.id }, "deny")).toMatchObject({ ok: false, code: "already-answered" });
+    expect(await answerApproval(nc, space, OPERATOR_PRINCIPAL, { seat: "local.sup", id: ask.id }, "deny")).toMatchObject({
+      ok: false,
+      code: "already-answered",
+    });
     expect(await answerApproval(nc, space, pat, { seat: "local.sup", id: newAskId() }, "deny")).toMatchObject({ ok: false, code: "unknown-ask" });
     expect(frames.map((f) => [f.name, f.value.by ?? null, f.value.why ?? f.value.decision ?? null])).toEqual([
       [APPROVAL_EVENTS.asked, null, null],
