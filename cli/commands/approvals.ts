@@ -4,12 +4,13 @@
 import type { Command } from "commander";
 import { z } from "zod";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { answerApproval, connectMesh, credsCaller, openApprovals, type OpenApproval } from "../../broker/index.js";
+import { answerApproval, connectMesh, credsCaller, openApprovals } from "../../broker/index.js";
 import { ApprovalId, localPrincipal, MAX_APPROVAL_REASON, principalId, type ApprovalDecision, type Principal } from "../../schemas/index.js";
 import { jsonOption, meshOptions, resolveTarget, type MeshTarget } from "../context.js";
 import { ApprovalRefusedError, CommandFailedError } from "../errors.js";
 import { defaultActorName } from "../identity.js";
-import { ago, oneLine, printJson, printLines, table } from "../output.js";
+import { ago, printJson, printLines, table } from "../output.js";
+import { inputLine } from "../approval-text.js";
 import { parseInput } from "../validate.js";
 
 /** Who answers: the credential's own principal (the person's at the mesh host, by default); on an open mesh, the person's name. */
@@ -24,14 +25,6 @@ async function withMesh<T>(target: MeshTarget, fn: (nc: NatsConnection) => Promi
   } finally {
     await nc.close().catch(() => undefined);
   }
-}
-
-/** The ask's input in one line: a Bash call's command (and description), else its fields. */
-export function inputLine(a: Pick<OpenApproval, "input">, max = 120): string {
-  const { command, description, ...rest } = a.input;
-  const parts = command !== undefined ? [command, ...(description ? [`(${description})`] : [])] : Object.entries(rest).map(([k, v]) => `${k}=${v}`);
-  const line = oneLine(parts.join(" "));
-  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }
 
 /** How long until `at`, for people. */

@@ -111,7 +111,12 @@ describe("a supervised Claude seat asks the mesh", () => {
 
     // Listed as the person at the mesh host, with the command as Claude shows it.
     const one = await askFor(file("one"));
-    expect(one).toMatchObject({ seat: "local.sup", tool: "Bash", input: { command: `touch ${file("one")}`, description: "make TOUCH-ONE" }, onExpiry: "denied" });
+    expect(one).toMatchObject({
+      seat: "local.sup",
+      tool: "Bash",
+      input: { command: `touch ${file("one")}`, description: "make TOUCH-ONE" },
+      onExpiry: "denied",
+    });
     expect(one.id).toMatch(/^ap-[a-z2-7]{10}$/);
     expect(existsSync(file("one"))).toBe(false);
     const table = ok(await cotal(["approvals"])).stdout;
@@ -138,18 +143,29 @@ describe("a supervised Claude seat asks the mesh", () => {
     ok(await cotal(["send", "dm", "sup", "TOUCH-TWO"]));
     const two = await askFor(file("two"));
     ok(await cotal(["deny", two.id, "--reason", "not today"]));
-    await until(() => messages.requests.some((r) => newTurnText(r).includes(`local.${me} denied this over the mesh: "not today"`)), 60_000, "the denial to reach the model");
+    await until(
+      () => messages.requests.some((r) => newTurnText(r).includes(`local.${me} denied this over the mesh: "not today"`)),
+      60_000,
+      "the denial to reach the model",
+    );
     expect(existsSync(file("two"))).toBe(false);
 
     // Nobody answers the third: at its bound the seat denies it, and it leaves the list.
     ok(await cotal(["send", "dm", "sup", "TOUCH-THREE"]));
     const three = await askFor(file("three"));
-    await until(() => messages.requests.some((r) => newTurnText(r).includes("Nobody answered this permission ask within 40 s")), BOUND_MS + 60_000, "the bound to deny the ask", 1_000);
+    await until(
+      () => messages.requests.some((r) => newTurnText(r).includes("Nobody answered this permission ask within 40 s")),
+      BOUND_MS + 60_000,
+      "the bound to deny the ask",
+      1_000,
+    );
     expect(existsSync(file("three"))).toBe(false);
     expect((await asks()).map((a) => a.id)).not.toContain(three.id);
 
     // Every ask and answer is a frame on the seat's event plane: who, what, when.
-    const frames = ok(await cotal(["history", "events.local.sup", "--json"])).json<Array<{ message: { parts: Array<{ events?: Array<{ type: string; name?: string; value?: Record<string, unknown> }> }> } }>>();
+    const frames = ok(await cotal(["history", "events.local.sup", "--json"])).json<
+      Array<{ message: { parts: Array<{ events?: Array<{ type: string; name?: string; value?: Record<string, unknown> }> }> } }>
+    >();
     const custom = frames.flatMap((f) => f.message.parts.flatMap((p) => p.events ?? [])).filter((e) => e.type === "CUSTOM");
     const seen = custom.map((e) => [e.name, e.value?.id, e.value?.decision ?? e.value?.why ?? e.value?.outcome, e.value?.by]);
     expect(seen).toEqual(
