@@ -3,7 +3,7 @@ import { z } from "zod";
 import { answerApproval, openApprovals } from "../broker/index.js";
 import { ApprovalDecision, ApprovalId, MAX_APPROVAL_REASON, principalId, PrincipalId, type Principal } from "../schemas/index.js";
 import { writeRoute, type ReadRoute, type WriteRoute } from "../web/index.js";
-import { inputLine } from "./commands/approvals.js";
+import { inputLine } from "./approval-text.js";
 import { ApprovalRefusedError, CommandFailedError } from "./errors.js";
 
 /** POST /api/approve: one open ask, as the Approvals view lists it, and the decision. */
