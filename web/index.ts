@@ -1,4 +1,4 @@
-/** `cotal web`: a read-only dashboard of one space, served over HTTP with live updates (SSE). */
+/** `cotal web`: a dashboard of one space, served over HTTP with live updates (SSE), writing as the person (writes.ts). */
 export { bindScope, hostHeaderAllowed, DEFAULT_WEB_HOST, DEFAULT_WEB_PORT, type BindScope } from "./bind.js";
 export { renderMarkdown, escapeHtml } from "./markdown.js";
 export { isStuck, rosterRows, STUCK_AFTER_MS, type PendingMail, type RosterRow } from "./roster-rows.js";

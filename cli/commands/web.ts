@@ -40,16 +40,19 @@ const WEB_ADMIN = "web";
 /** The dashboard's token on the mesh host (0600, in the 0700 creds folder). */
 const WEB_TOKEN_FILE = "web.token";
 
-/** `cotal web`: the read-only dashboard. */
+/** `cotal web`: the dashboard, writing as the person unless --read-only. */
 export function registerWeb(program: Command): void {
   const cmd = program
     .command("web")
-    .summary("serve a live, read-only dashboard of the mesh on loopback (roster, feed, agents, managers)")
+    .summary("serve a live dashboard of the mesh on loopback (roster, feed, agents, managers), writing as the person here")
     .description(
       "Serve a dashboard of the space at http://127.0.0.1:7799/: the roster (status, condition, activity, attention, host, " +
         "model, waiting DMs and the age of the oldest, red when it grows while the seat is idle), the channel feed with " +
         "delivery-class badges, each agent's timeline from its event plane with its seat log, and the managers. Pages " +
-        "update live (server-sent events); what went stale is marked stale. It changes nothing. On the mesh host, with " +
+        "update live (server-sent events); what went stale is marked stale. It writes as the person at the mesh host " +
+        "(their credential, never its reader's or the operator's): posts and replies, DMs, their inbox, answers to seats' " +
+        "permission asks, and with the steer right spawning, stopping and restarting seats and a seat's terminal, read-only; " +
+        "--read-only serves the dashboard alone. On the mesh host, with " +
         "no --creds, it reads with an admin credential it mints once into .cotal/creds/web.creds (the broker keeps it " +
         "read-only); DM bodies are shown only with an admin credential. --host takes an IP address or localhost; a " +
         "wildcard (0.0.0.0, ::) only when named so.",
