@@ -8,10 +8,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { controlCaller, jetStreamConnection, logger, PermissionDeniedError } from "../../broker/internal.js";
-import { ManagerService } from "../../manager/index.js";
+import { controlCaller, PermissionDeniedError } from "../../broker/internal.js";
+import type { ManagerService } from "../../manager/index.js";
 import { localPrincipal, MANAGER_COMMANDS, type SeatView } from "../../schemas/index.js";
-import { buildCli, cotalBundle } from "../harness/cli.js";
+import { buildCli } from "../harness/cli.js";
+import { startEchoManager } from "../harness/echo-manager.js";
 import { TestMesh } from "../harness/mesh.js";
 import { until } from "../harness/until.js";
 
@@ -34,19 +35,7 @@ beforeAll(async () => {
   stateDir = mkdtempSync(join(tmpdir(), "cotal-steer-mgr-"));
   mkdirSync(join(folder, ".cotal", "agents"), { recursive: true });
   writeFileSync(join(folder, ".cotal", "agents", "scout.md"), "---\nname: scout\n---\nYou are scout.\n");
-  m1 = await ManagerService.start(nc, {
-    space: mesh.space,
-    server: mesh.server.url,
-    stateDir,
-    folder,
-    instance: "m1",
-    mints: true,
-    jsConnection: jetStreamConnection(nc, mesh.cliCreds),
-    agentCommand: (agent) => [process.execPath, cotalBundle, "agent", agent],
-    seatEnv: (extra) => ({ PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", COTAL_LOG_LEVEL: "warn", ...extra }),
-    log: logger("test-manager"),
-    heartbeatMs: 500,
-  });
+  m1 = await startEchoManager(mesh, nc, { stateDir, instance: "m1", over: { folder } });
   asAnn = await mesh.connection(await mesh.mint({ name: "ann", profile: "person", provision: true, steer: true }), "_INBOX.local.ann");
 }, 180_000);
 
