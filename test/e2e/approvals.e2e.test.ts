@@ -9,7 +9,7 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { findNatsServer } from "../../broker/index.js";
+import { findNatsServer, type OpenApproval } from "../../broker/index.js";
 import { claudeEnv } from "../harness/claude-runner.js";
 import { buildCli, exitedOk, freePort, runCotal, type CliResult } from "../harness/cli.js";
 import { closeFourRuntimes } from "../harness/four-runtimes.js";
@@ -27,15 +27,7 @@ const cotal = (args: string[], timeoutMs = 120_000): Promise<CliResult> => runCo
 const ok = exitedOk;
 const file = (n: string) => join(project, `made-${n}`);
 
-interface Ask {
-  id: string;
-  seat: string;
-  tool: string;
-  input: Record<string, string>;
-  askedAt: number;
-  expiresAt: number;
-  onExpiry: string;
-}
+type Ask = OpenApproval;
 
 async function asks(): Promise<Ask[]> {
   return ok(await cotal(["approvals", "--json"])).json<Ask[]>();
