@@ -201,6 +201,20 @@ export class ApprovalDesk {
     open.settle({ kind: "answered", decision, by, ...(reason ? { reason } : {}) });
   }
 
+  /**
+   * The session moved on (its turn ended, a new prompt came): an ask still open was answered at the
+   * terminal, whose dialog Claude shows beside the hook. It leaves the list as expired, outcome
+   * `prompt` (the CLI's own dialog decided), and its hook returns no decision.
+   */
+  movedOn(): void {
+    for (const [id, open] of [...this.open]) {
+      this.close(id, "expired");
+      this.o.plane?.custom(APPROVAL_EVENTS.expired, { id, outcome: "prompt", at: Date.now() });
+      this.o.log.info({ ask: id }, "the session moved on: a permission ask was answered at its terminal");
+      open.settle({ kind: "expired" });
+    }
+  }
+
   /** Stop taking answers; open asks settle as expired (a managed seat's are denied, a hand-started session's prompt stands). */
   stop(): void {
     this.sub?.unsubscribe();

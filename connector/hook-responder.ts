@@ -51,6 +51,8 @@ export class HookResponder implements HookHandler {
     if (event === "Stop" || event === "StopFailure") seat.wentIdle();
     notePlane(seat.plane, event, payload);
     if (event === "PermissionRequest" && seat.approvals) return this.askMesh(payload);
+    // No permission dialog outlives its turn: an ask still open was answered at the terminal.
+    if (event === "Stop" || event === "StopFailure" || event === "UserPromptSubmit" || event === "SessionEnd") seat.approvals?.movedOn();
     if (event !== "SessionStart" && event !== "UserPromptSubmit") {
       seat.log.debug({ event }, "hook answered");
       return { reply: {} };

@@ -3,10 +3,9 @@
 // credential, as `cotal send` does); the seat checks the approve right of whoever answers.
 import type { Command } from "commander";
 import { z } from "zod";
-import type { NatsConnection } from "@nats-io/transport-node";
-import { answerApproval, connectMesh, credsCaller, openApprovals } from "../../broker/index.js";
+import { answerApproval, credsCaller, openApprovals } from "../../broker/index.js";
 import { ApprovalId, localPrincipal, MAX_APPROVAL_REASON, principalId, type ApprovalDecision, type Principal } from "../../schemas/index.js";
-import { jsonOption, meshOptions, resolveTarget, type MeshTarget } from "../context.js";
+import { jsonOption, meshOptions, resolveTarget, withMeshConnection, type MeshTarget } from "../context.js";
 import { ApprovalRefusedError, CommandFailedError } from "../errors.js";
 import { defaultActorName } from "../identity.js";
 import { ago, printJson, printLines, table } from "../output.js";
@@ -16,15 +15,6 @@ import { parseInput } from "../validate.js";
 /** Who answers: the credential's own principal (the person's at the mesh host, by default); on an open mesh, the person's name. */
 function answerer(target: MeshTarget): Principal {
   return target.creds ? credsCaller(target.creds) : localPrincipal(target.person ?? defaultActorName());
-}
-
-async function withMesh<T>(target: MeshTarget, fn: (nc: NatsConnection) => Promise<T>): Promise<T> {
-  const nc = await connectMesh({ server: target.server, creds: target.creds, name: "cotal-approvals" });
-  try {
-    return await fn(nc);
-  } finally {
-    await nc.close().catch(() => undefined);
-  }
 }
 
 /** How long until `at`, for people. */
@@ -52,7 +42,7 @@ export function registerApprovals(program: Command): void {
     const f = parseInput(ListFlags, raw);
     const target = resolveTarget(raw, undefined, {});
     const me = answerer(target);
-    const asks = await withMesh(target, (nc) => openApprovals(nc, target.space, { me }));
+    const asks = await withMeshConnection(target, "cotal-approvals", (nc) => openApprovals(nc, target.space, { me }));
     const now = Date.now();
     if (f.json) {
       printJson(asks);
@@ -86,7 +76,7 @@ export function registerApprovals(program: Command): void {
       const f = parseInput(AnswerFlags, { ...raw, id }, { id: "<id>", reason: "--reason" });
       const target = resolveTarget(raw, undefined, {});
       const me = answerer(target);
-      const result = await withMesh(target, async (nc) => {
+      const result = await withMeshConnection(target, "cotal-approvals", async (nc) => {
         const ask = (await openApprovals(nc, target.space, { me })).find((a) => a.id === f.id);
         if (!ask)
           throw new CommandFailedError(`No open permission ask has the id ${f.id}: it was answered, it expired, or it was never asked.`, {

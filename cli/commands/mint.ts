@@ -1,11 +1,9 @@
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
-import type { NatsConnection } from "@nats-io/transport-node";
 import { existsSync } from "node:fs";
 import {
   checkMintSpec,
-  connectMesh,
   isPermissionDenied,
   LEAF_SUFFIX,
   MintRefusedError,
@@ -16,7 +14,7 @@ import {
 } from "../../broker/index.js";
 import { AgentFileError, personaDigests } from "../../claude/index.js";
 import { AllowSpawn, ApproveRight, DEFAULT_SPAWN_LIMIT, eventPlaneOf, localPrincipal, principalId, SpawnLimit, withArticle } from "../../schemas/index.js";
-import { jsonOption, meshOptions, resolveTarget, type MeshTarget } from "../context.js";
+import { jsonOption, meshOptions, resolveTarget, withMeshConnection, type MeshTarget } from "../context.js";
 import { credentialScope } from "../credential.js";
 import { ProfileRefusedError, requireProfile, UsageError } from "../errors.js";
 import { cliLog } from "../logging.js";
@@ -168,9 +166,11 @@ export function registerMint(program: Command): void {
         remedy: `Pass --replace to revoke every old credential of ${f.name} and write a new one, or --out another file.`,
       });
     }
-    const replaced = f.replace ? await asMinter(target, "revoke", () => withConnection(target, (nc) => requestRevoke(nc, target.space, f.name))) : undefined;
+    const replaced = f.replace
+      ? await asMinter(target, "revoke", () => withMeshConnection(target, "cotal-cli", (nc) => requestRevoke(nc, target.space, f.name)))
+      : undefined;
     const { reply, creds } = await asMinter(target, "mint", () =>
-      withConnection(target, (nc) =>
+      withMeshConnection(target, "cotal-cli", (nc) =>
         requestCredential(nc, target.space, {
           name: f.name,
           profile: f.profile,
@@ -238,24 +238,11 @@ export function registerMint(program: Command): void {
   jsonOption(meshOptions(revoke)).action(async (name: string, raw: Record<string, unknown>) => {
     const f = parseInput(z.object({ name: actingName("name"), json: z.boolean().optional() }), { ...raw, name }, { name: "<name>" });
     const target = resolveTarget(raw);
-    const r = await asMinter(target, "revoke", () => withConnection(target, (nc) => requestRevoke(nc, target.space, f.name)));
+    const r = await asMinter(target, "revoke", () => withMeshConnection(target, "cotal-cli", (nc) => requestRevoke(nc, target.space, f.name)));
     if (r.revoked === 0) throw new UsageError(`No credential was ever minted for ${r.principal}.`, { remedy: "Check the name (`cotal roster`)." });
     if (f.json) printJson(r);
     else printLines(`revoked ${r.revoked} credential${r.revoked === 1 ? "" : "s"} of ${r.principal}`);
   });
-}
-
-/**
- * Mint and revoke are control calls to the mesh service: they need a connection, not the
- * space's JetStream (which a static mesh keeps in an account clients are not in).
- */
-async function withConnection<T>(target: MeshTarget, fn: (nc: NatsConnection) => Promise<T>): Promise<T> {
-  const nc = await connectMesh({ server: target.server, creds: target.creds, name: "cotal-cli" });
-  try {
-    return await fn(nc);
-  } finally {
-    await nc.close().catch(() => undefined);
-  }
 }
 
 /** A broker permission refusal anywhere in an error's cause chain. */

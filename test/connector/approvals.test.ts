@@ -169,6 +169,18 @@ describe("an approval desk on a real broker", () => {
     }
   });
 
+  it("an ask still open when the session moves on (answered at the terminal) leaves the list, outcome prompt", async () => {
+    const { d, frames } = desk({ managed: false });
+    const asked = d.ask("Bash", { command: "touch z" });
+    d.movedOn();
+    expect(await asked).toEqual({ kind: "expired" });
+    expect(frames.map((f) => [f.name, f.value.outcome ?? null])).toEqual([
+      [APPROVAL_EVENTS.asked, null],
+      [APPROVAL_EVENTS.expired, "prompt"],
+    ]);
+    d.stop();
+  });
+
   it("a person with the approve right and the operator settle asks; the frames fold into what stays open", async () => {
     const { d, frames } = desk();
     const a = d.ask("Bash", { command: "one" });

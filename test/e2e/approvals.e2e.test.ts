@@ -9,7 +9,7 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { findNatsServer } from "../../broker/index.js";
+import { findNatsServer, type OpenApproval } from "../../broker/index.js";
 import { claudeEnv } from "../harness/claude-runner.js";
 import { buildCli, exitedOk, freePort, runCotal, type CliResult } from "../harness/cli.js";
 import { closeFourRuntimes } from "../harness/four-runtimes.js";
@@ -27,15 +27,7 @@ const cotal = (args: string[], timeoutMs = 120_000): Promise<CliResult> => runCo
 const ok = exitedOk;
 const file = (n: string) => join(project, `made-${n}`);
 
-interface Ask {
-  id: string;
-  seat: string;
-  tool: string;
-  input: Record<string, string>;
-  askedAt: number;
-  expiresAt: number;
-  onExpiry: string;
-}
+type Ask = OpenApproval;
 
 async function asks(): Promise<Ask[]> {
   return ok(await cotal(["approvals", "--json"])).json<Ask[]>();
@@ -74,6 +66,8 @@ beforeAll(async () => {
     afterBash("one handled"),
     touchOn("TOUCH-TWO", file("two")),
     afterBash("two handled"),
+    touchOn("TOUCH-FOUR", file("four")),
+    afterBash("four handled"),
     touchOn("TOUCH-THREE", file("three")),
     afterBash("three handled"),
   ]);
@@ -85,6 +79,7 @@ beforeAll(async () => {
   };
   ok(await cotal(["up", "-d", "--port", String(await freePort())]));
   ok(await cotal(["mint", "carol", "--profile", "person"]));
+  ok(await cotal(["mint", "erin", "--profile", "person", "--approve", "sup"]));
 }, 180_000);
 
 afterAll(() => closeFourRuntimes(project, () => cotal(["down"]), { messages }));
@@ -150,6 +145,12 @@ describe("a supervised Claude seat asks the mesh", () => {
     );
     expect(existsSync(file("two"))).toBe(false);
 
+    // erin holds the approve right for sup (minted with --approve sup): she may answer it.
+    ok(await cotal(["send", "dm", "sup", "TOUCH-FOUR"]));
+    const four = await askFor(file("four"));
+    ok(await cotal(["approve", four.id, "--creds", join(project, ".cotal", "creds", "erin.creds")]));
+    await until(() => existsSync(file("four")), 60_000, "erin's approved command to run");
+
     // Nobody answers the third: at its bound the seat denies it, and it leaves the list.
     ok(await cotal(["send", "dm", "sup", "TOUCH-THREE"]));
     const three = await askFor(file("three"));
@@ -174,12 +175,20 @@ describe("a supervised Claude seat asks the mesh", () => {
         ["cotal.approval.refused", one.id, "not-allowed", "local.carol"],
         ["cotal.approval.answered", one.id, "allow", `local.${me}`],
         ["cotal.approval.answered", two.id, "deny", `local.${me}`],
+        ["cotal.approval.answered", four.id, "allow", "local.erin"],
         ["cotal.approval.asked", three.id, undefined, undefined],
         ["cotal.approval.expired", three.id, "denied", undefined],
       ]),
     );
     ok(await cotal(["stop", "--name", "sup"]));
   }, 600_000);
+
+  it("the approve right is a person's: minting another profile with it is refused, nothing minted", async () => {
+    const r = await cotal(["mint", "frank", "--profile", "agent", "--approve", "sup"]);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toContain("the approve right is a person's (--profile person), not an agent's");
+    expect(existsSync(join(project, ".cotal", "creds", "frank.creds"))).toBe(false);
+  });
 
   it("--posture supervised is refused for a runtime whose permission hook returns no decision", async () => {
     const r = await cotal(["spawn", "-d", "--agent", "codex", "--name", "cx", "--posture", "supervised"]);
