@@ -94,6 +94,7 @@ const ASKED_AGAIN: ReadonlySet<string> = new Set([
   "history",
   "channels",
   "grant",
+  "may-approve",
   "whoami",
   "artifact-get",
   "ps",

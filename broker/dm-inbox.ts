@@ -20,9 +20,10 @@ export interface DmInboxRead {
   messages: Array<VerifiedMessage & { seq: number; deliveries: number }>;
   /**
    * Settle what was taken: `read` acknowledges them (the broker forgets them; nothing shows them
-   * again), otherwise they are handed back at once, unread, to whoever reads the inbox next.
+   * again), otherwise they are handed back at once, unread, to whoever reads the inbox next. A
+   * predicate of the stream sequence marks read only those it picks (`cotal web`'s Inbox).
    */
-  settle(read: boolean): Promise<void>;
+  settle(read: boolean | ((seq: number) => boolean)): Promise<void>;
 }
 
 /**
@@ -65,7 +66,7 @@ export async function readDmInbox(
     messages,
     settle: async (read) => {
       for (const m of taken) {
-        if (!read) m.nak();
+        if (!(typeof read === "function" ? read(m.seq) : read)) m.nak();
         else await m.ackAck();
       }
       // A nak is a plain publish: it must reach the server before the connection closes, or the

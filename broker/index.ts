@@ -66,6 +66,17 @@ export type { Delivery, DeliverySource } from "./delivery.js";
 export { followPresence, Roster, watchPresence, type RosterEntry, type RosterSnapshotItem } from "./roster.js";
 export { ChannelRegistry, type ResolvedChannel } from "./channel-registry.js";
 export { collectHistory, type HistoryQuery } from "./history.js";
+export {
+  answerApproval,
+  approvalEventsOf,
+  openApprovals,
+  OpenApprovalSet,
+  watchApprovals,
+  type AnswerResult,
+  type ApprovalEvent,
+  type OpenApproval,
+  type OpenApprovalsOptions,
+} from "./approvals.js";
 export { scanStream } from "./stream-scan.js";
 export { verifyEnvelope, type VerifiedMessage } from "./verify.js";
 export { readDmInbox, type DmInboxRead } from "./dm-inbox.js";

@@ -26,6 +26,7 @@ import {
   type SpawnGrant,
   type TableParsedArgs,
   type WhoamiReply,
+  mayApprove,
 } from "../schemas/index.js";
 import { ArtifactService } from "./artifacts.js";
 import { ChannelRegistry, type ResolvedChannel } from "./channel-registry.js";
@@ -293,6 +294,7 @@ export class MeshService {
         mint: (args, caller, info) => svc.mint(caller, args, senderOf(info)),
         revoke: (args, caller) => svc.revoke(caller, args.name),
         grant: (args, caller) => svc.grant(caller, parsePrincipal(args.name)),
+        "may-approve": (args, caller) => svc.mayApprove(caller, parsePrincipal(args.name)),
         whoami: (_args, caller) => svc.whoami(caller),
         ping: async () => ({ space, pid: process.pid }),
       },
@@ -459,6 +461,11 @@ export class MeshService {
         `Names starting with cotal_ are reserved for Cotal's own services; ${principalId(who)} was not minted.`,
         "Choose another name.",
       );
+    if (req.approve.length && req.profile !== "person")
+      throw new MintRefusedError(
+        `The approve right is a person's: ${principalId(who)} is minted as ${req.profile}; nothing was minted.`,
+        "Mint it with --profile person, or without --approve (a seat's spawner answers its helpers' asks as their owner).",
+      );
     const existing = await this.identities.get(who);
     const auth = await this.requireMinter(
       caller,
@@ -510,7 +517,9 @@ export class MeshService {
         ...(req.events !== undefined ? { events: req.events } : {}),
         ...(req.allowSpawn.length ? { allowSpawn: req.allowSpawn } : {}),
         ...(req.spawnLimit !== undefined ? { spawnLimit: req.spawnLimit } : {}),
+        ...(req.approve.length ? { approve: req.approve } : {}),
         ...(req.allowSpawn.length && req.personaDigests ? { personaDigests: pinnedOf(req.allowSpawn, req.personaDigests) } : {}),
+        ...(req.steer ? { steer: true as const } : {}),
         mintedBy: principalId(caller),
       },
       {
@@ -757,7 +766,22 @@ export class MeshService {
       allowSpawn: rec.allowSpawn ?? [],
       ...(rec.spawnLimit !== undefined ? { spawnLimit: rec.spawnLimit } : {}),
       personaDigests: rec.personaDigests ?? {},
+      ...(rec.steer ? { steer: true } : {}),
     };
+  }
+
+  /**
+   * Whether `who` may answer `seat`'s permission asks by the approve right (docs/security.md, The
+   * approve right): the operator, or a name whose identity record's `approve` names the seat's
+   * actor, its id or `*`. The seat asks about an answer it received; the answer reveals nothing of
+   * another seat. The seat's owner is the seat's own to know (its launch says who spawned it).
+   * On an open mesh there are no rights: anyone may.
+   */
+  async mayApprove(seat: Principal, who: Principal): Promise<{ principal: string; allowed: boolean }> {
+    const principal = principalId(who);
+    if (!this.opts.auth) return { principal, allowed: true };
+    const rec = principal === principalId(SERVICE_PRINCIPALS.cli) ? undefined : await this.identities.get(who);
+    return { principal, allowed: mayApprove(who, seat, { operator: SERVICE_PRINCIPALS.cli, approve: rec?.approve }) };
   }
 
   /** Configured channels. */

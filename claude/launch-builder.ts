@@ -79,6 +79,12 @@ export interface ClaudeLaunchInput {
   sandbox?: boolean;
   /** Headless seats and runs: the prompt, written to Claude's stdin (never argv). */
   prompt?: string;
+  /**
+   * Seats: `supervised` starts Claude in its `default` permission mode (not `dontAsk`): the allow
+   * rules run, the deny floor refuses, and anything else raises a permission ask that the
+   * connector's PermissionRequest hook puts to people over the mesh (docs/security.md).
+   */
+  posture?: "unattended" | "supervised";
   /** Runs only: a JSON Schema file for structured output (`--json-schema`). */
   jsonSchemaFile?: string;
   /**
@@ -174,7 +180,9 @@ export function buildClaudeLaunch(input: ClaudeLaunchInput): ClaudeLaunch {
   const managed = profile !== "foreground";
   // Managed profiles run `dontAsk`: what the allow rules name runs, anything else is refused (no
   // one would answer a prompt). Bypass only when the agent file or launch options ask for it.
-  const permissionMode = optMode ? String(optMode.value) : skip ? undefined : managed ? "dontAsk" : undefined;
+  if (input.posture === "supervised" && profile !== "seat") throw new ClaudeLaunchError(`supervised is a seat posture; the ${profile} profile has none.`);
+  // A supervised seat asks (its hook answers from the mesh); an explicit mode in the launch options still wins.
+  const permissionMode = optMode ? String(optMode.value) : skip ? undefined : input.posture === "supervised" ? "default" : managed ? "dontAsk" : undefined;
   if (optMode) options.delete("permission-mode");
   const bypass = permissionMode === "bypassPermissions" || skip;
   const sandbox = input.sandbox ?? parentEnv.IS_SANDBOX === "1";

@@ -61,6 +61,8 @@ export const claudeRuntime = {
     jsonSchema: true,
     carry: true,
     eventPlane: true,
+    // Its PermissionRequest hook returns allow or deny (connector/approvals.ts).
+    approvals: true,
   },
   wakePrompt: MANAGER_WAKE_PROMPT,
 
@@ -116,6 +118,7 @@ export const claudeRuntime = {
       ...(seat.persona ? { persona: seat.persona } : {}),
       ...(seat.agent ? { agent: seat.agent } : {}),
       allowedTools: seat.allowedTools,
+      ...(seat.posture ? { posture: seat.posture } : {}),
       launchOptions: { ...seat.launchOptions, ...(resume ? { resume: resume.session, "fork-session": resume.fork } : {}) },
     });
     if (seat.unseeded) mkdirSync(configDir, { recursive: true, mode: 0o700 });

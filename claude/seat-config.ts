@@ -85,8 +85,11 @@ export function authFailureOnScreen(screen: string): string | undefined {
     .slice(0, 200);
 }
 
-/** The input screen of an idle interactive session (its footer). */
-export const INPUT_SCREEN = /\(shift\+tab to cycle\)/;
+/**
+ * The input screen of an idle interactive session (its footer): `(shift+tab to cycle)` in the
+ * modes seats run in by default, `manual mode on` in Claude's default mode (a supervised seat).
+ */
+export const INPUT_SCREEN = /\(shift\+tab to cycle\)|manual mode on/;
 
 /** What a screen is: ready for input, stopped on a named screen, or neither yet. */
 export function classifyScreen(screen: string): { kind: "ready" } | { kind: "blocked"; name: string } | { kind: "unknown" } {

@@ -21,6 +21,8 @@ const ALLOWED = new Set([
   /** The run budget caps of the manager `cotal up` starts (docs/runs.md). */
   "COTAL_DAILY_BUDGET_USD",
   "COTAL_TASK_BUDGET_USD",
+  /** How long the manager's seats' permission asks wait for a person (docs/security.md, The approve right). */
+  "COTAL_APPROVAL_TIMEOUT_MS",
   /** The user's Claude config dir: where the manager finds a session to carry on this host, and the login a subscription seat copies. */
   "CLAUDE_CONFIG_DIR",
 ]);

@@ -1,5 +1,6 @@
 import type { Subscription } from "@nats-io/transport-node";
-import { callControl, collectHistory, credsCaller, verifyEnvelope, type Logger, type RosterEntry } from "../broker/index.js";
+import { approvalEventsOf, callControl, collectHistory, credsCaller, verifyEnvelope, type Logger, type RosterEntry } from "../broker/index.js";
+import { approvalLine } from "./approval-text.js";
 import {
   eventsChannelOf,
   frameOf,
@@ -60,7 +61,14 @@ function wordOf(e: FoldedEvent, runId: string): string {
 export function plainLines(item: FeedItem, renderer: FrameRenderer): string[] {
   const mark = item.historical ? "[history] " : "";
   const who = item.from.owner === "local" ? item.from.actor : principalId(item.from);
-  if (item.frame) return renderer.lines(who, item.frame).map((l) => `${mark}${clock(l.at)} ${l.text}`);
+  if (item.frame) {
+    // A seat's permission asks and their outcomes (CUSTOM events) beside its turn's events, in time order.
+    const asks = approvalEventsOf(item.from, item.frame).map((e) => {
+      const l = approvalLine(e);
+      return { at: l.at, text: `${who} ${l.text}` };
+    });
+    return [...renderer.lines(who, item.frame), ...asks].sort((a, b) => a.at - b.at).map((l) => `${mark}${clock(l.at)} ${l.text}`);
+  }
   return [
     `${mark}${clock(item.message.ts)} #${oneLine(item.channel)} ${senderLabel(item.message)}: ${oneLine(messageText(item.message)) || `(${item.message.parts.map((p) => p.kind).join(", ")})`}`,
   ];

@@ -1,7 +1,8 @@
 // The terminal UI of `cotal console` (Ink, the React renderer Claude Code itself is built with).
 // React.createElement instead of JSX keeps the build and lint setup unchanged.
 import type * as Ink from "./console-ink.js";
-import type { RosterEntry } from "../broker/index.js";
+import { answerApproval, approvalEventsOf, credsCaller, OpenApprovalSet, type RosterEntry } from "../broker/index.js";
+import { inputLine } from "./approval-text.js";
 import { eventsChannelOf, parsePrincipal, principalId } from "../schemas/index.js";
 import { rosterLine } from "./commands/console.js";
 import { ConsoleFeed, FrameRenderer, plainLines, planesOf, type FeedItem } from "./console-feed.js";
@@ -22,6 +23,10 @@ class ConsoleModel {
   lines: Line[] = [];
   agents: string[] = [];
   stale?: string;
+  /** The seats' open permission asks, folded from the planes' frames. */
+  readonly asks = new OpenApprovalSet();
+  /** The outcome of the last answer given from here. */
+  notice?: string;
   private readonly listeners = new Set<() => void>();
   private readonly renderer = new FrameRenderer();
 
@@ -37,6 +42,7 @@ class ConsoleModel {
     const who = item.from.owner === "local" ? item.from.actor : principalId(item.from);
     for (const text of plainLines(item, this.renderer))
       this.lines.push({ ...(item.frame ? { agent: who } : {}), channel: item.channel, text, historical: item.historical });
+    if (item.frame) for (const e of approvalEventsOf(item.from, item.frame)) this.asks.apply(e);
     if (item.frame && !this.fixed.length && !this.agents.includes(who)) this.agents.push(who);
     if (this.lines.length > 2_000) this.lines.splice(0, this.lines.length - 2_000);
     this.changed();
@@ -45,6 +51,11 @@ class ConsoleModel {
   setRoster(entries: RosterEntry[]): void {
     this.roster = entries;
     if (!this.fixed.length) for (const e of entries) if (e.presence.card.kind === "agent" && !this.agents.includes(e.name)) this.agents.push(e.name);
+    this.changed();
+  }
+
+  setNotice(text: string): void {
+    this.notice = text;
     this.changed();
   }
 
@@ -80,7 +91,7 @@ async function loadInk(): Promise<typeof Ink> {
 
 /** The UI's root component, drawn with the Ink and React `loadInk` loaded. */
 const appOf = ({ Box, Text, useApp, useInput, useStdout, createElement: h, useEffect, useState }: typeof Ink) =>
-  function App({ model }: { model: ConsoleModel }) {
+  function App({ model, answer }: { model: ConsoleModel; answer: (decision: "allow" | "deny") => void }) {
     const [, setVersion] = useState(0);
     const [tab, setTab] = useState(0);
     const { exit } = useApp();
@@ -89,6 +100,7 @@ const appOf = ({ Box, Text, useApp, useInput, useStdout, createElement: h, useEf
     useInput((input, key) => {
       const n = model.tabs.length;
       if (input === "q" || (key.ctrl && input === "c")) exit();
+      else if (input === "a" || input === "d") answer(input === "a" ? "allow" : "deny");
       else if (key.rightArrow || key.tab) setTab((t) => (t + 1) % n);
       else if (key.leftArrow) setTab((t) => (t - 1 + n) % n);
     });
@@ -96,10 +108,11 @@ const appOf = ({ Box, Text, useApp, useInput, useStdout, createElement: h, useEf
     const tabs = model.tabs;
     const current = tabs[Math.min(tab, tabs.length - 1)] ?? "feed";
     const lines = model.linesOf(current).slice(-rows);
+    const asks = model.asks.list();
     return h(
       Box,
       { flexDirection: "column" },
-      h(Text, { bold: true }, `cotal console — ${model.stale ? `[stale] ${model.stale}` : "live"}   (←/→ tabs, q quits)`),
+      h(Text, { bold: true }, `cotal console — ${model.stale ? `[stale] ${model.stale}` : "live"}   (←/→ tabs, a/d allow/deny the oldest ask, q quits)`),
       h(
         Box,
         { flexDirection: "row" },
@@ -110,6 +123,9 @@ const appOf = ({ Box, Text, useApp, useInput, useStdout, createElement: h, useEf
           ...(model.roster.length
             ? model.roster.map((e) => h(Text, { key: e.id, wrap: "truncate-end", dimColor: e.status === "offline" }, rosterLine(e).replace(/^roster /, "")))
             : [h(Text, { key: "none", dimColor: true }, "nobody here")]),
+          h(Text, { bold: true }, `Asks (${asks.length})`),
+          ...asks.map((a) => h(Text, { key: a.id, wrap: "truncate-end" }, `${a.id} ${a.seat.replace(/^local\./, "")} ${a.tool}: ${inputLine(a, 60)}`)),
+          ...(model.notice ? [h(Text, { key: "notice", dimColor: true, wrap: "truncate-end" }, model.notice)] : []),
         ),
         h(
           Box,
@@ -129,7 +145,15 @@ export async function runConsoleUi(s: MeshSession, o: { sinceMs: number; agents:
   const roster = await s.roster();
   model.setRoster(roster.entries());
   const ink = await loadInk();
-  const app = ink.render(ink.createElement(appOf(ink), { model }), { exitOnCtrlC: false });
+  // a / d answer the oldest open ask, as whoever the console reads as (the person at the mesh host, by default).
+  const answer = (decision: "allow" | "deny") => {
+    const ask = model.asks.list()[0];
+    if (!ask) return model.setNotice("no open ask to answer");
+    void answerApproval(s.nc, s.target.space, credsCaller(s.target.creds), ask, decision)
+      .then((r) => model.setNotice(r.ok ? `${decision === "allow" ? "allowed" : "denied"} ${ask.id}` : `${ask.id}: ${r.code}: ${r.message}`))
+      .catch((err: unknown) => model.setNotice(`${ask.id}: ${(err as Error).message}`));
+  };
+  const app = ink.render(ink.createElement(appOf(ink), { model, answer }), { exitOnCtrlC: false });
   const planes = o.agents.length ? o.agents.map((a) => eventsChannelOf(parsePrincipal(a))) : planesOf(roster.entries());
   await feed.add([...planes, ...o.channels], o.sinceMs);
   roster.onChange((entries) => {

@@ -2,7 +2,8 @@ import { existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { Option, type Command } from "commander";
 import { z } from "zod";
-import { parseMeshLink, serverUrl, type MeshAddress } from "../broker/index.js";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { connectMesh, parseMeshLink, serverUrl, type MeshAddress } from "../broker/index.js";
 import { credentialScope, setActiveTarget } from "./credential.js";
 import { MeshNotFoundError, SpaceNotProvisionedError, UsageError, WrongSpaceError } from "./errors.js";
 import { findMeshRoot, type MeshInfo, type MeshRoot } from "./mesh-root.js";
@@ -132,4 +133,18 @@ export function checkCreds(file: string, cwd: string): string {
     });
   }
   return path;
+}
+
+/**
+ * Run `fn` on one connection to the mesh with the target's credential, closed after it: for
+ * commands that make a few control calls or requests (`mint`, `revoke`, `approvals`, `approve`),
+ * not the space's JetStream (which a static mesh keeps in an account clients are not in).
+ */
+export async function withMeshConnection<T>(target: MeshTarget, name: string, fn: (nc: NatsConnection) => Promise<T>): Promise<T> {
+  const nc = await connectMesh({ server: target.server, creds: target.creds, name });
+  try {
+    return await fn(nc);
+  } finally {
+    await nc.close().catch(() => undefined);
+  }
 }

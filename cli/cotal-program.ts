@@ -11,6 +11,7 @@ import { registerHistory } from "./commands/history.js";
 import { registerFetch } from "./commands/fetch.js";
 import { registerListen } from "./commands/listen.js";
 import { registerInbox } from "./commands/inbox.js";
+import { registerApprovals } from "./commands/approvals.js";
 import { registerLogs } from "./commands/logs.js";
 import { registerMeshServe } from "./commands/mesh-serve.js";
 import { registerMint } from "./commands/mint.js";
@@ -38,6 +39,7 @@ export function buildProgram(): Command {
   registerSend(program);
   registerListen(program);
   registerInbox(program);
+  registerApprovals(program);
   registerHistory(program);
   registerFetch(program);
   registerRoster(program);

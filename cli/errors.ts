@@ -71,6 +71,21 @@ export class WrongSpaceError extends CotalError {
   }
 }
 
+/**
+ * A seat refused an answer to its permission ask (docs/cli.md, `cotal approve`): `not-allowed` is
+ * exit code 5 (this principal may not answer that seat's asks); anything else, 1.
+ */
+export class ApprovalRefusedError extends CotalError {
+  constructor(code: string, message: string, by: string, seat: string) {
+    super(code === "not-allowed" ? "approval-not-allowed" : `approval-${code}`, `${seat} refused the answer of ${by} (${code}): ${message}`, {
+      remedy:
+        code === "not-allowed"
+          ? `Answer as its owner or the person at the mesh host, or have the operator mint you with the right (\`cotal mint <you> --profile person --approve ${seat.split(".")[1] ?? seat} --replace\`).`
+          : "List the open asks again with `cotal approvals`.",
+    });
+  }
+}
+
 /** What this credential's profile may not do, said before anything is sent. Exit code 5. */
 export class ProfileRefusedError extends CotalError {
   constructor(scope: CredentialScope | undefined, whatItMayNot: string) {
@@ -134,6 +149,7 @@ export function exitCodeOf(err: unknown): ExitCode {
   }
   if (err instanceof AuthenticationRefusedError || err instanceof WrongSpaceError) return EXIT.authentication;
   if (isPermission(err) || (err instanceof CotalError && isPermission(err.cause))) return EXIT.permission;
+  if (err instanceof ApprovalRefusedError && err.code === "approval-not-allowed") return EXIT.permission;
   // The mesh service's own refusals of this caller (a channel it may not read, a name it may not mint).
   if (err instanceof ControlCallError && REFUSAL_CODES.has(err.code)) return EXIT.permission;
   if (err instanceof MeshServiceUnavailableError || err instanceof MeshServiceDownError) return EXIT.meshService;

@@ -29,6 +29,10 @@ export interface HostIdentity {
   label: string;
   /** The mesh service creates its DM inbox when minting it (a person's). */
   provision?: boolean;
+  /** A person that may steer seats (the person at the mesh host). */
+  steer?: boolean;
+  /** Seats whose permission asks it may answer (a person's; `*`: every seat). */
+  approve?: string[];
 }
 
 /** What `keepHostCredential` did. */
@@ -79,6 +83,8 @@ async function mintHostCredential(
       name: id.name,
       profile: id.profile,
       ...(id.provision ? { provision: true } : {}),
+      ...(id.steer ? { steer: true } : {}),
+      ...(id.approve?.length ? { approve: id.approve } : {}),
       ...(o.lifetimeMs ? { expiresInMs: o.lifetimeMs } : {}),
     });
     writeSecret(file, creds);
@@ -116,10 +122,10 @@ export async function renewHostCredential(t: StaticTarget, file: string, id: Hos
  * Whether a credential carries exactly the rights this version mints for its profile: a credential
  * minted by an older Cotal keeps the rights it was signed with until it is minted again.
  */
-export function rightsCurrent(creds: Uint8Array, space: string, id: Pick<HostIdentity, "name" | "profile">): boolean {
+export function rightsCurrent(creds: Uint8Array, space: string, id: Pick<HostIdentity, "name" | "profile" | "steer">): boolean {
   const claims = credsClaims(creds);
   if (!claims) return false;
-  const want = permissionsFor({ space, who: localPrincipal(id.name), profile: id.profile });
+  const want = permissionsFor({ space, who: localPrincipal(id.name), profile: id.profile, ...(id.steer ? { steer: true } : {}) });
   const same = (a: readonly string[], b: readonly string[] = []) => a.length === b.length && [...a].sort().join("\n") === [...b].sort().join("\n");
   return same(claims.pubAllow, want.pub?.allow) && same(claims.subAllow, want.sub?.allow);
 }

@@ -96,7 +96,9 @@ export async function ensurePerson(
   const state = await keepHostCredential(
     t as StaticTarget,
     file,
-    { name, profile: "person", label: `${who}'s credential (the person here)`, provision: true },
+    // The person at the mesh host steers its seats from `cotal web` and may answer every seat's
+    // permission asks (docs/security.md, People; The approve right).
+    { name, profile: "person", label: `${who}'s credential (the person here)`, provision: true, steer: true, approve: ["*"] },
     notes,
   );
   writePerson(root, { name, space: t.space });

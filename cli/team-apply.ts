@@ -258,6 +258,7 @@ function spawnArgs(d: DesiredSeat) {
     ...(x.restarts !== undefined ? { restarts: x.restarts } : {}),
     ...(x.windowMs !== undefined ? { windowMs: x.windowMs } : {}),
     ...(x.noEvents ? { noEvents: true } : {}),
+    ...(x.posture ? { posture: x.posture } : {}),
     ...(x.rights ? { channelRights: x.rights } : {}),
     requestId: `cotal-up-f:${randomUUID()}`,
   };

@@ -95,6 +95,7 @@ export function desiredSeats(doc: TeamDoc, localInstance: string | undefined): D
       ...(seat.restart?.max !== undefined ? { restarts: seat.restart.max } : {}),
       ...(seat.restart?.window !== undefined ? { windowMs: parseDuration(seat.restart.window) } : {}),
       ...(seat.events === false ? { noEvents: true } : {}),
+      ...(seat.posture === "supervised" ? { posture: "supervised" as const } : {}),
     };
     const rights = seatRights(doc, key);
     if (rights) spec.rights = rights;

@@ -25,6 +25,8 @@ export const SeatSpec = z.object({
   restarts: z.number().int().optional(),
   windowMs: z.number().int().optional(),
   noEvents: z.boolean().optional(),
+  /** supervised: permission asks go to people over the mesh. */
+  posture: z.literal("supervised").optional(),
   /** Its rights on channels with a read or write list, where they differ from what joining gives (the spawn's channelRights). */
   rights: ChannelRights.optional(),
 });

@@ -32,6 +32,7 @@ export const codexRuntime = {
     jsonSchema: true,
     carry: false,
     eventPlane: true,
+    approvals: false,
   },
   wakePrompt: MANAGER_WAKE_PROMPT,
   // Codex reads typed text followed at once by Enter as a paste and inserts a newline (seen on 0.171.0).

@@ -1,5 +1,6 @@
 import {
   EventType,
+  type CustomEvent,
   type RunErrorEvent,
   type RunFinishedEvent,
   type RunStartedEvent,
@@ -20,7 +21,8 @@ export type SeatEvent =
   | TextMessageContentEvent
   | TextMessageEndEvent
   | ToolCallStartEvent
-  | ToolCallEndEvent;
+  | ToolCallEndEvent
+  | CustomEvent;
 
 /** An event with the run it belongs to (a frame holds the events of one run). */
 export interface RunEvent {
@@ -167,6 +169,8 @@ export function streamViolation(events: readonly { type: string; runId?: string;
   const open = new Set<string>();
   const seen = new Set<string>();
   for (const [i, e] of events.entries()) {
+    // A CUSTOM event (an approval's ask, answer, expiry) stands alone: it opens and closes nothing.
+    if (e.type === "CUSTOM") continue;
     const key = e.messageId !== undefined ? `m:${e.messageId}` : e.toolCallId !== undefined ? `t:${e.toolCallId}` : undefined;
     if (e.type === "RUN_STARTED") {
       if (run) return `event ${i}: run ${e.runId} started while ${run} is open`;

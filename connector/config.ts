@@ -19,6 +19,12 @@ export const DEFAULTS = {
   readyTimeoutMs: 3_000,
   /** How long a hand-over waits for its hook's "written" confirmation, ms. */
   confirmTimeoutMs: 30_000,
+  /** How long a managed seat's permission ask waits for a person before it is denied, ms. */
+  approvalTimeoutMs: 300_000,
+  /** How long a hand-started session's ask waits before the CLI's own prompt stands, ms. */
+  handStartedApprovalMs: 60_000,
+  /** The longest bound an ask may have, ms (the PermissionRequest hook waits a little longer: hooks.ts). */
+  maxApprovalMs: 540_000,
 } as const;
 
 export interface ConnectorOptions {
@@ -59,6 +65,11 @@ export interface ConnectorOptions {
   stateDir?: string;
   /** Event plane tuning (tests). */
   eventPlane?: Pick<EventPlaneOptions, "retryMs" | "pollMs" | "firstWaitMs">;
+  /**
+   * How long a permission ask waits for a person, ms (default: the launch material's, else 5
+   * minutes for a managed seat and 60 s for a hand-started session; at most 9 minutes).
+   */
+  approvalTimeoutMs?: number;
 }
 
 /** The options with every default applied. */
@@ -82,6 +93,9 @@ export interface ConnectorConfig {
   /** The state dir given, if any; else {@link stateDirOf} picks one beside the control directory. */
   stateDir: string | undefined;
   eventPlane: ConnectorOptions["eventPlane"];
+  /** Managed by Cotal (launch material): an ask nobody answers is denied; otherwise the CLI's prompt stands. */
+  managed: boolean;
+  approvalTimeoutMs: number;
 }
 
 export function resolveConfig(opts: ConnectorOptions): ConnectorConfig {
@@ -103,6 +117,11 @@ export function resolveConfig(opts: ConnectorOptions): ConnectorConfig {
     events: opts.events !== false && !launch.noEvents,
     stateDir: opts.stateDir ?? launch.stateDir,
     eventPlane: opts.eventPlane,
+    managed: launch.source === "material",
+    approvalTimeoutMs: Math.min(
+      DEFAULTS.maxApprovalMs,
+      opts.approvalTimeoutMs ?? launch.approvalTimeoutMs ?? (launch.source === "material" ? DEFAULTS.approvalTimeoutMs : DEFAULTS.handStartedApprovalMs),
+    ),
   };
 }
 
@@ -137,5 +156,7 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv): Omit<ConnectorOptions, "
     // The event plane: COTAL_EVENTS=off turns it off; COTAL_STATE_DIR says where its WAL goes.
     ...(env.COTAL_EVENTS === "off" ? { events: false } : {}),
     ...(env.COTAL_STATE_DIR ? { stateDir: env.COTAL_STATE_DIR } : {}),
+    // How long a permission ask waits for a person (a hand-started session's; a managed seat's comes in its launch material).
+    ...(num("COTAL_APPROVAL_TIMEOUT_MS") ? { approvalTimeoutMs: num("COTAL_APPROVAL_TIMEOUT_MS")! } : {}),
   };
 }

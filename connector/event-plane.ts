@@ -3,6 +3,7 @@ import { closeSync, existsSync, openSync, readSync, statSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { isPermissionDenied, isWrongLastSequence, type Endpoint, type Logger } from "../broker/index.js";
 import { AGUI_FRAME_KIND, AGUI_PROTOCOL, EVENT_PLANE, eventsChannelOf, frameOf, type AgUiFrame } from "../schemas/index.js";
+import { EventType } from "@ag-ui/core";
 import { AgUiMapper, type RunEvent, type RunState } from "./agui.js";
 import { EventWal, WAL_STORE, type TranscriptCursor, type WalSnapshot } from "./event-wal.js";
 import type { TranscriptReader } from "./seat-runtime.js";
@@ -66,6 +67,8 @@ export class EventPlane {
   private loaded?: WalSnapshot;
   private session?: SessionInfo & { boundary: number; at: number };
   private turnEnds: Array<"finished" | "failed"> = [];
+  /** CUSTOM events waiting for the next step (an approval's ask, answer, expiry). */
+  private customs: Array<{ name: string; value: unknown; at: number }> = [];
   private work: Promise<void> = Promise.resolve();
   private poll?: NodeJS.Timeout;
   private wake?: () => void;
@@ -130,6 +133,16 @@ export class EventPlane {
     this.kick();
   }
 
+  /**
+   * Publish a CUSTOM event of Cotal's own (docs/events.md: `cotal.approval.*`), after what the
+   * transcript holds by then, in the open run (or on its own). Returns at once; it waits in
+   * memory until the plane follows a session.
+   */
+  custom(name: string, value: unknown): void {
+    this.customs.push({ name, value, at: Date.now() });
+    this.kick();
+  }
+
   /** Something happened in the session (a prompt, a tool call): read the transcript soon. */
   poke(): void {
     this.kick();
@@ -181,6 +194,11 @@ export class EventPlane {
     this.switchSession();
     if (!this.wal || !this.mapper) return;
     this.readTranscript();
+    if (this.customs.length) {
+      const runId = this.mapper.state.runId ?? "cotal";
+      const events = this.customs.splice(0).map((c) => ({ runId, event: { type: EventType.CUSTOM, name: c.name, value: c.value, timestamp: c.at } as const }));
+      this.record(events, this.wal.snapshot.cursor);
+    }
     while (this.turnEnds.length) {
       const how = this.turnEnds.shift()!;
       this.record(this.mapper.close(how), this.wal.snapshot.cursor);

@@ -7,7 +7,7 @@ import type { ConnectorConfig } from "./config.js";
 import type { EventPlane } from "./event-plane.js";
 import type { HookAnswer, HookHandler, HookVia } from "./hook-socket.js";
 import type { Handover, Selection } from "./inbox.js";
-import { drainLead, handoverLine, identityLine, waitingLine } from "./model-text.js";
+import { drainLead, handoverLine, identityLine, permissionDecision, waitingLine } from "./model-text.js";
 import { presenceFromHook } from "./presence.js";
 import { HookPayload, isHookEvent, type HookEvent, type HookRequest } from "./protocol.js";
 import type { Seat } from "./seat.js";
@@ -50,6 +50,9 @@ export class HookResponder implements HookHandler {
     else if (patch) void seat.setPresence(patch);
     if (event === "Stop" || event === "StopFailure") seat.wentIdle();
     notePlane(seat.plane, event, payload);
+    if (event === "PermissionRequest" && seat.approvals) return this.askMesh(payload);
+    // No permission dialog outlives its turn: an ask still open was answered at the terminal.
+    if (event === "Stop" || event === "StopFailure" || event === "UserPromptSubmit" || event === "SessionEnd") seat.approvals?.movedOn();
     if (event !== "SessionStart" && event !== "UserPromptSubmit") {
       seat.log.debug({ event }, "hook answered");
       return { reply: {} };
@@ -67,6 +70,21 @@ export class HookResponder implements HookHandler {
     seat.refreshUnread();
     seat.log.debug({ event, handover: handover.id, messages: handover.entries.length }, "handing mail to a hook");
     return { reply, receipt: handover.id };
+  }
+
+  /**
+   * Put a permission ask to the mesh and wait for a person's answer (ApprovalDesk): the decision
+   * goes back to the CLI; within the bound nobody answered, a managed seat's ask is denied and a
+   * hand-started session's own dialog stands (an empty reply).
+   */
+  private async askMesh(payload: HookPayload): Promise<HookAnswer> {
+    const { seat } = this;
+    const tool = payload.tool_name ?? "tool";
+    const outcome = await seat.approvals!.ask(tool, payload.ask_input ?? {});
+    if (outcome.kind === "answered") void seat.setPresence({ status: "working", condition: null, activity: tool.slice(0, 200) });
+    else if (this.cfg.managed) void seat.setPresence({ status: "working", condition: null });
+    const decision = permissionDecision(outcome, { managed: this.cfg.managed, timeoutMs: this.cfg.approvalTimeoutMs });
+    return { reply: decision ? { hookSpecificOutput: { hookEventName: "PermissionRequest", decision } } : {} };
   }
 
   /** The additionalContext of a draining hook: identity (at SessionStart), framed mail, what still waits. */

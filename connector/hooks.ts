@@ -55,11 +55,13 @@ export const HOOKS: readonly HookSpec[] = [
   {
     event: "PermissionRequest",
     transports: ["command"],
-    timeoutSec: 5,
-    budgetMs: 1_500,
+    // The connector asks the mesh and waits for a person's answer (at most 9 minutes, its bound):
+    // the hook waits a little longer, and Claude longer still.
+    timeoutSec: 600,
+    budgetMs: 580_000,
     drains: false,
-    // The reply is always empty: no decision, so Claude shows its dialog as usual.
-    purpose: "presence waiting with condition approval, the moment a permission dialog opens",
+    // The reply is a person's decision from the mesh, or empty (no decision: Claude's own dialog stands).
+    purpose: "presence waiting with condition approval; the ask goes to the mesh (cotal approvals) and a person's allow or deny comes back",
   },
   {
     event: "Notification",

@@ -29,3 +29,4 @@ export * from "./run.js";
 export * from "./agui.js";
 export * from "./event-wal.js";
 export * from "./event-plane.js";
+export * from "./approvals.js";

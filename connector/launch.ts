@@ -33,6 +33,12 @@ export interface Launch {
   stateDir?: string;
   /** The manager instance that runs the seat (launch material `manager`): where cotal_spawn asks. */
   manager?: string;
+  /** Who spawned the seat (launch material `spawnedBy`): its owner, who may answer its permission asks. */
+  spawnedBy?: string;
+  /** supervised: its permission asks go to people over the mesh (launch material `posture`). */
+  posture?: "unattended" | "supervised";
+  /** How long a permission ask waits for a person, ms (launch material `approvalTimeoutMs`). */
+  approvalTimeoutMs?: number;
 }
 
 export type LaunchResolution =
@@ -130,6 +136,9 @@ export function readLaunchMaterial(file: string): Launch {
     ...(m.runtime ? { runtime: m.runtime } : {}),
     ...(m.noEvents ? { noEvents: true } : {}),
     ...(m.manager ? { manager: m.manager } : {}),
+    ...(m.spawnedBy ? { spawnedBy: m.spawnedBy } : {}),
+    ...(m.posture ? { posture: m.posture } : {}),
+    ...(m.approvalTimeoutMs !== undefined ? { approvalTimeoutMs: m.approvalTimeoutMs } : {}),
     stateDir: path.dirname(path.resolve(file)),
   };
 }

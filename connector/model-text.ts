@@ -336,3 +336,26 @@ export function despawnedText(name: string, r: { stopped: boolean; revoked: numb
 export function handedOverText(name: string, r: { to?: string | undefined }): string {
   return `${name} answers to ${r.to ?? "the operator"} now: it no longer retires with you, and you can no longer retire it.`;
 }
+
+/**
+ * The decision a PermissionRequest hook returns to Claude for an ask put to the mesh: a person's
+ * allow or deny (with who answered), a managed seat's denial when nobody answered in time, or
+ * none (a hand-started session's own dialog stands).
+ */
+export function permissionDecision(
+  outcome: { kind: "answered"; decision: "allow" | "deny"; by: string; reason?: string } | { kind: "expired" },
+  o: { managed: boolean; timeoutMs: number },
+): { behavior: "allow" } | { behavior: "deny"; message: string } | undefined {
+  if (outcome.kind === "answered") {
+    if (outcome.decision === "allow") return { behavior: "allow" };
+    return {
+      behavior: "deny",
+      message: `${outcome.by} denied this over the mesh${outcome.reason ? `: "${neutralizeInline(outcome.reason, 500)}"` : ""}. Do not retry it; do something else or ask them.`,
+    };
+  }
+  if (!o.managed) return undefined;
+  return {
+    behavior: "deny",
+    message: `Nobody answered this permission ask within ${Math.round(o.timeoutMs / 1000)} s (a person answers with \`cotal approve\`), so it was denied. Do something else, or ask a person on the mesh first.`,
+  };
+}

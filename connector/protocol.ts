@@ -52,6 +52,11 @@ export const HookPayload = z.object({
   stop_hook_active: z.optional(z.boolean()),
   /** UserPromptSubmit: the prompt is the manager's wake prompt (derived by the hook; the prompt itself is never relayed). */
   manager_wake: z.optional(z.boolean()),
+  /**
+   * PermissionRequest only: the tool's input as the CLI shows it in its dialog (derived by the hook,
+   * askInputOf), which a person answering the ask over the mesh must see. No other hook relays input.
+   */
+  ask_input: z.optional(z.record(z.string(), z.string())),
 });
 export type HookPayload = z.infer<typeof HookPayload>;
 
@@ -75,9 +80,32 @@ export const RELAYED_FIELDS = [
   "manager_wake",
 ] as const;
 
+/** Longest value of one input field an ask carries, characters (MAX_ASK_INPUT in schemas/approvals.ts; kept here so the hook stays light). */
+export const ASK_INPUT_CHARS = 4_000;
+/** Most input fields an ask carries. */
+const ASK_INPUT_FIELDS = 16;
+
+/**
+ * A tool's input as its permission dialog shows it, for a person answering over the mesh: each
+ * top-level field as text (a string as is, anything else as JSON), each cut to ASK_INPUT_CHARS.
+ * A Bash call is its `command` and `description`.
+ */
+export function askInputOf(input: unknown): Record<string, string> {
+  if (input === null || typeof input !== "object" || Array.isArray(input)) return {};
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(input as Record<string, unknown>).slice(0, ASK_INPUT_FIELDS)) {
+    if (!/^[A-Za-z0-9_.-]{1,64}$/.test(k) || v === undefined) continue;
+    const text = typeof v === "string" ? v : JSON.stringify(v);
+    out[k] = text.length > ASK_INPUT_CHARS ? `${text.slice(0, ASK_INPUT_CHARS - 1)}…` : text;
+  }
+  return out;
+}
+
 /** Keep only the relayed fields of a raw hook payload (and only if they have the expected type). */
 export function trimPayload(raw: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
+  // Only a permission ask carries the tool's input: the person answering it must see what it runs.
+  if (raw.hook_event_name === "PermissionRequest") out.ask_input = askInputOf(raw.tool_input);
   // Only whether a prompt is the manager's wake prompt leaves the hook, never the prompt.
   if (raw.hook_event_name === "UserPromptSubmit" && typeof raw.prompt === "string") raw = { ...raw, manager_wake: raw.prompt.trim() === MANAGER_WAKE_PROMPT };
   for (const k of RELAYED_FIELDS) {

@@ -13,17 +13,20 @@ export interface SeatRuntime {
   connectorMeta: string;
   /** How its session file reads for the event plane. */
   transcript: TranscriptReader;
+  /** Its PermissionRequest hook takes a decision back: asks go to the mesh (docs/runtimes.md). */
+  approvals: boolean;
 }
 
 /** Claude's transcript is the plane's own shape: each line is one record. */
 const asIs: TranscriptReader = (line) => [line];
 
-const CLAUDE: SeatRuntime = { connectorMeta: "claude-code", transcript: asIs };
+const CLAUDE: SeatRuntime = { connectorMeta: "claude-code", transcript: asIs, approvals: true };
 
 const SEAT_RUNTIMES: Readonly<Record<string, SeatRuntime>> = {
   claude: CLAUDE,
-  codex: { connectorMeta: "codex", transcript: codexTranscriptRecords },
-  gemini: { connectorMeta: "gemini-cli", transcript: geminiTranscriptRecords },
+  // Codex fires PermissionRequest with Claude's payload, but its answer is not taken as a decision here: its own dialog stands.
+  codex: { connectorMeta: "codex", transcript: codexTranscriptRecords, approvals: false },
+  gemini: { connectorMeta: "gemini-cli", transcript: geminiTranscriptRecords, approvals: false },
 };
 
 /**
@@ -33,5 +36,5 @@ const SEAT_RUNTIMES: Readonly<Record<string, SeatRuntime>> = {
  */
 export function seatRuntimeOf(runtime: string | undefined): SeatRuntime {
   if (runtime === undefined) return CLAUDE;
-  return SEAT_RUNTIMES[runtime] ?? { connectorMeta: runtime, transcript: asIs };
+  return SEAT_RUNTIMES[runtime] ?? { connectorMeta: runtime, transcript: asIs, approvals: false };
 }

@@ -5,7 +5,8 @@
 import os from "node:os";
 import type { z } from "zod";
 import { Endpoint, logger, type BoundedSet, type Delivery, type Logger, type PresencePatch, type Receipt, type Roster } from "../broker/index.js";
-import { controlCaller } from "../broker/index.js";
+import { callControl, controlCaller } from "../broker/index.js";
+import { ApprovalDesk, folderPerson } from "./approvals.js";
 import { MANAGER_COMMANDS, principal, principalId, type Attention, type ChannelMode, type Principal, type RunArgs, type RunReply } from "../schemas/index.js";
 import { BacklogLatch, joinBacklog } from "./backlog.js";
 import { seatClassifier } from "./classify.js";
@@ -70,6 +71,8 @@ export class Seat {
   keepAliveMs = 0;
   /** Its helpers, when its credential carries the spawn right (cotal_spawn; docs/connector.md). */
   readonly helpers: HelperDesk | undefined;
+  /** Its permission asks, answered over the mesh, when its CLI's permission hook takes a decision back. */
+  readonly approvals: ApprovalDesk | undefined;
 
   private constructor(
     private readonly cfg: ConnectorConfig,
@@ -93,6 +96,20 @@ export class Seat {
       ? new HelperDesk(ep.nc, cfg.launch.space, this.me, cfg.launch.manager)
       : undefined;
     this.backlog = new BacklogLatch(() => this.ep.deliveries.size);
+    const { launch } = cfg;
+    this.approvals = seatRuntimeOf(launch.runtime).approvals
+      ? new ApprovalDesk({
+          nc: ep.nc,
+          space: launch.space,
+          me: this.me,
+          owner: launch.spawnedBy ?? (cfg.managed ? undefined : folderPerson(process.cwd(), launch.space)),
+          managed: cfg.managed,
+          timeoutMs: cfg.approvalTimeoutMs,
+          plane,
+          approveRight: async (who) => (await callControl(ep.nc, launch.space, "may-approve", this.me, { name: principalId(who) })).allowed,
+          log: log.child({ component: "approvals" }),
+        })
+      : undefined;
   }
 
   /** The seat's logger (before it is connected: custody is claimed first). */
@@ -162,6 +179,7 @@ export class Seat {
 
   private async join(why: string): Promise<void> {
     const reg = await this.ep.join();
+    this.approvals?.start();
     this.consuming = this.consume();
     this.plane?.start();
     for (const ch of this.cfg.launch.channels) {
@@ -413,6 +431,7 @@ export class Seat {
    */
   async leave(noteReturned: (ids: string[]) => void): Promise<void> {
     this.beginLeaving();
+    this.approvals?.stop();
     await this.activation?.catch(() => undefined);
     // The plane's flush runs beside the mail's return: Claude kills its MCP server about half a
     // second after SIGINT, and both the session's last frames (the turn's end) and the held mail

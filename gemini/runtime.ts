@@ -32,6 +32,7 @@ export const geminiRuntime = {
     jsonSchema: false,
     carry: false,
     eventPlane: true,
+    approvals: false,
   },
   wakePrompt: MANAGER_WAKE_PROMPT,
   // Its TUI reads a burst of typed text as a paste and an Enter within 40 ms of it as a newline (0.61.0).

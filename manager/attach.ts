@@ -33,3 +33,12 @@ export function localAttachCommand(stateDir: string, space: string, name: string
   if (runtime === "pty") return ["pty", ptySocketPath(seatDir(stateDir, seat))];
   return new TmuxServer(tmuxSocketPath(stateDir), tmuxSessionName(space)).attachCommand(seat);
 }
+
+/**
+ * What `cotal attach` would show of a tmux seat of this host's manager, read-only: its visible
+ * screen (tmux capture-pane), never a keystroke. Built from this host's state as localAttachCommand
+ * is; "" when the window is gone.
+ */
+export function seatScreen(stateDir: string, space: string, name: string): Promise<string> {
+  return new TmuxServer(tmuxSocketPath(stateDir), tmuxSessionName(space)).screen(PrincipalToken.parse(name));
+}

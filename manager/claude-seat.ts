@@ -55,6 +55,8 @@ export interface ClaudeSeatRequest {
    * are not `digest` refuse the seat (TranscriptMismatchError).
    */
   resume?: { session: string; digest: string; file?: string | undefined } | undefined;
+  /** supervised: permission asks go to people over the mesh. */
+  posture?: "unattended" | "supervised" | undefined;
 }
 
 /** The Claude host of a manager's Claude options (manager/runtimes.ts). */
@@ -84,6 +86,7 @@ export async function startClaudeSeat(
     launchOptions: fm?.launchOptions ?? {},
     resume: seat.resume,
     unseeded: o.seedConfig === false,
+    posture: seat.posture,
   });
 }
 

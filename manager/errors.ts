@@ -43,3 +43,12 @@ export class PersonaChangedError extends CotalError {
     });
   }
 }
+
+/** A supervised seat of a runtime whose permission hook cannot return a decision: refused before anything starts. */
+export function unsupervisable(agent: string): SeatRefusedError {
+  return new SeatRefusedError(
+    "posture-unsupported",
+    `A ${agent} seat cannot run supervised: its CLI's permission hook returns no decision to it, so a person's answer from the mesh could not reach it; nothing was started.`,
+    "Spawn it unattended (the default), or run a claude seat supervised (docs/runtimes.md says which runtimes support it).",
+  );
+}

@@ -13,5 +13,5 @@ export { renewalDueAt, SEAT_CREDS_LIFETIME_MS } from "./seat-credential.js";
 export { budgetCaps, type BudgetCaps } from "./budget.js";
 export { isOperator } from "./runs.js";
 export { PTY_DETACH_KEY } from "./pty-runtime.js";
-export { localAttachCommand, type TerminalRuntime } from "./attach.js";
+export { localAttachCommand, seatScreen, type TerminalRuntime } from "./attach.js";
 export { capabilityGaps, DEFAULT_RUNTIME, findRuntimeCli, hostsOf, RUNTIMES, runtimeNamed } from "./runtimes.js";

@@ -21,7 +21,7 @@ import {
   type TableParsedArgs,
 } from "../schemas/index.js";
 import { callControl, JS_OPTIONS, sendDirectMail, serveControl, SERVICE_PRINCIPALS, type Logger } from "../broker/index.js";
-import { OpeningPromptNotStoredError, PersonaChangedError, SeatRefusedError, StaleSeatLogError } from "./errors.js";
+import { OpeningPromptNotStoredError, PersonaChangedError, SeatRefusedError, StaleSeatLogError, unsupervisable } from "./errors.js";
 import { newLifecycleUid } from "./lifecycle-uid.js";
 import { adoptSeatProcess, logTailOf, type SeatExit, type SeatProcess } from "./process-runtime.js";
 import { proveSeatProcess, seatFolderProblem } from "./seat-adoption.js";
@@ -60,6 +60,7 @@ import {
   widerThan,
 } from "./helpers.js";
 import type { SeatHistory } from "./seat-log.js";
+import { admitSteered, steerableSeat, steers } from "./steer.js";
 
 type Args<C extends keyof typeof MANAGER_COMMANDS> = TableParsedArgs<typeof MANAGER_COMMANDS, C>;
 
@@ -428,13 +429,16 @@ export class ManagerService {
       const first = [...this.seats.values()].find((r) => r.requestId === asked.requestId);
       if (first) return this.identity(first);
     }
-    // Anyone but the operator spawns a helper: within its grant, its limit and the budget gates.
-    const helper = isOperator(caller) ? undefined : await this.admitHelper(asked, caller);
+    // A person with the steer right spawns a persona as the operator would (steer.ts); anyone else
+    // but the operator spawns a helper: within its grant, its limit and the budget gates.
+    const steerer = isOperator(caller) ? undefined : await this.steererOf(caller);
+    if (steerer) await admitSteered(asked, steerer, this.runs);
+    const helper = isOperator(caller) || steerer ? undefined : await this.admitHelper(asked, caller);
     const a = helper ? { ...asked, agent: helper.agent } : asked;
     // Agent CLIs run in a terminal the manager owns; the echo agent is a plain process.
     const runtime = a.runtime ?? (runtimeNamed(a.agent) ? "tmux" : "process");
     await this.admit(a.agent, runtime);
-    const cwd = helper?.cwd ?? a.cwd ?? process.cwd();
+    const cwd = helper?.cwd ?? a.cwd ?? (steerer ? (this.o.folder ?? process.cwd()) : process.cwd());
     if (!isAbsolute(cwd) || !statSync(cwd, { throwIfNoEntry: false })?.isDirectory()) {
       throw new SeatRefusedError(
         "bad-cwd",
@@ -462,9 +466,12 @@ export class ManagerService {
     const spawnLimit = allowSpawn.length ? (a.spawnLimit ?? fm?.spawnLimit) : undefined;
     // The spawn right pins its personas' agent files as they are now, where its helpers' are read.
     const pinned = allowSpawn.length ? personaDigests(cwd, allowSpawn) : undefined;
+    const posture = a.posture ?? fm?.posture;
+    if (posture === "supervised" && !runtimeNamed(a.agent)?.capabilities.approvals) throw unsupervisable(a.agent);
     const uid = newLifecycleUid();
     const spec = {
       runtime,
+      ...(posture === "supervised" ? { posture } : {}),
       cwd,
       channels,
       ...(model ? { model } : {}),
@@ -482,6 +489,7 @@ export class ManagerService {
       requestId: a.requestId,
       spec,
       ...(helper ? { spawnedBy: helper.spawnedBy, ...(helper.spawnerUid ? { spawnerUid: helper.spawnerUid } : {}) } : {}),
+      ...(steerer ? { spawnedBy: steerer } : {}),
       ...(allowSpawn.length ? { allowSpawn, ...(spawnLimit !== undefined ? { spawnLimit } : {}) } : {}),
     });
     try {
@@ -499,6 +507,9 @@ export class ManagerService {
         spawnLimit,
         personaDigests: pinned,
         manager: this.o.instance,
+        // Who may answer its permission asks besides the operator and the approve right: whoever spawned it.
+        spawnedBy: helper?.spawnedBy ?? principalId(caller),
+        ...(posture === "supervised" ? { posture } : {}),
       });
       // What another principal chose is mail, never keystrokes: stored before the seat starts, so
       // its first hook (session start, or the wake typed once it is ready) hands it over.
@@ -514,6 +525,11 @@ export class ManagerService {
       throw err;
     }
     return this.identity(this.seats.get(seat)!);
+  }
+
+  /** `who`'s principal id when it is a person with the steer right (docs/security.md, People), else undefined. */
+  private async steererOf(who: Principal): Promise<string | undefined> {
+    return steers(await this.grantOf(who)) ? principalId(who) : undefined;
   }
 
   /** What the mesh service minted `who` with (its channels, role and spawn right). */
@@ -592,7 +608,9 @@ export class ManagerService {
    */
   private async personas(caller: Principal) {
     const id = principalId(caller);
-    const grant = isOperator(caller) ? undefined : await this.grantOf(caller);
+    const asked = isOperator(caller) ? undefined : await this.grantOf(caller);
+    // A steering person lists the personas as the operator does: every agent file of the manager's folder.
+    const grant = asked && steers(asked) ? undefined : asked;
     if (grant) refuseWithoutRight(id, grant);
     const { spawner, helpers } = await this.spawnerState(id);
     const cwd = this.placeOf(id, spawner);
@@ -764,6 +782,7 @@ export class ManagerService {
           ...(r.spec.windowMs !== undefined ? { windowMs: r.spec.windowMs } : {}),
           ...(r.spec.carried ? { carried: r.spec.carried } : {}),
           ...(r.spec.personaDigest ? { personaDigest: r.spec.personaDigest } : {}),
+          ...(r.spec.posture ? { posture: r.spec.posture } : {}),
           ...(r.spawnedBy ? { spawnedBy: r.spawnedBy } : {}),
           ...(r.spawnerUid ? { spawnerUid: r.spawnerUid } : {}),
           ...(r.allowSpawn ? { allowSpawn: r.allowSpawn } : {}),
@@ -826,7 +845,7 @@ export class ManagerService {
       const fm = agentFile?.frontmatter;
       const { proc, terminal, permissionMode } =
         adapter === DEFAULT_RUNTIME && this.o.claude
-          ? await startClaudeSeat(this.o.claude, term, files, { ...request, agentFile })
+          ? await startClaudeSeat(this.o.claude, term, files, { ...request, agentFile, posture: r.spec.posture })
           : await startRuntimeSeat(adapter, host, term, files, {
               ...request,
               persona: agentFile?.persona,
@@ -1055,7 +1074,8 @@ export class ManagerService {
   }
 
   private async stopSeat(name: string, caller: Principal) {
-    const r = this.ownedSeat(name, caller, "stopped");
+    const steerer = isOperator(caller) ? undefined : await this.steererOf(caller);
+    const r = steerer ? steerableSeat(this.seats.get(`local.${name}`), name, steerer, this.o.instance) : this.ownedSeat(name, caller, "stopped");
     return this.stopAndRetire(r.seat, r, `stopped by ${caller.owner}.${caller.actor}`);
   }
 
@@ -1198,6 +1218,7 @@ export class ManagerService {
         agent: r.agent,
         instance: this.o.instance,
         ...(r.role ? { role: r.role } : {}),
+        ...(r.persona ? { persona: r.persona } : {}),
         ...(r.runtime ? { runtime: r.runtime as SeatView["runtime"] } : {}),
         ...(r.permissionMode ? { permissionMode: r.permissionMode } : {}),
         ...presenceOf(this.live.get(r.seat)),

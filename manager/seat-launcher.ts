@@ -22,6 +22,8 @@ export interface LauncherOptions {
   seatCredsLifetimeMs?: number;
   /** The command line that runs `agent` with COTAL_LAUNCH_MATERIAL (the CLI's hidden `cotal agent <agent>`). */
   agentCommand: (agent: SeatAgent) => string[];
+  /** How long a seat's permission ask waits for a person before it is denied, ms (launch material; default the connector's 5 minutes). */
+  approvalTimeoutMs?: number;
   /** The environment a seat starts with (the CLI's allow-list), plus what is added here. */
   seatEnv: (extra: Record<string, string>) => NodeJS.ProcessEnv;
 }
@@ -63,6 +65,9 @@ export async function prepareSeat(
     personaDigests?: Record<string, string> | undefined;
     /** The manager instance that runs it (launch material `manager`: where its helpers are spawned). */
     manager?: string | undefined;
+    /** Who spawned it (its owner: may answer its permission asks). */
+    spawnedBy?: string | undefined;
+    posture?: "unattended" | "supervised" | undefined;
   },
 ): Promise<SeatFiles> {
   const dir = seatDir(o.stateDir, seat.name);
@@ -73,6 +78,7 @@ export async function prepareSeat(
     await mintSeatCredential(nc, { space: o.space, caller: o.caller, lifetimeMs: o.seatCredsLifetimeMs, server: o.server }, files.creds, {
       name: seat.name,
       profile: "agent",
+      approve: [],
       allowSubscribe: seat.allowSubscribe,
       allowPublish: seat.allowPublish,
       ...(seat.role ? { role: seat.role } : {}),
@@ -95,6 +101,9 @@ export async function prepareSeat(
     runtime: seat.agent,
     ...(seat.noEvents ? { noEvents: true } : {}),
     ...(seat.manager ? { manager: seat.manager } : {}),
+    ...(seat.spawnedBy ? { spawnedBy: seat.spawnedBy } : {}),
+    ...(seat.posture === "supervised" ? { posture: seat.posture } : {}),
+    ...(o.approvalTimeoutMs !== undefined ? { approvalTimeoutMs: o.approvalTimeoutMs } : {}),
   });
   return files;
 }

@@ -34,6 +34,8 @@ export interface SeatRecord {
     carried?: { session: string; digest: string };
     /** The sha256 of its agent file as admitted: a helper starts again only from those bytes. */
     personaDigest?: string;
+    /** supervised: permission asks go to people over the mesh (absent: unattended). */
+    posture?: "unattended" | "supervised";
   };
   runtime?: string;
   permissionMode?: string;
@@ -98,6 +100,7 @@ export function applyEvent(r: SeatRecord | undefined, e: SeatEvent): SeatRecord 
         ...(e.windowMs !== undefined ? { windowMs: e.windowMs } : {}),
         ...(e.carried ? { carried: e.carried } : {}),
         ...(e.personaDigest ? { personaDigest: e.personaDigest } : {}),
+        ...(e.posture ? { posture: e.posture } : {}),
       },
       requestedAt: e.ts,
       since: e.ts,

@@ -31,6 +31,7 @@ export const opencodeRuntime = {
     jsonSchema: false,
     carry: false,
     eventPlane: true,
+    approvals: false,
   },
   wakePrompt: MANAGER_WAKE_PROMPT,
   // Its TUI (a large Bun bundle) took 45-60 s to draw its input screen on a loaded 2-core host (1.18.33).

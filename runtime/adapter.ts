@@ -117,6 +117,8 @@ export interface SeatLaunchInput {
   resume?: { session: string; digest: string; file?: string | undefined } | undefined;
   /** Start with an empty home, as an unmanaged first run would (tests of the screen check). */
   unseeded?: boolean;
+  /** supervised: what the allow-list does not name is asked over the mesh (runtimes with `capabilities.approvals`). */
+  posture?: "unattended" | "supervised" | undefined;
 }
 
 /** What a seat's terminal shows: its input screen, a screen that blocks an unattended start (named), or not known yet. */
@@ -161,6 +163,11 @@ export interface RuntimeCapabilities {
   carry: boolean;
   /** The event plane can read its transcript. */
   eventPlane: boolean;
+  /**
+   * Its permission hook returns a decision to the CLI, so a seat may run supervised (permission
+   * asks answered by people over the mesh: `cotal approvals`).
+   */
+  approvals: boolean;
 }
 
 /** What `cotal setup --runtime <name>` did (or, with `check`, would do) to the user's own configuration of the CLI. */

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { AllowSpawn, SpawnLimit } from "./spawn.js";
+import { AllowSpawn, SeatPosture, SpawnLimit } from "./spawn.js";
 import { ChannelName, PrincipalToken, RoleName } from "./tokens.js";
 
 /** Capabilities an agent may be granted. */
@@ -29,6 +29,9 @@ export const AgentFrontmatter = z
       "personas (agent files) a seat of this persona may spawn helpers of with cotal_spawn, when the operator spawns it (docs/manager.md, Helpers); a helper spawned by an agent may not carry it",
     ),
     spawnLimit: SpawnLimit.optional(),
+    posture: SeatPosture.optional().describe(
+      "unattended (default): what allowedTools does not name is refused; supervised: it is asked of a person over the mesh (`cotal approvals`; claude seats)",
+    ),
   })
   .describe("Frontmatter of an agent file.");
 export type AgentFrontmatter = z.infer<typeof AgentFrontmatter>;

@@ -1,3 +1,4 @@
+import { ApproveRight } from "./approvals.js";
 import { z } from "zod";
 import { ChannelConfig } from "./channel.js";
 import { ROSTER_PAGE_BYTES } from "./limits.js";
@@ -191,9 +192,13 @@ export const MESH_COMMANDS = {
       events: z.boolean().optional().describe("it runs a seat: may publish its own event plane (agent; unset: only if it may post on a channel)"),
       allowSpawn: AllowSpawn.default([]).describe("agent: personas it may spawn helpers of (docs/manager.md, Helpers); empty: no spawn right"),
       spawnLimit: SpawnLimit.optional().describe("agent with allowSpawn: helpers it may hold at once"),
+      approve: ApproveRight.default([]).describe(
+        "person: the seats whose permission asks it may answer (actor names, or * for every seat; docs/security.md, The approve right); empty: only the seats it owns",
+      ),
       personaDigests: PersonaDigests.optional().describe(
         "agent with allowSpawn: the sha256 of each persona's agent file as the minter read it; a helper starts only from those bytes (unset: no helper starts)",
       ),
+      steer: z.boolean().optional().describe("person: may steer seats (spawn personas and team seats, stop and restart them; docs/security.md, People)"),
       expiresInMs: z.number().int().positive().optional(),
       leaf: PrincipalName.optional().describe(
         "operator: the leaf credential of the host this identity runs on (`<host>_leaf`; agent, reader or observer): that leaf's scope widens to it, and revoking the leaf revokes it",
@@ -231,6 +236,15 @@ export const MESH_COMMANDS = {
     summary: "what a name was minted with: profile, channels, role and spawn right (the operator, managers, and the name itself)",
     args: z.object({ name: PrincipalName }),
     reply: SpawnGrant,
+  },
+  "may-approve": {
+    endpoint: "mesh",
+    summary: "whether a name may answer the calling seat's permission asks (the operator, or its identity record's approve right names the caller)",
+    args: z.object({ name: PrincipalName }),
+    reply: z.object({
+      principal: PrincipalId,
+      allowed: z.boolean().describe("it may answer the caller's asks by the approve right (the seat's owner is the seat's own to know)"),
+    }),
   },
   whoami: {
     endpoint: "mesh",

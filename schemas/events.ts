@@ -16,6 +16,8 @@ export const AgUiEventType = z.enum([
   "TEXT_MESSAGE_END",
   "TOOL_CALL_START",
   "TOOL_CALL_END",
+  // An event of Cotal's own, named (`cotal.approval.asked`, …: docs/events.md); it opens and closes nothing.
+  "CUSTOM",
 ]);
 export type AgUiEventType = z.infer<typeof AgUiEventType>;
 
@@ -35,6 +37,10 @@ export const AgUiEvent = z.looseObject({
   toolCallName: z.string().optional(),
   message: z.string().optional(),
   code: z.string().optional(),
+  /** CUSTOM: the event's name (`cotal.approval.asked`, …). */
+  name: z.string().optional(),
+  /** CUSTOM: its value, as the name defines it. */
+  value: z.unknown().optional(),
 });
 export type AgUiEvent = z.infer<typeof AgUiEvent>;
 

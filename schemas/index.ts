@@ -30,3 +30,4 @@ export * from "./spawn.js";
 export * from "./team-file.js";
 export * from "./version.js";
 export * from "./article.js";
+export * from "./approvals.js";

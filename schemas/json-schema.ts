@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { AgentFrontmatter } from "./agent-file.js";
+import { ApprovalAnswer, ApprovalAnswered, ApprovalAsked, ApprovalExpired, ApprovalRefused, ApprovalReply } from "./approvals.js";
 import { ChannelConfig } from "./channel.js";
 import { ControlReply, ControlRequest } from "./control.js";
 import { CONTRACT_WIRE_TYPES } from "./contract-wire-types.js";
@@ -23,6 +24,13 @@ export const WIRE_TYPES = {
   SeatEvent,
   AgentFrontmatter,
   AgUiFrame,
+  /** Approvals (docs/SPEC.md §2): an answer on a seat's approve subject, the seat's reply, and the CUSTOM frames' values. */
+  ApprovalAnswer,
+  ApprovalReply,
+  ApprovalAsked,
+  ApprovalAnswered,
+  ApprovalExpired,
+  ApprovalRefused,
   ...CONTRACT_WIRE_TYPES,
   /** Not a wire type: the file `cotal up -f` reads (docs/team-file.md), exported for editors. */
   "cotal-yaml": TeamFile,

@@ -1,3 +1,5 @@
+import { PrincipalId } from "./principal.js";
+import { SeatPosture } from "./spawn.js";
 import { z } from "zod";
 import { LOCAL_OWNER } from "./principal.js";
 import { ChannelName, LifecycleUid, PrincipalToken, RoleName, RuntimeName, SpaceName } from "./tokens.js";
@@ -28,6 +30,17 @@ export const LaunchMaterial = z
       "the agent CLI the seat runs (claude, codex, echo): its presence card says so, and its event plane reads that CLI's session file",
     ),
     noEvents: z.boolean().optional().describe("do not publish the seat's activity on its event plane (`cotal spawn --no-events`)"),
+    spawnedBy: PrincipalId.optional().describe(
+      "who spawned the seat (its owner): it may answer the seat's permission asks (docs/security.md, The approve right)",
+    ),
+    posture: SeatPosture.optional().describe("supervised: permission asks go to people over the mesh; absent: unattended"),
+    approvalTimeoutMs: z
+      .number()
+      .int()
+      .min(1_000)
+      .max(540_000)
+      .optional()
+      .describe("how long a permission ask waits for a person before it is denied, ms (default 5 minutes)"),
     manager: z
       .string()
       .regex(/^[A-Za-z0-9_-]{1,64}$/)

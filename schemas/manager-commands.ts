@@ -1,3 +1,4 @@
+import { SeatPosture } from "./spawn.js";
 import { z } from "zod";
 import { PrincipalId } from "./principal.js";
 import { CARRY_COMMANDS, CarryClaim, SessionId } from "./carry.js";
@@ -25,6 +26,7 @@ export const SeatView = z.object({
   agent: SeatAgent,
   instance: ManagerInstance,
   role: RoleName.optional(),
+  persona: PrincipalToken.optional().describe("the agent file it was spawned from (restarting it from `cotal web` spawns that persona again)"),
   runtime: SeatRuntime.optional(),
   permissionMode: z.string().optional().describe("Claude seats: the permission mode (dontAsk unless the agent file asked for another)"),
   presence: z
@@ -135,6 +137,9 @@ export const MANAGER_COMMANDS = {
       windowMs: z.number().int().min(1_000).max(86_400_000).optional().describe("the restart policy's window (default: the manager's, 60 s)"),
       requestId: z.string().min(1).max(128).optional().describe("the same id returns the first result"),
       noEvents: z.boolean().optional().describe("claude seats: publish nothing on the seat's event plane (launch material noEvents)"),
+      posture: SeatPosture.optional().describe(
+        "unattended (default: what the allow-list does not name is refused) or supervised (it is asked of a person over the mesh; runtimes whose permission hook returns a decision only)",
+      ),
       resume: SessionId.optional().describe("claude seats: fork this carried session (`--resume <id> --fork-session`); needs its claim"),
       claim: CarryClaim.optional().describe("the one-time claim carry-commit, carry-begin or carry-resolve issued for the session"),
       allowSpawn: AllowSpawn.optional().describe("the operator only: the seat's credential may spawn helpers of these personas (docs/manager.md, Helpers)"),

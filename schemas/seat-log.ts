@@ -1,3 +1,4 @@
+import { SeatPosture } from "./spawn.js";
 import { z } from "zod";
 import { PrincipalId, principalId, type Principal } from "./principal.js";
 import { CostBasis, ModelSource, RunErrorKind, RunStatus, RunUsage } from "./runs.js";
@@ -61,6 +62,7 @@ export const SeatEvent = z
       allowSpawn: z.array(z.string()).optional().describe("its credential may spawn helpers of these personas (the operator's spawn only)"),
       spawnLimit: z.number().int().positive().optional(),
       personaDigest: z.string().optional().describe("sha256 of its agent file as it was admitted: a helper starts again only from those bytes"),
+      posture: SeatPosture.optional().describe("supervised: what its allow-list does not name is asked of a person over the mesh (absent: unattended)"),
     }),
     z.object({
       type: z.literal("launched"),

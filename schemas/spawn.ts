@@ -9,6 +9,14 @@ import { ChannelName, PrincipalToken, RoleName } from "./tokens.js";
  * retire helper seats of those personas, within its seat limit, never wider than itself.
  */
 
+/**
+ * How a managed seat meets a tool call its allow-list does not name (docs/security.md, The approve
+ * right): `unattended` (the default) refuses it; `supervised` asks a person over the mesh
+ * (`cotal approvals`), who allows or denies it. The deny floor refuses in both.
+ */
+export const SeatPosture = z.enum(["unattended", "supervised"]);
+export type SeatPosture = z.infer<typeof SeatPosture>;
+
 /** Helpers one spawner holds at once unless its credential says otherwise. */
 export const DEFAULT_SPAWN_LIMIT = 4;
 /** The most helpers a credential may be allowed. */
@@ -51,6 +59,7 @@ export const SpawnGrant = z.object({
   allowSpawn: AllowSpawn.default([]),
   spawnLimit: SpawnLimit.optional(),
   personaDigests: PersonaDigests.default({}),
+  steer: z.boolean().optional().describe("a person with the steer right: may spawn personas and team seats, stop and restart seats (docs/security.md, People)"),
 });
 export type SpawnGrant = z.infer<typeof SpawnGrant>;
 

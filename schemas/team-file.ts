@@ -1,3 +1,4 @@
+import { SeatPosture } from "./spawn.js";
 // `cotal.yaml`: one file that declares a space — its channels, personas, seats, budgets and server
 // settings — for `cotal up -f` to converge the running mesh to (docs/team-file.md). This zod schema
 // is the single source: the CLI validates with it and docs/schema/cotal-yaml.schema.json is
@@ -97,6 +98,9 @@ export const TeamSeat = z
     cwd: z.string().min(1).max(4096).optional().describe("the seat's working directory, relative to cotal.yaml's folder; default that folder on this host"),
     prompt: OpeningPrompt.optional(),
     events: z.boolean().optional().describe("publish the seat's activity on its event plane (docs/events.md); default true"),
+    posture: SeatPosture.optional().describe(
+      "unattended (default) or supervised: permission asks go to people over the mesh (`cotal approvals`; claude seats)",
+    ),
   })
   .describe("A seat: one agent process under a name, run by a manager.");
 export type TeamSeat = z.infer<typeof TeamSeat>;

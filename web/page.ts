@@ -4,7 +4,17 @@
  * from message text (markdown.ts, escaped first). The server's CSP allows only these files.
  */
 
-export const PAGE_HTML = `<!doctype html>
+import { WRITES_CSS, WRITES_JS } from "./page-writes.js";
+
+/**
+ * The page; with `token`, a `<meta>` holding it for the header the page's writes carry (only a
+ * page served behind the cookie has it; CSP stays `script-src 'self'`).
+ */
+export function pageHtml(token?: string): string {
+  return token ? PAGE_HTML.replace("<title>", `<meta name="cotal-token" content="${token}">\n<title>`) : PAGE_HTML;
+}
+
+const PAGE_HTML = `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -19,17 +29,22 @@ export const PAGE_HTML = `<!doctype html>
     <a href="#/roster" data-nav="roster">Roster</a>
     <a href="#/feed" data-nav="feed">Feed</a>
     <a href="#/managers" data-nav="managers">Managers</a>
+    <a href="#/inbox" data-nav="inbox" data-writes hidden>Inbox <span id="inbox-count" class="badge" data-testid="inbox-count"></span></a>
+    <a href="#/approvals" data-nav="approvals" data-writes hidden>Approvals <span id="approvals-count" class="badge" data-testid="approvals-count"></span></a>
   </nav>
   <span id="who"></span>
 </header>
 <div id="banner" hidden></div>
+<div id="writes-note" data-testid="writes-note" hidden></div>
 <main id="view"></main>
+<section id="compose" hidden></section>
 <script src="/app.js"></script>
 </body>
 </html>
 `;
 
-export const APP_CSS = `
+export const APP_CSS =
+  `
 body { font: 14px/1.4 system-ui, sans-serif; margin: 0; color: #1d232a; background: #f7f8fa; }
 header { display: flex; gap: 1.5em; align-items: center; padding: .6em 1em; background: #1d232a; color: #fff; }
 header a { color: #cfe3ff; margin-right: 1em; text-decoration: none; }
@@ -56,9 +71,10 @@ tr.stale td { color: #7a828c; }
 .cols { display: grid; grid-template-columns: 2fr 1fr; gap: 1em; }
 .entry.tool-started, .entry.tool-ended { font-family: ui-monospace, monospace; }
 .entry.run-failed { background: #fbe9e7; }
-`;
+` + WRITES_CSS;
 
-export const APP_JS = `"use strict";
+export const APP_JS =
+  `"use strict";
 const S = { state: null, posts: [], timelines: {}, lastEventAt: 0, detail: null, detailFor: null, channel: null, channelFor: null };
 const STALE_MS = 5000;
 const el = (tag, props, ...kids) => {
@@ -104,14 +120,15 @@ function render() {
   const st = S.state;
   if (st) {
     document.getElementById("space").textContent = "space " + st.space;
-    document.getElementById("who").textContent = "reading as " + st.profile + (st.dmBodies ? " (DM bodies shown)" : " (no DM bodies)");
+    document.getElementById("who").textContent = "reading as " + st.profile + (st.dmBodies ? " (DM bodies shown)" : " (no DM bodies)") + (writesOn() ? "; writing as " + W.me.as : "");
   }
   const r = route();
   for (const a of document.querySelectorAll("[data-nav]")) a.classList.toggle("on", a.dataset.nav === r.view);
   const view = document.getElementById("view");
-  const node = r.view === "feed" ? feedView(r.arg) : r.view === "agent" ? agentView(r.arg) : r.view === "managers" ? managersView() : rosterView();
+  const node = r.view === "feed" ? feedView(r.arg) : r.view === "agent" ? agentView(r.arg) : r.view === "managers" ? managersView() : r.view === "inbox" ? inboxView() : r.view === "approvals" ? approvalsView() : rosterView();
   node.dataset.view = r.view;
   view.replaceChildren(node);
+  writesRender(r);
 }
 
 function rosterView() {
@@ -151,7 +168,8 @@ function postNode(p) {
     p.historical ? el("span", { class: "badge", text: "history" }) : null,
     ...sender(p),
     el("div", { class: "body", html: p.html }),
-    p.parts.length ? el("div", { class: "meta", text: "also: " + p.parts.join(", ") }) : null);
+    p.parts.length ? el("div", { class: "meta", text: "also: " + p.parts.join(", ") }) : null,
+    replyButton(p));
 }
 
 function feedView(channel) {
@@ -191,7 +209,7 @@ function agentView(id) {
     d && !d.dmBodies ? el("p", { class: "note", text: "DM bodies are shown only to an admin credential." }) : null);
   const log = el("table", {}, el("tr", {}, ...["time", "event", "manager", "detail"].map((h) => el("th", { text: h }))),
     ...(d ? d.seatLog : []).map((e) => el("tr", { "data-testid": "seat-event" }, el("td", { text: clock(e.at) }), el("td", { text: e.type }), el("td", { text: e.manager || "" }), el("td", { text: e.detail || "" }))));
-  return el("section", {}, head,
+  return el("section", {}, head, steerPanel(id, row),
     el("div", { class: "cols" },
       el("div", {}, el("h2", {}, "Timeline (event plane) ", staleBadge("feed")), timeline.length ? el("div", {}, ...[...timeline].reverse().slice(0, 300).map(entryNode)) : el("p", { class: "note", text: "No activity on its event plane." })),
       el("div", {}, mail, el("h2", {}, "Seat log ", staleBadge("seats")), d && d.seatLog.length ? log : el("p", { class: "note", text: d ? "No seat log (not a managed seat, or not readable with this credential)." : "…" }))));
@@ -209,5 +227,4 @@ function managersView() {
   }
   return el("section", {}, el("h2", {}, "Managers ", staleBadge("managers")), t, rows.length ? null : el("p", { class: "note", text: "No manager heartbeat (or not readable with this credential)." }));
 }
-render();
-`;
+` + WRITES_JS;

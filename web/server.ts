@@ -5,8 +5,10 @@ import type { Logger } from "../broker/index.js";
 import { ChannelName, PrincipalId } from "../schemas/index.js";
 import { bindScope, hostHeaderAllowed, type BindScope } from "./bind.js";
 import type { MeshView, Push } from "./mesh-view.js";
-import { APP_CSS, APP_JS, PAGE_HTML } from "./page.js";
+import { APP_CSS, APP_JS, pageHtml } from "./page.js";
 import { tokenCookie, tokenProof } from "./token.js";
+import { failureOf, readBody, writeRefusal, type Refusal } from "./write-gate.js";
+import type { WriteMode } from "./write-routes.js";
 
 /** Query parameters, checked at the boundary. */
 const AgentQuery = z.object({ id: PrincipalId });
@@ -30,17 +32,18 @@ export interface Dashboard {
 }
 
 /**
- * Serve the dashboard for `view` on host:port. Read-only by construction: GET and HEAD only, no
- * route changes anything. Live updates go to the page as server-sent events (`/events`).
+ * Serve the dashboard for `view` on host:port. Live updates go to the page as server-sent events
+ * (`/events`). With `writes` on, POST routes write as the person (docs/web.md, Writes), each
+ * behind the write gate (write-gate.ts); read-only (the default), GET and HEAD only.
  */
-export async function serveDashboard(view: MeshView, opts: { host: string; port: number; log: Logger; token: string }): Promise<Dashboard> {
+export async function serveDashboard(view: MeshView, opts: { host: string; port: number; log: Logger; token: string; writes?: WriteMode }): Promise<Dashboard> {
   const checked = bindScope(opts.host);
   if ("problem" in checked) throw new Error(checked.problem);
   const scope = checked.scope;
   const clients = new Set<ServerResponse>();
   let port = opts.port;
   const server = createServer((req, res) => {
-    handle(view, { scope, token: opts.token, port }, clients, req, res, opts.log).catch((err: unknown) => {
+    handle(view, { scope, token: opts.token, port, writes: opts.writes ?? { kind: "read-only" } }, clients, req, res, opts.log).catch((err: unknown) => {
       // The path only: a query may hold the token, and the log must not.
       opts.log.warn({ err, path: new URL(req.url ?? "/", "http://dashboard.invalid").pathname }, "a dashboard request failed");
       if (!res.headersSent) send(res, 500, "application/json", JSON.stringify({ error: (err as Error).message }));
@@ -77,16 +80,22 @@ interface Gate {
   scope: BindScope;
   token: string;
   port: number;
+  writes: WriteMode;
 }
 
 async function handle(view: MeshView, gate: Gate, clients: Set<ServerResponse>, req: IncomingMessage, res: ServerResponse, log: Logger): Promise<void> {
   if (!hostHeaderAllowed(req.headers.host, gate.scope))
     return send(res, 421, "text/plain", "This dashboard answers only requests for a loopback host (localhost, 127.0.0.1, [::1]).\n");
-  if (req.method !== "GET" && req.method !== "HEAD") {
-    res.setHeader("Allow", "GET, HEAD");
-    return send(res, 405, "text/plain", "The dashboard is read-only: GET only.\n");
-  }
   const url = new URL(req.url ?? "/", "http://dashboard.invalid");
+  if (req.method !== "GET" && req.method !== "HEAD") {
+    const w = gate.writes;
+    if (w.kind !== "on" || req.method !== "POST") {
+      res.setHeader("Allow", w.kind === "on" ? "GET, HEAD, POST" : "GET, HEAD");
+      if (w.kind === "off") return json(res, 405, { error: `The dashboard is read-only: ${w.why}` });
+      return send(res, 405, "text/plain", w.kind === "on" ? "GET, HEAD or POST only.\n" : "The dashboard is read-only: GET only.\n");
+    }
+    return write(w, gate.token, req, res, url.pathname, log);
+  }
   const proof = url.pathname === "/favicon.ico" ? "cookie" : tokenProof(req, url, gate.token, gate.port);
   if (!proof) return refuse(res, url.pathname);
   // The link's token moves into a cookie, and out of the address bar and history.
@@ -98,7 +107,9 @@ async function handle(view: MeshView, gate: Gate, clients: Set<ServerResponse>, 
   const query = Object.fromEntries(url.searchParams);
   switch (url.pathname) {
     case "/":
-      return send(res, 200, "text/html; charset=utf-8", PAGE_HTML);
+      // The token for the page's write header, in the page itself: only a page that holds the
+      // cookie gets it, and another origin cannot read the response (docs/web.md, Writes).
+      return send(res, 200, "text/html; charset=utf-8", pageHtml(gate.writes.kind === "on" ? gate.token : undefined));
     case "/app.js":
       return send(res, 200, "text/javascript; charset=utf-8", APP_JS);
     case "/app.css":
@@ -122,6 +133,14 @@ async function handle(view: MeshView, gate: Gate, clients: Set<ServerResponse>, 
         return json(res, 403, { error: `not readable with this credential: ${(err as Error).message}` });
       }
     }
+    case "/api/me": {
+      const w = gate.writes;
+      return json(
+        res,
+        200,
+        w.kind === "on" ? { writes: "on", as: w.as, steer: w.steer } : w.kind === "off" ? { writes: "off", why: w.why } : { writes: "read-only" },
+      );
+    }
     case "/events": {
       res.writeHead(200, { ...HEADERS, "Content-Type": "text/event-stream", Connection: "keep-alive" });
       clients.add(res);
@@ -131,9 +150,56 @@ async function handle(view: MeshView, gate: Gate, clients: Set<ServerResponse>, 
       log.debug({ clients: clients.size }, "a page connected");
       return;
     }
-    default:
-      return send(res, 404, "text/plain", "Not found.\n");
+    default: {
+      const stream = gate.writes.kind === "on" ? gate.writes.streams[url.pathname] : undefined;
+      if (stream) {
+        res.writeHead(200, { ...HEADERS, "Content-Type": "text/event-stream", Connection: "keep-alive" });
+        const stop = stream(query, (event, data) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`));
+        req.on("close", stop);
+        return;
+      }
+      const read = gate.writes.kind === "on" ? gate.writes.reads[url.pathname] : undefined;
+      if (!read) return send(res, 404, "text/plain", "Not found.\n");
+      try {
+        return json(res, 200, await read(query));
+      } catch (err) {
+        return refusal(res, failureOf(err));
+      }
+    }
   }
+}
+
+/** A POST: the write gate, then its route with a checked body, as the person. */
+async function write(
+  w: Extract<WriteMode, { kind: "on" }>,
+  token: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  log: Logger,
+): Promise<void> {
+  const route = w.routes[path];
+  if (!route) {
+    // Not a write route: a read (or nothing) takes no POST.
+    res.setHeader("Allow", "GET, HEAD");
+    return send(res, 405, "text/plain", "GET or HEAD only here.\n");
+  }
+  const refused = writeRefusal(req, token);
+  if (refused) return refusal(res, refused);
+  const b = await readBody(req, route.schema);
+  if ("refused" in b) return refusal(res, b.refused);
+  try {
+    const result = await route.run(b.body);
+    log.info({ path, as: w.as }, "the dashboard wrote as the person");
+    return json(res, 200, result);
+  } catch (err) {
+    log.warn({ err, path, as: w.as }, "a dashboard write failed");
+    return refusal(res, failureOf(err));
+  }
+}
+
+function refusal(res: ServerResponse, r: Refusal): void {
+  json(res, r.status, { error: r.error, ...(r.code ? { code: r.code } : {}) });
 }
 
 /** No token: nothing of the mesh, only how to get in. */

@@ -2,6 +2,7 @@ import type { KV } from "@nats-io/kv";
 import { z } from "zod";
 import {
   AllowSpawn,
+  ApproveRight,
   ChannelName,
   CotalError,
   describeIssues,
@@ -28,8 +29,12 @@ export const IdentityRecord = z.object({
   allowSpawn: AllowSpawn.optional(),
   /** Helpers it may hold at once (absent: DEFAULT_SPAWN_LIMIT). */
   spawnLimit: SpawnLimit.optional(),
+  /** Seats whose permission asks it may answer (a person; docs/security.md, The approve right); absent: none. */
+  approve: ApproveRight.optional(),
   /** The agent files its personas were minted with (absent: none pinned, so no helper starts). */
   personaDigests: PersonaDigests.optional(),
+  /** A person that may steer seats (docs/security.md, People); absent: not. */
+  steer: z.literal(true).optional(),
   /** Who minted the name first (a manager may mint and revoke only names it minted itself). */
   mintedBy: z.string().optional(),
   /** Every credential issued to this principal (revocation names them all). */

@@ -32,7 +32,7 @@ export class LeafScopeFullError extends CotalError {
 export function seatSpec(
   space: string,
   who: Principal,
-  rec: Pick<IdentityRecord, "profile" | "allowSubscribe" | "allowPublish" | "role" | "events" | "allowSpawn">,
+  rec: Pick<IdentityRecord, "profile" | "allowSubscribe" | "allowPublish" | "role" | "events" | "allowSpawn"> & { steer?: boolean | undefined },
 ): IdentitySpec {
   return {
     space,
@@ -43,6 +43,7 @@ export function seatSpec(
     ...(rec.role ? { role: rec.role } : {}),
     ...(rec.events !== undefined ? { events: rec.events } : {}),
     ...(rec.allowSpawn?.length ? { allowSpawn: rec.allowSpawn } : {}),
+    ...(rec.steer ? { steer: true } : {}),
   };
 }
 

@@ -23,8 +23,12 @@ export interface MintRequest {
   allowSpawn?: string[];
   /** Agent with allowSpawn: helpers it may hold at once. */
   spawnLimit?: number;
+  /** Person: the seats whose permission asks it may answer (actor names, or `*`). */
+  approve?: string[];
   /** Agent with allowSpawn: the sha256 of each persona's agent file as read at mint (personaDigests in claude/). */
   personaDigests?: Record<string, string>;
+  /** Person: may steer seats (docs/security.md, People). */
+  steer?: boolean;
   expiresInMs?: number;
   /** Operator: the leaf credential (`<host>_leaf`) of the host this identity runs on (leaf-scope.ts). */
   leaf?: string;

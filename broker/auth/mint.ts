@@ -55,6 +55,12 @@ export function checkMintSpec(spec: IdentitySpec): void {
       "Mint an agent (`--profile agent`) that may spawn helpers: `cotal mint <name> --allow-spawn <personas>`.",
     );
   }
+  if (spec.steer && spec.profile !== "person") {
+    throw new MintRefusedError(
+      `The steer right is a person's: the ${spec.profile} profile has no --steer.`,
+      "Mint a person (`cotal mint <name> --profile person --steer`); an agent spawns helpers with --allow-spawn.",
+    );
+  }
   if (spec.spawnLimit !== undefined && !spec.allowSpawn?.length) {
     throw new MintRefusedError(
       "--spawn-limit bounds the helpers of a credential that may spawn them; this one may spawn none.",

@@ -7,6 +7,8 @@ import {
   durables,
   eventPlaneOf,
   ANY_INSTANCE,
+  approveAs,
+  approveInbox,
   JS_API,
   names,
   OPERATOR_PRINCIPAL,
@@ -61,7 +63,12 @@ export interface IdentitySpec {
   allowSpawn?: string[];
   /** How many helpers it may hold at once (kept in its identity record; not a permission). */
   spawnLimit?: number;
+  /** A person that may steer seats: the manager rail's STEER_CALLS as itself (person profile). */
+  steer?: boolean;
 }
+
+/** The manager commands the steer right adds to a person, as itself on any instance (docs/security.md, People). */
+export const STEER_CALLS = ["spawn", "stop", "personas"] as const;
 
 /** The manager commands the spawn right adds, as itself on any instance (docs/security.md, Profiles). */
 export const SPAWN_CALLS = ["spawn", "despawn", "personas", "handover"] as const;
@@ -125,6 +132,9 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
         ...(events ? [patterns.eventsAs(space, who)] : []),
         patterns.dmFrom(space, who),
         patterns.anycastFrom(space, who),
+        // Answers to a seat's permission asks, as itself (a spawner answers its helpers' asks; the
+        // seat checks the right: docs/security.md, The approve right).
+        approveAs(space, who),
         // Any command of the mesh and artifact endpoints, as itself, in two subjects: a user JWT is
         // sent whole on connect and the server refuses a CONNECT line over 4 KiB. The service
         // refuses the operator's own commands (mint, revoke) by the caller's principal.
@@ -144,8 +154,10 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
         // Durable memberships of its channels (an event plane is read live and by history: none).
         ...subscribe.filter((ch) => !eventPlaneOf(ch)).flatMap((ch) => patterns.bindDurable(names.chatStream(space), durables.channel(who, ch))),
       ];
-      const sub = [inbox, presenceAll, ...subscribe.map((ch) => patterns.channelPosts(space, ch))];
-      return { pub: { allow: pub }, sub: { allow: sub } };
+      // Answers to its own permission asks, from anyone (the seat checks who may answer).
+      const sub = [inbox, presenceAll, approveInbox(space, who), ...subscribe.map((ch) => patterns.channelPosts(space, ch))];
+      // It replies once to each answer it receives, on the answerer's reply subject, and on no other inbox.
+      return { pub: { allow: pub }, sub: { allow: sub }, resp: { max: 1, ttl: 0 } };
     }
     case "reader": {
       // A scoped reader: it publishes nothing that is stored or reaches anyone
@@ -196,6 +208,8 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
             patterns.postAsAny(space, who),
             patterns.dmFrom(space, who),
             patterns.anycastFrom(space, who),
+            // Answers to seats' permission asks, as itself; each seat checks the approve right.
+            approveAs(space, who),
             ...meshReads(space, who),
             // Its DM inbox, created by the mesh service (`register`), and attached files (artifacts).
             patterns.callAs(space, MESH, "register", who),
@@ -207,6 +221,8 @@ export function permissionsFor(spec: IdentitySpec): Partial<Permissions> {
             // `cotal ps`, as an observer: the managers' heartbeats and each manager's read-only `ps`.
             patterns.bucketGet(names.managersBucket(space)),
             patterns.callAsAnyTarget(space, "manager", "ps", who),
+            // The steer right: spawn personas and team seats, stop them, list personas, on any manager.
+            ...(spec.steer ? STEER_CALLS.map((c) => patterns.callAsAnyTarget(space, "manager", c, who)) : []),
           ],
           // A channel named like an event plane is a plane, written by its own seat only.
           deny: [patterns.postAsOnPlaneNames(space, who)],

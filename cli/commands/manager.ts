@@ -114,6 +114,15 @@ function seatCommand(agent: SeatAgent): string[] {
   return bundle ? echoSeatCommand(bundle, process.execPath, process.execArgv) : [...selfCommand(), "agent", agent];
 }
 
+/**
+ * How long its seats' permission asks wait for a person (COTAL_APPROVAL_TIMEOUT_MS, 1 s to 9 min;
+ * docs/security.md, The approve right): unset or out of range, the connector's default.
+ */
+function approvalBound(env: NodeJS.ProcessEnv): { approvalTimeoutMs?: number } {
+  const ms = Number(env.COTAL_APPROVAL_TIMEOUT_MS);
+  return Number.isInteger(ms) && ms >= 1_000 && ms <= 540_000 ? { approvalTimeoutMs: ms } : {};
+}
+
 /** Run a manager until SIGTERM/SIGINT (seats keep running; a restarted manager adopts them). */
 async function runManager(target: MeshTarget, f: z.infer<typeof ManagerFlags>): Promise<void> {
   useServiceLogLevel();
@@ -137,6 +146,7 @@ async function runManager(target: MeshTarget, f: z.infer<typeof ManagerFlags>): 
     ...otherRuntimes(log),
     ...(f.maxSeats ? { maxSeats: f.maxSeats } : {}),
     ...(f.seatCredsLifetime ? { seatCredsLifetimeMs: f.seatCredsLifetime } : {}),
+    ...approvalBound(process.env),
     budget: budgetCaps(process.env, meshBudgetFile(target)),
     log,
   });

@@ -1,11 +1,9 @@
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
-import type { NatsConnection } from "@nats-io/transport-node";
 import { existsSync } from "node:fs";
 import {
   checkMintSpec,
-  connectMesh,
   isPermissionDenied,
   LEAF_SUFFIX,
   MintRefusedError,
@@ -15,8 +13,8 @@ import {
   writeSecret,
 } from "../../broker/index.js";
 import { AgentFileError, personaDigests } from "../../claude/index.js";
-import { AllowSpawn, DEFAULT_SPAWN_LIMIT, eventPlaneOf, localPrincipal, principalId, SpawnLimit, withArticle } from "../../schemas/index.js";
-import { jsonOption, meshOptions, resolveTarget, type MeshTarget } from "../context.js";
+import { AllowSpawn, ApproveRight, DEFAULT_SPAWN_LIMIT, eventPlaneOf, localPrincipal, principalId, SpawnLimit, withArticle } from "../../schemas/index.js";
+import { jsonOption, meshOptions, resolveTarget, withMeshConnection, type MeshTarget } from "../context.js";
 import { credentialScope } from "../credential.js";
 import { ProfileRefusedError, requireProfile, UsageError } from "../errors.js";
 import { cliLog } from "../logging.js";
@@ -62,6 +60,8 @@ const MintFlags = z
     events: z.boolean().optional(),
     allowSpawn: commaList.pipe(AllowSpawn),
     spawnLimit: z.coerce.number().pipe(SpawnLimit).optional(),
+    steer: z.boolean().optional(),
+    approve: commaList.pipe(ApproveRight),
     out: z.string().min(1).optional(),
     expiresIn: duration.optional(),
     replace: z.boolean().optional(),
@@ -69,6 +69,12 @@ const MintFlags = z
     json: z.boolean().optional(),
   })
   .superRefine((f, ctx) => {
+    if (f.approve.length && f.profile !== "person")
+      ctx.addIssue({
+        code: "custom",
+        path: ["approve"],
+        message: `the approve right is a person's (--profile person), not ${withArticle(f.profile)}'s: a seat's spawner answers its helpers' asks as their owner`,
+      });
     // An event plane named as a channel would mint a channel permission of that name, not the plane:
     // the credential could not write the plane, and nothing would say so until its seat's frames were refused.
     for (const ch of f.allowPublish) {
@@ -115,6 +121,11 @@ export function registerMint(program: Command): void {
       "agent: comma-separated personas (agent files) it may spawn helpers of with cotal_spawn, never wider than itself (docs/manager.md, Helpers)",
     )
     .option("--spawn-limit <n>", "agent with --allow-spawn: helpers it may hold at once (default 4, at most 32)")
+    .option("--steer", "person: may steer seats from `cotal web` (spawn personas and team seats, stop and restart seats)")
+    .option(
+      "--approve <seats>",
+      "person: comma-separated seats (actor names) whose permission asks it may answer with `cotal approve`/`deny`, or '*' for every seat (docs/security.md, The approve right)",
+    )
     .option("--out <file>", "where to write the .creds file (default .cotal/creds/<name>.creds next to the mesh)")
     .option("--expires-in <duration>", "expiry: a number and a unit, e.g. 90s, 24h or 7d (default: no expiry)")
     .option("--replace", "the name already has a credential: revoke every old one, then write the new one")
@@ -136,6 +147,7 @@ export function registerMint(program: Command): void {
         ...(f.events !== undefined ? { events: f.events } : {}),
         ...(f.allowSpawn.length ? { allowSpawn: f.allowSpawn } : {}),
         ...(f.spawnLimit !== undefined ? { spawnLimit: f.spawnLimit } : {}),
+        ...(f.steer ? { steer: true } : {}),
       });
     } catch (err) {
       if (err instanceof MintRefusedError) throw new UsageError(`Invalid input: ${err.message}`);
@@ -154,9 +166,11 @@ export function registerMint(program: Command): void {
         remedy: `Pass --replace to revoke every old credential of ${f.name} and write a new one, or --out another file.`,
       });
     }
-    const replaced = f.replace ? await asMinter(target, "revoke", () => withConnection(target, (nc) => requestRevoke(nc, target.space, f.name))) : undefined;
+    const replaced = f.replace
+      ? await asMinter(target, "revoke", () => withMeshConnection(target, "cotal-cli", (nc) => requestRevoke(nc, target.space, f.name)))
+      : undefined;
     const { reply, creds } = await asMinter(target, "mint", () =>
-      withConnection(target, (nc) =>
+      withMeshConnection(target, "cotal-cli", (nc) =>
         requestCredential(nc, target.space, {
           name: f.name,
           profile: f.profile,
@@ -168,7 +182,9 @@ export function registerMint(program: Command): void {
           ...(f.events !== undefined ? { events: f.events } : {}),
           ...(f.allowSpawn.length ? { allowSpawn: f.allowSpawn } : {}),
           ...(f.spawnLimit !== undefined ? { spawnLimit: f.spawnLimit } : {}),
+          ...(f.approve.length ? { approve: f.approve } : {}),
           ...(pinned ? { personaDigests: pinned } : {}),
+          ...(f.steer ? { steer: true } : {}),
           ...(f.expiresIn ? { expiresInMs: f.expiresIn } : {}),
           ...(f.on ? { leaf: `${f.on}${LEAF_SUFFIX}` } : {}),
         }),
@@ -179,6 +195,8 @@ export function registerMint(program: Command): void {
       principal: reply.principal,
       profile: f.profile,
       ...(f.allowSpawn.length ? { allowSpawn: f.allowSpawn, spawnLimit: f.spawnLimit ?? DEFAULT_SPAWN_LIMIT } : {}),
+      ...(f.steer ? { steer: true } : {}),
+      ...(f.approve.length ? { approve: f.approve } : {}),
       creds: out,
       expiresAt: reply.expiresAt ? new Date(reply.expiresAt).toISOString() : null,
       provisioned: !!reply.provisioned,
@@ -194,6 +212,10 @@ export function registerMint(program: Command): void {
         `creds:     ${out} (mode 0600)`,
         ...(result.expiresAt ? [`expires:   ${result.expiresAt}`] : []),
         ...(f.allowSpawn.length ? [`spawns:    ${f.allowSpawn.join(", ")} (at most ${f.spawnLimit ?? DEFAULT_SPAWN_LIMIT} helpers at once)`] : []),
+        ...(f.steer ? ["steers:    may spawn personas and team seats, stop and restart seats"] : []),
+        ...(f.approve.length
+          ? [`approves:  ${f.approve.includes("*") ? "every seat's permission asks" : `the permission asks of ${f.approve.join(", ")}`}`]
+          : []),
         ...(f.on
           ? [`on:        leaf host ${f.on} (its connection to the mesh may act as ${result.principal}; revoking ${f.on}${LEAF_SUFFIX} revokes it too)`]
           : []),
@@ -216,24 +238,11 @@ export function registerMint(program: Command): void {
   jsonOption(meshOptions(revoke)).action(async (name: string, raw: Record<string, unknown>) => {
     const f = parseInput(z.object({ name: actingName("name"), json: z.boolean().optional() }), { ...raw, name }, { name: "<name>" });
     const target = resolveTarget(raw);
-    const r = await asMinter(target, "revoke", () => withConnection(target, (nc) => requestRevoke(nc, target.space, f.name)));
+    const r = await asMinter(target, "revoke", () => withMeshConnection(target, "cotal-cli", (nc) => requestRevoke(nc, target.space, f.name)));
     if (r.revoked === 0) throw new UsageError(`No credential was ever minted for ${r.principal}.`, { remedy: "Check the name (`cotal roster`)." });
     if (f.json) printJson(r);
     else printLines(`revoked ${r.revoked} credential${r.revoked === 1 ? "" : "s"} of ${r.principal}`);
   });
-}
-
-/**
- * Mint and revoke are control calls to the mesh service: they need a connection, not the
- * space's JetStream (which a static mesh keeps in an account clients are not in).
- */
-async function withConnection<T>(target: MeshTarget, fn: (nc: NatsConnection) => Promise<T>): Promise<T> {
-  const nc = await connectMesh({ server: target.server, creds: target.creds, name: "cotal-cli" });
-  try {
-    return await fn(nc);
-  } finally {
-    await nc.close().catch(() => undefined);
-  }
 }
 
 /** A broker permission refusal anywhere in an error's cause chain. */

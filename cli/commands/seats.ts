@@ -15,6 +15,7 @@ import {
   PrincipalToken,
   RoleName,
   SeatAgent,
+  SeatPosture,
   SeatRuntime,
   SpawnLimit,
   type SeatView,
@@ -23,7 +24,7 @@ import { jsonOption, meshOptions, resolveTarget } from "../context.js";
 import { CommandFailedError, EXIT, UsageError } from "../errors.js";
 import { callManager, listManagers, seatsOfManagers, type ManagerSeats } from "../managers.js";
 import { carriedLine, carrySession } from "../carry.js";
-import { capabilityGaps, DEFAULT_RUNTIME, localAttachCommand, PTY_DETACH_KEY, runtimeNamed } from "../../manager/index.js";
+import { capabilityGaps, DEFAULT_RUNTIME, localAttachCommand, PTY_DETACH_KEY, RUNTIMES, runtimeNamed } from "../../manager/index.js";
 import { localManager, type LocalManager } from "../local-manager.js";
 import { ago, note, oneLine, printJson, printLines, safeLines, table } from "../output.js";
 import { withSession, type MeshSession } from "../session.js";
@@ -61,6 +62,7 @@ const SpawnFlags = z.object({
     )
     .pipe(AllowSpawn.optional()),
   spawnLimit: z.coerce.number().pipe(SpawnLimit).optional(),
+  posture: SeatPosture.optional(),
 });
 
 /**
@@ -88,6 +90,8 @@ async function settle(s: MeshSession, instance: string, name: string, waitMs: nu
     last = ps.seats.filter((v) => v.name === name).sort((a, b) => b.requestedAt - a.requestedAt)[0];
     if (last?.state === "joined") {
       // A spawn with a prompt waits for its first turn too: a model that cannot be reached shows there.
+      // Waiting for a person's approval (a supervised seat's ask: `cotal approvals`) is no impairment.
+      if (last.presence?.condition === "approval") return { outcome: "started", seat: last };
       if (last.presence?.condition) return { outcome: "impaired", seat: last };
       if (!prompted || (last.presence?.status === "idle" && last.presence.activeAt !== undefined)) return { outcome: "started", seat: last };
       if (Date.now() >= deadline) return { outcome: "started", seat: last };
@@ -114,6 +118,13 @@ function postureOf(v: SeatView): string {
 function spawnedByOf(v: SeatView): string {
   if (v.spawnedBy) return v.handedOverBy ? `${v.spawnedBy} (from ${v.handedOverBy})` : v.spawnedBy;
   return v.handedOverBy ? `- (from ${v.handedOverBy})` : "-";
+}
+
+/** The runtimes a seat may run supervised in, for sentences. */
+function supervisableRuntimes(): string {
+  return RUNTIMES.filter((r) => r.capabilities.approvals)
+    .map((r) => r.name)
+    .join(", ");
 }
 
 /** "a" or "an" before an agent name, for sentences. */
@@ -242,7 +253,11 @@ export function registerSeats(program: Command): void {
       "--allow-spawn <personas>",
       "the seat's credential may spawn helpers of these comma-separated personas with cotal_spawn (default: its agent file's allowSpawn; docs/manager.md, Helpers)",
     )
-    .option("--spawn-limit <n>", "with --allow-spawn: helpers it may hold at once (default 4, at most 32)");
+    .option("--spawn-limit <n>", "with --allow-spawn: helpers it may hold at once (default 4, at most 32)")
+    .option(
+      "--posture <posture>",
+      "unattended (default: a tool its allow-list does not name is refused) or supervised (it is asked of a person over the mesh: `cotal approvals`; claude seats; default: its agent file's posture)",
+    );
   jsonOption(meshOptions(spawn)).action(async (persona: string | undefined, raw: Record<string, unknown>) => {
     const f = parseInput(SpawnFlags, { ...raw, ...(persona !== undefined ? { persona } : {}) });
     const adapter = runtimeNamed(f.agent);
@@ -252,6 +267,12 @@ export function registerSeats(program: Command): void {
       });
     if (!f.detach && f.json)
       throw new UsageError("--json reports a detached spawn; a seat in this terminal has nothing to print.", { remedy: "Add --detach, or leave out --json." });
+    // The manager refuses it too (agent and team files reach it without this check).
+    if (f.posture === "supervised" && !adapter?.capabilities.approvals)
+      throw new UsageError(
+        `--posture supervised needs a runtime whose permission hook returns a person's decision to the CLI: ${supervisableRuntimes()} (docs/runtimes.md); ${article(f.agent)} ${f.agent} seat runs unattended. Nothing was started.`,
+        { remedy: "Leave out --posture, or spawn a claude seat." },
+      );
     // Before anything connects or is uploaded (the manager refuses it too, after the upload).
     if (f.resume && !adapter?.capabilities.carry)
       throw new UsageError(
@@ -294,6 +315,7 @@ export function registerSeats(program: Command): void {
           ...(f.events ? {} : { noEvents: true }),
           ...(f.allowSpawn !== undefined ? { allowSpawn: f.allowSpawn } : {}),
           ...(f.spawnLimit !== undefined ? { spawnLimit: f.spawnLimit } : {}),
+          ...(f.posture ? { posture: f.posture } : {}),
           requestId: randomUUID(),
         },
         { target: on, timeoutMs: 30_000 },

@@ -15,6 +15,7 @@ import { note, printLines, warn } from "../output.js";
 import { isRunning, readRecord, recordOf, removeRecord, stopProcess, writeRecord } from "../pid-file.js";
 import { selfCommand } from "../service-process.js";
 import { parseInput, port } from "../validate.js";
+import { choosePerson, openWrites, type OpenWrites, type PersonChoice } from "../web-writes.js";
 
 /** The bind rule (web/bind.ts) as a flag check: a refused --host is bad input (exit 2). */
 const webHost = z.string().superRefine((h, ctx) => {
@@ -29,6 +30,8 @@ export const WebFlags = z.object({
   stop: z.boolean().optional(),
   url: z.boolean().optional(),
   tokenFile: z.string().min(1).optional(),
+  readOnly: z.boolean().optional(),
+  asCreds: z.string().min(1, "--as-creds needs a credential file").optional(),
 });
 export type WebFlags = z.infer<typeof WebFlags>;
 
@@ -37,16 +40,19 @@ const WEB_ADMIN = "web";
 /** The dashboard's token on the mesh host (0600, in the 0700 creds folder). */
 const WEB_TOKEN_FILE = "web.token";
 
-/** `cotal web`: the read-only dashboard. */
+/** `cotal web`: the dashboard, writing as the person unless --read-only. */
 export function registerWeb(program: Command): void {
   const cmd = program
     .command("web")
-    .summary("serve a live, read-only dashboard of the mesh on loopback (roster, feed, agents, managers)")
+    .summary("serve a live dashboard of the mesh on loopback (roster, feed, agents, managers), writing as the person here")
     .description(
       "Serve a dashboard of the space at http://127.0.0.1:7799/: the roster (status, condition, activity, attention, host, " +
         "model, waiting DMs and the age of the oldest, red when it grows while the seat is idle), the channel feed with " +
         "delivery-class badges, each agent's timeline from its event plane with its seat log, and the managers. Pages " +
-        "update live (server-sent events); what went stale is marked stale. It changes nothing. On the mesh host, with " +
+        "update live (server-sent events); what went stale is marked stale. It writes as the person at the mesh host " +
+        "(their credential, never its reader's or the operator's): posts and replies, DMs, their inbox, answers to seats' " +
+        "permission asks, and with the steer right spawning, stopping and restarting seats and a seat's terminal, read-only; " +
+        "--read-only serves the dashboard alone. On the mesh host, with " +
         "no --creds, it reads with an admin credential it mints once into .cotal/creds/web.creds (the broker keeps it " +
         "read-only); DM bodies are shown only with an admin credential. --host takes an IP address or localhost; a " +
         "wildcard (0.0.0.0, ::) only when named so.",
@@ -56,11 +62,13 @@ export function registerWeb(program: Command): void {
     .option("-d, --detach", "run in the background (log .cotal/logs/web.log) and return")
     .option("--stop", "stop the dashboard started here with --detach")
     .option("--url", "print the link (with its token) of the dashboard started here with --detach")
+    .option("--read-only", "serve the dashboard only: no composer, inbox, approvals or steering (every write answers 405)")
+    .option("--as-creds <file>", "write as the person whose credential this is (default: the person at the mesh host, .cotal/person.json)")
     .addOption(
       new Option("--token-file <file>", "read the dashboard's token from this 0600 file (default: .cotal/creds/web.token on the mesh host)").hideHelp(),
     );
   meshOptions(cmd).action(async (raw: Record<string, unknown>) => {
-    const f = parseInput(WebFlags, raw, { port: "--port", host: "--host" });
+    const f = parseInput(WebFlags, raw, { port: "--port", host: "--host", asCreds: "--as-creds" });
     if (f.stop) return stopDetached();
     const target = resolveTarget(raw);
     if (f.url) return printDetachedLink(target);
@@ -79,8 +87,9 @@ export function registerWeb(program: Command): void {
       );
     }
     const token = dashboardToken(target, f.tokenFile);
-    if (f.detach) return detach(target, reader, f, token);
-    await serveForeground(reader, profile, f, token.value, !!f.tokenFile);
+    const person = f.readOnly ? undefined : choosePerson(target, f.asCreds);
+    if (f.detach) return detach(target, reader, f, token, person);
+    await serveForeground(reader, profile, f, token.value, !!f.tokenFile, person);
   });
 }
 
@@ -137,12 +146,21 @@ function printDetachedLink(target: MeshTarget): void {
   printLines(`http://${shown}:${arg("--port") ?? DEFAULT_WEB_PORT}/?token=${dashboardToken(target, undefined).value}`);
 }
 
-async function open(reader: MeshTarget, profile: string | undefined, f: WebFlags, token: string): Promise<{ view: MeshView; dash: Dashboard }> {
+async function open(
+  reader: MeshTarget,
+  profile: string | undefined,
+  f: WebFlags,
+  token: string,
+  person: PersonChoice | undefined,
+): Promise<{ view: MeshView; dash: Dashboard; writes: OpenWrites }> {
   const log = cliLog("web");
   const view = await MeshView.open({ server: reader.server, space: reader.space, creds: reader.creds, profile, log });
+  let writes: OpenWrites | undefined;
   try {
-    return { view, dash: await serveDashboard(view, { host: f.host, port: f.port, log, token }) };
+    writes = await openWrites(reader, person, log, () => view.state().managers.map((m) => m.instance));
+    return { view, writes, dash: await serveDashboard(view, { host: f.host, port: f.port, log, token, writes: writes.mode }) };
   } catch (err) {
+    await writes?.close();
     await view.close();
     if ((err as NodeJS.ErrnoException).code === "EADDRINUSE") {
       throw new CommandFailedError(`Port ${f.port} on ${f.host} is taken.`, {
@@ -160,23 +178,39 @@ async function open(reader: MeshTarget, profile: string | undefined, f: WebFlags
   }
 }
 
-async function serveForeground(reader: MeshTarget, profile: string | undefined, f: WebFlags, token: string, detachedChild: boolean): Promise<void> {
-  const { view, dash } = await open(reader, profile, f, token);
+async function serveForeground(
+  reader: MeshTarget,
+  profile: string | undefined,
+  f: WebFlags,
+  token: string,
+  detachedChild: boolean,
+  person: PersonChoice | undefined,
+): Promise<void> {
+  const { view, dash, writes } = await open(reader, profile, f, token, person);
+  const w = writes.mode;
   printLines(
     // A detached child writes this into its log: the link with the token is printed by the parent only.
     `dashboard: ${detachedChild ? dash.url : dash.link}`,
     `reading:   ${reader.space} as ${profile ?? "an open mesh client"}${profile === "admin" ? " (DM bodies shown)" : " (no DM bodies)"}`,
+    `writing:   ${w.kind === "on" ? `as ${w.as}${w.steer ? " (may steer seats)" : ""}` : w.kind === "off" ? `off (${w.why})` : "off (--read-only)"}`,
   );
   note("Serving; Ctrl-C to stop.");
   await new Promise<void>((done) => {
     for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(sig, () => done());
   });
   await dash.close();
+  await writes.close();
   await view.close();
 }
 
 /** Start `cotal web` again in the background (with the credential chosen here), and wait until it serves. */
-async function detach(target: MeshTarget, reader: MeshTarget, f: WebFlags, token: { value: string; file?: string }): Promise<void> {
+async function detach(
+  target: MeshTarget,
+  reader: MeshTarget,
+  f: WebFlags,
+  token: { value: string; file?: string },
+  person: PersonChoice | undefined,
+): Promise<void> {
   const root = target.root;
   if (!root)
     throw new UsageError("cotal web --detach keeps its log and pid in the mesh's .cotal/ folder: run it in the mesh's project folder.", {
@@ -201,6 +235,7 @@ async function detach(target: MeshTarget, reader: MeshTarget, f: WebFlags, token
     reader.space,
     ...(reader.creds ? ["--creds", reader.creds] : []),
     ...(token.file ? ["--token-file", token.file] : []),
+    ...(f.readOnly ? ["--read-only"] : person && "creds" in person && person.creds ? ["--as-creds", person.creds] : []),
   ];
   const argv = [...selfCommand(), ...args];
   const logFile = resolve(root.logsDir, "web.log");

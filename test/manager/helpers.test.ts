@@ -13,6 +13,7 @@ import { personaDigests } from "../../claude/index.js";
 import { ManagerService, type BudgetCaps } from "../../manager/index.js";
 import { localPrincipal, MANAGER_COMMANDS, type SeatView } from "../../schemas/index.js";
 import { buildCli, cotalBundle } from "../harness/cli.js";
+import { startEchoManager } from "../harness/echo-manager.js";
 import { TestMesh } from "../harness/mesh.js";
 import { until } from "../harness/until.js";
 import { call, mcpClient, startConnector } from "../connector/helpers.js";
@@ -45,20 +46,7 @@ beforeAll(async () => {
   agentFile("helper", ["subscribe: [general]", "description: does what it is told"]);
   // Reads a channel its spawner may not: never spawned by sam.
   agentFile("wide", ["subscribe: [general, secret]"]);
-  m1 = await ManagerService.start(nc, {
-    space: mesh.space,
-    server: mesh.server.url,
-    stateDir,
-    folder,
-    instance: "m1",
-    mints: true,
-    jsConnection: jetStreamConnection(nc, mesh.cliCreds),
-    agentCommand: (agent) => [process.execPath, cotalBundle, "agent", agent],
-    seatEnv: (extra) => ({ PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", COTAL_LOG_LEVEL: "warn", ...extra }),
-    log: logger("test-manager"),
-    heartbeatMs: 500,
-    budget: caps,
-  });
+  m1 = await startEchoManager(mesh, nc, { stateDir, instance: "m1", over: { folder, budget: caps } });
 }, 180_000);
 
 afterAll(async () => {

@@ -13,15 +13,15 @@ import {
   controlCaller,
   inboxPrefix,
   jetStreamConnection,
-  logger,
   PermissionDeniedError,
   permissionViolation,
   requestCredential,
   requestRevoke,
 } from "../../broker/internal.js";
-import { ManagerService, type ManagerOptions } from "../../manager/index.js";
+import type { ManagerService, ManagerOptions } from "../../manager/index.js";
 import { localPrincipal, MANAGER_COMMANDS, messageText, type SeatView } from "../../schemas/index.js";
-import { buildCli, cotalBundle } from "../harness/cli.js";
+import { buildCli } from "../harness/cli.js";
+import { startEchoManager } from "../harness/echo-manager.js";
 import { TestMesh } from "../harness/mesh.js";
 import { until } from "../harness/until.js";
 
@@ -47,19 +47,7 @@ afterAll(async () => {
 async function manager(instance: string, over: Partial<ManagerOptions> = {}, stateDir?: string, conn: NatsConnection = nc): Promise<ManagerService> {
   const dir = stateDir ?? mkdtempSync(join(tmpdir(), "cotal-mgr-"));
   if (!stateDir) dirs.push(dir);
-  const m = await ManagerService.start(conn, {
-    space: mesh.space,
-    server: mesh.server.url,
-    stateDir: dir,
-    instance,
-    mints: true,
-    jsConnection: jetStreamConnection(nc, mesh.cliCreds),
-    agentCommand: (agent) => [process.execPath, cotalBundle, "agent", agent],
-    seatEnv: (extra) => ({ PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", COTAL_LOG_LEVEL: "warn", ...extra }),
-    log: logger("test-manager"),
-    heartbeatMs: 500,
-    ...over,
-  });
+  const m = await startEchoManager(mesh, conn, { stateDir: dir, instance, jsConn: nc, over });
   managers.push(m);
   return m;
 }

@@ -121,6 +121,11 @@ const ROUND_TRIPS: { [C in keyof typeof SERVED]: (ctx: Ctx) => Promise<void> } =
     expect(r).toMatchObject({ principal: "local.alice", minted: isStatic, allowSpawn: [] });
     if (isStatic) expect(r.profile).toBe("agent");
   },
+  "may-approve": async ({ mesh, alice }) => {
+    // The operator may answer any seat's asks; a name minted with no approve right may not (open: no rights, anyone may).
+    expect(await callControl(alice.nc, mesh.space, "may-approve", alice.me, { name: "cotal_cli" })).toEqual({ principal: "local.cotal_cli", allowed: true });
+    expect(await callControl(alice.nc, mesh.space, "may-approve", alice.me, { name: "alice" })).toEqual({ principal: "local.alice", allowed: !isStatic });
+  },
   whoami: async ({ mesh, alice, cli }) => {
     // Static: the profile the name was minted with; open: no profiles, the principal only.
     expect(await callControl(alice.nc, mesh.space, "whoami", alice.me)).toEqual({ principal: "local.alice", ...(isStatic ? { profile: "agent" } : {}) });
