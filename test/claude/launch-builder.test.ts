@@ -109,6 +109,23 @@ describe("buildClaudeLaunch golden output", () => {
     });
   });
 
+  it("a supervised seat runs default mode (its asks go to the mesh) with the same allow rules and deny floor; another profile is refused", () => {
+    const launch = buildClaudeLaunch(input({ posture: "supervised", allowedTools: ["Read"] }));
+    expect(launch.permissionMode).toBe("default");
+    expect(launch.args).toContain("--permission-mode=default");
+    expect(launch.args).not.toContain("--permission-mode=dontAsk");
+    expect(launch.args.slice(launch.args.indexOf("--allowedTools"), launch.args.indexOf("--disallowedTools") + 2)).toEqual([
+      "--allowedTools",
+      "mcp__cotal__*",
+      "mcp__plugin_cotal_cotal",
+      "Read",
+      "--disallowedTools",
+      ...DENY_FLOOR.slice(0, 1),
+    ]);
+    expect(buildClaudeLaunch(input({ posture: "unattended" })).permissionMode).toBe("dontAsk");
+    expect(() => buildClaudeLaunch(input({ profile: "run", posture: "supervised", prompt: "x" }))).toThrow(/supervised is a seat posture/);
+  });
+
   it("a headless seat: -p with stream-json, strict MCP config when isolated, prompt on stdin, raw options after", () => {
     const launch = buildClaudeLaunch(
       input({ headless: true, isolation: true, prompt: "Start your shift.", persona: "P", launchOptions: { "max-turns": 5, effort: "high", verbose: true } }),
