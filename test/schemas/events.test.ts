@@ -3,21 +3,18 @@
 import { describe, expect, it } from "vitest";
 import { AGUI_FRAME_KIND, eventPlaneOf, eventsChannelOf, frameOf, withArticle } from "../../schemas/index.js";
 
+/** Parts as a message holds them: frameOf sees only each part's kind until one is a frame. */
+const parts = (...ps: object[]) => ps as { kind: string }[];
 const frame = { kind: AGUI_FRAME_KIND, protocol: "ag-ui", threadId: "t", runId: "r", epoch: 1, seq: 1, events: [{ type: "RUN_STARTED" }] };
 
 describe("frameOf", () => {
   it("finds the frame among other parts", () => {
-    expect(frameOf([{ kind: "text", text: "hi" } as { kind: string }, frame])).toMatchObject({ seq: 1, runId: "r" });
+    expect(frameOf(parts({ kind: "text", text: "hi" }, frame))).toMatchObject({ seq: 1, runId: "r" });
   });
 
   it("skips a frame part that does not conform, and finds none where there is none", () => {
-    expect(frameOf([{ ...frame, seq: 0 }])).toBeUndefined();
-    expect(
-      frameOf([
-        { ...frame, seq: 0 },
-        { ...frame, seq: 2 },
-      ])?.seq,
-    ).toBe(2);
+    expect(frameOf(parts({ ...frame, seq: 0 }))).toBeUndefined();
+    expect(frameOf(parts({ ...frame, seq: 0 }, { ...frame, seq: 2 }))?.seq).toBe(2);
     expect(frameOf([{ kind: "text" }])).toBeUndefined();
     expect(frameOf([])).toBeUndefined();
   });
