@@ -1,19 +1,6 @@
 // The environment background processes get: an allow-list, never the caller's secrets.
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { childEnv } from "../../cli/child-env.js";
-
-let dir: string;
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "cotal-harden-"));
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
-
-/** Every character a terminal must never get raw from a peer. */
 
 describe("background process environment", () => {
   it("passes the allow-list (PATH, HOME, locale, TZ, NATS_SERVER_BIN, log settings) and nothing else", () => {

@@ -18,8 +18,6 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** Every character a terminal must never get raw from a peer. */
-
 async function userCreds(): Promise<string> {
   const account = createAccount();
   const user = createUser();

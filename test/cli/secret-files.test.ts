@@ -15,8 +15,6 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** Every character a terminal must never get raw from a peer. */
-
 describe("secret files", () => {
   it("writing into an existing folder leaves its mode (even 1777 with the sticky bit) alone; the file is 0600", () => {
     const shared = join(dir, "shared");

@@ -17,8 +17,6 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** Every character a terminal must never get raw from a peer. */
-
 describe("pid files and the store lock", () => {
   it("an unreadable pid file is reported as unreadable, not as absent", () => {
     const file = join(dir, "svc.json");
