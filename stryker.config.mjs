@@ -41,7 +41,7 @@ const SETS = {
     testFiles: ["test/connector/*.test.ts"],
   },
   broker: {
-    mutate: ["broker/verify.ts", "broker/control.ts", "broker/mesh-service.ts"],
+    mutate: ["broker/verify.ts", "broker/control.ts", "broker/mesh-service.ts", "broker/auth/credential-authority.ts"],
     testFiles: ["test/mesh/*.test.ts", "test/auth/*.test.ts", "test/attacks/*.test.ts"],
   },
   // Who may publish, subscribe and call: the permission builders, and the mesh service's
@@ -61,11 +61,13 @@ const SETS = {
         /^ {4}if \(member !== undefined && this\.opts\.auth\)/,
         /^ {4}if \(this\.opts\.authorizeRead && !\(await/,
         /^ {4}const allowed = this\.opts\.authorizeRead/,
+      ]),
+      ...rangesOf("broker/auth/credential-authority.ts", [
         /^ {4}const auth = await this\.requireMinter\(/,
         /^ {4}const via = sender/,
         /^ {4}const through = rec/,
         /^ {2}private async requireMinter\(/,
-        /^ {2}private requireOperator\(/,
+        /^ {2}requireOperator\(/,
         /^ {2}async whoami\(/,
         // What a name was minted with, which a manager judges a helper's spawn by.
         /^ {2}async grant\(/,
