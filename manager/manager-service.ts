@@ -38,11 +38,10 @@ import { checkScript } from "./pty-runtime.js";
 import { deliverPrompt } from "./prompt-delivery.js";
 import { startFailureRemedy } from "./seat-failure.js";
 import { openingPromptMail } from "./opening-prompt.js";
-import type { SeatTerminal } from "./seat-terminal.js";
 import { TmuxServer } from "./tmux-runtime.js";
 import { tmuxSessionName, tmuxSocketPath } from "./attach.js";
 import { RunService } from "./runs.js";
-import { wakeDue, type RuntimeAdapter, type RuntimeHost } from "../runtime/index.js";
+import type { RuntimeAdapter, RuntimeHost } from "../runtime/index.js";
 import { TranscriptDesk, type StagedTranscript } from "./transcript-carry.js";
 import type { BudgetCaps } from "./budget.js";
 import { applyEvent, holdsName, projectSeat, type SeatRecord } from "./seat-table.js";
@@ -61,6 +60,8 @@ import {
 } from "./helpers.js";
 import type { SeatHistory } from "./seat-log.js";
 import { admitSteered, steerableSeat, steers } from "./steer.js";
+import { readAuthOnScreen, wakeIfDue, type LiveSeat, type SeatPresence } from "./live-seat.js";
+import { seatName, seatState, seatViews } from "./seat-views.js";
 
 type Args<C extends keyof typeof MANAGER_COMMANDS> = TableParsedArgs<typeof MANAGER_COMMANDS, C>;
 
@@ -91,45 +92,8 @@ export interface ManagerOptions extends LauncherOptions {
   log: Logger;
 }
 
-/** The presence fields the manager reads (a seat's own record; only its lifecycle uid is trusted as an id). */
-interface SeatPresence {
-  status?: string;
-  lifecycleUid?: string;
-  unread?: number;
-  attention?: string;
-  condition?: { code?: string; message?: string };
-  activeAt?: number;
-}
-
 /** What the manager types into an idle seat that holds mail: the turn it starts hands the mail over. */
 export const WAKE_PROMPT = DEFAULT_RUNTIME.wakePrompt;
-
-interface Live {
-  /** Claude seats: the terminal the manager reads and types into. */
-  terminal?: SeatTerminal;
-  /** The last non-blank screen seen while it started (a TUI's exit may blank it). */
-  lastScreen?: string;
-  /** When the manager last typed a wake prompt (unset once the seat worked). */
-  wokenAt?: number | undefined;
-  /**
-   * What the manager saw on a working seat's screen that says its model refuses its credentials
-   * (Claude retries a 401 for minutes before its hooks say so), and when it last looked.
-   */
-  authOnScreen?: string | undefined;
-  screenCheckedAt?: number;
-  waking?: boolean;
-  /**
-   * The seat's presence as last written. Records are written only when they change (protocol
-   * 0.3), so a wake that could not happen yet (the screen not ready) is tried again from this on
-   * the manager's own heartbeat rather than on the next presence write.
-   */
-  lastPresence?: SeatPresence;
-  proc: SeatProcess;
-  files: SeatFiles;
-  joinedEpoch?: number;
-  stopping: boolean;
-  restartsAt: number[];
-}
 
 /**
  * The manager of one host (docs/manager.md): serves spawn, stop, ps and status on the control rail
@@ -138,7 +102,7 @@ interface Live {
  */
 export class ManagerService {
   private readonly seats = new Map<string, SeatRecord>();
-  private readonly live = new Map<string, Live>();
+  private readonly live = new Map<string, LiveSeat>();
   /** Per seat: this manager's last sequence on its own subject of the seat's log (the fence its next append expects). */
   private readonly ownSeq = new Map<string, number>();
   private readonly subs: Subscription[] = [];
@@ -301,8 +265,9 @@ export class ManagerService {
     for (const [seat, l] of this.live) {
       const r = this.seats.get(seat);
       if (r?.state === "joined" && l.lastPresence)
-        void this.maybeWake(seat, r, l, l.lastPresence).catch((err) => this.o.log.warn({ err, seat }, "wake failed"));
-      if (r?.state === "joined") void this.checkAuthOnScreen(seat, l).catch((err) => this.o.log.warn({ err, seat }, "reading a seat's screen failed"));
+        void wakeIfDue(seat, l, this.adapterOf(r), l.lastPresence, this.o.log).catch((err) => this.o.log.warn({ err, seat }, "wake failed"));
+      if (r?.state === "joined")
+        void readAuthOnScreen(seat, l, this.adapterOf(r), this.o.log).catch((err) => this.o.log.warn({ err, seat }, "reading a seat's screen failed"));
     }
     const status = this.status();
     try {
@@ -352,14 +317,14 @@ export class ManagerService {
     for (const r of this.seats.values()) {
       if (r.manager !== this.o.instance || !["launched", "joined", "requested"].includes(r.state)) continue;
       const files = this.filesOf(r);
-      const proof = await proveSeatProcess(r, files, () => this.tmux.panePid(nameOf(r.seat)));
+      const proof = await proveSeatProcess(r, files, () => this.tmux.panePid(seatName(r.seat)));
       if (proof.kind === "not-ours" && proof.running)
         this.o.log.warn({ seat: r.seat, pid: r.pid, why: proof.why }, "a recorded seat's process is not this manager's: not adopted");
       const proc =
         proof.kind !== "ours" || r.pid === undefined || !r.startTime
           ? undefined
           : r.runtime === "tmux"
-            ? this.tmux.adopt(nameOf(r.seat), r.pid, r.startTime)
+            ? this.tmux.adopt(seatName(r.seat), r.pid, r.startTime)
             : adoptSeatProcess(r.pid, r.startTime, files.log);
       if (proc) {
         this.o.log.info({ seat: r.seat, pid: r.pid }, "re-adopted a running seat");
@@ -368,7 +333,7 @@ export class ManagerService {
           files,
           stopping: false,
           restartsAt: [],
-          ...(r.runtime === "tmux" ? { terminal: this.tmux.terminal(nameOf(r.seat)) } : {}),
+          ...(r.runtime === "tmux" ? { terminal: this.tmux.terminal(seatName(r.seat)) } : {}),
           ...(r.state === "joined" ? { joinedEpoch: r.epoch } : {}),
         });
       } else {
@@ -386,7 +351,7 @@ export class ManagerService {
   }
 
   private filesOf(r: SeatRecord): SeatFiles {
-    const dir = seatDir(this.o.stateDir, nameOf(r.seat));
+    const dir = seatDir(this.o.stateDir, seatName(r.seat));
     return { dir, material: join(dir, "launch.json"), log: join(dir, "seat.log"), creds: join(dir, `${r.uid}.creds`) };
   }
 
@@ -586,7 +551,7 @@ export class ManagerService {
     refuseOverLimit(
       id,
       grant,
-      helpers.map((h) => nameOf(h.seat)),
+      helpers.map((h) => seatName(h.seat)),
     );
     const file = loadAgentFile(cwd, a.persona);
     refuseUnpinned(id, grant, a.persona, file.digest);
@@ -670,7 +635,7 @@ export class ManagerService {
       refuseOverLimit(
         a.to,
         grant,
-        helpers.map((h) => nameOf(h.seat)),
+        helpers.map((h) => seatName(h.seat)),
       );
       const fm = loadAgentFile(r.spec.cwd ?? cwd, r.persona).frontmatter;
       refuseWider(
@@ -836,7 +801,7 @@ export class ManagerService {
       const runtime = r.spec.runtime === "pty" ? "pty" : "tmux";
       const term = runtime === "pty" ? ({ pty: true } as const) : { tmux: this.tmux };
       const request = {
-        name: nameOf(seat),
+        name: seatName(seat),
         space: this.o.space,
         cwd,
         model: r.spec.model,
@@ -864,7 +829,7 @@ export class ManagerService {
         ...(proc.startTime ? { startTime: proc.startTime } : {}),
         ...(permissionMode ? { permissionMode } : {}),
       });
-      const l: Live = { proc, files, stopping: false, restartsAt, terminal };
+      const l: LiveSeat = { proc, files, stopping: false, restartsAt, terminal };
       this.watch(seat, l);
       void this.untilReady(seat, l, adapter, opening);
       return;
@@ -888,7 +853,7 @@ export class ManagerService {
    * it is failed and retired, naming the screen. Once ready, a seat with an opening prompt (stored
    * as its mail) is woken, so its first turn's hook hands the prompt over.
    */
-  private async untilReady(seat: string, l: Live, adapter: RuntimeAdapter, opening: boolean): Promise<void> {
+  private async untilReady(seat: string, l: LiveSeat, adapter: RuntimeAdapter, opening: boolean): Promise<void> {
     try {
       await awaitInputScreen(
         l.terminal!,
@@ -922,7 +887,7 @@ export class ManagerService {
    * taken (prompt-delivery.ts); one still not taken is logged with the screen. The wake of held
    * mail (maybeWake) waits meanwhile: two wakes typed at once would start two turns.
    */
-  private async wakeForOpening(seat: string, l: Live, adapter: RuntimeAdapter): Promise<void> {
+  private async wakeForOpening(seat: string, l: LiveSeat, adapter: RuntimeAdapter): Promise<void> {
     l.wokenAt = Date.now();
     l.waking = true;
     try {
@@ -953,7 +918,7 @@ export class ManagerService {
     }
   }
 
-  private watch(seat: string, l: Live): void {
+  private watch(seat: string, l: LiveSeat): void {
     this.live.set(seat, l);
     void l.proc.exited
       .then((exit) => {
@@ -964,7 +929,7 @@ export class ManagerService {
   }
 
   /** A seat's process ended on its own: record it, then restart, or retire a seat that never joined or loops. */
-  private async onExit(seat: string, l: Live, exit: SeatExit, why?: string): Promise<void> {
+  private async onExit(seat: string, l: LiveSeat, exit: SeatExit, why?: string): Promise<void> {
     this.live.delete(seat);
     const r = this.seats.get(seat);
     if (!r || !holdsName(r)) return;
@@ -996,7 +961,7 @@ export class ManagerService {
   }
 
   /** What a seat showed last: its log's tail, or its terminal's last screen (the window is kept until read, then closed). */
-  private async lastOutput(r: SeatRecord, l: Live): Promise<string> {
+  private async lastOutput(r: SeatRecord, l: LiveSeat): Promise<string> {
     if (!l.terminal) return logTailOf(l.files.log);
     let screen = (await l.terminal.screen(100)).trimEnd();
     await l.terminal.close();
@@ -1010,7 +975,7 @@ export class ManagerService {
   private async retire(seat: string, reason: string): Promise<number> {
     const r = this.seats.get(seat)!;
     try {
-      return await retireSeatFiles(this.nc, this.o, nameOf(seat));
+      return await retireSeatFiles(this.nc, this.o, seatName(seat));
     } finally {
       await this.append(seat, { type: "retired", seat, uid: r.uid, epoch: r.epoch, ts: Date.now(), reason });
       if (!this.rebuilding) await this.retireHelpersOf(seat, r.uid);
@@ -1113,7 +1078,7 @@ export class ManagerService {
         if (l && r && p.lifecycleUid === r.uid) l.lastPresence = p.status === "offline" ? undefined : p;
         if (!r || !l || p.lifecycleUid !== r.uid || p.status === "offline") return;
         if (r.state === "joined") {
-          void this.maybeWake(seat, r, l, p).catch((err) => this.o.log.warn({ err, seat }, "wake failed"));
+          void wakeIfDue(seat, l, this.adapterOf(r), p, this.o.log).catch((err) => this.o.log.warn({ err, seat }, "wake failed"));
           return;
         }
         if (r.state !== "launched") return;
@@ -1127,124 +1092,19 @@ export class ManagerService {
     this.subs.push(sub);
   }
 
-  /**
-   * Wake an idle Claude seat that holds mail its attention lets through: type a short prompt into
-   * its terminal, so the next turn's hook hands the mail over (the channel push is not available
-   * to count on). Never into a seat that is working, waiting (approval or input), has a person
-   * attached, or whose screen is not its empty input screen; at most once per WAKE_EVERY_MS (or
-   * the runtime's longer `rewakeAfterMs`) unless it worked in between.
-   */
-  private async maybeWake(seat: string, r: SeatRecord, l: Live, p: SeatPresence): Promise<void> {
-    if (!l.terminal) return;
-    if (p.status === "working" || p.status === "waiting") {
-      l.wokenAt = undefined; // it is busy: the next idle moment may be woken again at once
-      return;
-    }
-    if (p.status !== "idle" || !(typeof p.unread === "number" && p.unread > 0) || p.attention === "dnd") return;
-    const adapter = this.adapterOf(r);
-    if (!wakeDue(l.wokenAt, Date.now(), adapter)) return;
-    if (l.waking) return;
-    l.waking = true;
-    try {
-      if (await l.terminal.attached()) return;
-      if (adapter.classifyScreen(await l.terminal.screen()).kind !== "ready") return;
-      await l.terminal.type(adapter.wakePrompt, adapter.submitDelayMs);
-      l.wokenAt = Date.now();
-      this.o.log.info({ seat, unread: p.unread }, "woke an idle seat holding mail (typed into its terminal)");
-    } finally {
-      l.waking = false;
-    }
-  }
-
-  /**
-   * A seat that is working reads its screen at most every 10 s: a model call refused for its
-   * credentials shows there as `auth` in ps long before Claude gives up and its StopFailure hook
-   * sets the condition. Cleared once it works or idles again.
-   */
-  private async checkAuthOnScreen(seat: string, l: Live): Promise<void> {
-    if (!l.terminal || l.lastPresence?.status !== "working") {
-      l.authOnScreen = undefined;
-      return;
-    }
-    if (l.screenCheckedAt !== undefined && Date.now() - l.screenCheckedAt < 10_000) return;
-    l.screenCheckedAt = Date.now();
-    const r = this.seats.get(seat);
-    const seen = r ? this.adapterOf(r).authFailureOnScreen(await l.terminal.screen()) : undefined;
-    if (seen && !l.authOnScreen) this.o.log.warn({ seat, screen: seen }, "a seat's model calls are refused for its credentials");
-    l.authOnScreen = seen;
-  }
-
   /** The runtime adapter of a seat's agent (an agent CLI seat; the default runtime's for anything else). */
   private adapterOf(r: Pick<SeatRecord, "agent">): RuntimeAdapter {
     return runtimeNamed(r.agent) ?? DEFAULT_RUNTIME;
   }
 
-  private identity(r: SeatRecord) {
-    return { seat: r.seat, name: nameOf(r.seat), uid: r.uid, instance: r.manager ?? this.o.instance, state: this.stateOf(r) };
-  }
-
-  private stateOf(r: SeatRecord): SeatView["state"] {
-    if (r.state === "launched" && Date.now() - r.since > (this.o.readinessMs ?? 30_000)) return "uncertain";
-    return r.state;
-  }
-
-  /**
-   * The seats `ps` answers. How a person opens a seat's terminal is not in it: `cotal attach` builds
-   * that on the manager's host from its own state (attach.ts), and a reply is readable by observers.
-   * For anyone but the operator, the text a seat's failure carries (its reason, its last output, its
-   * condition's message) names this host's paths by what they are (host-paths.ts), as a run's error does.
-   */
+  /** The seats `ps` answers (seat-views.ts). */
   private view(all: boolean, caller: Principal): SeatView[] {
-    const seats = this.allViews(all);
-    if (isOperator(caller)) return seats;
-    const hide = (text: string) => redactHostPaths(text, { stateDir: this.o.stateDir, cwd: process.cwd() });
-    return seats.map((v) => ({
-      ...v,
-      ...(v.reason ? { reason: hide(v.reason) } : {}),
-      ...(v.exit?.output ? { exit: { ...v.exit, output: hide(v.exit.output) } } : {}),
-      ...(v.presence?.message ? { presence: { ...v.presence, message: hide(v.presence.message) } } : {}),
-    }));
+    return seatViews(this.seats.values(), this.live, { instance: this.o.instance, stateDir: this.o.stateDir, readinessMs: this.o.readinessMs }, all, caller);
   }
 
-  private allViews(all: boolean): SeatView[] {
-    return [...this.seats.values()]
-      .filter((r) => r.manager === this.o.instance && (all || holdsName(r)))
-      .map((r) => ({
-        seat: r.seat,
-        name: nameOf(r.seat),
-        uid: r.uid,
-        epoch: r.epoch,
-        state: this.stateOf(r),
-        agent: r.agent,
-        instance: this.o.instance,
-        ...(r.role ? { role: r.role } : {}),
-        ...(r.persona ? { persona: r.persona } : {}),
-        ...(r.runtime ? { runtime: r.runtime as SeatView["runtime"] } : {}),
-        ...(r.permissionMode ? { permissionMode: r.permissionMode } : {}),
-        ...presenceOf(this.live.get(r.seat)),
-        ...(this.live.get(r.seat)?.wokenAt !== undefined ? { lastWakeAt: this.live.get(r.seat)!.wokenAt! } : {}),
-        ...(r.pid !== undefined ? { pid: r.pid } : {}),
-        ...(r.exit ? { exit: r.exit } : {}),
-        ...(r.reason ? { reason: r.reason } : {}),
-        ...(r.spec.carried ? { carried: r.spec.carried } : {}),
-        ...(r.spawnedBy ? { spawnedBy: r.spawnedBy } : {}),
-        ...(r.handedOverBy ? { handedOverBy: r.handedOverBy } : {}),
-        requestedAt: r.requestedAt,
-        since: r.since,
-        restarts: this.live.get(r.seat)?.restartsAt.length ?? 0,
-      }));
+  private identity(r: SeatRecord) {
+    return { seat: r.seat, name: seatName(r.seat), uid: r.uid, instance: r.manager ?? this.o.instance, state: seatState(r, this.o.readinessMs) };
   }
-}
-
-/** What ps shows of a running seat's presence: its status and its condition while one is set (e.g. `auth`: its model calls fail). */
-function presenceOf(l: Live | undefined): Pick<SeatView, "presence"> {
-  const p = l?.lastPresence;
-  if (!p?.status) return {};
-  if (l?.authOnScreen) return { presence: { status: p.status, condition: "auth", message: l.authOnScreen } };
-  const code = typeof p.condition?.code === "string" ? p.condition.code : undefined;
-  const message = code && typeof p.condition?.message === "string" ? p.condition.message.slice(0, 200) : undefined;
-  const activeAt = typeof p.activeAt === "number" && Number.isInteger(p.activeAt) ? p.activeAt : undefined;
-  return { presence: { status: p.status, ...(code ? { condition: code } : {}), ...(message ? { message } : {}), ...(activeAt ? { activeAt } : {}) } };
 }
 
 /** The agent files (`.cotal/agents/*.md`) of a folder, by persona name. */
@@ -1257,10 +1117,6 @@ function agentFilesIn(cwd: string): string[] {
   } catch {
     return [];
   }
-}
-
-function nameOf(seat: string): string {
-  return seat.slice(seat.indexOf(".") + 1);
 }
 
 function describeExit(e: SeatExit): string {
