@@ -26,13 +26,15 @@ export class Scope extends Teardown {
     readonly url: string,
     /** The provisioned Cotal space. */
     readonly space: string,
+    /** Processes besides this one whose CPU a measured message costs (the nats-servers): bench/cpu.ts. */
+    readonly pids: readonly number[] = [],
   ) {
     super();
   }
 
   /** A child scope; closed with this one if not closed before. */
   child(): Scope {
-    const s = new Scope(this.url, this.space);
+    const s = new Scope(this.url, this.space, this.pids);
     this.defer(() => s.close());
     return s;
   }

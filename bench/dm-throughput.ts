@@ -4,6 +4,7 @@
 // raw client acking with ackAck() the way Cotal's Delivery.ack() does.
 import { randomUUID } from "node:crypto";
 import { Arrivals, type Tally } from "./checks.js";
+import { CpuAccount, type CpuPerMessage } from "./cpu.js";
 import {
   addRawConsumer,
   addRawStream,
@@ -37,6 +38,8 @@ export interface DmThroughputResult {
   raw: number;
   /** Raw client acking with ackAck() (a confirmed ack, as Cotal's Delivery.ack() does). */
   rawAckAck: number;
+  /** CPU per DM over the measured rounds, µs (bench/cpu.ts): Cotal, raw acking with ack(), raw acking with ackAck(). */
+  cpu: CpuPerMessage & { rawAckAck: number };
   /** Deliveries whose id had been seen before (should be 0: nothing is redelivered here). */
   duplicates: number;
   /** Per side: DMs sent (warm-up included), received once each, repeats, left on the recipient's durable. */
@@ -67,12 +70,13 @@ export async function dmThroughput(parent: Scope, opts: DmThroughputOptions): Pr
     const names = ["raw", "cotal", "rawAckAck"] as const;
     for (const s of names) await sides[s].round(opts.warmup);
     const totals = { cotal: { n: 0, s: 0 }, raw: { n: 0, s: 0 }, rawAckAck: { n: 0, s: 0 } };
+    const cpu = new CpuAccount<(typeof names)[number]>(() => scope.pids);
     const perRound = Math.ceil(opts.messages / opts.rounds);
     for (let r = 0; r < opts.rounds; r++) {
       const n = Math.min(perRound, opts.messages - r * perRound);
       const order = r % 2 === 0 ? names : ([...names].reverse() as (typeof names)[number][]);
       for (const s of order) {
-        totals[s].s += await sides[s].round(n);
+        totals[s].s += await cpu.measure(s, n, () => sides[s].round(n));
         totals[s].n += n;
       }
     }
@@ -82,6 +86,7 @@ export async function dmThroughput(parent: Scope, opts: DmThroughputOptions): Pr
       cotal: totals.cotal.n / totals.cotal.s,
       raw: totals.raw.n / totals.raw.s,
       rawAckAck: totals.rawAckAck.n / totals.rawAckAck.s,
+      cpu: { ...cpu.pair("cotal", "raw"), rawAckAck: cpu.perMessage("rawAckAck") },
       duplicates: names.reduce((sum, s) => sum + tallies[s].duplicates, 0),
       tallies,
     };
