@@ -49,7 +49,7 @@ export class Scope extends Teardown {
 
   /** A raw NATS connection with the same options Cotal's endpoint uses (closed with the scope). */
   async raw(name: string): Promise<RawClient> {
-    const nc = await connect({ servers: this.url, name, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+    const nc = await connect({ servers: this.url, name, maxReconnectAttempts: -1, reconnectTimeWait: 250, noAsyncTraces: true });
     this.defer(() => nc.close());
     return { nc, js: jetstream(nc), jsm: await jetstreamManager(nc) };
   }

@@ -105,7 +105,7 @@ function rawJoiner(root: string, url: string, subject: string, name: string): Ch
   const record = { card: { id: `local.${name}`, name, kind: "endpoint" }, status: "idle" };
   const script = `import { connect } from "@nats-io/transport-node";
 const loaded = performance.now();
-const nc = await connect({ servers: ${JSON.stringify(url)} });
+const nc = await connect({ servers: ${JSON.stringify(url)}, noAsyncTraces: true });
 const connected = performance.now();
 await nc.request(${JSON.stringify(subject)}, JSON.stringify({ ...${JSON.stringify(record)}, ts: Date.now() }));
 const boot = performance.nodeTiming.bootstrapComplete;
@@ -168,7 +168,7 @@ void (async () => { for await (const m of messages) { ${echo} await js.publish(b
       : `nc.subscribe(${JSON.stringify(filter)}, { callback: async (_e, m) => { ${echo} await js.publish(back, m.data); } });`;
   const script = `import { connect } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-const nc = await connect({ servers: ${JSON.stringify(url)} });
+const nc = await connect({ servers: ${JSON.stringify(url)}, noAsyncTraces: true });
 const js = jetstream(nc);
 ${body}
 await nc.flush();

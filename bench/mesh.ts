@@ -129,7 +129,7 @@ export async function meshBench(plan: MeshPlan, { td, step }: BenchRun): Promise
       raw: r.rawAckAck,
       better: "higher",
       note: "raw client acking with ackAck(), the confirmed ack Cotal's Delivery.ack() uses",
-      cpu: { cotal: r.cpu.cotal, raw: r.cpu.rawAckAck },
+      cpu: r.cpuAckAck,
     });
     tallies = { ...tallies, ...under("throughput", r.tallies) };
     detail.throughput = r;
@@ -160,7 +160,7 @@ export async function meshBench(plan: MeshPlan, { td, step }: BenchRun): Promise
       raw: r.rawAckAckAll.p50,
       better: "lower",
       note: "raw members acking with ackAck(), as Cotal's Delivery.ack() does",
-      cpu: { cotal: cpu.cotal, raw: cpu.rawAckAck },
+      cpu: r.cpuAckAck,
     });
     rows.push({
       name: `inbound to ${p.members} idle members`,
