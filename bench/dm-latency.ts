@@ -143,7 +143,7 @@ async function rawSide(scope: Scope): Promise<Side> {
   const sub = await scope.raw("bench-lat-raw-sub");
   const stream = "BENCH_RAW_LAT";
   const root = `raw.${scope.space}.inst`;
-  await addRawStream(pub.jsm, scope.space, stream, [`${root}.>`]);
+  await addRawStream(pub, scope.space, stream, [`${root}.>`]);
   await addRawConsumer(pub.jsm, stream, "raw_lat_recipient", `${root}.local.lat_recipient.>`);
   const box = new Mailbox<JsMsg>();
   await consumeRaw(scope, sub, stream, "raw_lat_recipient", (m) => box.push(m));

@@ -139,7 +139,7 @@ async function rawSide(scope: Scope, inflight: number, ackMode: "ack" | "ackAck"
   const stream = `BENCH_RAW_${tag.toUpperCase()}`;
   const root = `raw${tag}.${scope.space}.inst`;
   const durable = `raw_${tag}_recipient`;
-  await addRawStream(pub.jsm, scope.space, stream, [`${root}.>`]);
+  await addRawStream(pub, scope.space, stream, [`${root}.>`]);
   await addRawConsumer(pub.jsm, stream, durable, `${root}.local.tp_recipient.>`);
   const acked = new Counter();
   const arrivals = new Arrivals();

@@ -249,7 +249,7 @@ async function rawSide(scope: Scope, members: number, ackMode: "ack" | "ackAck")
   const arrivals = new Arrivals();
   const unconfirmed = new Unconfirmed();
   let sent = 0;
-  await addRawStream(pub.jsm, scope.space, stream, [`${root}.>`], "CHAT");
+  await addRawStream(pub, scope.space, stream, [`${root}.>`], "CHAT");
   await runBounded(members, SETUP_CONCURRENCY, async (i) => {
     const client = await scope.raw(`bench-${tag}-raw-${memberName(i)}`);
     clients.push(client);
