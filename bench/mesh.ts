@@ -39,7 +39,7 @@ export const MESH_PLANS: Record<"full" | "quick" | "smoke", MeshPlan> = {
     // The idle window spans one quiet pull's whole life, so its ending 408 is counted, not computed.
     fanout: { members: 50, posts: 500, warmup: 50, blocks: 10, idleMs: DELIVERY.quietPullExpiresMs + 5_000 },
     events: { turns: 2_000, hooks: 500 },
-    presence: { sizes: [50, 100, 200], beats: 3, latencySamples: 500, simulated: [10, 100, 500] },
+    presence: { sizes: [10, 50, 100, 200], beats: 3, latencySamples: 500, simulated: [10, 100, 500] },
     sync: {
       throughput: { messages: 10_000, warmup: 1_000, inflight: 256, rounds: 2 },
       fanout: { members: 50, posts: 200, warmup: 20, blocks: 4 },

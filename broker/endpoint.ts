@@ -571,9 +571,9 @@ export class Endpoint {
     if (opts.mentions?.length) await this.checkMentions(opts.mentions);
     const m = this.envelope({ channel }, content, opts);
     const ack = await this.publish(postSubject(this.space, this.me, channel), m);
-    const entries = (await this.rosterAfterStore())?.entries();
+    const view = await this.rosterAfterStore();
     // Who could read it now: the channel's members (their presence lists it), not every endpoint online.
-    const online = entries ? entries.filter((e) => e.status !== "offline" && e.id !== this.id && e.presence.channels.includes(channel)).length : null;
+    const online = view ? view.onlineIn(channel, this.id) : null;
     return { ...ack, target: { kind: "channel", channel, onlineMembers: online } };
   }
 
@@ -604,8 +604,8 @@ export class Endpoint {
     let serviceSilent = false;
     // Online in our roster means joined, and a join creates the inbox first: no need to ask
     // (fifty seats answering one asker each asked the one mesh service, in turn).
-    const seen = this.rosterView?.get(toId);
-    if (seen && seen.status !== "offline") this.registered.add(toId);
+    const seen = this.rosterView?.statusOf(toId);
+    if (seen && seen !== "offline") this.registered.add(toId);
     if (!this.registered.has(toId)) {
       // Only the mesh service reads the members bucket; it says whether the inbox exists.
       const found = await this.mesh("lookup", { name: toId }, { timeoutMs: RECEIPT_WAIT_MS }).catch(() => {
@@ -623,7 +623,7 @@ export class Endpoint {
     // A mesh service that did not answer the lookup would not answer the roster's snapshot either.
     const view = serviceSilent && !this.rosterView ? undefined : await this.rosterAfterStore();
     // One entry, not the whole sorted roster: a DM's receipt costs the same at 10 joined as at 200.
-    const status = view ? (view.get(toId)?.status ?? "offline") : "unknown";
+    const status = view ? (view.statusOf(toId) ?? "offline") : "unknown";
     return { ...ack, target: { kind: "dm", to: toId, recipient: status } };
   }
 
