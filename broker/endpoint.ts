@@ -52,7 +52,7 @@ import { AckBatcher } from "./ack-batch.js";
 import { fixedDelays, retry } from "./retry.js";
 import type { RegisterReply } from "./mesh-service.js";
 import { QuietPull, quietPullsFit, type PullSource } from "./quiet-pull.js";
-import { followPresence, Roster, type RosterEntry } from "./roster.js";
+import { followPresence, Roster } from "./roster.js";
 import type { ResolvedChannel } from "./channel-registry.js";
 import { verifyEnvelope, type VerifiedMessage } from "./verify.js";
 
