@@ -57,7 +57,10 @@ function groupOf(f: Frame, source: string): string {
   if (f.functionName === "(garbage collector)") return "garbage collector";
   if (f.functionName === "(idle)") return "idle";
   if (f.functionName === "(program)") return "V8 and Node outside JS (program)";
-  if (!f.url) return f.functionName === "parse" || f.functionName === "stringify" ? "JSON (parse, stringify)" : `native: ${f.functionName || "(anonymous)"}`;
+  if (!f.url) {
+    if (f.functionName === "writeBuffer") return "socket writes (writeBuffer)";
+    return f.functionName === "parse" || f.functionName === "stringify" ? "JSON (parse, stringify)" : "V8 builtins and other native code";
+  }
   for (const [name, re] of GROUPS) if (re.test(source)) return name;
   if (source.startsWith("node:")) return "Node: streams, sockets, timers, crypto";
   return "other";
