@@ -11,6 +11,7 @@ import { NatsServer } from "../testbed/nats-server.js";
 import { freePorts } from "../testbed/ports.js";
 import { under, type Tallies } from "./checks.js";
 import { Scope, now } from "./context.js";
+import type { CpuPerMessage } from "./cpu.js";
 import { dmLatency, type DmLatencyOptions } from "./dm-latency.js";
 import { dmThroughput, type DmThroughputOptions } from "./dm-throughput.js";
 import { fmt, type BenchReport, type BenchRun, type Row } from "./report.js";
@@ -135,6 +136,9 @@ interface DmFigures {
   throughput: number;
   rawP50: number;
   rawThroughput: number;
+  /** CPU per DM, µs, of the bench process and every node (bench/cpu.ts). */
+  latencyCpu: CpuPerMessage;
+  throughputCpu: CpuPerMessage;
 }
 
 async function dmFigures(plan: ClusterPlan, make: (td: Teardown) => Promise<Topology>, td: Teardown): Promise<{ figures: DmFigures; tallies: Tallies }> {
@@ -143,12 +147,22 @@ async function dmFigures(plan: ClusterPlan, make: (td: Teardown) => Promise<Topo
   try {
     const t = await provisioned(make, own);
     // Endpoints dial the first node and learn the others from it (as a client of `cotal up --cluster` lists them all).
-    const scope = new Scope(t.servers[0]!.url, SPACE);
+    const nodes = t.servers.flatMap((s) => (s.pid ? [s.pid] : []));
+    const scope = new Scope(t.servers[0]!.url, SPACE, nodes);
     own.defer(() => scope.close());
     const lat = await dmLatency(scope, plan.latency);
     const tp = await dmThroughput(scope, plan.throughput);
     return {
-      figures: { replicas: t.replicas, p50: lat.cotal.p50, p99: lat.cotal.p99, throughput: tp.cotal, rawP50: lat.raw.p50, rawThroughput: tp.raw },
+      figures: {
+        replicas: t.replicas,
+        p50: lat.cotal.p50,
+        p99: lat.cotal.p99,
+        throughput: tp.cotal,
+        rawP50: lat.raw.p50,
+        rawThroughput: tp.raw,
+        latencyCpu: lat.cpu,
+        throughputCpu: { cotal: tp.cpu.cotal, raw: tp.cpu.raw },
+      },
       tallies: { ...under("latency", lat.tallies), ...under("throughput", tp.tallies) },
     };
   } finally {
@@ -198,8 +212,14 @@ export async function clusterBench(plan: ClusterPlan, { td, step }: BenchRun): P
     tallies = { ...tallies, ...under(`${name} ${runs[name]!.length}`, r.tallies) };
   }
   const mean = (xs: DmFigures[]): DmFigures => {
-    const avg = (k: keyof DmFigures) => xs.reduce((a, x) => a + x[k], 0) / xs.length;
+    const avg = (k: Exclude<keyof DmFigures, "latencyCpu" | "throughputCpu">) => xs.reduce((a, x) => a + x[k], 0) / xs.length;
+    const avgCpu = (k: "latencyCpu" | "throughputCpu"): CpuPerMessage => ({
+      cotal: xs.reduce((a, x) => a + x[k].cotal, 0) / xs.length,
+      raw: xs.reduce((a, x) => a + x[k].raw, 0) / xs.length,
+    });
     return {
+      latencyCpu: avgCpu("latencyCpu"),
+      throughputCpu: avgCpu("throughputCpu"),
       replicas: xs[0]!.replicas,
       p50: avg("p50"),
       p99: avg("p99"),
@@ -213,12 +233,20 @@ export async function clusterBench(plan: ClusterPlan, { td, step }: BenchRun): P
   step(`one node: server memory for ${plan.seats} joined seats, then ${plan.consumers} durable consumers`);
   const mem = await perResource(plan, td);
 
-  const raw = "raw: the raw client on an R1 stream of the same servers";
+  const raw = "raw: the raw client on the same servers, its stream replicated as Cotal's (R3 on the cluster)";
   const rows: Row[] = [
-    { name: "DM latency p50, one node", unit: "ms", cotal: one.p50, raw: one.rawP50, better: "lower", note: raw },
-    { name: "DM latency p50, 3-node cluster R3", unit: "ms", cotal: three.p50, raw: three.rawP50, better: "lower" },
-    { name: "DM throughput, one node", unit: "msg/s", cotal: one.throughput, raw: one.rawThroughput, better: "higher" },
-    { name: "DM throughput, 3-node cluster R3", unit: "msg/s", cotal: three.throughput, raw: three.rawThroughput, better: "higher" },
+    { name: "DM latency p50, one node", unit: "ms", cotal: one.p50, raw: one.rawP50, better: "lower", note: raw, cpu: one.latencyCpu },
+    { name: "DM latency p50, 3-node cluster R3", unit: "ms", cotal: three.p50, raw: three.rawP50, better: "lower", cpu: three.latencyCpu },
+    { name: "DM throughput, one node", unit: "msg/s", cotal: one.throughput, raw: one.rawThroughput, better: "higher", cpu: one.throughputCpu },
+    {
+      name: "DM throughput, 3-node cluster R3",
+      unit: "msg/s",
+      cotal: three.throughput,
+      raw: three.rawThroughput,
+      better: "higher",
+      cpu: three.throughputCpu,
+      note: "cpu/msg: the bench process and all three nodes",
+    },
   ];
   const lines = [
     "| measure | one node (R1) | 3-node cluster (R3) | cluster ÷ one node |",
@@ -226,8 +254,8 @@ export async function clusterBench(plan: ClusterPlan, { td, step }: BenchRun): P
     `| DM latency p50, ms | ${fmt(one.p50)} | ${fmt(three.p50)} | ${fmt(three.p50 / one.p50)} |`,
     `| DM latency p99, ms | ${fmt(one.p99)} | ${fmt(three.p99)} | ${fmt(three.p99 / one.p99)} |`,
     `| DM throughput, msg/s | ${fmt(one.throughput)} | ${fmt(three.throughput)} | ${fmt(three.throughput / one.throughput)} |`,
-    `| raw client (R1 stream) latency p50, ms | ${fmt(one.rawP50)} | ${fmt(three.rawP50)} | ${fmt(three.rawP50 / one.rawP50)} |`,
-    `| raw client (R1 stream) throughput, msg/s | ${fmt(one.rawThroughput)} | ${fmt(three.rawThroughput)} | ${fmt(three.rawThroughput / one.rawThroughput)} |`,
+    `| raw client (stream as Cotal's) latency p50, ms | ${fmt(one.rawP50)} | ${fmt(three.rawP50)} | ${fmt(three.rawP50 / one.rawP50)} |`,
+    `| raw client (stream as Cotal's) throughput, msg/s | ${fmt(one.rawThroughput)} | ${fmt(three.rawThroughput)} | ${fmt(three.rawThroughput / one.rawThroughput)} |`,
     `| stream replicas seen | ${one.replicas} | ${three.replicas} | |`,
     "",
     `server memory per durable consumer: ${fmt(mem.consumerKiB)} KiB (${plan.consumers} consumers)`,

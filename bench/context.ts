@@ -11,7 +11,7 @@ import {
   type JetStreamManager,
   type JsMsg,
 } from "@nats-io/jetstream";
-import { ACK_WAIT_MS, Endpoint, MAX_ACK_PENDING, spaceStreams, type EndpointOptions, type RegisterReply } from "../broker/internal.js";
+import { ACK_WAIT_MS, clusterReplicas, Endpoint, MAX_ACK_PENDING, spaceStreams, type EndpointOptions, type RegisterReply } from "../broker/internal.js";
 import { Teardown } from "./teardown.js";
 
 /** Messages a consumer pulls per request; Cotal's endpoint uses the same figure. */
@@ -26,13 +26,15 @@ export class Scope extends Teardown {
     readonly url: string,
     /** The provisioned Cotal space. */
     readonly space: string,
+    /** Processes besides this one whose CPU a measured message costs (the nats-servers): bench/cpu.ts. */
+    readonly pids: readonly number[] = [],
   ) {
     super();
   }
 
   /** A child scope; closed with this one if not closed before. */
   child(): Scope {
-    const s = new Scope(this.url, this.space);
+    const s = new Scope(this.url, this.space, this.pids);
     this.defer(() => s.close());
     return s;
   }
@@ -47,7 +49,7 @@ export class Scope extends Teardown {
 
   /** A raw NATS connection with the same options Cotal's endpoint uses (closed with the scope). */
   async raw(name: string): Promise<RawClient> {
-    const nc = await connect({ servers: this.url, name, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+    const nc = await connect({ servers: this.url, name, maxReconnectAttempts: -1, reconnectTimeWait: 250, noAsyncTraces: true });
     this.defer(() => nc.close());
     return { nc, js: jetstream(nc), jsm: await jetstreamManager(nc) };
   }
@@ -71,10 +73,11 @@ export interface RawClient {
  * queue: one consumer per filter) or `CHAT_<space>` (limits: one consumer per channel member),
  * under another name and subjects: file storage, retention and the same dedupe window.
  */
-export async function addRawStream(jsm: JetStreamManager, space: string, name: string, subjects: string[], like: "DM" | "CHAT" = "DM"): Promise<void> {
-  const model = spaceStreams(space).find((s) => s.name === `${like}_${space}`);
+export async function addRawStream(client: RawClient, space: string, name: string, subjects: string[], like: "DM" | "CHAT" = "DM"): Promise<void> {
+  // Replicated as Cotal's provisioning replicates it: R3 on a cluster of three or more, as `cotal up --cluster` does.
+  const model = spaceStreams(space, { replicas: clusterReplicas(client.nc) }).find((s) => s.name === `${like}_${space}`);
   if (!model) throw new Error(`spaceStreams(${space}) has no ${like}_${space}; the raw baseline mirrors it`);
-  await jsm.streams.add({ ...model, name, subjects, description: "cotal bench: raw-client baseline" });
+  await client.jsm.streams.add({ ...model, name, subjects, description: "cotal bench: raw-client baseline" });
 }
 
 /** Create a durable pull consumer with the settings Cotal's mesh service uses for inboxes. */

@@ -8,6 +8,7 @@ import { randomUUID } from "node:crypto";
 import type { JsMsg } from "@nats-io/jetstream";
 import type { Delivery } from "../broker/index.js";
 import { Arrivals, type Tally } from "./checks.js";
+import { CpuAccount, type CpuPerMessage } from "./cpu.js";
 import {
   addRawConsumer,
   addRawStream,
@@ -37,6 +38,8 @@ export interface DmLatencyOptions {
 export interface DmLatencyResult {
   cotal: Summary;
   raw: Summary;
+  /** CPU per DM of each side over its measured blocks, µs (bench/cpu.ts). */
+  cpu: CpuPerMessage;
   /** Per side: DMs sent, received (once each), repeats, left on the recipient's durable. */
   tallies: { cotal: Tally; raw: Tally };
   /** Acks whose confirmation failed, per side (counted as handled; see Unconfirmed). */
@@ -57,18 +60,22 @@ export async function dmLatency(parent: Scope, opts: DmLatencyOptions): Promise<
       await raw.sample();
     }
     const samples = { cotal: [] as number[], raw: [] as number[] };
+    const cpu = new CpuAccount<"cotal" | "raw">(() => scope.pids);
     const perBlock = Math.ceil(opts.samples / opts.blocks);
     for (let b = 0; b < opts.blocks; b++) {
       const n = Math.min(perBlock, opts.samples - b * perBlock);
       const order = b % 2 === 0 ? (["raw", "cotal"] as const) : (["cotal", "raw"] as const);
       for (const side of order) {
         const run = side === "cotal" ? cotal : raw;
-        for (let i = 0; i < n; i++) samples[side].push(await run.sample());
+        await cpu.measure(side, n, async () => {
+          for (let i = 0; i < n; i++) samples[side].push(await run.sample());
+        });
       }
     }
     return {
       cotal: summarize(samples.cotal),
       raw: summarize(samples.raw),
+      cpu: cpu.pair("cotal", "raw"),
       tallies: { cotal: await cotal.tally(), raw: await raw.tally() },
       unconfirmed: unconfirmedOf({ cotal: cotal.unconfirmed, raw: raw.unconfirmed }),
     };
@@ -136,7 +143,7 @@ async function rawSide(scope: Scope): Promise<Side> {
   const sub = await scope.raw("bench-lat-raw-sub");
   const stream = "BENCH_RAW_LAT";
   const root = `raw.${scope.space}.inst`;
-  await addRawStream(pub.jsm, scope.space, stream, [`${root}.>`]);
+  await addRawStream(pub, scope.space, stream, [`${root}.>`]);
   await addRawConsumer(pub.jsm, stream, "raw_lat_recipient", `${root}.local.lat_recipient.>`);
   const box = new Mailbox<JsMsg>();
   await consumeRaw(scope, sub, stream, "raw_lat_recipient", (m) => box.push(m));

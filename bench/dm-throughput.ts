@@ -4,6 +4,7 @@
 // raw client acking with ackAck() the way Cotal's Delivery.ack() does.
 import { randomUUID } from "node:crypto";
 import { Arrivals, type Tally } from "./checks.js";
+import { CpuAccount, type CpuPerMessage } from "./cpu.js";
 import {
   addRawConsumer,
   addRawStream,
@@ -37,6 +38,10 @@ export interface DmThroughputResult {
   raw: number;
   /** Raw client acking with ackAck() (a confirmed ack, as Cotal's Delivery.ack() does). */
   rawAckAck: number;
+  /** CPU per DM over the measured rounds, µs (bench/cpu.ts): Cotal beside raw acking with ack(). */
+  cpu: CpuPerMessage;
+  /** The same, beside the raw side acking with ackAck(). */
+  cpuAckAck: CpuPerMessage;
   /** Deliveries whose id had been seen before (should be 0: nothing is redelivered here). */
   duplicates: number;
   /** Per side: DMs sent (warm-up included), received once each, repeats, left on the recipient's durable. */
@@ -67,12 +72,13 @@ export async function dmThroughput(parent: Scope, opts: DmThroughputOptions): Pr
     const names = ["raw", "cotal", "rawAckAck"] as const;
     for (const s of names) await sides[s].round(opts.warmup);
     const totals = { cotal: { n: 0, s: 0 }, raw: { n: 0, s: 0 }, rawAckAck: { n: 0, s: 0 } };
+    const cpu = new CpuAccount<(typeof names)[number]>(() => scope.pids);
     const perRound = Math.ceil(opts.messages / opts.rounds);
     for (let r = 0; r < opts.rounds; r++) {
       const n = Math.min(perRound, opts.messages - r * perRound);
       const order = r % 2 === 0 ? names : ([...names].reverse() as (typeof names)[number][]);
       for (const s of order) {
-        totals[s].s += await sides[s].round(n);
+        totals[s].s += await cpu.measure(s, n, () => sides[s].round(n));
         totals[s].n += n;
       }
     }
@@ -82,6 +88,8 @@ export async function dmThroughput(parent: Scope, opts: DmThroughputOptions): Pr
       cotal: totals.cotal.n / totals.cotal.s,
       raw: totals.raw.n / totals.raw.s,
       rawAckAck: totals.rawAckAck.n / totals.rawAckAck.s,
+      cpu: cpu.pair("cotal", "raw"),
+      cpuAckAck: cpu.pair("cotal", "rawAckAck"),
       duplicates: names.reduce((sum, s) => sum + tallies[s].duplicates, 0),
       tallies,
     };
@@ -131,7 +139,7 @@ async function rawSide(scope: Scope, inflight: number, ackMode: "ack" | "ackAck"
   const stream = `BENCH_RAW_${tag.toUpperCase()}`;
   const root = `raw${tag}.${scope.space}.inst`;
   const durable = `raw_${tag}_recipient`;
-  await addRawStream(pub.jsm, scope.space, stream, [`${root}.>`]);
+  await addRawStream(pub, scope.space, stream, [`${root}.>`]);
   await addRawConsumer(pub.jsm, stream, durable, `${root}.local.tp_recipient.>`);
   const acked = new Counter();
   const arrivals = new Arrivals();

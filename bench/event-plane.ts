@@ -15,6 +15,7 @@ import { encodeMessage, eventsChannelOf, frameOf, patterns, postSubject, type Co
 import { until } from "../testbed/until.js";
 import { Arrivals, type Tally } from "./checks.js";
 import type { Scope } from "./context.js";
+import { cpuNowUs, type CpuPerMessage } from "./cpu.js";
 import { summarize, type Summary } from "./stats.js";
 
 export interface EventPlanePlan {
@@ -25,7 +26,7 @@ export interface EventPlanePlan {
 }
 
 export interface EventPlaneResult {
-  publish: { cotal: number; raw: number; frames: number; events: number };
+  publish: { cotal: number; raw: number; frames: number; events: number; cpu: CpuPerMessage };
   render: { cotal: number; raw: number; frames: number };
   hook: { planeOn: Summary; planeOff: Summary };
   /**
@@ -99,10 +100,14 @@ export async function eventPlane(scope: Scope, plan: EventPlanePlan): Promise<Ev
   plane.start();
   plane.sessionStart({ sessionId: "bench", transcriptPath: transcript, source: "startup" });
   await wait(() => plane.status === "live", "the plane established");
+  // CPU from the transcript's write until every frame is stored and rendered by the console; raw's
+  // from its first publish until its subscriber and the console have every frame.
+  const c0 = cpuNowUs(scope.pids);
   const t0 = process.hrtime.bigint();
   appendFileSync(transcript, turns(0, plan.turns));
   // The last turn's RUN_FINISHED reached a live subscriber: every frame before it was stored, in order.
   await wait(() => lastFrameAt > 0n && plane.backlog === 0, "all frames stored");
+  const cotalCpuUs = cpuNowUs(scope.pids) - c0;
   const publishMs = Number(lastFrameAt - t0) / 1e6;
   const frames = seen.length;
   const events = seen.reduce((n, m) => n + (frameOf(m.parts)?.events.length ?? 0), 0);
@@ -131,6 +136,7 @@ export async function eventPlane(scope: Scope, plan: EventPlanePlan): Promise<Ev
   });
   scope.defer(async () => rawFeed.close());
   await rawFeed.add(["events.local.evraw"], Date.now());
+  const rc0 = cpuNowUs(scope.pids);
   const r0 = process.hrtime.bigint();
   let last = 0;
   for (const [i, data] of payloads.entries()) {
@@ -142,6 +148,7 @@ export async function eventPlane(scope: Scope, plan: EventPlanePlan): Promise<Ev
   const rawRenderMs = ms(r0);
   await wait(() => consoleDoneAt > 0n, "the console rendered every raw frame");
   const renderMs = Number(consoleDoneAt - r0) / 1e6;
+  const rawCpuUs = cpuNowUs(scope.pids) - rc0;
 
   // --- hook round trip: PreToolUse relay with the plane on (and busy) vs off.
   const hook = async (events: boolean): Promise<{ summary: Summary; tally: Tally }> => {
@@ -179,7 +186,13 @@ export async function eventPlane(scope: Scope, plan: EventPlanePlan): Promise<Ev
   const planeOn = await hook(true);
 
   return {
-    publish: { cotal: frames / (publishMs / 1000), raw: frames / (rawPublishMs / 1000), frames, events },
+    publish: {
+      cotal: frames / (publishMs / 1000),
+      raw: frames / (rawPublishMs / 1000),
+      frames,
+      events,
+      cpu: { cotal: cotalCpuUs / frames, raw: rawCpuUs / payloads.length },
+    },
     render: { cotal: frames / (renderMs / 1000), raw: frames / (rawRenderMs / 1000), frames },
     hook: { planeOn: planeOn.summary, planeOff: planeOff.summary },
     tallies: {

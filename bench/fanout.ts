@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Endpoint } from "../broker/index.js";
 import { Arrivals, type Tally } from "./checks.js";
+import { CpuAccount, type CpuPerMessage } from "./cpu.js";
 import {
   addRawConsumer,
   addRawStream,
@@ -49,6 +50,10 @@ export interface FanoutResult {
   rawFirst: Summary;
   /** ms from send to the last member holding the post, raw members acking with ackAck(). */
   rawAckAckAll: Summary;
+  /** CPU per post (to every member, each acked) over the measured blocks, µs (bench/cpu.ts), beside raw members acking with ack(). */
+  cpu: CpuPerMessage;
+  /** The same, beside the raw side acking with ackAck(). */
+  cpuAckAck: CpuPerMessage;
   /** Seconds spent making the members (connect, join, join channel), per side. */
   setupSeconds: { cotal: number; raw: number };
   /**
@@ -135,16 +140,19 @@ export async function fanout(parent: Scope, opts: FanoutOptions): Promise<Fanout
     const idle = { cotal: await idleRate(cotal, idleMs), raw: await idleRate(raw, idleMs) };
     const all = { cotal: [] as number[], raw: [] as number[], rawAckAck: [] as number[] };
     const first = { cotal: [] as number[], raw: [] as number[], rawAckAck: [] as number[] };
+    const cpu = new CpuAccount<(typeof names)[number]>(() => scope.pids);
     const perBlock = Math.ceil(opts.posts / opts.blocks);
     for (let b = 0; b < opts.blocks; b++) {
       const n = Math.min(perBlock, opts.posts - b * perBlock);
       const order = b % 2 === 0 ? names : ([...names].reverse() as Array<(typeof names)[number]>);
       for (const side of order) {
-        for (let i = 0; i < n; i++) {
-          const [a, f] = await sides[side].post();
-          all[side].push(a);
-          first[side].push(f);
-        }
+        await cpu.measure(side, n, async () => {
+          for (let i = 0; i < n; i++) {
+            const [a, f] = await sides[side].post();
+            all[side].push(a);
+            first[side].push(f);
+          }
+        });
       }
     }
     return {
@@ -153,6 +161,8 @@ export async function fanout(parent: Scope, opts: FanoutOptions): Promise<Fanout
       cotalFirst: summarize(first.cotal),
       rawFirst: summarize(first.raw),
       rawAckAckAll: summarize(all.rawAckAck),
+      cpu: cpu.pair("cotal", "raw"),
+      cpuAckAck: cpu.pair("cotal", "rawAckAck"),
       setupSeconds: { cotal: cotalSetup, raw: rawSetup },
       idleInboundPerSecond: { cotal: idle.cotal.all, raw: idle.raw.all },
       idleOtherPerSecond: { cotal: idle.cotal.other, raw: idle.raw.other },
@@ -239,7 +249,7 @@ async function rawSide(scope: Scope, members: number, ackMode: "ack" | "ackAck")
   const arrivals = new Arrivals();
   const unconfirmed = new Unconfirmed();
   let sent = 0;
-  await addRawStream(pub.jsm, scope.space, stream, [`${root}.>`], "CHAT");
+  await addRawStream(pub, scope.space, stream, [`${root}.>`], "CHAT");
   await runBounded(members, SETUP_CONCURRENCY, async (i) => {
     const client = await scope.raw(`bench-${tag}-raw-${memberName(i)}`);
     clients.push(client);

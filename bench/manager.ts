@@ -23,6 +23,7 @@ import { controlCaller, Endpoint, logger, MeshService } from "../broker/index.js
 import { ECHO_SEAT_NODE_FLAGS, echoSeatCommand, ManagerService } from "../manager/index.js";
 import { localPrincipal, MANAGER_COMMANDS, messageText, names } from "../schemas/index.js";
 import { NatsServer } from "../testbed/nats-server.js";
+import { CpuAccount, type CpuPerMessage } from "./cpu.js";
 import { until } from "../testbed/until.js";
 import { Arrivals } from "./checks.js";
 import { Counter, leftPending, streamPending, Unconfirmed, unconfirmedNote, unconfirmedOf, withTimeout } from "./context.js";
@@ -104,7 +105,7 @@ function rawJoiner(root: string, url: string, subject: string, name: string): Ch
   const record = { card: { id: `local.${name}`, name, kind: "endpoint" }, status: "idle" };
   const script = `import { connect } from "@nats-io/transport-node";
 const loaded = performance.now();
-const nc = await connect({ servers: ${JSON.stringify(url)} });
+const nc = await connect({ servers: ${JSON.stringify(url)}, noAsyncTraces: true });
 const connected = performance.now();
 await nc.request(${JSON.stringify(subject)}, JSON.stringify({ ...${JSON.stringify(record)}, ts: Date.now() }));
 const boot = performance.nodeTiming.bootstrapComplete;
@@ -167,7 +168,7 @@ void (async () => { for await (const m of messages) { ${echo} await js.publish(b
       : `nc.subscribe(${JSON.stringify(filter)}, { callback: async (_e, m) => { ${echo} await js.publish(back, m.data); } });`;
   const script = `import { connect } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-const nc = await connect({ servers: ${JSON.stringify(url)} });
+const nc = await connect({ servers: ${JSON.stringify(url)}, noAsyncTraces: true });
 const js = jetstream(nc);
 ${body}
 await nc.flush();
@@ -269,11 +270,16 @@ export async function managerBench(plan: ManagerPlan & { paths: ManagerPaths }, 
     }
   })();
   const cotalRounds: number[] = [];
-  for (const round of [1, 2]) {
-    const t = performance.now();
-    await Promise.all(seatNames.map((n) => asker.dm(`local.${n}`, `ping ${round} ${n}`)));
-    await withTimeout(echoes.reach(round * seatNames.length), JOIN_TIMEOUT_MS, `echoes from ${seatNames.length} seats (${echoes.value} back)`);
-    cotalRounds.push(performance.now() - t);
+  // CPU per round trip: this process (asker, mesh service, manager), nats-server and every seat.
+  const serverPids = server.pid ? [server.pid] : [];
+  const cotalCpu = new CpuAccount<"1" | "2">(() => [...serverPids, ...seatPids]);
+  for (const round of [1, 2] as const) {
+    await cotalCpu.measure(`${round}`, seatNames.length, async () => {
+      const t = performance.now();
+      await Promise.all(seatNames.map((n) => asker.dm(`local.${n}`, `ping ${round} ${n}`)));
+      await withTimeout(echoes.reach(round * seatNames.length), JOIN_TIMEOUT_MS, `echoes from ${seatNames.length} seats (${echoes.value} back)`);
+      cotalRounds.push(performance.now() - t);
+    });
   }
   await Promise.all(acks);
   const seatMem = memoryOfAll(seatPids);
@@ -325,7 +331,9 @@ export async function managerBench(plan: ManagerPlan & { paths: ManagerPaths }, 
   };
   const perSeatFilters = seatNames.map((n) => `bench.echo.${n}`);
   const each = await echoers(perSeatFilters, "consumer");
-  const rawRounds = [await rawRoundTrip(), await rawRoundTrip()];
+  const rawCpu = new CpuAccount<"1" | "2">(() => [...serverPids, ...each.started.flatMap((c) => (c.pid ? [c.pid] : []))]);
+  const rawRounds = [await rawCpu.measure("1", seatNames.length, rawRoundTrip), await rawCpu.measure("2", seatNames.length, rawRoundTrip)];
+  const roundCpu = (r: "1" | "2"): CpuPerMessage => ({ cotal: cotalCpu.perMessage(r), raw: rawCpu.perMessage(r) });
   const rawMem = memoryOfAll(each.started.map((c) => c.pid!));
   // Every echo child acked what it echoed before it is stopped (what it holds would be left over).
   let echoPending = await leftPending(jsm, "BENCH_ECHO", each.durables);
@@ -344,15 +352,24 @@ export async function managerBench(plan: ManagerPlan & { paths: ManagerPaths }, 
 
   const acksNote = unconfirmedNote(unconfirmedOf({ asker: unconfirmed, "raw asker": rawUnconfirmed }));
   // The round trip's rows: Cotal's rounds beside each raw way of echoing (ms, lower is better).
-  const round = (name: string, cotal: number, raw: number, note: string): Row => ({ name, unit: "ms", cotal, raw, better: "lower", note });
+  const round = (name: string, cotal: number, raw: number, note: string, cpu?: CpuPerMessage): Row => ({
+    name,
+    unit: "ms",
+    cotal,
+    raw,
+    better: "lower",
+    note,
+    ...(cpu ? { cpu } : {}),
+  });
   rows.push(
     round(
       `DM round trip through ${plan.seats} echo seats`,
       cotalRounds[0]!,
       rawRounds[0]!,
-      `all sent at once, until every echo is back, the first DM each process handles; raw: JetStream publishes both ways, each echoed by its own raw child from a durable consumer of its own, acked, as a seat reads its inbox${acksNote}`,
+      `all sent at once, until every echo is back, the first DM each process handles; raw: JetStream publishes both ways, each echoed by its own raw child from a durable consumer of its own, acked, as a seat reads its inbox; cpu/msg: per round trip, this process, nats-server and every seat or child${acksNote}`,
+      roundCpu("1"),
     ),
-    round("the same, second round", cotalRounds[1]!, rawRounds[1]!, "the same seats and raw children again"),
+    round("the same, second round", cotalRounds[1]!, rawRounds[1]!, "the same seats and raw children again", roundCpu("2")),
     round(
       "the same, first round; raw: one child",
       cotalRounds[0]!,

@@ -39,7 +39,7 @@ export const MESH_PLANS: Record<"full" | "quick" | "smoke", MeshPlan> = {
     // The idle window spans one quiet pull's whole life, so its ending 408 is counted, not computed.
     fanout: { members: 50, posts: 500, warmup: 50, blocks: 10, idleMs: DELIVERY.quietPullExpiresMs + 5_000 },
     events: { turns: 2_000, hooks: 500 },
-    presence: { sizes: [50, 100, 200], beats: 3, latencySamples: 500, simulated: [10, 100, 500] },
+    presence: { sizes: [10, 50, 100, 200], beats: 3, latencySamples: 500, simulated: [10, 100, 500] },
     sync: {
       throughput: { messages: 10_000, warmup: 1_000, inflight: 256, rounds: 2 },
       fanout: { members: 50, posts: 200, warmup: 20, blocks: 4 },
@@ -90,7 +90,7 @@ export async function meshBench(plan: MeshPlan, { td, step }: BenchRun): Promise
   td.defer(() => serviceNc.close());
   const service = await MeshService.start(serviceNc, SPACE);
   td.defer(() => service.stop());
-  const root = new Scope(server.url, SPACE);
+  const root = new Scope(server.url, SPACE, server.pid ? [server.pid] : []);
   td.defer(() => root.close());
   step(`nats-server pid ${server.pid} on ${server.url}; space ${SPACE} provisioned`);
 
@@ -104,8 +104,8 @@ export async function meshBench(plan: MeshPlan, { td, step }: BenchRun): Promise
     step(`DM latency: ${p.samples} sequential DMs per side after ${p.warmup} warm-up`);
     const r = await dmLatency(root, p);
     const note = `${p.samples} samples each; send → recipient holds it${unconfirmedNote(r.unconfirmed)}`;
-    rows.push({ name: "DM latency p50", unit: "ms", cotal: r.cotal.p50, raw: r.raw.p50, better: "lower", note });
-    rows.push({ name: "DM latency p99", unit: "ms", cotal: r.cotal.p99, raw: r.raw.p99, better: "lower" });
+    rows.push({ name: "DM latency p50", unit: "ms", cotal: r.cotal.p50, raw: r.raw.p50, better: "lower", note, cpu: r.cpu });
+    rows.push({ name: "DM latency p99", unit: "ms", cotal: r.cotal.p99, raw: r.raw.p99, better: "lower", cpu: r.cpu });
     tallies = { ...tallies, ...under("latency", r.tallies) };
     detail.latency = r;
   }
@@ -120,6 +120,7 @@ export async function meshBench(plan: MeshPlan, { td, step }: BenchRun): Promise
       raw: r.raw,
       better: "higher",
       note: `${p.messages} DMs each, ${p.inflight} in flight, until all received and acked; duplicates seen: ${r.duplicates}${unconfirmedNote(r.unconfirmed)}`,
+      cpu: r.cpu,
     });
     rows.push({
       name: "DM throughput vs raw+ackAck",
@@ -128,6 +129,7 @@ export async function meshBench(plan: MeshPlan, { td, step }: BenchRun): Promise
       raw: r.rawAckAck,
       better: "higher",
       note: "raw client acking with ackAck(), the confirmed ack Cotal's Delivery.ack() uses",
+      cpu: r.cpuAckAck,
     });
     tallies = { ...tallies, ...under("throughput", r.tallies) };
     detail.throughput = r;
@@ -139,15 +141,17 @@ export async function meshBench(plan: MeshPlan, { td, step }: BenchRun): Promise
     const note =
       `${p.posts} posts each to ${p.members} members, send → last member holds it; setup ${r.setupSeconds.cotal.toFixed(1)} s Cotal, ` +
       `${r.setupSeconds.raw.toFixed(1)} s raw${unconfirmedNote(r.unconfirmed)}`;
-    rows.push({ name: `fan-out to ${p.members}, all p50`, unit: "ms", cotal: r.cotalAll.p50, raw: r.rawAll.p50, better: "lower", note });
-    rows.push({ name: `fan-out to ${p.members}, all p99`, unit: "ms", cotal: r.cotalAll.p99, raw: r.rawAll.p99, better: "lower" });
+    const cpu = r.cpu;
+    rows.push({ name: `fan-out to ${p.members}, all p50`, unit: "ms", cotal: r.cotalAll.p50, raw: r.rawAll.p50, better: "lower", note, cpu });
+    rows.push({ name: `fan-out to ${p.members}, all p99`, unit: "ms", cotal: r.cotalAll.p99, raw: r.rawAll.p99, better: "lower", cpu });
     rows.push({
       name: `fan-out to ${p.members}, first p50`,
       unit: "ms",
       cotal: r.cotalFirst.p50,
       raw: r.rawFirst.p50,
       better: "lower",
-      note: "send → first member holds it",
+      note: "send → first member holds it; cpu/msg: per post, to every member",
+      cpu,
     });
     rows.push({
       name: `fan-out to ${p.members}, all p50 vs raw+ackAck`,
@@ -156,6 +160,7 @@ export async function meshBench(plan: MeshPlan, { td, step }: BenchRun): Promise
       raw: r.rawAckAckAll.p50,
       better: "lower",
       note: "raw members acking with ackAck(), as Cotal's Delivery.ack() does",
+      cpu: r.cpuAckAck,
     });
     rows.push({
       name: `inbound to ${p.members} idle members`,
@@ -190,7 +195,8 @@ export async function meshBench(plan: MeshPlan, { td, step }: BenchRun): Promise
       cotal: r.publish.cotal,
       raw: r.publish.raw,
       better: "higher",
-      note: `${r.publish.frames} frames (${r.publish.events} events): transcript → WAL → ordered publishes; raw publishes the same bytes in order with the same expected-sequence header`,
+      note: `${r.publish.frames} frames (${r.publish.events} events): transcript → WAL → ordered publishes; raw publishes the same bytes in order with the same expected-sequence header; cpu/msg: per frame, published and rendered by a console`,
+      cpu: r.publish.cpu,
     });
     rows.push({
       name: "event frames rendered, one console",
@@ -236,6 +242,7 @@ export async function meshBench(plan: MeshPlan, { td, step }: BenchRun): Promise
           raw: s.latency.raw.p50,
           better: "lower",
           note: `p99 ${fmt(s.latency.cotal.p99)} vs ${fmt(s.latency.raw.p99)} ms`,
+          cpu: s.latency.cpu,
         });
         tallies = { ...tallies, ...under(`presence ${s.endpoints} latency`, s.latency.tallies) };
       }
@@ -266,6 +273,7 @@ export async function meshBench(plan: MeshPlan, { td, step }: BenchRun): Promise
       raw: r.timer.throughput.cotal,
       better: "higher",
       note: `Cotal on both; raw column: the ${TIMER_SYNC} timer (cotal up --sync ${TIMER_SYNC}); ${side(r.always)}; ${side(r.timer)}`,
+      cpu: { cotal: r.always.throughput.cpu.cotal, raw: r.timer.throughput.cpu.cotal },
     });
     rows.push({
       name: `raw DM throughput, sync always vs ${TIMER_SYNC}`,
@@ -274,6 +282,7 @@ export async function meshBench(plan: MeshPlan, { td, step }: BenchRun): Promise
       raw: r.timer.throughput.raw,
       better: "higher",
       note: "the raw client on both servers: what fsync costs JetStream itself",
+      cpu: { cotal: r.always.throughput.cpu.raw, raw: r.timer.throughput.cpu.raw },
     });
     rows.push({
       name: `fan-out to ${p.fanout.members}, all p50, sync always vs ${TIMER_SYNC}`,
@@ -282,6 +291,7 @@ export async function meshBench(plan: MeshPlan, { td, step }: BenchRun): Promise
       raw: r.timer.fanout.cotalAll.p50,
       better: "lower",
       note: `raw client: ${fmt(r.always.fanout.rawAll.p50)} ms always vs ${fmt(r.timer.fanout.rawAll.p50)} ms ${TIMER_SYNC}`,
+      cpu: { cotal: r.always.fanout.cpu.cotal, raw: r.timer.fanout.cpu.cotal },
     });
     for (const s of [r.always, r.timer]) {
       tallies = { ...tallies, ...under(`sync ${s.sync} throughput`, s.throughput.tallies), ...under(`sync ${s.sync} fanout`, s.fanout.tallies) };

@@ -10,9 +10,8 @@ import { Kvm } from "@nats-io/kv";
 import { Endpoint } from "../broker/index.js";
 import { beatSubject, localPrincipal, names, PRESENCE, type Presence, type PresenceBeat } from "../schemas/index.js";
 import type { Tally } from "./checks.js";
-import { dmLatency } from "./dm-latency.js";
+import { dmLatency, type DmLatencyResult } from "./dm-latency.js";
 import { now, runBounded, type Scope } from "./context.js";
-import type { Summary } from "./stats.js";
 import { tapInbound, type WireTap } from "./wire-tap.js";
 
 export interface PresenceOptions {
@@ -38,7 +37,7 @@ export interface PresenceSize {
   toEndpointsOther: number;
   /** What protocol 0.2 cost at this size: N heartbeats per heartbeat period reach every endpoint. */
   before: number;
-  latency?: { cotal: Summary; raw: Summary; tallies: { cotal: Tally; raw: Tally } };
+  latency?: Pick<DmLatencyResult, "cotal" | "raw" | "cpu" | "tallies">;
   /** Endpoints asked to join, and how many a fresh roster view shows online after the window. */
   joined: Tally;
 }

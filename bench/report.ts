@@ -1,6 +1,7 @@
 // The results table: each Cotal figure beside the raw client's and their ratio, and what every
 // bench hands back to its entry (and to its smoke test).
 import type { Tallies } from "./checks.js";
+import type { CpuPerMessage } from "./cpu.js";
 import type { Teardown } from "./teardown.js";
 
 /** Which way is better for a figure: latencies want lower, throughputs higher. */
@@ -17,6 +18,8 @@ export interface Row {
   better: Better;
   /** Short note printed after the row (sample counts, caveats). */
   note?: string;
+  /** CPU per message of each side over the same run (bench/cpu.ts), µs: the measure noise moves least. */
+  cpu?: CpuPerMessage;
 }
 
 /** Cotal ÷ raw. */
@@ -28,6 +31,18 @@ export function ratio(row: Pick<Row, "cotal" | "raw">): number {
 function ratioText(row: Pick<Row, "cotal" | "raw">): string {
   const r = ratio(row);
   return Number.isFinite(r) ? r.toFixed(2) : "n/a";
+}
+
+/** The CPU columns of a row: Cotal's and raw's µs per message and their ratio; blank without. */
+function cpuCells(row: Row): [string, string, string] {
+  if (!row.cpu) return ["", "", ""];
+  return [fmt(row.cpu.cotal), fmt(row.cpu.raw), ratioText(row.cpu)];
+}
+
+/** "cpu/msg outside the bench process: …" for a row whose CPU was split; empty without. */
+function outsideNote(row: Row): string {
+  const o = row.cpu?.outside;
+  return o ? `cpu/msg outside the bench process (nats-server, seats): Cotal ${fmt(o.cotal)} µs, raw ${fmt(o.raw)} µs` : "";
 }
 
 /** "1.9× slower", "1.2× faster", "same", from the row's direction of better. */
@@ -50,10 +65,10 @@ export function fmt(x: number): string {
 
 /** The table as aligned plain text (what `npm run bench` prints). */
 export function renderTable(rows: readonly Row[]): string {
-  const header = ["measure", "unit", "Cotal", "raw NATS", "Cotal ÷ raw", "verdict"];
-  const body = rows.map((r) => [r.name, r.unit, fmt(r.cotal), fmt(r.raw), ratioText(r), verdict(r)]);
+  const header = ["measure", "unit", "Cotal", "raw NATS", "Cotal ÷ raw", "verdict", "cpu/msg Cotal µs", "raw µs", "cpu ÷"];
+  const body = rows.map((r) => [r.name, r.unit, fmt(r.cotal), fmt(r.raw), ratioText(r), verdict(r), ...cpuCells(r)]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => (b[i] ?? "").length)));
-  const numeric = new Set([2, 3, 4]);
+  const numeric = new Set([2, 3, 4, 6, 7, 8]);
   const line = (cells: string[]) =>
     cells
       .map((c, i) => (numeric.has(i) ? c.padStart(widths[i] ?? 0) : c.padEnd(widths[i] ?? 0)))
@@ -61,15 +76,18 @@ export function renderTable(rows: readonly Row[]): string {
       .trimEnd();
   const out = [line(header), widths.map((w) => "-".repeat(w)).join("  ")];
   for (const b of body) out.push(line(b));
-  const notes = rows.filter((r) => r.note).map((r) => `  ${r.name}: ${r.note}`);
+  const notes = rows.filter((r) => r.note || r.cpu?.outside).map((r) => `  ${r.name}: ${[r.note, outsideNote(r)].filter(Boolean).join("; ")}`);
   if (notes.length) out.push("", "notes:", ...notes);
   return out.join("\n");
 }
 
 /** The table as Markdown (for docs/performance.md). */
 export function renderMarkdown(rows: readonly Row[]): string {
-  const out = ["| measure | unit | Cotal | raw NATS | Cotal ÷ raw | verdict |", "|---|---|---:|---:|---:|---|"];
-  for (const r of rows) out.push(`| ${r.name} | ${r.unit} | ${fmt(r.cotal)} | ${fmt(r.raw)} | ${ratioText(r)} | ${verdict(r)} |`);
+  const out = [
+    "| measure | unit | Cotal | raw NATS | Cotal ÷ raw | verdict | cpu/msg Cotal µs | raw µs | cpu ÷ |",
+    "|---|---|---:|---:|---:|---|---:|---:|---:|",
+  ];
+  for (const r of rows) out.push(`| ${[r.name, r.unit, fmt(r.cotal), fmt(r.raw), ratioText(r), verdict(r), ...cpuCells(r)].join(" | ")} |`);
   return out.join("\n");
 }
 

@@ -32,7 +32,7 @@ async function measure(space: string, sync: string, opts: SyncCostOptions): Prom
   const server = await NatsServer.start({ jetstream: { maxMemoryStore: "256MB", maxFileStore: "16GB", syncInterval: sync } });
   let nc: NatsConnection | undefined;
   let service: MeshService | undefined;
-  const scope = new Scope(server.url, space);
+  const scope = new Scope(server.url, space, server.pid ? [server.pid] : []);
   try {
     nc = await connect({ servers: server.url, name: `bench-sync-${sync}`, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
     service = await MeshService.start(nc, space);

@@ -36,15 +36,19 @@ export interface RetryOptions {
 
 /** Run `attempt` until it succeeds or the plan gives up; rejects with the last failure. */
 export async function retry<T>(attempt: (n: number) => Promise<T>, opts: RetryOptions): Promise<T> {
-  let last: unknown = new Error("retry: no attempt was made");
+  // Made only when no attempt ran: an Error captures a stack, and this is on every send's path.
+  let last: unknown;
+  let tried = false;
+  const lastFailure = () => (tried ? last : new Error("retry: no attempt was made"));
   for (let n = 0; ; n++) {
     const wait = opts.delays(n);
-    if (wait === undefined) throw last;
+    if (wait === undefined) throw lastFailure();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    if (opts.stop?.()) throw last;
+    if (opts.stop?.()) throw lastFailure();
     try {
       return await attempt(n);
     } catch (err) {
+      tried = true;
       last = err;
       if (opts.retryable && !opts.retryable(err)) throw err;
       if (opts.stop?.()) throw err;

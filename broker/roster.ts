@@ -206,6 +206,16 @@ export class Roster {
     for (const l of this.listeners) l(entries);
   }
 
+  /**
+   * How many endpoints but `except` are online in `channel` (their presence lists it): what
+   * `entries()` filtered that way counts, without building and sorting every entry (a post's receipt).
+   */
+  onlineIn(channel: string, except: string): number {
+    let n = 0;
+    for (const [id, r] of this.records) if (!r.deleted && r.presence.status !== "offline" && id !== except && r.presence.channels.includes(channel)) n += 1;
+    return n;
+  }
+
   /** Everyone seen, with liveness as the records say (deleted or written offline: offline). */
   entries(_now = Date.now()): RosterEntry[] {
     return [...this.records.keys()].sort((a, b) => a.localeCompare(b)).map((id) => this.entryOf(id)!);
@@ -217,6 +227,13 @@ export class Roster {
     const status: PresenceStatus = r.deleted ? "offline" : r.presence.status;
     const role = this.roleOf(id, r.presence.card);
     return { id, name: parsePrincipal(id).actor, ...(role ? { role } : {}), status, presence: r.presence, seenAt: r.seenAt };
+  }
+
+  /** A principal id's status (deleted: offline), if it was ever seen; no entry is built (a DM's receipt). */
+  statusOf(id: string): PresenceStatus | undefined {
+    const r = this.records.get(id);
+    if (!r) return undefined;
+    return r.deleted ? "offline" : r.presence.status;
   }
 
   /** The entry for a principal id, if it was ever seen. */

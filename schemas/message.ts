@@ -122,11 +122,15 @@ function issueLines(i: z.core.$ZodIssue, prefix: PropertyKey[]): string[] {
   return [path.length ? `${path.map(String).join(".")}: ${i.message}` : i.message];
 }
 
+/** One encoder and decoder for every message, not one per message (neither holds state between calls here). */
+const UTF8_ENCODER = new TextEncoder();
+const UTF8_DECODER = new TextDecoder();
+
 /** Encode a message for the wire, refusing invalid or oversize messages. */
 export function encodeMessage(m: CotalMessage): Uint8Array {
   const parsed = CotalMessage.safeParse(m);
   if (!parsed.success) throw new ValidationError("message", describeIssues(parsed.error));
-  const bytes = new TextEncoder().encode(JSON.stringify(parsed.data));
+  const bytes = UTF8_ENCODER.encode(JSON.stringify(parsed.data));
   if (bytes.byteLength > LIMITS.maxMessageBytes) throw new PayloadTooLargeError(bytes.byteLength, LIMITS.maxMessageBytes);
   return bytes;
 }
@@ -136,7 +140,7 @@ export function decodeMessage(data: Uint8Array): CotalMessage {
   if (data.byteLength > LIMITS.maxMessageBytes) throw new PayloadTooLargeError(data.byteLength, LIMITS.maxMessageBytes);
   let json: unknown;
   try {
-    json = JSON.parse(new TextDecoder().decode(data));
+    json = JSON.parse(UTF8_DECODER.decode(data));
   } catch (cause) {
     throw new ValidationError("message", ["payload is not valid JSON"], { cause });
   }

@@ -26,6 +26,8 @@ const entries = {
   "bench-flood": "bench/bin/flood.ts",
   // What one credential may cost nats-server (docs/security.md); run by hand, not by `npm run bench`.
   "bench-credential-cost": "bench/bin/credential-cost.ts",
+  // Where a profiled bench's CPU went (`npm run bench:profile`).
+  "bench-profile": "bench/bin/profile.ts",
 };
 
 /**

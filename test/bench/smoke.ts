@@ -20,6 +20,12 @@ export async function smoke<P>(run: (plan: P, r: BenchRun) => Promise<BenchRepor
   for (const row of report.rows) {
     expect(Number.isFinite(row.cotal), `${row.name}: Cotal figure ${row.cotal}`).toBe(true);
     expect(Number.isFinite(row.raw), `${row.name}: raw figure ${row.raw}`).toBe(true);
+    // Where a row measures CPU, both sides spent some (bench/cpu.ts): a side measured over no block would be NaN.
+    if (row.cpu)
+      expect(
+        [row.cpu.cotal, row.cpu.raw].every((us) => us > 0),
+        `${row.name}: cpu/msg ${row.cpu.cotal} vs ${row.cpu.raw} µs`,
+      ).toBe(true);
   }
   return report;
 }
