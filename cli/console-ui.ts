@@ -6,6 +6,7 @@ import { inputLine } from "./approval-text.js";
 import { eventsChannelOf, parsePrincipal, principalId } from "../schemas/index.js";
 import { rosterLine } from "./commands/console.js";
 import { ConsoleFeed, FrameRenderer, plainLines, planesOf, type FeedItem } from "./console-feed.js";
+import { ConsoleInbox, inboxCountLine, type InboxView } from "./console-inbox.js";
 import { cliLog } from "./logging.js";
 import type { MeshSession } from "./session.js";
 
@@ -27,6 +28,8 @@ class ConsoleModel {
   readonly asks = new OpenApprovalSet();
   /** The outcome of the last answer given from here. */
   notice?: string;
+  /** The person's own inbox (a person's console only): its count and the latest DMs. */
+  inbox?: { count: string; latest: string[] };
   private readonly listeners = new Set<() => void>();
   private readonly renderer = new FrameRenderer();
 
@@ -51,6 +54,11 @@ class ConsoleModel {
   setRoster(entries: RosterEntry[]): void {
     this.roster = entries;
     if (!this.fixed.length) for (const e of entries) if (e.presence.card.kind === "agent" && !this.agents.includes(e.name)) this.agents.push(e.name);
+    this.changed();
+  }
+
+  setInbox(v: InboxView): void {
+    this.inbox = { count: inboxCountLine(v).replace(/^inbox /, ""), latest: [...(this.inbox?.latest ?? []), ...v.fresh].slice(-5) };
     this.changed();
   }
 
@@ -126,6 +134,12 @@ const appOf = ({ Box, Text, useApp, useInput, useStdout, createElement: h, useEf
           h(Text, { bold: true }, `Asks (${asks.length})`),
           ...asks.map((a) => h(Text, { key: a.id, wrap: "truncate-end" }, `${a.id} ${a.seat.replace(/^local\./, "")} ${a.tool}: ${inputLine(a, 60)}`)),
           ...(model.notice ? [h(Text, { key: "notice", dimColor: true, wrap: "truncate-end" }, model.notice)] : []),
+          ...(model.inbox
+            ? [
+                h(Text, { key: "inbox", bold: true }, `Inbox: ${model.inbox.count}`),
+                ...model.inbox.latest.map((l, i) => h(Text, { key: `dm${i}`, wrap: "truncate-end" }, l)),
+              ]
+            : []),
         ),
         h(
           Box,
@@ -153,6 +167,8 @@ export async function runConsoleUi(s: MeshSession, o: { sinceMs: number; agents:
       .then((r) => model.setNotice(r.ok ? `${decision === "allow" ? "allowed" : "denied"} ${ask.id}` : `${ask.id}: ${r.code}: ${r.message}`))
       .catch((err: unknown) => model.setNotice(`${ask.id}: ${(err as Error).message}`));
   };
+  const inbox = ConsoleInbox.of(s, (v) => model.setInbox(v), log);
+  inbox?.start();
   const app = ink.render(ink.createElement(appOf(ink), { model, answer }), { exitOnCtrlC: false });
   const planes = o.agents.length ? o.agents.map((a) => eventsChannelOf(parsePrincipal(a))) : planesOf(roster.entries());
   await feed.add([...planes, ...o.channels], o.sinceMs);
@@ -163,6 +179,7 @@ export async function runConsoleUi(s: MeshSession, o: { sinceMs: number; agents:
   void s.nc.closed().then((err) => model.setStale(`connection closed${err ? `: ${err.message}` : ""}`));
   process.once("SIGTERM", () => app.unmount());
   await app.waitUntilExit();
+  inbox?.close();
   feed.close();
   await s.close();
 }

@@ -5,6 +5,7 @@ import { resolve } from "node:path";
 import { connectMesh, requestCredential, writeSecret, type RosterEntry } from "../../broker/index.js";
 import { eventsChannelOf, parsePrincipal } from "../../schemas/index.js";
 import { ConsoleFeed, FrameRenderer, plainLines, planesOf, type FeedItem } from "../console-feed.js";
+import { ConsoleInbox, inboxCountLine } from "../console-inbox.js";
 import { meshOptions, resolveTarget, type MeshTarget } from "../context.js";
 import { credentialScope } from "../credential.js";
 import { cliLog } from "../logging.js";
@@ -28,7 +29,8 @@ export function registerConsole(program: Command): void {
       "Show the roster (status, condition, activity, unread, since) and what each agent does — turns, what it says, " +
         "tool calls starting and ending, read from its event plane events.<owner>.<actor> — plus the posts of the " +
         "channels you name: first what was stored since --since (marked [history]), then live. It reads with the " +
-        "credential you give (a scoped reader sees only its planes) and never shows DMs. --plain, or a stdout that " +
+        "credential you give (a scoped reader sees only its planes). As a person (the default in the mesh folder) it " +
+        "also shows your own inbox: the unread count and each DM to you, left unread. --plain, or a stdout that " +
         "is not a terminal, prints one line per item; otherwise a terminal UI opens (q quits).",
     )
     .option("--plain", "one line per item instead of the terminal UI")
@@ -113,6 +115,8 @@ async function runPlain(s: MeshSession, f: z.infer<typeof ConsoleFlags>): Promis
   const sinceMs = Date.now() - f.since;
   await feed.add([...planes, ...f.channel], sinceMs);
   note(`Live from here${feed.refused.size ? ` (not readable with this credential: ${[...feed.refused].join(", ")})` : ""}; Ctrl-C to leave.`);
+  const inbox = ConsoleInbox.of(s, (v) => printLines(inboxCountLine(v), ...v.fresh.map((l) => `inbox ${l}`)), log);
+  inbox?.start();
   roster.onChange((entries) => {
     showRoster(entries);
     // A new agent on the roster: follow its plane too (unless --agent chose the planes).
@@ -126,6 +130,7 @@ async function runPlain(s: MeshSession, f: z.infer<typeof ConsoleFlags>): Promis
     for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(sig, () => resolve());
   });
   closed = true;
+  inbox?.close();
   feed.close();
   await s.close();
 }

@@ -10,6 +10,7 @@ import { connect, credsAuthenticator, PermissionViolationError } from "@nats-io/
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { credentialScope } from "../../cli/credential.js";
 import { buildCli, CotalProcess, freePort, runCotal, type CliResult } from "../harness/cli.js";
+import { until } from "../harness/until.js";
 
 let project: string;
 let port: number;
@@ -80,6 +81,24 @@ describe("the person at the mesh host", () => {
     expect(ok(await cotal("inbox", "--read"), "inbox --read").stdout).toContain("Marked 1 read.");
     expect(ok(await cotal("inbox"), "inbox after --read").stdout).toBe(`No unread DMs for local.${me}.\n`);
   }, 60_000);
+
+  it("`cotal console` as them shows their inbox: the unread count and each DM to them, left unread", async () => {
+    const console = CotalProcess.spawn(["console", "--plain"], { cwd: project });
+    try {
+      await until(
+        () => console.lines.includes(`inbox no unread DMs for local.${me}`),
+        30_000,
+        `the console's inbox line\n${console.lines.join("\n")}\n${console.stderr}`,
+      );
+      ok(await cotal("send", "dm", me, "seen in the console", "--creds", ".cotal/creds/carol.creds"), "carol DMs");
+      await until(() => console.lines.includes(`inbox 1 unread DM for local.${me}`), 30_000, `the count to change\n${console.lines.join("\n")}`);
+      await until(() => console.lines.some((l) => /^inbox .* dm carol: seen in the console$/.test(l)), 10_000, `the DM itself\n${console.lines.join("\n")}`);
+    } finally {
+      await console.stop();
+    }
+    // Shown, not read: `cotal inbox` still has it.
+    expect(ok(await cotal("inbox", "--read"), "inbox --read").stdout).toMatch(/1 unread DM for local\.\S+:\n.* dm carol: seen in the console\n/);
+  }, 90_000);
 
   it("speaking as someone else stays explicit: --as bob takes --impersonate, and is marked as the operator's", async () => {
     const refused = await cotal("send", "msg", "general", "as bob", "--as", "bob");
