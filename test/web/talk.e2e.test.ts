@@ -20,7 +20,7 @@ import { findChromium, launchChromium } from "../harness/browser.js";
 import { claudeEnv, projectRoot } from "../harness/claude-runner.js";
 import { buildCli, CotalProcess, exitedOk as ok, freePort, runCotal } from "../harness/cli.js";
 import { dashboardLink, fetchDashboard, type DashboardLink } from "../harness/dashboard-link.js";
-import { ModelDouble, newTurnText } from "../harness/model-double.js";
+import { ModelDouble, newToolResults, newTurnText } from "../harness/model-double.js";
 import { until } from "../harness/until.js";
 
 const CHROMIUM = findChromium();
@@ -311,7 +311,7 @@ describe.skipIf(!CHROMIUM)("the dashboard talks as the person", () => {
     expect(ok(await cotal(["ps"])).stdout).toMatch(/alice\s+claude\s+joined/);
   }, 60_000);
 
-  it("approvals: a supervised seat's ask is listed with its command; bob (no approve right) is refused not-allowed, verbatim; ann allows it and it runs", async () => {
+  it("approvals: a supervised seat's ask is listed with its command; bob (no approve right) is refused not-allowed, verbatim; ann allows it and it runs; she denies the next and it does not", async () => {
     const made = join(project, "made-by-approval");
     double.push(
       { when: (r) => newTurnText(r).includes("TOUCH-WEB"), reply: [{ tool: "Bash", input: { command: `touch ${made}`, description: "make it" } }] },
@@ -347,5 +347,26 @@ describe.skipIf(!CHROMIUM)("the dashboard talks as the person", () => {
       .toMatch(new RegExp(`^allowed ap-[a-z2-7]{10}: local\\.sup Bash touch ${made.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`));
     await until(() => existsSync(made), 60_000, "the allowed command to run");
     await expect.poll(() => page.locator('[data-testid="approval"]').count(), { timeout: 15_000 }).toBe(0);
-  }, 300_000);
+
+    // Another ask, denied in the page: the command does not run.
+    const refused = join(project, "refused-by-approval");
+    double.push(
+      { when: (r) => newTurnText(r).includes("TOUCH-DENY"), reply: [{ tool: "Bash", input: { command: `touch ${refused}`, description: "make another" } }] },
+      { afterToolResult: "Bash", reply: ["not touched"] },
+    );
+    ok(await cotal(["send", "dm", "sup", "TOUCH-DENY"]));
+    const second = page.locator('[data-testid="approval"][data-seat="local.sup"]');
+    await second.waitFor({ timeout: 150_000 });
+    expect(await second.textContent()).toContain(`touch ${refused} (make another)`);
+    await second.getByTestId("deny").click();
+    await expect.poll(() => page.getByTestId("receipt").textContent(), { timeout: 15_000 }).toMatch(/^denied ap-[a-z2-7]{10}: local\.sup Bash touch /);
+    await expect.poll(() => page.locator('[data-testid="approval"]').count(), { timeout: 15_000 }).toBe(0);
+    // The model is told its Bash call was refused (an error result for it), and nothing ran.
+    await until(
+      () => double.requests.some((r) => newToolResults(r).some((t) => t.name === "Bash" && t.isError)),
+      60_000,
+      "the model to get the refusal as the Bash call's error result",
+    );
+    expect(existsSync(refused)).toBe(false);
+  }, 420_000);
 });
