@@ -4,12 +4,13 @@ import { claudeRuntime } from "../claude/index.js";
 import { codexRuntime } from "../codex/index.js";
 import { geminiRuntime } from "../gemini/index.js";
 import { opencodeRuntime } from "../opencode/index.js";
+import { piRuntime } from "../pi/index.js";
 import { findCli, type Env, type RuntimeAdapter, type RuntimeHost } from "../runtime/index.js";
 import type { ClaudeSeatOptions } from "./claude-seat.js";
 import { SeatRefusedError } from "./errors.js";
 import { withArticle } from "../schemas/index.js";
 
-export const RUNTIMES: readonly RuntimeAdapter[] = [claudeRuntime, codexRuntime, opencodeRuntime, geminiRuntime];
+export const RUNTIMES: readonly RuntimeAdapter[] = [claudeRuntime, codexRuntime, opencodeRuntime, geminiRuntime, piRuntime];
 
 /** The adapter named `name` (an agent file's `runtime:`, a spawn's `--agent`), or undefined. */
 export function runtimeNamed(name: string): RuntimeAdapter | undefined {

@@ -56,6 +56,21 @@ export function writeOpencodeConfig(home: string, messagesUrl: string, extra: Re
   );
 }
 
+/**
+ * The user's own pi configuration under `home` (~/.pi/agent): models.json naming the Messages double
+ * at `messagesUrl` as a custom provider whose key pi reads from the variable `keyVar`, and
+ * settings.json choosing it as the default provider and model.
+ */
+export function writePiConfig(home: string, messagesUrl: string, keyVar: string): void {
+  const dir = join(home, ".pi", "agent");
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, "models.json"),
+    JSON.stringify({ providers: { double: { baseUrl: messagesUrl, api: "anthropic-messages", apiKey: keyVar, models: [{ id: "claude-double" }] } } }),
+  );
+  writeFileSync(join(dir, "settings.json"), JSON.stringify({ defaultProvider: "double", defaultModel: "claude-double" }));
+}
+
 /** Take a four-runtime mesh down: `cotal down` (run by `down`), the doubles closed, the project folder removed. */
 export async function closeFourRuntimes(project: string | undefined, down: () => Promise<unknown>, d: Partial<FourDoubles>): Promise<void> {
   if (project) await down().catch(() => undefined);
