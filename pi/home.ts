@@ -96,9 +96,7 @@ export function readUserPiConfig(env: Env): UserPiConfig {
     if ("error" in m) out.unreadable = m.error;
     else if (isObject(m.doc.providers))
       out.envKeys = [
-        ...new Set(
-          Object.values(m.doc.providers).flatMap((p) => (isObject(p) && typeof p.apiKey === "string" && VARIABLE.test(p.apiKey) ? [p.apiKey] : [])),
-        ),
+        ...new Set(Object.values(m.doc.providers).flatMap((p) => (isObject(p) && typeof p.apiKey === "string" && VARIABLE.test(p.apiKey) ? [p.apiKey] : []))),
       ];
   }
   const settings = at("settings.json");

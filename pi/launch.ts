@@ -56,7 +56,8 @@ function home(host: RuntimeHost, c: LaunchCommon, mode: "run" | "seat", set: Rec
   try {
     posture = postureOf(c.allowedTools);
   } catch (err) {
-    if (err instanceof PostureRuleError) throw new PiLaunchError(err.message, { remedy: "Name pi's tools (or mcp__cotal) in allowedTools for a `runtime: pi` agent." });
+    if (err instanceof PostureRuleError)
+      throw new PiLaunchError(err.message, { remedy: "Name pi's tools (or mcp__cotal) in allowedTools for a `runtime: pi` agent." });
     throw err;
   }
   const privateDir = privateLaunchDir(c, PI_DIR_PREFIX, (m) => new PiLaunchError(m));
@@ -71,7 +72,10 @@ function home(host: RuntimeHost, c: LaunchCommon, mode: "run" | "seat", set: Rec
   if (user.models) files.push(file("models.json", readFileSync(user.models, "utf8")));
   if (user.login) files.push(file("auth.json", readFileSync(user.login, "utf8")));
   const settings = user.settings ? (readJsonObject(user.settings) as { doc: Record<string, unknown> }).doc : {};
-  const extensions = [...(Array.isArray(settings.extensions) ? settings.extensions : []).filter((e) => !isCotalExtension(e)), ...(user.extensions ? [user.extensions] : [])];
+  const extensions = [
+    ...(Array.isArray(settings.extensions) ? settings.extensions : []).filter((e) => !isCotalExtension(e)),
+    ...(user.extensions ? [user.extensions] : []),
+  ];
   files.push(file("settings.json", json({ ...settings, ...(extensions.length ? { extensions } : {}) })));
   const persona = c.persona !== undefined && c.persona.trim() !== "" ? c.persona : undefined;
   const append = [user.appendSystem ? readFileSync(user.appendSystem, "utf8") : undefined, persona].filter((s): s is string => s !== undefined);
@@ -87,7 +91,11 @@ function home(host: RuntimeHost, c: LaunchCommon, mode: "run" | "seat", set: Rec
   return { privateDir, files, env };
 }
 
-const launchArgs = (host: RuntimeHost, model: string | undefined): string[] => ["-e", extensionEntryOf(host.connectorEntry), ...(model ? ["--model", model] : [])];
+const launchArgs = (host: RuntimeHost, model: string | undefined): string[] => [
+  "-e",
+  extensionEntryOf(host.connectorEntry),
+  ...(model ? ["--model", model] : []),
+];
 
 /** A headless run: `pi -p --mode json` with Cotal's extension (the posture), the prompt on stdin (never argv). */
 export function buildPiRun(host: RuntimeHost, input: RunLaunchInput): RuntimeLaunch {

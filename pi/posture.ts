@@ -61,7 +61,8 @@ export function postureOf(allowedTools: readonly string[]): PiPosture {
       continue;
     }
     const prefix = pattern.replace(/:\*$/, "").replace(/ \*$/, "");
-    if (prefix.includes("*")) throw new PostureRuleError(`The allowedTools rule ${JSON.stringify(rule)} has a wildcard inside; write it as Bash(<command prefix>:*).`);
+    if (prefix.includes("*"))
+      throw new PostureRuleError(`The allowedTools rule ${JSON.stringify(rule)} has a wildcard inside; write it as Bash(<command prefix>:*).`);
     bash.push(prefix);
   }
   return { tools: [...tools], ...(anyBash ? {} : { bash }) };
