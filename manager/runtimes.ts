@@ -2,6 +2,7 @@
 // third runtime is a sibling adapter folder exporting a RuntimeAdapter and one line here.
 import { claudeRuntime } from "../claude/index.js";
 import { codexRuntime } from "../codex/index.js";
+import { copilotRuntime } from "../copilot/index.js";
 import { geminiRuntime } from "../gemini/index.js";
 import { opencodeRuntime } from "../opencode/index.js";
 import { piRuntime } from "../pi/index.js";
@@ -10,7 +11,7 @@ import type { ClaudeSeatOptions } from "./claude-seat.js";
 import { SeatRefusedError } from "./errors.js";
 import { withArticle } from "../schemas/index.js";
 
-export const RUNTIMES: readonly RuntimeAdapter[] = [claudeRuntime, codexRuntime, opencodeRuntime, geminiRuntime, piRuntime];
+export const RUNTIMES: readonly RuntimeAdapter[] = [claudeRuntime, codexRuntime, opencodeRuntime, geminiRuntime, piRuntime, copilotRuntime];
 
 /** The adapter named `name` (an agent file's `runtime:`, a spawn's `--agent`), or undefined. */
 export function runtimeNamed(name: string): RuntimeAdapter | undefined {

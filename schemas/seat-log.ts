@@ -29,7 +29,7 @@ export const SeatRuntime = z.enum(["process", "tmux", "pty"]);
 export type SeatRuntime = z.infer<typeof SeatRuntime>;
 
 /** The agents a manager can launch: the echo agent, or a runtime of the registry (manager/runtimes.ts, docs/runtimes.md). */
-export const SeatAgent = z.enum(["echo", "claude", "codex", "opencode", "gemini", "pi"]);
+export const SeatAgent = z.enum(["echo", "claude", "codex", "opencode", "gemini", "pi", "copilot"]);
 export type SeatAgent = z.infer<typeof SeatAgent>;
 
 /** The manager's event-sourced seat history (SEATS_<space>, subject `…seat.<o>.<a>`). */

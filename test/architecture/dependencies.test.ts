@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const COMPONENTS = ["schemas", "runtime", "broker", "claude", "codex", "opencode", "gemini", "pi", "connector", "manager", "web", "cli"] as const;
+const COMPONENTS = ["schemas", "runtime", "broker", "claude", "codex", "opencode", "gemini", "pi", "copilot", "connector", "manager", "web", "cli"] as const;
 type Component = (typeof COMPONENTS)[number];
 const ALLOWED: Record<Component, Component[]> = {
   schemas: [],
@@ -25,10 +25,11 @@ const ALLOWED: Record<Component, Component[]> = {
   opencode: ["runtime", "schemas"],
   gemini: ["runtime", "schemas"],
   pi: ["runtime", "schemas"],
+  copilot: ["runtime", "schemas"],
   // The connector reads each runtime's session file for the event plane (connector/seat-runtime.ts).
   connector: ["claude", "codex", "gemini", "runtime", "broker", "schemas"],
   // The manager holds the registry (manager/runtimes.ts), the one place that lists the adapters.
-  manager: ["claude", "codex", "opencode", "gemini", "pi", "runtime", "broker", "schemas"],
+  manager: ["claude", "codex", "opencode", "gemini", "pi", "copilot", "runtime", "broker", "schemas"],
   // The dashboard (`cotal web`): reads the mesh through the broker's client, renders for browsers.
   web: ["broker", "schemas"],
   cli: ["manager", "connector", "claude", "runtime", "web", "broker", "schemas"],
@@ -127,6 +128,7 @@ describe("architecture", () => {
       opencode: /OPENCODE_(?:CONFIG|CONFIG_DIR|DISABLE_AUTOUPDATE)\b|default_agent/,
       gemini: /GEMINI_CLI_(?:HOME|TRUST_WORKSPACE)\b|--yolo\b|--approval-mode\b/,
       pi: /PI_CODING_AGENT_DIR\b|COTAL_PI_(?:POSTURE|MODE)\b/,
+      copilot: /COPILOT_HOME\b|--(?:allow-tool|deny-tool|no-ask-user)\b/,
     };
     // Adapter folders own their strings; the Claude plugin (connector/claude/) is part of Claude's.
     // Gemini CLI names its own flag `--output-format` as Claude does.
@@ -136,6 +138,7 @@ describe("architecture", () => {
       opencode: ["opencode/"],
       gemini: ["gemini/"],
       pi: ["pi/"],
+      copilot: ["copilot/"],
     };
     const LEGACY: Record<string, string> = {
       "manager/transcript-carry.ts": "carry stages Claude transcripts; it moves behind the seam with Codex carry",

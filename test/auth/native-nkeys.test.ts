@@ -89,7 +89,7 @@ describe("native nkeys", () => {
       readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
         e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith(".ts") || e.name.endsWith(".tsx") ? [join(dir, e.name)] : [],
       );
-    const product = ["schemas", "runtime", "broker", "claude", "codex", "opencode", "gemini", "pi", "connector", "manager", "web", "cli"].flatMap((d) =>
+    const product = ["schemas", "runtime", "broker", "claude", "codex", "opencode", "gemini", "pi", "copilot", "connector", "manager", "web", "cli"].flatMap((d) =>
       sources(join(projectRoot, d)),
     );
     expect(product.length).toBeGreaterThan(100);

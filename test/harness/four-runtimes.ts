@@ -5,6 +5,7 @@
 // start their mesh from this shell.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { findNatsServer } from "../../broker/index.js";
 import type { GeminiDouble } from "../../testbed/gemini-double.js";
@@ -69,6 +70,22 @@ export function writePiConfig(home: string, messagesUrl: string, keyVar: string)
     JSON.stringify({ providers: { double: { baseUrl: messagesUrl, api: "anthropic-messages", apiKey: keyVar, models: [{ id: "claude-double" }] } } }),
   );
   writeFileSync(join(dir, "settings.json"), JSON.stringify({ defaultProvider: "double", defaultModel: "claude-double" }));
+}
+
+/**
+ * The user's own shell for GitHub Copilot CLI with a provider of their own (bring your own key): the
+ * Messages double at `messagesUrl` as an Anthropic provider, its key and model, offline (no GitHub
+ * login), and a cache for the unpacked CLI shared by the tests (its first start unpacks ≈ 235 MB).
+ */
+export function copilotShell(messagesUrl: string, key: string): Record<string, string> {
+  return {
+    COPILOT_PROVIDER_TYPE: "anthropic",
+    COPILOT_PROVIDER_BASE_URL: messagesUrl,
+    COPILOT_PROVIDER_API_KEY: key,
+    COPILOT_MODEL: "claude-double",
+    COPILOT_OFFLINE: "true",
+    XDG_CACHE_HOME: join(tmpdir(), "cotal-copilot-cache"),
+  };
 }
 
 /** Take a four-runtime mesh down: `cotal down` (run by `down`), the doubles closed, the project folder removed. */
