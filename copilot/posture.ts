@@ -11,7 +11,7 @@
 // - Cotal's MCP server (`cotal`) is always allowed; `--no-ask-user` takes away its question tool.
 // - The deny floor (runtime/deny-floor.ts) is a PreToolUse hook, `hook.mjs PreToolUse
 //   --deny-floor`, whose Claude-format refusal Copilot honours: it holds even where the shell is allowed.
-// Never `--allow-all-tools`, `--allow-all`/`--yolo`, nor COPILOT_ALLOW_ALL (which also trusts the
+// Never `--allow-all-tools` or `--allow-all` (Copilot's approve-everything), nor COPILOT_ALLOW_ALL (which also trusts the
 // folder's hooks and MCP servers).
 import { CopilotLaunchError } from "./errors.js";
 

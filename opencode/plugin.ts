@@ -24,8 +24,7 @@
 import { appendFileSync, mkdirSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { relayHook as relay } from "../runtime/hook-relay.js";
-import type { TranscriptRecord } from "../runtime/index.js";
+import { relayHook as relay, type TranscriptRecord } from "../runtime/index.js";
 import { JOURNAL_SESSION, SessionJournal, type OpencodeEvent } from "./journal.js";
 
 /** What OpenCode hands a plugin (the fields read here). */

@@ -10,7 +10,7 @@
 //
 // The posture reaches the extension as JSON in COTAL_PI_POSTURE. Pure and node-free: it is
 // bundled into the extension.
-import { floorRuleFor } from "../runtime/deny-floor.js";
+import { floorRuleFor } from "../runtime/index.js";
 
 /** The posture's name, as `ps` shows it. */
 export const POSTURE_NAME = "extension: no asks, deny floor";

@@ -131,9 +131,9 @@ describe("architecture", () => {
       copilot: /COPILOT_HOME\b|--(?:allow-tool|deny-tool|no-ask-user)\b/,
     };
     // Adapter folders own their strings; the Claude plugin (connector/claude/) is part of Claude's.
-    // Gemini CLI names its own flag `--output-format` as Claude does.
+    // Gemini CLI and GitHub Copilot CLI name their own flag `--output-format` as Claude does.
     const OWNERS: Record<string, string[]> = {
-      claude: ["claude/", "connector/claude/", "gemini/"],
+      claude: ["claude/", "connector/claude/", "gemini/", "copilot/"],
       codex: ["codex/"],
       opencode: ["opencode/"],
       gemini: ["gemini/"],
