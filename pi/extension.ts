@@ -34,7 +34,8 @@ const TOOL_TIMEOUT_MS = 30 * 60_000;
 
 /** What pi hands an extension (the members used here, 0.73.1). */
 export interface PiExtensionApi {
-  on(event: string, handler: (event: any, ctx: PiContext) => unknown): void;
+  /** `event` is the event's payload as pi hands it (each handler names the fields it reads). */
+  on(event: string, handler: (event: never, ctx: PiContext) => unknown): void;
   registerTool(tool: {
     name: string;
     label: string;

@@ -169,7 +169,16 @@ await Promise.all([
 // The plugin tree (plugin/, rendered from code and committed) runs these bundles from its bin/:
 // `claude --plugin-dir plugin/` and `cotal setup` use them. Copied whole, then renamed into place.
 await mkdir("plugin/bin", { recursive: true });
-for (const name of ["connector.mjs", "connector.mjs.map", "hook.mjs", "hook.mjs.map", "opencode-plugin.mjs", "opencode-plugin.mjs.map", "pi-extension.mjs", "pi-extension.mjs.map"]) {
+for (const name of [
+  "connector.mjs",
+  "connector.mjs.map",
+  "hook.mjs",
+  "hook.mjs.map",
+  "opencode-plugin.mjs",
+  "opencode-plugin.mjs.map",
+  "pi-extension.mjs",
+  "pi-extension.mjs.map",
+]) {
   if (!existsSync(`dist/${name}`)) continue;
   const tmp = `plugin/bin/${name}.tmp-${process.pid}`;
   await copyFile(`dist/${name}`, tmp);
