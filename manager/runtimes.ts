@@ -18,6 +18,16 @@ export function runtimeNamed(name: string): RuntimeAdapter | undefined {
   return RUNTIMES.find((r) => r.name === name);
 }
 
+/** Refuse, before anything starts, an agent that is neither the echo agent nor a runtime of the registry (schemas/ only checks it is a name). */
+export function refuseUnknownAgent(agent: string): void {
+  if (agent === "echo" || runtimeNamed(agent)) return;
+  throw new SeatRefusedError(
+    "agent-unavailable",
+    `There is no runtime named ${JSON.stringify(agent)}; nothing was started.`,
+    `Use echo or one of: ${RUNTIMES.map((r) => r.name).join(", ")} (docs/runtimes.md).`,
+  );
+}
+
 /** The runtime a persona runs on when its agent file names none. */
 export const DEFAULT_RUNTIME: RuntimeAdapter = RUNTIMES[0]!;
 

@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findNatsServer } from "../../broker/index.js";
 import { buildCli, cleanEnv, freePort, runCotal, exitedOk } from "../harness/cli.js";
-import { copilotShell } from "../harness/four-runtimes.js";
+import { copilotShell } from "../harness/runtime-shell.js";
 import { allText, lastUserText, ModelDouble, toolResults } from "../harness/model-double.js";
 import { until } from "../harness/until.js";
 

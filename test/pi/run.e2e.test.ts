@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findNatsServer } from "../../broker/index.js";
 import type { RunReply } from "../../schemas/index.js";
 import { buildCli, cleanEnv, freePort, runCotal, exitedOk } from "../harness/cli.js";
-import { writePiConfig } from "../harness/four-runtimes.js";
+import { writePiConfig } from "../harness/runtime-shell.js";
 import { allText, ModelDouble, systemText, toolResults } from "../harness/model-double.js";
 
 const KEY_VAR = "DOUBLE_PI_KEY";

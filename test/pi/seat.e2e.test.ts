@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findNatsServer } from "../../broker/index.js";
 import { frameOf, type AgUiFrame, type CotalMessage } from "../../schemas/index.js";
 import { buildCli, cleanEnv, freePort, runCotal, exitedOk } from "../harness/cli.js";
-import { writePiConfig } from "../harness/four-runtimes.js";
+import { writePiConfig } from "../harness/runtime-shell.js";
 import { allText, lastUserText, ModelDouble, toolResults } from "../harness/model-double.js";
 import { until } from "../harness/until.js";
 

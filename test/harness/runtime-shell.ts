@@ -1,8 +1,9 @@
 // One user's shell with each agent CLI configured as its own docs say, against the doubles: the
 // Claude double's URL and key, a ~/.codex/config.toml naming the Responses double, a
 // ~/.config/opencode/opencode.json naming the Messages double, a ~/.gemini/settings.json with
-// API-key auth and the Gemini double's URL. Tests that seat every runtime through the shipped CLI
-// start their mesh from this shell.
+// API-key auth and the Gemini double's URL, a ~/.pi/agent/models.json naming the Messages double,
+// and a provider of the user's own for GitHub Copilot CLI (COPILOT_PROVIDER_*: the Messages
+// double). Tests that seat every runtime through the shipped CLI start their mesh from this shell.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -13,23 +14,25 @@ import { codexProviderConfig, type ResponsesDouble } from "../../testbed/respons
 import { claudeEnv } from "./claude-runner.js";
 import type { ModelDouble } from "./model-double.js";
 
-/** The doubles the four runtimes talk to: Claude Code and OpenCode speak Anthropic Messages, Codex the Responses API. */
-export interface FourDoubles {
+/** The doubles the runtimes talk to: Claude Code, OpenCode, pi and Copilot speak Anthropic Messages, Codex the Responses API, Gemini CLI Gemini's. */
+export interface RuntimeDoubles {
   messages: ModelDouble;
   responses: ResponsesDouble;
   gemini: GeminiDouble;
 }
 
 const KEY_VAR = "DOUBLE_PROVIDER_KEY";
+const PI_KEY_VAR = "DOUBLE_PI_KEY";
 
 /** Write the user's own configuration of each CLI under `<project>/home` and return the shell that holds it, in a space of its own. */
-export function fourRuntimeShell(project: string, d: FourDoubles, space: string): NodeJS.ProcessEnv {
+export function runtimeShell(project: string, d: RuntimeDoubles, space: string): NodeJS.ProcessEnv {
   const home = join(project, "home");
   mkdirSync(join(home, ".codex"), { recursive: true });
   writeFileSync(join(home, ".codex", "config.toml"), codexProviderConfig(d.responses.baseUrl, KEY_VAR));
   writeOpencodeConfig(home, d.messages.url);
   mkdirSync(join(home, ".gemini"), { recursive: true });
   writeFileSync(join(home, ".gemini", "settings.json"), JSON.stringify({ security: { auth: { selectedType: "gemini-api-key" } } }));
+  writePiConfig(home, d.messages.url, PI_KEY_VAR);
   // A space of its own: a connector's custody is per host and principal, and other meshes on this host may seat these names too.
   return {
     ...claudeEnv({ baseUrl: d.messages.url, home }),
@@ -38,6 +41,8 @@ export function fourRuntimeShell(project: string, d: FourDoubles, space: string)
     OPENCODE_DISABLE_MODELS_FETCH: "1",
     GEMINI_API_KEY: "gemini-double-key",
     GOOGLE_GEMINI_BASE_URL: d.gemini.baseUrl,
+    [PI_KEY_VAR]: "sk-pi-double",
+    ...copilotShell(d.messages.url, "sk-copilot-double-0123456789"),
     COTAL_SPACE: space,
   };
 }
@@ -88,8 +93,8 @@ export function copilotShell(messagesUrl: string, key: string): Record<string, s
   };
 }
 
-/** Take a four-runtime mesh down: `cotal down` (run by `down`), the doubles closed, the project folder removed. */
-export async function closeFourRuntimes(project: string | undefined, down: () => Promise<unknown>, d: Partial<FourDoubles>): Promise<void> {
+/** Take a mesh of every runtime down: `cotal down` (run by `down`), the doubles closed, the project folder removed. */
+export async function closeRuntimes(project: string | undefined, down: () => Promise<unknown>, d: Partial<RuntimeDoubles>): Promise<void> {
   if (project) await down().catch(() => undefined);
   await d.messages?.close();
   await d.responses?.close();
