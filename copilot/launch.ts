@@ -129,13 +129,8 @@ function home(host: RuntimeHost, c: LaunchCommon, seat?: { material: string }) {
   return { privateDir, files, env, args };
 }
 
-/** A headless run: `copilot -s --output-format json`, the prompt on stdin (never argv). A JSON schema is refused: the CLI has no way to hold its answer to one. */
+/** A headless run: `copilot -s --output-format json`, the prompt on stdin (never argv). (A JSON schema is refused before this, by the kernel: the CLI has no way to hold its answer to one.) */
 export function buildCopilotRun(host: RuntimeHost, input: RunLaunchInput): RuntimeLaunch {
-  if (input.prompt.trim() === "") throw new CopilotLaunchError("A run needs a prompt.", { remedy: "Give the prompt (`cotal run <persona> --prompt …`)." });
-  if (input.jsonSchemaFile)
-    throw new CopilotLaunchError("GitHub Copilot CLI's headless run cannot be held to a JSON schema (it has no such option); nothing was sent.", {
-      remedy: "Leave out --json-schema for a `runtime: copilot` persona, or run it on claude or codex.",
-    });
   const { privateDir, files, env, args } = home(host, { ...input, name: `run_${input.runId}` });
   return {
     command: host.executable,
@@ -156,7 +151,6 @@ export function buildCopilotRun(host: RuntimeHost, input: RunLaunchInput): Runti
  * handed over by the hook and presence follows the session.
  */
 export async function buildCopilotSeat(host: RuntimeHost, seat: SeatLaunchInput): Promise<RuntimeLaunch> {
-  if (seat.resume) throw new CopilotLaunchError("A GitHub Copilot CLI seat cannot resume a carried session (docs/runtimes.md); nothing was sent.");
   const { privateDir, files, env, args } = home(host, { ...seat, runtimeDir: seat.seatDir }, { material: seat.launchMaterialPath });
   return { command: host.executable, args, env, cwd: seat.cwd, privateDir, files, permissionMode: POSTURE_NAME };
 }

@@ -99,11 +99,6 @@ const launchArgs = (host: RuntimeHost, model: string | undefined): string[] => [
 
 /** A headless run: `pi -p --mode json` with Cotal's extension (the posture), the prompt on stdin (never argv). */
 export function buildPiRun(host: RuntimeHost, input: RunLaunchInput): RuntimeLaunch {
-  if (input.prompt.trim() === "") throw new PiLaunchError("A run needs a prompt.", { remedy: "Give the prompt (`cotal run <persona> --prompt …`)." });
-  if (input.jsonSchemaFile)
-    throw new PiLaunchError("pi's headless run cannot be held to a JSON schema (it has no such option); nothing was sent.", {
-      remedy: "Leave out --json-schema for a `runtime: pi` persona, or run it on claude or codex.",
-    });
   const { privateDir, files, env } = home(host, { ...input, name: `run_${input.runId}` }, "run");
   return {
     command: host.executable,
@@ -123,7 +118,6 @@ export function buildPiRun(host: RuntimeHost, input: RunLaunchInput): RuntimeLau
  * become pi's), relays pi's events as the connector's hooks and holds the posture.
  */
 export async function buildPiSeat(host: RuntimeHost, seat: SeatLaunchInput): Promise<RuntimeLaunch> {
-  if (seat.resume) throw new PiLaunchError("A pi seat cannot resume a carried session (docs/runtimes.md); nothing was sent.");
   const { privateDir, files, env } = home(host, { ...seat, runtimeDir: seat.seatDir }, "seat", { COTAL_LAUNCH_MATERIAL: seat.launchMaterialPath });
   return { command: host.executable, args: launchArgs(host, seat.model), env, cwd: seat.cwd, privateDir, files, permissionMode: POSTURE_NAME };
 }

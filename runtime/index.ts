@@ -29,6 +29,7 @@ export { DENY_FLOOR_COMMANDS, DENY_FLOOR_HOOK_FLAG, floorRuleFor } from "./deny-
 export { RUNTIME_ENV } from "./runtime-env.js";
 export { FLAT_CONTEXT_HOOK_FLAG, withFlatContext } from "./hook-answer.js";
 export { contextOf, relayHook, type HookCommand } from "./hook-relay.js";
+export { runRefusal, type KernelRefusal } from "./kernel-refusals.js";
 export { RESTART_MANAGER } from "./restart-hint.js";
 export { screenReaders, type BlockingScreen } from "./screen.js";
 export { spawnWithPrivateDir } from "./spawn-launch.js";

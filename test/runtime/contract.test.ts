@@ -8,8 +8,9 @@
 //   private file 0600 inside the launch's private directory, the posture named;
 // - the environment allow-list: an unrelated secret, Cotal's own launch variables and another
 //   agent's session markers stay out of a run; a seat gets its launch material;
-// - refusals before anything runs, from the capability flags: an empty prompt, a JSON schema where
-//   `jsonSchema` is false, a carried session where `carry` is false;
+// - the kernel's refusals before an adapter builds anything, from the capability flags: an empty
+//   prompt, a JSON schema where `jsonSchema` is false (a carried session where `carry` is false is
+//   the manager's, as it admits a spawn: test/manager);
 // - screen classification and run parsing on what every CLI can show or print (nothing, a timeout,
 //   a kill);
 // - `cotal setup --runtime <name>` into a user's own configuration: `check` writes nothing, setup
@@ -19,9 +20,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { findRuntimeCli, RUNTIMES, runtimeNamed } from "../../manager/index.js";
+import { executeRun, type RunSpec } from "../../manager/internal.js";
+import { logger } from "../../broker/index.js";
 import type { RunExit, RunLaunchInput, RuntimeAdapter, RuntimeHost, RuntimeLaunch } from "../../runtime/index.js";
 
 const root = mkdtempSync(join(tmpdir(), "cotal-runtime-contract-"));
+const log = logger("runtime-contract");
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 const PROMPT = "CONTRACT-PROMPT-TEXT";
@@ -139,12 +143,31 @@ describe.each(RUNTIMES.map((r) => [r.name, r] as const))("%s", (name, adapter) =
     }
   }, 60_000);
 
-  it("refuses, before anything runs, what its capability flags say it cannot do", async () => {
-    await refuses(() => adapter.buildRun(host, { ...runInput(dir), prompt: "  " }), /prompt/);
-    if (!adapter.capabilities.jsonSchema) await refuses(() => adapter.buildRun(host, { ...runInput(dir), jsonSchemaFile: join(dir, "s.json") }), /JSON schema/);
-    if (!adapter.capabilities.carry) await refuses(() => adapter.buildSeat(host, { ...seatInput(dir), resume: { session: "s", digest: "d" } }), /resume|carr/i);
+  it("the kernel refuses, before the adapter builds anything, what its capability flags say it cannot do", async () => {
+    let built = 0;
+    const counting: RuntimeAdapter = {
+      ...adapter,
+      buildRun: (h, i) => {
+        built++;
+        return adapter.buildRun(h, i);
+      },
+    };
+    const run = (o: Partial<RunSpec>) =>
+      executeRun(
+        counting,
+        host,
+        { runId: "c2", space: "team", prompt: PROMPT, timeoutMs: 60_000, modelSource: "default", cwd: dir, runtimeDir: dir, ...o },
+        log,
+      );
+    expect(await run({ prompt: "  " })).toMatchObject({ status: "error", error: { message: expect.stringContaining("needs a prompt") } });
+    if (!adapter.capabilities.jsonSchema)
+      expect(await run({ jsonSchema: { type: "object" } })).toMatchObject({
+        status: "error",
+        error: { message: expect.stringContaining("cannot be held to a JSON schema") },
+      });
+    expect(built, "the adapter was never asked to build").toBe(0);
     // Nothing was left behind by a refusal.
-    expect(readdirSync(dir).filter((f) => f.startsWith("cotal-"))).toEqual([]);
+    expect(readdirSync(dir).filter((f) => f.startsWith("cotal-") || f.startsWith("schema-"))).toEqual([]);
   }, 60_000);
 
   it("reads an empty screen as not ready and no auth failure", () => {
