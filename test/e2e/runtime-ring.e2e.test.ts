@@ -40,7 +40,11 @@ const PI_DM = "cotal_dm";
 const COPILOT_DM = "cotal-cotal_dm";
 
 let project: string;
-let messages: ModelDouble; // Claude Code's, OpenCode's, pi's and Copilot's (all speak Anthropic Messages)
+let messages: ModelDouble; // Claude Code's and OpenCode's (both speak Anthropic Messages)
+// pi's and Copilot's: Anthropic Messages too, a double each (a double plays its script in order, and
+// erin may be woken while carol's turn still runs).
+let piMessages: ModelDouble;
+let copilotMessages: ModelDouble;
 let responses: ResponsesDouble; // Codex's
 let gemini: GeminiDouble;
 let shell: NodeJS.ProcessEnv;
@@ -69,14 +73,18 @@ beforeAll(async () => {
     // Carol (OpenCode), woken with bob's hop: the third.
     { when: (r) => wokenWith(r, HOP.toCarol), reply: [{ tool: OPENCODE_DM, input: { to: "dave", text: HOP.toDave } }] },
     { afterToolResult: OPENCODE_DM, reply: ["Passed on."] },
-    // Erin (pi), woken with dave's hop: the fifth.
-    { when: (r) => handedWith(r, HOP.toErin), reply: [{ tool: PI_DM, input: { to: "frank", text: HOP.toFrank } }] },
-    { afterToolResult: PI_DM, reply: ["Passed on."] },
-    // Frank (GitHub Copilot CLI), woken with erin's hop: the sixth.
-    { when: (r) => handedWith(r, HOP.toFrank), reply: [{ tool: COPILOT_DM, input: { to: "alice", text: HOP.toAlice } }] },
-    { afterToolResult: COPILOT_DM, reply: ["Passed on."] },
     // Alice, woken with dave's hop: the ring is closed.
     { when: (r) => wokenWith(r, HOP.toAlice), reply: ["The ring is closed."] },
+  ]);
+  // Erin (pi), woken with dave's hop: the fifth.
+  piMessages = await ModelDouble.start([
+    { when: (r) => handedWith(r, HOP.toErin), reply: [{ tool: PI_DM, input: { to: "frank", text: HOP.toFrank } }] },
+    { afterToolResult: PI_DM, reply: ["Passed on."] },
+  ]);
+  // Frank (GitHub Copilot CLI), woken with erin's hop: the sixth.
+  copilotMessages = await ModelDouble.start([
+    { when: (r) => handedWith(r, HOP.toFrank), reply: [{ tool: COPILOT_DM, input: { to: "alice", text: HOP.toAlice } }] },
+    { afterToolResult: COPILOT_DM, reply: ["Passed on."] },
   ]);
   responses = await ResponsesDouble.start();
   // Bob (Codex), woken with alice's hop: the second.
@@ -97,11 +105,11 @@ beforeAll(async () => {
     { when: (r) => functionResponses(r).some((f) => f.name === GEMINI_DM), reply: ["Passed on."] },
   );
 
-  shell = runtimeShell(project, { messages, responses, gemini }, `ring-${process.pid}`);
+  shell = runtimeShell(project, { messages, responses, gemini, pi: piMessages, copilot: copilotMessages }, `ring-${process.pid}`);
   ok(await cotal(["up", "-d", "--port", String(await freePort())]));
 }, 180_000);
 
-afterAll(() => closeRuntimes(project, () => cotal(["down"]), { messages, responses, gemini }));
+afterAll(() => closeRuntimes(project, () => cotal(["down"]), { messages, responses, gemini, pi: piMessages, copilot: copilotMessages }));
 
 describe("every runtime on one mesh, unattended, through the shipped CLI", () => {
   it("one DM goes around the ring claude → codex → opencode → gemini → pi → copilot → claude, every later hop woken by the manager", async () => {
@@ -121,8 +129,8 @@ describe("every runtime on one mesh, unattended, through the shipped CLI", () =>
     const bobWoken = () => responses.turns().find((r) => codexSees(r, HOP.toBob) && functionOutputs(r).length === 0);
     const carolWoken = () => messages.requests.find((r) => wokenWith(r, HOP.toCarol));
     const daveWoken = () => gemini.turns().find((r) => geminiText(r).includes(HOP.toDave) && geminiLastUser(r).includes(WAKE));
-    const erinWoken = () => messages.requests.find((r) => handedWith(r, HOP.toErin));
-    const frankWoken = () => messages.requests.find((r) => handedWith(r, HOP.toFrank));
+    const erinWoken = () => piMessages.requests.find((r) => handedWith(r, HOP.toErin));
+    const frankWoken = () => copilotMessages.requests.find((r) => handedWith(r, HOP.toFrank));
     const aliceWoken = () => messages.requests.find((r) => wokenWith(r, HOP.toAlice));
     try {
       await until(() => bobWoken() !== undefined, 300_000, "codex bob to be woken with alice's hop", 500);
@@ -138,7 +146,7 @@ describe("every runtime on one mesh, unattended, through the shipped CLI", () =>
         .join("\n");
       // What Claude, OpenCode, pi and Copilot asked their double (alice's opening turn sends the first hop), and
       // the mesh's status (mail waiting per seat): whether a hop was never sent or never woke its receiver.
-      const messageTurns = messages.requests.map((r) => lastUserText(r).slice(0, 200)).join("\n");
+      const messageTurns = [messages, piMessages, copilotMessages].map((d) => d.requests.map((r) => lastUserText(r).slice(0, 200)).join("\n")).join("\n---\n");
       const status = (await cotal(["status"])).stdout;
       // Each seat's screen (the last 40 lines): a prompt left in an input box, or a dialog nobody expected.
       const screens = [];

@@ -19,6 +19,9 @@ export interface RuntimeDoubles {
   messages: ModelDouble;
   responses: ResponsesDouble;
   gemini: GeminiDouble;
+  /** pi's and Copilot's own Messages doubles (a double plays its script in order: seats that may turn at once get one each); default `messages`. */
+  pi?: ModelDouble;
+  copilot?: ModelDouble;
 }
 
 const KEY_VAR = "DOUBLE_PROVIDER_KEY";
@@ -32,7 +35,7 @@ export function runtimeShell(project: string, d: RuntimeDoubles, space: string):
   writeOpencodeConfig(home, d.messages.url);
   mkdirSync(join(home, ".gemini"), { recursive: true });
   writeFileSync(join(home, ".gemini", "settings.json"), JSON.stringify({ security: { auth: { selectedType: "gemini-api-key" } } }));
-  writePiConfig(home, d.messages.url, PI_KEY_VAR);
+  writePiConfig(home, (d.pi ?? d.messages).url, PI_KEY_VAR);
   // A space of its own: a connector's custody is per host and principal, and other meshes on this host may seat these names too.
   return {
     ...claudeEnv({ baseUrl: d.messages.url, home }),
@@ -42,7 +45,7 @@ export function runtimeShell(project: string, d: RuntimeDoubles, space: string):
     GEMINI_API_KEY: "gemini-double-key",
     GOOGLE_GEMINI_BASE_URL: d.gemini.baseUrl,
     [PI_KEY_VAR]: "sk-pi-double",
-    ...copilotShell(d.messages.url, "sk-copilot-double-0123456789"),
+    ...copilotShell((d.copilot ?? d.messages).url, "sk-copilot-double-0123456789"),
     COTAL_SPACE: space,
   };
 }
@@ -99,5 +102,7 @@ export async function closeRuntimes(project: string | undefined, down: () => Pro
   await d.messages?.close();
   await d.responses?.close();
   await d.gemini?.close();
+  await d.pi?.close();
+  await d.copilot?.close();
   if (project) await rm(project, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
 }
