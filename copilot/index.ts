@@ -10,3 +10,4 @@ export { COPILOT_DIR_PREFIX, COPILOT_HOOKS, hooksFile } from "./launch.js";
 export { readUserCopilotConfig, userCopilotDir, type UserCopilotConfig } from "./home.js";
 export { postureArgs, MCP_NAME, POSTURE_NAME } from "./posture.js";
 export { setupCopilot } from "./setup.js";
+export { copilotTranscriptRecords } from "./transcript.js";

@@ -32,7 +32,7 @@ export const copilotRuntime = {
     runCost: "usage",
     jsonSchema: false,
     carry: false,
-    eventPlane: false,
+    eventPlane: true,
   },
   wakePrompt: MANAGER_WAKE_PROMPT,
   submitDelayMs: 500,

@@ -27,7 +27,7 @@ const ALLOWED: Record<Component, Component[]> = {
   pi: ["runtime", "schemas"],
   copilot: ["runtime", "schemas"],
   // The connector reads each runtime's session file for the event plane (connector/seat-runtime.ts).
-  connector: ["claude", "codex", "gemini", "runtime", "broker", "schemas"],
+  connector: ["claude", "codex", "gemini", "copilot", "runtime", "broker", "schemas"],
   // The manager holds the registry (manager/runtimes.ts), the one place that lists the adapters.
   manager: ["claude", "codex", "opencode", "gemini", "pi", "copilot", "runtime", "broker", "schemas"],
   // The dashboard (`cotal web`): reads the mesh through the broker's client, renders for browsers.

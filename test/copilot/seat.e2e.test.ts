@@ -5,7 +5,8 @@
 // bob with nobody typing: the manager types its wake line into the real Copilot TUI, Cotal's
 // UserPromptSubmit hook hands the DM to the model (it is in the Messages request), which answers
 // alice with cotal-cotal_dm (the connector's MCP tool); echo alice answers, bob is woken again and
-// his model sees the echo. A shell command, which Copilot would ask a person about, is denied
+// his model sees the echo; his turn is on his event plane (read from Copilot's session events), without the
+// mail. A shell command, which Copilot would ask a person about, is denied
 // unattended (the model is told; no dialog stops the seat) and the next DM still wakes bob. ps
 // names his posture; the user's Copilot home is left untouched.
 import { existsSync } from "node:fs";
@@ -14,6 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findNatsServer } from "../../broker/index.js";
+import { frameOf, type AgUiFrame, type CotalMessage } from "../../schemas/index.js";
 import { buildCli, cleanEnv, freePort, runCotal, exitedOk } from "../harness/cli.js";
 import { copilotShell } from "../harness/runtime-shell.js";
 import { allText, lastUserText, ModelDouble, toolResults } from "../harness/model-double.js";
@@ -34,6 +36,15 @@ let shell: NodeJS.ProcessEnv;
 
 const cotal = (args: string[], timeoutMs = 240_000) => runCotal(args, { cwd: project, env: shell, timeoutMs });
 const ok = exitedOk;
+
+/** bob's plane through the shipped CLI: his frames, oldest first. */
+async function frames(): Promise<AgUiFrame[]> {
+  const r = ok(await cotal(["history", "events.local.bob", "--json"]));
+  return r.json<Array<{ message: CotalMessage }>>().flatMap((h) => {
+    const f = frameOf(h.message.parts);
+    return f ? [f] : [];
+  });
+}
 
 beforeAll(async () => {
   await buildCli();
@@ -76,6 +87,12 @@ describe("a GitHub Copilot CLI seat on a mixed mesh, unattended, through the shi
     expect(dmTurn.headers["x-api-key"]).toBe(KEY);
     const result = model.mainRequests.flatMap((r) => toolResults(r)).find((t) => t.name === DM_TOOL)!;
     expect(result.isError, result.text).toBe(false);
+    // His turn is on his event plane: a run that started and finished, the cotal_dm call by Copilot's name, no mail.
+    await until(async () => (await frames()).some((f) => f.events.some((e) => e.type === "RUN_FINISHED")), 120_000, "bob's run finished on his plane", 1_000);
+    const events = (await frames()).flatMap((f) => f.events);
+    expect(events.map((e) => e.type)).toContain("RUN_STARTED");
+    expect(events.some((e) => e.type === "TOOL_CALL_START" && (e as { toolCallName?: string }).toolCallName === DM_TOOL)).toBe(true);
+    expect(JSON.stringify(events)).not.toContain(PING);
     const ps = ok(await cotal(["ps"]));
     expect(ps.stdout).toMatch(/bob\s+copilot\s+joined\s.*asks denied, deny floor hook/);
     // The user's own Copilot home was never written.
