@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { Env } from "../runtime/index.js";
+import { readJsonObjectFile, type Env } from "../runtime/index.js";
 
 /** The variables Copilot CLI 1.0.102 reads a bring-your-own-key provider and model from. */
 export const PROVIDER_VARS = [
@@ -44,33 +44,19 @@ export function userCopilotDir(env: Env): string {
   return path.join(env.HOME ?? os.homedir(), ".copilot");
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
-
-/** A JSON object file's content, or why not (an empty file is an empty object). */
-export function readJsonObject(file: string): { doc: Record<string, unknown> } | { error: string } {
-  const text = readFileSync(file, "utf8");
-  if (text.trim() === "") return { doc: {} };
-  try {
-    const doc: unknown = JSON.parse(text);
-    return isObject(doc) ? { doc } : { error: `${file} is not a JSON object` };
-  } catch (err) {
-    return { error: `${file}: ${(err as Error).message}` };
-  }
-}
-
 export function readUserCopilotConfig(env: Env): UserCopilotConfig {
   const dir = userCopilotDir(env);
   const out: UserCopilotConfig = { dir };
   const mcp = path.join(dir, "mcp-config.json");
   if (existsSync(mcp)) {
     out.mcp = mcp;
-    const m = readJsonObject(mcp);
+    const m = readJsonObjectFile(mcp);
     if ("error" in m) out.unreadable = m.error;
   }
   const config = path.join(dir, "config.json");
   if (existsSync(config)) {
     out.config = config;
-    const c = readJsonObject(config);
+    const c = readJsonObjectFile(config);
     if ("error" in c) out.unreadable ??= c.error;
     else {
       const users = c.doc.logged_in_users ?? c.doc.loggedInUsers;

@@ -10,6 +10,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import {
   allowListedEnv,
+  readJsonObjectFile,
   connectorCommand,
   DENY_FLOOR_HOOK_FLAG,
   FLAT_CONTEXT_HOOK_FLAG,
@@ -28,7 +29,7 @@ import {
   type SpawnOptions,
 } from "../runtime/index.js";
 import { CopilotLaunchError } from "./errors.js";
-import { PROVIDER_VARS, readJsonObject, readUserCopilotConfig, TOKEN_VARS } from "./home.js";
+import { PROVIDER_VARS, readUserCopilotConfig, TOKEN_VARS } from "./home.js";
 import { MCP_NAME, POSTURE_NAME, postureArgs } from "./posture.js";
 
 /** Private Copilot homes are named so; nothing else is ever removed. */
@@ -102,10 +103,10 @@ function home(host: RuntimeHost, c: LaunchCommon, seat?: { material: string }) {
     });
   const dir = path.join(privateDir, "copilot");
   const file = (name: string, content: string): LaunchFile => ({ path: path.join(dir, name), mode: 0o600, content });
-  const config = user.config ? (readJsonObject(user.config) as { doc: Record<string, unknown> }).doc : {};
+  const config = user.config ? (readJsonObjectFile(user.config) as { doc: Record<string, unknown> }).doc : {};
   const trusted = Array.isArray(config.trustedFolders) ? config.trustedFolders : [];
   const files: LaunchFile[] = [file("config.json", json({ ...config, trustedFolders: [...trusted, c.cwd], banner: "never" }))];
-  const mcp = user.mcp ? (readJsonObject(user.mcp) as { doc: Record<string, unknown> }).doc : {};
+  const mcp = user.mcp ? (readJsonObjectFile(user.mcp) as { doc: Record<string, unknown> }).doc : {};
   const servers = { ...(mcp.mcpServers as Record<string, unknown> | undefined) };
   if (seat) servers[MCP_NAME] = mcpEntry(host.connectorEntry, { COTAL_LAUNCH_MATERIAL: seat.material, COTAL_JOIN_ON: "start", COTAL_RUNTIME: "copilot" });
   if (Object.keys(servers).length) files.push(file("mcp-config.json", json({ ...mcp, mcpServers: servers })));

@@ -5,7 +5,7 @@
 // changes nothing. A hand-started session has a person at it: Copilot's own asks stay theirs.
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { applySetupFile, RUNTIME_ENV, setupAction, type Env, type RuntimeSetupReport } from "../runtime/index.js";
+import { applySetupFile, jsonObjectOf, RUNTIME_ENV, setupAction, type Env, type RuntimeSetupReport } from "../runtime/index.js";
 import { CopilotLaunchError } from "./errors.js";
 import { userCopilotDir } from "./home.js";
 import { COPILOT_HOOKS, hooksFile, HOOKS_FILE, mcpEntry } from "./launch.js";
@@ -13,19 +13,12 @@ import { MCP_NAME } from "./posture.js";
 
 /** The user's mcp-config.json with Cotal's server in place, the rest kept. */
 function mergedMcp(text: string | undefined, file: string, connectorEntry: string): string {
-  let doc: Record<string, unknown> = {};
-  if (text !== undefined && text.trim() !== "") {
-    try {
-      const parsed: unknown = JSON.parse(text);
-      if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error("not a JSON object");
-      doc = parsed as Record<string, unknown>;
-    } catch (cause) {
-      throw new CopilotLaunchError(`${file} is not a plain JSON object; Cotal leaves it as it is.`, {
-        remedy: `Fix it, or add "mcpServers": {"${MCP_NAME}": …} yourself (see \`cotal setup --runtime copilot --check --json\`).`,
-        cause,
-      });
-    }
-  }
+  const read = jsonObjectOf(text);
+  if ("error" in read)
+    throw new CopilotLaunchError(`${file} is not a plain JSON object (${read.error}); Cotal leaves it as it is.`, {
+      remedy: `Fix it, or add "mcpServers": {"${MCP_NAME}": …} yourself (see \`cotal setup --runtime copilot --check --json\`).`,
+    });
+  const doc = read.doc;
   const servers = { ...(doc.mcpServers as Record<string, unknown> | undefined), [MCP_NAME]: mcpEntry(connectorEntry, { [RUNTIME_ENV]: "copilot" }) };
   return `${JSON.stringify({ ...doc, mcpServers: servers }, null, 2)}\n`;
 }

@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { Env } from "../runtime/index.js";
+import { readJsonObjectFile, type Env } from "../runtime/index.js";
 
 /** The variables pi 0.73.1 reads its built-in providers' keys from (docs/providers.md), the common ones. */
 export const PI_KEY_VARS = [
@@ -64,18 +64,6 @@ export function userPiDir(env: Env): string {
 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
 
-/** A JSON object file's content, or why not (an empty file is an empty object). */
-export function readJsonObject(file: string): { doc: Record<string, unknown> } | { error: string } {
-  const text = readFileSync(file, "utf8");
-  if (text.trim() === "") return { doc: {} };
-  try {
-    const doc: unknown = JSON.parse(text);
-    return isObject(doc) ? { doc } : { error: `${file} is not a JSON object` };
-  } catch (err) {
-    return { error: `${file}: ${(err as Error).message}` };
-  }
-}
-
 /** An `apiKey` that names a variable (pi reads it from the environment) rather than holding a key or a command. */
 const VARIABLE = /^[A-Z_][A-Z0-9_]*$/;
 
@@ -92,7 +80,7 @@ export function readUserPiConfig(env: Env): UserPiConfig {
   const models = at("models.json");
   if (models) {
     out.models = models;
-    const m = readJsonObject(models);
+    const m = readJsonObjectFile(models);
     if ("error" in m) out.unreadable = m.error;
     else if (isObject(m.doc.providers))
       out.envKeys = [
@@ -102,7 +90,7 @@ export function readUserPiConfig(env: Env): UserPiConfig {
   const settings = at("settings.json");
   if (settings) {
     out.settings = settings;
-    const s = readJsonObject(settings);
+    const s = readJsonObjectFile(settings);
     if ("error" in s) out.unreadable ??= s.error;
     else {
       if (typeof s.doc.defaultProvider === "string") out.provider = s.doc.defaultProvider;

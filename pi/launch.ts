@@ -9,6 +9,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import {
   allowListedEnv,
+  readJsonObjectFile,
   privateLaunchDir,
   spawnWithPrivateDir,
   writePrivateFiles,
@@ -24,7 +25,7 @@ import {
 } from "../runtime/index.js";
 import { PiLaunchError } from "./errors.js";
 import { MODE_ENV } from "./extension-env.js";
-import { PI_KEY_VARS, PI_SWITCHES, readJsonObject, readUserPiConfig } from "./home.js";
+import { PI_KEY_VARS, PI_SWITCHES, readUserPiConfig } from "./home.js";
 import { POSTURE_ENV, POSTURE_NAME, postureOf, PostureRuleError } from "./posture.js";
 
 /** Private pi folders are named so; nothing else is ever removed. */
@@ -71,7 +72,7 @@ function home(host: RuntimeHost, c: LaunchCommon, mode: "run" | "seat", set: Rec
   const files: LaunchFile[] = [];
   if (user.models) files.push(file("models.json", readFileSync(user.models, "utf8")));
   if (user.login) files.push(file("auth.json", readFileSync(user.login, "utf8")));
-  const settings = user.settings ? (readJsonObject(user.settings) as { doc: Record<string, unknown> }).doc : {};
+  const settings = user.settings ? (readJsonObjectFile(user.settings) as { doc: Record<string, unknown> }).doc : {};
   const extensions = [
     ...(Array.isArray(settings.extensions) ? settings.extensions : []).filter((e) => !isCotalExtension(e)),
     ...(user.extensions ? [user.extensions] : []),

@@ -5,7 +5,7 @@
 // (its tools become pi's) and relays pi's events to it; it says it runs in pi (the card's runtime).
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { applySetupFile, setupAction, type Env, type RuntimeSetupReport } from "../runtime/index.js";
+import { applySetupFile, jsonObjectOf, setupAction, type Env, type RuntimeSetupReport } from "../runtime/index.js";
 import { PiLaunchError } from "./errors.js";
 import { EXTENSION_HOOKS } from "./extension-env.js";
 import { userPiDir } from "./home.js";
@@ -13,19 +13,12 @@ import { extensionEntryOf, isCotalExtension } from "./launch.js";
 
 /** The user's settings with Cotal's extension in place, the rest kept. */
 function merged(text: string | undefined, file: string, connectorEntry: string): string {
-  let doc: Record<string, unknown> = {};
-  if (text !== undefined && text.trim() !== "") {
-    try {
-      const parsed: unknown = JSON.parse(text);
-      if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error("not a JSON object");
-      doc = parsed as Record<string, unknown>;
-    } catch (cause) {
-      throw new PiLaunchError(`${file} is not a plain JSON object; Cotal leaves it as it is.`, {
-        remedy: `Fix it, or add ${JSON.stringify(extensionEntryOf(connectorEntry))} to its "extensions" list yourself.`,
-        cause,
-      });
-    }
-  }
+  const read = jsonObjectOf(text);
+  if ("error" in read)
+    throw new PiLaunchError(`${file} is not a plain JSON object (${read.error}); Cotal leaves it as it is.`, {
+      remedy: `Fix it, or add ${JSON.stringify(extensionEntryOf(connectorEntry))} to its "extensions" list yourself.`,
+    });
+  const doc = read.doc;
   const extensions = Array.isArray(doc.extensions) ? (doc.extensions as unknown[]).filter((e) => !isCotalExtension(e)) : [];
   return `${JSON.stringify({ ...doc, extensions: [...extensions, extensionEntryOf(connectorEntry)] }, null, 2)}\n`;
 }

@@ -30,6 +30,7 @@ export { RUNTIME_ENV } from "./runtime-env.js";
 export { FLAT_CONTEXT_HOOK_FLAG, withFlatContext } from "./hook-answer.js";
 export { contextOf, relayHook, type HookCommand } from "./hook-relay.js";
 export { runRefusal, type KernelRefusal } from "./kernel-refusals.js";
+export { jsonObjectOf, readJsonObjectFile } from "./json-object.js";
 export { RESTART_MANAGER } from "./restart-hint.js";
 export { screenReaders, type BlockingScreen } from "./screen.js";
 export { spawnWithPrivateDir } from "./spawn-launch.js";
