@@ -3,7 +3,7 @@
 // login) and mcp-config.json (their MCP servers), and a bring-your-own-key provider named in the
 // environment (`COPILOT_PROVIDER_*`, `COPILOT_MODEL`) or a GitHub token variable. Names and paths
 // only, never a value: the CLI itself reads the files; a launch gets copies in its private home.
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { readJsonObjectFile, type Env } from "../runtime/index.js";

@@ -3,7 +3,7 @@
 // the variables their keys come from, the settings.json that picks the default provider and model,
 // the login store (auth.json) and an APPEND_SYSTEM.md. Names and paths only, never a value: pi
 // itself reads the files; a launch gets copies in its private folder, the user's stay untouched.
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { readJsonObjectFile, type Env } from "../runtime/index.js";
