@@ -42,6 +42,7 @@ export function postureArgs(allowedTools: readonly string[]): string[] {
   for (const rule of allowedTools) {
     const mcp = /^mcp__([A-Za-z0-9_-]+?)(?:__(\*|[A-Za-z0-9_-]+))?$/.exec(rule);
     if (mcp) {
+      if (mcp[1] === MCP_NAME) continue; // Cotal's server is allowed whole
       allowed.add(mcp[2] && mcp[2] !== "*" ? `${mcp[1]}(${mcp[2]})` : mcp[1]!);
       continue;
     }
