@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { allowRuleOf, askRulesOf, opencodeRunResultOf, opencodeRuntime, OpencodeLaunchError, postureRules, setupOpencode } from "../../opencode/index.js";
+import { allowRuleOf, askRulesOf, opencodeRunResultOf, opencodeRuntime, postureRules, setupOpencode } from "../../opencode/index.js";
 import { DENY_FLOOR_COMMANDS, type RunExit, type RunLaunchInput } from "../../runtime/index.js";
 
 const root = mkdtempSync(join(tmpdir(), "cotal-opencode-unit-"));

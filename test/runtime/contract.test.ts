@@ -75,19 +75,6 @@ const seatInput = (dir: string) => ({
   allowedTools: [],
 });
 
-/** Whether building rejects (a throw or a rejected promise) with a typed error naming `what`. */
-async function refuses(build: () => unknown, what: RegExp): Promise<void> {
-  let error: unknown;
-  try {
-    await build();
-  } catch (err) {
-    error = err;
-  }
-  expect(error, `refused: ${what}`).toBeInstanceOf(Error);
-  expect((error as Error).message).toMatch(what);
-  expect((error as { code?: unknown }).code, "a typed error with a code").toEqual(expect.any(String));
-}
-
 function materialIsPrivate(l: RuntimeLaunch): void {
   expect(l.args.join(" ")).not.toContain(PROMPT);
   expect(l.args.join(" ")).not.toContain(PERSONA);
