@@ -22,6 +22,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { connectorCommand, hookEntryOf, relayHook, RUNTIME_ENV, type HookCommand } from "../runtime/index.js";
 import { MODE_ENV } from "./extension-env.js";
 import { journalRecords, type PiMessage } from "./journal.js";
@@ -100,24 +101,33 @@ async function startConnector(pi: PiExtensionApi, connectorEntry: string): Promi
   const client = new Client({ name: "cotal-pi", version: "1" });
   try {
     await client.connect(transport);
-    const { tools } = await client.listTools();
-    for (const t of tools)
-      pi.registerTool({
-        name: t.name,
-        label: t.title ?? t.name,
-        description: t.description ?? t.name,
-        parameters: t.inputSchema,
-        async execute(_id, params, signal) {
-          const r = await client.callTool({ name: t.name, arguments: (params ?? {}) as Record<string, unknown> }, undefined, {
-            timeout: TOOL_TIMEOUT_MS,
-            ...(signal ? { signal } : {}),
-          });
-          const text = textOf(r.content);
-          // A tool that failed for a domain reason: pi reports a thrown error to the model as the tool's error result.
-          if (r.isError) throw new Error(text || `${t.name} failed.`);
-          return { content: [{ type: "text", text }], details: {} };
-        },
-      });
+    const registered = new Set<string>();
+    const register = async (): Promise<void> => {
+      const { tools } = await client.listTools();
+      for (const t of tools) {
+        if (registered.has(t.name)) continue;
+        registered.add(t.name);
+        pi.registerTool({
+          name: t.name,
+          label: t.title ?? t.name,
+          description: t.description ?? t.name,
+          parameters: t.inputSchema,
+          async execute(_id, params, signal) {
+            const r = await client.callTool({ name: t.name, arguments: (params ?? {}) as Record<string, unknown> }, undefined, {
+              timeout: TOOL_TIMEOUT_MS,
+              ...(signal ? { signal } : {}),
+            });
+            const text = textOf(r.content);
+            // A tool that failed for a domain reason: pi reports a thrown error to the model as the tool's error result.
+            if (r.isError) throw new Error(text || `${t.name} failed.`);
+            return { content: [{ type: "text", text }], details: {} };
+          },
+        });
+      }
+    };
+    // A connector that joins later (a hand-started session's cotal_join) offers its full tool set then: pi registers the new ones.
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => register().catch(() => undefined));
+    await register();
     return { client };
   } catch (err) {
     await client.close().catch(() => undefined);
