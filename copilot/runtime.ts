@@ -33,6 +33,8 @@ export const copilotRuntime = {
     jsonSchema: false,
     carry: false,
     eventPlane: true,
+    // Its permissionRequest hook fires, but an answer from it was not seen to replace its dialog (1.0.102): no supervised posture.
+    approvals: false,
   },
   wakePrompt: MANAGER_WAKE_PROMPT,
   submitDelayMs: 500,

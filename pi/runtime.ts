@@ -31,6 +31,8 @@ export const piRuntime = {
     jsonSchema: false,
     carry: false,
     eventPlane: true,
+    // pi never asks a person: there is no ask to send to the mesh (no supervised posture).
+    approvals: false,
   },
   wakePrompt: MANAGER_WAKE_PROMPT,
   submitDelayMs: 300,
