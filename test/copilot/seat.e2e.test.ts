@@ -15,10 +15,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findNatsServer } from "../../broker/index.js";
-import { frameOf, type AgUiFrame, type CotalMessage } from "../../schemas/index.js";
 import { buildCli, cleanEnv, freePort, runCotal, exitedOk } from "../harness/cli.js";
 import { copilotShell } from "../harness/runtime-shell.js";
 import { allText, lastUserText, ModelDouble, toolResults } from "../harness/model-double.js";
+import { seatFrames } from "../harness/seat-plane.js";
 import { until } from "../harness/until.js";
 
 const DM_TOOL = "cotal-cotal_dm";
@@ -38,13 +38,7 @@ const cotal = (args: string[], timeoutMs = 240_000) => runCotal(args, { cwd: pro
 const ok = exitedOk;
 
 /** bob's plane through the shipped CLI: his frames, oldest first. */
-async function frames(): Promise<AgUiFrame[]> {
-  const r = ok(await cotal(["history", "events.local.bob", "--json"]));
-  return r.json<Array<{ message: CotalMessage }>>().flatMap((h) => {
-    const f = frameOf(h.message.parts);
-    return f ? [f] : [];
-  });
-}
+const frames = () => seatFrames(cotal, "bob");
 
 beforeAll(async () => {
   await buildCli();

@@ -3,13 +3,13 @@
 // everything of theirs, and running it again changes nothing. Then the user's own `copilot -p`
 // (their provider in the shell, no Cotal launch around it) reads both: the connector's tools reach
 // the model, and with the shell allowed by the user the deny floor hook still refuses a force-push.
-import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCli, cleanEnv, runCotal } from "../harness/cli.js";
+import { runUserCli } from "../harness/user-cli.js";
 import { copilotShell } from "../harness/runtime-shell.js";
 import { allText, ModelDouble, toolNames, toolResults } from "../harness/model-double.js";
 
@@ -20,18 +20,8 @@ const MINE = { mcpServers: { mine: { type: "local", command: "true", tools: ["*"
 const cotal = (args: string[]) => runCotal(["setup", "--runtime", "copilot", ...args], { cwd: home, env, timeoutMs: 60_000 });
 const mcpFile = () => join(home, ".copilot", "mcp-config.json");
 
-/** `copilot -p <prompt>` as the user runs it, the shell allowed by them (asynchronously: the double is served from this process). */
-function copilot(prompt: string): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve, reject) => {
-    const bin = join(process.cwd(), "node_modules", ".bin", "copilot");
-    const child = spawn(bin, ["-p", prompt, "-s", "--allow-tool", "shell"], { cwd: home, env, stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    child.stdout.setEncoding("utf8").on("data", (s: string) => (out += s));
-    child.stderr.setEncoding("utf8").on("data", (s: string) => (out += s));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, out }));
-  });
-}
+/** `copilot -p <prompt>` as the user runs it, the shell allowed by them. */
+const copilot = (prompt: string) => runUserCli("copilot", ["-p", prompt, "-s", "--allow-tool", "shell"], { cwd: home, env });
 
 beforeAll(async () => {
   await buildCli();

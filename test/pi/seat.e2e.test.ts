@@ -14,10 +14,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findNatsServer } from "../../broker/index.js";
-import { frameOf, type AgUiFrame, type CotalMessage } from "../../schemas/index.js";
 import { buildCli, cleanEnv, freePort, runCotal, exitedOk } from "../harness/cli.js";
 import { writePiConfig } from "../harness/runtime-shell.js";
 import { allText, lastUserText, ModelDouble, toolResults } from "../harness/model-double.js";
+import { seatFrames } from "../harness/seat-plane.js";
 import { until } from "../harness/until.js";
 
 const DM_TOOL = "cotal_dm";
@@ -37,13 +37,7 @@ const cotal = (args: string[], timeoutMs = 240_000) => runCotal(args, { cwd: pro
 const ok = exitedOk;
 
 /** bob's plane through the shipped CLI: his frames, oldest first. */
-async function frames(): Promise<AgUiFrame[]> {
-  const r = ok(await cotal(["history", "events.local.bob", "--json"]));
-  return r.json<Array<{ message: CotalMessage }>>().flatMap((h) => {
-    const f = frameOf(h.message.parts);
-    return f ? [f] : [];
-  });
-}
+const frames = () => seatFrames(cotal, "bob");
 
 /** The user's pi folder, file by file, as text (to prove it unchanged). */
 function userPiFolder(): Record<string, string> {

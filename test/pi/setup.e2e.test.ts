@@ -3,13 +3,13 @@
 // running it again changes nothing. Then the user's own `pi -p` (no Cotal launch around it) loads
 // the extension: the connector's tools (here, with no Cotal identity in the shell, its join help) reach the model as pi tools, and the deny floor holds in
 // the hand-started session too.
-import { spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCli, cleanEnv, runCotal } from "../harness/cli.js";
+import { runUserCli } from "../harness/user-cli.js";
 import { writePiConfig } from "../harness/runtime-shell.js";
 import { allText, ModelDouble, toolNames, toolResults } from "../harness/model-double.js";
 
@@ -20,17 +20,8 @@ let model: ModelDouble;
 const cotal = (args: string[]) => runCotal(["setup", "--runtime", "pi", ...args], { cwd: home, env, timeoutMs: 60_000 });
 const settingsFile = () => join(home, ".pi", "agent", "settings.json");
 
-/** `pi -p <prompt>` as the user runs it (asynchronously: the double is served from this process). */
-function pi(prompt: string): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(join(process.cwd(), "node_modules", ".bin", "pi"), ["-p", prompt], { cwd: home, env, stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    child.stdout.setEncoding("utf8").on("data", (s: string) => (out += s));
-    child.stderr.setEncoding("utf8").on("data", (s: string) => (out += s));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, out }));
-  });
-}
+/** `pi -p <prompt>` as the user runs it. */
+const pi = (prompt: string) => runUserCli("pi", ["-p", prompt], { cwd: home, env });
 
 beforeAll(async () => {
   await buildCli();
