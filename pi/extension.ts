@@ -183,7 +183,8 @@ export default async function cotal(pi: PiExtensionApi): Promise<void> {
   pi.on("session_shutdown", async (event: { reason?: unknown }, ctx: PiContext) => {
     const reason = typeof event.reason === "string" ? event.reason : "quit";
     if (started) await relayHook(hook, "SessionEnd", { ...session(ctx), reason: reason === "quit" ? "prompt_input_exit" : "other" });
-    // A session replaced (new, resume, fork) keeps the connector; quitting pi ends it.
-    if (reason === "quit") await client?.close().catch(() => undefined);
+    // This extension instance is torn down with its session: pi runs a new one for a replacing
+    // session (new, resume, fork, reload), which starts its own connector; this one's goes first.
+    await client?.close().catch(() => undefined);
   });
 }
