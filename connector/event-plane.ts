@@ -117,12 +117,23 @@ export class EventPlane {
   }
 
   /**
-   * A hook of a session the plane was not told of: its SessionStart hook never reached the
-   * connector (it ran before the connector could be found). Attach to it as a new session, reading
-   * its transcript from the start, so its first prompt's frames are published too. Returns at once.
+   * A hook that names a session's transcript. Of a session the plane was not told of (its
+   * SessionStart hook never reached the connector: it ran before the connector could be found),
+   * attach to it as a new session; of the session it follows, whose SessionStart named no
+   * transcript, take it. Either way the transcript is read from the start, so the first prompt's
+   * frames are published too. Returns at once.
    */
   sessionSeen(info: SessionInfo): void {
-    if (this.session || !info.transcriptPath) return;
+    if (!info.transcriptPath) return;
+    // A CLI that names its transcript only at a later hook (Copilot: its Stop) started the session
+    // without one: the session's transcript is read from its start.
+    if (this.session && !this.session.transcriptPath && this.session.sessionId === info.sessionId) {
+      this.o.log.info({ sessionId: info.sessionId }, "the session named its transcript at a later hook");
+      this.session = { ...this.session, transcriptPath: info.transcriptPath, boundary: 0 };
+      this.kick();
+      return;
+    }
+    if (this.session) return;
     this.o.log.info({ sessionId: info.sessionId }, "attached to the session at a later hook (its SessionStart did not reach the connector)");
     this.sessionStart({ sessionId: info.sessionId, transcriptPath: info.transcriptPath });
   }

@@ -10,6 +10,7 @@ import { existsSync, readFileSync } from "node:fs";
 import net from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import * as z from "zod/mini";
+import { withFlatContext } from "../runtime/index.js";
 import { floorRefusal, unreadableRefusal } from "./floor-refusal.js";
 import { hookSpec } from "./hooks.js";
 import { frameLine, LineSplitter } from "./ndjson.js";
@@ -29,6 +30,8 @@ export interface RunHookOptions {
   onFallback?: (reason: string) => void;
   /** Enforce the deny floor on a PreToolUse hook's shell command (`--deny-floor`), before relaying. */
   denyFloor?: boolean;
+  /** Also put the answer's context at its top level (`--flat-context`: a CLI that reads it there, runtime/hook-answer.ts). */
+  flatContext?: boolean;
 }
 
 /** How a hook found its connector. */
@@ -298,7 +301,7 @@ export async function runHook(
     if (!res.success) return (await fallback("malformed reply from the connector"), 0);
     if (!res.data.ok) return (await fallback(`connector refused: ${res.data.error}`), 0);
     written = true;
-    await io.write(JSON.stringify(res.data.reply) + "\n");
+    await io.write(JSON.stringify(opts.flatContext ? withFlatContext(res.data.reply) : res.data.reply) + "\n");
     if (res.data.receipt) {
       const s = socket;
       await new Promise<void>((resolve) => {

@@ -3,6 +3,7 @@
 // session file reads as the transcript records the event plane maps (Claude's shape). A runtime
 // whose session file is not in that shape registers its reader here, from its adapter folder.
 import { codexTranscriptRecords } from "../codex/index.js";
+import { copilotTranscriptRecords } from "../copilot/index.js";
 import { geminiTranscriptRecords } from "../gemini/index.js";
 
 /** One parsed session-file line → the transcript records (Claude's shape) it stands for. */
@@ -27,6 +28,7 @@ const SEAT_RUNTIMES: Readonly<Record<string, SeatRuntime>> = {
   // Codex fires PermissionRequest with Claude's payload, but its answer is not taken as a decision here: its own dialog stands.
   codex: { connectorMeta: "codex", transcript: codexTranscriptRecords, approvals: false },
   gemini: { connectorMeta: "gemini-cli", transcript: geminiTranscriptRecords, approvals: false },
+  copilot: { connectorMeta: "copilot-cli", transcript: copilotTranscriptRecords, approvals: false },
 };
 
 /**

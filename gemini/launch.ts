@@ -124,13 +124,8 @@ function home(host: RuntimeHost, c: LaunchCommon, extra: { seat?: { connectorEnt
 
 const modelArgs = (model: string | undefined): string[] => (model ? ["--model", model] : []);
 
-/** A headless run: `gemini --output-format json`, the prompt on stdin (never argv). A JSON schema is refused: the CLI has no way to hold its answer to one. */
+/** A headless run: `gemini --output-format json`, the prompt on stdin (never argv). (A JSON schema is refused before this, by the kernel: the CLI has no way to hold its answer to one.) */
 export function buildGeminiRun(host: RuntimeHost, input: RunLaunchInput): RuntimeLaunch {
-  if (input.prompt.trim() === "") throw new GeminiLaunchError("A run needs a prompt.", { remedy: "Give the prompt (`cotal run <persona> --prompt …`)." });
-  if (input.jsonSchemaFile)
-    throw new GeminiLaunchError("Gemini CLI's headless run cannot be held to a JSON schema (it has no such option); nothing was sent.", {
-      remedy: "Leave out --json-schema for a `runtime: gemini` persona, or run it on claude or codex.",
-    });
   const { privateDir, files, env } = home(host, { ...input, name: `run_${input.runId}` }, {});
   return {
     command: host.executable,
@@ -151,7 +146,6 @@ export function buildGeminiRun(host: RuntimeHost, input: RunLaunchInput): Runtim
  * the hook and presence follows the session.
  */
 export async function buildGeminiSeat(host: RuntimeHost, seat: SeatLaunchInput): Promise<RuntimeLaunch> {
-  if (seat.resume) throw new GeminiLaunchError("A Gemini CLI seat cannot resume a carried session (docs/runtimes.md); nothing was sent.");
   const material = { COTAL_LAUNCH_MATERIAL: seat.launchMaterialPath };
   const { privateDir, files, env } = home(
     host,

@@ -14,4 +14,4 @@ export { budgetCaps, type BudgetCaps } from "./budget.js";
 export { isOperator } from "./runs.js";
 export { PTY_DETACH_KEY } from "./pty-runtime.js";
 export { localAttachCommand, seatScreen, type TerminalRuntime } from "./attach.js";
-export { capabilityGaps, DEFAULT_RUNTIME, findRuntimeCli, hostsOf, RUNTIMES, runtimeNamed } from "./runtimes.js";
+export { capabilityGaps, DEFAULT_RUNTIME, findRuntimeCli, hostsOf, refuseUnknownAgent, RUNTIMES, runtimeNamed } from "./runtimes.js";

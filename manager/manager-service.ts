@@ -33,7 +33,7 @@ import { isOperator } from "./runs.js";
 import { SeatLog } from "./seat-log.js";
 import { loadAgentFile, personaDigests, type AgentFile } from "../claude/index.js";
 import { awaitInputScreen, claudeAuthOf, startClaudeSeat, startRuntimeSeat, UnexpectedScreenError, type ClaudeSeatOptions } from "./claude-seat.js";
-import { DEFAULT_RUNTIME, hostsOf, refuseWithoutAuth, runtimeNamed } from "./runtimes.js";
+import { DEFAULT_RUNTIME, hostsOf, refuseUnknownAgent, refuseWithoutAuth, runtimeNamed } from "./runtimes.js";
 import { checkScript } from "./pty-runtime.js";
 import { deliverPrompt } from "./prompt-delivery.js";
 import { startFailureRemedy } from "./seat-failure.js";
@@ -674,6 +674,7 @@ export class ManagerService {
 
   /** Refuse, before anything runs, an agent or runtime this manager cannot start. */
   private async admit(agent: SeatAgent, runtime: string): Promise<void> {
+    refuseUnknownAgent(agent);
     if (agent === "echo" && runtime !== "process") {
       throw new SeatRefusedError(
         "runtime-unavailable",

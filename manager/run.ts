@@ -5,8 +5,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { AgentFile } from "../claude/index.js";
-import type { RunExit, RuntimeAdapter, RuntimeHost, RuntimeLaunch } from "../runtime/index.js";
-import { COST_BASIS, type ModelSource, type RunResult } from "../schemas/index.js";
+import { runRefusal, type RunExit, type RuntimeAdapter, type RuntimeHost, type RuntimeLaunch } from "../runtime/index.js";
+import { COST_BASIS, CotalError, type ModelSource, type RunResult } from "../schemas/index.js";
 import type { Logger } from "../broker/index.js";
 
 /** One run to execute. */
@@ -71,6 +71,9 @@ export async function executeRun(adapter: RuntimeAdapter, host: RuntimeHost, spe
       jsonSchemaFile = join(schemaDir, "schema.json");
       writeFileSync(jsonSchemaFile, JSON.stringify(spec.jsonSchema), { mode: 0o600 });
     }
+    // What every runtime refuses alike, from its capability flags, before its adapter builds anything.
+    const refused = runRefusal(adapter, { prompt: spec.prompt, jsonSchemaFile });
+    if (refused) throw new CotalError("run-refused", refused.message, { remedy: refused.remedy });
     const launch = await adapter.buildRun(host, {
       runId: spec.runId,
       space: spec.space,

@@ -2,18 +2,30 @@
 // third runtime is a sibling adapter folder exporting a RuntimeAdapter and one line here.
 import { claudeRuntime } from "../claude/index.js";
 import { codexRuntime } from "../codex/index.js";
+import { copilotRuntime } from "../copilot/index.js";
 import { geminiRuntime } from "../gemini/index.js";
 import { opencodeRuntime } from "../opencode/index.js";
+import { piRuntime } from "../pi/index.js";
 import { findCli, type Env, type RuntimeAdapter, type RuntimeHost } from "../runtime/index.js";
 import type { ClaudeSeatOptions } from "./claude-seat.js";
 import { SeatRefusedError } from "./errors.js";
 import { withArticle } from "../schemas/index.js";
 
-export const RUNTIMES: readonly RuntimeAdapter[] = [claudeRuntime, codexRuntime, opencodeRuntime, geminiRuntime];
+export const RUNTIMES: readonly RuntimeAdapter[] = [claudeRuntime, codexRuntime, opencodeRuntime, geminiRuntime, piRuntime, copilotRuntime];
 
 /** The adapter named `name` (an agent file's `runtime:`, a spawn's `--agent`), or undefined. */
 export function runtimeNamed(name: string): RuntimeAdapter | undefined {
   return RUNTIMES.find((r) => r.name === name);
+}
+
+/** Refuse, before anything starts, an agent that is neither the echo agent nor a runtime of the registry (schemas/ only checks it is a name). */
+export function refuseUnknownAgent(agent: string): void {
+  if (agent === "echo" || runtimeNamed(agent)) return;
+  throw new SeatRefusedError(
+    "agent-unavailable",
+    `There is no runtime named ${JSON.stringify(agent)}; nothing was started.`,
+    `Use echo or one of: ${RUNTIMES.map((r) => r.name).join(", ")} (docs/runtimes.md).`,
+  );
 }
 
 /** The runtime a persona runs on when its agent file names none. */

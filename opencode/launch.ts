@@ -135,13 +135,8 @@ function home(host: RuntimeHost, c: LaunchCommon, extra: { mcp?: Record<string, 
   return { privateDir, files, env };
 }
 
-/** A headless run: `opencode run --format json`, the prompt on stdin. A JSON schema is refused: `opencode run` has no way to hold its answer to one. */
+/** A headless run: `opencode run --format json`, the prompt on stdin. (A JSON schema is refused before this, by the kernel: `opencode run` has no way to hold its answer to one.) */
 export function buildOpencodeRun(host: RuntimeHost, input: RunLaunchInput): RuntimeLaunch {
-  if (input.prompt.trim() === "") throw new OpencodeLaunchError("A run needs a prompt.", { remedy: "Give the prompt (`cotal run <persona> --prompt …`)." });
-  if (input.jsonSchemaFile)
-    throw new OpencodeLaunchError("OpenCode's headless run cannot be held to a JSON schema (opencode run has no such option); nothing was sent.", {
-      remedy: "Leave out --json-schema for a `runtime: opencode` persona, or run it on claude or codex.",
-    });
   const c = { ...input, name: `run_${input.runId}` };
   const { privateDir, files, env } = home(host, c, {});
   return {
@@ -163,7 +158,6 @@ export function buildOpencodeRun(host: RuntimeHost, input: RunLaunchInput): Runt
  * relays OpenCode's hooks to the connector and refuses what would ask a person.
  */
 export async function buildOpencodeSeat(host: RuntimeHost, seat: SeatLaunchInput): Promise<RuntimeLaunch> {
-  if (seat.resume) throw new OpencodeLaunchError("An OpenCode seat cannot resume a carried session (docs/runtimes.md); nothing was sent.");
   const material = { COTAL_LAUNCH_MATERIAL: seat.launchMaterialPath };
   const { privateDir, files, env } = home(
     host,

@@ -21,11 +21,10 @@
 // about it; SessionStart names that file as the session's transcript.
 //
 // Keep this file to node built-ins: it is bundled alone and runs under OpenCode's Bun.
-import { spawn } from "node:child_process";
 import { appendFileSync, mkdirSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { TranscriptRecord } from "../runtime/index.js";
+import { relayHook as relay, type TranscriptRecord } from "../runtime/index.js";
 import { JOURNAL_SESSION, SessionJournal, type OpencodeEvent } from "./journal.js";
 
 /** What OpenCode hands a plugin (the fields read here). */
@@ -83,55 +82,6 @@ export interface CotalPluginOptions {
   hook?: string;
   /** A managed seat: nobody answers a permission prompt, so the plugin refuses it at once (as `opencode run` does headless). */
   unattended?: boolean;
-}
-
-/** A hook answer's additionalContext, or undefined. */
-function contextOf(stdout: string): string | undefined {
-  for (const line of stdout.split("\n").reverse()) {
-    if (!line.trim().startsWith("{")) continue;
-    try {
-      const reply = JSON.parse(line) as { hookSpecificOutput?: { additionalContext?: unknown } };
-      const ctx = reply.hookSpecificOutput?.additionalContext;
-      return typeof ctx === "string" && ctx.trim() !== "" ? ctx : undefined;
-    } catch {
-      return undefined;
-    }
-  }
-  return undefined;
-}
-
-/** Longest a hook command may take before it is ended (its own budget is shorter: it always answers). */
-const HOOK_LIMIT_MS = 20_000;
-/** The hooks that hand mail over, and how long they may wait for the connector (OpenCode waits for the plugin; a loaded host is slow). */
-const DRAINS = ["SessionStart", "UserPromptSubmit"];
-const DRAIN_BUDGET_MS = 15_000;
-
-/** Run the connector's hook command for one event; resolves with its additionalContext (never rejects). */
-function relay(o: { node: string; hook: string }, event: string, payload: Record<string, unknown>): Promise<string | undefined> {
-  return new Promise((resolve) => {
-    let out = "";
-    let child;
-    try {
-      // A drain may wait for the connector's backlog: give it the plugin's own limit, not Claude's shorter hook budget.
-      const env = DRAINS.includes(event) ? { ...process.env, COTAL_HOOK_BUDGET_MS: String(DRAIN_BUDGET_MS) } : process.env;
-      child = spawn(o.node, [o.hook, event], { stdio: ["pipe", "pipe", "ignore"], env });
-    } catch {
-      resolve(undefined);
-      return;
-    }
-    const timer = setTimeout(() => child.kill("SIGKILL"), HOOK_LIMIT_MS);
-    child.stdout.setEncoding("utf8").on("data", (s: string) => (out += s));
-    child.on("error", () => {
-      clearTimeout(timer);
-      resolve(undefined);
-    });
-    child.on("close", () => {
-      clearTimeout(timer);
-      resolve(contextOf(out));
-    });
-    child.stdin.on("error", () => undefined);
-    child.stdin.end(JSON.stringify({ ...payload, hook_event_name: event }));
-  });
 }
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";

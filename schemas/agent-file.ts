@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { AllowSpawn, SeatPosture, SpawnLimit } from "./spawn.js";
-import { ChannelName, PrincipalToken, RoleName } from "./tokens.js";
+import { ChannelName, PrincipalToken, RoleName, RuntimeName } from "./tokens.js";
 
 /** Capabilities an agent may be granted. */
 export const Capability = z.enum(["spawn"]);
@@ -16,7 +16,7 @@ export const AgentFrontmatter = z
     allowSubscribe: z.array(ChannelName).default([]),
     allowPublish: z.array(ChannelName).default([]),
     model: z.string().optional(),
-    runtime: z.enum(["claude", "codex", "opencode", "gemini"]).optional().describe("the agent CLI that runs this persona (docs/runtimes.md); default claude"),
+    runtime: RuntimeName.optional().describe("the agent CLI that runs this persona (docs/runtimes.md); default claude"),
     agent: z.string().optional().describe("a Claude Code subagent name to run as"),
     launchOptions: z.record(z.string(), z.union([z.string(), z.boolean(), z.number()])).default({}),
     allowedTools: z

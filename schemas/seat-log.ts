@@ -2,7 +2,7 @@ import { SeatPosture } from "./spawn.js";
 import { z } from "zod";
 import { PrincipalId, principalId, type Principal } from "./principal.js";
 import { CostBasis, ModelSource, RunErrorKind, RunStatus, RunUsage } from "./runs.js";
-import { LifecycleUid } from "./tokens.js";
+import { LifecycleUid, RuntimeName } from "./tokens.js";
 
 const base = {
   seat: PrincipalId,
@@ -28,8 +28,12 @@ export const OPERATOR_PRINCIPAL = { owner: "local", actor: "cotal_cli" } as cons
 export const SeatRuntime = z.enum(["process", "tmux", "pty"]);
 export type SeatRuntime = z.infer<typeof SeatRuntime>;
 
-/** The agents a manager can launch: the echo agent, or a runtime of the registry (manager/runtimes.ts, docs/runtimes.md). */
-export const SeatAgent = z.enum(["echo", "claude", "codex", "opencode", "gemini"]);
+/**
+ * The agents a manager can launch: the echo agent (`echo`), or a runtime of the registry by its name.
+ * Which names exist is the registry's to say (manager/runtimes.ts), not the contract's: a manager
+ * refuses a name its registry does not hold, before anything starts.
+ */
+export const SeatAgent = RuntimeName.describe("echo (built in, no model) or a runtime of the registry (docs/runtimes.md)");
 export type SeatAgent = z.infer<typeof SeatAgent>;
 
 /** The manager's event-sourced seat history (SEATS_<space>, subject `…seat.<o>.<a>`). */

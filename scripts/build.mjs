@@ -15,6 +15,8 @@ const entries = {
   hook: "connector/hook-main.ts",
   // Cotal's OpenCode plugin: OpenCode loads it from its config (docs/runtimes.md).
   "opencode-plugin": "opencode/plugin.ts",
+  // Cotal's pi extension: pi loads it with -e, or from a user's settings.json (docs/runtimes.md).
+  "pi-extension": "pi/extension.ts",
   bench: "bench/bin/mesh.ts",
   "bench-connector": "bench/bin/connector.ts",
   // The raw client's hook and seat, beside which bench-connector measures the connector's.
@@ -167,7 +169,16 @@ await Promise.all([
 // The plugin tree (plugin/, rendered from code and committed) runs these bundles from its bin/:
 // `claude --plugin-dir plugin/` and `cotal setup` use them. Copied whole, then renamed into place.
 await mkdir("plugin/bin", { recursive: true });
-for (const name of ["connector.mjs", "connector.mjs.map", "hook.mjs", "hook.mjs.map", "opencode-plugin.mjs", "opencode-plugin.mjs.map"]) {
+for (const name of [
+  "connector.mjs",
+  "connector.mjs.map",
+  "hook.mjs",
+  "hook.mjs.map",
+  "opencode-plugin.mjs",
+  "opencode-plugin.mjs.map",
+  "pi-extension.mjs",
+  "pi-extension.mjs.map",
+]) {
   if (!existsSync(`dist/${name}`)) continue;
   const tmp = `plugin/bin/${name}.tmp-${process.pid}`;
   await copyFile(`dist/${name}`, tmp);

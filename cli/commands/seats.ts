@@ -237,7 +237,7 @@ export function registerSeats(program: Command): void {
     .option("--prompt <text>", "agent CLI seats: the opening prompt, handed over as a DM from the manager (never typed)")
     .option("--on <instance>", "the manager instance to run it on (see `cotal ps`)")
     .option("--name <name>", "the seat's name (default: the agent's name)")
-    .option("--agent <agent>", "what to run: echo (built in, no model), claude, codex, opencode or gemini (docs/runtimes.md)", "claude")
+    .option("--agent <agent>", `what to run: echo (built in, no model) or an agent CLI: ${RUNTIMES.map((r) => r.name).join(", ")} (docs/runtimes.md)`, "claude")
     .option("--role <role>", "a role whose anycasts the seat takes")
     .option("--channel <channel>", "a channel the seat joins (repeatable)", repeatable)
     .option("--runtime <runtime>", "tmux (default for claude), pty (claude, on a pseudo-terminal the manager holds) or process (echo)")

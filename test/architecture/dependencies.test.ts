@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const COMPONENTS = ["schemas", "runtime", "broker", "claude", "codex", "opencode", "gemini", "connector", "manager", "web", "cli"] as const;
+const COMPONENTS = ["schemas", "runtime", "broker", "claude", "codex", "opencode", "gemini", "pi", "copilot", "connector", "manager", "web", "cli"] as const;
 type Component = (typeof COMPONENTS)[number];
 const ALLOWED: Record<Component, Component[]> = {
   schemas: [],
@@ -24,10 +24,12 @@ const ALLOWED: Record<Component, Component[]> = {
   codex: ["runtime", "schemas"],
   opencode: ["runtime", "schemas"],
   gemini: ["runtime", "schemas"],
+  pi: ["runtime", "schemas"],
+  copilot: ["runtime", "schemas"],
   // The connector reads each runtime's session file for the event plane (connector/seat-runtime.ts).
-  connector: ["claude", "codex", "gemini", "runtime", "broker", "schemas"],
+  connector: ["claude", "codex", "gemini", "copilot", "runtime", "broker", "schemas"],
   // The manager holds the registry (manager/runtimes.ts), the one place that lists the adapters.
-  manager: ["claude", "codex", "opencode", "gemini", "runtime", "broker", "schemas"],
+  manager: ["claude", "codex", "opencode", "gemini", "pi", "copilot", "runtime", "broker", "schemas"],
   // The dashboard (`cotal web`): reads the mesh through the broker's client, renders for browsers.
   web: ["broker", "schemas"],
   cli: ["manager", "connector", "claude", "runtime", "web", "broker", "schemas"],
@@ -125,14 +127,18 @@ describe("architecture", () => {
         /--(?:dangerously-bypass-approvals-and-sandbox|dangerously-bypass-hook-trust|skip-git-repo-check|output-schema|ephemeral)\b|CODEX_HOME|approval_policy|sandbox_mode|mcp_servers/,
       opencode: /OPENCODE_(?:CONFIG|CONFIG_DIR|DISABLE_AUTOUPDATE)\b|default_agent/,
       gemini: /GEMINI_CLI_(?:HOME|TRUST_WORKSPACE)\b|--yolo\b|--approval-mode\b/,
+      pi: /PI_CODING_AGENT_DIR\b|COTAL_PI_(?:POSTURE|MODE)\b/,
+      copilot: /COPILOT_HOME\b|--(?:allow-tool|deny-tool|no-ask-user)\b/,
     };
     // Adapter folders own their strings; the Claude plugin (connector/claude/) is part of Claude's.
-    // Gemini CLI names its own flag `--output-format` as Claude does.
+    // Gemini CLI and GitHub Copilot CLI name their own flag `--output-format` as Claude does.
     const OWNERS: Record<string, string[]> = {
-      claude: ["claude/", "connector/claude/", "gemini/"],
+      claude: ["claude/", "connector/claude/", "gemini/", "copilot/"],
       codex: ["codex/"],
       opencode: ["opencode/"],
       gemini: ["gemini/"],
+      pi: ["pi/"],
+      copilot: ["copilot/"],
     };
     const LEGACY: Record<string, string> = {
       "manager/transcript-carry.ts": "carry stages Claude transcripts; it moves behind the seam with Codex carry",

@@ -67,4 +67,33 @@ describe("docs", () => {
       ).toBe(true);
     }
   });
+
+  it("runtimes.md's capability flags table has a row per runtime of the registry, each saying what its adapter declares", () => {
+    const text = doc("runtimes.md");
+    const start = text.indexOf("### Capability flags, a row per runtime");
+    expect(start, "runtimes.md has a capability flags table").toBeGreaterThan(-1);
+    const rows = text
+      .slice(start)
+      .split("\n")
+      .filter((l) => l.startsWith("| "));
+    const header = rows[0]!
+      .split("|")
+      .slice(2, -1)
+      .map((c) => c.trim());
+    const cell = (v: unknown): string => (v === true ? "yes" : v === false ? "no" : String(v));
+    const table = Object.fromEntries(
+      rows.slice(1).map((l) => {
+        const cells = l
+          .split("|")
+          .slice(1, -1)
+          .map((c) => c.trim());
+        return [cells[0]!.replaceAll("`", ""), Object.fromEntries(header.map((h, i) => [h, cells[i + 1]]))];
+      }),
+    );
+    expect(Object.keys(table).sort()).toEqual(RUNTIMES.map((r) => r.name).sort());
+    for (const r of RUNTIMES) {
+      expect(header.sort(), "the table has a column per capability").toEqual(Object.keys(r.capabilities).sort());
+      expect(table[r.name], `${r.name}'s row`).toEqual(Object.fromEntries(Object.entries(r.capabilities).map(([k, v]) => [k, cell(v)])));
+    }
+  });
 });

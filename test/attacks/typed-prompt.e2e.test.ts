@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCli, exitedOk, freePort, runCotal } from "../harness/cli.js";
-import { closeFourRuntimes, fourRuntimeShell } from "../harness/four-runtimes.js";
+import { closeRuntimes, runtimeShell } from "../harness/runtime-shell.js";
 import { allText, isMainLoopRequest, ModelDouble, newTurnText } from "../harness/model-double.js";
 import { seatScreen } from "../harness/seat-screen.js";
 import { until } from "../harness/until.js";
@@ -62,14 +62,14 @@ beforeAll(async () => {
   ]);
   responses = await ResponsesDouble.start();
   gemini = await GeminiDouble.start();
-  shell = fourRuntimeShell(project, { messages, responses, gemini }, `typed-${process.pid}`);
+  shell = runtimeShell(project, { messages, responses, gemini }, `typed-${process.pid}`);
   mkdirSync(join(project, ".cotal", "agents"), { recursive: true });
   writeFileSync(join(project, ".cotal", "agents", "lead.md"), "---\nname: lead\nsubscribe: [general]\nallowSpawn: [helper]\n---\nYou lead.\n");
   writeFileSync(join(project, ".cotal", "agents", "helper.md"), "---\nname: helper\nsubscribe: [general]\nallowedTools: []\n---\nYou help.\n");
   ok(await cotal(["up", "-d", "--port", String(await freePort())]));
 }, 180_000);
 
-afterAll(() => closeFourRuntimes(project, () => cotal(["down"]), { messages, responses, gemini }));
+afterAll(() => closeRuntimes(project, () => cotal(["down"]), { messages, responses, gemini }));
 
 describe("nothing another principal chose is typed into a seat's terminal", () => {
   it("a spawner's model asks for a helper whose prompt is `!touch …` and two Shift+Tabs: the helper's model reads it as mail, nothing runs, it stays in dontAsk", async () => {

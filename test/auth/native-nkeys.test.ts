@@ -89,8 +89,8 @@ describe("native nkeys", () => {
       readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
         e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith(".ts") || e.name.endsWith(".tsx") ? [join(dir, e.name)] : [],
       );
-    const product = ["schemas", "runtime", "broker", "claude", "codex", "opencode", "gemini", "connector", "manager", "web", "cli"].flatMap((d) =>
-      sources(join(projectRoot, d)),
+    const product = ["schemas", "runtime", "broker", "claude", "codex", "opencode", "gemini", "pi", "copilot", "connector", "manager", "web", "cli"].flatMap(
+      (d) => sources(join(projectRoot, d)),
     );
     expect(product.length).toBeGreaterThan(100);
     const offenders = product.flatMap((file) =>

@@ -114,6 +114,23 @@ describe("the event plane", () => {
     await p.close();
   });
 
+  it("a session whose SessionStart named no transcript takes the one a later hook names (Copilot's Stop), read from its start", async () => {
+    const s = await seat();
+    writeFileSync(s.transcript, turn(1).join(""), { mode: 0o600 });
+    const p = plane(s.ep, s.dir);
+    p.sessionStart({ sessionId: "sess-late", source: "new" });
+    p.sessionSeen({ sessionId: "sess-late", transcriptPath: s.transcript });
+    p.turnEnded("finished");
+    await until(async () => (await frames(s.name)).flatMap((f) => f.events).some((e) => e.type === "RUN_FINISHED"), 10_000, "the run finished on the plane");
+    const got = await frames(s.name);
+    expect(eventsOf(got).map((e) => e.type)[0]).toBe("RUN_STARTED");
+    expect(eventsOf(got).filter((e) => e.type === "TOOL_CALL_START")).toHaveLength(1);
+    expect(got.every((f) => f.threadId === "sess-late")).toBe(true);
+    // Another session's hook does not move the plane off the one it follows.
+    p.sessionSeen({ sessionId: "sess-other", transcriptPath: path.join(s.dir, "other.jsonl") });
+    await p.close();
+  });
+
   it("a connector killed mid-turn and restarted leaves no gap, no duplicate, and closes the open run", async () => {
     const s = await seat();
     const lines = turn(1);

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findNatsServer, type OpenApproval } from "../../broker/index.js";
 import { claudeEnv } from "../harness/claude-runner.js";
 import { buildCli, exitedOk, freePort, runCotal, type CliResult } from "../harness/cli.js";
-import { closeFourRuntimes } from "../harness/four-runtimes.js";
+import { closeRuntimes } from "../harness/runtime-shell.js";
 import { ModelDouble, newToolResults, newTurnText } from "../harness/model-double.js";
 import { until } from "../harness/until.js";
 
@@ -82,7 +82,7 @@ beforeAll(async () => {
   ok(await cotal(["mint", "erin", "--profile", "person", "--approve", "sup"]));
 }, 180_000);
 
-afterAll(() => closeFourRuntimes(project, () => cotal(["down"]), { messages }));
+afterAll(() => closeRuntimes(project, () => cotal(["down"]), { messages }));
 
 describe("a supervised Claude seat asks the mesh", () => {
   it("an unattended seat (the default) never asks: the call is refused by its allow-list and nothing is listed", async () => {

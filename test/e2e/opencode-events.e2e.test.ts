@@ -16,7 +16,7 @@ import { frameOf, type AgUiFrame, type CotalMessage } from "../../schemas/index.
 import { ONE_TOOL_TURN } from "../harness/agui-shapes.js";
 import { buildCli, cleanEnv, CotalProcess, freePort, runCotal, exitedOk } from "../harness/cli.js";
 import { allText, lastUserText, ModelDouble, toolResults } from "../harness/model-double.js";
-import { writeOpencodeConfig } from "../harness/four-runtimes.js";
+import { writeOpencodeConfig } from "../harness/runtime-shell.js";
 import { until } from "../harness/until.js";
 
 const DM_TOOL = "cotal_cotal_dm";

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findNatsServer } from "../../broker/index.js";
 import { buildCli, cleanEnv, freePort, runCotal, exitedOk } from "../harness/cli.js";
 import { allText, lastUserText, ModelDouble, toolResults } from "../harness/model-double.js";
-import { writeOpencodeConfig } from "../harness/four-runtimes.js";
+import { writeOpencodeConfig } from "../harness/runtime-shell.js";
 import { until } from "../harness/until.js";
 
 const DM_TOOL = "cotal_cotal_dm";

@@ -20,7 +20,7 @@ export const BUNDLES = {
 
 function newestSource(): number {
   let newest = 0;
-  for (const dir of ["schemas", "runtime", "broker", "claude", "codex", "opencode", "gemini", "connector", "manager", "web", "cli", "bench"]) {
+  for (const dir of ["schemas", "runtime", "broker", "claude", "codex", "opencode", "gemini", "pi", "copilot", "connector", "manager", "web", "cli", "bench"]) {
     if (!existsSync(path.join(projectRoot, dir))) continue;
     for (const f of readdirSync(path.join(projectRoot, dir), { recursive: true }) as string[]) {
       if (f.endsWith(".ts")) newest = Math.max(newest, statSync(path.join(projectRoot, dir, f)).mtimeMs);

@@ -1,0 +1,119 @@
+// A pi seat on a mixed mesh, through the shipped CLI only: `cotal up -d` in a fresh folder from a
+// shell whose own ~/.pi/agent/models.json names the Anthropic Messages double as a provider (its
+// key read from a variable, as pi's docs say) and whose settings.json picks it; an echo seat alice
+// and a managed pi seat bob (`cotal spawn -d --agent pi`). A DM to bob (sent as alice) wakes bob
+// with nobody typing: the manager types its wake line into the real pi TUI, Cotal's extension
+// hands the DM to the model (it is in the Messages request), which answers alice with cotal_dm
+// (a tool the extension registered from the connector's MCP server); echo alice answers, bob is
+// woken again and his model sees the echo. His turn is on his event plane. A `git push --force`
+// of his model is blocked by the deny floor before it runs; ps names his posture. The user's own
+// pi folder is left as it was.
+import { readdirSync, readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { findNatsServer } from "../../broker/index.js";
+import { buildCli, cleanEnv, freePort, runCotal, exitedOk } from "../harness/cli.js";
+import { writePiConfig } from "../harness/runtime-shell.js";
+import { allText, lastUserText, ModelDouble, toolResults } from "../harness/model-double.js";
+import { seatFrames } from "../harness/seat-plane.js";
+import { until } from "../harness/until.js";
+
+const DM_TOOL = "cotal_dm";
+const PING = "ping bob, alice here";
+const ANSWER = "hi alice, bob here";
+const WAKE = "You have new Cotal mail";
+const FLOOR = "please force-push main";
+const KEY_VAR = "DOUBLE_PI_KEY";
+const KEY = "sk-pi-double-secret-0123456789";
+
+let project: string;
+let home: string;
+let model: ModelDouble;
+let shell: NodeJS.ProcessEnv;
+
+const cotal = (args: string[], timeoutMs = 240_000) => runCotal(args, { cwd: project, env: shell, timeoutMs });
+const ok = exitedOk;
+
+/** bob's plane through the shipped CLI: his frames, oldest first. */
+const frames = () => seatFrames(cotal, "bob");
+
+/** The user's pi folder, file by file, as text (to prove it unchanged). */
+function userPiFolder(): Record<string, string> {
+  const dir = join(home, ".pi", "agent");
+  return Object.fromEntries(readdirSync(dir).map((f) => [f, readFileSync(join(dir, f), "utf8")]));
+}
+
+beforeAll(async () => {
+  await buildCli();
+  project = await mkdtemp(join(tmpdir(), "cotal-pi-seat-"));
+  model = await ModelDouble.start([
+    // Bob's first woken turn: the extension handed alice's DM over; answer her through Cotal's tool.
+    { when: (r) => allText(r).includes(PING) && allText(r).includes(WAKE), reply: [{ tool: DM_TOOL, input: { to: "alice", text: ANSWER } }] },
+    { afterToolResult: DM_TOOL, reply: ["Answered alice."] },
+    // Bob's second woken turn: alice's echo reached his model.
+    { when: (r) => allText(r).includes(`echo: ${ANSWER}`), reply: ["Alice echoed."] },
+    // A command the deny floor covers: blocked before it runs, the model is told.
+    {
+      when: (r) => lastUserText(r).includes(FLOOR) || allText(r).includes(FLOOR),
+      reply: [{ tool: "bash", input: { command: "git push --force origin main" } }],
+    },
+    { afterToolResult: "bash", reply: ["The push was refused."] },
+  ]);
+  home = join(project, "home");
+  writePiConfig(home, model.url, KEY_VAR);
+  // A space of its own: a connector's custody is per host and principal, and other meshes on this host may seat a bob too.
+  shell = cleanEnv({ HOME: home, NATS_SERVER_BIN: findNatsServer(), [KEY_VAR]: KEY, COTAL_SPACE: `piseat-${process.pid}` });
+  ok(await cotal(["up", "-d", "--port", String(await freePort())]));
+}, 180_000);
+
+afterAll(async () => {
+  if (project) await cotal(["down"]).catch(() => undefined);
+  await model?.close();
+  if (project) await rm(project, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+});
+
+describe("a pi seat on a mixed mesh, unattended, through the shipped CLI", () => {
+  it("a DM wakes pi bob, the extension hands it to his model, he answers echo alice with cotal_dm and sees her echo; his turn is on his plane", async () => {
+    const before = userPiFolder();
+    ok(await cotal(["spawn", "-d", "--agent", "echo", "--name", "alice"]));
+    const bob = ok(await cotal(["spawn", "-d", "--agent", "pi", "--name", "bob", "--wait-ms", "180000", "--json"]));
+    expect(bob.json(), bob.stdout).toMatchObject({ name: "bob", outcome: "started", seat: { state: "joined" } });
+    ok(await cotal(["send", "dm", "bob", PING, "--as", "alice", "--impersonate"]));
+    const requests = () => model.requests.filter((r) => r.path === "/v1/messages").map((r) => `${r.kind}: ${lastUserText(r).slice(0, 300)}`);
+    try {
+      await until(() => model.mainRequests.some((r) => allText(r).includes(PING)), 240_000, "bob's model to be handed alice's DM", 500);
+      await until(() => model.mainRequests.some((r) => toolResults(r).some((t) => t.name === DM_TOOL)), 120_000, "bob's cotal_dm to return", 500);
+      await until(() => model.mainRequests.some((r) => allText(r).includes(`echo: ${ANSWER}`)), 240_000, "bob's model to see alice's echo", 500);
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\n--- ps ---\n${(await cotal(["ps"])).stdout}\n--- requests ---\n${requests().join("\n")}`, { cause: err });
+    }
+    // Bob was woken by the manager typing into his terminal: nobody else typed.
+    const dmTurn = model.mainRequests.find((r) => allText(r).includes(PING))!;
+    expect(allText(dmTurn)).toContain(WAKE);
+    const result = model.mainRequests.flatMap((r) => toolResults(r)).find((t) => t.name === DM_TOOL)!;
+    expect(result.isError, result.text).toBe(false);
+    // The key went to the double from the user's variable, through pi's own models.json.
+    expect(dmTurn.headers["x-api-key"]).toBe(KEY);
+
+    // His turn is on his event plane: a run that started and finished, with the cotal_dm call by name.
+    await until(async () => (await frames()).some((f) => f.events.some((e) => e.type === "RUN_FINISHED")), 120_000, "bob's run finished on his plane", 1_000);
+    const events = (await frames()).flatMap((f) => f.events);
+    expect(events.map((e) => e.type)).toContain("RUN_STARTED");
+    expect(events.some((e) => e.type === "TOOL_CALL_START" && (e as { toolCallName?: string }).toolCallName === DM_TOOL)).toBe(true);
+    expect(JSON.stringify(events)).not.toContain(PING);
+
+    const ps = ok(await cotal(["ps"]));
+    expect(ps.stdout).toMatch(/bob\s+pi\s+joined\s.*extension: no asks, deny floor/);
+    expect(userPiFolder()).toEqual(before);
+  }, 900_000);
+
+  it("the deny floor blocks his model's `git push --force` before it runs; the model is told which rule", async () => {
+    ok(await cotal(["send", "dm", "bob", FLOOR, "--as", "alice", "--impersonate"]));
+    await until(() => model.mainRequests.some((r) => toolResults(r).some((t) => t.name === "bash")), 240_000, "bob's bash call to return", 500);
+    const refused = model.mainRequests.flatMap((r) => toolResults(r)).find((t) => t.name === "bash")!;
+    expect(refused.isError, refused.text).toBe(true);
+    expect(refused.text).toContain("git push --force*");
+  }, 400_000);
+});
