@@ -6,7 +6,8 @@
 // and marking it read empties `cotal inbox` too. Every write is refused to a page on another
 // origin (403, nothing stored; the browser may send the dashboard's cookie along: another port
 // of the same host is the same site), to a request without the token header (401, the cookie alone
-// included), and by `cotal web --read-only` (405). Screenshots of each view go to docs/web/.
+// included), and by `cotal web --read-only` (405). Screenshots of each view go to docs/web/ with
+// COTAL_DOCS_SCREENSHOTS=1.
 import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
@@ -29,7 +30,9 @@ if (!CHROMIUM) console.warn("SKIPPED: the dashboard talk tests need Debian's chr
 const DM_TOOL = "mcp__plugin_cotal_cotal__cotal_dm";
 const QUESTION = `are you there, alice? ${process.pid}`;
 const ANSWER = `yes ann, alice here ${process.pid}`;
-const SHOTS = join(projectRoot, "docs", "web");
+// The docs' screenshots are refreshed on purpose (COTAL_DOCS_SCREENSHOTS=1); any other run writes
+// them beside the other browser tests' (gitignored), so a test run leaves the tree as it found it.
+const SHOTS = process.env.COTAL_DOCS_SCREENSHOTS === "1" ? join(projectRoot, "docs", "web") : join(projectRoot, "test-artifacts", "web");
 /** How the dashboard says to get a person to write as. */
 const HOW = "`cotal up` on the mesh host mints the person there (or pass --as-creds FILE with a person's credential); --read-only hides this note.";
 
