@@ -31,6 +31,7 @@ function env(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv 
     ANTHROPIC_API_KEY: "sk-test-not-a-key",
     OPENAI_API_KEY: "sk-test-not-a-key",
     GEMINI_API_KEY: "test-not-a-key",
+    COPILOT_GITHUB_TOKEN: "test-not-a-token",
     CLAUDE_CONFIG_DIR: claudeConfig,
     COTAL_HOME: join(scratch, "cotal-home"),
   });
@@ -185,7 +186,7 @@ describe("cotal doctor", () => {
 
   it("every runtime's fix for missing credentials names the command that restarts the manager", async () => {
     const bare = env({ HOME: join(scratch, "home-bare") });
-    for (const key of ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"]) delete bare[key];
+    for (const key of ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "COPILOT_GITHUB_TOKEN"]) delete bare[key];
     const report = DoctorReport.parse(
       (await runCotal(["doctor", "--json", "--runtime", RUNTIMES.map((r) => r.name).join(",")], { cwd: project, env: bare, timeoutMs: 60_000 })).json(),
     );
