@@ -8,6 +8,7 @@ import { isMap, isScalar, isSeq, LineCounter, parseDocument, stringify, type Doc
 import type { z } from "zod";
 import { parseAgentFile } from "../claude/index.js";
 import { EVERY_SEAT, parseDuration, TEAM_FILE_LIMITS, TeamFile, TeamPersonaFile, type TeamAudience } from "../schemas/index.js";
+import { RUNTIMES } from "../manager/index.js";
 import { UsageError } from "./errors.js";
 
 /** One problem of a team file: where (1-based line, dotted key) and what. */
@@ -108,15 +109,17 @@ export function parseTeamFile(source: string, file: string): TeamDoc {
       over.map((p) => at(p.path, p.message)),
     );
   const parsed = TeamFile.safeParse(raw);
+  // Reported with the schema's problems, or after them all: which agents exist is not the contract's.
+  const agents = unknownAgents(raw);
   if (!parsed.success) {
     throw new TeamFileError(
       file,
-      flatten(parsed.error.issues, raw).map((i) => at(i.path, i.message)),
+      [...flatten(parsed.error.issues, raw), ...agents].map((i) => at(i.path, i.message)),
     );
   }
   const spec = parsed.data;
   const dir = dirname(file);
-  const problems: Array<{ path: Array<string | number>; message: string }> = [];
+  const problems: Array<{ path: Array<string | number>; message: string }> = [...agents];
   checkReferences(spec, problems);
   const personas = new Map<string, PersonaText>();
   for (const [name, persona] of Object.entries(spec.personas ?? {})) {
@@ -163,6 +166,21 @@ export function audienceHas(audience: TeamAudience, key: string, persona: string
 }
 
 /** Checks across keys: declared channels, durations in range, seat names that count does not make twice, who may read and write. */
+/**
+ * Seats whose `agent` is neither `echo` nor a runtime of the registry (manager/runtimes.ts): the
+ * contract takes any runtime name, the registry says which exist here.
+ */
+function unknownAgents(raw: unknown): Array<{ path: Array<string | number>; message: string }> {
+  const seats = (raw as { seats?: unknown } | null)?.seats;
+  if (!seats || typeof seats !== "object") return [];
+  const agents = ["echo", ...RUNTIMES.map((r) => r.name)];
+  return Object.entries(seats as Record<string, { agent?: unknown } | null>).flatMap(([name, seat]) =>
+    typeof seat?.agent === "string" && !agents.includes(seat.agent)
+      ? [{ path: ["seats", name, "agent"], message: `${JSON.stringify(seat.agent)} is not an agent Cotal runs (${agents.join(", ")})` }]
+      : [],
+  );
+}
+
 function checkReferences(spec: TeamFile, problems: Array<{ path: Array<string | number>; message: string }>): void {
   const channels = new Set(Object.keys(spec.channels ?? {}));
   const seats = Object.entries(spec.seats ?? {});
