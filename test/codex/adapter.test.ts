@@ -55,7 +55,7 @@ function homeOf(l: RuntimeLaunch): Record<string, string> {
   );
 }
 
-type HooksFile = { hooks: Record<string, Array<{ matcher?: string; hooks: Array<{ command: string }> }>> };
+type HooksFile = { hooks: Record<string, Array<{ matcher?: string; hooks: Array<{ command: string; timeout: number }> }>> };
 
 describe("codex launch", () => {
   it("puts the prompt on stdin and the persona in the private layer, never argv; approval never in the workspace sandbox, no bypass", async () => {
@@ -102,6 +102,29 @@ describe("codex launch", () => {
     expect(hooks.PermissionRequest![0]!.hooks[0]!.command).toMatch(/hook\.mjs" PermissionRequest$/);
     expect(files["config.toml"]!.match(/trusted_hash = /g)).toHaveLength(5);
     expect(files["cotal.config.toml"]).toContain("[mcp_servers.cotal]");
+    expect(files["cotal.config.toml"]).toContain('approval_policy = "never"');
+  }, 60_000);
+
+  it("a supervised seat runs approval on-request in the same sandbox, floor and all; its PermissionRequest hook may wait out an ask's bound", async () => {
+    const seatDir = mkdtempSync(join(root, "seat-"));
+    const l = await codexRuntime.buildSeat(host, {
+      name: "sup",
+      space: "team",
+      cwd: root,
+      seatDir,
+      launchMaterialPath: join(seatDir, "material.json"),
+      launchOptions: {},
+      allowedTools: [],
+      posture: "supervised",
+    });
+    const files = homeOf(l);
+    expect(files["cotal.config.toml"]).toContain('approval_policy = "on-request"');
+    expect(files["cotal.config.toml"]).toContain('sandbox_mode = "workspace-write"');
+    expect(l.permissionMode).toBe("approval on-request, sandbox workspace-write");
+    const hooks = (JSON.parse(files["hooks.json"]!) as HooksFile).hooks;
+    expect(hooks.PreToolUse![0]).toMatchObject({ matcher: "Bash", hooks: [{ command: expect.stringMatching(/hook\.mjs" PreToolUse --deny-floor$/) }] });
+    // The connector's bound on an ask is at most 9 minutes: Codex must not kill the hook first.
+    expect(hooks.PermissionRequest![0]!.hooks[0]!.timeout).toBeGreaterThan(540);
   }, 60_000);
 
   it("copies the user's config.toml and auth.json into the private home and passes only allow-listed variables (with the provider's env_key)", async () => {
