@@ -14,6 +14,7 @@ import type { OpenApproval } from "../../broker/index.js";
 import { functionOutputs, type FunctionCallItem, type RecordedResponsesRequest, type ResponsesDouble } from "../../testbed/responses-double.js";
 import { exitedOk } from "../harness/cli.js";
 import { CodexPath } from "../harness/codex-path.js";
+import { seatScreen } from "../harness/seat-screen.js";
 import { until } from "../harness/until.js";
 
 let u: CodexPath;
@@ -70,7 +71,10 @@ describe("a supervised Codex seat asks the mesh", () => {
     double.push(
       { when: (r) => hasInput(r, "TOUCH-ONE") && functionOutputs(r).length === 0, reply: [escalated(`touch ${target("one")}`, "touch_one")] },
       { when: (r) => functionOutputs(r).some((o) => o.callId === "touch_one"), reply: ["one handled"] },
-      { when: (r) => hasInput(r, "TOUCH-TWO") && !functionOutputs(r).some((o) => o.callId === "touch_two"), reply: [escalated(`touch ${target("two")}`, "touch_two")] },
+      {
+        when: (r) => hasInput(r, "TOUCH-TWO") && !functionOutputs(r).some((o) => o.callId === "touch_two"),
+        reply: [escalated(`touch ${target("two")}`, "touch_two")],
+      },
       { when: (r) => functionOutputs(r).some((o) => o.callId === "touch_two"), reply: ["two handled"] },
     );
     ok(await cotal(["spawn", "-d", "--agent", "codex", "--name", "cx", "--posture", "supervised", "--wait-ms", "120000"]));
@@ -81,6 +85,10 @@ describe("a supervised Codex seat asks the mesh", () => {
     const one = await askFor(target("one"));
     expect(one).toMatchObject({ seat: "local.cx", onExpiry: "denied" });
     expect(existsSync(target("one"))).toBe(false);
+    // Codex runs the hook before its dialog: the seat's terminal shows the hook running, no dialog.
+    const screen = await seatScreen(u.project, u.shell.COTAL_SPACE!, "cx");
+    expect(screen).toContain("Running hook");
+    expect(screen).not.toMatch(/Would you like to run the following command\?/);
     ok(await cotal(["approve", one.id]));
     await until(() => existsSync(target("one")), 60_000, "the approved command to run");
     await until(() => outputOf("touch_one") !== undefined, 60_000, "the approved command's output to reach the model", 250);
