@@ -55,6 +55,21 @@ function homeOf(l: RuntimeLaunch): Record<string, string> {
   );
 }
 
+/** A seat's launch (its home written) in a fresh seat folder. */
+const buildSeat = (name: string, posture?: "supervised") => {
+  const seatDir = mkdtempSync(join(root, "seat-"));
+  return codexRuntime.buildSeat(host, {
+    name,
+    space: "team",
+    cwd: root,
+    seatDir,
+    launchMaterialPath: join(seatDir, "material.json"),
+    launchOptions: {},
+    allowedTools: [],
+    posture,
+  });
+};
+
 type HooksFile = { hooks: Record<string, Array<{ matcher?: string; hooks: Array<{ command: string; timeout: number }> }>> };
 
 describe("codex launch", () => {
@@ -85,16 +100,7 @@ describe("codex launch", () => {
   }, 60_000);
 
   it("a seat's home holds the connector's hooks, the deny floor on PreToolUse and PermissionRequest for approval state, all trusted", async () => {
-    const seatDir = mkdtempSync(join(root, "seat-"));
-    const l = await codexRuntime.buildSeat(host, {
-      name: "bob",
-      space: "team",
-      cwd: root,
-      seatDir,
-      launchMaterialPath: join(seatDir, "material.json"),
-      launchOptions: {},
-      allowedTools: [],
-    });
+    const l = await buildSeat("bob");
     const files = homeOf(l);
     const hooks = (JSON.parse(files["hooks.json"]!) as HooksFile).hooks;
     expect(Object.keys(hooks)).toEqual(["SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "Stop"]);
@@ -106,17 +112,7 @@ describe("codex launch", () => {
   }, 60_000);
 
   it("a supervised seat runs approval on-request in the same sandbox, floor and all; its PermissionRequest hook may wait out an ask's bound", async () => {
-    const seatDir = mkdtempSync(join(root, "seat-"));
-    const l = await codexRuntime.buildSeat(host, {
-      name: "sup",
-      space: "team",
-      cwd: root,
-      seatDir,
-      launchMaterialPath: join(seatDir, "material.json"),
-      launchOptions: {},
-      allowedTools: [],
-      posture: "supervised",
-    });
+    const l = await buildSeat("sup", "supervised");
     const files = homeOf(l);
     expect(files["cotal.config.toml"]).toContain('approval_policy = "on-request"');
     expect(files["cotal.config.toml"]).toContain('sandbox_mode = "workspace-write"');
