@@ -4,7 +4,7 @@
 // sandbox; Codex runs its PermissionRequest hook before any dialog, the connector puts the ask to
 // the mesh, `cotal approvals --json` lists it as the person at the mesh host sees it, and the
 // person's `cotal approve` makes Codex run it; a second ask, `cotal deny`, does not run, and the
-// model gets the person's reason.
+// model gets the person's reason; a third, unanswered, is denied at the bound.
 import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -16,6 +16,9 @@ import { exitedOk } from "../harness/cli.js";
 import { CodexPath } from "../harness/codex-path.js";
 import { seatScreen } from "../harness/seat-screen.js";
 import { until } from "../harness/until.js";
+
+/** The bound of the seat's asks in this test: long enough for a few CLI calls, short enough to wait out once. */
+const BOUND_MS = 30_000;
 
 let u: CodexPath;
 let double: ResponsesDouble;
@@ -56,7 +59,12 @@ async function askFor(file: string): Promise<OpenApproval> {
 }
 
 beforeAll(async () => {
-  u = await CodexPath.start({ prefix: "cotal-codex-approvals-", key: "sk-codex-double", shell: { COTAL_SPACE: `cxap-${process.pid}` }, timeoutMs: 150_000 });
+  u = await CodexPath.start({
+    prefix: "cotal-codex-approvals-",
+    key: "sk-codex-double",
+    shell: { COTAL_SPACE: `cxap-${process.pid}`, COTAL_APPROVAL_TIMEOUT_MS: String(BOUND_MS) },
+    timeoutMs: 150_000,
+  });
   double = u.double;
   outside = await mkdtemp(join(tmpdir(), "cotal-codex-outside-"));
 }, 120_000);
@@ -67,7 +75,7 @@ afterAll(async () => {
 });
 
 describe("a supervised Codex seat asks the mesh", () => {
-  it("the person approves one ask (it runs) and denies another (it does not; the model is told why)", async () => {
+  it("the person approves one ask (it runs) and denies another (it does not; the model is told why); nobody answers a third, denied at the bound", async () => {
     double.push(
       { when: (r) => hasInput(r, "TOUCH-ONE") && functionOutputs(r).length === 0, reply: [escalated(`touch ${target("one")}`, "touch_one")] },
       { when: (r) => functionOutputs(r).some((o) => o.callId === "touch_one"), reply: ["one handled"] },
@@ -75,7 +83,12 @@ describe("a supervised Codex seat asks the mesh", () => {
         when: (r) => hasInput(r, "TOUCH-TWO") && !functionOutputs(r).some((o) => o.callId === "touch_two"),
         reply: [escalated(`touch ${target("two")}`, "touch_two")],
       },
-      { when: (r) => functionOutputs(r).some((o) => o.callId === "touch_two"), reply: ["two handled"] },
+      { when: (r) => functionOutputs(r).some((o) => o.callId === "touch_two") && !hasInput(r, "TOUCH-THREE"), reply: ["two handled"] },
+      {
+        when: (r) => hasInput(r, "TOUCH-THREE") && !functionOutputs(r).some((o) => o.callId === "touch_three"),
+        reply: [escalated(`touch ${target("three")}`, "touch_three")],
+      },
+      { when: (r) => functionOutputs(r).some((o) => o.callId === "touch_three"), reply: ["three handled"] },
     );
     ok(await cotal(["spawn", "-d", "--agent", "codex", "--name", "cx", "--posture", "supervised", "--wait-ms", "120000"]));
     // ps shows Codex's own posture for it.
@@ -100,6 +113,12 @@ describe("a supervised Codex seat asks the mesh", () => {
     // Codex reports the hook's denial as the call's failure, the message quoted inside (0.171.0).
     expect(outputOf("touch_two")).toMatch(/^exec_command failed: .*Rejected\(.*local\.\w+ denied this over the mesh: .*not today/);
     expect(existsSync(target("two"))).toBe(false);
+
+    ok(await cotal(["send", "dm", "cx", "TOUCH-THREE please", "--as", "alice", "--impersonate"]));
+    await askFor(target("three"));
+    await until(() => outputOf("touch_three") !== undefined, BOUND_MS + 60_000, "the bound to deny the unanswered ask", 500);
+    expect(outputOf("touch_three")).toContain("Nobody answered this permission ask within 30 s");
+    expect(existsSync(target("three"))).toBe(false);
     expect(ok(await cotal(["approvals", "--json"])).json<OpenApproval[]>()).toEqual([]);
     ok(await cotal(["stop", "--name", "cx"]));
   }, 480_000);
