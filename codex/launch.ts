@@ -1,9 +1,10 @@
 // The one place a Codex command line is built (docs/runtimes.md): a headless run (`codex exec
 // --json`) and an interactive seat (`codex` under the manager's terminal), both with a private
 // CODEX_HOME (home.ts), Cotal's layer selected with `-p cotal`, an allow-listed environment, and
-// an unattended posture from Codex's own settings: approval `never` (no one would answer a
-// prompt) inside the `workspace-write` sandbox, with the deny floor in a PreToolUse hook on its
-// shell tool. Never `--dangerously-bypass-approvals-and-sandbox`.
+// a posture from Codex's own settings: unattended, approval `never` (no one would answer a
+// prompt); supervised (a seat), approval `on-request`, whose asks its PermissionRequest hook puts
+// to people over the mesh; both inside the `workspace-write` sandbox, with the deny floor in a
+// PreToolUse hook on its shell tool. Never `--dangerously-bypass-approvals-and-sandbox`.
 import { existsSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import {
@@ -36,7 +37,9 @@ export const CODEX_DIR_PREFIX = "cotal-codex-";
 const SANDBOXES = ["read-only", "workspace-write", "danger-full-access"] as const;
 /** The unattended default: writes inside the workspace, nothing asked. */
 const DEFAULT_SANDBOX = "workspace-write";
-const APPROVAL = "never";
+/** Codex's approval policy per posture: unattended, nothing is asked; supervised, what leaves the sandbox is asked (its PermissionRequest hook asks the mesh). */
+const APPROVAL = { unattended: "never", supervised: "on-request" } as const;
+type Posture = keyof typeof APPROVAL;
 
 /** The posture the launch options choose, refusing what Codex cannot honour. */
 function posture(c: LaunchCommon): { sandbox: string } {
@@ -65,12 +68,14 @@ function launchOf(
   layer: Omit<CotalLayer, "approvalPolicy" | "sandboxMode" | "persona" | "model">,
   head: string[],
   set: Record<string, string>,
+  approval: Posture = "unattended",
 ): RuntimeLaunch {
   const { sandbox } = posture(c);
   const privateDir = privateLaunchDir(c, CODEX_DIR_PREFIX, (m) => new CodexLaunchError(m));
   const user = readUserCodexConfig(host.parentEnv);
   const persona = c.persona !== undefined && c.persona.trim() !== "" ? c.persona : undefined;
-  const files = homeFiles(privateDir, user, { ...layer, approvalPolicy: APPROVAL, sandboxMode: sandbox, persona, model: c.model });
+  const approvalPolicy = APPROVAL[approval];
+  const files = homeFiles(privateDir, user, { ...layer, approvalPolicy, sandboxMode: sandbox, persona, model: c.model });
   return {
     command: host.executable,
     args: [...head, "-p", COTAL_PROFILE, "-C", c.cwd],
@@ -78,7 +83,7 @@ function launchOf(
     cwd: c.cwd,
     privateDir,
     files,
-    permissionMode: `approval ${APPROVAL}, sandbox ${sandbox}`,
+    permissionMode: `approval ${approvalPolicy}, sandbox ${sandbox}`,
   };
 }
 
@@ -97,21 +102,31 @@ interface CodexHook {
  */
 const FLOOR_HOOK: CodexHook = { event: "PreToolUse", matcher: "Bash", timeoutSec: 5, denyFloor: true };
 
+/** Codex's PermissionRequest hook in a seat: it waits longer than the connector's bound on an ask. */
+const PERMISSION_HOOK: CodexHook = { event: "PermissionRequest", timeoutSec: 600 };
+
 /** The hooks a seat's home declares (Codex fires Claude's events, with Claude's payloads). */
 const SEAT_HOOKS: readonly CodexHook[] = [
   { event: "SessionStart", timeoutSec: 15 },
   { event: "UserPromptSubmit", timeoutSec: 15 },
   // Presence `working` for shell commands (Codex's PreToolUse sees its shell tool only), and the deny floor.
   FLOOR_HOOK,
-  // Fired as Codex opens its approval dialog: presence `waiting`, condition `approval` (a seat with
-  // approval `never` is never asked; a hand-started session may be).
-  { event: "PermissionRequest", timeoutSec: 5 },
+  // Fired before Codex shows its approval dialog, which waits for the hook (0.171.0): presence
+  // `waiting`, condition `approval`; a supervised seat's connector asks the mesh and returns the
+  // person's decision, so the hook may wait as long as an ask's bound (at most 9 minutes). A seat
+  // with approval `never` is never asked.
+  PERMISSION_HOOK,
   { event: "Stop", timeoutSec: 5 },
 ];
 /** A run's home declares the floor only: a run has no connector. */
 const RUN_HOOKS: readonly CodexHook[] = [FLOOR_HOOK];
-/** What `cotal setup --runtime codex` puts in the user's own home: a person runs that session, under their own approval policy (no floor, as a hand-started Claude has none). */
-const SETUP_HOOKS: readonly CodexHook[] = SEAT_HOOKS.map((h) => ({ ...h, denyFloor: false }));
+/**
+ * What `cotal setup --runtime codex` puts in the user's own home: a person runs that session, under
+ * their own approval policy (no floor, as a hand-started Claude has none). Its connector answers
+ * PermissionRequest at once with no decision: Codex's dialog waits for the hook, so the person at
+ * the terminal is never kept waiting on the mesh.
+ */
+const SETUP_HOOKS: readonly CodexHook[] = SEAT_HOOKS.map((h) => ({ ...h, denyFloor: false, ...(h === PERMISSION_HOOK ? { timeoutSec: 5 } : {}) }));
 const HOOKS_FILE = "hooks.json";
 
 type HookGroups = Record<string, Array<{ matcher?: string; hooks: Array<{ type: "command"; command: string; timeout: number }> }>>;
@@ -202,7 +217,14 @@ export async function buildCodexSeat(host: RuntimeHost, seat: SeatLaunchInput): 
   // The Codex TUI starts its session (and fires SessionStart) only with the first prompt: the
   // connector joins when Codex starts it, so the seat is present and can be woken before that.
   const connectorEnv = { ...material, COTAL_JOIN_ON: "start" };
-  const launch = launchOf(host, { ...seat, runtimeDir: seat.seatDir }, { mcp: { ...connectorCommand(host.connectorEntry), env: connectorEnv } }, [], material);
+  const launch = launchOf(
+    host,
+    { ...seat, runtimeDir: seat.seatDir },
+    { mcp: { ...connectorCommand(host.connectorEntry), env: connectorEnv } },
+    [],
+    material,
+    seat.posture ?? "unattended",
+  );
   const project = `[projects.${tomlString(seat.cwd)}]`;
   return writeTrustedHome(host, launch, seat.cwd, SEAT_HOOKS, (c) => (c.includes(project) ? c : `${c}\n${project}\ntrust_level = "trusted"\n`));
 }

@@ -32,7 +32,8 @@ export const codexRuntime = {
     jsonSchema: true,
     carry: false,
     eventPlane: true,
-    approvals: false,
+    // Its PermissionRequest hook runs before its dialog and takes Claude's decision shape (0.171.0).
+    approvals: true,
   },
   wakePrompt: MANAGER_WAKE_PROMPT,
   // Codex reads typed text followed at once by Enter as a paste and inserts a newline (seen on 0.171.0).

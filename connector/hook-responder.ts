@@ -84,7 +84,7 @@ export class HookResponder implements HookHandler {
     if (outcome.kind === "answered") void seat.setPresence({ status: "working", condition: null, activity: tool.slice(0, 200) });
     else if (this.cfg.managed) void seat.setPresence({ status: "working", condition: null });
     const decision = permissionDecision(outcome, { managed: this.cfg.managed, timeoutMs: this.cfg.approvalTimeoutMs });
-    return { reply: decision ? { hookSpecificOutput: { hookEventName: "PermissionRequest", decision } } : {} };
+    return { reply: decision && seat.permissionReply ? seat.permissionReply(decision) : {} };
   }
 
   /** The additionalContext of a draining hook: identity (at SessionStart), framed mail, what still waits. */

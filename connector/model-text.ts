@@ -337,6 +337,9 @@ export function handedOverText(name: string, r: { to?: string | undefined }): st
   return `${name} answers to ${r.to ?? "the operator"} now: it no longer retires with you, and you can no longer retire it.`;
 }
 
+/** A decision a PermissionRequest hook hands back to the CLI. */
+export type PermissionDecision = { behavior: "allow" } | { behavior: "deny"; message: string };
+
 /**
  * The decision a PermissionRequest hook returns to Claude for an ask put to the mesh: a person's
  * allow or deny (with who answered), a managed seat's denial when nobody answered in time, or
@@ -345,7 +348,7 @@ export function handedOverText(name: string, r: { to?: string | undefined }): st
 export function permissionDecision(
   outcome: { kind: "answered"; decision: "allow" | "deny"; by: string; reason?: string } | { kind: "expired" },
   o: { managed: boolean; timeoutMs: number },
-): { behavior: "allow" } | { behavior: "deny"; message: string } | undefined {
+): PermissionDecision | undefined {
   if (outcome.kind === "answered") {
     if (outcome.decision === "allow") return { behavior: "allow" };
     return {

@@ -5,6 +5,7 @@
 import { codexTranscriptRecords } from "../codex/index.js";
 import { copilotTranscriptRecords } from "../copilot/index.js";
 import { geminiTranscriptRecords } from "../gemini/index.js";
+import type { PermissionDecision } from "./model-text.js";
 
 /** One parsed session-file line → the transcript records (Claude's shape) it stands for. */
 export type TranscriptReader = (line: unknown) => unknown[];
@@ -14,21 +15,38 @@ export interface SeatRuntime {
   connectorMeta: string;
   /** How its session file reads for the event plane. */
   transcript: TranscriptReader;
-  /** Its PermissionRequest hook takes a decision back: asks go to the mesh (docs/runtimes.md). */
-  approvals: boolean;
+  /** Whose permission asks go to the mesh (docs/runtimes.md), and the hook reply that hands a decision back; none: its own dialog stands. */
+  approvals?: SeatApprovals | undefined;
 }
+
+export interface SeatApprovals {
+  /**
+   * Whose asks: every session's (the CLI shows its dialog beside the hook, so the person at the
+   * terminal may answer first: Claude), or managed seats' only (the dialog waits for the hook, so a
+   * hand-started session's person would wait out the bound first: Codex).
+   */
+  sessions: "all" | "managed";
+  /** The PermissionRequest hook's reply carrying a decision, in the CLI's shape. */
+  reply: (decision: PermissionDecision) => Record<string, unknown>;
+}
+
+/**
+ * Claude Code's PermissionRequest decision, which Codex (0.171.0, its PermissionRequestDecisionWire)
+ * reads the same: `behavior` allow or deny, with `message` for the model on a deny.
+ */
+const claudeShapedReply = (decision: PermissionDecision): Record<string, unknown> => ({ hookSpecificOutput: { hookEventName: "PermissionRequest", decision } });
 
 /** Claude's transcript is the plane's own shape: each line is one record. */
 const asIs: TranscriptReader = (line) => [line];
 
-const CLAUDE: SeatRuntime = { connectorMeta: "claude-code", transcript: asIs, approvals: true };
+const CLAUDE: SeatRuntime = { connectorMeta: "claude-code", transcript: asIs, approvals: { sessions: "all", reply: claudeShapedReply } };
 
 const SEAT_RUNTIMES: Readonly<Record<string, SeatRuntime>> = {
   claude: CLAUDE,
-  // Codex fires PermissionRequest with Claude's payload, but its answer is not taken as a decision here: its own dialog stands.
-  codex: { connectorMeta: "codex", transcript: codexTranscriptRecords, approvals: false },
-  gemini: { connectorMeta: "gemini-cli", transcript: geminiTranscriptRecords, approvals: false },
-  copilot: { connectorMeta: "copilot-cli", transcript: copilotTranscriptRecords, approvals: false },
+  // Codex fires PermissionRequest with Claude's payload before its dialog, and takes Claude's decision shape back.
+  codex: { connectorMeta: "codex", transcript: codexTranscriptRecords, approvals: { sessions: "managed", reply: claudeShapedReply } },
+  gemini: { connectorMeta: "gemini-cli", transcript: geminiTranscriptRecords },
+  copilot: { connectorMeta: "copilot-cli", transcript: copilotTranscriptRecords },
 };
 
 /**
@@ -38,5 +56,5 @@ const SEAT_RUNTIMES: Readonly<Record<string, SeatRuntime>> = {
  */
 export function seatRuntimeOf(runtime: string | undefined): SeatRuntime {
   if (runtime === undefined) return CLAUDE;
-  return SEAT_RUNTIMES[runtime] ?? { connectorMeta: runtime, transcript: asIs, approvals: false };
+  return SEAT_RUNTIMES[runtime] ?? { connectorMeta: runtime, transcript: asIs };
 }

@@ -16,7 +16,7 @@ import { credsMaySpawn, HelperDesk } from "./helpers.js";
 import { Inbox, type Mail, type Selection } from "./inbox.js";
 import type { SeatFacts } from "./model-text.js";
 import type { TurnState } from "./presence.js";
-import { seatRuntimeOf } from "./seat-runtime.js";
+import { seatRuntimeOf, type SeatApprovals } from "./seat-runtime.js";
 import { Waker, type Wake, type WakeView } from "./wake.js";
 
 /** A snapshot for cotal_status and tests. */
@@ -73,6 +73,8 @@ export class Seat {
   readonly helpers: HelperDesk | undefined;
   /** Its permission asks, answered over the mesh, when its CLI's permission hook takes a decision back. */
   readonly approvals: ApprovalDesk | undefined;
+  /** The hook reply that hands a decision back to the seat's CLI (seat-runtime.ts). */
+  readonly permissionReply: SeatApprovals["reply"] | undefined;
 
   private constructor(
     private readonly cfg: ConnectorConfig,
@@ -97,19 +99,22 @@ export class Seat {
       : undefined;
     this.backlog = new BacklogLatch(() => this.ep.deliveries.size);
     const { launch } = cfg;
-    this.approvals = seatRuntimeOf(launch.runtime).approvals
-      ? new ApprovalDesk({
-          nc: ep.nc,
-          space: launch.space,
-          me: this.me,
-          owner: launch.spawnedBy ?? (cfg.managed ? undefined : folderPerson(process.cwd(), launch.space)),
-          managed: cfg.managed,
-          timeoutMs: cfg.approvalTimeoutMs,
-          plane,
-          approveRight: async (who) => (await callControl(ep.nc, launch.space, "may-approve", this.me, { name: principalId(who) })).allowed,
-          log: log.child({ component: "approvals" }),
-        })
-      : undefined;
+    const asks = seatRuntimeOf(launch.runtime).approvals;
+    this.permissionReply = asks?.reply;
+    this.approvals =
+      asks && (asks.sessions === "all" || cfg.managed)
+        ? new ApprovalDesk({
+            nc: ep.nc,
+            space: launch.space,
+            me: this.me,
+            owner: launch.spawnedBy ?? (cfg.managed ? undefined : folderPerson(process.cwd(), launch.space)),
+            managed: cfg.managed,
+            timeoutMs: cfg.approvalTimeoutMs,
+            plane,
+            approveRight: async (who) => (await callControl(ep.nc, launch.space, "may-approve", this.me, { name: principalId(who) })).allowed,
+            log: log.child({ component: "approvals" }),
+          })
+        : undefined;
   }
 
   /** The seat's logger (before it is connected: custody is claimed first). */

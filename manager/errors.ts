@@ -49,6 +49,6 @@ export function unsupervisable(agent: string): SeatRefusedError {
   return new SeatRefusedError(
     "posture-unsupported",
     `A ${agent} seat cannot run supervised: its CLI's permission hook returns no decision to it, so a person's answer from the mesh could not reach it; nothing was started.`,
-    "Spawn it unattended (the default), or run a claude seat supervised (docs/runtimes.md says which runtimes support it).",
+    "Spawn it unattended (the default), or run a claude or codex seat supervised (docs/runtimes.md says which runtimes support it).",
   );
 }

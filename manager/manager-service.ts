@@ -818,6 +818,7 @@ export class ManagerService {
               agent: fm?.agent,
               allowedTools: fm?.allowedTools ?? [],
               launchOptions: fm?.launchOptions ?? {},
+              posture: r.spec.posture,
             });
       await this.append(seat, {
         type: "launched",

@@ -30,7 +30,7 @@ export const AgentFrontmatter = z
     ),
     spawnLimit: SpawnLimit.optional(),
     posture: SeatPosture.optional().describe(
-      "unattended (default): what allowedTools does not name is refused; supervised: it is asked of a person over the mesh (`cotal approvals`; claude seats)",
+      "unattended (default): what allowedTools does not name is refused; supervised: it is asked of a person over the mesh (`cotal approvals`; claude and codex seats)",
     ),
   })
   .describe("Frontmatter of an agent file.");

@@ -99,7 +99,7 @@ export const TeamSeat = z
     prompt: OpeningPrompt.optional(),
     events: z.boolean().optional().describe("publish the seat's activity on its event plane (docs/events.md); default true"),
     posture: SeatPosture.optional().describe(
-      "unattended (default) or supervised: permission asks go to people over the mesh (`cotal approvals`; claude seats)",
+      "unattended (default) or supervised: permission asks go to people over the mesh (`cotal approvals`; claude and codex seats)",
     ),
   })
   .describe("A seat: one agent process under a name, run by a manager.");

@@ -256,7 +256,7 @@ export function registerSeats(program: Command): void {
     .option("--spawn-limit <n>", "with --allow-spawn: helpers it may hold at once (default 4, at most 32)")
     .option(
       "--posture <posture>",
-      "unattended (default: a tool its allow-list does not name is refused) or supervised (it is asked of a person over the mesh: `cotal approvals`; claude seats; default: its agent file's posture)",
+      "unattended (default: a tool its allow-list does not name is refused) or supervised (it is asked of a person over the mesh: `cotal approvals`; claude and codex seats; default: its agent file's posture)",
     );
   jsonOption(meshOptions(spawn)).action(async (persona: string | undefined, raw: Record<string, unknown>) => {
     const f = parseInput(SpawnFlags, { ...raw, ...(persona !== undefined ? { persona } : {}) });
@@ -271,7 +271,7 @@ export function registerSeats(program: Command): void {
     if (f.posture === "supervised" && !adapter?.capabilities.approvals)
       throw new UsageError(
         `--posture supervised needs a runtime whose permission hook returns a person's decision to the CLI: ${supervisableRuntimes()} (docs/runtimes.md); ${article(f.agent)} ${f.agent} seat runs unattended. Nothing was started.`,
-        { remedy: "Leave out --posture, or spawn a claude seat." },
+        { remedy: `Leave out --posture, or spawn a seat of ${supervisableRuntimes()}.` },
       );
     // Before anything connects or is uploaded (the manager refuses it too, after the upload).
     if (f.resume && !adapter?.capabilities.carry)

@@ -55,7 +55,22 @@ function homeOf(l: RuntimeLaunch): Record<string, string> {
   );
 }
 
-type HooksFile = { hooks: Record<string, Array<{ matcher?: string; hooks: Array<{ command: string }> }>> };
+/** A seat's launch (its home written) in a fresh seat folder. */
+const buildSeat = (name: string, posture?: "supervised") => {
+  const seatDir = mkdtempSync(join(root, "seat-"));
+  return codexRuntime.buildSeat(host, {
+    name,
+    space: "team",
+    cwd: root,
+    seatDir,
+    launchMaterialPath: join(seatDir, "material.json"),
+    launchOptions: {},
+    allowedTools: [],
+    posture,
+  });
+};
+
+type HooksFile = { hooks: Record<string, Array<{ matcher?: string; hooks: Array<{ command: string; timeout: number }> }>> };
 
 describe("codex launch", () => {
   it("puts the prompt on stdin and the persona in the private layer, never argv; approval never in the workspace sandbox, no bypass", async () => {
@@ -85,16 +100,7 @@ describe("codex launch", () => {
   }, 60_000);
 
   it("a seat's home holds the connector's hooks, the deny floor on PreToolUse and PermissionRequest for approval state, all trusted", async () => {
-    const seatDir = mkdtempSync(join(root, "seat-"));
-    const l = await codexRuntime.buildSeat(host, {
-      name: "bob",
-      space: "team",
-      cwd: root,
-      seatDir,
-      launchMaterialPath: join(seatDir, "material.json"),
-      launchOptions: {},
-      allowedTools: [],
-    });
+    const l = await buildSeat("bob");
     const files = homeOf(l);
     const hooks = (JSON.parse(files["hooks.json"]!) as HooksFile).hooks;
     expect(Object.keys(hooks)).toEqual(["SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "Stop"]);
@@ -102,6 +108,19 @@ describe("codex launch", () => {
     expect(hooks.PermissionRequest![0]!.hooks[0]!.command).toMatch(/hook\.mjs" PermissionRequest$/);
     expect(files["config.toml"]!.match(/trusted_hash = /g)).toHaveLength(5);
     expect(files["cotal.config.toml"]).toContain("[mcp_servers.cotal]");
+    expect(files["cotal.config.toml"]).toContain('approval_policy = "never"');
+  }, 60_000);
+
+  it("a supervised seat runs approval on-request in the same sandbox, floor and all; its PermissionRequest hook may wait out an ask's bound", async () => {
+    const l = await buildSeat("sup", "supervised");
+    const files = homeOf(l);
+    expect(files["cotal.config.toml"]).toContain('approval_policy = "on-request"');
+    expect(files["cotal.config.toml"]).toContain('sandbox_mode = "workspace-write"');
+    expect(l.permissionMode).toBe("approval on-request, sandbox workspace-write");
+    const hooks = (JSON.parse(files["hooks.json"]!) as HooksFile).hooks;
+    expect(hooks.PreToolUse![0]).toMatchObject({ matcher: "Bash", hooks: [{ command: expect.stringMatching(/hook\.mjs" PreToolUse --deny-floor$/) }] });
+    // The connector's bound on an ask is at most 9 minutes: Codex must not kill the hook first.
+    expect(hooks.PermissionRequest![0]!.hooks[0]!.timeout).toBeGreaterThan(540);
   }, 60_000);
 
   it("copies the user's config.toml and auth.json into the private home and passes only allow-listed variables (with the provider's env_key)", async () => {

@@ -1,8 +1,9 @@
 // Approval state from a Codex session: Codex fires PermissionRequest, with
-// Claude's payload, the moment its approval dialog opens; the hook `cotal setup --runtime codex`
+// Claude's payload, as it is about to open its approval dialog; the hook `cotal setup --runtime codex`
 // installs relays it to the session's connector, whose presence then says `waiting` with condition
-// `approval`, as a Claude seat's does, until the person answers and the turn ends. A managed seat
-// runs with approval `never` and is never asked: this is a hand-started session's path. Real parts:
+// `approval`, as a Claude seat's does, until the person answers and the turn ends. Codex's dialog
+// waits for the hook, so a hand-started session's connector answers it at once (nothing is put to
+// the mesh; a supervised seat's asks are, test/codex/approvals.e2e.test.ts). Real parts:
 // the codex TUI (0.171.0, under tmux, approval on-request) against the Responses double, its
 // hooks as setupCodex writes and trusts them (the built hook.mjs), a connector on a real mesh.
 import { execFileSync } from "node:child_process";
@@ -56,7 +57,8 @@ afterAll(async () => {
 describe("a Codex approval dialog in presence", () => {
   it("PermissionRequest puts the connector's presence at waiting (approval); after the person approves, the turn ends idle", async () => {
     // In-process, so not Codex's child: the check that a hook comes from the connector's own session is off.
-    const seat = await startConnector(mesh, "carol", { pairing: false });
+    // A Codex session's connector (as `cotal setup --runtime codex` names it): its asks stay its own.
+    const seat = await startConnector(mesh, "carol", { pairing: false, launch: { runtime: "codex" } });
     const presence = () => seat.connector.status();
     try {
       const home = join(root, "home");

@@ -191,8 +191,8 @@ describe("a supervised Claude seat asks the mesh", () => {
   });
 
   it("--posture supervised is refused for a runtime whose permission hook returns no decision", async () => {
-    const r = await cotal(["spawn", "-d", "--agent", "codex", "--name", "cx", "--posture", "supervised"]);
+    const r = await cotal(["spawn", "-d", "--agent", "gemini", "--name", "gm", "--posture", "supervised"]);
     expect(r.code, r.stderr).toBe(2);
-    expect(r.stderr).toContain("--posture supervised needs a runtime whose permission hook returns a person's decision to the CLI: claude");
+    expect(r.stderr).toContain("--posture supervised needs a runtime whose permission hook returns a person's decision to the CLI: claude, codex");
   });
 });
