@@ -17,7 +17,7 @@ import { ModelDouble, newToolResults, newTurnText } from "../harness/model-doubl
 import { until } from "../harness/until.js";
 
 /** The bound of a managed seat's ask in this test: long enough for a few CLI calls, short enough to wait out once. */
-const BOUND_MS = 40_000;
+const BOUND_MS = 25_000;
 
 let project: string;
 let messages: ModelDouble;
@@ -155,7 +155,7 @@ describe("a supervised Claude seat asks the mesh", () => {
     ok(await cotal(["send", "dm", "sup", "TOUCH-THREE"]));
     const three = await askFor(file("three"));
     await until(
-      () => messages.requests.some((r) => newTurnText(r).includes("Nobody answered this permission ask within 40 s")),
+      () => messages.requests.some((r) => newTurnText(r).includes(`Nobody answered this permission ask within ${BOUND_MS / 1000} s`)),
       BOUND_MS + 60_000,
       "the bound to deny the ask",
       1_000,
