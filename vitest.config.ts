@@ -32,6 +32,10 @@ const SLOW_FILES = [
   "test/deploy/compose.test.ts",
   // Runs the real Claude Code against a model double.
   "test/claude/allow-tools.test.ts",
+  // Load tests: presence at 200 endpoints, floods of revocations and control calls.
+  "test/mesh/presence-scale.test.ts",
+  "test/attacks/revocation-flood.test.ts",
+  "test/attacks/flood.test.ts",
 ];
 const LEFT_OUT = process.env.COTAL_TEST_TIER === "fast" ? SLOW_FILES : CLUSTER_FILES;
 
