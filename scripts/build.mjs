@@ -26,6 +26,8 @@ const entries = {
   "bench-flood": "bench/bin/flood.ts",
   // What one credential may cost nats-server (docs/security.md); run by hand, not by `npm run bench`.
   "bench-credential-cost": "bench/bin/credential-cost.ts",
+  // The fault suite on network namespaces (`npm run faults`, docs/reliability.md); needs root.
+  faults: "testbed/faults/main.ts",
 };
 
 /**

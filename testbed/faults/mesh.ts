@@ -1,0 +1,171 @@
+// The lab's mesh: namespaces for three cluster nodes and one leaf host, the brokers, the mesh
+// service (here, in the runner), the leaf host's `cotal manager` with echo seats, a sender on the
+// cluster side and a channel member connected through the leaf host. Built once per run; the
+// schedules run one after another on it.
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { controlCaller, Endpoint, MeshService } from "../../broker/index.js";
+import { localPrincipal, MANAGER_COMMANDS, names } from "../../schemas/index.js";
+import { until } from "../until.js";
+import { LEAF_LOCAL_PORT, startBrokers, type Brokers } from "./cluster.js";
+import type { FaultContext } from "./faults.js";
+import { HostProcess } from "./host-process.js";
+import { Lab } from "./hosts.js";
+import { unhealthy } from "./health.js";
+import { seatProcesses } from "./seat-processes.js";
+
+export const SPACE = "faults";
+export const CHANNEL = "faults";
+const NODES = ["n1", "n2", "n3"] as const;
+const LEAF = "leaf1";
+const callManager = controlCaller(MANAGER_COMMANDS);
+const operator = localPrincipal("cotal_cli");
+
+export interface FaultMeshOptions {
+  /** nats-server binary (≥ 2.10). */
+  natsServer: string;
+  /** `dist/cotal.mjs` (the manager is the shipped CLI). */
+  cotal: string;
+  seats?: number;
+  /** The durability fix (default on); the switched-off run turns it off. */
+  syncAlways?: boolean;
+  /** How long a handed-out, unacked message waits before redelivery, ms (default 3 000: rounds are short). */
+  ackWaitMs?: number;
+  /** Keep the run directory (logs, configs) after close. */
+  keepDir?: boolean;
+  say?: (line: string) => void;
+}
+
+export class FaultMesh {
+  readonly nodes = NODES;
+  readonly leaf = LEAF;
+  readonly seats: string[];
+  private service: MeshService | undefined;
+  private nc: NatsConnection | undefined;
+  manager!: HostProcess;
+  sender!: Endpoint;
+  member!: Endpoint;
+  private closed = false;
+
+  private constructor(
+    readonly lab: Lab,
+    readonly brokers: Brokers,
+    readonly dir: string,
+    private readonly o: FaultMeshOptions,
+  ) {
+    this.seats = Array.from({ length: o.seats ?? 3 }, (_, i) => `e${i + 1}`);
+  }
+
+  static async start(o: FaultMeshOptions): Promise<FaultMesh> {
+    const dir = mkdtempSync(join(tmpdir(), "cotal-faults-"));
+    const lab = await Lab.create([...NODES, LEAF]);
+    let mesh: FaultMesh | undefined;
+    try {
+      const brokers = startBrokers(lab, { bin: o.natsServer, dir, nodes: NODES, leaves: [LEAF], syncAlways: o.syncAlways ?? true });
+      mesh = new FaultMesh(lab, brokers, dir, o);
+      await mesh.boot();
+      return mesh;
+    } catch (err) {
+      if (mesh) await mesh.close();
+      else await lab.teardown();
+      throw err;
+    }
+  }
+
+  get stateDir(): string {
+    return join(this.dir, "leaf1-manager");
+  }
+
+  private async boot(): Promise<void> {
+    const say = this.o.say ?? (() => undefined);
+    say(`lab ${this.lab.id}: nodes ${NODES.map((n) => this.lab.host(n).address).join(", ")}, leaf host ${this.lab.host(LEAF).address}; run dir ${this.dir}`);
+    await this.waitHealthy(60_000, false);
+    this.nc = await connect({ servers: [...this.brokers.urls], maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+    this.service = await MeshService.start(this.nc, SPACE, { ackWaitMs: this.o.ackWaitMs ?? 3_000 });
+    mkdirSync(this.stateDir, { recursive: true });
+    this.manager = new HostProcess(this.lab, {
+      label: `${LEAF} manager`,
+      host: LEAF,
+      argv: [process.execPath, this.o.cotal, "manager", "--instance", LEAF, "--state-dir", this.stateDir],
+      env: { ...process.env, COTAL_SERVER: `nats://127.0.0.1:${LEAF_LOCAL_PORT}`, COTAL_SPACE: SPACE, COTAL_LOG_LEVEL: "info" },
+      cwd: this.dir,
+      logFile: join(this.dir, `${LEAF}-manager.log`),
+    });
+    this.manager.start();
+    await until(() => this.ps().then(() => true), 60_000, `the manager on ${LEAF} to answer ps`, 500);
+    for (const seat of this.seats) await callManager(this.nc, SPACE, "spawn", operator, { agent: "echo", name: seat }, { target: LEAF, timeoutMs: 60_000 });
+    this.sender = await Endpoint.connect({ server: this.brokers.urls.join(","), space: SPACE, name: "sender" });
+    await this.sender.join();
+    this.member = await Endpoint.connect({ server: `nats://${this.lab.host(LEAF).address}:${LEAF_LOCAL_PORT}`, space: SPACE, name: "member" });
+    await this.member.join();
+    await this.member.joinChannel(CHANNEL);
+    await this.waitHealthy(60_000, true);
+    say(`mesh up: ${this.seats.length} echo seats on ${LEAF}`);
+  }
+
+  /** The seats the manager reports running (not retired). */
+  async ps(): Promise<string[]> {
+    const r = await callManager(this.nc!, SPACE, "ps", operator, { all: false }, { target: LEAF, timeoutMs: 5_000 });
+    return r.seats.filter((s) => s.state !== "retired").map((s) => s.name);
+  }
+
+  running(): Map<string, number[]> {
+    return seatProcesses(this.stateDir);
+  }
+
+  faultContext(): FaultContext {
+    return {
+      lab: this.lab,
+      brokers: this.brokers,
+      nodes: this.nodes,
+      leaf: this.leaf,
+      manager: this.manager,
+      seatPids: (name) => this.running().get(name) ?? [],
+    };
+  }
+
+  /** Wait until the lab healed (healthy cluster, streams current, leaf connected, manager and every seat running). */
+  async waitHealthy(timeoutMs: number, withMesh = true): Promise<void> {
+    let last: string[] = [];
+    await until(
+      async () => {
+        last = await unhealthy(this.brokers, this.nodes, withMesh ? this.nc : undefined, [names.dmStream(SPACE), names.chatStream(SPACE)]);
+        if (withMesh && last.length === 0) {
+          const run = this.running();
+          const missing = this.seats.filter((s) => (run.get(s)?.length ?? 0) !== 1);
+          if (missing.length) last.push(`seats not running once: ${missing.join(", ")}`);
+          else await this.ps().catch((err: Error) => last.push(`manager ps: ${err.message}`));
+        }
+        return last.length === 0;
+      },
+      timeoutMs,
+      () => `the lab to heal; still: ${last.join("; ")}`,
+      250,
+    );
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.sender?.close().catch(() => undefined);
+    await this.member?.close().catch(() => undefined);
+    // Seats first (the manager would otherwise keep them running after it stops).
+    for (const pids of this.running().values()) for (const pid of pids) killQuietly(pid);
+    await this.manager?.close().catch(() => undefined);
+    await this.service?.stop().catch(() => undefined);
+    await this.nc?.close().catch(() => undefined);
+    for (const p of [...this.brokers.leaves.values(), ...this.brokers.nodes.values()]) await p.close().catch(() => undefined);
+    await this.lab.teardown();
+    if (!this.o.keepDir) rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+function killQuietly(pid: number): void {
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch {
+    // already gone
+  }
+}

@@ -1,0 +1,69 @@
+// One schedule, run on the lab: the workload sends while the schedule's faults are injected and
+// healed; then the lab is given time to heal and deliver, and the checker reads the records.
+import { setTimeout as sleep } from "node:timers/promises";
+import { check, type CheckResult } from "./checker.js";
+import { inject, type Injected } from "./faults.js";
+import type { FaultMesh } from "./mesh.js";
+import { emptyRecords, type FaultEvent, type Records } from "./records.js";
+import type { Schedule } from "./schedule.js";
+import type { Workload } from "./workload.js";
+
+export interface RoundOptions {
+  /** How long the lab may take to heal after the last fault, ms (default 90 000). */
+  healMs?: number;
+  /** How long acknowledged messages may take to be handed over once healed, ms (default 30 000). */
+  settleMs?: number;
+}
+
+export interface RoundResult extends CheckResult {
+  schedule: Schedule;
+  records: Records;
+  /** Set when the lab did not heal in time (the round's checks still ran). */
+  unhealed?: string;
+}
+
+export async function runRound(mesh: FaultMesh, workload: Workload, s: Schedule, o: RoundOptions = {}): Promise<RoundResult> {
+  const records = emptyRecords();
+  workload.begin(records);
+  const sampler = setInterval(() => {
+    const running: Record<string, number> = {};
+    for (const [seat, pids] of mesh.running()) running[seat] = pids.length;
+    records.seatSamples.push({ at: workload.now(), running });
+  }, 200);
+  const ctx = mesh.faultContext();
+  const faultsDone = s.faults.map(async (f) => {
+    await sleep(f.atMs);
+    const ev: FaultEvent = { kind: f.kind, target: f.target, at: workload.now() };
+    records.faults.push(ev);
+    let injected: Injected | undefined;
+    try {
+      injected = await inject(ctx, f.kind, f.target);
+      await sleep(f.forMs);
+    } finally {
+      await injected?.heal();
+      ev.healedAt = workload.now();
+    }
+  });
+  const interval = 1_000 / s.rate;
+  while (workload.now() < s.workloadMs) {
+    const t = Date.now();
+    await workload.step(s.prng);
+    await sleep(Math.max(0, interval - (Date.now() - t)));
+  }
+  await Promise.all(faultsDone);
+  let unhealed: string | undefined;
+  try {
+    await mesh.waitHealthy(o.healMs ?? 90_000);
+  } catch (err) {
+    unhealed = (err as Error).message;
+  }
+  const result = async () => check({ records, members: [mesh.member.me.actor], reported: await mesh.ps().catch(() => []), running: mesh.running() });
+  const deadline = Date.now() + (o.settleMs ?? 30_000);
+  let r = await result();
+  while (r.violations.some((v) => v.invariant === "acknowledged-is-handed") && Date.now() < deadline) {
+    await sleep(500);
+    r = await result();
+  }
+  clearInterval(sampler);
+  return { ...r, schedule: s, records, ...(unhealed ? { unhealed } : {}) };
+}
