@@ -60,6 +60,9 @@ export function startBrokers(lab: Lab, o: BrokerOptions): Brokers {
         `  routes: [${routes}]`,
         `}`,
         `leafnodes { listen: "${addr(n)}:${LEAF_PORT}" }`,
+        // The leaf hosts have no JetStream: the cluster's is the default domain for the global
+        // account on both ends (as deploy/leaf/render.mjs does for a space's clients account).
+        `default_js_domain: { $G: "" }`,
         "",
       ].join("\n"),
     );
@@ -71,7 +74,7 @@ export function startBrokers(lab: Lab, o: BrokerOptions): Brokers {
     const conf = join(o.dir, `${l}.conf`);
     writeFileSync(
       conf,
-      [`server_name: "${l}"`, `listen: "0.0.0.0:${LEAF_LOCAL_PORT}"`, `leafnodes {`, `  reconnect: 1`, `  remotes: [{ urls: [${hubs}] }]`, `}`, ""].join("\n"),
+      [`server_name: "${l}"`, `listen: "0.0.0.0:${LEAF_LOCAL_PORT}"`, `default_js_domain: { $G: "" }`, `leafnodes {`, `  reconnect: 1`, `  remotes: [{ urls: [${hubs}] }]`, `}`, ""].join("\n"),
     );
     leaves.set(l, new HostProcess(lab, { label: `${l} nats-server (leaf)`, host: l, argv: [o.bin, "-c", conf], logFile: join(o.dir, `${l}.log`) }));
   }
