@@ -173,3 +173,6 @@ for (const name of ["connector.mjs", "connector.mjs.map", "hook.mjs", "hook.mjs.
   await copyFile(`dist/${name}`, tmp);
   await rename(tmp, `plugin/bin/${name}`);
 }
+
+// The power-loss layer dist/faults.mjs mounts (testbed/lazyfs.ts finds it beside its bundle).
+await copyFile("testbed/lazyfs.py", "dist/lazyfs.py");

@@ -72,7 +72,7 @@ export function check(input: CheckInput): CheckResult {
   // Sender order: within one sender and kind (one stream), a later send never stored before an earlier one.
   const last = new Map<string, SendRecord>();
   for (const s of [...records.sends].sort((a, b) => a.n - b.n)) {
-    if (!s.receipt || s.receipt.seq < 0) continue;
+    if (!s.receipt) continue;
     const key = `${s.from}/${s.kind}`;
     const prev = last.get(key);
     if (prev && prev.receipt!.seq > s.receipt.seq)

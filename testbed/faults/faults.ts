@@ -4,6 +4,7 @@
 import type { Lab } from "./hosts.js";
 import type { Brokers } from "./cluster.js";
 import type { HostProcess } from "./host-process.js";
+import type { PowerSupply } from "./power.js";
 
 export const FAULT_KINDS = [
   "isolate-node",
@@ -16,6 +17,7 @@ export const FAULT_KINDS = [
   "kill-manager",
   "pause-seat",
   "kill-seat",
+  "power-loss",
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -31,6 +33,7 @@ export const FAULT_MEANING: Record<FaultKind, string> = {
   "kill-manager": "the leaf host's manager is killed (kill -9), then started again (it adopts its seats)",
   "pause-seat": "one echo seat's process (its connector) is frozen, then continued",
   "kill-seat": "one echo seat's process is killed (kill -9); its manager restarts it",
+  "power-loss": "every cluster node loses power at once: killed, and every write its disk had not synced is gone",
 };
 
 /** What an injector needs of the running lab. */
@@ -42,6 +45,8 @@ export interface FaultContext {
   manager: HostProcess;
   /** Pids of the seat named `name` (a kill-seat or pause-seat target). */
   seatPids(name: string): number[];
+  /** The cluster's power (stores on lazyfs), when the lab has it. */
+  power?: PowerSupply;
 }
 
 export interface Injected {
@@ -89,6 +94,13 @@ export async function inject(ctx: FaultContext, kind: FaultKind, target: string)
       const pids = ctx.seatPids(target);
       for (const pid of pids) signal(pid, "SIGSTOP");
       return { heal: async () => pids.forEach((pid) => signal(pid, "SIGCONT")) };
+    }
+    case "power-loss": {
+      const power = ctx.power;
+      if (!power) throw new Error("power-loss needs the stores on lazyfs (the lab was built without)");
+      const servers = [...ctx.brokers.nodes.values()];
+      await power.cut(servers);
+      return { heal: () => power.restore(servers) };
     }
     case "kill-seat":
       for (const pid of ctx.seatPids(target)) signal(pid, "SIGKILL");

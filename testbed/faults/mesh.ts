@@ -14,6 +14,7 @@ import type { FaultContext } from "./faults.js";
 import { HostProcess } from "./host-process.js";
 import { Lab } from "./hosts.js";
 import { unhealthy } from "./health.js";
+import { PowerSupply } from "./power.js";
 import { seatProcesses } from "./seat-processes.js";
 
 export const SPACE = "faults";
@@ -31,6 +32,8 @@ export interface FaultMeshOptions {
   seats?: number;
   /** The durability fix (default on); the switched-off run turns it off. */
   syncAlways?: boolean;
+  /** Put the nodes' stores on lazyfs, so power losses can be injected (needs FUSE). */
+  power?: boolean;
   /** How long a handed-out, unacked message waits before redelivery, ms (default 3 000: rounds are short). */
   ackWaitMs?: number;
   /** Keep the run directory (logs, configs) after close. */
@@ -54,6 +57,7 @@ export class FaultMesh {
     readonly brokers: Brokers,
     readonly dir: string,
     private readonly o: FaultMeshOptions,
+    readonly power: PowerSupply | undefined,
   ) {
     this.seats = Array.from({ length: o.seats ?? 3 }, (_, i) => `e${i + 1}`);
   }
@@ -62,14 +66,20 @@ export class FaultMesh {
     const dir = mkdtempSync(join(tmpdir(), "cotal-faults-"));
     const lab = await Lab.create([...NODES, LEAF]);
     let mesh: FaultMesh | undefined;
+    let power: PowerSupply | undefined;
     try {
-      const brokers = startBrokers(lab, { bin: o.natsServer, dir, nodes: NODES, leaves: [LEAF], syncAlways: o.syncAlways ?? true });
-      mesh = new FaultMesh(lab, brokers, dir, o);
+      power = o.power ? await PowerSupply.on(dir, NODES) : undefined;
+      const storeDir = power ? (n: string) => power!.storeDir(n) : undefined;
+      const brokers = startBrokers(lab, { bin: o.natsServer, dir, nodes: NODES, leaves: [LEAF], syncAlways: o.syncAlways ?? true, ...(storeDir ? { storeDir } : {}) });
+      mesh = new FaultMesh(lab, brokers, dir, o, power);
       await mesh.boot();
       return mesh;
     } catch (err) {
       if (mesh) await mesh.close();
-      else await lab.teardown();
+      else {
+        await power?.off();
+        await lab.teardown();
+      }
       throw err;
     }
   }
@@ -83,7 +93,21 @@ export class FaultMesh {
     say(`lab ${this.lab.id}: nodes ${NODES.map((n) => this.lab.host(n).address).join(", ")}, leaf host ${this.lab.host(LEAF).address}; run dir ${this.dir}`);
     await this.waitHealthy(60_000, false);
     this.nc = await connect({ servers: [...this.brokers.urls], maxReconnectAttempts: -1, reconnectTimeWait: 250 });
-    this.service = await MeshService.start(this.nc, SPACE, { ackWaitMs: this.o.ackWaitMs ?? 3_000 });
+    // A fresh cluster may agree on a leader before it can place an R3 stream ("no suitable peers"):
+    // provisioning is tried again until it can.
+    let lastRefusal = "";
+    await until(
+      async () => {
+        this.service = await MeshService.start(this.nc!, SPACE, { ackWaitMs: this.o.ackWaitMs ?? 3_000 }).catch((err: Error) => {
+          lastRefusal = err.message;
+          return undefined;
+        });
+        return this.service !== undefined;
+      },
+      60_000,
+      () => `the space to be provisioned at R3 (last refusal: ${lastRefusal})`,
+      1_000,
+    );
     mkdirSync(this.stateDir, { recursive: true });
     this.manager = new HostProcess(this.lab, {
       label: `${LEAF} manager`,
@@ -123,6 +147,7 @@ export class FaultMesh {
       leaf: this.leaf,
       manager: this.manager,
       seatPids: (name) => this.running().get(name) ?? [],
+      ...(this.power ? { power: this.power } : {}),
     };
   }
 
@@ -157,6 +182,7 @@ export class FaultMesh {
     await this.service?.stop().catch(() => undefined);
     await this.nc?.close().catch(() => undefined);
     for (const p of [...this.brokers.leaves.values(), ...this.brokers.nodes.values()]) await p.close().catch(() => undefined);
+    await this.power?.off();
     await this.lab.teardown();
     if (!this.o.keepDir) rmSync(this.dir, { recursive: true, force: true });
   }

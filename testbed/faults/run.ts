@@ -2,6 +2,7 @@
 // the budget (minutes, or a count) is spent, and report. Used by `npm run faults` (main.ts) and by
 // the in-suite schedules (test/faults).
 import type { FaultKind } from "./faults.js";
+import { lazyFsMissing } from "../lazyfs.js";
 import { FaultMesh, CHANNEL } from "./mesh.js";
 import { report, roundLine, summarize, type RunSummary } from "./report.js";
 import { runRound, type RoundResult } from "./round.js";
@@ -10,9 +11,11 @@ import { Workload } from "./workload.js";
 
 /** A fix the suite can switch off to show the checker fails without it. */
 export const FIXES = {
-  "ack-wait": "a send counts only once the broker acknowledged it (off: counted as soon as it was handed to the client)",
+  sync: "every node syncs each write to disk before it acknowledges it (`sync_interval: always`; off: the server's default, a sync every 2 minutes)",
 } as const;
 export type Fix = keyof typeof FIXES;
+/** The faults each fix guards against. */
+const FIX_FAULTS: Record<Fix, readonly FaultKind[]> = { sync: ["power-loss"] };
 
 export interface FaultRunOptions {
   seed: number;
@@ -26,6 +29,8 @@ export interface FaultRunOptions {
   only?: readonly FaultKind[];
   /** Switch this fix off. */
   fixOff?: Fix;
+  /** Stores on lazyfs, so power losses are drawn (needs FUSE; default: when the machine has it). */
+  power?: boolean;
   natsServer: string;
   cotal: string;
   keepDir?: boolean;
@@ -43,7 +48,8 @@ export interface FaultRunResult {
 export async function runFaults(o: FaultRunOptions): Promise<FaultRunResult> {
   const say = o.say ?? (() => undefined);
   const started = Date.now();
-  const mesh = await FaultMesh.start({ natsServer: o.natsServer, cotal: o.cotal, keepDir: o.keepDir, say });
+  const power = o.power ?? (lazyFsMissing() === undefined);
+  const mesh = await FaultMesh.start({ natsServer: o.natsServer, cotal: o.cotal, keepDir: o.keepDir, say, power, syncAlways: o.fixOff !== "sync" });
   const rounds: RoundResult[] = [];
   try {
     const workload = new Workload({
@@ -51,12 +57,12 @@ export async function runFaults(o: FaultRunOptions): Promise<FaultRunResult> {
       members: [mesh.member],
       seats: mesh.seats,
       channel: CHANNEL,
-      confirm: o.fixOff !== "ack-wait",
     });
     const budgetMs = (o.minutes ?? 10) * 60_000;
-    const topo = { nodes: mesh.nodes, leaf: mesh.leaf, seats: mesh.seats };
+    const topo = { nodes: mesh.nodes, leaf: mesh.leaf, seats: mesh.seats, power };
     for (let i = o.replay ?? 0; ; i += 1) {
-      const s = drawSchedule(o.seed, i, topo, o.only);
+      // A switched-off fix is shown under the fault it guards against.
+      const s = drawSchedule(o.seed, i, topo, o.only ?? (o.fixOff ? FIX_FAULTS[o.fixOff] : undefined));
       const r = await runRound(mesh, workload, s);
       rounds.push(r);
       say(roundLine(r));

@@ -2,10 +2,10 @@
 // network or broker fault at a time (the cluster keeps a majority most of the time, so the round
 // also measures recovery, not only refusal), often combined with a fault of the leaf host's
 // manager or a seat. `describe()` prints it; the same seed draws the same schedule.
-import { type FaultKind } from "./faults.js";
+import type { FaultKind } from "./faults.js";
 import { Prng, scheduleSeed } from "./prng.js";
 
-const BROKER_FAULTS: readonly FaultKind[] = ["isolate-node", "split", "one-way-loss", "cut-leaf", "pause-node", "kill-node"];
+const BROKER_FAULTS: readonly FaultKind[] = ["isolate-node", "split", "one-way-loss", "cut-leaf", "pause-node", "kill-node", "power-loss"];
 const HOST_FAULTS: readonly FaultKind[] = ["pause-manager", "kill-manager", "pause-seat", "kill-seat"];
 
 export interface ScheduledFault {
@@ -34,9 +34,14 @@ export interface Topology {
   nodes: readonly string[];
   leaf: string;
   seats: readonly string[];
+  /** The stores are on lazyfs: a power loss can be drawn. */
+  power: boolean;
 }
 
+/** Draw schedule `index` of a run seeded `seed`, of the fault kinds in `only` (default all). */
 export function drawSchedule(seed: number, index: number, topo: Topology, only?: readonly FaultKind[]): Schedule {
+  // Without the power layer (no FUSE here) a power loss is not drawn.
+  only ??= topo.power ? undefined : [...BROKER_FAULTS, ...HOST_FAULTS].filter((k) => k !== "power-loss");
   const prng = new Prng(scheduleSeed(seed, index));
   const workloadMs = 7_000;
   const faults: ScheduledFault[] = [];
@@ -53,6 +58,7 @@ export function drawSchedule(seed: number, index: number, topo: Topology, only?:
 }
 
 function targetOf(kind: FaultKind, topo: Topology, prng: Prng): string {
+  if (kind === "power-loss") return "cluster";
   if (kind === "cut-leaf" || kind === "pause-manager" || kind === "kill-manager") return topo.leaf;
   if (kind === "pause-seat" || kind === "kill-seat") return prng.pick(topo.seats);
   return prng.pick(topo.nodes);

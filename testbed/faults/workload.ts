@@ -15,14 +15,9 @@ export interface WorkloadOptions {
   channel: string;
   /**
    * How many times a send whose acknowledgement did not come is tried again, with the same id (the
-   * broker dedupes it): SPEC §5's rule for a lost ack. The switched-off run sets `confirm: false`.
+   * broker dedupes it): SPEC §5's rule for a lost ack.
    */
   retries?: number;
-  /**
-   * Wait for the broker's acknowledgement before counting a send as made (default true). False is
-   * the fix switched off: a send counts as soon as it was handed to the client.
-   */
-  confirm?: boolean;
 }
 
 /** Sends on request and collects hand-overs into the current schedule's records until stopped. */
@@ -75,11 +70,6 @@ export class Workload {
     const rec: SendRecord = { id, kind, from, to, n, sentAt: this.now() };
     this.records.sends.push(rec);
     const send = () => (kind === "dm" ? this.o.sender.dm(to, `#${n}`, { id }) : this.o.sender.send(to, `#${n}`, { id }));
-    if (this.o.confirm === false) {
-      rec.receipt = { seq: -1, at: this.now() };
-      send().catch(() => undefined);
-      return;
-    }
     for (let attempt = 0; attempt <= (this.o.retries ?? 3); attempt += 1) {
       try {
         const r = await send();
