@@ -66,7 +66,12 @@ export function check(input: CheckInput): CheckResult {
       repeats += got.length - 1;
       const unflagged = s.kind === "channel" ? got.slice(1).filter((h) => !h.flaggedRepeat) : [];
       if (unflagged.length > 0)
-        violations.push({ invariant: "repeats-are-flagged", subject: s.id, detail: `handed to ${r} ${got.length} times, a repeat unflagged`, history: historyOf(s) });
+        violations.push({
+          invariant: "repeats-are-flagged",
+          subject: s.id,
+          detail: `handed to ${r} ${got.length} times, a repeat unflagged`,
+          history: historyOf(s),
+        });
     }
   }
   // Sender order: within one sender and kind (one stream), a later send never stored before an earlier one.

@@ -74,7 +74,16 @@ export function startBrokers(lab: Lab, o: BrokerOptions): Brokers {
     const conf = join(o.dir, `${l}.conf`);
     writeFileSync(
       conf,
-      [`server_name: "${l}"`, `listen: "0.0.0.0:${LEAF_LOCAL_PORT}"`, `default_js_domain: { $G: "" }`, `leafnodes {`, `  reconnect: 1`, `  remotes: [{ urls: [${hubs}] }]`, `}`, ""].join("\n"),
+      [
+        `server_name: "${l}"`,
+        `listen: "0.0.0.0:${LEAF_LOCAL_PORT}"`,
+        `default_js_domain: { $G: "" }`,
+        `leafnodes {`,
+        `  reconnect: 1`,
+        `  remotes: [{ urls: [${hubs}] }]`,
+        `}`,
+        "",
+      ].join("\n"),
     );
     leaves.set(l, new HostProcess(lab, { label: `${l} nats-server (leaf)`, host: l, argv: [o.bin, "-c", conf], logFile: join(o.dir, `${l}.log`) }));
   }

@@ -14,6 +14,11 @@ export interface HostProcessSpec {
   cwd?: string;
   /** Where stdout and stderr go (appended across restarts). */
   logFile: string;
+  /**
+   * Start it again this long after it exits on its own (a crash, a kill -9), as systemd's
+   * `Restart=always` does for the shipped units (deploy/systemd); default never.
+   */
+  restartMs?: number;
 }
 
 export class HostProcess {
@@ -21,6 +26,9 @@ export class HostProcess {
   private exited: Promise<void> = Promise.resolve();
   private log: WriteStream;
   private paused = false;
+  /** Set while this object stops it: an exit then is not a crash to restart from. */
+  private stopping = false;
+  private restartTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly lab: Lab,
@@ -50,8 +58,13 @@ export class HostProcess {
     child.stdout!.pipe(this.log, { end: false });
     child.stderr!.pipe(this.log, { end: false });
     this.exited = new Promise((resolve) => child.once("exit", () => resolve()));
+    child.once("exit", () => {
+      if (this.stopping || this.spec.restartMs === undefined) return;
+      this.restartTimer = setTimeout(() => this.start(), this.spec.restartMs);
+    });
     this.child = child;
     this.paused = false;
+    this.stopping = false;
   }
 
   pause(): void {
@@ -73,8 +86,10 @@ export class HostProcess {
     await this.exited;
   }
 
-  /** SIGTERM (after a SIGCONT, should it be paused), SIGKILL after `graceMs`. */
+  /** SIGTERM (after a SIGCONT, should it be paused), SIGKILL after `graceMs`; not restarted. */
   async stop(graceMs = 5_000): Promise<void> {
+    clearTimeout(this.restartTimer);
+    this.stopping = true;
     if (!this.running) return;
     this.resume();
     this.child!.kill("SIGTERM");

@@ -163,7 +163,7 @@ export class Lab {
 async function freeSubnet(): Promise<string> {
   const used = await sh("ip", ["-o", "-4", "addr"]);
   for (let tries = 0; tries < 50; tries += 1) {
-    const subnet = `10.77.${1 + randomBytes(1)[0]! % 250}`;
+    const subnet = `10.77.${1 + (randomBytes(1)[0]! % 250)}`;
     if (!used.includes(`${subnet}.`)) return subnet;
   }
   throw new LabError("no free 10.77.x.0/24 for a lab: remove stale labs with `ip netns list | grep ^cf`");

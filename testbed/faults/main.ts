@@ -11,7 +11,11 @@ import { FIXES, runFaults, type Fix } from "./run.js";
 
 const Flags = z
   .object({
-    minutes: z.coerce.number().positive().max(24 * 60).default(10),
+    minutes: z.coerce
+      .number()
+      .positive()
+      .max(24 * 60)
+      .default(10),
     seed: z.coerce.number().int().min(0).max(0xffffffff).optional(),
     replay: z.coerce.number().int().min(0).optional(),
     schedules: z.coerce.number().int().positive().optional(),
@@ -29,13 +33,17 @@ function parseArgs(argv: readonly string[]): z.infer<typeof Flags> {
   const raw: Record<string, unknown> = {};
   for (let i = 0; i < argv.length; i += 1) {
     const a = argv[i]!;
-    if (!a.startsWith("--")) throw new Error(`unexpected argument ${JSON.stringify(a)}: flags are --minutes N, --seed S, --replay I, --schedules N, --only KINDS, --fix-off FIX, --keep`);
+    if (!a.startsWith("--"))
+      throw new Error(
+        `unexpected argument ${JSON.stringify(a)}: flags are --minutes N, --seed S, --replay I, --schedules N, --only KINDS, --fix-off FIX, --keep`,
+      );
     const name = a.slice(2);
     if (name === "keep") raw.keep = true;
     else raw[name] = argv[++i];
   }
   const r = Flags.safeParse(raw);
-  if (!r.success) throw new Error(`bad flags: ${r.error.issues.map((i) => `--${i.path.join(".")}: ${i.message}`).join("; ")} (fault kinds: ${FAULT_KINDS.join(", ")})`);
+  if (!r.success)
+    throw new Error(`bad flags: ${r.error.issues.map((i) => `--${i.path.join(".")}: ${i.message}`).join("; ")} (fault kinds: ${FAULT_KINDS.join(", ")})`);
   return r.data;
 }
 

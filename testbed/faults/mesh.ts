@@ -70,7 +70,14 @@ export class FaultMesh {
     try {
       power = o.power ? await PowerSupply.on(dir, NODES) : undefined;
       const storeDir = power ? (n: string) => power!.storeDir(n) : undefined;
-      const brokers = startBrokers(lab, { bin: o.natsServer, dir, nodes: NODES, leaves: [LEAF], syncAlways: o.syncAlways ?? true, ...(storeDir ? { storeDir } : {}) });
+      const brokers = startBrokers(lab, {
+        bin: o.natsServer,
+        dir,
+        nodes: NODES,
+        leaves: [LEAF],
+        syncAlways: o.syncAlways ?? true,
+        ...(storeDir ? { storeDir } : {}),
+      });
       mesh = new FaultMesh(lab, brokers, dir, o, power);
       await mesh.boot();
       return mesh;
@@ -116,6 +123,9 @@ export class FaultMesh {
       env: { ...process.env, COTAL_SERVER: `nats://127.0.0.1:${LEAF_LOCAL_PORT}`, COTAL_SPACE: SPACE, COTAL_LOG_LEVEL: "info" },
       cwd: this.dir,
       logFile: join(this.dir, `${LEAF}-manager.log`),
+      // As deploy/systemd/cotal-manager.service: a manager that exits (it does when it starts while
+      // the cluster is unreachable) is started again.
+      restartMs: 2_000,
     });
     this.manager.start();
     await until(() => this.ps().then(() => true), 60_000, `the manager on ${LEAF} to answer ps`, 500);

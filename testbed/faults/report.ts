@@ -26,7 +26,7 @@ export function summarize(seed: number, rounds: readonly RoundResult[]): RunSumm
 export function roundLine(r: RoundResult): string {
   const sent = r.records.sends.length;
   const verdict = r.violations.length || r.unhealed ? `${r.violations.length} violation(s)${r.unhealed ? ", did not heal" : ""}` : "ok";
-  return `${describeSchedule(r.schedule)} — sent ${sent} (${r.unacknowledged} unacknowledged), checked ${r.checked}, repeats ${r.repeats}: ${verdict}`;
+  return `${describeSchedule(r.schedule)} — sent ${sent} (${r.unacknowledged} unacknowledged), checked ${r.checked}, repeats ${r.repeats}; healed in ${(r.healedInMs / 1000).toFixed(1)} s, delivered ${(r.settledInMs / 1000).toFixed(1)} s later: ${verdict}`;
 }
 
 function violationText(r: RoundResult, v: Violation): string {

@@ -20,6 +20,9 @@ export interface RoundResult extends CheckResult {
   records: Records;
   /** Set when the lab did not heal in time (the round's checks still ran). */
   unhealed?: string;
+  /** How long healing and delivering took after the workload ended, ms. */
+  healedInMs: number;
+  settledInMs: number;
 }
 
 export async function runRound(mesh: FaultMesh, workload: Workload, s: Schedule, o: RoundOptions = {}): Promise<RoundResult> {
@@ -51,12 +54,14 @@ export async function runRound(mesh: FaultMesh, workload: Workload, s: Schedule,
     await sleep(Math.max(0, interval - (Date.now() - t)));
   }
   await Promise.all(faultsDone);
+  const ended = Date.now();
   let unhealed: string | undefined;
   try {
     await mesh.waitHealthy(o.healMs ?? 90_000);
   } catch (err) {
     unhealed = (err as Error).message;
   }
+  const healedAt = Date.now();
   const result = async () => check({ records, members: [mesh.member.me.actor], reported: await mesh.ps().catch(() => []), running: mesh.running() });
   const deadline = Date.now() + (o.settleMs ?? 30_000);
   let r = await result();
@@ -65,5 +70,5 @@ export async function runRound(mesh: FaultMesh, workload: Workload, s: Schedule,
     r = await result();
   }
   clearInterval(sampler);
-  return { ...r, schedule: s, records, ...(unhealed ? { unhealed } : {}) };
+  return { ...r, schedule: s, records, healedInMs: healedAt - ended, settledInMs: Date.now() - healedAt, ...(unhealed ? { unhealed } : {}) };
 }

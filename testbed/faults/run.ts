@@ -48,7 +48,7 @@ export interface FaultRunResult {
 export async function runFaults(o: FaultRunOptions): Promise<FaultRunResult> {
   const say = o.say ?? (() => undefined);
   const started = Date.now();
-  const power = o.power ?? (lazyFsMissing() === undefined);
+  const power = o.power ?? lazyFsMissing() === undefined;
   const mesh = await FaultMesh.start({ natsServer: o.natsServer, cotal: o.cotal, keepDir: o.keepDir, say, power, syncAlways: o.fixOff !== "sync" });
   const rounds: RoundResult[] = [];
   try {
