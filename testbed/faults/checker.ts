@@ -3,13 +3,15 @@
 import type { Records, SendRecord } from "./records.js";
 
 export const INVARIANTS = {
-  "acknowledged-is-handed": "every message the broker acknowledged is handed to each of its recipients",
+  "acknowledged-is-handed": "every message the broker acknowledged is handed to each of its recipients (an anycast to one holder of its role)",
   "repeats-are-flagged": "a message handed to a channel member twice carries the possible-repeat flag the second time",
   "sender-order": "one sender's messages are stored in the order it sent them",
   "one-seat-one-process": "no seat name runs twice, also after a partition heals",
   "spawn-outcome-matches": "what the manager reports running is what runs",
 } as const;
 export type Invariant = keyof typeof INVARIANTS;
+
+const ANY_HOLDER = "one holder of the role";
 
 export interface Violation {
   invariant: Invariant;
@@ -55,10 +57,11 @@ export function check(input: CheckInput): CheckResult {
   let repeats = 0;
   for (const s of records.sends) {
     if (!s.receipt) continue;
-    const recipients = s.kind === "channel" ? input.members : [s.to];
+    // An anycast goes to any one holder of the role: whoever answered.
+    const recipients = s.kind === "channel" ? input.members : s.kind === "anycast" ? [ANY_HOLDER] : [s.to];
     for (const r of recipients) {
       checked += 1;
-      const got = (byId.get(s.id) ?? []).filter((h) => h.to === r);
+      const got = (byId.get(s.id) ?? []).filter((h) => r === ANY_HOLDER || h.to === r);
       if (got.length === 0) {
         violations.push({ invariant: "acknowledged-is-handed", subject: s.id, detail: `acknowledged, never handed to ${r}`, history: historyOf(s) });
         continue;

@@ -19,6 +19,8 @@ import { seatProcesses } from "./seat-processes.js";
 
 export const SPACE = "faults";
 export const CHANNEL = "faults";
+/** The echo seats' role (the workload's anycasts go to it). */
+export const ROLE = "echoer";
 const NODES = ["n1", "n2", "n3"] as const;
 const LEAF = "leaf1";
 const callManager = controlCaller(MANAGER_COMMANDS);
@@ -100,21 +102,7 @@ export class FaultMesh {
     say(`lab ${this.lab.id}: nodes ${NODES.map((n) => this.lab.host(n).address).join(", ")}, leaf host ${this.lab.host(LEAF).address}; run dir ${this.dir}`);
     await this.waitHealthy(60_000, false);
     this.nc = await connect({ servers: [...this.brokers.urls], maxReconnectAttempts: -1, reconnectTimeWait: 250 });
-    // A fresh cluster may agree on a leader before it can place an R3 stream ("no suitable peers"):
-    // provisioning is tried again until it can.
-    let lastRefusal = "";
-    await until(
-      async () => {
-        this.service = await MeshService.start(this.nc!, SPACE, { ackWaitMs: this.o.ackWaitMs ?? 3_000 }).catch((err: Error) => {
-          lastRefusal = err.message;
-          return undefined;
-        });
-        return this.service !== undefined;
-      },
-      60_000,
-      () => `the space to be provisioned at R3 (last refusal: ${lastRefusal})`,
-      1_000,
-    );
+    await this.provision();
     mkdirSync(this.stateDir, { recursive: true });
     this.manager = new HostProcess(this.lab, {
       label: `${LEAF} manager`,
@@ -129,7 +117,8 @@ export class FaultMesh {
     });
     this.manager.start();
     await until(() => this.ps().then(() => true), 60_000, `the manager on ${LEAF} to answer ps`, 500);
-    for (const seat of this.seats) await callManager(this.nc, SPACE, "spawn", operator, { agent: "echo", name: seat }, { target: LEAF, timeoutMs: 60_000 });
+    for (const seat of this.seats)
+      await callManager(this.nc, SPACE, "spawn", operator, { agent: "echo", name: seat, role: ROLE }, { target: LEAF, timeoutMs: 60_000 });
     this.sender = await Endpoint.connect({ server: this.brokers.urls.join(","), space: SPACE, name: "sender" });
     await this.sender.join();
     this.member = await Endpoint.connect({ server: `nats://${this.lab.host(LEAF).address}:${LEAF_LOCAL_PORT}`, space: SPACE, name: "member" });
@@ -137,6 +126,38 @@ export class FaultMesh {
     await this.member.joinChannel(CHANNEL);
     await this.waitHealthy(60_000, true);
     say(`mesh up: ${this.seats.length} echo seats on ${LEAF}`);
+  }
+
+  /**
+   * Provision the space at R3. A fresh cluster may agree on a meta leader and still refuse to place
+   * a replicated stream ("no suitable peers for placement"), now and then for good (as
+   * test/harness/cluster.ts sees on loopback): after 30 s of refusals every node is restarted on its
+   * store, at most twice.
+   */
+  private async provision(): Promise<void> {
+    let lastRefusal = "";
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        await until(
+          async () => {
+            this.service = await MeshService.start(this.nc!, SPACE, { ackWaitMs: this.o.ackWaitMs ?? 3_000 }).catch((err: Error) => {
+              lastRefusal = err.message;
+              return undefined;
+            });
+            return this.service !== undefined;
+          },
+          30_000,
+          () => `the space to be provisioned at R3 (last refusal: ${lastRefusal})`,
+          1_000,
+        );
+        return;
+      } catch (err) {
+        if (attempt === 3) throw err;
+        this.o.say?.(`the cluster cannot place R3 streams (${lastRefusal}); restarting its nodes`);
+        for (const node of this.brokers.nodes.values()) await node.restart();
+        await this.waitHealthy(60_000, false);
+      }
+    }
   }
 
   /** The seats the manager reports running (not retired). */

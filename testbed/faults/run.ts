@@ -3,7 +3,7 @@
 // the in-suite schedules (test/faults).
 import type { FaultKind } from "./faults.js";
 import { lazyFsMissing } from "../lazyfs.js";
-import { FaultMesh, CHANNEL } from "./mesh.js";
+import { FaultMesh, CHANNEL, ROLE } from "./mesh.js";
 import { report, roundLine, summarize, type RunSummary } from "./report.js";
 import { runRound, type RoundResult } from "./round.js";
 import { drawSchedule } from "./schedule.js";
@@ -56,6 +56,7 @@ export async function runFaults(o: FaultRunOptions): Promise<FaultRunResult> {
       sender: mesh.sender,
       members: [mesh.member],
       seats: mesh.seats,
+      role: ROLE,
       channel: CHANNEL,
     });
     const budgetMs = (o.minutes ?? 10) * 60_000;

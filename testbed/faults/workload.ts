@@ -1,4 +1,5 @@
-// A workload that records promises: a sender DMs the echo seats and posts on a channel, each
+// A workload that records promises: a sender DMs the echo seats, anycasts to their role and posts
+// on a channel, each
 // message with a unique id, recording the broker's receipt (its acknowledgement) or why there was
 // none; the echo seats' answers (`replyTo` names the message) prove each DM was handed to a seat,
 // and a channel member on a leaf host records each post it was handed.
@@ -12,6 +13,8 @@ export interface WorkloadOptions {
   /** Members of `channel` that record the posts they are handed. */
   members: readonly Endpoint[];
   seats: readonly string[];
+  /** The seats' role: an anycast to it is answered by one of them. */
+  role: string;
   channel: string;
   /**
    * How many times a send whose acknowledgement did not come is tried again, with the same id (the
@@ -60,16 +63,21 @@ export class Workload {
 
   /** Send one message chosen by `prng`, and record it. */
   async step(prng: Prng): Promise<void> {
-    const toSeat = prng.next() < 0.7;
-    const to = toSeat ? prng.pick(this.o.seats) : this.o.channel;
-    const kind = toSeat ? "dm" : "channel";
+    const roll = prng.next();
+    const kind = roll < 0.6 ? "dm" : roll < 0.8 ? "anycast" : "channel";
+    const to = kind === "dm" ? prng.pick(this.o.seats) : kind === "anycast" ? this.o.role : this.o.channel;
     const from = this.o.sender.me.actor;
     const n = this.counters.get(from) ?? 0;
     this.counters.set(from, n + 1);
     const id = `${kind}-${from}-${n}-${prng.token()}`;
     const rec: SendRecord = { id, kind, from, to, n, sentAt: this.now() };
     this.records.sends.push(rec);
-    const send = () => (kind === "dm" ? this.o.sender.dm(to, `#${n}`, { id }) : this.o.sender.send(to, `#${n}`, { id }));
+    const send = () =>
+      kind === "dm"
+        ? this.o.sender.dm(to, `#${n}`, { id })
+        : kind === "anycast"
+          ? this.o.sender.anycast(to, `#${n}`, { id })
+          : this.o.sender.send(to, `#${n}`, { id });
     for (let attempt = 0; attempt <= (this.o.retries ?? 3); attempt += 1) {
       try {
         const r = await send();
