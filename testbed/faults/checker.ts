@@ -7,7 +7,7 @@ export const INVARIANTS = {
   "repeats-are-flagged": "a message handed to a channel member twice carries the possible-repeat flag the second time",
   "sender-order": "one sender's messages are stored in the order it sent them",
   "one-seat-one-process": "no seat name runs twice, also after a partition heals",
-  "spawn-outcome-matches": "what the manager reports running is what runs",
+  "spawn-outcome-matches": "a spawn the manager answered runs (once); one it said was not done does not; what it reports running is what runs",
 } as const;
 export type Invariant = keyof typeof INVARIANTS;
 
@@ -97,6 +97,14 @@ export function check(input: CheckInput): CheckResult {
       if (count > 1 && !violations.some((v) => v.invariant === "one-seat-one-process" && v.subject === seat))
         violations.push({ invariant: "one-seat-one-process", subject: seat, detail: `${count} processes ran as ${seat} at ${sample.at} ms`, history: faults });
     }
+  }
+  for (const sp of records.spawns) {
+    const n = input.running.get(sp.seat)?.length ?? 0;
+    const history = [`spawn of ${sp.seat} asked at ${sp.at} ms: ${sp.outcome} (${sp.detail})`, ...faults];
+    if (sp.outcome === "started" && n !== 1)
+      violations.push({ invariant: "spawn-outcome-matches", subject: sp.seat, detail: `the spawn answered started, ${n} processes run as it`, history });
+    if (sp.outcome === "not-executed" && n > 0)
+      violations.push({ invariant: "spawn-outcome-matches", subject: sp.seat, detail: `the spawn answered not done, ${n} processes run as it`, history });
   }
   const running = [...input.running.keys()].sort();
   const reported = [...input.reported].sort();

@@ -5,6 +5,8 @@
 // namespaces, never in the root namespace's.
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { promisify } from "node:util";
 
 const run = promisify(execFile);
@@ -65,12 +67,17 @@ export class Lab {
     this.runnerAddress = `${subnet}.254`;
   }
 
-  /** Build a lab with one host per name (addresses .1, .2, … in name order). */
-  static async create(hostNames: readonly string[]): Promise<Lab> {
+  /**
+   * Build a lab with one host per name (addresses .1, .2, … in name order). `runDir` is the run's
+   * directory (mounts under it are removed with a lab its runner left behind).
+   */
+  static async create(hostNames: readonly string[], runDir: string): Promise<Lab> {
     const why = labUnavailable();
     if (why) throw new LabError(why);
     const id = `cf${randomBytes(3).toString("hex")}`;
     const lab = new Lab(id, await freeSubnet());
+    mkdirSync(REGISTRY, { recursive: true });
+    writeFileSync(join(REGISTRY, `${id}.json`), JSON.stringify({ pid: process.pid, runDir }));
     try {
       await lab.build(hostNames);
     } catch (err) {
@@ -156,6 +163,58 @@ export class Lab {
     await sh("ip", ["link", "del", this.rootVeth]).catch(() => undefined);
     for (const h of this.hosts.values()) await sh("ip", ["netns", "del", h.netns]).catch(() => undefined);
     await sh("ip", ["netns", "del", this.bridgeNs]).catch(() => undefined);
+    rmSync(join(REGISTRY, `${this.id}.json`), { force: true });
+  }
+}
+
+/** Where each live lab names its runner's pid and run directory (root's tmpfs: gone at reboot, as the namespaces are). */
+const REGISTRY = "/run/cotal-faults";
+
+/**
+ * Remove what labs whose runner died (kill -9, a crash) left behind: the processes in their
+ * namespaces, the namespaces, the runner's veth, FUSE mounts under their run directory. Returns
+ * the ids of the labs removed.
+ */
+export async function sweepStaleLabs(): Promise<string[]> {
+  let files: string[];
+  try {
+    files = readdirSync(REGISTRY).filter((f) => f.endsWith(".json"));
+  } catch {
+    return [];
+  }
+  const swept: string[] = [];
+  for (const f of files) {
+    const id = f.slice(0, -".json".length);
+    let entry: { pid: number; runDir: string };
+    try {
+      entry = JSON.parse(readFileSync(join(REGISTRY, f), "utf8")) as { pid: number; runDir: string };
+    } catch {
+      continue;
+    }
+    if (alive(entry.pid)) continue;
+    const spaces = (await sh("ip", ["netns", "list"])).split("\n").map((l) => l.split(" ")[0] ?? "");
+    for (const ns of spaces.filter((n) => n.startsWith(`${id}-`))) {
+      const pids = (await sh("ip", ["netns", "pids", ns]).catch(() => "")).split("\n").filter(Boolean);
+      for (const pid of pids) if (alive(Number(pid))) process.kill(Number(pid), "SIGKILL");
+      await sh("ip", ["netns", "del", ns]).catch(() => undefined);
+    }
+    await sh("ip", ["link", "del", `${id}r`]).catch(() => undefined);
+    for (const line of readFileSync("/proc/mounts", "utf8").split("\n")) {
+      const [, at, type] = line.split(" ");
+      if (at?.startsWith(`${entry.runDir}/`) && type?.startsWith("fuse")) await sh("fusermount3", ["-uz", at]).catch(() => undefined);
+    }
+    rmSync(join(REGISTRY, f), { force: true });
+    swept.push(id);
+  }
+  return swept;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
   }
 }
 

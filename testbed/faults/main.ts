@@ -62,9 +62,10 @@ async function main(): Promise<number> {
   }
   const seed = flags.seed ?? randomInt(0, 0xffffffff);
   let stop = false;
-  process.once("SIGINT", () => {
+  process.on("SIGINT", () => {
+    if (stop) process.exit(130); // the next run removes the lab it leaves (sweepStaleLabs)
     stop = true;
-    process.stderr.write("faults: stopping after this schedule (Ctrl-C again to abort without cleanup)\n");
+    process.stderr.write("faults: stopping after this schedule, then cleaning up (Ctrl-C again: stop now; the next run removes what is left)\n");
   });
   const say = (line: string) => process.stderr.write(`${line}\n`);
   say(`faults: seed ${seed}${flags.replay !== undefined ? `, replaying schedule ${flags.replay}` : `, budget ${flags.minutes} min`}`);

@@ -6,15 +6,16 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { controlCaller, Endpoint, MeshService } from "../../broker/index.js";
+import { ControlCallError, controlCaller, Endpoint, MeshService, MeshServiceUnavailableError } from "../../broker/index.js";
 import { localPrincipal, MANAGER_COMMANDS, names } from "../../schemas/index.js";
 import { until } from "../until.js";
 import { LEAF_LOCAL_PORT, startBrokers, type Brokers } from "./cluster.js";
 import type { FaultContext } from "./faults.js";
 import { HostProcess } from "./host-process.js";
-import { Lab } from "./hosts.js";
+import { Lab, sweepStaleLabs } from "./hosts.js";
 import { unhealthy } from "./health.js";
 import { PowerSupply } from "./power.js";
+import type { SpawnRecord } from "./records.js";
 import { seatProcesses } from "./seat-processes.js";
 
 export const SPACE = "faults";
@@ -66,7 +67,9 @@ export class FaultMesh {
 
   static async start(o: FaultMeshOptions): Promise<FaultMesh> {
     const dir = mkdtempSync(join(tmpdir(), "cotal-faults-"));
-    const lab = await Lab.create([...NODES, LEAF]);
+    const swept = await sweepStaleLabs();
+    if (swept.length) o.say?.(`removed what stopped runs left behind: labs ${swept.join(", ")}`);
+    const lab = await Lab.create([...NODES, LEAF], dir);
     let mesh: FaultMesh | undefined;
     let power: PowerSupply | undefined;
     try {
@@ -158,6 +161,32 @@ export class FaultMesh {
         await this.waitHealthy(60_000, false);
       }
     }
+  }
+
+  /** Ask the leaf host's manager to spawn an echo seat, and say what its answer promised. */
+  async spawn(seat: string): Promise<Pick<SpawnRecord, "outcome" | "detail">> {
+    try {
+      const r = await callManager(this.nc!, SPACE, "spawn", operator, { agent: "echo", name: seat, role: ROLE }, { target: LEAF, timeoutMs: 20_000 });
+      return { outcome: "started", detail: `state ${r.state}` };
+    } catch (err) {
+      const e = err as Error;
+      if (err instanceof ControlCallError) return { outcome: err.outcome === "not-executed" ? "not-executed" : "unknown", detail: e.message };
+      if (err instanceof MeshServiceUnavailableError && err.reason === "no-responders") return { outcome: "not-executed", detail: e.message };
+      return { outcome: "unknown", detail: e.message };
+    }
+  }
+
+  /** Stop (retire) a seat and wait until no process runs as it. */
+  async retire(seat: string): Promise<void> {
+    await until(
+      async () => {
+        if ((await this.ps()).includes(seat)) await callManager(this.nc!, SPACE, "stop", operator, { name: seat }, { target: LEAF, timeoutMs: 20_000 });
+        return !this.running().has(seat) && !(await this.ps()).includes(seat);
+      },
+      60_000,
+      `seat ${seat} to be stopped`,
+      500,
+    );
   }
 
   /** The seats the manager reports running (not retired). */

@@ -41,16 +41,24 @@ export interface FaultEvent {
   healedAt?: number;
 }
 
+/** A spawn asked of the manager during the faults, and what its answer said. */
+export interface SpawnRecord {
+  seat: string;
+  at: number;
+  /** `started`: the manager answered with the seat; otherwise what its error said was done. */
+  outcome: "started" | "not-executed" | "unknown";
+  detail: string;
+}
+
 /** Everything one schedule recorded. */
 export interface Records {
   sends: SendRecord[];
   handOvers: HandOver[];
   seatSamples: SeatSample[];
   faults: FaultEvent[];
-  /** Seats that were fenced (retired) during the schedule, with the time it was recorded. */
-  fenced: { seat: string; at: number }[];
+  spawns: SpawnRecord[];
 }
 
 export function emptyRecords(): Records {
-  return { sends: [], handOvers: [], seatSamples: [], faults: [], fenced: [] };
+  return { sends: [], handOvers: [], seatSamples: [], faults: [], spawns: [] };
 }

@@ -23,6 +23,8 @@ export interface Schedule {
   index: number;
   /** How long the workload sends, ms; every fault heals before it ends. */
   workloadMs: number;
+  /** When a seat is spawned during the faults, ms after the workload starts. */
+  spawnAtMs: number;
   /** Messages sent per second (one sender, one at a time). */
   rate: number;
   faults: ScheduledFault[];
@@ -43,18 +45,19 @@ export function drawSchedule(seed: number, index: number, topo: Topology, only?:
   // Without the power layer (no FUSE here) a power loss is not drawn.
   only ??= topo.power ? undefined : [...BROKER_FAULTS, ...HOST_FAULTS].filter((k) => k !== "power-loss");
   const prng = new Prng(scheduleSeed(seed, index));
-  const workloadMs = 7_000;
+  const workloadMs = 5_000;
   const faults: ScheduledFault[] = [];
   const allowed = (ks: readonly FaultKind[]) => ks.filter((k) => !only || only.includes(k));
   const broker = allowed(BROKER_FAULTS);
   const host = allowed(HOST_FAULTS);
   const draw = (kind: FaultKind): ScheduledFault => {
-    const atMs = prng.int(500, 2_500);
-    return { kind, target: targetOf(kind, topo, prng), atMs, forMs: prng.int(1_000, Math.min(4_000, workloadMs - 500 - atMs)) };
+    const atMs = prng.int(500, 2_000);
+    return { kind, target: targetOf(kind, topo, prng), atMs, forMs: prng.int(1_000, Math.min(3_500, workloadMs - 500 - atMs)) };
   };
   if (broker.length > 0 && (host.length === 0 || prng.next() < 0.8)) faults.push(draw(prng.pick(broker)));
   if (host.length > 0 && (faults.length === 0 || prng.next() < 0.5)) faults.push(draw(prng.pick(host)));
-  return { seed, index, workloadMs, rate: 25, faults: faults.sort((a, b) => a.atMs - b.atMs), prng };
+  const spawnAtMs = prng.int(500, 3_000);
+  return { seed, index, workloadMs, spawnAtMs, rate: 25, faults: faults.sort((a, b) => a.atMs - b.atMs), prng };
 }
 
 function targetOf(kind: FaultKind, topo: Topology, prng: Prng): string {
