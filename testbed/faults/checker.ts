@@ -1,6 +1,6 @@
 // The invariant checker: reads one schedule's records after its faults healed and the mesh settled,
 // and says which promises were broken, each with the history that shows it.
-import type { Records, SendRecord } from "./records.js";
+import { seatRuns, type Records, type SeatState, type SendRecord } from "./records.js";
 
 export const INVARIANTS = {
   "acknowledged-is-handed": "every message the broker acknowledged is handed to each of its recipients (an anycast to one holder of its role)",
@@ -26,8 +26,8 @@ export interface CheckInput {
   records: Records;
   /** The channel's members (each must be handed each acknowledged post). */
   members: readonly string[];
-  /** The seats the manager reports running after the schedule, and the processes that run. */
-  reported: readonly string[];
+  /** What the manager reports of every seat after the schedule (retired ones too), and the processes that run. */
+  states: ReadonlyMap<string, SeatState>;
   running: ReadonlyMap<string, readonly number[]>;
 }
 
@@ -49,7 +49,9 @@ export function check(input: CheckInput): CheckResult {
   const faults = records.faults.map((f) => `fault ${f.kind} ${f.target} from ${f.at} ms to ${f.healedAt ?? "never healed"} ms`);
   const historyOf = (s: SendRecord) => [
     `sent ${s.kind} #${s.n} to ${s.to} at ${s.sentAt} ms`,
-    s.receipt ? `acknowledged at ${s.receipt.at} ms (stream seq ${s.receipt.seq})` : `not acknowledged: ${s.error ?? "no answer"}`,
+    s.receipt
+      ? `acknowledged at ${s.receipt.at} ms (stream seq ${s.receipt.seq}${s.receipt.duplicate ? ", as a duplicate" : ""})`
+      : `not acknowledged: ${s.error ?? "no answer"}`,
     ...(byId.get(s.id) ?? []).map((h) => `handed to ${h.to} at ${h.at} ms${h.flaggedRepeat ? " (flagged repeat)" : ""}`),
     ...faults,
   ];
@@ -77,10 +79,11 @@ export function check(input: CheckInput): CheckResult {
         });
     }
   }
-  // Sender order: within one sender and kind (one stream), a later send never stored before an earlier one.
+  // Sender order: within one sender and kind (one stream), a later send never stored before an
+  // earlier one. A duplicate's ack names no position when the first copy was still being stored (seq 0).
   const last = new Map<string, SendRecord>();
   for (const s of [...records.sends].sort((a, b) => a.n - b.n)) {
-    if (!s.receipt) continue;
+    if (!s.receipt || s.receipt.seq === 0) continue;
     const key = `${s.from}/${s.kind}`;
     const prev = last.get(key);
     if (prev && prev.receipt!.seq > s.receipt.seq)
@@ -98,16 +101,19 @@ export function check(input: CheckInput): CheckResult {
         violations.push({ invariant: "one-seat-one-process", subject: seat, detail: `${count} processes ran as ${seat} at ${sample.at} ms`, history: faults });
     }
   }
+  // A spawn answers at once; its outcome settles later (joined, or retired as failed, docs/manager.md).
   for (const sp of records.spawns) {
     const n = input.running.get(sp.seat)?.length ?? 0;
-    const history = [`spawn of ${sp.seat} asked at ${sp.at} ms: ${sp.outcome} (${sp.detail})`, ...faults];
-    if (sp.outcome === "started" && n !== 1)
-      violations.push({ invariant: "spawn-outcome-matches", subject: sp.seat, detail: `the spawn answered started, ${n} processes run as it`, history });
-    if (sp.outcome === "not-executed" && n > 0)
+    const st = input.states.get(sp.seat);
+    const now = st ? `the manager reports it ${st.state}${st.reason ? ` (${st.reason})` : ""}` : "the manager does not know it";
+    const history = [`spawn of ${sp.seat} asked at ${sp.at} ms: ${sp.outcome} (${sp.detail})`, now, ...faults];
+    if (sp.outcome === "started" && !st)
+      violations.push({ invariant: "spawn-outcome-matches", subject: sp.seat, detail: `the spawn answered started, the manager does not know it`, history });
+    if (sp.outcome === "not-executed" && (n > 0 || (st && seatRuns(st))))
       violations.push({ invariant: "spawn-outcome-matches", subject: sp.seat, detail: `the spawn answered not done, ${n} processes run as it`, history });
   }
   const running = [...input.running.keys()].sort();
-  const reported = [...input.reported].sort();
+  const reported = [...input.states].filter(([, v]) => seatRuns(v)).map(([name]) => name);
   for (const seat of new Set([...running, ...reported])) {
     const r = reported.includes(seat);
     const n = input.running.get(seat)?.length ?? 0;

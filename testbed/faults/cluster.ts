@@ -52,6 +52,9 @@ export function startBrokers(lab: Lab, o: BrokerOptions): Brokers {
         `http: "${addr(n)}:${MONITOR_PORT}"`,
         `jetstream {`,
         `  store_dir: "${store}"`,
+        // Larger than the node's small disk (disks.ts): the space's streams reserve their limits
+        // against this figure, and the disk itself is what fills.
+        `  max_file_store: 8G`,
         o.syncAlways === false ? "" : `  sync_interval: always`,
         `}`,
         `cluster {`,

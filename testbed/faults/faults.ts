@@ -4,6 +4,7 @@
 import type { Lab } from "./hosts.js";
 import type { Brokers } from "./cluster.js";
 import type { HostProcess } from "./host-process.js";
+import type { SmallDisks } from "./disks.js";
 import type { PowerSupply } from "./power.js";
 
 export const FAULT_KINDS = [
@@ -18,6 +19,7 @@ export const FAULT_KINDS = [
   "pause-seat",
   "kill-seat",
   "power-loss",
+  "disk-full",
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -34,6 +36,7 @@ export const FAULT_MEANING: Record<FaultKind, string> = {
   "pause-seat": "one echo seat's process (its connector) is frozen, then continued",
   "kill-seat": "one echo seat's process is killed (kill -9); its manager restarts it",
   "power-loss": "every cluster node loses power at once: killed, and every write its disk had not synced is gone",
+  "disk-full": "one node's disk fills up; healing frees it and restarts that node, as an operator would",
 };
 
 /** What an injector needs of the running lab. */
@@ -45,6 +48,8 @@ export interface FaultContext {
   manager: HostProcess;
   /** Pids of the seat named `name` (a kill-seat or pause-seat target). */
   seatPids(name: string): number[];
+  /** The nodes' small disks. */
+  disks: SmallDisks;
   /** The cluster's power (stores on lazyfs), when the lab has it. */
   power?: PowerSupply;
 }
@@ -101,6 +106,18 @@ export async function inject(ctx: FaultContext, kind: FaultKind, target: string)
       const servers = [...ctx.brokers.nodes.values()];
       await power.cut(servers);
       return { heal: () => power.restore(servers) };
+    }
+    case "disk-full": {
+      const p = node(ctx, target);
+      ctx.disks.fill(target);
+      return {
+        heal: async () => {
+          ctx.disks.free(target);
+          // A node whose writes failed may have switched JetStream off; a restart brings it back.
+          await p.stop();
+          p.start();
+        },
+      };
     }
     case "kill-seat":
       for (const pid of ctx.seatPids(target)) signal(pid, "SIGKILL");

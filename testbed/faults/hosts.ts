@@ -172,7 +172,7 @@ const REGISTRY = "/run/cotal-faults";
 
 /**
  * Remove what labs whose runner died (kill -9, a crash) left behind: the processes in their
- * namespaces, the namespaces, the runner's veth, FUSE mounts under their run directory. Returns
+ * namespaces, the namespaces, the runner's veth, FUSE and tmpfs mounts under their run directory. Returns
  * the ids of the labs removed.
  */
 export async function sweepStaleLabs(): Promise<string[]> {
@@ -201,7 +201,9 @@ export async function sweepStaleLabs(): Promise<string[]> {
     await sh("ip", ["link", "del", `${id}r`]).catch(() => undefined);
     for (const line of readFileSync("/proc/mounts", "utf8").split("\n")) {
       const [, at, type] = line.split(" ");
-      if (at?.startsWith(`${entry.runDir}/`) && type?.startsWith("fuse")) await sh("fusermount3", ["-uz", at]).catch(() => undefined);
+      if (!at?.startsWith(`${entry.runDir}/`)) continue;
+      if (type?.startsWith("fuse")) await sh("fusermount3", ["-uz", at]).catch(() => undefined);
+      else if (type === "tmpfs") await sh("umount", ["-l", at]).catch(() => undefined);
     }
     rmSync(join(REGISTRY, f), { force: true });
     swept.push(id);

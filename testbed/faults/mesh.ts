@@ -14,8 +14,9 @@ import type { FaultContext } from "./faults.js";
 import { HostProcess } from "./host-process.js";
 import { Lab, sweepStaleLabs } from "./hosts.js";
 import { unhealthy } from "./health.js";
+import { SmallDisks } from "./disks.js";
 import { PowerSupply } from "./power.js";
-import type { SpawnRecord } from "./records.js";
+import { seatRuns, type SeatState, type SpawnRecord } from "./records.js";
 import { seatProcesses } from "./seat-processes.js";
 
 export const SPACE = "faults";
@@ -24,6 +25,9 @@ export const CHANNEL = "faults";
 export const ROLE = "echoer";
 const NODES = ["n1", "n2", "n3"] as const;
 const LEAF = "leaf1";
+
+/** Each node's disk, MiB: room for a run's streams, small enough to fill at once. */
+const DISK_MIB = 64;
 const callManager = controlCaller(MANAGER_COMMANDS);
 const operator = localPrincipal("cotal_cli");
 
@@ -61,6 +65,7 @@ export class FaultMesh {
     readonly dir: string,
     private readonly o: FaultMeshOptions,
     readonly power: PowerSupply | undefined,
+    readonly disks: SmallDisks,
   ) {
     this.seats = Array.from({ length: o.seats ?? 3 }, (_, i) => `e${i + 1}`);
   }
@@ -72,24 +77,22 @@ export class FaultMesh {
     const lab = await Lab.create([...NODES, LEAF], dir);
     let mesh: FaultMesh | undefined;
     let power: PowerSupply | undefined;
+    let disks: SmallDisks | undefined;
     try {
-      power = o.power ? await PowerSupply.on(dir, NODES) : undefined;
-      const storeDir = power ? (n: string) => power!.storeDir(n) : undefined;
-      const brokers = startBrokers(lab, {
-        bin: o.natsServer,
-        dir,
-        nodes: NODES,
-        leaves: [LEAF],
-        syncAlways: o.syncAlways ?? true,
-        ...(storeDir ? { storeDir } : {}),
-      });
-      mesh = new FaultMesh(lab, brokers, dir, o, power);
+      disks = await SmallDisks.mount(dir, NODES, DISK_MIB);
+      const onDisk = disks;
+      power = o.power ? await PowerSupply.on(dir, NODES, (n) => onDisk.path(n)) : undefined;
+      const powered = power;
+      const storeDir = powered ? (n: string) => powered.storeDir(n) : (n: string) => onDisk.path(n);
+      const brokers = startBrokers(lab, { bin: o.natsServer, dir, nodes: NODES, leaves: [LEAF], syncAlways: o.syncAlways ?? true, storeDir });
+      mesh = new FaultMesh(lab, brokers, dir, o, power, disks);
       await mesh.boot();
       return mesh;
     } catch (err) {
       if (mesh) await mesh.close();
       else {
         await power?.off();
+        await disks?.unmount();
         await lab.teardown();
       }
       throw err;
@@ -191,8 +194,13 @@ export class FaultMesh {
 
   /** The seats the manager reports running (not retired). */
   async ps(): Promise<string[]> {
-    const r = await callManager(this.nc!, SPACE, "ps", operator, { all: false }, { target: LEAF, timeoutMs: 5_000 });
-    return r.seats.filter((s) => s.state !== "retired").map((s) => s.name);
+    return [...(await this.seatStates())].filter(([, v]) => seatRuns(v)).map(([name]) => name);
+  }
+
+  /** Every seat the manager knows, retired ones too: its state and why it ended. */
+  async seatStates(): Promise<Map<string, SeatState>> {
+    const r = await callManager(this.nc!, SPACE, "ps", operator, { all: true }, { target: LEAF, timeoutMs: 5_000 });
+    return new Map(r.seats.map((v) => [v.name, { state: v.state, ...(v.reason ? { reason: v.reason } : {}) }]));
   }
 
   running(): Map<string, number[]> {
@@ -208,6 +216,7 @@ export class FaultMesh {
       manager: this.manager,
       seatPids: (name) => this.running().get(name) ?? [],
       ...(this.power ? { power: this.power } : {}),
+      disks: this.disks,
     };
   }
 
@@ -243,6 +252,7 @@ export class FaultMesh {
     await this.nc?.close().catch(() => undefined);
     for (const p of [...this.brokers.leaves.values(), ...this.brokers.nodes.values()]) await p.close().catch(() => undefined);
     await this.power?.off();
+    await this.disks.unmount();
     await this.lab.teardown();
     if (!this.o.keepDir) rmSync(this.dir, { recursive: true, force: true });
   }

@@ -13,11 +13,15 @@ export class PowerSupply {
   private constructor(
     private readonly dir: string,
     private readonly nodes: readonly string[],
+    private readonly backing: (node: string) => string,
   ) {}
 
-  /** Mount one layer per node under `dir`; `storeDir(node)` is where that node's store goes. */
-  static async on(dir: string, nodes: readonly string[]): Promise<PowerSupply> {
-    const p = new PowerSupply(dir, nodes);
+  /**
+   * Mount one layer per node under `dir`, over `backing(node)` (what the node's disk keeps);
+   * `storeDir(node)` is where that node's store goes.
+   */
+  static async on(dir: string, nodes: readonly string[], backing: (node: string) => string): Promise<PowerSupply> {
+    const p = new PowerSupply(dir, nodes, backing);
     for (const n of nodes) mkdirSync(p.backing(n), { recursive: true });
     for (const n of nodes) mkdirSync(p.storeDir(n), { recursive: true });
     await p.mountAll();
@@ -26,10 +30,6 @@ export class PowerSupply {
 
   storeDir(node: string): string {
     return join(this.dir, `power-${node}`);
-  }
-
-  private backing(node: string): string {
-    return join(this.dir, `power-${node}.backing`);
   }
 
   private async mountAll(): Promise<void> {

@@ -11,8 +11,11 @@ export interface SendRecord {
   /** Position in its sender's sequence of sends, from 0. */
   n: number;
   sentAt: number;
-  /** The broker's acknowledgement: the stored stream sequence. Absent: never acknowledged. */
-  receipt?: { seq: number; at: number };
+  /**
+   * The broker's acknowledgement: the stored stream sequence (0 when a retried send was acknowledged
+   * as a duplicate of one the cluster had not finished storing). Absent: never acknowledged.
+   */
+  receipt?: { seq: number; at: number; duplicate: boolean };
   /** Why no receipt (the last attempt's error). */
   error?: string;
 }
@@ -48,6 +51,17 @@ export interface SpawnRecord {
   /** `started`: the manager answered with the seat; otherwise what its error said was done. */
   outcome: "started" | "not-executed" | "unknown";
   detail: string;
+}
+
+/** What the manager reports of a seat: its state (`retired`, `joined`, …) and why it ended. */
+export interface SeatState {
+  state: string;
+  reason?: string;
+}
+
+/** Whether a seat in this state runs a process (a retired or fenced one does not). */
+export function seatRuns(s: SeatState): boolean {
+  return s.state !== "retired" && s.state !== "fenced";
 }
 
 /** Everything one schedule recorded. */

@@ -43,6 +43,8 @@ export function report(seed: number, rounds: readonly RoundResult[], minutes: nu
     `Fault run: seed ${seed}, ${s.schedules} schedules in ${minutes.toFixed(1)} min, ${s.faults} faults injected`,
     `faults by kind: ${[...byKind].map(([k, n]) => `${k} ${n}`).join(", ") || "none"}`,
     `messages sent ${rounds.reduce((a, r) => a + r.records.sends.length, 0)}, acknowledged deliveries checked ${s.checked}, repeats ${rounds.reduce((a, r) => a + r.repeats, 0)}, unacknowledged sends ${rounds.reduce((a, r) => a + r.unacknowledged, 0)}`,
+    "schedules:",
+    ...rounds.map((r) => `  ${roundLine(r)}`),
     `violations: ${s.violations}`,
     ...bad.flatMap((r) => [
       `${describeSchedule(r.schedule)} — replay: npm run faults -- --seed ${r.schedule.seed} --replay ${r.schedule.index}`,

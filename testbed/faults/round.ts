@@ -4,7 +4,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { check, type CheckResult } from "./checker.js";
 import { inject, type Injected } from "./faults.js";
 import type { FaultMesh } from "./mesh.js";
-import { emptyRecords, type FaultEvent, type Records } from "./records.js";
+import { emptyRecords, type FaultEvent, type Records, type SeatState } from "./records.js";
 import type { Schedule } from "./schedule.js";
 import type { Workload } from "./workload.js";
 
@@ -69,7 +69,10 @@ export async function runRound(mesh: FaultMesh, workload: Workload, s: Schedule,
     unhealed = (err as Error).message;
   }
   const healedAt = Date.now();
-  const result = async () => check({ records, members: [mesh.member.me.actor], reported: await mesh.ps().catch(() => []), running: mesh.running() });
+  const result = async () => {
+    const states = await mesh.seatStates().catch(() => new Map<string, SeatState>());
+    return check({ records, members: [mesh.member.me.actor], states, running: mesh.running() });
+  };
   const deadline = Date.now() + (o.settleMs ?? 30_000);
   let r = await result();
   // Both are "in the end" promises: a message may arrive late, a started seat may still be launching.

@@ -81,7 +81,7 @@ export class Workload {
     for (let attempt = 0; attempt <= (this.o.retries ?? 3); attempt += 1) {
       try {
         const r = await send();
-        rec.receipt = { seq: r.seq, at: this.now() };
+        rec.receipt = { seq: r.seq, at: this.now(), duplicate: r.duplicate };
         delete rec.error;
         return;
       } catch (err) {
