@@ -29,7 +29,7 @@ export function roundLine(r: RoundResult): string {
   return `${describeSchedule(r.schedule)} — sent ${sent} (${r.unacknowledged} unacknowledged), checked ${r.checked}, repeats ${r.repeats}; healed in ${(r.healedInMs / 1000).toFixed(1)} s, delivered ${(r.settledInMs / 1000).toFixed(1)} s later: ${verdict}`;
 }
 
-function violationText(r: RoundResult, v: Violation): string {
+function violationText(v: Violation): string {
   return [`  [${v.invariant}] ${v.subject}: ${v.detail} (${INVARIANTS[v.invariant]})`, ...v.history.map((h) => `      ${h}`)].join("\n");
 }
 
@@ -49,7 +49,7 @@ export function report(seed: number, rounds: readonly RoundResult[], minutes: nu
     ...bad.flatMap((r) => [
       `${describeSchedule(r.schedule)} — replay: npm run faults -- --seed ${r.schedule.seed} --replay ${r.schedule.index}`,
       ...(r.unhealed ? [`  [heals] ${r.unhealed}`] : []),
-      ...r.violations.map((v) => violationText(r, v)),
+      ...r.violations.map((v) => violationText(v)),
     ]),
     JSON.stringify(s),
   ];

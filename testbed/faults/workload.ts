@@ -27,14 +27,13 @@ export interface WorkloadOptions {
 export class Workload {
   private stopped = false;
   private readonly counters = new Map<string, number>();
-  private readonly readers: Promise<void>[] = [];
   private started = Date.now();
   private records: Records;
 
   constructor(private readonly o: WorkloadOptions) {
     this.records = emptyRecords();
-    this.readers.push(this.read(o.sender, (d) => (d.kind === "dm" && d.message.replyTo ? { id: d.message.replyTo, to: d.from.actor } : undefined)));
-    for (const m of o.members) this.readers.push(this.read(m, (d) => (d.kind === "channel" ? { id: d.message.id, to: m.me.actor } : undefined)));
+    void this.read(o.sender, (d) => (d.kind === "dm" && d.message.replyTo ? { id: d.message.replyTo, to: d.from.actor } : undefined));
+    for (const m of o.members) void this.read(m, (d) => (d.kind === "channel" ? { id: d.message.id, to: m.me.actor } : undefined));
   }
 
   /** Record into `records` from now on (one schedule's), its clock starting at 0. */
@@ -90,13 +89,8 @@ export class Workload {
     }
   }
 
-  /** Stop recording (the endpoints are closed by their owner). */
+  /** Stop recording (the endpoints are closed by their owner, which ends the readers). */
   stop(): void {
     this.stopped = true;
-  }
-
-  /** Wait for the readers to end (after the endpoints closed). */
-  async ended(): Promise<void> {
-    await Promise.allSettled(this.readers);
   }
 }
