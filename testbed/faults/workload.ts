@@ -32,8 +32,8 @@ export class Workload {
 
   constructor(private readonly o: WorkloadOptions) {
     this.records = emptyRecords();
-    void this.read(o.sender, (d) => (d.kind === "dm" && d.message.replyTo ? { id: d.message.replyTo, to: d.from.actor } : undefined));
-    for (const m of o.members) void this.read(m, (d) => (d.kind === "channel" ? { id: d.message.id, to: m.me.actor } : undefined));
+    this.read(o.sender, (d) => (d.kind === "dm" && d.message.replyTo ? { id: d.message.replyTo, to: d.from.actor } : undefined)).catch(() => undefined);
+    for (const m of o.members) this.read(m, (d) => (d.kind === "channel" ? { id: d.message.id, to: m.me.actor } : undefined)).catch(() => undefined);
   }
 
   /** Record into `records` from now on (one schedule's), its clock starting at 0. */
@@ -47,6 +47,7 @@ export class Workload {
     return Date.now() - this.started;
   }
 
+  /** Record what `ep` is handed until its deliveries end (its connection closed). */
   private async read(ep: Endpoint, proof: (d: Delivery) => { id: string; to: string } | undefined): Promise<void> {
     for await (const d of ep.deliveries) {
       const p = proof(d);
