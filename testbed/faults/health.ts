@@ -15,9 +15,15 @@ async function getJson<T>(url: string): Promise<T> {
   return (await res.json()) as T;
 }
 
-/** What is still unhealthy, as short phrases; empty when healed. */
-export async function unhealthy(b: Brokers, nodes: readonly string[], nc: NatsConnection | undefined, streams: readonly string[]): Promise<string[]> {
+/** What is still unhealthy, as short phrases (empty when healed), and the nodes the meta group finds not current. */
+export async function unhealthy(
+  b: Brokers,
+  nodes: readonly string[],
+  nc: NatsConnection | undefined,
+  streams: readonly string[],
+): Promise<{ problems: string[]; behind: string[] }> {
   const problems: string[] = [];
+  let behind: string[] = [];
   const views = await Promise.all(nodes.map((n) => getJson<Jsz>(`${b.monitorUrl(n)}/jsz`).catch(() => undefined)));
   const leaders = new Set(views.map((v) => v?.meta_cluster?.leader));
   const leader = views[0]?.meta_cluster?.leader;
@@ -25,7 +31,7 @@ export async function unhealthy(b: Brokers, nodes: readonly string[], nc: NatsCo
   else if (!leader || leaders.size !== 1) problems.push(`no agreed meta leader (${[...leaders].join(", ")})`);
   else {
     const lv = views[nodes.indexOf(leader)];
-    const behind = (lv?.meta_cluster?.replicas ?? []).filter((r) => !r.current).map((r) => r.name);
+    behind = (lv?.meta_cluster?.replicas ?? []).filter((r) => !r.current).map((r) => r.name);
     if (behind.length) problems.push(`meta group: ${behind.join(", ")} not current`);
   }
   const leafs = await Promise.all(nodes.map((n) => getJson<{ leafs?: number }>(`${b.monitorUrl(n)}/leafz`).catch(() => ({ leafs: 0 }))));
@@ -39,5 +45,5 @@ export async function unhealthy(b: Brokers, nodes: readonly string[], nc: NatsCo
       else if ((info.cluster.replicas ?? []).some((r) => !r.current)) problems.push(`stream ${s}: a replica is not current`);
     }
   }
-  return problems;
+  return { problems, behind };
 }

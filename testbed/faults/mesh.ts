@@ -26,6 +26,9 @@ export const ROLE = "echoer";
 const NODES = ["n1", "n2", "n3"] as const;
 const LEAF = "leaf1";
 
+/** How long a node may stay not current in the meta group before it counts as stalled, ms. */
+const STALL_MS = 45_000;
+
 /** Each node's disk, MiB: room for a run's streams, small enough to fill at once. */
 const DISK_MIB = 64;
 const callManager = controlCaller(MANAGER_COMMANDS);
@@ -58,6 +61,8 @@ export class FaultMesh {
   sender!: Endpoint;
   member!: Endpoint;
   private closed = false;
+  /** What the lab did to heal that no fault asked for (a stalled node restarted), in order. */
+  readonly remedies: string[] = [];
 
   private constructor(
     readonly lab: Lab,
@@ -223,9 +228,13 @@ export class FaultMesh {
   /** Wait until the lab healed (healthy cluster, streams current, leaf connected, manager and every seat running). */
   async waitHealthy(timeoutMs: number, withMesh = true): Promise<void> {
     let last: string[] = [];
+    const behindSince = new Map<string, number>();
+    const restarted = new Set<string>();
     await until(
       async () => {
-        last = await unhealthy(this.brokers, this.nodes, withMesh ? this.nc : undefined, [names.dmStream(SPACE), names.chatStream(SPACE)]);
+        const look = await unhealthy(this.brokers, this.nodes, withMesh ? this.nc : undefined, [names.dmStream(SPACE), names.chatStream(SPACE)]);
+        last = look.problems;
+        await this.restartStalled(look.behind, behindSince, restarted);
         if (withMesh && last.length === 0) {
           const run = this.running();
           const missing = this.seats.filter((s) => (run.get(s)?.length ?? 0) !== 1);
@@ -238,6 +247,25 @@ export class FaultMesh {
       () => `the lab to heal; still: ${last.join("; ")}`,
       250,
     );
+  }
+
+  /**
+   * A node the meta group has found not current for STALL_MS is stalled, not slow: nats-server 2.10
+   * has catch-ups that never finish until the node restarts (test/harness/cluster.ts meets the
+   * same). It is restarted, once per wait, as an operator would; the round's report names it.
+   */
+  private async restartStalled(behind: readonly string[], since: Map<string, number>, restarted: Set<string>): Promise<void> {
+    for (const n of [...since.keys()]) if (!behind.includes(n)) since.delete(n);
+    for (const n of behind) {
+      const first = since.get(n) ?? Date.now();
+      since.set(n, first);
+      const node = this.brokers.nodes.get(n);
+      if (!node || restarted.has(n) || Date.now() - first < STALL_MS) continue;
+      restarted.add(n);
+      this.remedies.push(`restarted ${n}: not current in the meta group for ${STALL_MS / 1000} s (a stalled catch-up)`);
+      this.o.say?.(this.remedies.at(-1)!);
+      await node.restart();
+    }
   }
 
   async close(): Promise<void> {

@@ -26,7 +26,8 @@ export function summarize(seed: number, rounds: readonly RoundResult[]): RunSumm
 export function roundLine(r: RoundResult): string {
   const sent = r.records.sends.length;
   const verdict = r.violations.length || r.unhealed ? `${r.violations.length} violation(s)${r.unhealed ? ", did not heal" : ""}` : "ok";
-  return `${describeSchedule(r.schedule)} — sent ${sent} (${r.unacknowledged} unacknowledged), checked ${r.checked}, repeats ${r.repeats}; healed in ${(r.healedInMs / 1000).toFixed(1)} s, delivered ${(r.settledInMs / 1000).toFixed(1)} s later: ${verdict}`;
+  const remedies = r.remedies.length ? ` [${r.remedies.join("; ")}]` : "";
+  return `${describeSchedule(r.schedule)}${remedies} — sent ${sent} (${r.unacknowledged} unacknowledged), checked ${r.checked}, repeats ${r.repeats}; healed in ${(r.healedInMs / 1000).toFixed(1)} s, delivered ${(r.settledInMs / 1000).toFixed(1)} s later: ${verdict}`;
 }
 
 function violationText(v: Violation): string {
@@ -45,6 +46,7 @@ export function report(seed: number, rounds: readonly RoundResult[], minutes: nu
     `messages sent ${rounds.reduce((a, r) => a + r.records.sends.length, 0)}, acknowledged deliveries checked ${s.checked}, repeats ${rounds.reduce((a, r) => a + r.repeats, 0)}, unacknowledged sends ${rounds.reduce((a, r) => a + r.unacknowledged, 0)}`,
     "schedules:",
     ...rounds.map((r) => `  ${roundLine(r)}`),
+    `stalled nodes restarted while healing: ${rounds.reduce((a, r) => a + r.remedies.length, 0)}`,
     `violations: ${s.violations}`,
     ...bad.flatMap((r) => [
       `${describeSchedule(r.schedule)} — replay: npm run faults -- --seed ${r.schedule.seed} --replay ${r.schedule.index}`,

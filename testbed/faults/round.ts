@@ -20,6 +20,8 @@ export interface RoundResult extends CheckResult {
   records: Records;
   /** Set when the lab did not heal in time (the round's checks still ran). */
   unhealed?: string;
+  /** What the lab did to heal beyond healing the faults (mesh.ts restartStalled). */
+  remedies: string[];
   /** How long healing and delivering took after the workload ended, ms. */
   healedInMs: number;
   settledInMs: number;
@@ -27,6 +29,7 @@ export interface RoundResult extends CheckResult {
 
 export async function runRound(mesh: FaultMesh, workload: Workload, s: Schedule, o: RoundOptions = {}): Promise<RoundResult> {
   const records = emptyRecords();
+  const remediesBefore = mesh.remedies.length;
   workload.begin(records);
   const sampler = setInterval(() => {
     const running: Record<string, number> = {};
@@ -88,5 +91,13 @@ export async function runRound(mesh: FaultMesh, workload: Workload, s: Schedule,
     .catch((err: Error) =>
       r.violations.push({ invariant: "spawn-outcome-matches", subject: probe, detail: `could not be stopped: ${err.message}`, history: [] }),
     );
-  return { ...r, schedule: s, records, healedInMs: healedAt - ended, settledInMs: Date.now() - healedAt, ...(unhealed ? { unhealed } : {}) };
+  return {
+    ...r,
+    schedule: s,
+    records,
+    remedies: mesh.remedies.slice(remediesBefore),
+    healedInMs: healedAt - ended,
+    settledInMs: Date.now() - healedAt,
+    ...(unhealed ? { unhealed } : {}),
+  };
 }
