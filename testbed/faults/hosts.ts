@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { pidAlive } from "../pid-alive.js";
 
 const run = promisify(execFile);
 
@@ -191,11 +192,11 @@ export async function sweepStaleLabs(): Promise<string[]> {
     } catch {
       continue;
     }
-    if (alive(entry.pid)) continue;
+    if (pidAlive(entry.pid)) continue;
     const spaces = (await sh("ip", ["netns", "list"])).split("\n").map((l) => l.split(" ")[0] ?? "");
     for (const ns of spaces.filter((n) => n.startsWith(`${id}-`))) {
       const pids = (await sh("ip", ["netns", "pids", ns]).catch(() => "")).split("\n").filter(Boolean);
-      for (const pid of pids) if (alive(Number(pid))) process.kill(Number(pid), "SIGKILL");
+      for (const pid of pids) if (pidAlive(Number(pid))) process.kill(Number(pid), "SIGKILL");
       await sh("ip", ["netns", "del", ns]).catch(() => undefined);
     }
     await sh("ip", ["link", "del", `${id}r`]).catch(() => undefined);
@@ -209,15 +210,6 @@ export async function sweepStaleLabs(): Promise<string[]> {
     swept.push(id);
   }
   return swept;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** A 10.77.x.0/24 no interface of this machine uses yet (labs running side by side each take one). */

@@ -3,6 +3,7 @@
 // /proc, so a seat is counted while it runs whatever its manager believes.
 import { readdirSync, readFileSync } from "node:fs";
 import { join, sep } from "node:path";
+import { pidAlive } from "../pid-alive.js";
 
 /** Seat name → pids of the processes running as that seat under `stateDir`. */
 export function seatProcesses(stateDir: string): Map<string, number[]> {
@@ -20,19 +21,9 @@ export function seatProcesses(stateDir: string): Map<string, number[]> {
       .split("\0")
       .find((v) => v.startsWith("COTAL_LAUNCH_MATERIAL="))
       ?.slice("COTAL_LAUNCH_MATERIAL=".length);
-    if (!material?.startsWith(prefix) || isZombie(entry)) continue;
+    if (!material?.startsWith(prefix) || !pidAlive(Number(entry))) continue;
     const name = material.slice(prefix.length).split(sep)[0]!;
     found.set(name, [...(found.get(name) ?? []), Number(entry)]);
   }
   return found;
-}
-
-function isZombie(pid: string): boolean {
-  try {
-    // The state is the field after the parenthesised command name.
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) === "Z";
-  } catch {
-    return true;
-  }
 }
