@@ -117,10 +117,11 @@ export function check(input: CheckInput): CheckResult {
   for (const seat of new Set([...running, ...reported])) {
     const r = reported.includes(seat);
     const n = input.running.get(seat)?.length ?? 0;
-    if (r && n !== 1)
-      violations.push({ invariant: "spawn-outcome-matches", subject: seat, detail: `reported running, ${n} processes run as it`, history: faults });
-    if (!r && n > 0)
-      violations.push({ invariant: "spawn-outcome-matches", subject: seat, detail: `${n} processes run as it, the manager reports none`, history: faults });
+    const st = input.states.get(seat);
+    const said = st ? `the manager reports it ${st.state}${st.reason ? ` (${st.reason})` : ""}` : "the manager does not know it";
+    if (r && n !== 1) violations.push({ invariant: "spawn-outcome-matches", subject: seat, detail: `${said}, ${n} processes run as it`, history: faults });
+    if (!r && n > 0 && st?.state !== "uncertain")
+      violations.push({ invariant: "spawn-outcome-matches", subject: seat, detail: `${n} processes run as it, ${said}`, history: faults });
   }
   return { checked, repeats, unacknowledged: records.sends.filter((s) => !s.receipt).length, violations };
 }

@@ -188,8 +188,10 @@ export class FaultMesh {
   async retire(seat: string): Promise<void> {
     await until(
       async () => {
-        if ((await this.ps()).includes(seat)) await callManager(this.nc!, SPACE, "stop", operator, { name: seat }, { target: LEAF, timeoutMs: 20_000 });
-        return !this.running().has(seat) && !(await this.ps()).includes(seat);
+        const ended = (st: SeatState | undefined) => st === undefined || st.state === "retired" || st.state === "fenced";
+        if (!ended((await this.seatStates()).get(seat)))
+          await callManager(this.nc!, SPACE, "stop", operator, { name: seat }, { target: LEAF, timeoutMs: 20_000 });
+        return !this.running().has(seat) && ended((await this.seatStates()).get(seat));
       },
       60_000,
       `seat ${seat} to be stopped`,

@@ -59,9 +59,12 @@ export interface SeatState {
   reason?: string;
 }
 
-/** Whether a seat in this state runs a process (a retired or fenced one does not). */
+/**
+ * Whether the manager says a process runs for the seat: launched or joined. Not when retired,
+ * fenced or exited, nor when `uncertain` (it does not know) or only `requested`.
+ */
 export function seatRuns(s: SeatState): boolean {
-  return s.state !== "retired" && s.state !== "fenced";
+  return s.state === "launched" || s.state === "joined";
 }
 
 /** Everything one schedule recorded. */
