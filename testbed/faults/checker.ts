@@ -7,7 +7,7 @@ export const INVARIANTS = {
   "repeats-are-flagged": "a message handed to a channel member twice carries the possible-repeat flag the second time",
   "sender-order": "one sender's messages are stored in the order it sent them",
   "one-seat-one-process": "no seat name runs twice, also after a partition heals",
-  "spawn-outcome-matches": "a spawn the manager answered runs (once); one it said was not done does not; what it reports running is what runs",
+  "spawn-outcome-matches": "what the manager reports of a seat is what runs: one process for a launched or joined seat, none for a spawn it said was not done",
 } as const;
 export type Invariant = keyof typeof INVARIANTS;
 
