@@ -13,6 +13,8 @@ const CLUSTER_FILES = [
   "test/containers/**/*.test.ts",
   "test/durability/power-loss.test.ts",
   "test/bench/cluster.test.ts",
+  // Builds hosts out of network namespaces and runs fault schedules on them (docs/reliability.md).
+  "test/faults/faults.test.ts",
   // Files that wait out credential lifetimes (a renewal due, an expiry) on the clock: mostly idle,
   // they held one of the rest's two workers for 60 and 34 s; here, at the higher priority, a
   // starved `cotal up` cannot miss the window they give it (docs/testing.md "Vitest projects").

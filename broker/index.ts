@@ -24,7 +24,15 @@ export {
   StreamConflictError,
   UnknownMentionError,
 } from "./errors.js";
-export { isConsumerNotFound, isNoMessageFound, isPermissionDenied, isStreamNotFound, isWrongLastSequence, permissionViolation } from "./js-errors.js";
+export {
+  isConsumerNotFound,
+  isNoMessageFound,
+  isNoResponders,
+  isPermissionDenied,
+  isStreamNotFound,
+  isWrongLastSequence,
+  permissionViolation,
+} from "./js-errors.js";
 
 // The nats-server binary, connecting with a credential, and JetStream access.
 export { findNatsServer, NatsServerNotFoundError, NatsServerTooOldError, natsServerVersion, MIN_NATS_SERVER, privateBinDir } from "./nats-binary.js";

@@ -939,7 +939,10 @@ export class ManagerService {
     await this.appendExited(seat, r, exit, output);
     const windowMs = r.spec.windowMs ?? this.o.windowMs ?? 60_000;
     const recent = [...l.restartsAt.filter((t) => Date.now() - t < windowMs), Date.now()];
-    const joined = r.state === "joined" || l.joinedEpoch !== undefined;
+    // A restart (epoch > 0) follows a join: an incarnation started again that cannot join (a node
+    // of the cluster down, its presence write timing out) counts against the restart policy like
+    // any crash, not as a spawn that failed; the fault suite found such seats retired for good.
+    const joined = r.state === "joined" || l.joinedEpoch !== undefined || r.epoch > 0;
     const screen = r.runtime === "tmux" && output ? this.adapterOf(r).classifyScreen(output) : undefined;
     let reason: string | undefined;
     if (!joined)

@@ -1,6 +1,7 @@
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { isWrongLastSequence, JS_OPTIONS, scanStream, type Logger } from "../broker/index.js";
+import { setTimeout as sleep } from "node:timers/promises";
+import { isNoResponders, isWrongLastSequence, JS_OPTIONS, scanStream, type Logger } from "../broker/index.js";
 import {
   CotalError,
   describeIssues,
@@ -17,6 +18,9 @@ import {
   type SeatEventInput,
 } from "../schemas/index.js";
 import { StaleSeatLogError } from "./errors.js";
+
+/** How long an append is tried again while the seat log's stream has no responder, ms. */
+const NO_LEADER_RETRY_MS = 30_000;
 
 /** One record of a seat's log and the writer its subject proves (a principal id). */
 export interface SeatEntry {
@@ -73,12 +77,19 @@ export class SeatLog {
       throw new CotalError("seat-log-writer", `This seat-log record would not be counted: ${problem}.`, {
         remedy: "Run the manager with --instance set to its credential's name (a manager credential is named like its instance).",
       });
-    try {
-      const ack = await this.js.publish(subject, JSON.stringify(parsed), { expect: { lastSubjectSequence: expectedLastSeq } });
-      return ack.seq;
-    } catch (err) {
-      if (isWrongLastSequence(err)) throw new StaleSeatLogError(parsed.seat, expectedLastSeq, err);
-      throw err;
+    // No responders: nothing was stored (the stream had no leader reachable, as while a cluster
+    // elects one after a node loss), so the same append is tried again for a while. An exit record
+    // that failed there left its seat dead for good: never restarted (docs/reliability.md).
+    const deadline = Date.now() + NO_LEADER_RETRY_MS;
+    for (let wait = 250; ; wait = Math.min(wait * 2, 2_000)) {
+      try {
+        const ack = await this.js.publish(subject, JSON.stringify(parsed), { expect: { lastSubjectSequence: expectedLastSeq } });
+        return ack.seq;
+      } catch (err) {
+        if (isWrongLastSequence(err)) throw new StaleSeatLogError(parsed.seat, expectedLastSeq, err);
+        if (!isNoResponders(err) || Date.now() + wait > deadline) throw err;
+        await sleep(wait);
+      }
     }
   }
 

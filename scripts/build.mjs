@@ -30,6 +30,8 @@ const entries = {
   "bench-credential-cost": "bench/bin/credential-cost.ts",
   // Where a profiled bench's CPU went (`npm run bench:profile`).
   "bench-profile": "bench/bin/profile.ts",
+  // The fault suite on network namespaces (`npm run faults`, docs/reliability.md); needs root.
+  faults: "testbed/faults/main.ts",
 };
 
 /**
@@ -184,3 +186,6 @@ for (const name of [
   await copyFile(`dist/${name}`, tmp);
   await rename(tmp, `plugin/bin/${name}`);
 }
+
+// The power-loss layer dist/faults.mjs mounts (testbed/lazyfs.ts finds it beside its bundle).
+await copyFile("testbed/lazyfs.py", "dist/lazyfs.py");

@@ -1,7 +1,7 @@
 // Run the BUILT `cotal` bundle (dist/cotal.mjs) as a user would: a child process with its own
 // working directory and environment, stdout/stderr captured, exit code returned.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect } from "vitest";
@@ -150,15 +150,7 @@ export class CotalProcess {
 
 export { freePort, freePortRun } from "./ports.js";
 
-/** True while a process with this pid exists and is not a zombie. */
-export function pidAlive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return !/\) [ZX] /.test(stat);
-  } catch {
-    return false;
-  }
-}
+export { pidAlive } from "../../testbed/pid-alive.js";
 
 /**
  * A fresh project folder a test file drives the built CLI in: the CLI is built before the file's

@@ -184,6 +184,30 @@ describe("manager", () => {
     expect(flaky.reason).toMatch(/crash loop: exited 3 times/);
   }, 120_000);
 
+  test("a restarted seat that dies before it joins is started again, not retired as a failed spawn", async () => {
+    await manager("m7b");
+    await callManager(nc, mesh.space, "spawn", operator, { agent: "echo", name: "phoenix", restarts: 3, windowMs: 60_000 }, { target: "m7b" });
+    const first = await untilState("m7b", "phoenix", "joined");
+    process.kill(first.pid!, "SIGKILL");
+    // Its restart is killed as soon as it runs, before it can join (as when a cluster node is down
+    // and its presence write times out).
+    let restartPid: number | undefined;
+    await until(
+      async () => {
+        const now = await seat("m7b", "phoenix");
+        restartPid = now?.pid !== undefined && now.pid !== first.pid && now.state !== "joined" ? now.pid : undefined;
+        return restartPid !== undefined;
+      },
+      20_000,
+      "phoenix's restart to be launched",
+      10,
+    );
+    process.kill(restartPid!, "SIGKILL");
+    const back = await untilState("m7b", "phoenix", "joined");
+    expect(back.pid).not.toBe(restartPid);
+    expect(back.epoch).toBe(2);
+  }, 120_000);
+
   test("a refused spawn says nothing was started", async () => {
     await manager("m8", { maxSeats: 1 });
     await callManager(nc, mesh.space, "spawn", operator, { agent: "echo", name: "only" }, { target: "m8" });

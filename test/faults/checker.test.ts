@@ -1,0 +1,83 @@
+// The fault suite's pure parts, without hosts: a schedule drawn from a seed is drawn again the same
+// (a report's replay command reruns what failed), and the checker names each kind of broken
+// promise from records alone.
+import { describe, expect, it } from "vitest";
+import { check } from "../../testbed/faults/checker.js";
+import { emptyRecords, type Records } from "../../testbed/faults/records.js";
+import { describeSchedule, drawSchedule } from "../../testbed/faults/schedule.js";
+
+const topo = { nodes: ["n1", "n2", "n3"], leaf: "leaf1", seats: ["e1", "e2"], power: true };
+
+function records(fill: (r: Records) => void): Records {
+  const r = emptyRecords();
+  fill(r);
+  return r;
+}
+
+const sent = (id: string, n: number, to: string, seq: number, kind: "dm" | "channel" = "dm") => ({
+  id,
+  kind,
+  from: "sender",
+  to,
+  n,
+  sentAt: n,
+  receipt: { seq, at: n, duplicate: false },
+});
+
+describe("fault schedules", () => {
+  it("draws the same schedule again from the same seed and index, and another from another index", () => {
+    const a = drawSchedule(42, 7, topo);
+    expect(describeSchedule(drawSchedule(42, 7, topo))).toBe(describeSchedule(a));
+    const others = [0, 1, 2, 3, 4, 5].map((i) => describeSchedule(drawSchedule(42, i, topo)));
+    expect(new Set(others).size).toBeGreaterThan(1);
+    expect(a.faults.length).toBeGreaterThan(0);
+    for (const f of a.faults) expect(f.atMs + f.forMs).toBeLessThanOrEqual(a.workloadMs);
+  });
+
+  it("draws only the kinds asked for, and no power loss without the power layer", () => {
+    for (let i = 0; i < 20; i += 1) {
+      expect(drawSchedule(1, i, topo, ["kill-node"]).faults.every((f) => f.kind === "kill-node")).toBe(true);
+      expect(drawSchedule(1, i, { ...topo, power: false }).faults.some((f) => f.kind === "power-loss")).toBe(false);
+    }
+  });
+});
+
+describe("the invariant checker", () => {
+  const seats = new Map([
+    ["e1", [101]],
+    ["e2", [102]],
+  ]);
+  const states = new Map([
+    ["e1", { state: "joined" }],
+    ["e2", { state: "joined" }],
+  ]);
+
+  it("passes records in which every acknowledged message was handed over", () => {
+    const r = records((x) => {
+      x.sends.push(sent("a", 0, "e1", 1), sent("b", 1, "news", 2, "channel"));
+      x.handOvers.push({ id: "a", to: "e1", at: 5, flaggedRepeat: false }, { id: "b", to: "member", at: 6, flaggedRepeat: false });
+    });
+    const result = check({ records: r, members: ["member"], states, running: seats });
+    expect(result.violations).toEqual([]);
+    expect(result.checked).toBe(2);
+  });
+
+  it("reports an acknowledged DM never handed over, with its history", () => {
+    const r = records((x) => x.sends.push(sent("a", 0, "e1", 1)));
+    const [v] = check({ records: r, members: [], states, running: seats }).violations;
+    expect(v).toMatchObject({ invariant: "acknowledged-is-handed", subject: "a" });
+    expect(v!.history[0]).toMatch(/sent dm #0 to e1/);
+  });
+
+  it("reports a later send stored before an earlier one, an unflagged repeat, a seat run twice, and a reported seat that does not run", () => {
+    const r = records((x) => {
+      x.sends.push(sent("a", 0, "e1", 9), sent("b", 1, "e1", 3), sent("c", 2, "news", 10, "channel"));
+      x.handOvers.push({ id: "a", to: "e1", at: 1, flaggedRepeat: false }, { id: "b", to: "e1", at: 2, flaggedRepeat: false });
+      x.handOvers.push({ id: "c", to: "member", at: 3, flaggedRepeat: false }, { id: "c", to: "member", at: 4, flaggedRepeat: false });
+      x.seatSamples.push({ at: 5, running: { e1: 2 } });
+    });
+    const running = new Map([["e1", [101]]]);
+    const kinds = check({ records: r, members: ["member"], states, running }).violations.map((v) => `${v.invariant} ${v.subject}`);
+    expect(kinds.sort()).toEqual(["one-seat-one-process e1", "repeats-are-flagged c", "sender-order b", "spawn-outcome-matches e2"]);
+  });
+});

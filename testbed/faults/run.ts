@@ -1,0 +1,78 @@
+// A fault run: build the lab once, then run schedules drawn from the seed one after another until
+// the budget (minutes, or a count) is spent, and report. Used by `npm run faults` (main.ts) and by
+// the in-suite schedules (test/faults).
+import type { FaultKind } from "./faults.js";
+import { lazyFsMissing } from "../lazyfs.js";
+import { FaultMesh, CHANNEL, ROLE } from "./mesh.js";
+import { report, roundLine, summarize, type RunSummary } from "./report.js";
+import { runRound, type RoundResult } from "./round.js";
+import { drawSchedule } from "./schedule.js";
+import { Workload } from "./workload.js";
+
+/** A fix the suite can switch off to show the checker fails without it. */
+export const FIXES = {
+  sync: "every node syncs each write to disk before it acknowledges it (`sync_interval: always`; off: the server's default, a sync every 2 minutes)",
+} as const;
+export type Fix = keyof typeof FIXES;
+/** The faults each fix guards against. */
+const FIX_FAULTS: Record<Fix, readonly FaultKind[]> = { sync: ["power-loss"] };
+
+export interface FaultRunOptions {
+  seed: number;
+  /** Stop starting schedules after this many minutes. */
+  minutes?: number;
+  /** Run at most this many schedules. */
+  schedules?: number;
+  /** Run only schedule `replay` of the seed (what a report names for a failure). */
+  replay?: number;
+  /** Draw only these fault kinds. */
+  only?: readonly FaultKind[];
+  /** Switch this fix off. */
+  fixOff?: Fix;
+  /** Stores on lazyfs, so power losses are drawn (needs FUSE; default: when the machine has it). */
+  power?: boolean;
+  natsServer: string;
+  cotal: string;
+  keepDir?: boolean;
+  say?: (line: string) => void;
+  /** Resolves when the run should stop after the current schedule (Ctrl-C). */
+  interrupted?: () => boolean;
+}
+
+export interface FaultRunResult {
+  rounds: RoundResult[];
+  summary: RunSummary;
+  report: string;
+}
+
+export async function runFaults(o: FaultRunOptions): Promise<FaultRunResult> {
+  const say = o.say ?? (() => undefined);
+  const started = Date.now();
+  const power = o.power ?? lazyFsMissing() === undefined;
+  const mesh = await FaultMesh.start({ natsServer: o.natsServer, cotal: o.cotal, keepDir: o.keepDir, say, power, syncAlways: o.fixOff !== "sync" });
+  const rounds: RoundResult[] = [];
+  try {
+    const workload = new Workload({
+      sender: mesh.sender,
+      members: [mesh.member],
+      seats: mesh.seats,
+      role: ROLE,
+      channel: CHANNEL,
+    });
+    const budgetMs = (o.minutes ?? 10) * 60_000;
+    const topo = { nodes: mesh.nodes, leaf: mesh.leaf, seats: mesh.seats, power };
+    for (let i = o.replay ?? 0; ; i += 1) {
+      // A switched-off fix is shown under the fault it guards against.
+      const s = drawSchedule(o.seed, i, topo, o.only ?? (o.fixOff ? FIX_FAULTS[o.fixOff] : undefined));
+      const r = await runRound(mesh, workload, s);
+      rounds.push(r);
+      say(roundLine(r));
+      if (o.replay !== undefined || (o.schedules !== undefined && rounds.length >= o.schedules)) break;
+      if (Date.now() - started >= budgetMs || o.interrupted?.()) break;
+    }
+    workload.stop();
+  } finally {
+    await mesh.close();
+  }
+  return { rounds, summary: summarize(o.seed, rounds), report: report(o.seed, rounds, (Date.now() - started) / 60_000) };
+}
