@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { permissionViolation, type Endpoint } from "../../broker/index.js";
 import { beatFilter, beatSubject, localPrincipal, type PresenceBeat } from "../../schemas/index.js";
 import { TestMesh } from "../harness/mesh.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const SPACE = "beats";
 let mesh: TestMesh;

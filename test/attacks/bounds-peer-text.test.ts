@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { jetStreamConnection, JS_OPTIONS, setLogDestination } from "../../broker/index.js";
 import { names } from "../../schemas/index.js";
 import { TestMesh } from "../harness/mesh.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 /**
  * The hole this closes: a presence record whose `channelModes` key held U+009B (the 8-bit CSI, a

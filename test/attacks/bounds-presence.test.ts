@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { callControl, ensureSpace, JS_OPTIONS, jetStreamConnection, StorageLimitError, storageRefusalError, type Endpoint } from "../../broker/index.js";
 import { BUCKET_VALUE_BYTES, names, OPERATOR_PRINCIPAL, ROSTER_PAGE_BYTES, type Presence } from "../../schemas/index.js";
 import { TEST_STORAGE, TestMesh } from "../harness/mesh.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 /**
  * The hole this closes: two agents each wrote a 600 KB presence record, and `roster` failed for

@@ -29,7 +29,7 @@ import { CARRY_CHUNK_BYTES, CARRY_MAX_BYTES, CotalError, localPrincipal, names, 
 import { sha256File } from "../../claude/index.js";
 import { TestMesh } from "../harness/mesh.js";
 import { refusals } from "../harness/refusals.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const SPACE = "xferatk";
 const operator = localPrincipal("cotal_cli");

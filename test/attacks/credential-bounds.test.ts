@@ -10,7 +10,7 @@ import { PROFILE_LIMITS, pushSpaceAccounts, SERVER_MAX_PENDING } from "../../bro
 import { chatSubject, localPrincipal, patterns } from "../../schemas/index.js";
 import { RawNats, RawRefusedError } from "../../testbed/raw-nats.js";
 import { TestMesh } from "../harness/mesh.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const SPACE = "bnd";
 /** The space's connection bound for this test (`cotal up --max-connections`): small, to reach it. */

@@ -10,7 +10,7 @@ import { beatSubject, controlSubject, localPrincipal } from "../../schemas/index
 import { flood } from "../../testbed/flooder.js";
 import { projectRoot } from "../harness/build.js";
 import { TestMesh } from "../harness/mesh.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const SPACE = "floodlog";
 const FLOOD_MS = 3_000;

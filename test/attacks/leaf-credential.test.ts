@@ -26,9 +26,9 @@ import {
 import { durables, localPrincipal, names, patterns, type Principal } from "../../schemas/index.js";
 import { TestMesh } from "../harness/mesh.js";
 import { startStaticServer } from "../harness/mesh-mode.js";
-import { findNatsServer, type NatsServer } from "../harness/nats-server.js";
-import { freePort } from "../harness/ports.js";
-import { until } from "../harness/until.js";
+import { findNatsServer, type NatsServer } from "../../testbed/nats-server.js";
+import { freePort } from "../../testbed/ports.js";
+import { until } from "../../testbed/until.js";
 
 const SPACE = "leafatk";
 const dir = mkdtempSync(join(tmpdir(), "cotal-leafatk-"));

@@ -14,7 +14,7 @@ import { inboxPrefix, jetStreamConnection, permissionViolation } from "../../bro
 import { localAttachCommand, tmuxSessionName, tmuxSocketPath, TmuxServer } from "../../manager/internal.js";
 import { localPrincipal, names, type ControlReply, type SeatView } from "../../schemas/index.js";
 import { buildCli, freePort, runCotal, type CliResult } from "../harness/cli.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 import { storeOutcome } from "./store-outcome.js";
 
 let project: string;

@@ -18,7 +18,7 @@ import { controlCaller, jetStreamConnection, JS_OPTIONS, logger } from "../../br
 import { ManagerService } from "../../manager/internal.js";
 import { localPrincipal, MANAGER_COMMANDS, names, type SeatView } from "../../schemas/index.js";
 import { TestMesh } from "../harness/mesh.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const callManager = controlCaller(MANAGER_COMMANDS);
 const operator = localPrincipal("cotal_cli");

@@ -15,7 +15,7 @@ import { ManagerService, newLifecycleUid, type ManagerOptions } from "../../mana
 import { localPrincipal, MANAGER_COMMANDS, type SeatView } from "../../schemas/index.js";
 import { buildCli, cotalBundle } from "../harness/cli.js";
 import { TestMesh } from "../harness/mesh.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 import { storeOutcome } from "./store-outcome.js";
 
 const callManager = controlCaller(MANAGER_COMMANDS);

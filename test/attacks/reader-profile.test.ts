@@ -30,7 +30,7 @@ import {
   type Principal,
 } from "../../schemas/index.js";
 import { TestMesh } from "../harness/mesh.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 import { expectUnchanged, snapshot } from "./state.js";
 import { storeOutcome } from "./store-outcome.js";
 

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { callControl, clientsAccount, ControlCallError, requestRevoke } from "../../broker/internal.js";
 import { localPrincipal, type Principal } from "../../schemas/index.js";
 import { TestMesh } from "../harness/mesh.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const SPACE = "flood";
 // Long enough that nothing the flood got expires before the third test waits for it.

@@ -3,7 +3,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { expect } from "vitest";
 import { names, type Principal } from "../../schemas/index.js";
 import type { TestMesh } from "../harness/mesh.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 /** What an attack must not change: streams, their per-subject counts, consumers, identity records. */
 export interface MeshState {

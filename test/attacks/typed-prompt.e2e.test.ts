@@ -14,9 +14,9 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCli, exitedOk, freePort, runCotal } from "../harness/cli.js";
 import { closeRuntimes, runtimeShell } from "../harness/runtime-shell.js";
-import { allText, isMainLoopRequest, ModelDouble, newTurnText } from "../harness/model-double.js";
+import { allText, isMainLoopRequest, ModelDouble, newTurnText } from "../../testbed/model-double.js";
 import { seatScreen } from "../harness/seat-screen.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 import { contentTexts, GeminiDouble } from "../../testbed/gemini-double.js";
 import { ResponsesDouble } from "../../testbed/responses-double.js";
 

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { callControl, clientsAccount, ControlCallError, isPermissionDenied, pushAccountJwt, pushSpaceAccounts, serviceCreds } from "../../broker/internal.js";
 import { localPrincipal, type Principal } from "../../schemas/index.js";
 import { TestMesh } from "../harness/mesh.js";
-import { NatsServer } from "../harness/nats-server.js";
+import { NatsServer } from "../../testbed/nats-server.js";
 import { startStaticServer } from "../harness/mesh-mode.js";
 
 const SPACE = "unstamped";

@@ -36,7 +36,7 @@ import {
 } from "../../schemas/index.js";
 import { buildCli, cleanEnv, runCotal } from "../harness/cli.js";
 import { TestMesh } from "../harness/mesh.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const SPACE = "wild";
 let mesh: TestMesh;

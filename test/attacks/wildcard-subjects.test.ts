@@ -5,7 +5,7 @@ import { jetStreamConnection, JS_OPTIONS, type Endpoint } from "../../broker/ind
 import { encodeMessage, names, type CotalMessage } from "../../schemas/index.js";
 import { TestMesh } from "../harness/mesh.js";
 import { collect } from "../harness/deliveries.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 /**
  * The hole this closes: an agent published DMs to `cotal.<space>.inst.*.*.<o>.<a>` and anycasts to

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { connectMesh, credsClaims, requestRevoke } from "../../broker/internal.js";
 import { TestMesh } from "../harness/mesh.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 let mesh: TestMesh;
 const dir = mkdtempSync(join(tmpdir(), "cotal-late-renewal-"));

@@ -12,9 +12,9 @@ import { beatSubject, localPrincipal, names, principalId, type Principal } from 
 import { dumpLogsOnFailure } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
 import { startStaticServer } from "../harness/mesh-mode.js";
-import type { NatsServer } from "../harness/nats-server.js";
+import type { NatsServer } from "../../testbed/nats-server.js";
 import { refusals } from "../harness/refusals.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const SPACE = "leafscope";
 const hostb = localPrincipal("hostb");

@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { callControl, ControlCallError, isConsumerNotFound, isPermissionDenied, isTimeout, requestRevoke, SERVICE_PRINCIPALS } from "../../broker/internal.js";
 import { durables, localPrincipal, names } from "../../schemas/index.js";
 import { TestMesh } from "../harness/mesh.js";
-import { NatsServer } from "../harness/nats-server.js";
-import { until } from "../harness/until.js";
+import { NatsServer } from "../../testbed/nats-server.js";
+import { until } from "../../testbed/until.js";
 
 const SPACE = "opsonly";
 const eve = localPrincipal("eve");

@@ -11,7 +11,7 @@ import { afterAll, describe, expect, test } from "vitest";
 import { ControlCallError, type MintRequest, permissionViolation, requestControl, SERVICE_PRINCIPALS } from "../../broker/internal.js";
 import { durables, localPrincipal, parsePrincipal, principalDashed, principalId, type Principal } from "../../schemas/index.js";
 import { TestMesh } from "../harness/mesh.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const SPACE = "ptable";
 const DOC = new URL("../../docs/security.md", import.meta.url);

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { callControl, permissionViolation, requestRevoke, setLogDestination, type Endpoint } from "../../broker/index.js";
 import { chatSubject, dmSubject, anycastSubject, encodeMessage, localPrincipal, type CotalMessage } from "../../schemas/index.js";
 import { TestMesh } from "../harness/mesh.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 import { collect } from "../harness/deliveries.js";
 
 const SPACE = "sec";

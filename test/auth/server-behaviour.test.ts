@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { clientsAccount, credsBytesAuthenticator, jetStreamConnection } from "../../broker/internal.js";
 import { names } from "../../schemas/index.js";
 import { TestMesh } from "../harness/mesh.js";
-import { NatsServer } from "../harness/nats-server.js";
-import { until } from "../harness/until.js";
+import { NatsServer } from "../../testbed/nats-server.js";
+import { until } from "../../testbed/until.js";
 
 const SPACE = "quirks";
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "vitest";
 import { TestMesh } from "../harness/mesh.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 import { collect } from "../harness/deliveries.js";
 
 let mesh: TestMesh | undefined;

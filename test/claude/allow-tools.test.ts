@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { applyAllowRule, planAllowRule, PLUGIN_ALLOW_RULE } from "../../connector/claude/index.js";
 import { cleanupRun, OFFLINE_ENV, projectRoot, runClaude } from "../harness/claude-runner.js";
 import { buildCli, runCotal } from "../harness/cli.js";
-import { ModelDouble, toolResults } from "../harness/model-double.js";
+import { ModelDouble, toolResults } from "../../testbed/model-double.js";
 
 const root = mkdtempSync(path.join(os.tmpdir(), "cotal-allow-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

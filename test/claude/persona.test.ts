@@ -6,7 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { buildClaudeLaunch, ClaudeLaunchError, processGone, processStartTime, startPersonaWatcher, writeLaunchFiles } from "../../connector/claude/index.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const runtimeDir = mkdtempSync(path.join(os.tmpdir(), "cotal-persona-"));
 const started: ChildProcess[] = [];

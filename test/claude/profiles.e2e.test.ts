@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { buildClaudeLaunch, launchClaude, type ClaudeLaunch, type ClaudeLaunchInput } from "../../connector/claude/index.js";
 import { claudeBin, claudeEnv, projectRoot } from "../harness/claude-runner.js";
 import { DESTRUCTIVE } from "../harness/deny-floor-cases.js";
-import { ModelDouble, systemText, toolResults, type ScriptStep } from "../harness/model-double.js";
+import { ModelDouble, systemText, toolResults, type ScriptStep } from "../../testbed/model-double.js";
 
 const root = mkdtempSync(path.join(os.tmpdir(), "cotal-profiles-e2e-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

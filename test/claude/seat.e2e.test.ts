@@ -10,8 +10,8 @@ import { build } from "esbuild";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildClaudeLaunch, launchClaude, processGone, type ClaudeLaunch } from "../../connector/claude/index.js";
 import { claudeBin, claudeEnv, DUMMY_API_KEY, projectRoot } from "../harness/claude-runner.js";
-import { ModelDouble, systemText, toolResults } from "../harness/model-double.js";
-import { until } from "../harness/until.js";
+import { ModelDouble, systemText, toolResults } from "../../testbed/model-double.js";
+import { until } from "../../testbed/until.js";
 
 const tinyServer = path.join(projectRoot, "test", "fixtures", "tiny-mcp-server.mjs");
 const root = mkdtempSync(path.join(os.tmpdir(), "cotal-seat-e2e-"));

@@ -11,7 +11,7 @@ import pkg from "../../package.json" with { type: "json" };
 import { installCommandText, parseAgentFile, renderMarketplace, renderPlugin } from "../../connector/claude/index.js";
 import { claudeBin, claudeEnv, OFFLINE_ENV, projectRoot } from "../harness/claude-runner.js";
 import { buildCli, runCotal } from "../harness/cli.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const root = mkdtempSync(path.join(os.tmpdir(), "cotal-setup-"));
 const home = path.join(root, "home");

@@ -12,7 +12,7 @@ import { BoundedLogFile, LOG_BOUNDS } from "../../cli/bounded-log.js";
 import { LogTail } from "../../cli/log-tail.js";
 import { renderServerConfig } from "../../cli/nats-process.js";
 import { DEFAULT_SYNC } from "../../cli/sync-interval.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const dirs: string[] = [];
 afterEach(() => {

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { credentialScope } from "../../cli/credential.js";
 import { buildCli, CotalProcess, freePort, runCotal } from "../harness/cli.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 let project: string;
 

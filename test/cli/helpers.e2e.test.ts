@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { controlCaller } from "../../broker/internal.js";
 import { localPrincipal, MANAGER_COMMANDS } from "../../schemas/index.js";
 import { buildCli, freePort, runCotal, type CliResult } from "../harness/cli.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const callManager = controlCaller(MANAGER_COMMANDS);
 let project: string;

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCli, cleanEnv, freePort, pidAlive, runCotal, type CliResult } from "../harness/cli.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const projects: string[] = [];
 const ok = (r: CliResult) => expect(r.code, `exit code; stdout: ${r.stdout}\nstderr: ${r.stderr}`).toBe(0);

@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { callControl } from "../../broker/index.js";
 import { localPrincipal } from "../../schemas/index.js";
 import { cleanEnv, cliFolder, CotalProcess, freePort, runCotal } from "../harness/cli.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const { dir: project, cotal } = cliFolder("cotal-logrotate-", 30_000);
 const BOUND = 4_096;

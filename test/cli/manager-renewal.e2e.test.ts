@@ -11,7 +11,7 @@ import { describe, expect, it } from "vitest";
 import { credsClaims } from "../../broker/index.js";
 import { renewalDueAt } from "../../manager/index.js";
 import { cliFolder, freePort, type CliResult } from "../harness/cli.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const { dir, cotal } = cliFolder("cotal-manager-renew-");
 const credsFile = join(dir, ".cotal/manager/manager.creds");

@@ -10,7 +10,7 @@ import { connect, credsAuthenticator, PermissionViolationError } from "@nats-io/
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { credentialScope } from "../../cli/credential.js";
 import { buildCli, CotalProcess, freePort, runCotal, type CliResult } from "../harness/cli.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 let project: string;
 let port: number;

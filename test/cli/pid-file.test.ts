@@ -3,7 +3,7 @@ import { spawn } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { parseStartTime, processStartTime } from "../../claude/index.js";
 import { isRunning, recordOf, stopProcess } from "../../cli/pid-file.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 describe("process identity", () => {
   it("reads field 22 of /proc/<pid>/stat even when the command name has spaces and parentheses", () => {

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { BUNDLES } from "../harness/build.js";
 import { cleanEnv, CotalProcess, freePort, runCotal, type CliResult, cliFolder } from "../harness/cli.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const { dir: project, cotal } = cliFolder("cotal-breaks-", 30_000);
 const ok = (r: CliResult, what: string) => expect(r.code, `${what}: exit code; stderr: ${r.stderr}`).toBe(0);

@@ -20,8 +20,8 @@ import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claudeBin, OFFLINE_ENV } from "../harness/claude-runner.js";
 import { buildCli, cotalBundle, projectRoot } from "../harness/cli.js";
-import { findNatsServer } from "../harness/nats-server.js";
-import { until } from "../harness/until.js";
+import { findNatsServer } from "../../testbed/nats-server.js";
+import { until } from "../../testbed/until.js";
 import { dashboardLink, fetchDashboard } from "../harness/dashboard-link.js";
 
 /** The commands of the README's "Set up and run" section before its first subsection, in order. */

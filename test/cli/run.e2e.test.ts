@@ -10,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { BudgetReply, RunReply } from "../../schemas/index.js";
 import { claudeEnv } from "../harness/claude-runner.js";
 import { buildCli, cleanEnv, CotalProcess, freePort, runCotal, type CliResult } from "../harness/cli.js";
-import { ModelDouble } from "../harness/model-double.js";
-import { until } from "../harness/until.js";
+import { ModelDouble } from "../../testbed/model-double.js";
+import { until } from "../../testbed/until.js";
 
 let project: string;
 let double: ModelDouble;

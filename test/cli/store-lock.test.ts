@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claimStore, releaseStaleStore, StoreInUseError, storeLockFile, storeLockHolder } from "../../cli/lock.js";
 import { readRecordFile, recordOf } from "../../cli/pid-file.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 let dir: string;
 beforeAll(async () => {

@@ -13,7 +13,7 @@ import { Connector } from "../../connector/internal.js";
 import { parsePrincipal, patterns } from "../../schemas/index.js";
 import { call, mcpClient } from "../connector/helpers.js";
 import { cliFolder, freePort, pidAlive, type CliResult } from "../harness/cli.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const { dir, cotal } = cliFolder("cotal-team-acl-", 120_000);
 const FILE = join(dir, "cotal.yaml");

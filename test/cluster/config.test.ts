@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { UsageError } from "../../cli/errors.js";
 import { checkLeafFlags, renderLeafBlock } from "../../cli/leaf-listener.js";
 import { renderServerConfig } from "../../cli/nats-process.js";
-import { findNatsServer } from "../harness/nats-server.js";
+import { findNatsServer } from "../../testbed/nats-server.js";
 
 const dir = mkdtempSync(join(tmpdir(), "cotal-render-"));
 const pem = (name: string) => join(dir, name);

@@ -12,7 +12,7 @@ import { clusterReplicas, Endpoint, logger, MeshService, uploadTransfer, XferSer
 import { localPrincipal, messageText, names } from "../../schemas/index.js";
 import { cluster, type NatsCluster } from "../harness/cluster.js";
 import { TEST_STORAGE } from "../harness/mesh.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const SPACE = "ha";
 const TOTAL = 5_000;

@@ -13,8 +13,8 @@ import { Endpoint } from "../../broker/index.js";
 import { messageText } from "../../schemas/index.js";
 import { collect } from "../harness/deliveries.js";
 import { buildCli, cleanEnv, CotalProcess, freePort, projectRoot, runCotal } from "../harness/cli.js";
-import { findNatsServer } from "../harness/nats-server.js";
-import { until } from "../harness/until.js";
+import { findNatsServer } from "../../testbed/nats-server.js";
+import { until } from "../../testbed/until.js";
 
 const dir = mkdtempSync(join(tmpdir(), "cotal-leaf-"));
 const hub = join(dir, "hub");

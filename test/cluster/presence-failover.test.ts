@@ -9,7 +9,7 @@ import { PRESENCE } from "../../schemas/index.js";
 import { cluster, type NatsCluster } from "../harness/cluster.js";
 import { collect } from "../harness/deliveries.js";
 import { TEST_STORAGE } from "../harness/mesh.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const SPACE = "pfail";
 const LIVE = ["alice", "bob", "carol"];

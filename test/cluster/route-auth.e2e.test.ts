@@ -8,8 +8,8 @@ import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCli, cleanEnv, freePortRun, runCotal } from "../harness/cli.js";
-import { NatsServer } from "../harness/nats-server.js";
-import { until } from "../harness/until.js";
+import { NatsServer } from "../../testbed/nats-server.js";
+import { until } from "../../testbed/until.js";
 
 const dir = mkdtempSync(join(tmpdir(), "cotal-route-auth-"));
 const env = cleanEnv();

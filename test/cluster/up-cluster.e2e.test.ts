@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Endpoint } from "../../broker/index.js";
 import { collect } from "../harness/deliveries.js";
 import { buildCli, cleanEnv, freePortRun, pidAlive, runCotal } from "../harness/cli.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const dir = mkdtempSync(join(tmpdir(), "cotal-cluster-"));
 const env = cleanEnv();

@@ -15,7 +15,7 @@ import { functionOutputs, type FunctionCallItem, type RecordedResponsesRequest, 
 import { exitedOk } from "../harness/cli.js";
 import { CodexPath } from "../harness/codex-path.js";
 import { seatScreen } from "../harness/seat-screen.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 /** The bound of the seat's asks in this test: long enough for a few CLI calls, short enough to wait out once. */
 const BOUND_MS = 30_000;

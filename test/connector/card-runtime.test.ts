@@ -10,7 +10,7 @@ import { rosterLine } from "../../cli/commands/console.js";
 import { rosterJson } from "../../cli/format.js";
 import { names, type Presence } from "../../schemas/index.js";
 import { TestMesh } from "../harness/mesh.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 import { wireValidators } from "../harness/wire-schemas.js";
 import { startConnector } from "./helpers.js";
 

@@ -6,7 +6,7 @@ import net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { logger, setLogDestination } from "../../broker/index.js";
 import { HookSocket, seatPaths, MAX_FRAME_BYTES, tokenMatches, type HookHandler } from "../../connector/internal.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 import { tempControlDir } from "./helpers.js";
 
 const TOKEN = "k".repeat(40);

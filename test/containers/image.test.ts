@@ -23,7 +23,7 @@ import {
   type StartedNetwork,
   type StartedTestContainer,
 } from "../harness/containers.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const skip = await dockerUnavailable();
 if (skip) warnSkipped("test/containers/image.test.ts", skip);

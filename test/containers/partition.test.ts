@@ -24,7 +24,7 @@ import {
   type StartedTestContainer,
 } from "../harness/containers.js";
 import { messageText, names } from "../../schemas/index.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const skip = await dockerUnavailable();
 if (skip) warnSkipped("test/containers/partition.test.ts", skip);

@@ -17,9 +17,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findNatsServer } from "../../broker/index.js";
 import { buildCli, cleanEnv, freePort, runCotal, exitedOk } from "../harness/cli.js";
 import { copilotShell } from "../harness/runtime-shell.js";
-import { allText, lastUserText, ModelDouble, toolResults } from "../harness/model-double.js";
+import { allText, lastUserText, ModelDouble, toolResults } from "../../testbed/model-double.js";
 import { seatFrames } from "../harness/seat-plane.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const DM_TOOL = "cotal-cotal_dm";
 const PING = "ping bob, alice here";

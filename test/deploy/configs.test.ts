@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { AuthStore } from "../../broker/index.js";
-import { findNatsServer } from "../harness/nats-server.js";
+import { findNatsServer } from "../../testbed/nats-server.js";
 
 const dir = join(import.meta.dirname, "../../deploy");
 const files = (readdirSync(dir, { recursive: true }) as string[]).map((f) => join(dir, f));

@@ -10,7 +10,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AuthStore } from "../../broker/index.js";
 import { projectRoot } from "../harness/build.js";
-import { findNatsServer } from "../harness/nats-server.js";
+import { findNatsServer } from "../../testbed/nats-server.js";
 
 const run = promisify(execFile);
 const script = join(projectRoot, "deploy/leaf/render.mjs");

@@ -13,10 +13,10 @@ import { afterEach, describe, expect, it } from "vitest";
 import { Endpoint, isStreamNotFound, MeshService } from "../../broker/index.js";
 import { durables, localPrincipal, names } from "../../schemas/index.js";
 import { lazyFsMissing, mountLazyFs, type LazyMount } from "../../testbed/lazyfs.js";
-import { NatsServer } from "../harness/nats-server.js";
+import { NatsServer } from "../../testbed/nats-server.js";
 import { cluster, type NatsCluster } from "../harness/cluster.js";
 import { TEST_STORAGE } from "../harness/mesh.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 /** DMs sent before the power cut: enough to span several fsyncs, few enough to stay quick. */
 const N = 300;

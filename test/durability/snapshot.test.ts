@@ -7,7 +7,7 @@ import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType } 
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { restoreStream, snapshotStream, StreamRestoreError, StreamSnapshotError } from "../../broker/index.js";
-import { NatsServer } from "../harness/nats-server.js";
+import { NatsServer } from "../../testbed/nats-server.js";
 
 let server: NatsServer;
 let nc: NatsConnection;

@@ -13,8 +13,8 @@ import { findNatsServer, type OpenApproval } from "../../broker/index.js";
 import { claudeEnv } from "../harness/claude-runner.js";
 import { buildCli, exitedOk, freePort, runCotal, type CliResult } from "../harness/cli.js";
 import { closeRuntimes } from "../harness/runtime-shell.js";
-import { ModelDouble, newToolResults, newTurnText } from "../harness/model-double.js";
-import { until } from "../harness/until.js";
+import { ModelDouble, newToolResults, newTurnText } from "../../testbed/model-double.js";
+import { until } from "../../testbed/until.js";
 
 /** The bound of a managed seat's ask in this test: long enough for a few CLI calls, short enough to wait out once. */
 const BOUND_MS = 25_000;

@@ -18,8 +18,8 @@ import {
   writeSettingsFile,
   type ClaudeRunResult,
 } from "../harness/claude-runner.js";
-import { allText, ModelDouble, toolResults } from "../harness/model-double.js";
-import { until } from "../harness/until.js";
+import { allText, ModelDouble, toolResults } from "../../testbed/model-double.js";
+import { until } from "../../testbed/until.js";
 
 const fixture = (name: string): string => path.join(projectRoot, "test", "fixtures", name);
 

@@ -13,7 +13,7 @@ import { functionOutputs, inputTexts, type RecordedResponsesRequest, type Respon
 import { ONE_TOOL_TURN } from "../harness/agui-shapes.js";
 import { CotalProcess, exitedOk } from "../harness/cli.js";
 import { CodexPath } from "../harness/codex-path.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const DM = "please look at the build";
 const SECRET_ARG = "SECRET-ARGUMENT in the cotal_dm text";

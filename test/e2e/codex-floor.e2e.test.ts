@@ -16,7 +16,7 @@ import { functionOutputs, inputTexts, type FunctionCallItem, type RecordedRespon
 import { exitedOk } from "../harness/cli.js";
 import { CodexPath } from "../harness/codex-path.js";
 import { DESTRUCTIVE } from "../harness/deny-floor-cases.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 let u: CodexPath;
 let double: ResponsesDouble;

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SeatView } from "../../schemas/index.js";
 import { pidAlive, exitedOk } from "../harness/cli.js";
 import { CodexPath } from "../harness/codex-path.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 import type { ResponsesDouble } from "../../testbed/responses-double.js";
 
 const WHILE_DOWN = "sent while bob was down";

@@ -26,9 +26,9 @@ import {
 } from "../harness/claude-runner.js";
 import { NatsServer, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
-import { allText, ModelDouble, toolResults, type ScriptStep } from "../harness/model-double.js";
+import { allText, ModelDouble, toolResults, type ScriptStep } from "../../testbed/model-double.js";
 import { collect as collectDeliveries } from "../harness/deliveries.js";
-import { freePort } from "../harness/ports.js";
+import { freePort } from "../../testbed/ports.js";
 
 let server: NatsServer;
 let faultHook: string;

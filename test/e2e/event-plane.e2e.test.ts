@@ -12,7 +12,7 @@ import { CONNECTOR_BUNDLE, ensureBuilt, HOOK_BUNDLE } from "../connector/built.j
 import { cleanupRun, nodeCommand, runClaude, writeMcpConfig, writeSettingsFile } from "../harness/claude-runner.js";
 import { NatsServer, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
-import { ModelDouble } from "../harness/model-double.js";
+import { ModelDouble } from "../../testbed/model-double.js";
 import { ONE_TOOL_TURN } from "../harness/agui-shapes.js";
 
 let server: NatsServer;

@@ -20,7 +20,7 @@ import { streamViolation } from "../../connector/internal.js";
 import { frameOf, type AgUiFrame, type CotalMessage } from "../../schemas/index.js";
 import { contentTexts, functionResponses, GeminiDouble, offeredTools, type RecordedGeminiRequest } from "../../testbed/gemini-double.js";
 import { buildCli, cleanEnv, freePort, runCotal, exitedOk } from "../harness/cli.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const DM_TOOL = "mcp_cotal_cotal_dm";
 const PING = "ping bob, alice here";

@@ -13,8 +13,8 @@ import { frameOf, localPrincipal, MANAGER_COMMANDS } from "../../schemas/index.j
 import { startClaudeManager } from "../harness/claude-manager.js";
 import { buildCli } from "../harness/cli.js";
 import { TestMesh } from "../harness/mesh.js";
-import { ModelDouble, newTurnText } from "../harness/model-double.js";
-import { until } from "../harness/until.js";
+import { ModelDouble, newTurnText } from "../../testbed/model-double.js";
+import { until } from "../../testbed/until.js";
 
 const callManager = controlCaller(MANAGER_COMMANDS);
 const operator = localPrincipal("cotal_cli");

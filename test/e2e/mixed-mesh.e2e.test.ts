@@ -15,8 +15,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findNatsServer } from "../../broker/index.js";
 import { claudeEnv } from "../harness/claude-runner.js";
 import { buildCli, freePort, runCotal, exitedOk } from "../harness/cli.js";
-import { allText, isMainLoopRequest, ModelDouble, newTurnText } from "../harness/model-double.js";
-import { until } from "../harness/until.js";
+import { allText, isMainLoopRequest, ModelDouble, newTurnText } from "../../testbed/model-double.js";
+import { until } from "../../testbed/until.js";
 import { functionOutputs, inputTexts, ResponsesDouble, codexProviderConfig, type RecordedResponsesRequest } from "../../testbed/responses-double.js";
 
 const DM_TOOL = "mcp__plugin_cotal_cotal__cotal_dm";

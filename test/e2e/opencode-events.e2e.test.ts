@@ -15,9 +15,9 @@ import { streamViolation } from "../../connector/internal.js";
 import { frameOf, type AgUiFrame, type CotalMessage } from "../../schemas/index.js";
 import { ONE_TOOL_TURN } from "../harness/agui-shapes.js";
 import { buildCli, cleanEnv, CotalProcess, freePort, runCotal, exitedOk } from "../harness/cli.js";
-import { allText, lastUserText, ModelDouble, toolResults } from "../harness/model-double.js";
+import { allText, lastUserText, ModelDouble, toolResults } from "../../testbed/model-double.js";
 import { writeOpencodeConfig } from "../harness/runtime-shell.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const DM_TOOL = "cotal_cotal_dm";
 const DM = "please look at the build";

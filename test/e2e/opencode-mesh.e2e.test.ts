@@ -14,9 +14,9 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findNatsServer } from "../../broker/index.js";
 import { buildCli, cleanEnv, freePort, runCotal, exitedOk } from "../harness/cli.js";
-import { allText, lastUserText, ModelDouble, toolResults } from "../harness/model-double.js";
+import { allText, lastUserText, ModelDouble, toolResults } from "../../testbed/model-double.js";
 import { writeOpencodeConfig } from "../harness/runtime-shell.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const DM_TOOL = "cotal_cotal_dm";
 const PING = "ping bob, alice here";

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findNatsServer } from "../../broker/index.js";
 import type { RunReply } from "../../schemas/index.js";
 import { buildCli, cleanEnv, freePort, runCotal, exitedOk } from "../harness/cli.js";
-import { lastUserText, ModelDouble, systemText, toolResults } from "../harness/model-double.js";
+import { lastUserText, ModelDouble, systemText, toolResults } from "../../testbed/model-double.js";
 
 const KEY_VAR = "DOUBLE_OPENCODE_KEY";
 const KEY = "sk-opencode-double-secret-0123456789";

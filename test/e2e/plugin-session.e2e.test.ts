@@ -12,8 +12,8 @@ import { buildCli, projectRoot } from "../harness/cli.js";
 import { cleanupRun, runClaude } from "../harness/claude-runner.js";
 import { collect } from "../harness/deliveries.js";
 import { TestMesh } from "../harness/mesh.js";
-import { allText, ModelDouble, toolResults } from "../harness/model-double.js";
-import { until } from "../harness/until.js";
+import { allText, ModelDouble, toolResults } from "../../testbed/model-double.js";
+import { until } from "../../testbed/until.js";
 
 const PLUGIN_TOOL = "mcp__plugin_cotal_cotal__cotal_dm";
 let mesh: TestMesh;

@@ -13,8 +13,8 @@ import { buildCli, projectRoot } from "../harness/cli.js";
 import { cleanupRun, runClaude } from "../harness/claude-runner.js";
 import { NatsServer } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
-import { allText, ModelDouble } from "../harness/model-double.js";
-import { until } from "../harness/until.js";
+import { allText, ModelDouble } from "../../testbed/model-double.js";
+import { until } from "../../testbed/until.js";
 import { TmuxClaude } from "./tmux-claude.js";
 
 const SPACE = "restart";

@@ -18,7 +18,7 @@ import { claudeOptions, startClaudeManager } from "../harness/claude-manager.js"
 import { buildCli } from "../harness/cli.js";
 import { STATIC_TEST_CHANNELS, TestMesh } from "../harness/mesh.js";
 import { call, mcpClient, startConnector } from "../connector/helpers.js";
-import { allText, lastUserText, ModelDouble, type RecordedRequest } from "../harness/model-double.js";
+import { allText, lastUserText, ModelDouble, type RecordedRequest } from "../../testbed/model-double.js";
 
 const callManager = controlCaller(MANAGER_COMMANDS);
 const operator = localPrincipal("cotal_cli");

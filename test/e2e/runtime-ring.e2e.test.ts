@@ -14,10 +14,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCli, freePort, runCotal, exitedOk } from "../harness/cli.js";
-import { allText, isMainLoopRequest, lastUserText, ModelDouble, type RecordedRequest, newTurnText } from "../harness/model-double.js";
+import { allText, isMainLoopRequest, lastUserText, ModelDouble, type RecordedRequest, newTurnText } from "../../testbed/model-double.js";
 import { closeRuntimes, runtimeShell } from "../harness/runtime-shell.js";
 import { seatScreen } from "../harness/seat-screen.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 import { contentTexts, functionResponses, GeminiDouble, type RecordedGeminiRequest } from "../../testbed/gemini-double.js";
 import { functionOutputs, inputTexts, ResponsesDouble, type RecordedResponsesRequest } from "../../testbed/responses-double.js";
 

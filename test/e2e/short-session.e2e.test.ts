@@ -11,7 +11,7 @@ import { buildCli, pidAlive, projectRoot } from "../harness/cli.js";
 import { cleanupRun, runClaude } from "../harness/claude-runner.js";
 import { NatsServer, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
-import { ModelDouble } from "../harness/model-double.js";
+import { ModelDouble } from "../../testbed/model-double.js";
 
 let server: NatsServer;
 let mesh: TestMesh;

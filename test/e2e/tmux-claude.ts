@@ -8,7 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { claudeBin, claudeEnv, DUMMY_API_KEY } from "../harness/claude-runner.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const run = promisify(execFile);
 

@@ -12,8 +12,8 @@ import { buildCli, cleanEnv, projectRoot, runCotal } from "../harness/cli.js";
 import { collect } from "../harness/deliveries.js";
 import { NatsServer } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
-import { lastUserText, ModelDouble, toolResults } from "../harness/model-double.js";
-import { until } from "../harness/until.js";
+import { lastUserText, ModelDouble, toolResults } from "../../testbed/model-double.js";
+import { until } from "../../testbed/until.js";
 import { TmuxClaude } from "./tmux-claude.js";
 
 const SPACE = "tmux";

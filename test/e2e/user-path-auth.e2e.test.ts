@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunReply } from "../../schemas/index.js";
 import { DUMMY_API_KEY } from "../harness/claude-runner.js";
 import { pidAlive, type CliResult } from "../harness/cli.js";
-import { lastUserText, type ModelDouble, newTurnText } from "../harness/model-double.js";
+import { lastUserText, type ModelDouble, newTurnText } from "../../testbed/model-double.js";
 import { ok, UserPath } from "../harness/user-path.js";
 
 const BAD_KEY = "sk-ant-api03-cotal-refused-by-the-double-000000000000";

@@ -12,8 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findSession, listSessions } from "../../claude/index.js";
 import type { SeatView } from "../../schemas/index.js";
 import { runClaude } from "../harness/claude-runner.js";
-import { allText, isMainLoopRequest, lastUserText, newTurnText } from "../harness/model-double.js";
-import { until } from "../harness/until.js";
+import { allText, isMainLoopRequest, lastUserText, newTurnText } from "../../testbed/model-double.js";
+import { until } from "../../testbed/until.js";
 import { UserPath } from "../harness/user-path.js";
 
 const EARLIER = "Remember the codeword PAPAYA-42 for later.";

@@ -10,7 +10,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunReply } from "../../schemas/index.js";
-import { lastUserText, type RecordedRequest } from "../harness/model-double.js";
+import { lastUserText, type RecordedRequest } from "../../testbed/model-double.js";
 import { UserPath } from "../harness/user-path.js";
 
 const MODEL = "claude-sonnet-4-5";

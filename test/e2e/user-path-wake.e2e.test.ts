@@ -11,9 +11,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SeatView } from "../../schemas/index.js";
 import type { CotalProcess } from "../harness/cli.js";
-import { newToolResults, newTurnText, systemText, type RecordedRequest, type ReplyBlock, type ScriptStep } from "../harness/model-double.js";
+import { newToolResults, newTurnText, systemText, type RecordedRequest, type ReplyBlock, type ScriptStep } from "../../testbed/model-double.js";
 import { seatScreen } from "../harness/seat-screen.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 import { UserPath } from "../harness/user-path.js";
 
 const DM_TOOL = "mcp__plugin_cotal_cotal__cotal_dm";

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect } from "vitest";
 import { BUNDLES, ensureBuilt } from "./build.js";
-import { until } from "./until.js";
+import { until } from "../../testbed/until.js";
 
 export { projectRoot } from "./build.js";
 /** The bundle `npm run build` writes. */
@@ -148,7 +148,7 @@ export class CotalProcess {
   }
 }
 
-export { freePort, freePortRun } from "./ports.js";
+export { freePort, freePortRun } from "../../testbed/ports.js";
 
 export { pidAlive } from "../../testbed/pid-alive.js";
 

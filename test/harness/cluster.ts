@@ -2,9 +2,9 @@
 import { randomBytes } from "node:crypto";
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager, StorageType } from "@nats-io/jetstream";
-import { NatsServer, NatsServerStartError, jetStreamAnswers, type JetStreamLimits } from "./nats-server.js";
-import { until } from "./until.js";
-import { freePorts } from "./ports.js";
+import { NatsServer, NatsServerStartError, jetStreamAnswers, type JetStreamLimits } from "../../testbed/nats-server.js";
+import { until } from "../../testbed/until.js";
+import { freePorts } from "../../testbed/ports.js";
 
 export interface ClusterOptions {
   /** Cluster name (default `cotal-test-<random>`); nodes are named `<name>-n1`, `-n2`, ... */

@@ -11,8 +11,8 @@ import { promisify } from "node:util";
 import type { StartedNetwork, StartedTestContainer } from "testcontainers";
 import { z } from "zod";
 import { ensureBuilt, projectRoot } from "./build.js";
-import { until } from "./until.js";
-import { findNatsServer } from "./nats-server.js";
+import { until } from "../../testbed/until.js";
+import { findNatsServer } from "../../testbed/nats-server.js";
 
 // The reaper (ryuk) is an image from a registry: off, so tests stop what they start themselves.
 // testcontainers would hand out the docker bridge's address; tests reach containers on loopback.

@@ -3,12 +3,19 @@
 import { test as base, expect } from "vitest";
 import type { TestContext } from "vitest";
 import { cluster, type ClusterOptions, type NatsCluster } from "./cluster.js";
-import { NatsServer, type NatsServerOptions } from "./nats-server.js";
+import { NatsServer, type NatsServerOptions } from "../../testbed/nats-server.js";
 
 export { expect };
 export { cluster, type ClusterOptions, type NatsCluster } from "./cluster.js";
-export { NatsServer, NatsServerNotFoundError, NatsServerStartError, NatsServerTooOldError, findNatsServer, type NatsServerOptions } from "./nats-server.js";
-export { until, Latch } from "./until.js";
+export {
+  NatsServer,
+  NatsServerNotFoundError,
+  NatsServerStartError,
+  NatsServerTooOldError,
+  findNatsServer,
+  type NatsServerOptions,
+} from "../../testbed/nats-server.js";
+export { until, Latch } from "../../testbed/until.js";
 import { startModeServer } from "./mesh-mode.js";
 
 /** How test brokers are provided; chosen by `COTAL_TEST_BROKER`, default `process`. */

@@ -20,7 +20,7 @@ import {
   test,
   until,
 } from "./fixtures.js";
-import { LogRing } from "./nats-server.js";
+import { LogRing } from "../../testbed/nats-server.js";
 
 async function withConnection<T>(url: string, fn: (nc: NatsConnection) => Promise<T>): Promise<T> {
   const nc = await connect({ servers: url, reconnect: false });

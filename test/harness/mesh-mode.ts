@@ -6,7 +6,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 // (4 s of a worker's CPU over test/mesh, test/attacks and test/connector).
 import { credsBytesAuthenticator } from "../../broker/internal.js";
 import { AuthStore, pushSpaceAccounts, serviceCreds, type AuthStoreOptions } from "../../broker/index.js";
-import { NatsServer, type NatsServerOptions } from "./nats-server.js";
+import { NatsServer, type NatsServerOptions } from "../../testbed/nats-server.js";
 
 /**
  * The security mode the mesh suites run in: `open` by default, `static` when

@@ -25,7 +25,7 @@ import { Kvm } from "@nats-io/kv";
 import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { names, type ChannelConfig } from "../../schemas/index.js";
 import { authStoreOf, startStaticServer } from "./mesh-mode.js";
-import type { NatsServer } from "./nats-server.js";
+import type { NatsServer } from "../../testbed/nats-server.js";
 
 /**
  * Stream sizes of test spaces. JetStream reserves each stream's byte limit against the server's

@@ -9,8 +9,8 @@ import {
   toolNames,
   toolResults,
   type MessagesBody,
-} from "./model-double.js";
-import { until } from "./until.js";
+} from "../../testbed/model-double.js";
+import { until } from "../../testbed/until.js";
 
 const TOOLS = [{ name: "mcp__tiny__echo", description: "echo", input_schema: { type: "object" } }];
 

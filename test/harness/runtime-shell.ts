@@ -12,7 +12,7 @@ import { findNatsServer } from "../../broker/index.js";
 import type { GeminiDouble } from "../../testbed/gemini-double.js";
 import { codexProviderConfig, type ResponsesDouble } from "../../testbed/responses-double.js";
 import { claudeEnv } from "./claude-runner.js";
-import type { ModelDouble } from "./model-double.js";
+import type { ModelDouble } from "../../testbed/model-double.js";
 
 /** The doubles the runtimes talk to: Claude Code, OpenCode, pi and Copilot speak Anthropic Messages, Codex the Responses API, Gemini CLI Gemini's. */
 export interface RuntimeDoubles {

@@ -2,7 +2,7 @@
 // would see it (capture-pane). Shared by the tests of `cotal console`'s terminal UI.
 import { execFileSync } from "node:child_process";
 import { cotalBundle } from "./cli.js";
-import { until } from "./until.js";
+import { until } from "../../testbed/until.js";
 
 /** `cotal console`'s terminal UI (or any cotal command) in a detached tmux session on a private tmux server. */
 export class TmuxConsole {

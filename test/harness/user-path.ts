@@ -10,8 +10,8 @@ import { join } from "node:path";
 import { findNatsServer } from "../../broker/index.js";
 import { claudeEnv } from "./claude-runner.js";
 import { buildCli, CotalProcess, freePort, runCotal, type CliResult } from "./cli.js";
-import { ModelDouble, type ModelDoubleOptions, type ScriptStep } from "./model-double.js";
-import { until } from "./until.js";
+import { ModelDouble, type ModelDoubleOptions, type ScriptStep } from "../../testbed/model-double.js";
+import { until } from "../../testbed/until.js";
 
 /** An agent file's front matter (`name`, `model`, …; arrays as YAML flow lists) and its body. */
 export interface AgentFile {

@@ -30,7 +30,7 @@ import { CARRY_CHUNK_BYTES, localPrincipal, MANAGER_COMMANDS, names, xferChunkIn
 import { carryFile, requireSessionId } from "../../cli/carry.js";
 import { startClaudeManager } from "../harness/claude-manager.js";
 import { TestMesh } from "../harness/mesh.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const callManager = controlCaller(MANAGER_COMMANDS);
 const operator = localPrincipal("cotal_cli");

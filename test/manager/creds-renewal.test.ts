@@ -14,7 +14,7 @@ import { ManagerService, renewalDueAt } from "../../manager/internal.js";
 import { localPrincipal, MANAGER_COMMANDS, messageText, type SeatView } from "../../schemas/index.js";
 import { buildCli, cotalBundle } from "../harness/cli.js";
 import { TestMesh } from "../harness/mesh.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const callManager = controlCaller(MANAGER_COMMANDS);
 const operator = localPrincipal("cotal_cli");

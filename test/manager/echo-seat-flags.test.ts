@@ -13,7 +13,7 @@ import { ECHO_SEAT_NODE_FLAGS, echoSeatCommand, ManagerService } from "../../man
 import { localPrincipal, MANAGER_COMMANDS, messageText, names } from "../../schemas/index.js";
 import { buildCli, cotalBundle } from "../harness/cli.js";
 import { TestMesh } from "../harness/mesh.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const callManager = controlCaller(MANAGER_COMMANDS);
 const operator = localPrincipal("cotal_cli");

@@ -15,7 +15,7 @@ import { localPrincipal, MANAGER_COMMANDS, type SeatView } from "../../schemas/i
 import { buildCli, cotalBundle } from "../harness/cli.js";
 import { startEchoManager } from "../harness/echo-manager.js";
 import { TestMesh } from "../harness/mesh.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 import { call, mcpClient, startConnector } from "../connector/helpers.js";
 
 const callManager = controlCaller(MANAGER_COMMANDS);

@@ -23,7 +23,7 @@ import { localPrincipal, MANAGER_COMMANDS, messageText, type SeatView } from "..
 import { buildCli } from "../harness/cli.js";
 import { startEchoManager } from "../harness/echo-manager.js";
 import { TestMesh } from "../harness/mesh.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const callManager = controlCaller(MANAGER_COMMANDS);
 const operator = localPrincipal("cotal_cli");

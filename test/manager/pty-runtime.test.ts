@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { processStartTime } from "../../claude/index.js";
 import { PtySeat, stripAnsi } from "../../manager/internal.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const dir = mkdtempSync(join(tmpdir(), "cotal-pty-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -8,7 +8,7 @@ import { logger } from "../../broker/internal.js";
 import { names } from "../../schemas/index.js";
 import { newLifecycleUid, projectSeat, SeatLog } from "../../manager/internal.js";
 import { TestMesh } from "../harness/mesh.js";
-import { NatsServer } from "../harness/nats-server.js";
+import { NatsServer } from "../../testbed/nats-server.js";
 
 const SPACE = "seatnoleader";
 let server: NatsServer;

@@ -8,7 +8,7 @@ import { AckUnconfirmedError, type Delivery, type Endpoint } from "../../broker/
 import { messageText, names } from "../../schemas/index.js";
 import { expect, test, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
-import type { NatsServer } from "../harness/nats-server.js";
+import type { NatsServer } from "../../testbed/nats-server.js";
 
 let mesh: TestMesh | undefined;
 afterEach(async () => {

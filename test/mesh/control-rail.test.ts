@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { z } from "zod";
 import { controlCaller, ControlCallError, logger, MeshServiceUnavailableError, serveControl } from "../../broker/index.js";
 import { controlSubject, CotalError, localPrincipal, MESH_COMMANDS } from "../../schemas/index.js";
-import { NatsServer } from "../harness/nats-server.js";
+import { NatsServer } from "../../testbed/nats-server.js";
 import { connect } from "@nats-io/transport-node";
 
 const alice = localPrincipal("alice");

@@ -22,7 +22,7 @@ import { collect } from "../harness/deliveries.js";
 import { expect, test, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
 import { meshMode, startModeServer } from "../harness/mesh-mode.js";
-import type { NatsServer } from "../harness/nats-server.js";
+import type { NatsServer } from "../../testbed/nats-server.js";
 
 let mesh: TestMesh | undefined;
 const cleanups: Array<() => Promise<unknown> | unknown> = [];

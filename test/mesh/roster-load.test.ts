@@ -6,7 +6,7 @@
 import { Kvm } from "@nats-io/kv";
 import { afterEach, describe } from "vitest";
 import { followPresence, logger, Roster, ROSTER_SETTLE_MS, WatchWatermark } from "../../broker/internal.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 import { expect, test } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
 

@@ -14,7 +14,7 @@ import { findNatsServer } from "../../broker/index.js";
 import type { RunReply } from "../../schemas/index.js";
 import { buildCli, cleanEnv, freePort, runCotal, exitedOk } from "../harness/cli.js";
 import { writePiConfig } from "../harness/runtime-shell.js";
-import { allText, ModelDouble, systemText, toolResults } from "../harness/model-double.js";
+import { allText, ModelDouble, systemText, toolResults } from "../../testbed/model-double.js";
 
 const KEY_VAR = "DOUBLE_PI_KEY";
 const KEY = "sk-pi-double-secret-0123456789";

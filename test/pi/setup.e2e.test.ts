@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCli, cleanEnv, runCotal } from "../harness/cli.js";
 import { runUserCli } from "../harness/user-cli.js";
 import { writePiConfig } from "../harness/runtime-shell.js";
-import { allText, ModelDouble, toolNames, toolResults } from "../harness/model-double.js";
+import { allText, ModelDouble, toolNames, toolResults } from "../../testbed/model-double.js";
 
 const KEY_VAR = "DOUBLE_PI_KEY";
 let home: string;

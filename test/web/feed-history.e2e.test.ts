@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findChromium, launchChromium } from "../harness/browser.js";
 import { buildCli, CotalProcess, freePort, runCotal, type CliResult } from "../harness/cli.js";
 import { dashboardLink, type DashboardLink } from "../harness/dashboard-link.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 
 const CHROMIUM = findChromium();
 if (!CHROMIUM) console.warn("SKIPPED: the feed-history browser test needs Debian's chromium (apt-get install chromium); none is on PATH.");

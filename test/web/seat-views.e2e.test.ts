@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findChromium, launchChromium } from "../harness/browser.js";
 import { buildCli, CotalProcess, freePort, runCotal, type CliResult } from "../harness/cli.js";
 import { TmuxConsole } from "../harness/tmux-console.js";
-import { until } from "../harness/until.js";
+import { until } from "../../testbed/until.js";
 import { dashboardLink, fetchDashboard, type DashboardLink } from "../harness/dashboard-link.js";
 
 const CHROMIUM = findChromium();

@@ -21,8 +21,8 @@ import { findChromium, launchChromium } from "../harness/browser.js";
 import { claudeEnv, projectRoot } from "../harness/claude-runner.js";
 import { buildCli, CotalProcess, exitedOk as ok, freePort, runCotal } from "../harness/cli.js";
 import { dashboardLink, fetchDashboard, type DashboardLink } from "../harness/dashboard-link.js";
-import { ModelDouble, newToolResults, newTurnText } from "../harness/model-double.js";
-import { until } from "../harness/until.js";
+import { ModelDouble, newToolResults, newTurnText } from "../../testbed/model-double.js";
+import { until } from "../../testbed/until.js";
 
 const CHROMIUM = findChromium();
 if (!CHROMIUM) console.warn("SKIPPED: the dashboard talk tests need Debian's chromium (apt-get install chromium); none is on PATH.");
