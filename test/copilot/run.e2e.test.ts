@@ -14,7 +14,8 @@ import { findNatsServer } from "../../broker/index.js";
 import type { RunReply } from "../../schemas/index.js";
 import { buildCli, cleanEnv, freePort, runCotal, exitedOk } from "../harness/cli.js";
 import { copilotShell } from "../harness/runtime-shell.js";
-import { allText, ModelDouble, systemText, toolResults } from "../../testbed/model-double.js";
+import { allText, ModelDouble, systemText } from "../../testbed/model-double.js";
+import { expectFloorRefusedToModel, expectSchemaRefusedUnsent } from "../harness/run-cases.js";
 
 const KEY = "sk-copilot-double-secret-0123456789";
 
@@ -65,22 +66,10 @@ describe("cotal run with a GitHub Copilot CLI persona, through the shipped CLI",
   }, 300_000);
 
   it("the deny floor holds with the shell allowed: the model's `git reset --hard` is refused by Cotal's hook and it is told which rule", async () => {
-    const r = await cotal(["run", "coder", "--prompt", "RUN-FLOOR reset it", "--json"]);
-    expect(r.json<RunReply>().results[0], `${r.stdout}\n${r.stderr}`).toMatchObject({ status: "ok", output: "The reset was refused." });
-    const refused = toolResults(mains("RUN-FLOOR").at(-1)!).find((t) => t.name === "bash")!;
-    expect(refused.text).toContain("git reset --hard*");
+    await expectFloorRefusedToModel({ project, cotal, requests: mains }, "reset it", "The reset was refused.", "git reset --hard*", false);
   }, 300_000);
 
-  it("a JSON schema is refused before anything is sent, naming why", async () => {
-    const schema = join(project, "schema.json");
-    writeFileSync(schema, JSON.stringify({ type: "object", properties: { a: { type: "string" } } }));
-    const r = await cotal(["run", "coder", "--prompt", "RUN-SCHEMA", "--json-schema", schema, "--json"]);
-    expect(r.json<RunReply>().results[0], `${r.stdout}\n${r.stderr}`).toMatchObject({
-      status: "error",
-      error: { message: expect.stringContaining("cannot be held to a JSON schema") },
-    });
-    expect(mains("RUN-SCHEMA")).toEqual([]);
-  }, 120_000);
+  it("a JSON schema is refused before anything is sent, naming why", () => expectSchemaRefusedUnsent({ project, cotal, requests: mains }), 120_000);
 
   it("cotal status names Copilot's configuration (the provider variables by name), never the key", async () => {
     const status = ok(await cotal(["status"]));

@@ -15,6 +15,7 @@ import { findNatsServer } from "../../broker/index.js";
 import type { RunReply } from "../../schemas/index.js";
 import { contentTexts, functionResponses, GeminiDouble, type RecordedGeminiRequest } from "../../testbed/gemini-double.js";
 import { buildCli, cleanEnv, freePort, runCotal, exitedOk } from "../harness/cli.js";
+import { expectSchemaRefusedUnsent } from "../harness/run-cases.js";
 
 const KEY = "gemini-double-secret-0123456789";
 const SHELL = "run_shell_command";
@@ -86,16 +87,7 @@ describe("cotal run with a Gemini CLI persona, through the shipped CLI", () => {
     expect(JSON.stringify(ran)).not.toContain("denied");
   }, 300_000);
 
-  it("a JSON schema is refused before anything is sent, naming why", async () => {
-    const schema = join(project, "schema.json");
-    writeFileSync(schema, JSON.stringify({ type: "object", properties: { a: { type: "string" } } }));
-    const r = await cotal(["run", "coder", "--prompt", "RUN-SCHEMA", "--json-schema", schema, "--json"]);
-    expect(r.json<RunReply>().results[0], `${r.stdout}\n${r.stderr}`).toMatchObject({
-      status: "error",
-      error: { message: expect.stringContaining("cannot be held to a JSON schema") },
-    });
-    expect(turns("RUN-SCHEMA")).toEqual([]);
-  }, 120_000);
+  it("a JSON schema is refused before anything is sent, naming why", () => expectSchemaRefusedUnsent({ project, cotal, requests: turns }), 120_000);
 
   it("cotal status names the Gemini configuration (settings, auth type, variables), never the key; the key is in no argv or log", async () => {
     const status = ok(await cotal(["status"]));

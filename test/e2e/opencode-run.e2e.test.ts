@@ -13,7 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findNatsServer } from "../../broker/index.js";
 import type { RunReply } from "../../schemas/index.js";
 import { buildCli, cleanEnv, freePort, runCotal, exitedOk } from "../harness/cli.js";
-import { lastUserText, ModelDouble, systemText, toolResults } from "../../testbed/model-double.js";
+import { lastUserText, ModelDouble, systemText } from "../../testbed/model-double.js";
+import { expectFloorRefusedToModel, expectSchemaRefusedUnsent } from "../harness/run-cases.js";
 
 const KEY_VAR = "DOUBLE_OPENCODE_KEY";
 const KEY = "sk-opencode-double-secret-0123456789";
@@ -79,23 +80,10 @@ describe("cotal run with an OpenCode persona, through the shipped CLI", () => {
   }, 300_000);
 
   it("the deny floor holds in the real CLI: the model's `git push --force` is refused as a tool result", async () => {
-    const r = await cotal(["run", "coder", "--prompt", "RUN-FLOOR push it", "--json"]);
-    expect(r.json<RunReply>().results[0], `${r.stdout}\n${r.stderr}`).toMatchObject({ status: "ok", output: "The push was refused." });
-    const refused = toolResults(mains("RUN-FLOOR").at(-1)!).find((t) => t.name === "bash")!;
-    expect(refused.isError).toBe(true);
-    expect(refused.text).toContain("git push --force*");
+    await expectFloorRefusedToModel({ project, cotal, requests: mains }, "push it", "The push was refused.", "git push --force*");
   }, 300_000);
 
-  it("a JSON schema is refused before anything is sent, naming why", async () => {
-    const schema = join(project, "schema.json");
-    writeFileSync(schema, JSON.stringify({ type: "object", properties: { a: { type: "string" } } }));
-    const r = await cotal(["run", "coder", "--prompt", "RUN-SCHEMA", "--json-schema", schema, "--json"]);
-    expect(r.json<RunReply>().results[0], `${r.stdout}\n${r.stderr}`).toMatchObject({
-      status: "error",
-      error: { message: expect.stringContaining("cannot be held to a JSON schema") },
-    });
-    expect(mains("RUN-SCHEMA")).toEqual([]);
-  }, 120_000);
+  it("a JSON schema is refused before anything is sent, naming why", () => expectSchemaRefusedUnsent({ project, cotal, requests: mains }), 120_000);
 
   it("cotal status names the OpenCode configuration (the user's file, model, key variable), never the key; the key is in no argv or log", async () => {
     const status = ok(await cotal(["status"]));

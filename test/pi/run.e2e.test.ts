@@ -14,7 +14,8 @@ import { findNatsServer } from "../../broker/index.js";
 import type { RunReply } from "../../schemas/index.js";
 import { buildCli, cleanEnv, freePort, runCotal, exitedOk } from "../harness/cli.js";
 import { writePiConfig } from "../harness/runtime-shell.js";
-import { allText, ModelDouble, systemText, toolResults } from "../../testbed/model-double.js";
+import { allText, ModelDouble, systemText } from "../../testbed/model-double.js";
+import { expectFloorRefusedToModel, expectSchemaRefusedUnsent } from "../harness/run-cases.js";
 
 const KEY_VAR = "DOUBLE_PI_KEY";
 const KEY = "sk-pi-double-secret-0123456789";
@@ -71,23 +72,10 @@ describe("cotal run with a pi persona, through the shipped CLI", () => {
   }, 300_000);
 
   it("the deny floor holds in the real CLI: the model's `sudo rm -rf` is blocked and it is told so", async () => {
-    const r = await cotal(["run", "coder", "--prompt", "RUN-FLOOR clean up", "--json"]);
-    expect(r.json<RunReply>().results[0], `${r.stdout}\n${r.stderr}`).toMatchObject({ status: "ok", output: "The command was refused." });
-    const refused = toolResults(mains("RUN-FLOOR").at(-1)!).find((t) => t.name === "bash")!;
-    expect(refused.isError).toBe(true);
-    expect(refused.text).toContain("Cotal's deny floor");
+    await expectFloorRefusedToModel({ project, cotal, requests: mains }, "clean up", "The command was refused.", "Cotal's deny floor");
   }, 300_000);
 
-  it("a JSON schema is refused before anything is sent, naming why", async () => {
-    const schema = join(project, "schema.json");
-    writeFileSync(schema, JSON.stringify({ type: "object", properties: { a: { type: "string" } } }));
-    const r = await cotal(["run", "coder", "--prompt", "RUN-SCHEMA", "--json-schema", schema, "--json"]);
-    expect(r.json<RunReply>().results[0], `${r.stdout}\n${r.stderr}`).toMatchObject({
-      status: "error",
-      error: { message: expect.stringContaining("cannot be held to a JSON schema") },
-    });
-    expect(mains("RUN-SCHEMA")).toEqual([]);
-  }, 120_000);
+  it("a JSON schema is refused before anything is sent, naming why", () => expectSchemaRefusedUnsent({ project, cotal, requests: mains }), 120_000);
 
   it("cotal status names pi's configuration (the user's models.json, default model, key variable), never the key", async () => {
     const status = ok(await cotal(["status"]));
