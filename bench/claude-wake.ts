@@ -78,12 +78,14 @@ export async function wakeBench(plan: WakePlan & { root: string }, { td, step }:
     jsConnection: nc,
     agentCommand: () => [process.execPath, "-e", "process.exit(1)"],
     seatEnv: (extra) => extra,
-    claude: {
-      claudePath: path.join(plan.root, "node_modules", ".bin", "claude"),
-      connectorEntry: path.join(plan.root, "plugin", "bin", "connector.mjs"),
-      pluginDir: path.join(plan.root, "plugin"),
-      parentEnv: claudeEnv({ baseUrl: double.url, home }),
-      screenTimeoutMs: 60_000,
+    runtimes: {
+      claude: {
+        executable: path.join(plan.root, "node_modules", ".bin", "claude"),
+        connectorEntry: path.join(plan.root, "plugin", "bin", "connector.mjs"),
+        parentEnv: claudeEnv({ baseUrl: double.url, home }),
+        screenTimeoutMs: 60_000,
+        settings: { pluginDir: path.join(plan.root, "plugin") },
+      },
     },
     log: logger("bench-wake"),
   });

@@ -6,10 +6,21 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { RESTART_MANAGER } from "../runtime/index.js";
-import { ClaudeAuthMode, type ClaudeAuthStatus } from "../schemas/index.js";
+import type { AuthDetail } from "../runtime/index.js";
 import { claudeConfigDir } from "./transcripts.js";
 
-export { ClaudeAuthMode };
+/** Claude Code's own ways to authenticate, in its order of precedence (`--claude-auth`). */
+export const ClaudeAuthMode = z.enum(["bedrock", "vertex", "foundry", "auth-token", "api-key", "oauth-token", "subscription"]);
+export type ClaudeAuthMode = z.infer<typeof ClaudeAuthMode>;
+
+/** What a manager says of its Claude auth: never a secret, only names and where the login or endpoint is. */
+export interface ClaudeAuthStatus extends AuthDetail {
+  mode: ClaudeAuthMode;
+  /** The mode's credentials are present (a pre-flight: not a call to the model). */
+  ready: boolean;
+  problem?: string;
+  remedy?: string;
+}
 
 /** `--claude-auth`: a mode, or `auto` (what the environment selects). */
 export const ClaudeAuthChoice = z.union([z.literal("auto"), ClaudeAuthMode], {

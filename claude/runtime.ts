@@ -3,21 +3,25 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { RunLaunchInput, RuntimeAdapter, RuntimeHost } from "../runtime/index.js";
-import { describeClaudeAuth, detectClaudeAuth, type ClaudeAuthChoice, type ClaudeAuthMode } from "./auth.js";
+import { ClaudeAuthChoice, ClaudeAuthMode, describeClaudeAuth, detectClaudeAuth } from "./auth.js";
+import { claudeShellEnv } from "./env-allowlist.js";
 import { buildClaudeLaunch } from "./launch-builder.js";
 import { normaliseOptionKey } from "./launch-options.js";
 import { launchClaude, writeLaunchFiles } from "./persona.js";
 import { runResultOf } from "./run-result.js";
 import { authFailureOnScreen, classifyScreen, seedSeatConfig } from "./seat-config.js";
-import { carriedResume } from "./transcripts.js";
-import { MANAGER_WAKE_PROMPT, RESTART_MANAGER } from "../runtime/index.js";
+import { carriedResume, claudeConfigDir, findSession, sessionsNamed } from "./transcripts.js";
+import { MANAGER_WAKE_PROMPT, RESTART_MANAGER, permissionRequestReply } from "../runtime/index.js";
 
 /** The host settings a Claude host carries (RuntimeHost.settings). */
 export interface ClaudeHostSettings {
-  /** How Claude authenticates (default: what the environment selects, in Claude Code's own order). */
-  authMode?: ClaudeAuthMode | undefined;
   /** Cotal's plugin tree (MCP server and hooks) a seat loads. */
   pluginDir?: string | undefined;
+  /**
+   * Pre-seed the seat's config dir (default true). `false` starts Claude with an empty one, as an
+   * unmanaged first run would: the seat then stops on a first-run screen and is failed (tests of the screen check).
+   */
+  seedConfig?: boolean | undefined;
 }
 
 /** The seat-private config dir under a seat's folder. */
@@ -25,9 +29,13 @@ const SEAT_CONFIG_DIR = "claude-config";
 
 const settingsOf = (host: Pick<RuntimeHost, "settings">): ClaudeHostSettings => (host.settings ?? {}) as ClaudeHostSettings;
 
+/** The choice a host made with `--claude-auth` (`auto` when none, or one that is not a mode). */
+const choiceOf = (authMode: string | undefined): ClaudeAuthChoice => ClaudeAuthChoice.safeParse(authMode ?? "auto").data ?? "auto";
+
 /** The auth mode Claude seats and runs use: the one chosen, else what the environment selects. */
-function authModeOf(host: Pick<RuntimeHost, "parentEnv" | "settings">): ClaudeAuthMode {
-  return settingsOf(host).authMode ?? detectClaudeAuth(host.parentEnv);
+function authModeOf(host: Pick<RuntimeHost, "parentEnv" | "authMode">): ClaudeAuthMode {
+  const choice = choiceOf(host.authMode);
+  return choice === "auto" ? detectClaudeAuth(host.parentEnv) : choice;
 }
 
 /** The run's `--max-budget-usd`: the lower of the agent file's own and the budget's headroom. */
@@ -49,6 +57,8 @@ export const claudeRuntime = {
   command: "claude",
   binEnv: "COTAL_CLAUDE_BIN",
   installHint: `Install @anthropic-ai/claude-code where the manager runs (or set COTAL_CLAUDE_BIN), ${RESTART_MANAGER}.`,
+  sessions: { dir: claudeConfigDir, find: findSession, named: sessionsNamed },
+  connector: { meta: "claude-code", approvals: { sessions: "all", reply: permissionRequestReply } },
   capabilities: {
     mailHook: true,
     preToolUse: "all",
@@ -66,13 +76,17 @@ export const claudeRuntime = {
   },
   wakePrompt: MANAGER_WAKE_PROMPT,
 
+  authModes: ["auto", ...ClaudeAuthMode.options],
+  shellEnv: (env, authMode) => claudeShellEnv(env, authModeOf({ parentEnv: env, authMode })),
+
   auth(host) {
-    const a = describeClaudeAuth((settingsOf(host).authMode ?? "auto") as ClaudeAuthChoice, host.parentEnv);
+    const { ready, problem, remedy, ...detail } = describeClaudeAuth(choiceOf(host.authMode), host.parentEnv);
     return {
-      ready: a.ready,
-      summary: `${a.mode}${a.vars.length ? ` (${a.vars.join(", ")})` : ""}${a.login ? ` login ${a.login}` : ""}`,
-      ...(a.problem ? { problem: a.problem } : {}),
-      ...(a.remedy ? { remedy: a.remedy } : {}),
+      ready,
+      summary: `${detail.mode}${detail.vars.length ? ` (${detail.vars.join(", ")})` : ""}${detail.login ? ` login ${detail.login}` : ""}`,
+      ...(problem ? { problem } : {}),
+      ...(remedy ? { remedy } : {}),
+      detail,
     };
   },
 
@@ -121,7 +135,7 @@ export const claudeRuntime = {
       ...(seat.posture ? { posture: seat.posture } : {}),
       launchOptions: { ...seat.launchOptions, ...(resume ? { resume: resume.session, "fork-session": resume.fork } : {}) },
     });
-    if (seat.unseeded) mkdirSync(configDir, { recursive: true, mode: 0o700 });
+    if (settingsOf(host).seedConfig === false) mkdirSync(configDir, { recursive: true, mode: 0o700 });
     else {
       seedSeatConfig({
         dir: configDir,

@@ -8,7 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { pipeline } from "node:stream/promises";
 import { CotalError, SESSION_ID } from "../schemas/index.js";
-import { sha256File } from "../runtime/index.js";
+import { sha256File, type SessionCandidate, type SessionFile } from "../runtime/index.js";
 
 /** The Claude config dir of an environment: CLAUDE_CONFIG_DIR, else `~/.claude`. */
 export function claudeConfigDir(env: Readonly<Record<string, string | undefined>> = process.env): string {
@@ -21,12 +21,7 @@ export function projectDirName(cwd: string): string {
 }
 
 /** One session transcript found on disk. */
-export interface SessionFile {
-  session: string;
-  file: string;
-  size: number;
-  mtimeMs: number;
-}
+export type { SessionFile };
 
 /** The session could not be found, or the argument is not a session id. */
 export class SessionLookupError extends CotalError {
@@ -97,12 +92,7 @@ async function titlesOf(file: string): Promise<string[]> {
 }
 
 /** A session that matches a name, for the refusal that lists candidates. */
-export interface SessionCandidate {
-  session: string;
-  digest: string;
-  mtime: string;
-  title: string;
-}
+export type { SessionCandidate };
 
 /** Sessions whose title contains `name` (case-insensitive), newest first, at most 20. */
 export async function sessionsNamed(configDir: string, name: string): Promise<SessionCandidate[]> {

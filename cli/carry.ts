@@ -2,7 +2,7 @@
 // the target manager (docs/manager.md "Transcript carry") and return its claim.
 import { stat } from "node:fs/promises";
 import { credsCaller, uploadTransfer, type ControlParty } from "../broker/index.js";
-import { claudeConfigDir, findSession, sessionsNamed } from "../claude/index.js";
+import { carryRuntime } from "../runtimes/index.js";
 import { sha256File } from "../runtime/index.js";
 import { SESSION_ID } from "../schemas/index.js";
 import { UsageError } from "./errors.js";
@@ -36,7 +36,7 @@ export function carriedLine(c: Carried): string {
  */
 export async function requireSessionId(arg: string, configDir: string): Promise<void> {
   if (SESSION_ID.test(arg)) return;
-  const candidates = await sessionsNamed(configDir, arg);
+  const candidates = await carryRuntime().sessions.named(configDir, arg);
   if (candidates.length === 0) {
     throw new UsageError(`${JSON.stringify(arg)} is not a session id, and no session under ${configDir} is titled like it.`, {
       remedy: "Pass the session's id (the UUID its transcript file is named by).",
@@ -77,10 +77,11 @@ export async function carryFile(
  * resolved on the manager's host (carry-resolve). A name, or an id found twice, is refused.
  */
 export async function carrySession(s: MeshSession, arg: string, instance: string, opts: { bar: boolean }): Promise<Carried> {
-  const configDir = claudeConfigDir();
+  const store = carryRuntime().sessions;
+  const configDir = store.dir(process.env);
   await requireSessionId(arg, configDir);
   const party = { nc: s.nc, space: s.target.space, me: credsCaller(s.target.creds) };
-  const found = findSession(configDir, arg);
+  const found = store.find(configDir, arg);
   if (!found) {
     const r = await callManager(s.nc, s.target.space, "carry-resolve", party.me, { session: arg }, { target: instance, timeoutMs: 60_000 });
     return { session: arg, instance, digest: r.digest, size: r.size, sent: 0, chunks: 0, claim: r.claim, from: "manager" };

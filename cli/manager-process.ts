@@ -5,9 +5,9 @@ import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { connectMesh, controlCaller, credsCaller } from "../broker/index.js";
-import { claudeShellEnv, ClaudeAuthChoice, resolveClaudeAuth } from "../claude/index.js";
-import { RUNTIMES } from "../manager/index.js";
-import { MANAGER_COMMANDS, ManagerInstance, PrincipalToken, type ClaudeAuthStatus } from "../schemas/index.js";
+import { RUNTIMES, runtimeNamed } from "../runtimes/index.js";
+import { MANAGER_COMMANDS, ManagerInstance, PrincipalToken, type RuntimeConfigStatus } from "../schemas/index.js";
+import { authArgs, type AuthChoices } from "./runtime-auth.js";
 import type { MeshTarget } from "./context.js";
 import { keepHostCredential, renewHostCredential, rightsCurrent, type HostIdentity, type StaticTarget } from "./host-credential.js";
 import type { MeshRoot } from "./mesh-root.js";
@@ -47,13 +47,8 @@ export interface ManagerUp {
   pid: number;
   instance: string;
   log: string;
-  /** How its Claude seats and runs authenticate (absent: it cannot start Claude). */
-  claudeAuth?: ClaudeAuthStatus;
-}
-
-/** `cotal up`'s Claude auth choice when none is given: COTAL_CLAUDE_AUTH, else auto. */
-export function defaultClaudeAuth(env: NodeJS.ProcessEnv = process.env): ClaudeAuthChoice {
-  return ClaudeAuthChoice.parse(env.COTAL_CLAUDE_AUTH ?? "auto");
+  /** The runtimes it can start and how each is configured (its `status`; absent: it did not answer it). */
+  runtimes?: RuntimeConfigStatus[];
 }
 
 /**
@@ -61,24 +56,25 @@ export function defaultClaudeAuth(env: NodeJS.ProcessEnv = process.env): ClaudeA
  * one when it answers, else (re)start `cotal manager` detached, on the operator's credential, with
  * its state in `.cotal/manager`. It stops its seats when stopped (`cotal down`).
  *
- * Claude auth (docs/claude-binding.md, Auth): the manager's Claude seats and runs authenticate as
- * `claude` in this shell would. The choice goes on its command line (`--claude-auth`, no secret);
- * the Claude part of this shell's environment (claudeShellEnv: the chosen mode's switch or secret,
- * the provider, network and Claude settings) goes into its environment, never onto a command line.
- * A running manager keeps the auth it was started with; a note says when this shell's differs.
+ * Runtime auth (docs/claude-binding.md, Auth): the manager's seats and runs authenticate as each
+ * CLI in this shell would. A runtime's choice goes on its command line (`--<runtime>-auth`, no
+ * secret); each runtime's part of this shell's environment (its adapter's `shellEnv`: for Claude the
+ * chosen mode's switch or secret, the provider, network and Claude settings) goes into its
+ * environment, never onto a command line. A running manager keeps the auth it was started with; a
+ * note says when this shell's differs.
  */
 export async function ensureManager(
   root: MeshRoot,
   t: { server: string; space: string; creds?: string | undefined },
   notes: string[],
-  claudeAuth: ClaudeAuthChoice = defaultClaudeAuth(),
+  auth: AuthChoices,
 ): Promise<ManagerUp> {
   const stateDir = join(root.dir, "manager");
   const instance = managerInstance(stateDir);
   const file = root.pidFile("manager");
   const read = readRecordFile(file);
   const rec = read.kind === "ok" && isRunning(read.record) ? read.record : findManagers(root)[0];
-  let status: { claudeAuth?: ClaudeAuthStatus | undefined } | undefined;
+  let status: { runtimes?: RuntimeConfigStatus[] | undefined } | undefined;
   const answers = async (nc: NatsConnection) => {
     try {
       status = await callManager(nc, t.space, "status", credsCaller(t.creds), {}, { target: instance, timeoutMs: 1_000 });
@@ -87,8 +83,7 @@ export async function ensureManager(
       return false;
     }
   };
-  const mode = resolveClaudeAuth(claudeAuth, process.env);
-  const authOf = () => (status?.claudeAuth ? { claudeAuth: status.claudeAuth } : {});
+  const authOf = () => (status?.runtimes ? { runtimes: status.runtimes } : {});
   let state: ManagerUp["state"] = "started";
   if (rec) {
     const nc = await connectMesh({ server: t.server, creds: t.creds, name: "cotal-up" });
@@ -97,11 +92,15 @@ export async function ensureManager(
       writeRecord(file, rec);
       if (t.creds && PrincipalToken.safeParse(instance).success)
         await renewHostCredential(t as StaticTarget, join(stateDir, "manager.creds"), hostManager(instance), notes);
-      const running = status?.claudeAuth?.mode;
-      if (running && running !== mode)
-        notes.push(
-          `the running manager's Claude seats authenticate with ${running}, this shell's with ${mode}; it keeps ${running} (\`cotal down\` then \`cotal up\` from this shell to change it)`,
-        );
+      for (const r of status?.runtimes ?? []) {
+        const adapter = runtimeNamed(r.name);
+        const running = r.auth?.mode;
+        const mode = adapter && auth[r.name] ? adapter.auth({ parentEnv: process.env, authMode: auth[r.name] }).detail?.mode : undefined;
+        if (adapter && running && mode && running !== mode)
+          notes.push(
+            `the running manager's ${adapter.label} seats authenticate with ${running}, this shell's with ${mode}; it keeps ${running} (\`cotal down\` then \`cotal up\` from this shell to change it)`,
+          );
+      }
       return { state: "running", pid: rec.pid, instance, log: root.log("manager"), ...authOf() };
     }
     notes.push(`the manager pid ${rec.pid} was running but did not answer; restarted it`);
@@ -121,12 +120,11 @@ export async function ensureManager(
     "--instance",
     instance,
     "--stop-seats",
-    "--claude-auth",
-    claudeAuth,
+    ...authArgs(auth),
     ...(creds ? ["--creds", creds] : []),
   ];
-  const runtimesEnv = Object.assign({}, ...RUNTIMES.map((r) => r.shellEnv?.(process.env) ?? {})) as Record<string, string>;
-  const started = await startDetached(root, "manager", "the manager", args, t, 20_000, answers, { ...runtimesEnv, ...claudeShellEnv(process.env, mode) });
+  const runtimesEnv = Object.assign({}, ...RUNTIMES.map((r) => r.shellEnv?.(process.env, auth[r.name]) ?? {})) as Record<string, string>;
+  const started = await startDetached(root, "manager", "the manager", args, t, 20_000, answers, runtimesEnv);
   writeRecord(file, started);
   return { state, pid: started.pid, instance, log: root.log("manager"), ...authOf() };
 }

@@ -1,5 +1,5 @@
 import { controlCaller, credsCaller, MeshServiceUnavailableError, scanStream } from "../broker/index.js";
-import { MANAGER_COMMANDS, names, type ClaudeAuthStatus, type RuntimeConfigStatus, type SeatView } from "../schemas/index.js";
+import { MANAGER_COMMANDS, names, type RuntimeConfigStatus, type SeatView } from "../schemas/index.js";
 import { isOperator } from "../manager/index.js";
 import type { MeshSession } from "./session.js";
 
@@ -21,30 +21,12 @@ export interface ManagerEntry {
   seats?: number;
   maxSeats?: number;
   /**
-   * How its Claude seats and runs authenticate (absent: it cannot start Claude, or predates the
-   * field). A heartbeat carries the verdict only (mode, how chosen, variable names, ready); the
-   * login, the base URL and the problem come from the manager's `status` (withStatus).
+   * Every runtime it can start: ready or not, and, from its `status`, the configuration it uses
+   * (docs/runtimes.md). A heartbeat carries the verdict only (ready; for a runtime with a choice of
+   * auth, the mode, how chosen, variable names); the login, the base URL and the problem come from
+   * the manager's `status` (withStatus).
    */
-  claudeAuth?: ClaudeAuthStatus;
-  /** Every runtime it can start: ready or not, and, from its `status`, the configuration it uses (docs/runtimes.md). */
   runtimes?: Array<Pick<RuntimeConfigStatus, "name" | "ready"> & Partial<RuntimeConfigStatus>>;
-}
-
-/**
- * A manager's Claude auth for people: the mode, how it was chosen, the variables it reads (names
- * only) and the endpoint or login (only a login found: a missing one is named in the problem); when
- * its credentials are missing, that and the fix.
- */
-export function describeClaudeAuth(a: ClaudeAuthStatus): string {
-  const from = [
-    a.vars.length ? a.vars.join(", ") : undefined,
-    a.baseUrl ? `base URL ${a.baseUrl}` : undefined,
-    a.login && a.ready ? `login ${a.login}` : undefined,
-  ]
-    .filter(Boolean)
-    .join("; ");
-  const head = `${a.mode} (${a.chosen === "auto" ? "detected" : "chosen"}${from ? `: ${from}` : ""})`;
-  return a.ready ? head : `${head}, NOT READY: ${a.problem ?? "credentials missing"} ${a.remedy ?? ""}`.trimEnd();
 }
 
 /**
@@ -83,7 +65,7 @@ export async function withStatus(s: MeshSession, managers: ManagerEntry[]): Prom
     managers.map(async (m) => {
       const st = await callManager(s.nc, s.target.space, "status", caller, {}, { target: m.instance, timeoutMs: 2_000 }).catch(() => undefined);
       if (!st) return m;
-      return { ...m, ...(st.claudeAuth ? { claudeAuth: st.claudeAuth } : {}), ...(st.runtimes ? { runtimes: st.runtimes } : {}) };
+      return { ...m, ...(st.runtimes ? { runtimes: st.runtimes } : {}) };
     }),
   );
 }

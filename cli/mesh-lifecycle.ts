@@ -24,9 +24,9 @@ import { connectHost, findNatsServers, ROUTE_USER, startNatsServer, type ServerC
 import { isRunning, ProcessRecord, readRecordFile, removeRecord, stopProcess, writeRecord, type RecordRead } from "./pid-file.js";
 import { DEFAULT_PORT, portIsFree } from "./ports.js";
 import { pingMeshService, serverAnswers } from "./probe.js";
-import { defaultClaudeAuth, ensureManager, stopManager, type ManagerUp } from "./manager-process.js";
+import { ensureManager, stopManager, type ManagerUp } from "./manager-process.js";
 import { ensurePerson, readPerson, type PersonUp } from "./person.js";
-import type { ClaudeAuthChoice } from "../claude/index.js";
+import { authChoices, type AuthChoices } from "./runtime-auth.js";
 import { findMeshServices, startMeshService } from "./service-process.js";
 import { DEFAULT_SYNC, describeSync } from "./sync-interval.js";
 import { prepareStaticAuth, publishSpaceAccount, type StaticAuth } from "./static-auth.js";
@@ -50,8 +50,8 @@ export interface UpRequest {
   leaf?: LeafListener | undefined;
   /** `--sync`: JetStream's sync_interval (`always` or a duration); unset: as last time, then `always`. */
   sync?: string | undefined;
-  /** `--claude-auth`: how the host manager's Claude seats and runs authenticate; unset: COTAL_CLAUDE_AUTH, then auto. */
-  claudeAuth?: ClaudeAuthChoice | undefined;
+  /** `--<runtime>-auth`: how the host manager's seats and runs of each runtime with a choice authenticate (cli/runtime-auth.ts); unset: COTAL_<RUNTIME>_AUTH, then auto. */
+  auth?: AuthChoices | undefined;
   /** The person at the mesh host (`--me`, cli/person.ts); unset: the one recorded here, if any. */
   me?: string | undefined;
 }
@@ -171,7 +171,7 @@ async function up(root: MeshRoot, req: UpRequest): Promise<UpReport> {
     writeRecord(svcFile, svc);
     svcState = natsState === "started" ? "started" : svcAlive ? "restarted" : "repaired";
   }
-  const manager = await ensureManager(root, { server: info.server, space: info.space, creds: req.creds }, notes, req.claudeAuth ?? defaultClaudeAuth());
+  const manager = await ensureManager(root, { server: info.server, space: info.space, creds: req.creds }, notes, req.auth ?? authChoices({}));
   const me = req.me ?? readPerson(root)?.name;
   const person = me ? await ensurePerson(root, { server: info.server, space: info.space, creds: auth ? req.creds : undefined }, me, notes) : undefined;
   return {

@@ -8,7 +8,7 @@ import { isMap, isScalar, isSeq, LineCounter, parseDocument, stringify, type Doc
 import type { z } from "zod";
 import { parseAgentFile } from "../runtime/index.js";
 import { EVERY_SEAT, parseDuration, TEAM_FILE_LIMITS, TeamFile, TeamPersonaFile, type TeamAudience } from "../schemas/index.js";
-import { RUNTIMES } from "../manager/index.js";
+import { RUNTIMES } from "../runtimes/index.js";
 import { UsageError } from "./errors.js";
 
 /** One problem of a team file: where (1-based line, dotted key) and what. */

@@ -3,7 +3,8 @@ import { readUserCodexConfig } from "./home.js";
 import { buildCodexRun, buildCodexSeat, CODEX_RUNTIME_NAME, spawnCodex, writeCodexLaunchFiles } from "./launch.js";
 import { codexRunResultOf } from "./run-result.js";
 import { setupCodex } from "./setup.js";
-import { MANAGER_WAKE_PROMPT, RESTART_MANAGER, screenReaders, type BlockingScreen, type RuntimeAdapter } from "../runtime/index.js";
+import { MANAGER_WAKE_PROMPT, RESTART_MANAGER, screenReaders, type BlockingScreen, type RuntimeAdapter, permissionRequestReply } from "../runtime/index.js";
+import { codexTranscriptRecords } from "./transcript.js";
 
 /** The TUI's input footer, and the screens that stop an unattended start. */
 const INPUT_SCREEN = /\? for shortcuts|context left/;
@@ -20,6 +21,8 @@ export const codexRuntime = {
   command: "codex",
   binEnv: "COTAL_CODEX_BIN",
   installHint: `Install @openai/codex where the manager runs (or set COTAL_CODEX_BIN), ${RESTART_MANAGER}.`,
+  // Codex fires PermissionRequest with Claude's payload before its dialog, and takes Claude's decision shape back.
+  connector: { meta: "codex", transcript: codexTranscriptRecords, approvals: { sessions: "managed", reply: permissionRequestReply } },
   capabilities: {
     mailHook: true,
     preToolUse: "bash",

@@ -6,7 +6,7 @@ import { AGUI_FRAME_KIND, AGUI_PROTOCOL, EVENT_PLANE, eventsChannelOf, frameOf, 
 import { EventType } from "@ag-ui/core";
 import { AgUiMapper, type RunEvent, type RunState } from "./agui.js";
 import { EventWal, WAL_STORE, type TranscriptCursor, type WalSnapshot } from "./event-wal.js";
-import type { TranscriptReader } from "./seat-runtime.js";
+import type { TranscriptReader } from "../runtime/index.js";
 
 /** What a SessionStart hook tells the plane. */
 export interface SessionInfo {

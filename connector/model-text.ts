@@ -4,6 +4,7 @@
 // descriptions stay with their schemas in tools.ts: they are the tools' interface, not replies.
 import type { Receipt } from "../broker/index.js";
 import { describeCost, type RunReply } from "../schemas/index.js";
+import type { PermissionDecision } from "../runtime/index.js";
 import { GUTTER, neutralizeInline, neutralizeText } from "./framing.js";
 import type { InboxEntry, Selection } from "./inbox.js";
 import type { ConnectorStatus } from "./seat.js";
@@ -336,9 +337,6 @@ export function despawnedText(name: string, r: { stopped: boolean; revoked: numb
 export function handedOverText(name: string, r: { to?: string | undefined }): string {
   return `${name} answers to ${r.to ?? "the operator"} now: it no longer retires with you, and you can no longer retire it.`;
 }
-
-/** A decision a PermissionRequest hook hands back to the CLI. */
-export type PermissionDecision = { behavior: "allow" } | { behavior: "deny"; message: string };
 
 /**
  * The decision a PermissionRequest hook returns to Claude for an ask put to the mesh: a person's

@@ -16,7 +16,8 @@ import { credsMaySpawn, HelperDesk } from "./helpers.js";
 import { Inbox, type Mail, type Selection } from "./inbox.js";
 import type { SeatFacts } from "./model-text.js";
 import type { TurnState } from "./presence.js";
-import { seatRuntimeOf, type SeatApprovals } from "./seat-runtime.js";
+import type { SeatApprovals } from "../runtime/index.js";
+import { seatRuntimeOf } from "./seat-runtime.js";
 import { Waker, type Wake, type WakeView } from "./wake.js";
 
 /** A snapshot for cotal_status and tests. */
@@ -145,7 +146,7 @@ export class Seat {
       ...(launch.runtime ? { runtime: launch.runtime } : {}),
       meta: {
         ...(launch.meta ?? {}),
-        connector: seatRuntimeOf(launch.runtime).connectorMeta,
+        connector: seatRuntimeOf(launch.runtime).meta,
         host: os.hostname(),
         cwd: process.cwd(),
         pid: String(process.pid),

@@ -4,6 +4,7 @@ import { buildCopilotRun, buildCopilotSeat, spawnCopilot, writeCopilotLaunchFile
 import { copilotRunResultOf } from "./run-result.js";
 import { setupCopilot } from "./setup.js";
 import { MANAGER_WAKE_PROMPT, RESTART_MANAGER, screenReaders, type BlockingScreen, type RuntimeAdapter } from "../runtime/index.js";
+import { copilotTranscriptRecords } from "./transcript.js";
 
 /** The TUI's footer under its input (1.0.102). */
 const INPUT_SCREEN = /\/ commands · \? help/;
@@ -20,6 +21,7 @@ export const copilotRuntime = {
   command: "copilot",
   binEnv: "COTAL_COPILOT_BIN",
   installHint: `Install @github/copilot where the manager runs (or set COTAL_COPILOT_BIN), ${RESTART_MANAGER}.`,
+  connector: { meta: "copilot-cli", transcript: copilotTranscriptRecords },
   capabilities: {
     mailHook: true,
     preToolUse: "all",

@@ -4,6 +4,7 @@ import { buildGeminiRun, buildGeminiSeat, GEMINI_RUNTIME_NAME, spawnGemini, writ
 import { geminiRunResultOf } from "./run-result.js";
 import { setupGemini } from "./setup.js";
 import { MANAGER_WAKE_PROMPT, RESTART_MANAGER, screenReaders, type BlockingScreen, type RuntimeAdapter } from "../runtime/index.js";
+import { geminiTranscriptRecords } from "./transcript.js";
 
 /** The TUI's input prompt (0.61.0), and the screens that stop an unattended start. */
 const INPUT_SCREEN = /Type your message or @path\/to\/file/;
@@ -20,6 +21,7 @@ export const geminiRuntime = {
   command: "gemini",
   binEnv: "COTAL_GEMINI_BIN",
   installHint: `Install @google/gemini-cli where the manager runs (or set COTAL_GEMINI_BIN), ${RESTART_MANAGER}.`,
+  connector: { meta: "gemini-cli", transcript: geminiTranscriptRecords },
   capabilities: {
     mailHook: true,
     preToolUse: "all",

@@ -4,6 +4,7 @@
 // and calls these before anything is claimed or started.
 import { DEFAULT_SPAWN_LIMIT, type AgentFrontmatter, type ChannelRights, type SeatAgent, type SpawnGrant } from "../schemas/index.js";
 import { SeatRefusedError } from "./errors.js";
+import { DEFAULT_RUNTIME } from "../runtimes/index.js";
 
 /** What a seat's credential may read, post and take, as its spawn and agent file make it. */
 export interface SeatScope {
@@ -123,14 +124,15 @@ export function refuseOverLimit(caller: string, grant: SpawnGrant, held: readonl
 }
 
 /**
- * The agent a helper runs: its persona's runtime (claude by default), or the echo agent, which runs
- * no model and no tool (always narrower). `asked` is the spawn's `agent`; `claude` is its default and
- * so reads as unasked. Any other runtime than the persona's is refused.
+ * The agent a helper runs: its persona's runtime (the default runtime when it names none), or the
+ * echo agent, which runs no model and no tool (always narrower). `asked` is the spawn's `agent`; the
+ * default runtime's name is what a spawn that names none carries, and so reads as unasked. Any
+ * other runtime than the persona's is refused.
  */
 export function helperAgent(asked: SeatAgent, fm: AgentFrontmatter, persona: string): SeatAgent {
   if (asked === "echo") return "echo";
-  const runtime = fm.runtime ?? "claude";
-  if (asked !== "claude" && asked !== runtime)
+  const runtime = fm.runtime ?? DEFAULT_RUNTIME.name;
+  if (asked !== DEFAULT_RUNTIME.name && asked !== runtime)
     throw new SeatRefusedError(
       "wider-than-spawner",
       `Persona ${persona} runs on ${runtime}; a helper of it may run on ${runtime} or echo, not ${asked}. Nothing was started.`,

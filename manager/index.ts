@@ -4,7 +4,6 @@
  * that need the runtimes, the seat table or the budget arithmetic use ./internal.js.
  */
 export { ManagerService, WAKE_PROMPT, type ManagerOptions } from "./manager-service.js";
-export type { ClaudeSeatOptions, ClaudeSeatRequest } from "./claude-seat.js";
 export { SeatRefusedError, StaleSeatLogError } from "./errors.js";
 export { runEchoAgent } from "./echo-agent.js";
 export { ECHO_SEAT_NODE_FLAGS, echoSeatCommand, runEchoSeat } from "./echo-seat.js";
@@ -14,4 +13,4 @@ export { budgetCaps, type BudgetCaps } from "./budget.js";
 export { isOperator } from "./runs.js";
 export { PTY_DETACH_KEY } from "./pty-runtime.js";
 export { localAttachCommand, seatScreen, type TerminalRuntime } from "./attach.js";
-export { capabilityGaps, DEFAULT_RUNTIME, findRuntimeCli, hostsOf, refuseUnknownAgent, RUNTIMES, runtimeNamed } from "./runtimes.js";
+export { capabilityGaps, findRuntimeCli, hostsOf, refuseUnknownAgent } from "./runtime-checks.js";

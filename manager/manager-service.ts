@@ -32,8 +32,9 @@ import { redactHostPaths } from "./host-paths.js";
 import { isOperator } from "./runs.js";
 import { SeatLog } from "./seat-log.js";
 import { loadAgentFile, personaDigests, type AgentFile } from "../runtime/index.js";
-import { awaitInputScreen, claudeAuthOf, startClaudeSeat, startRuntimeSeat, UnexpectedScreenError, type ClaudeSeatOptions } from "./claude-seat.js";
-import { DEFAULT_RUNTIME, hostsOf, refuseUnknownAgent, refuseWithoutAuth, runtimeNamed } from "./runtimes.js";
+import { awaitInputScreen, startRuntimeSeat, UnexpectedScreenError } from "./seat-start.js";
+import { hostsOf, refuseUnknownAgent, refuseWithoutAuth } from "./runtime-checks.js";
+import { DEFAULT_RUNTIME, runtimeNamed } from "../runtimes/index.js";
 import { checkScript } from "./pty-runtime.js";
 import { deliverPrompt } from "./prompt-delivery.js";
 import { startFailureRemedy } from "./seat-failure.js";
@@ -64,6 +65,8 @@ import { readAuthOnScreen, wakeIfDue, type LiveSeat, type SeatPresence } from ".
 import { seatName, seatState, seatViews } from "./seat-views.js";
 
 type Args<C extends keyof typeof MANAGER_COMMANDS> = TableParsedArgs<typeof MANAGER_COMMANDS, C>;
+/** A spawn with its agent named (the default runtime's when the request named none). */
+type SpawnRequest = Args<"spawn"> & { agent: string };
 
 export interface ManagerOptions extends LauncherOptions {
   /** This manager's instance id (stable across restarts: kept in its state dir by the CLI). */
@@ -77,9 +80,7 @@ export interface ManagerOptions extends LauncherOptions {
   restarts?: number;
   windowMs?: number;
   heartbeatMs?: number;
-  /** What Claude seats run (absent: this manager refuses claude seats, saying why). */
-  claude?: ClaudeSeatOptions;
-  /** The other runtimes (manager/runtimes.ts) this manager can start, by name (absent: refused, saying why). */
+  /** The runtimes (runtimes/) this manager can start, by name: where each one's CLI is (absent: refused, saying why). */
   runtimes?: Readonly<Record<string, RuntimeHost>>;
   /** Budget caps for runs (default: COTAL_DAILY_BUDGET_USD / COTAL_TASK_BUDGET_USD from the environment). */
   budget?: BudgetCaps;
@@ -121,7 +122,7 @@ export class ManagerService {
   /** Set by stop(): this instance writes nothing more (a successor may own the log now). */
   private stopped = false;
   private readonly startedAt = Date.now();
-  /** Where each runtime this manager can start is (manager/runtimes.ts). */
+  /** Where each runtime this manager can start is (runtimes/). */
   private readonly hosts: Map<string, RuntimeHost>;
   /** Serialises changes to the table and the log (one writer per seat at a time). */
   private queue: Promise<unknown> = Promise.resolve();
@@ -289,12 +290,11 @@ export class ManagerService {
       seats: [...this.seats.values()].filter((r) => r.manager === this.o.instance && holdsName(r)).length,
       maxSeats: this.o.maxSeats ?? 32,
       startedAt: this.startedAt,
-      ...(this.o.claude ? { claudeAuth: claudeAuthOf(this.o.claude) } : {}),
       runtimes: [...this.hosts].flatMap(([name, host]) => {
         const adapter = runtimeNamed(name);
         if (!adapter) return [];
-        const { ready, summary, problem, remedy } = adapter.auth(host);
-        return [{ name, ready, config: summary, ...(problem ? { problem } : {}), ...(remedy ? { remedy } : {}) }];
+        const { ready, summary, problem, remedy, detail } = adapter.auth(host);
+        return [{ name, ready, config: summary, ...(problem ? { problem } : {}), ...(remedy ? { remedy } : {}), ...(detail ? { auth: detail } : {}) }];
       }),
     };
   }
@@ -389,7 +389,9 @@ export class ManagerService {
     return r;
   }
 
-  private async spawn(asked: Args<"spawn">, caller: Principal) {
+  private async spawn(request: Args<"spawn">, caller: Principal) {
+    // A spawn that names no agent runs the registry's default runtime (schemas/ names none).
+    const asked = { ...request, agent: request.agent ?? DEFAULT_RUNTIME.name };
     if (asked.requestId) {
       const first = [...this.seats.values()].find((r) => r.requestId === asked.requestId);
       if (first) return this.identity(first);
@@ -539,7 +541,7 @@ export class ManagerService {
    * budget gates.
    */
   private async admitHelper(
-    a: Args<"spawn">,
+    a: SpawnRequest,
     caller: Principal,
   ): Promise<{ agent: SeatAgent; cwd: string; file: AgentFile; fm: AgentFrontmatter; spawnedBy: string; spawnerUid?: string }> {
     const id = principalId(caller);
@@ -660,7 +662,7 @@ export class ManagerService {
   }
 
   /** A `--resume` spawn's claim, taken once (before anything is claimed); refused for echo seats. */
-  private takeCarried(a: Args<"spawn">): StagedTranscript | undefined {
+  private takeCarried(a: SpawnRequest): StagedTranscript | undefined {
     if (a.resume === undefined) return undefined;
     const adapter = runtimeNamed(a.agent);
     if (!adapter?.capabilities.carry)
@@ -809,17 +811,14 @@ export class ManagerService {
         resume: r.spec.carried ? { ...r.spec.carried, file: carriedFile } : undefined,
       };
       const fm = agentFile?.frontmatter;
-      const { proc, terminal, permissionMode } =
-        adapter === DEFAULT_RUNTIME && this.o.claude
-          ? await startClaudeSeat(this.o.claude, term, files, { ...request, agentFile, posture: r.spec.posture })
-          : await startRuntimeSeat(adapter, host, term, files, {
-              ...request,
-              persona: agentFile?.persona,
-              agent: fm?.agent,
-              allowedTools: fm?.allowedTools ?? [],
-              launchOptions: fm?.launchOptions ?? {},
-              posture: r.spec.posture,
-            });
+      const { proc, terminal, permissionMode } = await startRuntimeSeat(adapter, host, term, files, {
+        ...request,
+        persona: agentFile?.persona,
+        agent: fm?.agent,
+        allowedTools: fm?.allowedTools ?? [],
+        launchOptions: fm?.launchOptions ?? {},
+        posture: r.spec.posture,
+      });
       await this.append(seat, {
         type: "launched",
         seat,
@@ -860,9 +859,9 @@ export class ManagerService {
       await awaitInputScreen(
         l.terminal!,
         l.proc,
-        this.o.claude?.screenTimeoutMs ?? adapter.screenTimeoutMs,
-        (screen) => (l.lastScreen = screen),
         adapter.classifyScreen,
+        this.hosts.get(adapter.name)?.screenTimeoutMs ?? adapter.screenTimeoutMs,
+        (screen) => (l.lastScreen = screen),
       );
       if (opening && !this.stopped) await this.wakeForOpening(seat, l, adapter);
     } catch (err) {

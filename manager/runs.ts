@@ -18,9 +18,9 @@ import {
   type MANAGER_COMMANDS,
 } from "../schemas/index.js";
 import { checkGates, capsFromEnv, gauge, headroom, medianRunCost, utcDay, type BudgetCaps, type RunRecord } from "./budget.js";
-import type { ClaudeSeatOptions } from "./claude-seat.js";
 import type { RuntimeAdapter, RuntimeHost } from "../runtime/index.js";
-import { DEFAULT_RUNTIME, hostsOf, refuseWithoutAuth, runtimeNamed } from "./runtimes.js";
+import { hostsOf, refuseWithoutAuth } from "./runtime-checks.js";
+import { DEFAULT_RUNTIME, runtimeNamed } from "../runtimes/index.js";
 import { SeatRefusedError } from "./errors.js";
 import { newLifecycleUid } from "./lifecycle-uid.js";
 import { executeRun } from "./run.js";
@@ -39,9 +39,7 @@ export interface RunServiceOptions {
   stateDir: string;
   /** The connection JetStream requests go over. */
   jsConnection: NatsConnection;
-  /** What Claude runs start (absent: Claude runs are refused, saying why). */
-  claude?: ClaudeSeatOptions | undefined;
-  /** The other runtimes this manager can start, by name (manager/runtimes.ts). */
+  /** The runtimes this manager can start, by name (runtimes/): where each one's CLI is (absent: refused, saying why). */
   runtimes?: Readonly<Record<string, RuntimeHost>> | undefined;
   /** The caps (default: COTAL_DAILY_BUDGET_USD / COTAL_TASK_BUDGET_USD from the manager's environment). */
   budget?: BudgetCaps | undefined;

@@ -1,5 +1,6 @@
 import type { SeatAgent, SeatEvent } from "../schemas/index.js";
 import type { SeatEntry, SeatHistory } from "./seat-log.js";
+import { DEFAULT_RUNTIME } from "../runtimes/index.js";
 
 /** Where a seat's incarnation stands, as its log says. */
 export type SeatState = "requested" | "launched" | "joined" | "exited" | "fenced" | "retired";
@@ -84,7 +85,8 @@ export function applyEvent(r: SeatRecord | undefined, e: SeatEvent): SeatRecord 
       uid: e.uid,
       epoch: e.epoch,
       state: "requested",
-      agent: e.agent,
+      // A request written without an agent ran the default runtime (the seat log names none for it).
+      agent: e.agent ?? DEFAULT_RUNTIME.name,
       ...(e.role ? { role: e.role } : {}),
       ...(e.persona ? { persona: e.persona } : {}),
       ...(e.manager ? { manager: e.manager } : {}),

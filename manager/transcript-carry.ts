@@ -8,7 +8,7 @@ import { chmodSync, copyFileSync, mkdirSync, readdirSync, renameSync, rmSync, st
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { callXfer, TransferReceiver, type Logger, type Received } from "../broker/index.js";
-import { claudeConfigDir, findSession } from "../claude/index.js";
+import { carryRuntime } from "../runtimes/index.js";
 import { sha256File } from "../runtime/index.js";
 import { CARRY_TTL_MS, CotalError, names, type Principal, type TableParsedArgs, type TableReplyData, type MANAGER_COMMANDS } from "../schemas/index.js";
 
@@ -56,8 +56,8 @@ export interface TranscriptDeskOptions {
   /** Who the manager calls the mesh service as (its credential's principal). */
   caller: Principal;
   log: Logger;
-  /** This host's Claude config dir, where carry-resolve looks (default CLAUDE_CONFIG_DIR or ~/.claude). */
-  claudeConfigDir?: string;
+  /** This host's session store, where carry-resolve looks (default: the carry runtime's, e.g. CLAUDE_CONFIG_DIR or ~/.claude). */
+  sessionDir?: string;
   /** Claims and staged files live this long (default CARRY_TTL_MS). */
   ttlMs?: number;
 }
@@ -216,9 +216,10 @@ export class TranscriptDesk {
     );
   }
 
-  /** A session on this host (its Claude config dir): stage a copy and claim it. */
+  /** A session on this host (its session store: Claude's config dir): stage a copy and claim it. */
   async resolve(a: Args<"carry-resolve">): Promise<Reply<"carry-resolve">> {
-    const found = findSession(this.o.claudeConfigDir ?? claudeConfigDir(), a.session);
+    const store = carryRuntime().sessions;
+    const found = store.find(this.o.sessionDir ?? store.dir(process.env), a.session);
     if (!found) {
       throw new CotalError("session-not-found", `Session ${a.session} is neither on this host nor on manager ${this.o.instance}'s host; nothing was carried.`, {
         remedy: "Check the id (`ls ~/.claude/projects/*/`), or run the command where the session's transcript is.",

@@ -17,6 +17,7 @@ export const piRuntime = {
   command: "pi",
   binEnv: "COTAL_PI_BIN",
   installHint: `Install @mariozechner/pi-coding-agent where the manager runs (or set COTAL_PI_BIN), ${RESTART_MANAGER}.`,
+  connector: { meta: "pi" },
   capabilities: {
     mailHook: true,
     preToolUse: "all",

@@ -51,7 +51,14 @@ export interface RuntimeHost {
   connectorEntry: string;
   /** The manager's environment: children get only the adapter's allow-list of it. */
   parentEnv: Env;
-  /** Adapter-specific settings (Claude: its auth mode), opaque to the kernel. */
+  /**
+   * The way its seats and runs authenticate, chosen with `--<runtime>-auth` (one of the adapter's
+   * `authModes`; absent or `auto`: what `parentEnv` selects, as the CLI in that shell would).
+   */
+  authMode?: string | undefined;
+  /** How long a seat has to reach its input screen on this host (default: the adapter's `screenTimeoutMs`, else 15 s). */
+  screenTimeoutMs?: number | undefined;
+  /** Adapter-specific settings (Claude: its plugin tree), opaque to the kernel. */
   settings?: Readonly<Record<string, unknown>>;
 }
 
@@ -115,8 +122,6 @@ export interface SeatLaunchInput {
   allowedTools: readonly string[];
   /** A carried session to continue (runtimes whose `capabilities.carry` is true). */
   resume?: { session: string; digest: string; file?: string | undefined } | undefined;
-  /** Start with an empty home, as an unmanaged first run would (tests of the screen check). */
-  unseeded?: boolean;
   /** supervised: what the allow-list does not name is asked over the mesh (runtimes with `capabilities.approvals`). */
   posture?: "unattended" | "supervised" | undefined;
 }
@@ -131,6 +136,21 @@ export interface RuntimeAuth {
   summary: string;
   problem?: string;
   remedy?: string;
+  /** For a runtime with `authModes`: which one it uses, how it was chosen, and what it reads. */
+  detail?: AuthDetail;
+}
+
+/** How a runtime with several ways to authenticate does so on a host: names and places, never a value. */
+export interface AuthDetail {
+  mode: string;
+  /** auto: what the manager's environment selects; explicit: named with `--<runtime>-auth`. */
+  chosen: "auto" | "explicit";
+  /** The environment variables the mode reads that are set (names only). */
+  vars: string[];
+  /** The model endpoint's origin, when the environment names one (without any user or password). */
+  baseUrl?: string | undefined;
+  /** A login file seats copy, when the mode uses one. */
+  login?: string | undefined;
 }
 
 /**
@@ -180,6 +200,60 @@ export interface RuntimeSetupReport {
 }
 
 /** A runtime adapter. One per agent CLI; registered in manager/runtimes.ts. */
+/** A decision a PermissionRequest hook hands back to the CLI. */
+export type PermissionDecision = { behavior: "allow" } | { behavior: "deny"; message: string };
+
+/** One parsed session-file line → the transcript records (Claude's shape, TranscriptRecord) it stands for. */
+export type TranscriptReader = (line: unknown) => unknown[];
+
+/** Whose permission asks go to the mesh (docs/runtimes.md), and the hook reply that hands a decision back. */
+export interface SeatApprovals {
+  /**
+   * Whose asks: every session's (the CLI shows its dialog beside the hook, so the person at the
+   * terminal may answer first: Claude), or managed seats' only (the dialog waits for the hook, so a
+   * hand-started session's person would wait out the bound first: Codex).
+   */
+  sessions: "all" | "managed";
+  /** The PermissionRequest hook's reply carrying a decision, in the CLI's shape. */
+  reply: (decision: PermissionDecision) => Record<string, unknown>;
+}
+
+/** What the connector a CLI starts needs of that CLI (it runs inside the CLI's session, not in the manager). */
+export interface ConnectorFacet {
+  /** The card's reserved `connector` meta (SPEC §7): the agent CLI, as the reference systems name it. */
+  readonly meta: string;
+  /** How its session file reads for the event plane. Absent: each line is a record already (Claude's shape). */
+  readonly transcript?: TranscriptReader;
+  /** Whose permission asks go to the mesh, and how a decision is handed back. Absent: its own dialog stands. */
+  readonly approvals?: SeatApprovals;
+}
+
+/** A session file in a runtime's session store. */
+export interface SessionFile {
+  session: string;
+  file: string;
+  size: number;
+  mtimeMs: number;
+}
+
+/** A session whose title matched a name: what a user picks the id from. */
+export interface SessionCandidate {
+  session: string;
+  digest: string;
+  mtime: string;
+  title: string;
+}
+
+/** Where a runtime that can resume a carried session (`capabilities.carry`) keeps its sessions, for transcript carry. */
+export interface SessionStore {
+  /** The store's folder in this environment (Claude: its config dir). */
+  dir(env: Env): string;
+  /** The session file of `session` under `dir`, or undefined; an id found twice is refused. */
+  find(dir: string, session: string): SessionFile | undefined;
+  /** Sessions whose title contains `name` (case-insensitive), newest first. */
+  named(dir: string, name: string): Promise<SessionCandidate[]>;
+}
+
 export interface RuntimeAdapter {
   /** The agent name in agent files (`runtime:`), `cotal spawn --agent`, and `ps`. */
   readonly name: string;
@@ -192,15 +266,24 @@ export interface RuntimeAdapter {
   /** How to get the CLI when it is missing. */
   readonly installHint: string;
   readonly capabilities: RuntimeCapabilities;
+  /** Its session store, for a runtime that can resume a carried session (`capabilities.carry`). */
+  readonly sessions?: SessionStore;
+  /** What the connector it starts needs of it: its card's meta, its session file's reader, its approvals. */
+  readonly connector: ConnectorFacet;
 
   /**
    * What of the user's shell a manager started in the background must carry for this runtime
    * (its home, its credentials' variables), put in that manager's environment, never argv.
-   * Absent: the runtime carries its own (Claude's auth mode decides it, cli/manager-process.ts).
+   * `authMode`: the one chosen for it (runtimes with `authModes`), which decides what it carries.
    */
-  shellEnv?(env: Env): Record<string, string>;
+  shellEnv?(env: Env, authMode?: string): Record<string, string>;
+  /**
+   * The ways it authenticates that a person may choose for a manager's seats and runs
+   * (`cotal up|manager --<name>-auth <mode>`, `auto` first); absent: it has one way, its own configuration.
+   */
+  readonly authModes?: readonly string[];
   /** The credentials and configuration the CLI will use on this host (never a value). */
-  auth(host: Pick<RuntimeHost, "parentEnv" | "settings">): RuntimeAuth;
+  auth(host: Pick<RuntimeHost, "parentEnv" | "settings" | "authMode">): RuntimeAuth;
 
   /**
    * Build a headless run: argv, env (allow-listed), private files, prompt on stdin. Pure apart from

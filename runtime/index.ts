@@ -4,7 +4,15 @@
  * sit above it, the registry (manager/runtimes.ts) and the kernel above them.
  */
 export type {
+  AuthDetail,
+  ConnectorFacet,
   Env,
+  PermissionDecision,
+  SeatApprovals,
+  SessionCandidate,
+  SessionFile,
+  SessionStore,
+  TranscriptReader,
   LaunchedRuntime,
   LaunchFile,
   RunExit,
@@ -27,7 +35,7 @@ export { jsonObjectLines } from "./json-lines.js";
 export { MANAGER_WAKE_PROMPT, WAKE_EVERY_MS, wakeDue } from "./wake.js";
 export { DENY_FLOOR_COMMANDS, DENY_FLOOR_HOOK_FLAG, floorRuleFor } from "./deny-floor.js";
 export { RUNTIME_ENV } from "./runtime-env.js";
-export { FLAT_CONTEXT_HOOK_FLAG, withFlatContext } from "./hook-answer.js";
+export { FLAT_CONTEXT_HOOK_FLAG, permissionRequestReply, withFlatContext } from "./hook-answer.js";
 export { contextOf, relayHook, type HookCommand } from "./hook-relay.js";
 export { runRefusal, type KernelRefusal } from "./kernel-refusals.js";
 export { jsonObjectOf, readJsonObjectFile } from "./json-object.js";

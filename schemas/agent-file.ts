@@ -16,21 +16,21 @@ export const AgentFrontmatter = z
     allowSubscribe: z.array(ChannelName).default([]),
     allowPublish: z.array(ChannelName).default([]),
     model: z.string().optional(),
-    runtime: RuntimeName.optional().describe("the agent CLI that runs this persona (docs/runtimes.md); default claude"),
-    agent: z.string().optional().describe("a Claude Code subagent name to run as"),
+    runtime: RuntimeName.optional().describe("the agent CLI that runs this persona (docs/runtimes.md); default: the registry's default runtime"),
+    agent: z.string().optional().describe("a subagent name to run as (runtimes that have subagents)"),
     launchOptions: z.record(z.string(), z.union([z.string(), z.boolean(), z.number()])).default({}),
     allowedTools: z
       .array(z.string().min(1).max(200))
       .max(200)
       .default([])
-      .describe("Claude permission rules a managed seat may use without asking (it runs dontAsk: anything else is refused), e.g. Read, Bash(npm test:*)"),
+      .describe("permission rules (in its runtime's syntax) a managed seat may use without asking (it runs dontAsk: anything else is refused), e.g. Read, Bash(npm test:*)"),
     capabilities: z.array(Capability).default([]),
     allowSpawn: AllowSpawn.default([]).describe(
       "personas (agent files) a seat of this persona may spawn helpers of with cotal_spawn, when the operator spawns it (docs/manager.md, Helpers); a helper spawned by an agent may not carry it",
     ),
     spawnLimit: SpawnLimit.optional(),
     posture: SeatPosture.optional().describe(
-      "unattended (default): what allowedTools does not name is refused; supervised: it is asked of a person over the mesh (`cotal approvals`; claude and codex seats)",
+      "unattended (default): what allowedTools does not name is refused; supervised: it is asked of a person over the mesh (`cotal approvals`; runtimes with approvals, docs/runtimes.md)",
     ),
   })
   .describe("Frontmatter of an agent file.");

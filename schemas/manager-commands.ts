@@ -28,7 +28,7 @@ export const SeatView = z.object({
   role: RoleName.optional(),
   persona: PrincipalToken.optional().describe("the agent file it was spawned from (restarting it from `cotal web` spawns that persona again)"),
   runtime: SeatRuntime.optional(),
-  permissionMode: z.string().optional().describe("Claude seats: the permission mode (dontAsk unless the agent file asked for another)"),
+  permissionMode: z.string().optional().describe("the permission mode its CLI runs in, where the runtime has them (dontAsk unless the agent file asked for another)"),
   presence: z
     .object({
       status: z.string(),
@@ -45,7 +45,7 @@ export const SeatView = z.object({
   carried: z
     .object({ session: z.string(), digest: z.string() })
     .optional()
-    .describe("claude seats: the carried session it forked and the sha256 of the transcript the fork read"),
+    .describe("seats of a runtime that can carry: the carried session it forked and the sha256 of the transcript the fork read"),
   spawnedBy: PrincipalId.optional().describe("the agent that spawned it and answers for it (docs/manager.md, Helpers); its retirement retires this seat"),
   handedOverBy: PrincipalId.optional().describe("the spawner that handed it over (to spawnedBy, or, with no spawnedBy, to the operator)"),
   requestedAt: z.number().int(),
@@ -62,34 +62,25 @@ const StopReply = z.object({
   revoked: z.number().int().nonnegative(),
 });
 
-/**
- * How a manager's Claude seats and runs authenticate (docs/claude-binding.md, Auth): Claude Code's
- * own ways, in its order of precedence. Chosen with `--claude-auth` (default `auto`: what the
- * environment the manager was started from selects, as `claude` in that shell would).
- */
-export const ClaudeAuthMode = z.enum(["bedrock", "vertex", "foundry", "auth-token", "api-key", "oauth-token", "subscription"]);
-export type ClaudeAuthMode = z.infer<typeof ClaudeAuthMode>;
-
-/** What a manager says of its Claude auth: never a secret, only names and where the login or endpoint is. */
-export const ClaudeAuthStatus = z.object({
-  mode: ClaudeAuthMode,
-  chosen: z.enum(["auto", "explicit"]).describe("auto: detected from the manager's environment; explicit: named with --claude-auth"),
-  vars: z.array(z.string()).describe("the environment variables the mode reads that are set (names only)"),
-  baseUrl: z.string().optional().describe("ANTHROPIC_BASE_URL's origin, when set (without any user or password in it)"),
-  login: z.string().optional().describe("subscription: the login file seats copy"),
-  ready: z.boolean().describe("the mode's credentials are present (a pre-flight: not a call to the model)"),
-  problem: z.string().optional().describe("why not ready"),
-  remedy: z.string().optional().describe("how to make it ready"),
-});
-export type ClaudeAuthStatus = z.infer<typeof ClaudeAuthStatus>;
 
 /** A runtime a manager can start, and which configuration its seats and runs use: names and paths, never a value. */
+/** How a runtime with several ways to authenticate does so (`--<runtime>-auth`): names and places, never a value. */
+export const RuntimeAuthDetail = z.object({
+  mode: z.string(),
+  chosen: z.enum(["auto", "explicit"]).describe("auto: detected from the manager's environment; explicit: named with --<runtime>-auth"),
+  vars: z.array(z.string()).describe("the environment variables the mode reads that are set (names only)"),
+  baseUrl: z.string().optional().describe("the model endpoint's origin, when set (without any user or password in it)"),
+  login: z.string().optional().describe("the login file seats copy, when the mode uses one"),
+});
+export type RuntimeAuthDetail = z.infer<typeof RuntimeAuthDetail>;
+
 export const RuntimeConfigStatus = z.object({
   name: z.string(),
   ready: z.boolean().describe("its credentials are present (a pre-flight: not a call to the model)"),
   config: z.string().describe("which configuration it uses (config file, provider, model, key variable names, login file)"),
   problem: z.string().optional(),
   remedy: z.string().optional(),
+  auth: RuntimeAuthDetail.optional().describe("for a runtime with a choice of ways to authenticate: which one, how chosen, what it reads"),
 });
 export type RuntimeConfigStatus = z.infer<typeof RuntimeConfigStatus>;
 
@@ -100,7 +91,6 @@ const ManagerStatus = z.object({
   seats: z.number().int().nonnegative().describe("seats holding a name (not retired)"),
   maxSeats: z.number().int().positive(),
   startedAt: z.number().int(),
-  claudeAuth: ClaudeAuthStatus.optional().describe("how its Claude seats and runs authenticate (absent: it cannot start Claude)"),
   runtimes: z
     .array(RuntimeConfigStatus)
     .optional()
@@ -116,14 +106,14 @@ export const MANAGER_COMMANDS = {
     endpoint: "manager",
     summary: "admit, mint, write launch material and start a seat; replies at once with the identity",
     args: z.object({
-      agent: SeatAgent.default("claude"),
+      agent: SeatAgent.optional(),
       persona: PrincipalToken.optional().describe(
-        "claude seats: an agent file `.cotal/agents/<persona>.md` under the seat's cwd on the manager's host (name, role, channels, model, allowedTools, persona text)",
+        "agent CLI seats: an agent file `.cotal/agents/<persona>.md` under the seat's cwd on the manager's host (name, role, channels, model, allowedTools, persona text)",
       ),
       name: PrincipalToken.optional().describe("default: the agent's name; taken names get _2, _3…"),
       role: RoleName.optional(),
       channels: z.array(ChannelName).max(64).default([]),
-      runtime: SeatRuntime.optional().describe("default: tmux for claude, process for echo"),
+      runtime: SeatRuntime.optional().describe("default: tmux for an agent CLI, process for echo"),
       cwd: z.string().min(1).max(4096).optional().describe("absolute working directory on the manager's host (default: the manager's state dir's seat folder)"),
       model: z.string().min(1).max(200).optional(),
       prompt: OpeningPrompt.optional(),
@@ -136,11 +126,11 @@ export const MANAGER_COMMANDS = {
         .describe("restarts allowed within windowMs before a crash loop retires the seat (default: the manager's, 3)"),
       windowMs: z.number().int().min(1_000).max(86_400_000).optional().describe("the restart policy's window (default: the manager's, 60 s)"),
       requestId: z.string().min(1).max(128).optional().describe("the same id returns the first result"),
-      noEvents: z.boolean().optional().describe("claude seats: publish nothing on the seat's event plane (launch material noEvents)"),
+      noEvents: z.boolean().optional().describe("agent CLI seats: publish nothing on the seat's event plane (launch material noEvents)"),
       posture: SeatPosture.optional().describe(
         "unattended (default: what the allow-list does not name is refused) or supervised (it is asked of a person over the mesh; runtimes whose permission hook returns a decision only)",
       ),
-      resume: SessionId.optional().describe("claude seats: fork this carried session (`--resume <id> --fork-session`); needs its claim"),
+      resume: SessionId.optional().describe("seats of a runtime that can carry: fork this carried session; needs its claim"),
       claim: CarryClaim.optional().describe("the one-time claim carry-commit, carry-begin or carry-resolve issued for the session"),
       allowSpawn: AllowSpawn.optional().describe("the operator only: the seat's credential may spawn helpers of these personas (docs/manager.md, Helpers)"),
       spawnLimit: SpawnLimit.optional().describe("the operator only: helpers the seat may hold at once"),
@@ -196,7 +186,7 @@ export const MANAGER_COMMANDS = {
   },
   run: {
     endpoint: "manager",
-    summary: "one-shot headless Claude runs (docs/runs.md): budget gates first, then each run's typed result, recorded with its cost in the seat log",
+    summary: "one-shot headless runs of any runtime (docs/runs.md): budget gates first, then each run's typed result, recorded with its cost in the seat log",
     args: RunArgs,
     reply: RunReply,
   },

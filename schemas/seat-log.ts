@@ -42,7 +42,7 @@ export const SeatEvent = z
     z.object({
       type: z.literal("requested"),
       ...base,
-      agent: SeatAgent.default("claude"),
+      agent: SeatAgent.optional(),
       persona: z.string().optional(),
       role: z.string().optional(),
       by: PrincipalId.optional(),
@@ -56,7 +56,7 @@ export const SeatEvent = z
       carried: z
         .object({ session: z.string(), digest: z.string() })
         .optional()
-        .describe("claude seats: the carried session it forks (`--resume <session> --fork-session`) and the sha256 of the transcript the fork reads"),
+        .describe("seats of a runtime that can carry: the carried session it forks and the sha256 of the transcript the fork reads"),
       spawnedBy: PrincipalId.optional().describe(
         "a helper (docs/manager.md, Helpers): the agent that spawned it, taken from the request's subject (the broker pins it), never from its card",
       ),
@@ -74,7 +74,7 @@ export const SeatEvent = z
       pid: z.number().int().optional(),
       startTime: z.string().optional(),
       runtime: z.string(),
-      permissionMode: z.string().optional().describe("the Claude permission mode it runs in (dontAsk unless its agent file asked otherwise)"),
+      permissionMode: z.string().optional().describe("the permission mode its CLI runs in, where the runtime has them (dontAsk unless its agent file asked otherwise)"),
     }),
     z.object({ type: z.literal("joined"), ...base }),
     z.object({ type: z.literal("exited"), ...base, code: z.number().int().nullable(), signal: z.string().nullable(), output: z.string().optional() }),

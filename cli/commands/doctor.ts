@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { z } from "zod";
-import { RUNTIMES } from "../../manager/index.js";
+import { RUNTIMES } from "../../runtimes/index.js";
 import { jsonOption, meshOptions } from "../context.js";
 import { describeReport } from "../doctor/check.js";
 import { runDoctor } from "../doctor/run.js";

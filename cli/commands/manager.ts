@@ -3,21 +3,12 @@ import { delimiter, join } from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
 import { connectMesh, credsCaller, jetStreamConnection, type Logger } from "../../broker/index.js";
-import { ClaudeAuthChoice, describeClaudeAuth } from "../../claude/index.js";
-import { findClaudeCli, PLUGIN_BIN_DIR } from "../../connector/index.js";
+import { PLUGIN_BIN_DIR } from "../../connector/index.js";
 import { ManagerInstance, type SeatAgent } from "../../schemas/index.js";
 import type { RuntimeHost } from "../../runtime/index.js";
-import {
-  budgetCaps,
-  DEFAULT_RUNTIME,
-  echoSeatCommand,
-  findRuntimeCli,
-  ManagerService,
-  RUNTIMES,
-  runEchoSeat,
-  SEAT_CREDS_LIFETIME_MS,
-  type ClaudeSeatOptions,
-} from "../../manager/index.js";
+import { budgetCaps, echoSeatCommand, findRuntimeCli, ManagerService, runEchoSeat, SEAT_CREDS_LIFETIME_MS } from "../../manager/index.js";
+import { RUNTIMES } from "../../runtimes/index.js";
+import { addAuthOptions, authChoices, type AuthChoices } from "../runtime-auth.js";
 import { childEnv } from "../child-env.js";
 import { meshBudgetFile } from "../budget-file.js";
 import { credentialScope } from "../credential.js";
@@ -31,7 +22,6 @@ import { packagePluginDir } from "../setup.js";
 import { duration, parseInput } from "../validate.js";
 
 const ManagerFlags = z.object({
-  claudeAuth: ClaudeAuthChoice.default("auto"),
   instance: ManagerInstance.optional(),
   stateDir: z.string().min(1).optional(),
   maxSeats: z.coerce.number().int().positive().max(1000).optional(),
@@ -42,49 +32,29 @@ const ManagerFlags = z.object({
 });
 
 /**
- * What Claude seats run on this host: the claude executable (COTAL_CLAUDE_BIN, PATH, or the one
- * installed with this package), and this package's connector bundle and plugin tree. Without a
- * claude executable the manager still runs, and refuses Claude seats saying why.
+ * What the runtimes (docs/runtimes.md) run on this host: each one's executable (its bin variable,
+ * PATH, or the one installed with this package), this package's connector bundle and plugin tree,
+ * and the auth chosen for it. A runtime without an executable is left out: the manager still runs,
+ * and refuses its seats and runs, saying why.
  */
-function claudeSeats(log: Logger, auth: ClaudeAuthChoice): { claude?: ClaudeSeatOptions } {
-  const root = packageRoot();
-  const own = join(root, "node_modules", ".bin");
-  const found = findClaudeCli({ ...process.env, PATH: [process.env.PATH ?? "", own].join(delimiter) });
-  for (const n of found.notes) log.warn(n);
-  const pluginDir = packagePluginDir(root);
-  const connectorEntry = join(pluginDir, PLUGIN_BIN_DIR, "connector.mjs");
-  if (!found.path || !existsSync(connectorEntry)) {
-    log.warn(
-      { claude: found.path ?? null, connectorEntry },
-      "Claude seats are not available on this manager: no claude executable, or the plugin's bundles are not built",
-    );
-    return {};
-  }
-  // Names only: which mode, from which variables, and what is missing; never a value.
-  const { mode, chosen, vars, baseUrl, login, ready, problem } = describeClaudeAuth(auth, process.env);
-  if (ready) log.info({ claudeAuth: { mode, chosen, vars, baseUrl, login } }, `Claude seats and runs authenticate with ${mode}`);
-  else log.warn({ claudeAuth: { mode, chosen, vars, login } }, `Claude seats and runs will be refused: ${problem}`);
-  return { claude: { claudePath: found.path, connectorEntry, pluginDir, parentEnv: process.env, ...(auth === "auto" ? {} : { authMode: auth }) } };
-}
-
-/**
- * What the other runtimes (docs/runtimes.md) run on this host: each one's executable (its bin
- * variable, PATH, or the one installed with this package) and the connector bundle. A runtime
- * without an executable is left out: the manager refuses its seats and runs, saying why.
- */
-function otherRuntimes(log: Logger): { runtimes: Record<string, RuntimeHost> } {
+function runtimeHosts(log: Logger, auth: AuthChoices): { runtimes: Record<string, RuntimeHost> } {
   const root = packageRoot();
   const env = { ...process.env, PATH: [process.env.PATH ?? "", join(root, "node_modules", ".bin")].join(delimiter) };
-  const connectorEntry = join(packagePluginDir(root), PLUGIN_BIN_DIR, "connector.mjs");
+  const pluginDir = packagePluginDir(root);
+  const connectorEntry = join(pluginDir, PLUGIN_BIN_DIR, "connector.mjs");
   const runtimes: Record<string, RuntimeHost> = {};
-  for (const adapter of RUNTIMES.filter((r) => r !== DEFAULT_RUNTIME)) {
+  for (const adapter of RUNTIMES) {
     const found = findRuntimeCli(adapter, env);
     for (const n of found.notes) log.warn(n);
-    if (!found.path || !existsSync(connectorEntry)) continue;
-    const host: RuntimeHost = { executable: found.path, connectorEntry, parentEnv: process.env };
-    const auth = adapter.auth(host);
-    if (auth.ready) log.info({ runtime: adapter.name, config: auth.summary }, `${adapter.label} seats and runs use ${auth.summary}`);
-    else log.warn({ runtime: adapter.name, config: auth.summary }, `${adapter.label} seats and runs will be refused: ${auth.problem}`);
+    if (!found.path || !existsSync(connectorEntry)) {
+      log.warn({ runtime: adapter.name, executable: found.path ?? null, connectorEntry }, `${adapter.label} seats are not available on this manager: no ${adapter.command} executable, or the plugin's bundles are not built`);
+      continue;
+    }
+    const host: RuntimeHost = { executable: found.path, connectorEntry, parentEnv: process.env, authMode: auth[adapter.name], settings: { pluginDir } };
+    // Names only: which configuration or mode, from which variables, and what is missing; never a value.
+    const { ready, summary, problem, detail } = adapter.auth(host);
+    if (ready) log.info({ runtime: adapter.name, config: summary, ...(detail ? { auth: detail } : {}) }, `${adapter.label} seats and runs use ${summary}`);
+    else log.warn({ runtime: adapter.name, config: summary, ...(detail ? { auth: detail } : {}) }, `${adapter.label} seats and runs will be refused: ${problem}`);
     runtimes[adapter.name] = host;
   }
   return { runtimes };
@@ -124,7 +94,7 @@ function approvalBound(env: NodeJS.ProcessEnv): { approvalTimeoutMs?: number } {
 }
 
 /** Run a manager until SIGTERM/SIGINT (seats keep running; a restarted manager adopts them). */
-async function runManager(target: MeshTarget, f: z.infer<typeof ManagerFlags>): Promise<void> {
+async function runManager(target: MeshTarget, f: z.infer<typeof ManagerFlags> & { auth: AuthChoices }): Promise<void> {
   useServiceLogLevel();
   const stateDir = managerStateDir(target, f.stateDir);
   const instance = managerInstance(stateDir, credentialInstance(target, f.instance) ?? f.instance);
@@ -142,8 +112,7 @@ async function runManager(target: MeshTarget, f: z.infer<typeof ManagerFlags>): 
     jsConnection: jetStreamConnection(nc, target.creds),
     agentCommand: seatCommand,
     seatEnv: (extra) => childEnv(extra),
-    ...claudeSeats(log, f.claudeAuth),
-    ...otherRuntimes(log),
+    ...runtimeHosts(log, f.auth),
     ...(f.maxSeats ? { maxSeats: f.maxSeats } : {}),
     ...(f.seatCredsLifetime ? { seatCredsLifetimeMs: f.seatCredsLifetime } : {}),
     ...approvalBound(process.env),
@@ -173,11 +142,6 @@ export function registerManager(program: Command): void {
         "Seats keep running when the manager stops; a restarted manager adopts them.",
     )
     .option("--instance <id>", "instance id to register as (default: the one in the state dir, created once)")
-    .option(
-      "--claude-auth <mode>",
-      "how its Claude seats and runs authenticate: auto (what this environment selects, as `claude` here would), api-key, auth-token, oauth-token, bedrock, vertex, foundry or subscription (docs/claude-binding.md)",
-      process.env.COTAL_CLAUDE_AUTH ?? "auto",
-    )
     .option("--state-dir <dir>", "where the instance id and seat folders live (default: .cotal/manager beside the mesh, else ~/.cotal/manager/<space>)")
     .option("--max-seats <n>", "how many seats this manager runs at most (default 32)")
     .option(
@@ -188,8 +152,8 @@ export function registerManager(program: Command): void {
       "--stop-seats",
       "stop and retire every seat when the manager stops (`cotal up`'s manager does; by default seats keep running and a restarted manager adopts them)",
     );
-  meshOptions(cmd).action(async (raw: Record<string, unknown>) => {
-    const f = parseInput(ManagerFlags, raw);
+  meshOptions(addAuthOptions(cmd, "its")).action(async (raw: Record<string, unknown>) => {
+    const f = { ...parseInput(ManagerFlags, raw), auth: authChoices(raw) };
     await runManager(resolveTarget(raw), f);
   });
 

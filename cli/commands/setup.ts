@@ -25,7 +25,8 @@ import {
 import { askYesNo, atTerminal } from "../confirm.js";
 import { jsonOption } from "../context.js";
 import { CommandFailedError, EXIT, UsageError } from "../errors.js";
-import { DEFAULT_RUNTIME, findRuntimeCli, RUNTIMES, runtimeNamed } from "../../manager/index.js";
+import { findRuntimeCli } from "../../manager/index.js";
+import { DEFAULT_RUNTIME, RUNTIMES, runtimeNamed } from "../../runtimes/index.js";
 import type { RuntimeAdapter } from "../../runtime/index.js";
 import { printJson, printLines } from "../output.js";
 import { packageRoot } from "../package-root.js";

@@ -10,8 +10,8 @@ import { isRunning, readRecord } from "../pid-file.js";
 import { notNatsAt, pingMeshService } from "../probe.js";
 import { credsCaller, isPermissionDenied, isStreamNotFound } from "../../broker/index.js";
 import { credentialLabel, credentialScope } from "../credential.js";
-import { describeClaudeAuth, listManagers, withStatus, type ManagerEntry } from "../managers.js";
-import { DEFAULT_RUNTIME } from "../../manager/index.js";
+import { authLines } from "../runtime-auth.js";
+import { listManagers, withStatus, type ManagerEntry } from "../managers.js";
 import type { ServiceLog } from "../mesh-root.js";
 import { MeshSession } from "../session.js";
 import { parseInput } from "../validate.js";
@@ -209,9 +209,9 @@ function describeStatus(r: StatusReport): string[] {
       `managers:     ${r.managers.length === 0 ? "none (seats need one: `cotal up` starts one here, `cotal manager` on other hosts)" : r.managers.map((m) => `${m.instance} on ${m.host ?? "?"} (${m.seats ?? 0}/${m.maxSeats ?? "?"} seats)`).join(", ")}`,
     );
     for (const m of r.managers) {
-      if (m.claudeAuth) lines.push(`Claude auth:  ${r.managers.length > 1 ? `${m.instance}: ` : ""}${describeClaudeAuth(m.claudeAuth)}`);
-      // The other runtimes' configuration (the default runtime's is the auth line above).
-      for (const rt of (m.runtimes ?? []).filter((x) => x.name !== DEFAULT_RUNTIME.name))
+      lines.push(...authLines(m.runtimes, r.managers.length > 1 ? `${m.instance}: ` : ""));
+      // The other runtimes' configuration (a runtime with a choice of auth has its auth line above).
+      for (const rt of (m.runtimes ?? []).filter((x) => !x.auth))
         lines.push(
           `${`${rt.name} config: `.padEnd(14)}${r.managers.length > 1 ? `${m.instance}: ` : ""}${rt.config ?? "(configuration not shown)"}${rt.ready ? "" : `, NOT READY: ${rt.problem ?? "credentials missing"} ${rt.remedy ?? ""}`.trimEnd()}`,
         );

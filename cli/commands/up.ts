@@ -16,8 +16,7 @@ import { chooseMe } from "../person.js";
 import { checkLeafFlags, isLoopback } from "../leaf-listener.js";
 import { meshNodes } from "../cluster-nodes.js";
 import { describeSync, SyncInterval } from "../sync-interval.js";
-import { ClaudeAuthChoice } from "../../claude/index.js";
-import { describeClaudeAuth } from "../managers.js";
+import { addAuthOptions, authChoices, authLines } from "../runtime-auth.js";
 import { loadTeamFile } from "../team-file.js";
 import { converge, planOnly, type TeamResult } from "../team-apply.js";
 import { refuseServerDrift, teamServerFlags } from "../team-server.js";
@@ -57,7 +56,6 @@ const UpFlags = z.object({
   leafTlsCa: z.string().optional(),
   leafInsecure: z.boolean().optional(),
   sync: SyncInterval.optional(),
-  claudeAuth: ClaudeAuthChoice.optional(),
   file: z.string().min(1, "file must name a cotal.yaml").optional(),
   dryRun: z.boolean().optional(),
   yes: z.boolean().optional(),
@@ -66,7 +64,7 @@ const UpFlags = z.object({
 
 /** `cotal up`: start (or find, or repair) the mesh of this project. */
 export function registerUp(program: Command): void {
-  program
+  const up = program
     .command("up")
     .summary("start the mesh here: nats-server, the space's streams, the mesh service")
     .description(
@@ -104,12 +102,6 @@ export function registerUp(program: Command): void {
       "--sync <always|duration>",
       "when JetStream syncs writes to disk: always (default: fsync before every acknowledgement, so acknowledged mail survives a power cut) or a duration such as 2m (faster; the last interval's acknowledged writes can be lost)",
     )
-    .addOption(
-      new Option(
-        "--claude-auth <mode>",
-        "how the host manager's Claude seats and runs authenticate: auto (default: as `claude` in this shell would), api-key, auth-token, oauth-token, bedrock, vertex, foundry or subscription",
-      ).env("COTAL_CLAUDE_AUTH"),
-    )
     .option("--leaf-insecure", "allow a leaf-node listener without TLS on a non-loopback address")
     .option("-f, --file <path>", "converge the mesh to a cotal.yaml (docs/team-file.md): start it, then create, change and retire what the file declares")
     .option("--dry-run", "with --file: print the plan and change nothing")
@@ -118,8 +110,8 @@ export function registerUp(program: Command): void {
       "--me <name>",
       "who you are on this mesh (default: your OS login name; kept for later runs): `cotal up` mints you a credential of your own, which commands here speak and read with",
     )
-    .option("--json", "print what was found and done as JSON")
-    .action(async (raw: Record<string, unknown>) => {
+    .option("--json", "print what was found and done as JSON");
+  addAuthOptions(up, "the host manager's").action(async (raw: Record<string, unknown>) => {
       // A team file gives the flags the command line does not (docs/team-file.md).
       const team = typeof raw.file === "string" ? loadTeamFile(raw.file) : undefined;
       const server = team ? teamServerFlags(team) : undefined;
@@ -175,7 +167,7 @@ export function registerUp(program: Command): void {
           cluster: flags.cluster,
           leaf,
           sync: flags.sync,
-          claudeAuth: flags.claudeAuth,
+          auth: authChoices(raw),
           me,
         });
         if (!flags.json) printLines(...describeUp(report));
@@ -233,7 +225,7 @@ export function describeUp(r: UpReport): string[] {
     `manager:      ${r.manager.instance} ${r.manager.state === "running" ? "already running" : r.manager.state === "restarted" ? "restarted (it did not answer)" : "started"}, pid ${r.manager.pid}  (seats: \`cotal spawn\`)`,
     `mode:         ${r.mode}${r.mode === "open" ? " (no authentication)" : " (authentication required; commands here use your credential or the operator's in .cotal/auth, others need `cotal mint`)"}`,
     ...(r.person ? [`you:          ${describePerson(r.person)}`] : []),
-    ...(r.manager.claudeAuth ? [`Claude auth:  ${describeClaudeAuth(r.manager.claudeAuth)}`] : []),
+    ...authLines(r.manager.runtimes),
     `durability:   sync ${describeSync(r.sync)}`,
     `logs:         ${r.nodes ? r.nodes.map((n) => n.log).join(", ") : r.natsServer.log}, ${r.meshService.log}, ${r.manager.log}`,
     ...r.notes.map((n) => `note:         ${n}`),

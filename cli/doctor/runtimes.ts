@@ -2,9 +2,10 @@
 // started here would find it, its version, and whether its credentials are here.
 import { execFile } from "node:child_process";
 import { delimiter, join } from "node:path";
-import { findRuntimeCli, RUNTIMES } from "../../manager/index.js";
+import { findRuntimeCli } from "../../manager/index.js";
+import { RUNTIMES } from "../../runtimes/index.js";
 import type { RuntimeAdapter } from "../../runtime/index.js";
-import { defaultClaudeAuth } from "../manager-process.js";
+import { authChoices } from "../runtime-auth.js";
 import { oneLine } from "../output.js";
 import { packageRoot } from "../package-root.js";
 import { failed, failedWith, pass, warned, type DoctorCheck } from "./check.js";
@@ -54,11 +55,11 @@ async function runtimeCheck(adapter: RuntimeAdapter, env: NodeJS.ProcessEnv, sea
     return failed(id, title, `${found.path} did not run: \`${adapter.command} --version\` ${version.why}.`, `Reinstall it. ${adapter.installHint}`);
   let auth;
   try {
-    // The Claude adapter reads its auth choice from the host's settings, as `cotal up` hands it to
-    // the host's manager (COTAL_CLAUDE_AUTH, default auto); the others ignore it.
-    auth = adapter.auth({ parentEnv: env, settings: { authMode: defaultClaudeAuth(env) } });
+    // A runtime with a choice of auth uses the one `cotal up` hands the host's manager
+    // (COTAL_<RUNTIME>_AUTH, default auto).
+    auth = adapter.auth({ parentEnv: env, authMode: authChoices({}, env)[adapter.name] });
   } catch (err) {
-    return failedWith(id, title, err, "Set COTAL_CLAUDE_AUTH to auto or one of the modes docs/claude-binding.md lists.");
+    return failedWith(id, title, err, "Set its COTAL_<RUNTIME>_AUTH to auto or one of the modes docs/runtimes.md lists.");
   }
   const head = `${found.path} ${version.text}${notes}; credentials: ${auth.summary}`;
   if (!auth.ready)

@@ -1,8 +1,6 @@
-/**
- * The Claude Code plugin (rendered from the connector's hook registry) and its install, for
- * `cotal setup`; with the Claude binding re-exported, so the connector has one entry for both.
- */
-export * from "../../claude/index.js";
+/** The Claude Code plugin (rendered from the connector's hook registry) and its install, for `cotal setup`. */
+// The allow rule that lets Claude run the plugin's tools without asking, and its edit of Claude's settings.
+export { applyAllowRule, claudeUserSettingsPath, ClaudeSettingsError, planAllowRule, PLUGIN_ALLOW_RULE, type AllowRulePlan } from "../../claude/index.js";
 export {
   MARKETPLACE_MANIFEST,
   MARKETPLACE_PLUGIN_PATH,

@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const COMPONENTS = ["schemas", "runtime", "broker", "claude", "codex", "opencode", "gemini", "pi", "copilot", "connector", "manager", "web", "cli"] as const;
+const COMPONENTS = ["schemas", "runtime", "broker", "claude", "codex", "opencode", "gemini", "pi", "copilot", "runtimes", "connector", "manager", "web", "cli"] as const;
 type Component = (typeof COMPONENTS)[number];
 const ALLOWED: Record<Component, Component[]> = {
   schemas: [],
@@ -26,13 +26,17 @@ const ALLOWED: Record<Component, Component[]> = {
   gemini: ["runtime", "schemas"],
   pi: ["runtime", "schemas"],
   copilot: ["runtime", "schemas"],
-  // The connector reads each runtime's session file for the event plane (connector/seat-runtime.ts).
-  connector: ["claude", "codex", "gemini", "copilot", "runtime", "broker", "schemas"],
-  // The manager holds the registry (manager/runtimes.ts), the one place that lists the adapters.
-  manager: ["claude", "codex", "opencode", "gemini", "pi", "copilot", "runtime", "broker", "schemas"],
+  // The registry (runtimes/): the one component that imports the adapter folders, one line each.
+  runtimes: ["claude", "codex", "opencode", "gemini", "pi", "copilot", "runtime", "schemas"],
+  // The connector reads its CLI's facet (card meta, session-file reader, approvals) from the
+  // registry. Its Claude Code plugin (connector/claude/, rendered from the connector's hooks) still
+  // takes Claude's allow rule and nested-session markers from claude/: the one adapter import left.
+  connector: ["runtimes", "claude", "runtime", "broker", "schemas"],
+  // The manager starts seats and runs of whatever the registry holds, through the seam alone.
+  manager: ["runtimes", "runtime", "broker", "schemas"],
   // The dashboard (`cotal web`): reads the mesh through the broker's client, renders for browsers.
   web: ["broker", "schemas"],
-  cli: ["manager", "connector", "claude", "runtime", "web", "broker", "schemas"],
+  cli: ["manager", "connector", "runtimes", "runtime", "web", "broker", "schemas"],
 };
 /** Folders that are not components but import them: the benches, the shared testbed, the tests. */
 const CONSUMERS = ["bench", "testbed", "test"] as const;
@@ -88,6 +92,12 @@ describe("architecture", () => {
 
   it("dependencies point one way: cli → manager, connector → claude, broker → schemas", () => {
     const wrong = crossing.filter((e) => !ALLOWED[e.from as Component].includes(e.to as Component));
+    expect(show(wrong)).toEqual([]);
+  });
+
+  it("no component but the registry imports an adapter folder (the Claude plugin, connector/claude/, aside)", () => {
+    const ADAPTERS = ["claude", "codex", "opencode", "gemini", "pi", "copilot"];
+    const wrong = crossing.filter((e) => ADAPTERS.includes(e.to) && e.from !== "runtimes" && !e.file.startsWith("connector/claude/"));
     expect(show(wrong)).toEqual([]);
   });
 

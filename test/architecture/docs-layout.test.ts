@@ -7,7 +7,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { RUNTIMES } from "../../manager/index.js";
+import { RUNTIMES } from "../../runtimes/index.js";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const readme = readFileSync(join(root, "README.md"), "utf8");

@@ -18,6 +18,7 @@ import { controlCaller, jetStreamConnection, JS_OPTIONS, logger } from "../../br
 import { ManagerService } from "../../manager/internal.js";
 import { localPrincipal, MANAGER_COMMANDS, names, type SeatView } from "../../schemas/index.js";
 import { TestMesh } from "../harness/mesh.js";
+import { claudeHost } from "../harness/claude-manager.js";
 import { until } from "../../testbed/until.js";
 
 const callManager = controlCaller(MANAGER_COMMANDS);
@@ -51,14 +52,14 @@ beforeAll(async () => {
     // An echo seat that fails at once, printing the folder it ran in.
     agentCommand: () => [process.execPath, "-e", "console.error(`cannot start in ${process.cwd()}`); process.exit(3)"],
     seatEnv: (extra) => ({ PATH: process.env.PATH ?? "", HOME: home, COTAL_LOG_LEVEL: "warn", ...extra }),
-    claude: {
-      claudePath: claude,
+    runtimes: claudeHost({
+      executable: claude,
       connectorEntry: join(root, "connector.mjs"),
       pluginDir: root,
       parentEnv: { PATH: process.env.PATH ?? "", HOME: home },
       seedConfig: false,
       screenTimeoutMs: 240_000,
-    },
+    }),
     log: logger("test-manager"),
     heartbeatMs: 500,
   });
@@ -117,10 +118,10 @@ describe("what an observer reads of a manager names none of its host's paths", (
     const beat = await js.streams.getMessage(`KV_${bucket}`, { last_by_subj: `$KV.${bucket}.paths` });
     const raw = new TextDecoder().decode(beat!.data);
     expect(raw).not.toContain(root);
-    expect(JSON.parse(raw)).toMatchObject({ instance: "paths", claudeAuth: { mode: "subscription", chosen: "auto", vars: [], ready: true } });
-    expect(JSON.parse(raw).claudeAuth).not.toHaveProperty("login");
+    expect(JSON.parse(raw)).toMatchObject({ instance: "paths", runtimes: [{ name: "claude", ready: true, auth: { mode: "subscription", chosen: "auto", vars: [] } }] });
+    expect(JSON.parse(raw).runtimes[0].auth).not.toHaveProperty("login");
 
     const status = await callManager(nc, mesh.space, "status", operator, {}, { target: "paths" });
-    expect(status.claudeAuth).toMatchObject({ mode: "subscription", ready: true, login });
+    expect(status.runtimes?.find((r) => r.name === "claude")).toMatchObject({ ready: true, auth: { mode: "subscription", login } });
   });
 });

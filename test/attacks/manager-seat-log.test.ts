@@ -15,6 +15,7 @@ import { ManagerService, newLifecycleUid, type ManagerOptions } from "../../mana
 import { localPrincipal, MANAGER_COMMANDS, type SeatView } from "../../schemas/index.js";
 import { buildCli, cotalBundle } from "../harness/cli.js";
 import { TestMesh } from "../harness/mesh.js";
+import { claudeHost } from "../harness/claude-manager.js";
 import { until } from "../../testbed/until.js";
 import { storeOutcome } from "./store-outcome.js";
 
@@ -59,13 +60,13 @@ async function startVictim(): Promise<ManagerService> {
     jsConnection: jetStreamConnection(victimNc, victimCreds),
     agentCommand: (agent) => [process.execPath, cotalBundle, "agent", agent],
     seatEnv: (extra) => ({ PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", COTAL_LOG_LEVEL: "warn", ...extra }),
-    claude: {
-      claudePath: fakeClaude,
+    runtimes: claudeHost({
+      executable: fakeClaude,
       connectorEntry: cotalBundle,
       pluginDir: victimDir,
       parentEnv: { PATH: process.env.PATH ?? "", HOME: victimDir, ANTHROPIC_API_KEY: "sk-ant-test-dummy" },
       seedConfig: false,
-    },
+    }),
     budget: { dailyUsd: 10 },
     log: logger("victim-manager"),
     heartbeatMs: 500,

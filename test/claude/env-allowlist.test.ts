@@ -1,8 +1,7 @@
 // The Claude child's environment is an allow-list: junk and host-session markers never pass,
 // and the auth mode decides ANTHROPIC_API_KEY.
 import { describe, expect, it } from "vitest";
-import { buildClaudeEnv, buildClaudeLaunch, ClaudeLaunchError, isAllowedEnvName } from "../../connector/claude/index.js";
-import { claudeShellEnv } from "../../claude/index.js";
+import { buildClaudeEnv, buildClaudeLaunch, ClaudeLaunchError, isAllowedEnvName, claudeShellEnv } from "../../claude/index.js";
 
 /** A launcher shell as it may look: the basics, credentials, and a lot that Claude must not see. */
 const PARENT = {

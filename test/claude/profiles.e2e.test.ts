@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { buildClaudeLaunch, launchClaude, type ClaudeLaunch, type ClaudeLaunchInput } from "../../connector/claude/index.js";
+import { buildClaudeLaunch, launchClaude, type ClaudeLaunch, type ClaudeLaunchInput } from "../../claude/index.js";
 import { claudeBin, claudeEnv, projectRoot } from "../harness/claude-runner.js";
 import { DESTRUCTIVE } from "../harness/deny-floor-cases.js";
 import { ModelDouble, systemText, toolResults, type ScriptStep } from "../../testbed/model-double.js";

@@ -8,7 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { build } from "esbuild";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildClaudeLaunch, launchClaude, processGone, type ClaudeLaunch } from "../../connector/claude/index.js";
+import { buildClaudeLaunch, launchClaude, processGone, type ClaudeLaunch } from "../../claude/index.js";
 import { claudeBin, claudeEnv, DUMMY_API_KEY, projectRoot } from "../harness/claude-runner.js";
 import { ModelDouble, systemText, toolResults } from "../../testbed/model-double.js";
 import { until } from "../../testbed/until.js";

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DoctorReport } from "../../cli/doctor/check.js";
-import { RUNTIMES } from "../../manager/index.js";
+import { RUNTIMES } from "../../runtimes/index.js";
 import { cleanEnv, cliFolder, freePort, runCotal, type CliResult } from "../harness/cli.js";
 
 const { dir: project, cotal } = cliFolder("cotal-doctor-");

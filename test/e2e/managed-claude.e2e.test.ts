@@ -8,9 +8,9 @@ import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { controlCaller } from "../../broker/index.js";
-import type { ClaudeSeatOptions, ManagerService } from "../../manager/internal.js";
+import type { ManagerService } from "../../manager/internal.js";
 import { localPrincipal, MANAGER_COMMANDS, type SeatView } from "../../schemas/index.js";
-import { startClaudeManager } from "../harness/claude-manager.js";
+import { startClaudeManager, type ClaudeHostOptions } from "../harness/claude-manager.js";
 import { buildCli } from "../harness/cli.js";
 import { TestMesh } from "../harness/mesh.js";
 import { ModelDouble } from "../../testbed/model-double.js";
@@ -40,7 +40,7 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
 });
 
-async function manager(instance: string, over: { claude?: Partial<ClaudeSeatOptions> } = {}): Promise<{ m: ManagerService; stateDir: string }> {
+async function manager(instance: string, over: { claude?: Partial<ClaudeHostOptions> } = {}): Promise<{ m: ManagerService; stateDir: string }> {
   const { m, stateDir } = await startClaudeManager(mesh, nc, {
     root,
     instance,

@@ -179,7 +179,7 @@ describe("one-shot runs", () => {
       instance: "solo",
       stateDir: join(root, "solo"),
       jsConnection: jetStreamConnection(nc, mesh.cliCreds),
-      claude: claudeOptions(double.url, join(root, "solo-home")),
+      runtimes: claudeOptions(double.url, join(root, "solo-home")),
       budget: {},
       maxRuns: 1,
       log: logger("test-runs"),

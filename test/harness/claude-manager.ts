@@ -4,20 +4,38 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { jetStreamConnection, logger } from "../../broker/index.js";
-import { ManagerService, type ClaudeSeatOptions, type ManagerOptions } from "../../manager/index.js";
+import { ManagerService, type ManagerOptions } from "../../manager/index.js";
+import type { RuntimeHost } from "../../runtime/index.js";
 import { claudeBin, claudeEnv, projectRoot } from "./claude-runner.js";
 import type { TestMesh } from "./mesh.js";
 
+/** A Claude host as `cotal manager` builds it (cli/commands/manager.ts): `seedConfig: false` starts seats with an empty config dir. */
+export interface ClaudeHostOptions {
+  executable: string;
+  connectorEntry: string;
+  pluginDir: string;
+  parentEnv: RuntimeHost["parentEnv"];
+  authMode?: string;
+  screenTimeoutMs?: number;
+  seedConfig?: boolean;
+}
+
+/** The Claude entry of a manager's `runtimes`. */
+export function claudeHost(o: ClaudeHostOptions): { claude: RuntimeHost } {
+  const { pluginDir, seedConfig, ...host } = o;
+  return { claude: { ...host, settings: { pluginDir, ...(seedConfig === undefined ? {} : { seedConfig }) } } };
+}
+
 /** What the manager's Claude runs: the real CLI, the built connector and plugin tree, the double's URL (a HOME of its own). */
-export function claudeOptions(baseUrl: string, home: string, over: Partial<ClaudeSeatOptions> = {}): ClaudeSeatOptions {
+export function claudeOptions(baseUrl: string, home: string, over: Partial<ClaudeHostOptions> = {}): { claude: RuntimeHost } {
   mkdirSync(home, { recursive: true });
-  return {
-    claudePath: claudeBin(),
+  return claudeHost({
+    executable: claudeBin(),
     connectorEntry: join(projectRoot, "plugin", "bin", "connector.mjs"),
     pluginDir: join(projectRoot, "plugin"),
     parentEnv: claudeEnv({ baseUrl, home }),
     ...over,
-  };
+  });
 }
 
 /**
@@ -28,7 +46,7 @@ export function claudeOptions(baseUrl: string, home: string, over: Partial<Claud
 export async function startClaudeManager(
   mesh: TestMesh,
   nc: NatsConnection,
-  o: { root: string; instance: string; baseUrl: string; claude?: Partial<ClaudeSeatOptions>; over?: Partial<ManagerOptions> },
+  o: { root: string; instance: string; baseUrl: string; claude?: Partial<ClaudeHostOptions>; over?: Partial<ManagerOptions> },
 ): Promise<{ m: ManagerService; stateDir: string }> {
   const stateDir = join(o.root, o.instance);
   mkdirSync(stateDir, { recursive: true });
@@ -41,7 +59,7 @@ export async function startClaudeManager(
     jsConnection: jetStreamConnection(nc, mesh.cliCreds),
     agentCommand: () => [process.execPath, "-e", "process.exit(1)"],
     seatEnv: (extra) => extra,
-    claude: claudeOptions(o.baseUrl, join(o.root, `${o.instance}-home`), o.claude),
+    runtimes: claudeOptions(o.baseUrl, join(o.root, `${o.instance}-home`), o.claude),
     log: logger("test-manager"),
     ...o.over,
   });

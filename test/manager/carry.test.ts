@@ -294,7 +294,7 @@ describe("transcript carry", () => {
       stateDir: dir,
       caller: operator,
       log: logger("test-desk"),
-      claudeConfigDir: join(root, "nowhere"),
+      sessionDir: join(root, "nowhere"),
       ttlMs: 60_000,
     });
     try {
@@ -308,7 +308,7 @@ describe("transcript carry", () => {
         stateDir: mkdtempSync(join(root, "desk-")),
         caller: operator,
         log: logger("test-desk"),
-        claudeConfigDir: home,
+        sessionDir: home,
       });
       const c = await resolving.resolve({ session: SESSION });
       expect(() => resolving.take(c.claim, "11111111-2222-4333-8444-555555555555")).toThrow(/is for session/);

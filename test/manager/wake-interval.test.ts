@@ -2,7 +2,7 @@
 // maybeWake): 15 s for a runtime whose TUI queues a second prompt harmlessly, longer for OpenCode,
 // where a wake typed while the first prompt's hooks still run starts a second session.
 import { describe, expect, it } from "vitest";
-import { RUNTIMES } from "../../manager/index.js";
+import { RUNTIMES } from "../../runtimes/index.js";
 import { WAKE_EVERY_MS, wakeDue } from "../../runtime/index.js";
 
 const T0 = 1_000_000;

@@ -5,7 +5,8 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { refuseUnknownAgent, RUNTIMES, SeatRefusedError } from "../../manager/index.js";
+import { refuseUnknownAgent, SeatRefusedError } from "../../manager/index.js";
+import { RUNTIMES } from "../../runtimes/index.js";
 import { AgentFrontmatter, SeatAgent } from "../../schemas/index.js";
 
 describe("the runtime registry and the contract", () => {

@@ -1,22 +1,10 @@
-// The runtime registry (docs/runtimes.md): every agent CLI Cotal can seat, one line each. A
-// third runtime is a sibling adapter folder exporting a RuntimeAdapter and one line here.
-import { claudeRuntime } from "../claude/index.js";
-import { codexRuntime } from "../codex/index.js";
-import { copilotRuntime } from "../copilot/index.js";
-import { geminiRuntime } from "../gemini/index.js";
-import { opencodeRuntime } from "../opencode/index.js";
-import { piRuntime } from "../pi/index.js";
+// The kernel's checks of a runtime named by a spawn or a run, made alike for every runtime of the
+// registry (runtimes/): an agent the registry does not hold, what it cannot promise (`ps`), a
+// runtime without credentials, and where its executable is.
 import { findCli, type Env, type RuntimeAdapter, type RuntimeHost } from "../runtime/index.js";
-import type { ClaudeSeatOptions } from "./claude-seat.js";
+import { RUNTIMES, runtimeNamed } from "../runtimes/index.js";
 import { SeatRefusedError } from "./errors.js";
 import { withArticle } from "../schemas/index.js";
-
-export const RUNTIMES: readonly RuntimeAdapter[] = [claudeRuntime, codexRuntime, opencodeRuntime, geminiRuntime, piRuntime, copilotRuntime];
-
-/** The adapter named `name` (an agent file's `runtime:`, a spawn's `--agent`), or undefined. */
-export function runtimeNamed(name: string): RuntimeAdapter | undefined {
-  return RUNTIMES.find((r) => r.name === name);
-}
 
 /** Refuse, before anything starts, an agent that is neither the echo agent nor a runtime of the registry (schemas/ only checks it is a name). */
 export function refuseUnknownAgent(agent: string): void {
@@ -27,9 +15,6 @@ export function refuseUnknownAgent(agent: string): void {
     `Use echo or one of: ${RUNTIMES.map((r) => r.name).join(", ")} (docs/runtimes.md).`,
   );
 }
-
-/** The runtime a persona runs on when its agent file names none. */
-export const DEFAULT_RUNTIME: RuntimeAdapter = RUNTIMES[0]!;
 
 /**
  * The promises a runtime cannot keep (its capability table's "no" rows, docs/runtimes.md), as
@@ -62,17 +47,9 @@ export function refuseWithoutAuth(instance: string, adapter: RuntimeAdapter, hos
   );
 }
 
-/** What a manager can start, per runtime name: its Claude options as a host, and the other runtimes' hosts. */
-export function hostsOf(o: { claude?: ClaudeSeatOptions | undefined; runtimes?: Readonly<Record<string, RuntimeHost>> | undefined }): Map<string, RuntimeHost> {
-  const hosts = new Map<string, RuntimeHost>(Object.entries(o.runtimes ?? {}));
-  if (o.claude)
-    hosts.set(claudeRuntime.name, {
-      executable: o.claude.claudePath,
-      connectorEntry: o.claude.connectorEntry,
-      parentEnv: o.claude.parentEnv,
-      settings: { authMode: o.claude.authMode, pluginDir: o.claude.pluginDir },
-    });
-  return hosts;
+/** What a manager can start, per runtime name: the host of each runtime it found here. */
+export function hostsOf(o: { runtimes?: Readonly<Record<string, RuntimeHost>> | undefined }): Map<string, RuntimeHost> {
+  return new Map<string, RuntimeHost>(Object.entries(o.runtimes ?? {}));
 }
 
 /** Where a runtime's executable is: its `binEnv` variable, else the first on PATH; with notes for the log. */
