@@ -4,13 +4,7 @@
  * the watcher that removes them), and agent files. Its own floor (it depends on schemas only),
  * so the manager, which starts seats, and the connector, which ships the plugin, both use it.
  */
-export {
-  buildClaudeLaunch,
-  PLUGIN_ALLOW_RULE,
-  type ClaudeLaunch,
-  type ClaudeLaunchInput,
-  type LaunchFile,
-} from "./launch-builder.js";
+export { buildClaudeLaunch, PLUGIN_ALLOW_RULE, type ClaudeLaunch, type ClaudeLaunchInput, type LaunchFile } from "./launch-builder.js";
 export { DENY_FLOOR } from "./deny-floor.js";
 export { normaliseOptionKey, type LaunchOptionValue, type PermissionMode } from "./launch-options.js";
 export { buildClaudeEnv, claudeShellEnv, isAllowedEnvName, ALWAYS_DROPPED, type ClaudeEnvInput } from "./env-allowlist.js";

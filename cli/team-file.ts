@@ -6,9 +6,8 @@ import { readFileSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, stringify, type Document, type Node } from "yaml";
 import type { z } from "zod";
-import { parseAgentFile } from "../runtime/index.js";
+import { parseAgentFile, RUNTIMES } from "../runtimes/index.js";
 import { EVERY_SEAT, parseDuration, TEAM_FILE_LIMITS, TeamFile, TeamPersonaFile, type TeamAudience } from "../schemas/index.js";
-import { RUNTIMES } from "../runtimes/index.js";
 import { UsageError } from "./errors.js";
 
 /** One problem of a team file: where (1-based line, dotted key) and what. */

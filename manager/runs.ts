@@ -5,7 +5,7 @@
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { SERVICE_PRINCIPALS, type Logger } from "../broker/index.js";
-import { loadAgentFile, type AgentFile } from "../runtime/index.js";
+import { loadAgentFile, type AgentFile, DEFAULT_RUNTIME, runtimeNamed } from "../runtimes/index.js";
 import {
   COST_BASIS,
   MAX_RUN_COST_USD,
@@ -20,7 +20,6 @@ import {
 import { checkGates, capsFromEnv, gauge, headroom, medianRunCost, utcDay, type BudgetCaps, type RunRecord } from "./budget.js";
 import type { RuntimeAdapter, RuntimeHost } from "../runtime/index.js";
 import { hostsOf, refuseWithoutAuth } from "./runtime-checks.js";
-import { DEFAULT_RUNTIME, runtimeNamed } from "../runtimes/index.js";
 import { SeatRefusedError } from "./errors.js";
 import { newLifecycleUid } from "./lifecycle-uid.js";
 import { executeRun } from "./run.js";

@@ -45,7 +45,6 @@ export { spawnWithPrivateDir } from "./spawn-launch.js";
 export { privateLaunchDir } from "./launch-dir.js";
 export { allowListedEnv, BASE_ENV_NAMES } from "./launch-env.js";
 export { connectorCommand, CONNECTOR_NODE_FLAGS, COTAL_MCP_SERVER, hookEntryOf } from "./connector-entry.js";
-export { AgentFileError, loadAgentFile, parseAgentFile, personaDigests, type AgentFile } from "./agent-file.js";
 export { parseStartTime, processStartTime, statFields } from "./process-stat.js";
 export { sha256File } from "./file-digest.js";
 export type { LaunchCommon } from "./launch-common.js";

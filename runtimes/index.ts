@@ -12,6 +12,8 @@ import { opencodeRuntime } from "../opencode/index.js";
 import { piRuntime } from "../pi/index.js";
 import type { RuntimeAdapter } from "../runtime/index.js";
 
+export { AgentFileError, loadAgentFile, parseAgentFile, personaDigests, type AgentFile } from "./agent-file.js";
+
 export const RUNTIMES: readonly RuntimeAdapter[] = [claudeRuntime, codexRuntime, opencodeRuntime, geminiRuntime, piRuntime, copilotRuntime];
 
 /** The adapter named `name` (an agent file's `runtime:`, a spawn's `--agent`), or undefined. */

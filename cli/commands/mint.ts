@@ -12,7 +12,7 @@ import {
   requestRevoke,
   writeSecret,
 } from "../../broker/index.js";
-import { AgentFileError, personaDigests } from "../../runtime/index.js";
+import { AgentFileError, personaDigests } from "../../runtimes/index.js";
 import { AllowSpawn, ApproveRight, DEFAULT_SPAWN_LIMIT, eventPlaneOf, localPrincipal, principalId, SpawnLimit, withArticle } from "../../schemas/index.js";
 import { jsonOption, meshOptions, resolveTarget, withMeshConnection, type MeshTarget } from "../context.js";
 import { credentialScope } from "../credential.js";

@@ -9,7 +9,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import pkg from "../../package.json" with { type: "json" };
 import { installCommandText, renderMarketplace, renderPlugin } from "../../connector/claude/index.js";
-import { parseAgentFile } from "../../runtime/index.js";
+import { parseAgentFile } from "../../runtimes/index.js";
 import { claudeBin, claudeEnv, OFFLINE_ENV, projectRoot } from "../harness/claude-runner.js";
 import { buildCli, runCotal } from "../harness/cli.js";
 import { until } from "../../testbed/until.js";

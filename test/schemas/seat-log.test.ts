@@ -8,9 +8,11 @@ const base = { seat: "local.bob", uid: UID, epoch: 0, ts: 1_000, manager: "hosta
 const subject = { seat: { owner: "local", actor: "bob" }, from: { owner: "local", actor: "hosta" } };
 
 describe("SeatEvent", () => {
-  it("a request defaults its agent to claude and keeps who spawned it", () => {
+  it("a request that names no agent stays without one (the manager reads the registry's default) and keeps who spawned it", () => {
     const e = SeatEvent.parse({ type: "requested", ...base, spawnedBy: "local.lead" });
-    expect(e).toMatchObject({ type: "requested", agent: "claude", spawnedBy: "local.lead" });
+    expect(e).toMatchObject({ type: "requested", spawnedBy: "local.lead" });
+    expect(e).not.toHaveProperty("agent");
+    expect(SeatEvent.parse({ type: "requested", ...base, agent: "codex" })).toMatchObject({ agent: "codex" });
   });
 
   it("refuses an unknown type, an agent outside the registry, and a uid that is not one", () => {
