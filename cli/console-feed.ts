@@ -1,6 +1,6 @@
 import type { Subscription } from "@nats-io/transport-node";
 import { approvalEventsOf, callControl, collectHistory, credsCaller, verifyEnvelope, type Logger, type RosterEntry } from "../broker/index.js";
-import { approvalLine } from "./approval-text.js";
+import { approvalLine } from "./terminal/approval-text.js";
 import {
   eventsChannelOf,
   frameOf,
@@ -14,8 +14,8 @@ import {
   type CotalMessage,
   type Principal,
 } from "../schemas/index.js";
-import { senderLabel } from "./format.js";
-import { clock, oneLine } from "./output.js";
+import { senderLabel } from "./terminal/format.js";
+import { clock, oneLine } from "./terminal/output.js";
 import type { MeshSession } from "./session.js";
 
 /** One thing the console shows: a post on a channel, or a frame on an agent's event plane. */

@@ -5,10 +5,10 @@ import { z } from "zod";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { connectMesh, parseMeshLink, serverUrl, type MeshAddress } from "../broker/index.js";
 import { credentialScope, setActiveTarget } from "./credential.js";
-import { MeshNotFoundError, SpaceNotProvisionedError, UsageError, WrongSpaceError } from "./errors.js";
+import { MeshNotFoundError, SpaceNotProvisionedError, UsageError, WrongSpaceError } from "./terminal/errors.js";
 import { findMeshRoot, type MeshInfo, type MeshRoot } from "./mesh-root.js";
 import { readPerson } from "./person.js";
-import { parseInput, token } from "./validate.js";
+import { parseInput, token } from "./terminal/validate.js";
 
 /** The space `cotal up` provisions when none is named. */
 export const DEFAULT_SPACE = "default";

@@ -7,7 +7,7 @@ import { jetstreamManager, type JetStreamManager, type StreamInfo } from "@nats-
 import type { NatsConnection } from "@nats-io/transport-node";
 import { AuthStore, backupCreds, connectMesh, writeSecret } from "../broker/index.js";
 import { names } from "../schemas/index.js";
-import { CommandFailedError } from "./errors.js";
+import { CommandFailedError } from "./terminal/errors.js";
 import type { MeshInfo, MeshRoot } from "./mesh-root.js";
 
 /**

@@ -16,7 +16,7 @@ import {
 import { ephemeralPort, meshNodes, singleNode, type NodeFiles } from "./cluster-nodes.js";
 import type { LeafListener } from "./leaf-listener.js";
 import { DEFAULT_SPACE } from "./context.js";
-import { CommandFailedError, UsageError } from "./errors.js";
+import { CommandFailedError, UsageError } from "./terminal/errors.js";
 import { acquireLock, claimStore, releaseStaleStore, StoreInUseError, storeLockHolder, type StoreLockRecord } from "./lock.js";
 import type { ClusterInfo, MeshInfo, MeshRoot } from "./mesh-root.js";
 import type { MeshMode } from "./mode.js";

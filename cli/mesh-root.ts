@@ -3,7 +3,7 @@ import { dirname, join, resolve } from "node:path";
 import { z } from "zod";
 import { StorageLimitsInput } from "../broker/index.js";
 import { describeIssues, SpaceName } from "../schemas/index.js";
-import { CommandFailedError } from "./errors.js";
+import { CommandFailedError } from "./terminal/errors.js";
 import { LeafListener } from "./leaf-listener.js";
 import { MeshMode } from "./mode.js";
 import { SyncInterval } from "./sync-interval.js";

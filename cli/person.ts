@@ -2,7 +2,7 @@ import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { z } from "zod";
 import { localPrincipal, principalId, PrincipalToken, SpaceName } from "../schemas/index.js";
 import { credentialScope } from "./credential.js";
-import { UsageError } from "./errors.js";
+import { UsageError } from "./terminal/errors.js";
 import { keepHostCredential, type HostCredentialState, type StaticTarget } from "./host-credential.js";
 import { defaultActorName } from "./identity.js";
 import type { MeshRoot } from "./mesh-root.js";

@@ -1,8 +1,8 @@
 import { Command, CommanderError } from "commander";
 import { COTAL_VERSION } from "../schemas/index.js";
-import { describeError, EXIT, exitCodeOf } from "./errors.js";
-import { initCliLogging, settleHeldErrors } from "./logging.js";
-import { safeLines } from "./output.js";
+import { describeError, EXIT, exitCodeOf } from "./terminal/errors.js";
+import { initCliLogging, settleHeldErrors } from "./terminal/logging.js";
+import { safeLines } from "./terminal/output.js";
 
 /**
  * The root `cotal` command every entry bundle builds on (the CLI's, the services'): its version, the

@@ -17,14 +17,14 @@ import {
 import { CotalError, names, withArticle } from "../schemas/index.js";
 import { BACKUP_LAYOUT, MANIFEST_FILE, readVerifiedBackup, type BackupManifest } from "./backup-manifest.js";
 import { listSpaceStreams, withDataAccount } from "./data-connection.js";
-import { CommandFailedError, UsageError } from "./errors.js";
+import { CommandFailedError, UsageError } from "./terminal/errors.js";
 import { hostManagerInstance } from "./backup.js";
 import { managerInstance, managerStateDir, stopManager } from "./manager-process.js";
 import { bringDown, bringUp } from "./mesh-lifecycle.js";
 import type { MeshInfo, MeshRoot } from "./mesh-root.js";
 import { readRecordFile, removeRecord, stopProcess, type ProcessRecord } from "./pid-file.js";
 import { readPerson } from "./person.js";
-import { progressBar } from "./progress.js";
+import { progressBar } from "./terminal/progress.js";
 import { findMeshServices } from "./service-process.js";
 
 /** A stream of the mesh holding data a restore would replace. */

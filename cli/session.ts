@@ -17,9 +17,9 @@ import {
 } from "../broker/index.js";
 import { names } from "../schemas/index.js";
 import { credentialScope } from "./credential.js";
-import { SpaceNotProvisionedError } from "./errors.js";
+import { SpaceNotProvisionedError } from "./terminal/errors.js";
 import type { MeshTarget } from "./context.js";
-import { cliLog } from "./logging.js";
+import { cliLog } from "./terminal/logging.js";
 
 /**
  * A short-lived connection for commands that read or administer the mesh without acting as

@@ -33,7 +33,7 @@ import {
   type PluginScope,
 } from "../connector/index.js";
 import { COTAL_VERSION } from "../schemas/index.js";
-import { CommandFailedError } from "./errors.js";
+import { CommandFailedError } from "./terminal/errors.js";
 import { packageRoot } from "./package-root.js";
 
 /** `$COTAL_HOME`, else `~/.cotal`: Cotal's per-user folder. */

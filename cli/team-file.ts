@@ -9,7 +9,7 @@ import type { z } from "zod";
 import { parseAgentFile } from "../claude/index.js";
 import { EVERY_SEAT, parseDuration, TEAM_FILE_LIMITS, TeamFile, TeamPersonaFile, type TeamAudience } from "../schemas/index.js";
 import { RUNTIMES } from "../manager/index.js";
-import { UsageError } from "./errors.js";
+import { UsageError } from "./terminal/errors.js";
 
 /** One problem of a team file: where (1-based line, dotted key) and what. */
 export interface TeamFileProblem {

@@ -6,7 +6,7 @@ import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "nod
 import { join } from "node:path";
 import { z } from "zod";
 import { ChannelRights, describeIssues, LifecycleUid, ManagerInstance, PrincipalToken, SpaceName } from "../schemas/index.js";
-import { CommandFailedError } from "./errors.js";
+import { CommandFailedError } from "./terminal/errors.js";
 import type { MeshRoot } from "./mesh-root.js";
 
 /** The spawn request a seat was started with (without its request id): what a changed file is compared with. */

@@ -3,8 +3,8 @@ import { z } from "zod";
 import { answerApproval, openApprovals } from "../broker/index.js";
 import { ApprovalDecision, ApprovalId, MAX_APPROVAL_REASON, principalId, PrincipalId, type Principal } from "../schemas/index.js";
 import { writeRoute, type ReadRoute, type WriteRoute } from "../web/index.js";
-import { inputLine } from "./approval-text.js";
-import { ApprovalRefusedError, CommandFailedError } from "./errors.js";
+import { inputLine } from "./terminal/approval-text.js";
+import { ApprovalRefusedError, CommandFailedError } from "./terminal/errors.js";
 
 /** POST /api/approve: one open ask, as the Approvals view lists it, and the decision. */
 export const ApproveBody = z.strictObject({

@@ -6,7 +6,7 @@ import { credsClaims, type Logger } from "../broker/index.js";
 import { seatScreen } from "../manager/index.js";
 import { patterns, PrincipalToken, SeatAgent, type Principal, type SeatView } from "../schemas/index.js";
 import { writeRoute, type ReadRoute, type StreamRoute, type WriteRoute } from "../web/index.js";
-import { CommandFailedError } from "./errors.js";
+import { CommandFailedError } from "./terminal/errors.js";
 import type { LocalManager } from "./local-manager.js";
 import { callManager } from "./managers.js";
 import { loadTeamFile } from "./team-file.js";

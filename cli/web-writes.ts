@@ -6,7 +6,7 @@ import { parsePrincipal } from "../schemas/index.js";
 import { PersonWriter, personReads, personRoutes, type WriteMode } from "../web/index.js";
 import type { MeshTarget } from "./context.js";
 import { credentialScope } from "./credential.js";
-import { UsageError } from "./errors.js";
+import { UsageError } from "./terminal/errors.js";
 import { localManager } from "./local-manager.js";
 import { approvalReads, approvalRoutes } from "./web-approvals.js";
 import { findMeshRoot, type MeshRoot } from "./mesh-root.js";

@@ -8,10 +8,10 @@ import { ConsoleFeed, FrameRenderer, plainLines, planesOf, type FeedItem } from 
 import { ConsoleInbox, inboxCountLine } from "../console-inbox.js";
 import { meshOptions, resolveTarget, type MeshTarget } from "../context.js";
 import { credentialScope } from "../credential.js";
-import { cliLog } from "../logging.js";
-import { clock, note, oneLine, printLines } from "../output.js";
+import { cliLog } from "../terminal/logging.js";
+import { clock, note, oneLine, printLines } from "../terminal/output.js";
 import { MeshSession } from "../session.js";
-import { repeatable, actingName, channelName, duration, parseInput } from "../validate.js";
+import { repeatable, actingName, channelName, duration, parseInput } from "../terminal/validate.js";
 
 const ConsoleFlags = z.object({
   plain: z.boolean().optional(),

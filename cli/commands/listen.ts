@@ -5,13 +5,13 @@ import { z } from "zod";
 import type { Endpoint, Roster, RosterEntry } from "../../broker/index.js";
 import { connectAs } from "../acting.js";
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
-import { CommandFailedError, EXIT, requireProfile, SENDERS } from "../errors.js";
+import { CommandFailedError, EXIT, requireProfile, SENDERS } from "../terminal/errors.js";
 import { actingIdentity } from "../acting-identity.js";
 import { credentialScope } from "../credential.js";
-import { deliveryJson, formatDelivery, rosterJson } from "../format.js";
-import { cliLog } from "../logging.js";
-import { clock, note, oneLine, printJsonLine, printLines } from "../output.js";
-import { repeatable, actingName, channelName, parseInput, token } from "../validate.js";
+import { deliveryJson, formatDelivery, rosterJson } from "../terminal/format.js";
+import { cliLog } from "../terminal/logging.js";
+import { clock, note, oneLine, printJsonLine, printLines } from "../terminal/output.js";
+import { repeatable, actingName, channelName, parseInput, token } from "../terminal/validate.js";
 
 const ListenFlags = z.object({
   as: actingName("--as name").optional(),

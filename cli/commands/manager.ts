@@ -22,13 +22,13 @@ import { childEnv } from "../child-env.js";
 import { meshBudgetFile } from "../budget-file.js";
 import { credentialScope } from "../credential.js";
 import { meshOptions, resolveTarget, type MeshTarget } from "../context.js";
-import { EXIT, UsageError } from "../errors.js";
-import { cliLog, useServiceLogLevel } from "../logging.js";
+import { EXIT, UsageError } from "../terminal/errors.js";
+import { cliLog, useServiceLogLevel } from "../terminal/logging.js";
 import { managerInstance, managerStateDir } from "../manager-process.js";
 import { packageRoot } from "../package-root.js";
 import { selfCommand, siblingBundle } from "../service-process.js";
 import { packagePluginDir } from "../setup.js";
-import { duration, parseInput } from "../validate.js";
+import { duration, parseInput } from "../terminal/validate.js";
 
 const ManagerFlags = z.object({
   claudeAuth: ClaudeAuthChoice.default("auto"),

@@ -21,14 +21,14 @@ import {
   type SeatView,
 } from "../../schemas/index.js";
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
-import { CommandFailedError, EXIT, UsageError } from "../errors.js";
+import { CommandFailedError, EXIT, UsageError } from "../terminal/errors.js";
 import { callManager, listManagers, seatsOfManagers, type ManagerSeats } from "../managers.js";
 import { carriedLine, carrySession } from "../carry.js";
 import { capabilityGaps, DEFAULT_RUNTIME, localAttachCommand, PTY_DETACH_KEY, RUNTIMES, runtimeNamed } from "../../manager/index.js";
 import { localManager, type LocalManager } from "../local-manager.js";
-import { ago, note, oneLine, printJson, printLines, safeLines, table } from "../output.js";
+import { ago, note, oneLine, printJson, printLines, safeLines, table } from "../terminal/output.js";
 import { withSession, type MeshSession } from "../session.js";
-import { repeatable, parseInput } from "../validate.js";
+import { repeatable, parseInput } from "../terminal/validate.js";
 
 const SpawnFlags = z.object({
   persona: PrincipalToken.optional(),

@@ -7,11 +7,11 @@ import { MeshServiceUnavailableError, putArtifact, type ArtifactPart, type Conte
 import { receiptLine } from "../../connector/index.js";
 import { connectAs } from "../acting.js";
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
-import { MeshServiceDownError, requireProfile, SENDERS, UsageError } from "../errors.js";
+import { MeshServiceDownError, requireProfile, SENDERS, UsageError } from "../terminal/errors.js";
 import { actingIdentity } from "../acting-identity.js";
-import { messageText } from "../message-text.js";
-import { printJson, printLines } from "../output.js";
-import { repeatable, actingName, actorName, channelName, parseInput, token } from "../validate.js";
+import { messageText } from "../terminal/message-text.js";
+import { printJson, printLines } from "../terminal/output.js";
+import { repeatable, actingName, actorName, channelName, parseInput, token } from "../terminal/validate.js";
 
 const Common = z.object({
   as: actingName("--as name").optional(),

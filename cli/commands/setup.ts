@@ -22,12 +22,12 @@ import {
   PluginScope,
   type PluginInstallActions,
 } from "../../connector/index.js";
-import { askYesNo, atTerminal } from "../confirm.js";
+import { askYesNo, atTerminal } from "../terminal/confirm.js";
 import { jsonOption } from "../context.js";
-import { CommandFailedError, EXIT, UsageError } from "../errors.js";
+import { CommandFailedError, EXIT, UsageError } from "../terminal/errors.js";
 import { DEFAULT_RUNTIME, findRuntimeCli, RUNTIMES, runtimeNamed } from "../../manager/index.js";
 import type { RuntimeAdapter } from "../../runtime/index.js";
-import { printJson, printLines } from "../output.js";
+import { printJson, printLines } from "../terminal/output.js";
 import { packageRoot } from "../package-root.js";
 import {
   applyTree,
@@ -41,7 +41,7 @@ import {
   packagePluginDir,
   seedDefaultAgent,
 } from "../setup.js";
-import { parseInput } from "../validate.js";
+import { parseInput } from "../terminal/validate.js";
 import { COTAL_VERSION } from "../../schemas/index.js";
 
 /** How to get Claude Code when no claude CLI is found (it is not a dependency of Cotal). */

@@ -9,12 +9,12 @@ import { LOG_FILE_ENV } from "../bounded-log.js";
 import { childEnv } from "../child-env.js";
 import { meshOptions, resolveTarget, type MeshTarget } from "../context.js";
 import { credentialScope } from "../credential.js";
-import { CommandFailedError, UsageError } from "../errors.js";
-import { cliLog, serviceLogLevel } from "../logging.js";
-import { note, printLines, warn } from "../output.js";
+import { CommandFailedError, UsageError } from "../terminal/errors.js";
+import { cliLog, serviceLogLevel } from "../terminal/logging.js";
+import { note, printLines, warn } from "../terminal/output.js";
 import { isRunning, readRecord, recordOf, removeRecord, stopProcess, writeRecord } from "../pid-file.js";
 import { selfCommand } from "../service-process.js";
-import { parseInput, port } from "../validate.js";
+import { parseInput, port } from "../terminal/validate.js";
 import { choosePerson, openWrites, type OpenWrites, type PersonChoice } from "../web-writes.js";
 
 /** The bind rule (web/bind.ts) as a flag check: a refused --host is bad input (exit 2). */

@@ -5,7 +5,7 @@ import { delimiter, join } from "node:path";
 import { findRuntimeCli, RUNTIMES } from "../../manager/index.js";
 import type { RuntimeAdapter } from "../../runtime/index.js";
 import { defaultClaudeAuth } from "../manager-process.js";
-import { oneLine } from "../output.js";
+import { oneLine } from "../terminal/output.js";
 import { packageRoot } from "../package-root.js";
 import { failed, failedWith, pass, warned, type DoctorCheck } from "./check.js";
 import type { NeededRuntimes } from "./needed-runtimes.js";

@@ -1,6 +1,6 @@
 // How people read a permission ask and what became of it: one line each, for `cotal approvals`
 // and `cotal console` (peer text made one safe line).
-import type { ApprovalEvent, OpenApproval } from "../broker/index.js";
+import type { ApprovalEvent, OpenApproval } from "../../broker/index.js";
 import { oneLine } from "./output.js";
 
 /** The ask's input in one line: a Bash call's command (and description), else its fields. */

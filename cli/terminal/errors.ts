@@ -1,5 +1,5 @@
 import type { PermissionViolationError } from "@nats-io/transport-node";
-import { CotalError, InvalidTokenError, PayloadTooLargeError, ValidationError } from "../schemas/index.js";
+import { CotalError, InvalidTokenError, PayloadTooLargeError, ValidationError } from "../../schemas/index.js";
 import {
   AuthenticationRefusedError,
   AuthStore,
@@ -12,8 +12,8 @@ import {
   PermissionDeniedError,
   permissionViolation,
   UnknownMentionError,
-} from "../broker/index.js";
-import { activeTarget, credentialLabel, credentialScope, type CredentialScope } from "./credential.js";
+} from "../../broker/index.js";
+import { activeTarget, credentialLabel, credentialScope, type CredentialScope } from "../credential.js";
 
 /**
  * Exit codes of every `cotal` command (documented in docs/cli.md, "Output, logs and exit codes"):

@@ -1,6 +1,6 @@
-import type { Delivery, ProvisionReport, RosterEntry } from "../broker/index.js";
-import { ArtifactPart, messageText, principalId, type ChannelConfig, type CotalMessage } from "../schemas/index.js";
-import { formatDuration } from "../schemas/index.js";
+import type { Delivery, ProvisionReport, RosterEntry } from "../../broker/index.js";
+import { ArtifactPart, messageText, principalId, type ChannelConfig, type CotalMessage } from "../../schemas/index.js";
+import { formatDuration } from "../../schemas/index.js";
 import { ago, clock, oneLine, table } from "./output.js";
 
 /** "created 8", "up to date", "created 2, updated 1". */

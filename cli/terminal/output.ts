@@ -3,7 +3,7 @@
  * person go to stderr, so `--json` output can be piped as is.
  */
 
-import { escapeChar, oneLine, UNSAFE_IN_JSON } from "../schemas/index.js";
+import { escapeChar, oneLine, UNSAFE_IN_JSON } from "../../schemas/index.js";
 
 export { oneLine };
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ALPHABETS, MAX_TOKEN_LENGTH, parseDuration, ValidationError } from "../schemas/index.js";
+import { ALPHABETS, MAX_TOKEN_LENGTH, parseDuration, ValidationError } from "../../schemas/index.js";
 import { UsageError } from "./errors.js";
 
 /**

@@ -6,7 +6,7 @@ import { createAccount } from "@nats-io/nkeys";
 import { afterAll, describe, expect, it } from "vitest";
 import { mintCreds, type Profile } from "../../broker/internal.js";
 import { credentialLabel, credentialScope } from "../../cli/credential.js";
-import { describeError, exitCodeOf, ProfileRefusedError, requireProfile } from "../../cli/errors.js";
+import { describeError, exitCodeOf, ProfileRefusedError, requireProfile } from "../../cli/terminal/errors.js";
 
 const dir = mkdtempSync(join(tmpdir(), "cotal-edge-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { UsageError } from "../../cli/errors.js";
+import { UsageError } from "../../cli/terminal/errors.js";
 import { checkLeafFlags, renderLeafBlock } from "../../cli/leaf-listener.js";
 import { renderServerConfig } from "../../cli/nats-process.js";
 import { findNatsServer } from "../../testbed/nats-server.js";

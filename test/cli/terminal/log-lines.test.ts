@@ -1,6 +1,6 @@
 // cotal logs lines: pino records, nats-server lines and anything else, for people and as JSON.
 import { describe, expect, it } from "vitest";
-import { logLineAsJson, logLineForPeople, parseLogLine } from "../../cli/logging.js";
+import { logLineAsJson, logLineForPeople, parseLogLine } from "../../../cli/terminal/logging.js";
 
 describe("cotal logs lines", () => {
   it("reads pino records, nats-server lines and anything else", () => {

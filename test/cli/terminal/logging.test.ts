@@ -1,7 +1,7 @@
 // Log lines for people: short, no stacks unless --debug, a repeat once a minute, and an error said
 // once.
 import { describe, expect, it } from "vitest";
-import { HeldErrors, humanLine, onceAMinute, withoutStacks } from "../../cli/logging.js";
+import { HeldErrors, humanLine, onceAMinute, withoutStacks } from "../../../cli/terminal/logging.js";
 
 describe("log lines for people", () => {
   const line = JSON.stringify({

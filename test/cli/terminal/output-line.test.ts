@@ -1,6 +1,6 @@
 // Peer text cannot break out of its line.
 import { describe, expect, it } from "vitest";
-import { oneLine } from "../../cli/output.js";
+import { oneLine } from "../../../cli/terminal/output.js";
 
 describe("terminal output", () => {
   it("peer text cannot break out of its line or send terminal escapes", () => {

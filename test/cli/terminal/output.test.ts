@@ -1,7 +1,7 @@
 // Peer text on the terminal: one line, every control, C1, bidi and separator character escaped, and
 // --json output that parses back to the same text.
 import { describe, expect, it } from "vitest";
-import { oneLine, safeLines, terminalSafeJson } from "../../cli/output.js";
+import { oneLine, safeLines, terminalSafeJson } from "../../../cli/terminal/output.js";
 
 /** Every character a terminal must never get raw from a peer. */
 const HOSTILE = "a\u202eb\u2028c\u2029d\u0085e\u007ff\u009bg\u001b[31mh\u200fi\u2066j\u061ck\u0000l";

@@ -5,7 +5,7 @@
 import { appendFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { freePort, type CliResult, cliFolder } from "../harness/cli.js";
+import { freePort, type CliResult, cliFolder } from "../../harness/cli.js";
 
 const { dir: project, cotal } = cliFolder("cotal-people-", 30_000);
 const ok = (r: CliResult, what: string) => expect(r.code, `${what}: exit code; stderr: ${r.stderr}`).toBe(0);

@@ -1,10 +1,10 @@
 // Flag validation names each bad flag, what it got and what it accepts; errors map to exit codes.
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { exitCodeOf, UsageError } from "../../cli/errors.js";
-import { actorName, duration, parseInput, port } from "../../cli/validate.js";
-import { InvalidTokenError } from "../../schemas/index.js";
-import { AuthenticationRefusedError, MeshServiceUnavailableError, MeshUnavailableError, PermissionDeniedError } from "../../broker/index.js";
+import { exitCodeOf, UsageError } from "../../../cli/terminal/errors.js";
+import { actorName, duration, parseInput, port } from "../../../cli/terminal/validate.js";
+import { InvalidTokenError } from "../../../schemas/index.js";
+import { AuthenticationRefusedError, MeshServiceUnavailableError, MeshUnavailableError, PermissionDeniedError } from "../../../broker/index.js";
 
 describe("flag validation", () => {
   const schema = z.object({ as: actorName("--as name").optional(), port: port.optional(), since: duration.optional() });
