@@ -9,7 +9,7 @@ import { claudeShellEnv, ClaudeAuthChoice, resolveClaudeAuth } from "../claude/i
 import { RUNTIMES } from "../manager/index.js";
 import { MANAGER_COMMANDS, ManagerInstance, PrincipalToken, type ClaudeAuthStatus } from "../schemas/index.js";
 import type { MeshTarget } from "./context.js";
-import { keepHostCredential, renewHostCredential, rightsCurrent, type HostIdentity, type StaticTarget } from "./host-credential.js";
+import { keepHostCredential, renewHostCredential, rightsCurrent, type HostIdentity, type StaticTarget } from "./identity/host-credential.js";
 import type { MeshRoot } from "./mesh-root.js";
 import { findProcesses, isRunning, readRecordFile, removeRecord, stopProcess, writeRecord, type ProcessRecord } from "./pid-file.js";
 import { startDetached } from "./service-process.js";

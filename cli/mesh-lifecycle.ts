@@ -25,7 +25,7 @@ import { isRunning, ProcessRecord, readRecordFile, removeRecord, stopProcess, wr
 import { DEFAULT_PORT, portIsFree } from "./ports.js";
 import { pingMeshService, serverAnswers } from "./probe.js";
 import { defaultClaudeAuth, ensureManager, stopManager, type ManagerUp } from "./manager-process.js";
-import { ensurePerson, readPerson, type PersonUp } from "./person.js";
+import { ensurePerson, readPerson, type PersonUp } from "./identity/person.js";
 import type { ClaudeAuthChoice } from "../claude/index.js";
 import { findMeshServices, startMeshService } from "./service-process.js";
 import { DEFAULT_SYNC, describeSync } from "./sync-interval.js";

@@ -23,7 +23,7 @@ import { managerInstance, managerStateDir, stopManager } from "./manager-process
 import { bringDown, bringUp } from "./mesh-lifecycle.js";
 import type { MeshInfo, MeshRoot } from "./mesh-root.js";
 import { readRecordFile, removeRecord, stopProcess, type ProcessRecord } from "./pid-file.js";
-import { readPerson } from "./person.js";
+import { readPerson } from "./identity/person.js";
 import { progressBar } from "./terminal/progress.js";
 import { findMeshServices } from "./service-process.js";
 

@@ -16,7 +16,7 @@ import {
   type ResolvedChannel,
 } from "../broker/index.js";
 import { names } from "../schemas/index.js";
-import { credentialScope } from "./credential.js";
+import { credentialScope } from "./identity/credential-scope.js";
 import { SpaceNotProvisionedError } from "./terminal/errors.js";
 import type { MeshTarget } from "./context.js";
 import { cliLog } from "./terminal/logging.js";

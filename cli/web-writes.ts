@@ -5,12 +5,12 @@ import { receiptLine } from "../connector/index.js";
 import { parsePrincipal } from "../schemas/index.js";
 import { PersonWriter, personReads, personRoutes, type WriteMode } from "../web/index.js";
 import type { MeshTarget } from "./context.js";
-import { credentialScope } from "./credential.js";
+import { credentialScope } from "./identity/credential-scope.js";
 import { UsageError } from "./terminal/errors.js";
 import { localManager } from "./local-manager.js";
 import { approvalReads, approvalRoutes } from "./web-approvals.js";
 import { findMeshRoot, type MeshRoot } from "./mesh-root.js";
-import { readPerson } from "./person.js";
+import { readPerson } from "./identity/person.js";
 import { credentialSteers, steerReads, steerRoutes, terminalStream, type SteerDeps } from "./web-steer.js";
 
 /** Who `cotal web` writes as: the person's name and credential, or why it writes nothing. */

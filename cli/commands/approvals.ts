@@ -7,7 +7,7 @@ import { answerApproval, credsCaller, openApprovals } from "../../broker/index.j
 import { ApprovalId, localPrincipal, MAX_APPROVAL_REASON, principalId, type ApprovalDecision, type Principal } from "../../schemas/index.js";
 import { jsonOption, meshOptions, resolveTarget, withMeshConnection, type MeshTarget } from "../context.js";
 import { ApprovalRefusedError, CommandFailedError } from "../terminal/errors.js";
-import { defaultActorName } from "../identity.js";
+import { defaultActorName } from "../identity/os-user-name.js";
 import { ago, printJson, printLines, table } from "../terminal/output.js";
 import { inputLine } from "../terminal/approval-text.js";
 import { parseInput } from "../terminal/validate.js";

@@ -7,7 +7,7 @@ import { eventsChannelOf, parsePrincipal } from "../../schemas/index.js";
 import { ConsoleFeed, FrameRenderer, plainLines, planesOf, type FeedItem } from "../console-feed.js";
 import { ConsoleInbox, inboxCountLine } from "../console-inbox.js";
 import { meshOptions, resolveTarget, type MeshTarget } from "../context.js";
-import { credentialScope } from "../credential.js";
+import { credentialScope } from "../identity/credential-scope.js";
 import { cliLog } from "../terminal/logging.js";
 import { clock, note, oneLine, printLines } from "../terminal/output.js";
 import { MeshSession } from "../session.js";

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { z } from "zod";
 import { connectMesh, readDmInbox } from "../../broker/index.js";
 import { localPrincipal, messageText, principalId } from "../../schemas/index.js";
-import { actingIdentity } from "../acting-identity.js";
+import { actingIdentity } from "../identity/acting-as.js";
 import { jsonOption, meshOptions, resolveTarget } from "../context.js";
 import { requireProfile, SENDERS } from "../terminal/errors.js";
 import { formatDelivery } from "../terminal/format.js";

@@ -20,7 +20,7 @@ import {
 } from "../../manager/index.js";
 import { childEnv } from "../child-env.js";
 import { meshBudgetFile } from "../budget-file.js";
-import { credentialScope } from "../credential.js";
+import { credentialScope } from "../identity/credential-scope.js";
 import { meshOptions, resolveTarget, type MeshTarget } from "../context.js";
 import { EXIT, UsageError } from "../terminal/errors.js";
 import { cliLog, useServiceLogLevel } from "../terminal/logging.js";

@@ -15,7 +15,7 @@ import {
 import { AgentFileError, personaDigests } from "../../claude/index.js";
 import { AllowSpawn, ApproveRight, DEFAULT_SPAWN_LIMIT, eventPlaneOf, localPrincipal, principalId, SpawnLimit, withArticle } from "../../schemas/index.js";
 import { jsonOption, meshOptions, resolveTarget, withMeshConnection, type MeshTarget } from "../context.js";
-import { credentialScope } from "../credential.js";
+import { credentialScope } from "../identity/credential-scope.js";
 import { ProfileRefusedError, requireProfile, UsageError } from "../terminal/errors.js";
 import { cliLog } from "../terminal/logging.js";
 import { printJson, printLines } from "../terminal/output.js";

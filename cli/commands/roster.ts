@@ -6,7 +6,7 @@ import { ago, oneLine, printJson, printLines, table } from "../terminal/output.j
 import { credsCaller } from "../../broker/index.js";
 import { isOperator } from "../../manager/index.js";
 import { seatsOfManagers } from "../managers.js";
-import { credentialScope } from "../credential.js";
+import { credentialScope } from "../identity/credential-scope.js";
 import { withSession, type MeshSession } from "../session.js";
 import { parseInput } from "../terminal/validate.js";
 

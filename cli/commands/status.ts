@@ -9,7 +9,7 @@ import { printJson, printLines } from "../terminal/output.js";
 import { isRunning, readRecord } from "../pid-file.js";
 import { notNatsAt, pingMeshService } from "../probe.js";
 import { credsCaller, isPermissionDenied, isStreamNotFound } from "../../broker/index.js";
-import { credentialLabel, credentialScope } from "../credential.js";
+import { credentialLabel, credentialScope } from "../identity/credential-scope.js";
 import { describeClaudeAuth, listManagers, withStatus, type ManagerEntry } from "../managers.js";
 import { DEFAULT_RUNTIME } from "../../manager/index.js";
 import type { ServiceLog } from "../mesh-root.js";

@@ -8,7 +8,7 @@ import { bindScope, DEFAULT_WEB_HOST, DEFAULT_WEB_PORT, MeshView, newDashboardTo
 import { LOG_FILE_ENV } from "../bounded-log.js";
 import { childEnv } from "../child-env.js";
 import { meshOptions, resolveTarget, type MeshTarget } from "../context.js";
-import { credentialScope } from "../credential.js";
+import { credentialScope } from "../identity/credential-scope.js";
 import { CommandFailedError, UsageError } from "../terminal/errors.js";
 import { cliLog, serviceLogLevel } from "../terminal/logging.js";
 import { note, printLines, warn } from "../terminal/output.js";

@@ -3,7 +3,7 @@
 import { AuthenticationRefusedError, credsCaller } from "../../broker/index.js";
 import { durables, names } from "../../schemas/index.js";
 import type { MeshTarget } from "../context.js";
-import { credentialLabel, credentialScope } from "../credential.js";
+import { credentialLabel, credentialScope } from "../identity/credential-scope.js";
 import { notNatsAt, pingMeshService } from "../probe.js";
 import { MeshSession } from "../session.js";
 import { failed, failedWith, pass, skipped, warned, type DoctorCheck } from "./check.js";

@@ -1,8 +1,8 @@
-import { connectMesh, credsFileOwner, SERVICE_PRINCIPALS } from "../broker/index.js";
-import { parsePrincipal, principalId } from "../schemas/index.js";
-import type { MeshTarget } from "./context.js";
-import { UsageError } from "./terminal/errors.js";
-import { defaultActorName } from "./identity.js";
+import { connectMesh, credsFileOwner, SERVICE_PRINCIPALS } from "../../broker/index.js";
+import { parsePrincipal, principalId } from "../../schemas/index.js";
+import type { MeshTarget } from "../context.js";
+import { UsageError } from "../terminal/errors.js";
+import { defaultActorName } from "./os-user-name.js";
 
 /** Who a command acts as, and who really acts when that is someone else. */
 export interface ActingIdentity {

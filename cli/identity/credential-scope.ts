@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
-import { credsClaims, SERVICE_PRINCIPALS } from "../broker/index.js";
-import { principalId } from "../schemas/index.js";
+import { credsClaims, SERVICE_PRINCIPALS } from "../../broker/index.js";
+import { principalId } from "../../schemas/index.js";
 
 /** What a command's credential is, as far as the file itself tells (for refusals that name it). */
 export interface CredentialScope {

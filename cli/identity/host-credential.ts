@@ -10,9 +10,9 @@ import {
   requestCredential,
   requestRevoke,
   writeSecret,
-} from "../broker/index.js";
-import { renewalDueAt } from "../manager/index.js";
-import { localPrincipal } from "../schemas/index.js";
+} from "../../broker/index.js";
+import { renewalDueAt } from "../../manager/index.js";
+import { localPrincipal } from "../../schemas/index.js";
 
 /** A mesh on the mesh host, with the operator's credential. */
 export type StaticTarget = { server: string; space: string; creds: string };

@@ -1,6 +1,6 @@
 import { userInfo } from "node:os";
-import { ALPHABETS, isToken } from "../schemas/index.js";
-import { UsageError } from "./terminal/errors.js";
+import { ALPHABETS, isToken } from "../../schemas/index.js";
+import { UsageError } from "../terminal/errors.js";
 
 /**
  * The name a person acts as when `--as` is not given: their OS user name, if it is a valid

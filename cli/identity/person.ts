@@ -1,11 +1,11 @@
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { z } from "zod";
-import { localPrincipal, principalId, PrincipalToken, SpaceName } from "../schemas/index.js";
-import { credentialScope } from "./credential.js";
-import { UsageError } from "./terminal/errors.js";
+import { localPrincipal, principalId, PrincipalToken, SpaceName } from "../../schemas/index.js";
+import { credentialScope } from "./credential-scope.js";
+import { UsageError } from "../terminal/errors.js";
 import { keepHostCredential, type HostCredentialState, type StaticTarget } from "./host-credential.js";
-import { defaultActorName } from "./identity.js";
-import type { MeshRoot } from "./mesh-root.js";
+import { defaultActorName } from "./os-user-name.js";
+import type { MeshRoot } from "../mesh-root.js";
 
 /**
  * `.cotal/person.json`: the person at the mesh host (docs/security.md, People). Commands that speak

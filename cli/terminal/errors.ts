@@ -13,7 +13,7 @@ import {
   permissionViolation,
   UnknownMentionError,
 } from "../../broker/index.js";
-import { activeTarget, credentialLabel, credentialScope, type CredentialScope } from "../credential.js";
+import { activeTarget, credentialLabel, credentialScope, type CredentialScope } from "../identity/credential-scope.js";
 
 /**
  * Exit codes of every `cotal` command (documented in docs/cli.md, "Output, logs and exit codes"):

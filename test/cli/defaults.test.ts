@@ -1,7 +1,7 @@
 // What the CLI assumes when not told: the acting name (the OS user, refused when not a valid name)
 // and the mesh mode.
 import { describe, expect, it } from "vitest";
-import { defaultActorName } from "../../cli/identity.js";
+import { defaultActorName } from "../../cli/identity/os-user-name.js";
 import { chooseMode } from "../../cli/mode.js";
 
 describe("names and modes", () => {

@@ -4,9 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createAccount } from "@nats-io/nkeys";
 import { afterAll, describe, expect, it } from "vitest";
-import { mintCreds, type Profile } from "../../broker/internal.js";
-import { credentialLabel, credentialScope } from "../../cli/credential.js";
-import { describeError, exitCodeOf, ProfileRefusedError, requireProfile } from "../../cli/terminal/errors.js";
+import { mintCreds, type Profile } from "../../../broker/internal.js";
+import { credentialLabel, credentialScope } from "../../../cli/identity/credential-scope.js";
+import { describeError, exitCodeOf, ProfileRefusedError, requireProfile } from "../../../cli/terminal/errors.js";
 
 const dir = mkdtempSync(join(tmpdir(), "cotal-edge-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

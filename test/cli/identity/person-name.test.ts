@@ -4,9 +4,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { UsageError } from "../../cli/terminal/errors.js";
-import { MeshRoot } from "../../cli/mesh-root.js";
-import { chooseMe } from "../../cli/person.js";
+import { UsageError } from "../../../cli/terminal/errors.js";
+import { MeshRoot } from "../../../cli/mesh-root.js";
+import { chooseMe } from "../../../cli/identity/person.js";
 
 const dirs: string[] = [];
 function root(): MeshRoot {

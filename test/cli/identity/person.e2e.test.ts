@@ -8,9 +8,9 @@ import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { connect, credsAuthenticator, PermissionViolationError } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { credentialScope } from "../../cli/credential.js";
-import { buildCli, CotalProcess, freePort, runCotal, type CliResult } from "../harness/cli.js";
-import { until } from "../../testbed/until.js";
+import { credentialScope } from "../../../cli/identity/credential-scope.js";
+import { buildCli, CotalProcess, freePort, runCotal, type CliResult } from "../../harness/cli.js";
+import { until } from "../../../testbed/until.js";
 
 let project: string;
 let port: number;
