@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { logger } from "../broker/index.js";
 import { ConsoleFeed, FrameRenderer, plainLines } from "../cli/console-feed.js";
-import { MeshSession } from "../cli/session.js";
+import { MeshSession } from "../cli/mesh-client/session.js";
 import { Connector, EventPlane, runHook } from "../connector/internal.js";
 import { encodeMessage, eventsChannelOf, frameOf, patterns, postSubject, type CotalMessage } from "../schemas/index.js";
 import { until } from "../testbed/until.js";

@@ -1,6 +1,6 @@
 import { credsCaller, serverUrls } from "../broker/index.js";
 import { meshNodes } from "./cluster-nodes.js";
-import type { MeshTarget } from "./context.js";
+import type { MeshTarget } from "./mesh-client/mesh-target.js";
 import { isRunning, readRecord } from "./pid-file.js";
 import { pingMeshService, serverAnswers } from "./probe.js";
 import { connectMesh } from "../broker/index.js";

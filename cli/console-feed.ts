@@ -16,7 +16,7 @@ import {
 } from "../schemas/index.js";
 import { senderLabel } from "./terminal/format.js";
 import { clock, oneLine } from "./terminal/output.js";
-import type { MeshSession } from "./session.js";
+import type { MeshSession } from "./mesh-client/session.js";
 
 /** One thing the console shows: a post on a channel, or a frame on an agent's event plane. */
 export interface FeedItem {

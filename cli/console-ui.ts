@@ -8,7 +8,7 @@ import { rosterLine } from "./commands/console.js";
 import { ConsoleFeed, FrameRenderer, plainLines, planesOf, type FeedItem } from "./console-feed.js";
 import { ConsoleInbox, inboxCountLine, type InboxView } from "./console-inbox.js";
 import { cliLog } from "./terminal/logging.js";
-import type { MeshSession } from "./session.js";
+import type { MeshSession } from "./mesh-client/session.js";
 
 /** One rendered line, with what it belongs to (for the tabs). */
 interface Line {

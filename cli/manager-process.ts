@@ -8,7 +8,7 @@ import { connectMesh, controlCaller, credsCaller } from "../broker/index.js";
 import { claudeShellEnv, ClaudeAuthChoice, resolveClaudeAuth } from "../claude/index.js";
 import { RUNTIMES } from "../manager/index.js";
 import { MANAGER_COMMANDS, ManagerInstance, PrincipalToken, type ClaudeAuthStatus } from "../schemas/index.js";
-import type { MeshTarget } from "./context.js";
+import type { MeshTarget } from "./mesh-client/mesh-target.js";
 import { keepHostCredential, renewHostCredential, rightsCurrent, type HostIdentity, type StaticTarget } from "./identity/host-credential.js";
 import type { MeshRoot } from "./mesh-root.js";
 import { findProcesses, isRunning, readRecordFile, removeRecord, stopProcess, writeRecord, type ProcessRecord } from "./pid-file.js";

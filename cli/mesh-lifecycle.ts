@@ -15,7 +15,7 @@ import {
 } from "../broker/index.js";
 import { ephemeralPort, meshNodes, singleNode, type NodeFiles } from "./cluster-nodes.js";
 import type { LeafListener } from "./leaf-listener.js";
-import { DEFAULT_SPACE } from "./context.js";
+import { DEFAULT_SPACE } from "./mesh-client/mesh-target.js";
 import { CommandFailedError, UsageError } from "./terminal/errors.js";
 import { acquireLock, claimStore, releaseStaleStore, StoreInUseError, storeLockHolder, type StoreLockRecord } from "./lock.js";
 import type { ClusterInfo, MeshInfo, MeshRoot } from "./mesh-root.js";

@@ -8,7 +8,7 @@ import { patterns, PrincipalToken, SeatAgent, type Principal, type SeatView } fr
 import { writeRoute, type ReadRoute, type StreamRoute, type WriteRoute } from "../web/index.js";
 import { CommandFailedError } from "./terminal/errors.js";
 import type { LocalManager } from "./local-manager.js";
-import { callManager } from "./managers.js";
+import { callManager } from "./mesh-client/manager-calls.js";
 import { loadTeamFile } from "./team-file.js";
 
 /** How often the terminal panel's screen is read, ms. */

@@ -4,7 +4,7 @@ import type { Logger } from "../broker/index.js";
 import { receiptLine } from "../connector/index.js";
 import { parsePrincipal } from "../schemas/index.js";
 import { PersonWriter, personReads, personRoutes, type WriteMode } from "../web/index.js";
-import type { MeshTarget } from "./context.js";
+import type { MeshTarget } from "./mesh-client/mesh-target.js";
 import { credentialScope } from "./identity/credential-scope.js";
 import { UsageError } from "./terminal/errors.js";
 import { localManager } from "./local-manager.js";

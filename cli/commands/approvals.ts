@@ -5,7 +5,7 @@ import type { Command } from "commander";
 import { z } from "zod";
 import { answerApproval, credsCaller, openApprovals } from "../../broker/index.js";
 import { ApprovalId, localPrincipal, MAX_APPROVAL_REASON, principalId, type ApprovalDecision, type Principal } from "../../schemas/index.js";
-import { jsonOption, meshOptions, resolveTarget, withMeshConnection, type MeshTarget } from "../context.js";
+import { jsonOption, meshOptions, resolveTarget, withMeshConnection, type MeshTarget } from "../mesh-client/mesh-target.js";
 import { ApprovalRefusedError, CommandFailedError } from "../terminal/errors.js";
 import { defaultActorName } from "../identity/os-user-name.js";
 import { ago, printJson, printLines, table } from "../terminal/output.js";

@@ -6,11 +6,11 @@ import { connectMesh, requestCredential, writeSecret, type RosterEntry } from ".
 import { eventsChannelOf, parsePrincipal } from "../../schemas/index.js";
 import { ConsoleFeed, FrameRenderer, plainLines, planesOf, type FeedItem } from "../console-feed.js";
 import { ConsoleInbox, inboxCountLine } from "../console-inbox.js";
-import { meshOptions, resolveTarget, type MeshTarget } from "../context.js";
+import { meshOptions, resolveTarget, type MeshTarget } from "../mesh-client/mesh-target.js";
 import { credentialScope } from "../identity/credential-scope.js";
 import { cliLog } from "../terminal/logging.js";
 import { clock, note, oneLine, printLines } from "../terminal/output.js";
-import { MeshSession } from "../session.js";
+import { MeshSession } from "../mesh-client/session.js";
 import { repeatable, actingName, channelName, duration, parseInput } from "../terminal/validate.js";
 
 const ConsoleFlags = z.object({

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { z } from "zod";
 import { RUNTIMES } from "../../manager/index.js";
-import { jsonOption, meshOptions } from "../context.js";
+import { jsonOption, meshOptions } from "../mesh-client/mesh-target.js";
 import { describeReport } from "../doctor/check.js";
 import { runDoctor } from "../doctor/run.js";
 import { EXIT } from "../terminal/errors.js";

@@ -2,10 +2,10 @@ import type { Command } from "commander";
 import { z } from "zod";
 import { callControl, collectHistory, credsCaller } from "../../broker/index.js";
 import { messageText, principalId } from "../../schemas/index.js";
-import { jsonOption, meshOptions, resolveTarget } from "../context.js";
+import { jsonOption, meshOptions, resolveTarget } from "../mesh-client/mesh-target.js";
 import { attachmentsLabel, senderLabel } from "../terminal/format.js";
 import { clock, oneLine, printJson, printLines } from "../terminal/output.js";
-import { withSession } from "../session.js";
+import { withSession } from "../mesh-client/session.js";
 import { channelName, duration, parseInput, positiveInt } from "../terminal/validate.js";
 
 /**

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { connectMesh, readDmInbox } from "../../broker/index.js";
 import { localPrincipal, messageText, principalId } from "../../schemas/index.js";
 import { actingIdentity } from "../identity/acting-as.js";
-import { jsonOption, meshOptions, resolveTarget } from "../context.js";
+import { jsonOption, meshOptions, resolveTarget } from "../mesh-client/mesh-target.js";
 import { requireProfile, SENDERS } from "../terminal/errors.js";
 import { formatDelivery } from "../terminal/format.js";
 import { cliLog } from "../terminal/logging.js";

@@ -4,7 +4,7 @@ import { hostname } from "node:os";
 import { z } from "zod";
 import type { Endpoint, Roster, RosterEntry } from "../../broker/index.js";
 import { connectAs } from "../identity/connect-as.js";
-import { jsonOption, meshOptions, resolveTarget } from "../context.js";
+import { jsonOption, meshOptions, resolveTarget } from "../mesh-client/mesh-target.js";
 import { CommandFailedError, EXIT, requireProfile, SENDERS } from "../terminal/errors.js";
 import { actingIdentity } from "../identity/acting-as.js";
 import { credentialScope } from "../identity/credential-scope.js";

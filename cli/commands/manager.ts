@@ -21,7 +21,7 @@ import {
 import { childEnv } from "../child-env.js";
 import { meshBudgetFile } from "../budget-file.js";
 import { credentialScope } from "../identity/credential-scope.js";
-import { meshOptions, resolveTarget, type MeshTarget } from "../context.js";
+import { meshOptions, resolveTarget, type MeshTarget } from "../mesh-client/mesh-target.js";
 import { EXIT, UsageError } from "../terminal/errors.js";
 import { cliLog, useServiceLogLevel } from "../terminal/logging.js";
 import { managerInstance, managerStateDir } from "../manager-process.js";

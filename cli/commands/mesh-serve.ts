@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { z } from "zod";
 import { AuthStore, connectMesh, MeshService, StorageLimitsInput, XferService } from "../../broker/index.js";
-import { credsOption } from "../context.js";
+import { credsOption } from "../mesh-client/mesh-target.js";
 import { EXIT } from "../terminal/errors.js";
 import { cliLog, useServiceLogLevel } from "../terminal/logging.js";
 import { parseInput, token } from "../terminal/validate.js";

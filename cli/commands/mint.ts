@@ -14,7 +14,7 @@ import {
 } from "../../broker/index.js";
 import { AgentFileError, personaDigests } from "../../claude/index.js";
 import { AllowSpawn, ApproveRight, DEFAULT_SPAWN_LIMIT, eventPlaneOf, localPrincipal, principalId, SpawnLimit, withArticle } from "../../schemas/index.js";
-import { jsonOption, meshOptions, resolveTarget, withMeshConnection, type MeshTarget } from "../context.js";
+import { jsonOption, meshOptions, resolveTarget, withMeshConnection, type MeshTarget } from "../mesh-client/mesh-target.js";
 import { credentialScope } from "../identity/credential-scope.js";
 import { ProfileRefusedError, requireProfile, UsageError } from "../terminal/errors.js";
 import { cliLog } from "../terminal/logging.js";

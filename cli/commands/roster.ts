@@ -1,13 +1,13 @@
 import type { Command } from "commander";
 import { z } from "zod";
-import { jsonOption, meshOptions, resolveTarget } from "../context.js";
+import { jsonOption, meshOptions, resolveTarget } from "../mesh-client/mesh-target.js";
 import { rosterJson, type RosterRow } from "../terminal/format.js";
 import { ago, oneLine, printJson, printLines, table } from "../terminal/output.js";
 import { credsCaller } from "../../broker/index.js";
 import { isOperator } from "../../manager/index.js";
-import { seatsOfManagers } from "../managers.js";
+import { seatsOfManagers } from "../mesh-client/manager-calls.js";
 import { credentialScope } from "../identity/credential-scope.js";
-import { withSession, type MeshSession } from "../session.js";
+import { withSession, type MeshSession } from "../mesh-client/session.js";
 import { parseInput } from "../terminal/validate.js";
 
 /**

@@ -6,7 +6,7 @@ import { parsePrincipal, principalId, type ArtifactGrant } from "../../schemas/i
 import { MeshServiceUnavailableError, putArtifact, type ArtifactPart, type Content, type Endpoint, type Receipt } from "../../broker/index.js";
 import { receiptLine } from "../../connector/index.js";
 import { connectAs } from "../identity/connect-as.js";
-import { jsonOption, meshOptions, resolveTarget } from "../context.js";
+import { jsonOption, meshOptions, resolveTarget } from "../mesh-client/mesh-target.js";
 import { MeshServiceDownError, requireProfile, SENDERS, UsageError } from "../terminal/errors.js";
 import { actingIdentity } from "../identity/acting-as.js";
 import { messageText } from "../terminal/message-text.js";

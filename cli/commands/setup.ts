@@ -23,7 +23,7 @@ import {
   type PluginInstallActions,
 } from "../../connector/index.js";
 import { askYesNo, atTerminal } from "../terminal/confirm.js";
-import { jsonOption } from "../context.js";
+import { jsonOption } from "../mesh-client/mesh-target.js";
 import { CommandFailedError, EXIT, UsageError } from "../terminal/errors.js";
 import { DEFAULT_RUNTIME, findRuntimeCli, RUNTIMES, runtimeNamed } from "../../manager/index.js";
 import type { RuntimeAdapter } from "../../runtime/index.js";

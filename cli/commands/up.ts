@@ -2,7 +2,7 @@ import { resolve } from "node:path";
 import { Option, type Command } from "commander";
 import { z } from "zod";
 import { formatProvision } from "../terminal/format.js";
-import { checkCreds, credsOption, defaultCreds } from "../context.js";
+import { checkCreds, credsOption, defaultCreds } from "../mesh-client/mesh-target.js";
 import { EXIT, UsageError } from "../terminal/errors.js";
 import { bringUp, type UpReport } from "../mesh-lifecycle.js";
 import type { PersonUp } from "../identity/person.js";
@@ -17,12 +17,12 @@ import { checkLeafFlags, isLoopback } from "../leaf-listener.js";
 import { meshNodes } from "../cluster-nodes.js";
 import { describeSync, SyncInterval } from "../sync-interval.js";
 import { ClaudeAuthChoice } from "../../claude/index.js";
-import { describeClaudeAuth } from "../managers.js";
+import { describeClaudeAuth } from "../mesh-client/manager-calls.js";
 import { loadTeamFile } from "../team-file.js";
 import { converge, planOnly, type TeamResult } from "../team-apply.js";
 import { refuseServerDrift, teamServerFlags } from "../team-server.js";
 import { serverAnswers } from "../probe.js";
-import { DEFAULT_SPACE } from "../context.js";
+import { DEFAULT_SPACE } from "../mesh-client/mesh-target.js";
 
 const UpFlags = z.object({
   open: z.boolean().optional(),

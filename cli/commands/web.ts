@@ -7,7 +7,7 @@ import { connectMesh, readSecret, requestCredential, writeSecret } from "../../b
 import { bindScope, DEFAULT_WEB_HOST, DEFAULT_WEB_PORT, MeshView, newDashboardToken, serveDashboard, TOKEN_PATTERN, type Dashboard } from "../../web/index.js";
 import { LOG_FILE_ENV } from "../bounded-log.js";
 import { childEnv } from "../child-env.js";
-import { meshOptions, resolveTarget, type MeshTarget } from "../context.js";
+import { meshOptions, resolveTarget, type MeshTarget } from "../mesh-client/mesh-target.js";
 import { credentialScope } from "../identity/credential-scope.js";
 import { CommandFailedError, UsageError } from "../terminal/errors.js";
 import { cliLog, serviceLogLevel } from "../terminal/logging.js";

@@ -1,6 +1,6 @@
 import { connectMesh, credsFileOwner, SERVICE_PRINCIPALS } from "../../broker/index.js";
 import { parsePrincipal, principalId } from "../../schemas/index.js";
-import type { MeshTarget } from "../context.js";
+import type { MeshTarget } from "../mesh-client/mesh-target.js";
 import { UsageError } from "../terminal/errors.js";
 import { defaultActorName } from "./os-user-name.js";
 

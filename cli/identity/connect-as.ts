@@ -1,6 +1,6 @@
 import { Endpoint, type EndpointOptions } from "../../broker/index.js";
-import type { MeshTarget } from "../context.js";
-import { MeshSession } from "../session.js";
+import type { MeshTarget } from "../mesh-client/mesh-target.js";
+import { MeshSession } from "../mesh-client/session.js";
 
 /**
  * Connect an Endpoint acting as `name` on the target mesh (not joined). The space is checked

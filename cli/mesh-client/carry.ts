@@ -1,12 +1,12 @@
 // `cotal spawn --resume <session> --on <instance>`: find the session's transcript here, carry it to
 // the target manager (docs/manager.md "Transcript carry") and return its claim.
 import { stat } from "node:fs/promises";
-import { credsCaller, uploadTransfer, type ControlParty } from "../broker/index.js";
-import { claudeConfigDir, findSession, sessionsNamed, sha256File } from "../claude/index.js";
-import { SESSION_ID } from "../schemas/index.js";
-import { UsageError } from "./terminal/errors.js";
-import { callManager } from "./managers.js";
-import { progressBar } from "./terminal/progress.js";
+import { credsCaller, uploadTransfer, type ControlParty } from "../../broker/index.js";
+import { claudeConfigDir, findSession, sessionsNamed, sha256File } from "../../claude/index.js";
+import { SESSION_ID } from "../../schemas/index.js";
+import { UsageError } from "../terminal/errors.js";
+import { callManager } from "./manager-calls.js";
+import { progressBar } from "../terminal/progress.js";
 import type { MeshSession } from "./session.js";
 
 /** What a carry did: the claim a spawn presents, and what was sent. */

@@ -1,6 +1,6 @@
-import { controlCaller, credsCaller, MeshServiceUnavailableError, scanStream } from "../broker/index.js";
-import { MANAGER_COMMANDS, names, type ClaudeAuthStatus, type RuntimeConfigStatus, type SeatView } from "../schemas/index.js";
-import { isOperator } from "../manager/index.js";
+import { controlCaller, credsCaller, MeshServiceUnavailableError, scanStream } from "../../broker/index.js";
+import { MANAGER_COMMANDS, names, type ClaudeAuthStatus, type RuntimeConfigStatus, type SeatView } from "../../schemas/index.js";
+import { isOperator } from "../../manager/index.js";
 import type { MeshSession } from "./session.js";
 
 /** How long a manager call is asked again while nobody serves it: a leaf host's connection being remade (docs/remote-hosts.md). */

@@ -3,12 +3,12 @@ import { resolve } from "node:path";
 import { Option, type Command } from "commander";
 import { z } from "zod";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { connectMesh, parseMeshLink, serverUrl, type MeshAddress } from "../broker/index.js";
-import { credentialScope, setActiveTarget } from "./identity/credential-scope.js";
-import { MeshNotFoundError, SpaceNotProvisionedError, UsageError, WrongSpaceError } from "./terminal/errors.js";
-import { findMeshRoot, type MeshInfo, type MeshRoot } from "./mesh-root.js";
-import { readPerson } from "./identity/person.js";
-import { parseInput, token } from "./terminal/validate.js";
+import { connectMesh, parseMeshLink, serverUrl, type MeshAddress } from "../../broker/index.js";
+import { credentialScope, setActiveTarget } from "../identity/credential-scope.js";
+import { MeshNotFoundError, SpaceNotProvisionedError, UsageError, WrongSpaceError } from "../terminal/errors.js";
+import { findMeshRoot, type MeshInfo, type MeshRoot } from "../mesh-root.js";
+import { readPerson } from "../identity/person.js";
+import { parseInput, token } from "../terminal/validate.js";
 
 /** The space `cotal up` provisions when none is named. */
 export const DEFAULT_SPACE = "default";

@@ -14,12 +14,12 @@ import {
   Roster,
   watchPresence,
   type ResolvedChannel,
-} from "../broker/index.js";
-import { names } from "../schemas/index.js";
-import { credentialScope } from "./identity/credential-scope.js";
-import { SpaceNotProvisionedError } from "./terminal/errors.js";
-import type { MeshTarget } from "./context.js";
-import { cliLog } from "./terminal/logging.js";
+} from "../../broker/index.js";
+import { names } from "../../schemas/index.js";
+import { credentialScope } from "../identity/credential-scope.js";
+import { SpaceNotProvisionedError } from "../terminal/errors.js";
+import type { MeshTarget } from "./mesh-target.js";
+import { cliLog } from "../terminal/logging.js";
 
 /**
  * A short-lived connection for commands that read or administer the mesh without acting as

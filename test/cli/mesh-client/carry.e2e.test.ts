@@ -13,9 +13,9 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, credsAuthenticator } from "@nats-io/transport-node";
-import { CARRY_CHUNK_BYTES, names, xferChunkIndex, xferObjectFilter } from "../../schemas/index.js";
-import { buildCli, cleanEnv, CotalProcess, cotalBundle, freePort, runCotal } from "../harness/cli.js";
-import { until } from "../../testbed/until.js";
+import { CARRY_CHUNK_BYTES, names, xferChunkIndex, xferObjectFilter } from "../../../schemas/index.js";
+import { buildCli, cleanEnv, CotalProcess, cotalBundle, freePort, runCotal } from "../../harness/cli.js";
+import { until } from "../../../testbed/until.js";
 
 const SESSION = "0b6c3a52-7d1e-4c55-9f0a-3e2b1c4d5e6f";
 const OTHER = "11111111-2222-4333-8444-555555555555";
