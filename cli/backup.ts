@@ -11,8 +11,8 @@ import { COTAL_VERSION } from "../schemas/index.js";
 import { BACKUP_LAYOUT, BackupManifest, MANIFEST_FILE, type BackupStream } from "./backup-manifest.js";
 import { listSpaceStreams, withDataAccount } from "./data-connection.js";
 import { UsageError } from "./terminal/errors.js";
-import { managerStateDir } from "./manager-process.js";
-import type { MeshInfo, MeshRoot } from "./mesh-root.js";
+import { managerStateDir } from "./mesh-host/manager-process.js";
+import type { MeshInfo, MeshRoot } from "./mesh-host/mesh-root.js";
 import { progressBar } from "./terminal/progress.js";
 
 /** What `cotal backup` wrote. */

@@ -8,7 +8,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { AuthStore, backupCreds, connectMesh, writeSecret } from "../broker/index.js";
 import { names } from "../schemas/index.js";
 import { CommandFailedError } from "./terminal/errors.js";
-import type { MeshInfo, MeshRoot } from "./mesh-root.js";
+import type { MeshInfo, MeshRoot } from "./mesh-host/mesh-root.js";
 
 /**
  * Run `fn` on a connection to the space's data account: on a static mesh as a one-run credential

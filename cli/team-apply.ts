@@ -11,10 +11,10 @@ import { BudgetConfig, DEFAULT_CHANNEL_CONFIG, type ChannelConfig, type SeatAgen
 import { askYesNo, atTerminal } from "./terminal/confirm.js";
 import { resolveTarget, type MeshTarget } from "./mesh-client/mesh-target.js";
 import { CommandFailedError, UsageError } from "./terminal/errors.js";
-import { localManager } from "./local-manager.js";
+import { localManager } from "./mesh-host/local-manager.js";
 import { callManager, listManagers, seatsOfManagers } from "./mesh-client/manager-calls.js";
-import type { MeshRoot } from "./mesh-root.js";
-import { serverAnswers } from "./probe.js";
+import type { MeshRoot } from "./mesh-host/mesh-root.js";
+import { serverAnswers } from "./mesh-host/probe.js";
 import { withSession, type MeshSession } from "./mesh-client/session.js";
 import type { TeamDoc } from "./team-file.js";
 import { desiredSeats, describePlan, planTeam, rightsNotHeld, type DesiredSeat, type Observed, type Plan, type PlanStep } from "./team-plan.js";

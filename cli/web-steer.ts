@@ -7,7 +7,7 @@ import { seatScreen } from "../manager/index.js";
 import { patterns, PrincipalToken, SeatAgent, type Principal, type SeatView } from "../schemas/index.js";
 import { writeRoute, type ReadRoute, type StreamRoute, type WriteRoute } from "../web/index.js";
 import { CommandFailedError } from "./terminal/errors.js";
-import type { LocalManager } from "./local-manager.js";
+import type { LocalManager } from "./mesh-host/local-manager.js";
 import { callManager } from "./mesh-client/manager-calls.js";
 import { loadTeamFile } from "./team-file.js";
 

@@ -7,9 +7,9 @@ import { PersonWriter, personReads, personRoutes, type WriteMode } from "../web/
 import type { MeshTarget } from "./mesh-client/mesh-target.js";
 import { credentialScope } from "./identity/credential-scope.js";
 import { UsageError } from "./terminal/errors.js";
-import { localManager } from "./local-manager.js";
+import { localManager } from "./mesh-host/local-manager.js";
 import { approvalReads, approvalRoutes } from "./web-approvals.js";
-import { findMeshRoot, type MeshRoot } from "./mesh-root.js";
+import { findMeshRoot, type MeshRoot } from "./mesh-host/mesh-root.js";
 import { readPerson } from "./identity/person.js";
 import { credentialSteers, steerReads, steerRoutes, terminalStream, type SteerDeps } from "./web-steer.js";
 

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { z } from "zod";
 import { takeBackup, type BackupReport } from "../backup.js";
 import { MeshNotFoundError } from "../terminal/errors.js";
-import { findMeshRoot, type MeshInfo, type MeshRoot } from "../mesh-root.js";
+import { findMeshRoot, type MeshInfo, type MeshRoot } from "../mesh-host/mesh-root.js";
 import { printJson, printLines, table } from "../terminal/output.js";
 import { restoreBackup, type RestoreReport } from "../restore.js";
 import { parseInput } from "../terminal/validate.js";

@@ -18,15 +18,15 @@ import {
   SEAT_CREDS_LIFETIME_MS,
   type ClaudeSeatOptions,
 } from "../../manager/index.js";
-import { childEnv } from "../child-env.js";
-import { meshBudgetFile } from "../budget-file.js";
+import { childEnv } from "../mesh-host/child-env.js";
+import { meshBudgetFile } from "../mesh-host/budget-file.js";
 import { credentialScope } from "../identity/credential-scope.js";
 import { meshOptions, resolveTarget, type MeshTarget } from "../mesh-client/mesh-target.js";
 import { EXIT, UsageError } from "../terminal/errors.js";
 import { cliLog, useServiceLogLevel } from "../terminal/logging.js";
-import { managerInstance, managerStateDir } from "../manager-process.js";
+import { managerInstance, managerStateDir } from "../mesh-host/manager-process.js";
 import { packageRoot } from "../package-root.js";
-import { selfCommand, siblingBundle } from "../service-process.js";
+import { selfCommand, siblingBundle } from "../mesh-host/service-process.js";
 import { packagePluginDir } from "../setup.js";
 import { duration, parseInput } from "../terminal/validate.js";
 

@@ -25,7 +25,7 @@ import { CommandFailedError, EXIT, UsageError } from "../terminal/errors.js";
 import { callManager, listManagers, seatsOfManagers, type ManagerSeats } from "../mesh-client/manager-calls.js";
 import { carriedLine, carrySession } from "../mesh-client/carry.js";
 import { capabilityGaps, DEFAULT_RUNTIME, localAttachCommand, PTY_DETACH_KEY, RUNTIMES, runtimeNamed } from "../../manager/index.js";
-import { localManager, type LocalManager } from "../local-manager.js";
+import { localManager, type LocalManager } from "../mesh-host/local-manager.js";
 import { ago, note, oneLine, printJson, printLines, safeLines, table } from "../terminal/output.js";
 import { withSession, type MeshSession } from "../mesh-client/session.js";
 import { repeatable, parseInput } from "../terminal/validate.js";

@@ -6,18 +6,18 @@ import { jsonOption, meshOptions, resolveTarget, type MeshTarget } from "../mesh
 import { EXIT } from "../terminal/errors.js";
 import { rosterJson, rosterTable, type RosterRow } from "../terminal/format.js";
 import { printJson, printLines } from "../terminal/output.js";
-import { isRunning, readRecord } from "../pid-file.js";
-import { notNatsAt, pingMeshService } from "../probe.js";
+import { isRunning, readRecord } from "../mesh-host/pid-file.js";
+import { notNatsAt, pingMeshService } from "../mesh-host/probe.js";
 import { credsCaller, isPermissionDenied, isStreamNotFound } from "../../broker/index.js";
 import { credentialLabel, credentialScope } from "../identity/credential-scope.js";
 import { describeClaudeAuth, listManagers, withStatus, type ManagerEntry } from "../mesh-client/manager-calls.js";
 import { DEFAULT_RUNTIME } from "../../manager/index.js";
-import type { ServiceLog } from "../mesh-root.js";
+import type { ServiceLog } from "../mesh-host/mesh-root.js";
 import { MeshSession } from "../mesh-client/session.js";
 import { parseInput } from "../terminal/validate.js";
-import { checkComponents, COMPONENTS, type Component } from "../components.js";
-import { meshNodes } from "../cluster-nodes.js";
-import { describeSync } from "../sync-interval.js";
+import { checkComponents, COMPONENTS, type Component } from "../mesh-host/components.js";
+import { meshNodes } from "../mesh-host/cluster-nodes.js";
+import { describeSync } from "../mesh-host/sync-interval.js";
 
 /** The state of one of the space's streams. */
 export interface StreamStatus {

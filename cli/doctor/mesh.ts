@@ -4,7 +4,7 @@ import { AuthenticationRefusedError, credsCaller } from "../../broker/index.js";
 import { durables, names } from "../../schemas/index.js";
 import type { MeshTarget } from "../mesh-client/mesh-target.js";
 import { credentialLabel, credentialScope } from "../identity/credential-scope.js";
-import { notNatsAt, pingMeshService } from "../probe.js";
+import { notNatsAt, pingMeshService } from "../mesh-host/probe.js";
 import { MeshSession } from "../mesh-client/session.js";
 import { failed, failedWith, pass, skipped, warned, type DoctorCheck } from "./check.js";
 

@@ -3,7 +3,7 @@
 import { COTAL_VERSION } from "../../schemas/index.js";
 import { resolveTarget, type MeshFlags, type MeshTarget } from "../mesh-client/mesh-target.js";
 import { MeshNotFoundError, UsageError } from "../terminal/errors.js";
-import { findMeshRoot, type MeshInfo, type MeshRoot } from "../mesh-root.js";
+import { findMeshRoot, type MeshInfo, type MeshRoot } from "../mesh-host/mesh-root.js";
 import { failedWith, report, type DoctorCheck, type DoctorReport } from "./check.js";
 import { diskCheck } from "./disk.js";
 import { meshChecks } from "./mesh.js";

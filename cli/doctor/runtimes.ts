@@ -4,7 +4,7 @@ import { execFile } from "node:child_process";
 import { delimiter, join } from "node:path";
 import { findRuntimeCli, RUNTIMES } from "../../manager/index.js";
 import type { RuntimeAdapter } from "../../runtime/index.js";
-import { defaultClaudeAuth } from "../manager-process.js";
+import { defaultClaudeAuth } from "../mesh-host/manager-process.js";
 import { oneLine } from "../terminal/output.js";
 import { packageRoot } from "../package-root.js";
 import { failed, failedWith, pass, warned, type DoctorCheck } from "./check.js";

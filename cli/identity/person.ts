@@ -5,7 +5,7 @@ import { credentialScope } from "./credential-scope.js";
 import { UsageError } from "../terminal/errors.js";
 import { keepHostCredential, type HostCredentialState, type StaticTarget } from "./host-credential.js";
 import { defaultActorName } from "./os-user-name.js";
-import type { MeshRoot } from "../mesh-root.js";
+import type { MeshRoot } from "../mesh-host/mesh-root.js";
 
 /**
  * `.cotal/person.json`: the person at the mesh host (docs/security.md, People). Commands that speak

@@ -6,7 +6,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { connectMesh, parseMeshLink, serverUrl, type MeshAddress } from "../../broker/index.js";
 import { credentialScope, setActiveTarget } from "../identity/credential-scope.js";
 import { MeshNotFoundError, SpaceNotProvisionedError, UsageError, WrongSpaceError } from "../terminal/errors.js";
-import { findMeshRoot, type MeshInfo, type MeshRoot } from "../mesh-root.js";
+import { findMeshRoot, type MeshInfo, type MeshRoot } from "../mesh-host/mesh-root.js";
 import { readPerson } from "../identity/person.js";
 import { parseInput, token } from "../terminal/validate.js";
 

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import type { MeshTarget } from "./mesh-client/mesh-target.js";
+import type { MeshTarget } from "../mesh-client/mesh-target.js";
 import { findMeshRoot } from "./mesh-root.js";
 
 /**

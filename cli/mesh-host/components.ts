@@ -1,9 +1,9 @@
-import { credsCaller, serverUrls } from "../broker/index.js";
+import { credsCaller, serverUrls } from "../../broker/index.js";
 import { meshNodes } from "./cluster-nodes.js";
-import type { MeshTarget } from "./mesh-client/mesh-target.js";
+import type { MeshTarget } from "../mesh-client/mesh-target.js";
 import { isRunning, readRecord } from "./pid-file.js";
 import { pingMeshService, serverAnswers } from "./probe.js";
-import { connectMesh } from "../broker/index.js";
+import { connectMesh } from "../../broker/index.js";
 
 /**
  * `cotal status --components`: a health check per component for supervisors (systemd's

@@ -2,7 +2,7 @@ import { X509Certificate, createPrivateKey } from "node:crypto";
 import { accessSync, constants, readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { z } from "zod";
-import { UsageError } from "./terminal/errors.js";
+import { UsageError } from "../terminal/errors.js";
 
 /**
  * The hub side of leaf nodes (docs/setup.md, "Remote hosts"): `cotal up --leaf-port N` opens a

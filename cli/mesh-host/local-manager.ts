@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { ManagerInstance } from "../schemas/index.js";
-import type { MeshTarget } from "./mesh-client/mesh-target.js";
+import { ManagerInstance } from "../../schemas/index.js";
+import type { MeshTarget } from "../mesh-client/mesh-target.js";
 import { managerStateDir } from "./manager-process.js";
 
 /** This host's manager as this host's own files say. */

@@ -1,8 +1,8 @@
 import { renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { takeLockFile } from "../broker/index.js";
-import { CommandFailedError } from "./terminal/errors.js";
+import { takeLockFile } from "../../broker/index.js";
+import { CommandFailedError } from "../terminal/errors.js";
 import { isRunning, ProcessRecord, readRecordFile, recordOf, removeRecord } from "./pid-file.js";
 
 /** The record a lock file holds, if it is one (a half-written or foreign file is not). */

@@ -12,11 +12,11 @@ import {
   type StorageLimits,
   readSecret,
   writeSecret,
-} from "../broker/index.js";
+} from "../../broker/index.js";
 import { ephemeralPort, meshNodes, singleNode, type NodeFiles } from "./cluster-nodes.js";
 import type { LeafListener } from "./leaf-listener.js";
-import { DEFAULT_SPACE } from "./mesh-client/mesh-target.js";
-import { CommandFailedError, UsageError } from "./terminal/errors.js";
+import { DEFAULT_SPACE } from "../mesh-client/mesh-target.js";
+import { CommandFailedError, UsageError } from "../terminal/errors.js";
 import { acquireLock, claimStore, releaseStaleStore, StoreInUseError, storeLockHolder, type StoreLockRecord } from "./lock.js";
 import type { ClusterInfo, MeshInfo, MeshRoot } from "./mesh-root.js";
 import type { MeshMode } from "./mode.js";
@@ -25,8 +25,8 @@ import { isRunning, ProcessRecord, readRecordFile, removeRecord, stopProcess, wr
 import { DEFAULT_PORT, portIsFree } from "./ports.js";
 import { pingMeshService, serverAnswers } from "./probe.js";
 import { defaultClaudeAuth, ensureManager, stopManager, type ManagerUp } from "./manager-process.js";
-import { ensurePerson, readPerson, type PersonUp } from "./identity/person.js";
-import type { ClaudeAuthChoice } from "../claude/index.js";
+import { ensurePerson, readPerson, type PersonUp } from "../identity/person.js";
+import type { ClaudeAuthChoice } from "../../claude/index.js";
 import { findMeshServices, startMeshService } from "./service-process.js";
 import { DEFAULT_SYNC, describeSync } from "./sync-interval.js";
 import { prepareStaticAuth, publishSpaceAccount, type StaticAuth } from "./static-auth.js";

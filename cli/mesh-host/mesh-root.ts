@@ -1,9 +1,9 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { z } from "zod";
-import { StorageLimitsInput } from "../broker/index.js";
-import { describeIssues, SpaceName } from "../schemas/index.js";
-import { CommandFailedError } from "./terminal/errors.js";
+import { StorageLimitsInput } from "../../broker/index.js";
+import { describeIssues, SpaceName } from "../../schemas/index.js";
+import { CommandFailedError } from "../terminal/errors.js";
 import { LeafListener } from "./leaf-listener.js";
 import { MeshMode } from "./mode.js";
 import { SyncInterval } from "./sync-interval.js";

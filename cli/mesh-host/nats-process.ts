@@ -3,12 +3,12 @@ import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync, wri
 import { join } from "node:path";
 import { LOG_BOUNDS } from "./bounded-log.js";
 import { childEnv } from "./child-env.js";
-import { CommandFailedError } from "./terminal/errors.js";
+import { CommandFailedError } from "../terminal/errors.js";
 import { renderLeafBlock, type LeafListener } from "./leaf-listener.js";
 import type { MeshRoot, ServiceLog } from "./mesh-root.js";
-import { ensureNatsServer } from "../broker/index.js";
-import { note } from "./terminal/output.js";
-import { packageRoot } from "./package-root.js";
+import { ensureNatsServer } from "../../broker/index.js";
+import { note } from "../terminal/output.js";
+import { packageRoot } from "../package-root.js";
 import { findProcesses, isRunning, recordOf, stopProcess, type ProcessRecord } from "./pid-file.js";
 import { serverAnswers } from "./probe.js";
 import { renderSyncInterval } from "./sync-interval.js";

@@ -1,7 +1,7 @@
 import net from "node:net";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { callControl, connectMesh, serverUrls, SERVICE_PRINCIPALS, type MeshAddress } from "../broker/index.js";
-import type { ControlReplyData, Principal } from "../schemas/index.js";
+import { callControl, connectMesh, serverUrls, SERVICE_PRINCIPALS, type MeshAddress } from "../../broker/index.js";
+import type { ControlReplyData, Principal } from "../../schemas/index.js";
 
 /**
  * True when a server answers at `addr` with this credential (a round trip). JetStream itself is

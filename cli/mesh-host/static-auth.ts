@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { AuthStore, pushSpaceAccounts, serviceCreds, writeSecret, type AccountStorageLimits } from "../broker/index.js";
+import { AuthStore, pushSpaceAccounts, serviceCreds, writeSecret, type AccountStorageLimits } from "../../broker/index.js";
 import type { MeshRoot } from "./mesh-root.js";
 
 /** What a static mesh needs before its server starts. */

@@ -3,7 +3,7 @@
 // `.cotal/` folder when this run made it. What ran before this `up` is never touched.
 import { existsSync, rmSync } from "node:fs";
 import type { MeshRoot } from "./mesh-root.js";
-import { note } from "./terminal/output.js";
+import { note } from "../terminal/output.js";
 import { isRunning, readRecord, removeRecord, stopProcess, type ProcessRecord } from "./pid-file.js";
 
 interface Started {

@@ -1,5 +1,5 @@
 import { logger, setLogDestination, type Logger } from "../../broker/index.js";
-import { boundedLogFromEnv } from "../bounded-log.js";
+import { boundedLogFromEnv } from "../mesh-host/bounded-log.js";
 import { clock, oneLine, terminalSafeJson } from "./output.js";
 
 /**

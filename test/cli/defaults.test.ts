@@ -2,7 +2,7 @@
 // and the mesh mode.
 import { describe, expect, it } from "vitest";
 import { defaultActorName } from "../../cli/identity/os-user-name.js";
-import { chooseMode } from "../../cli/mode.js";
+import { chooseMode } from "../../cli/mesh-host/mode.js";
 
 describe("names and modes", () => {
   it("the default --as name is the OS user name, refused (never rewritten) when it is not a valid name", () => {

@@ -1,7 +1,7 @@
 // cotal.yaml's `space` and `server` keys as `cotal up` flags (cli/team-server.ts), and a running
 // mesh with other settings refused at the file's line unless the command line overrides the key.
 import { describe, expect, it } from "vitest";
-import type { MeshInfo } from "../../cli/mesh-root.js";
+import type { MeshInfo } from "../../cli/mesh-host/mesh-root.js";
 import { parseTeamFile } from "../../cli/team-file.js";
 import { refuseServerDrift, teamServerFlags } from "../../cli/team-server.js";
 

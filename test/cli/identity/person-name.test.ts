@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { UsageError } from "../../../cli/terminal/errors.js";
-import { MeshRoot } from "../../../cli/mesh-root.js";
+import { MeshRoot } from "../../../cli/mesh-host/mesh-root.js";
 import { chooseMe } from "../../../cli/identity/person.js";
 
 const dirs: string[] = [];

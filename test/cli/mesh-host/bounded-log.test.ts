@@ -7,12 +7,12 @@ import { appendFileSync, closeSync, existsSync, mkdtempSync, openSync, readdirSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { findNatsServer } from "../../broker/index.js";
-import { BoundedLogFile, LOG_BOUNDS } from "../../cli/bounded-log.js";
-import { LogTail } from "../../cli/log-tail.js";
-import { renderServerConfig } from "../../cli/nats-process.js";
-import { DEFAULT_SYNC } from "../../cli/sync-interval.js";
-import { until } from "../../testbed/until.js";
+import { findNatsServer } from "../../../broker/index.js";
+import { BoundedLogFile, LOG_BOUNDS } from "../../../cli/mesh-host/bounded-log.js";
+import { LogTail } from "../../../cli/mesh-host/log-tail.js";
+import { renderServerConfig } from "../../../cli/mesh-host/nats-process.js";
+import { DEFAULT_SYNC } from "../../../cli/mesh-host/sync-interval.js";
+import { until } from "../../../testbed/until.js";
 
 const dirs: string[] = [];
 afterEach(() => {

@@ -1,6 +1,6 @@
 // The environment background processes get: an allow-list, never the caller's secrets.
 import { describe, expect, it } from "vitest";
-import { childEnv } from "../../cli/child-env.js";
+import { childEnv } from "../../../cli/mesh-host/child-env.js";
 
 describe("background process environment", () => {
   it("passes the allow-list (PATH, HOME, locale, TZ, NATS_SERVER_BIN, log settings) and nothing else", () => {

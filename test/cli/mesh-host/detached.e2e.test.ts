@@ -4,8 +4,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { CotalProcess, freePort, pidAlive, runCotal, type CliResult, cliFolder } from "../harness/cli.js";
-import { until } from "../../testbed/until.js";
+import { CotalProcess, freePort, pidAlive, runCotal, type CliResult, cliFolder } from "../../harness/cli.js";
+import { until } from "../../../testbed/until.js";
 
 const { dir: project, cotal } = cliFolder("cotal-detached-", 30_000);
 const ok = (r: CliResult, what: string) => expect(r.code, `${what}: exit code; stderr: ${r.stderr}`).toBe(0);

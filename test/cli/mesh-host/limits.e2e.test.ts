@@ -5,7 +5,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildCli, freePort, runCotal, type CliResult } from "../harness/cli.js";
+import { buildCli, freePort, runCotal, type CliResult } from "../../harness/cli.js";
 
 let project: string;
 const cotal = (...args: string[]) => runCotal(args, { cwd: project });

@@ -5,10 +5,10 @@ import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { connect } from "@nats-io/transport-node";
 import { beforeAll, describe, expect, it } from "vitest";
-import { callControl } from "../../broker/index.js";
-import { localPrincipal } from "../../schemas/index.js";
-import { cleanEnv, cliFolder, CotalProcess, freePort, runCotal } from "../harness/cli.js";
-import { until } from "../../testbed/until.js";
+import { callControl } from "../../../broker/index.js";
+import { localPrincipal } from "../../../schemas/index.js";
+import { cleanEnv, cliFolder, CotalProcess, freePort, runCotal } from "../../harness/cli.js";
+import { until } from "../../../testbed/until.js";
 
 const { dir: project, cotal } = cliFolder("cotal-logrotate-", 30_000);
 const BOUND = 4_096;

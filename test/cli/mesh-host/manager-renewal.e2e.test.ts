@@ -8,10 +8,10 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { connect, credsAuthenticator } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
-import { credsClaims } from "../../broker/index.js";
-import { renewalDueAt } from "../../manager/index.js";
-import { cliFolder, freePort, type CliResult } from "../harness/cli.js";
-import { until } from "../../testbed/until.js";
+import { credsClaims } from "../../../broker/index.js";
+import { renewalDueAt } from "../../../manager/index.js";
+import { cliFolder, freePort, type CliResult } from "../../harness/cli.js";
+import { until } from "../../../testbed/until.js";
 
 const { dir, cotal } = cliFolder("cotal-manager-renew-");
 const credsFile = join(dir, ".cotal/manager/manager.creds");

@@ -8,9 +8,9 @@ import { credsAuthenticator, connect } from "@nats-io/transport-node";
 import { encodeUser, fmtCreds } from "@nats-io/jwt";
 import { fromSeed } from "@nats-io/nkeys";
 import { describe, expect, it } from "vitest";
-import { AuthStore, clientsAccount, credsClaims } from "../../broker/index.js";
-import { managerRightsCurrent } from "../../cli/manager-process.js";
-import { cliFolder, freePort } from "../harness/cli.js";
+import { AuthStore, clientsAccount, credsClaims } from "../../../broker/index.js";
+import { managerRightsCurrent } from "../../../cli/mesh-host/manager-process.js";
+import { cliFolder, freePort } from "../../harness/cli.js";
 
 const { dir, cotal } = cliFolder("cotal-manager-rights-");
 const credsFile = join(dir, ".cotal/manager/manager.creds");

@@ -4,9 +4,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { findMeshRoot, MeshRoot } from "../../cli/mesh-root.js";
-import { renderServerConfig } from "../../cli/nats-process.js";
-import { DEFAULT_SYNC, SyncInterval } from "../../cli/sync-interval.js";
+import { findMeshRoot, MeshRoot } from "../../../cli/mesh-host/mesh-root.js";
+import { renderServerConfig } from "../../../cli/mesh-host/nats-process.js";
+import { DEFAULT_SYNC, SyncInterval } from "../../../cli/mesh-host/sync-interval.js";
 
 describe("mesh root", () => {
   it("is found by walking up from a subfolder to the .cotal/ that holds mesh.json", async () => {

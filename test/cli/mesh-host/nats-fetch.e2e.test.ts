@@ -8,9 +8,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { natsServerVersion } from "../../broker/index.js";
-import { testNatsServer } from "../../testbed/nats-server.js";
-import { buildCli, cleanEnv, freePort, projectRoot, runCotal } from "../harness/cli.js";
+import { natsServerVersion } from "../../../broker/index.js";
+import { testNatsServer } from "../../../testbed/nats-server.js";
+import { buildCli, cleanEnv, freePort, projectRoot, runCotal } from "../../harness/cli.js";
 
 const OLD_SERVER = "/usr/sbin/nats-server";
 const dirs: string[] = [];

@@ -8,8 +8,8 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SERVICE_NODE_FLAGS } from "../../cli/service-process.js";
-import { buildCli, cleanEnv, cotalBundle, freePort } from "../harness/cli.js";
+import { SERVICE_NODE_FLAGS } from "../../../cli/mesh-host/service-process.js";
+import { buildCli, cleanEnv, cotalBundle, freePort } from "../../harness/cli.js";
 
 let root: string;
 let lone: string;

@@ -5,9 +5,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { claimStore, releaseStaleStore, StoreInUseError, storeLockFile, storeLockHolder } from "../../cli/lock.js";
-import { readRecordFile, recordOf } from "../../cli/pid-file.js";
-import { until } from "../../testbed/until.js";
+import { claimStore, releaseStaleStore, StoreInUseError, storeLockFile, storeLockHolder } from "../../../cli/mesh-host/lock.js";
+import { readRecordFile, recordOf } from "../../../cli/mesh-host/pid-file.js";
+import { until } from "../../../testbed/until.js";
 
 let dir: string;
 beforeAll(async () => {

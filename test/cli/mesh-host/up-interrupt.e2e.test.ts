@@ -8,8 +8,8 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readlinkSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildCli, cleanEnv, CotalProcess, cotalBundle, freePort, pidAlive, runCotal } from "../harness/cli.js";
-import { until } from "../../testbed/until.js";
+import { buildCli, cleanEnv, CotalProcess, cotalBundle, freePort, pidAlive, runCotal } from "../../harness/cli.js";
+import { until } from "../../../testbed/until.js";
 
 const scratch = mkdtempSync(join(tmpdir(), "cotal-up-interrupt-"));
 chmodSync(scratch, 0o755); // the failed-up cases run as another user
