@@ -9,7 +9,7 @@ import { writeRoute, type ReadRoute, type StreamRoute, type WriteRoute } from ".
 import { CommandFailedError } from "./terminal/errors.js";
 import type { LocalManager } from "./mesh-host/local-manager.js";
 import { callManager } from "./mesh-client/manager-calls.js";
-import { loadTeamFile } from "./team-file.js";
+import { loadTeamFile } from "./team-file/team-file.js";
 
 /** How often the terminal panel's screen is read, ms. */
 const SCREEN_EVERY_MS = 1_000;

@@ -5,7 +5,7 @@ import { bringDown, type DownReport } from "../mesh-host/mesh-lifecycle.js";
 import { findMeshRoot } from "../mesh-host/mesh-root.js";
 import { printJson, printLines } from "../terminal/output.js";
 import { parseInput } from "../terminal/validate.js";
-import { stopTeamSeats } from "../team-apply.js";
+import { stopTeamSeats } from "../team-file/team-apply.js";
 
 /** `cotal down`: stop this project's mesh. */
 export function registerDown(program: Command): void {

@@ -18,9 +18,9 @@ import { meshNodes } from "../mesh-host/cluster-nodes.js";
 import { describeSync, SyncInterval } from "../mesh-host/sync-interval.js";
 import { ClaudeAuthChoice } from "../../claude/index.js";
 import { describeClaudeAuth } from "../mesh-client/manager-calls.js";
-import { loadTeamFile } from "../team-file.js";
-import { converge, planOnly, type TeamResult } from "../team-apply.js";
-import { refuseServerDrift, teamServerFlags } from "../team-server.js";
+import { loadTeamFile } from "../team-file/team-file.js";
+import { converge, planOnly, type TeamResult } from "../team-file/team-apply.js";
+import { refuseServerDrift, teamServerFlags } from "../team-file/team-server.js";
 import { serverAnswers } from "../mesh-host/probe.js";
 import { DEFAULT_SPACE } from "../mesh-client/mesh-target.js";
 

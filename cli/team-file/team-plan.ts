@@ -12,7 +12,7 @@ import {
   type SeatView,
   type TeamAudience,
   type TeamChannel,
-} from "../schemas/index.js";
+} from "../../schemas/index.js";
 import { audienceHas, seatJoins, seatNames, TeamFileError, type TeamDoc, type TeamFileProblem } from "./team-file.js";
 import type { SeatSpec, TeamState } from "./team-state.js";
 

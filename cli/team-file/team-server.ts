@@ -3,8 +3,8 @@
 // refused at the file's line (a running nats-server cannot change its port, store or limits;
 // `cotal down` first).
 import { resolve } from "node:path";
-import type { MeshInfo } from "./mesh-host/mesh-root.js";
-import { DEFAULT_SYNC } from "./mesh-host/sync-interval.js";
+import type { MeshInfo } from "../mesh-host/mesh-root.js";
+import { DEFAULT_SYNC } from "../mesh-host/sync-interval.js";
 import { TeamFileError, type TeamDoc, type TeamFileProblem } from "./team-file.js";
 
 type Path = Array<string | number>;

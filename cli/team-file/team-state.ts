@@ -5,9 +5,9 @@
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { ChannelRights, describeIssues, LifecycleUid, ManagerInstance, PrincipalToken, SpaceName } from "../schemas/index.js";
-import { CommandFailedError } from "./terminal/errors.js";
-import type { MeshRoot } from "./mesh-host/mesh-root.js";
+import { ChannelRights, describeIssues, LifecycleUid, ManagerInstance, PrincipalToken, SpaceName } from "../../schemas/index.js";
+import { CommandFailedError } from "../terminal/errors.js";
+import type { MeshRoot } from "../mesh-host/mesh-root.js";
 
 /** The spawn request a seat was started with (without its request id): what a changed file is compared with. */
 export const SeatSpec = z.object({

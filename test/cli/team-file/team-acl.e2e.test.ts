@@ -9,11 +9,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, credsAuthenticator, PermissionViolationError, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, describe, expect, it } from "vitest";
-import { Connector } from "../../connector/internal.js";
-import { parsePrincipal, patterns } from "../../schemas/index.js";
-import { call, mcpClient } from "../connector/helpers.js";
-import { cliFolder, freePort, pidAlive, type CliResult } from "../harness/cli.js";
-import { until } from "../../testbed/until.js";
+import { Connector } from "../../../connector/internal.js";
+import { parsePrincipal, patterns } from "../../../schemas/index.js";
+import { call, mcpClient } from "../../connector/helpers.js";
+import { cliFolder, freePort, pidAlive, type CliResult } from "../../harness/cli.js";
+import { until } from "../../../testbed/until.js";
 
 const { dir, cotal } = cliFolder("cotal-team-acl-", 120_000);
 const FILE = join(dir, "cotal.yaml");

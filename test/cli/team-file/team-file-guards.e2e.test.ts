@@ -6,10 +6,10 @@ import { mkdtempSync, readdirSync, rmSync, truncateSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { TEAM_FILE_LIMITS } from "../../schemas/index.js";
-import { cliFolder, freePort, runCotal, type CliResult } from "../harness/cli.js";
-import { TmuxConsole } from "../harness/tmux-console.js";
-import { until } from "../../testbed/until.js";
+import { TEAM_FILE_LIMITS } from "../../../schemas/index.js";
+import { cliFolder, freePort, runCotal, type CliResult } from "../../harness/cli.js";
+import { TmuxConsole } from "../../harness/tmux-console.js";
+import { until } from "../../../testbed/until.js";
 
 const { dir, cotal } = cliFolder("cotal-team-guards-", 120_000);
 const FILE = join(dir, "cotal.yaml");

@@ -5,8 +5,8 @@
 import { readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { cliFolder, freePort, pidAlive, type CliResult } from "../harness/cli.js";
-import { until } from "../../testbed/until.js";
+import { cliFolder, freePort, pidAlive, type CliResult } from "../../harness/cli.js";
+import { until } from "../../../testbed/until.js";
 
 const { dir, cotal } = cliFolder("cotal-team-file-", 120_000);
 const FILE = join(dir, "cotal.yaml");

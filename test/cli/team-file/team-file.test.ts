@@ -6,8 +6,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { parseTeamFile, TeamFileError, type TeamFileProblem } from "../../cli/team-file.js";
-import { wireValidators } from "../harness/wire-schemas.js";
+import { parseTeamFile, TeamFileError, type TeamFileProblem } from "../../../cli/team-file/team-file.js";
+import { wireValidators } from "../../harness/wire-schemas.js";
 
 const dir = mkdtempSync(join(tmpdir(), "cotal-team-file-"));
 const FILE = join(dir, "cotal.yaml");

@@ -2,10 +2,10 @@
 // replaced, retired or left alone, and what is refused at the file's line before anything is done.
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_CHANNEL_CONFIG, type SeatView } from "../../schemas/index.js";
-import { parseTeamFile, TeamFileError } from "../../cli/team-file.js";
-import { describePlan, desiredSeats, planTeam, rightsNotHeld, type Observed } from "../../cli/team-plan.js";
-import type { TeamState } from "../../cli/team-state.js";
+import { DEFAULT_CHANNEL_CONFIG, type SeatView } from "../../../schemas/index.js";
+import { parseTeamFile, TeamFileError } from "../../../cli/team-file/team-file.js";
+import { describePlan, desiredSeats, planTeam, rightsNotHeld, type Observed } from "../../../cli/team-file/team-plan.js";
+import type { TeamState } from "../../../cli/team-file/team-state.js";
 
 const DIR = "/srv/team";
 const FILE = join(DIR, "cotal.yaml");

@@ -1,9 +1,9 @@
 // cotal.yaml's `space` and `server` keys as `cotal up` flags (cli/team-server.ts), and a running
 // mesh with other settings refused at the file's line unless the command line overrides the key.
 import { describe, expect, it } from "vitest";
-import type { MeshInfo } from "../../cli/mesh-host/mesh-root.js";
-import { parseTeamFile } from "../../cli/team-file.js";
-import { refuseServerDrift, teamServerFlags } from "../../cli/team-server.js";
+import type { MeshInfo } from "../../../cli/mesh-host/mesh-root.js";
+import { parseTeamFile } from "../../../cli/team-file/team-file.js";
+import { refuseServerDrift, teamServerFlags } from "../../../cli/team-file/team-server.js";
 
 const FILE = "/srv/team/cotal.yaml";
 const TEXT = `space: team
