@@ -3,9 +3,9 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { sha256File } from "../claude/index.js";
-import { CotalError, describeIssues, ManagerInstance, SpaceName } from "../schemas/index.js";
-import { MeshMode } from "./mesh-host/mode.js";
+import { sha256File } from "../../claude/index.js";
+import { CotalError, describeIssues, ManagerInstance, SpaceName } from "../../schemas/index.js";
+import { MeshMode } from "../mesh-host/mode.js";
 
 /** The manifest's file name, inside the backup folder; written last, so a backup without it did not finish. */
 export const MANIFEST_FILE = "manifest.json";

@@ -6,14 +6,14 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync }
 import { open } from "node:fs/promises";
 import { hostname } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { AuthStore, readSpaceIdentity, snapshotStream, writeSecret } from "../broker/index.js";
-import { COTAL_VERSION } from "../schemas/index.js";
+import { AuthStore, readSpaceIdentity, snapshotStream, writeSecret } from "../../broker/index.js";
+import { COTAL_VERSION } from "../../schemas/index.js";
 import { BACKUP_LAYOUT, BackupManifest, MANIFEST_FILE, type BackupStream } from "./backup-manifest.js";
 import { listSpaceStreams, withDataAccount } from "./data-connection.js";
-import { UsageError } from "./terminal/errors.js";
-import { managerStateDir } from "./mesh-host/manager-process.js";
-import type { MeshInfo, MeshRoot } from "./mesh-host/mesh-root.js";
-import { progressBar } from "./terminal/progress.js";
+import { UsageError } from "../terminal/errors.js";
+import { managerStateDir } from "../mesh-host/manager-process.js";
+import type { MeshInfo, MeshRoot } from "../mesh-host/mesh-root.js";
+import { progressBar } from "../terminal/progress.js";
 
 /** What `cotal backup` wrote. */
 export interface BackupReport {

@@ -5,10 +5,10 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { jetstreamManager, type JetStreamManager, type StreamInfo } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { AuthStore, backupCreds, connectMesh, writeSecret } from "../broker/index.js";
-import { names } from "../schemas/index.js";
-import { CommandFailedError } from "./terminal/errors.js";
-import type { MeshInfo, MeshRoot } from "./mesh-host/mesh-root.js";
+import { AuthStore, backupCreds, connectMesh, writeSecret } from "../../broker/index.js";
+import { names } from "../../schemas/index.js";
+import { CommandFailedError } from "../terminal/errors.js";
+import type { MeshInfo, MeshRoot } from "../mesh-host/mesh-root.js";
 
 /**
  * Run `fn` on a connection to the space's data account: on a static mesh as a one-run credential

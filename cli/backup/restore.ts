@@ -13,19 +13,19 @@ import {
   SNAPSHOT_CHUNK_BYTES,
   type AdoptedIdentity,
   type StreamSnapshotMeta,
-} from "../broker/index.js";
-import { CotalError, names, withArticle } from "../schemas/index.js";
+} from "../../broker/index.js";
+import { CotalError, names, withArticle } from "../../schemas/index.js";
 import { BACKUP_LAYOUT, MANIFEST_FILE, readVerifiedBackup, type BackupManifest } from "./backup-manifest.js";
 import { listSpaceStreams, withDataAccount } from "./data-connection.js";
-import { CommandFailedError, UsageError } from "./terminal/errors.js";
+import { CommandFailedError, UsageError } from "../terminal/errors.js";
 import { hostManagerInstance } from "./backup.js";
-import { managerInstance, managerStateDir, stopManager } from "./mesh-host/manager-process.js";
-import { bringDown, bringUp } from "./mesh-host/mesh-lifecycle.js";
-import type { MeshInfo, MeshRoot } from "./mesh-host/mesh-root.js";
-import { readRecordFile, removeRecord, stopProcess, type ProcessRecord } from "./mesh-host/pid-file.js";
-import { readPerson } from "./identity/person.js";
-import { progressBar } from "./terminal/progress.js";
-import { findMeshServices } from "./mesh-host/service-process.js";
+import { managerInstance, managerStateDir, stopManager } from "../mesh-host/manager-process.js";
+import { bringDown, bringUp } from "../mesh-host/mesh-lifecycle.js";
+import type { MeshInfo, MeshRoot } from "../mesh-host/mesh-root.js";
+import { readRecordFile, removeRecord, stopProcess, type ProcessRecord } from "../mesh-host/pid-file.js";
+import { readPerson } from "../identity/person.js";
+import { progressBar } from "../terminal/progress.js";
+import { findMeshServices } from "../mesh-host/service-process.js";
 
 /** A stream of the mesh holding data a restore would replace. */
 export interface HeldData {

@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, rmSync, truncateSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { BackupInvalidError, BackupTamperedError, readVerifiedBackup } from "../../cli/backup-manifest.js";
+import { BackupInvalidError, BackupTamperedError, readVerifiedBackup } from "../../../cli/backup/backup-manifest.js";
 
 let dir: string;
 const sha = (b: Buffer) => `sha256:${createHash("sha256").update(b).digest("hex")}`;

@@ -12,8 +12,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, credsAuthenticator } from "@nats-io/transport-node";
-import { cliFolder, CotalProcess, freePort, type CliResult } from "../harness/cli.js";
-import { until } from "../../testbed/until.js";
+import { cliFolder, CotalProcess, freePort, type CliResult } from "../../harness/cli.js";
+import { until } from "../../../testbed/until.js";
 
 const source = cliFolder("cotal-backup-a-", 90_000);
 const target = cliFolder("cotal-backup-b-", 120_000);
