@@ -8,7 +8,7 @@ import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { logger } from "../broker/index.js";
-import { ConsoleFeed, FrameRenderer, plainLines } from "../cli/console-feed.js";
+import { ConsoleFeed, FrameRenderer, plainLines } from "../cli/console/console-feed.js";
 import { MeshSession } from "../cli/mesh-client/session.js";
 import { Connector, EventPlane, runHook } from "../connector/internal.js";
 import { encodeMessage, eventsChannelOf, frameOf, patterns, postSubject, type CotalMessage } from "../schemas/index.js";

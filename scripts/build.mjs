@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 /** Entry points: bundle name → source. Each bundle is self-contained (node_modules inlined). */
 const entries = {
   // Ink and React, loaded by `cotal console` alone (cli/console-ink.ts).
-  "console-ink": "cli/console-ink.ts",
+  "console-ink": "cli/console/console-ink.ts",
   // What the launchers below run a CommonJS bundle with, from a code cache (cli/code-cache.ts).
   "code-cache": "cli/code-cache.ts",
   connector: "connector/mcp-main.ts",

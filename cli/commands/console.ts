@@ -4,8 +4,8 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { connectMesh, requestCredential, writeSecret, type RosterEntry } from "../../broker/index.js";
 import { eventsChannelOf, parsePrincipal } from "../../schemas/index.js";
-import { ConsoleFeed, FrameRenderer, plainLines, planesOf, type FeedItem } from "../console-feed.js";
-import { ConsoleInbox, inboxCountLine } from "../console-inbox.js";
+import { ConsoleFeed, FrameRenderer, plainLines, planesOf, type FeedItem } from "../console/console-feed.js";
+import { ConsoleInbox, inboxCountLine } from "../console/console-inbox.js";
 import { meshOptions, resolveTarget, type MeshTarget } from "../mesh-client/mesh-target.js";
 import { credentialScope } from "../identity/credential-scope.js";
 import { cliLog } from "../terminal/logging.js";
@@ -43,7 +43,7 @@ export function registerConsole(program: Command): void {
     const s = await MeshSession.open(target);
     const plain = f.plain || !process.stdout.isTTY;
     if (!plain) {
-      const { runConsoleUi } = await import("../console-ui.js");
+      const { runConsoleUi } = await import("../console/console-ui.js");
       await runConsoleUi(s, { sinceMs: Date.now() - f.since, agents: f.agent, channels: f.channel });
       return;
     }

@@ -1,6 +1,6 @@
 import type { Subscription } from "@nats-io/transport-node";
-import { approvalEventsOf, callControl, collectHistory, credsCaller, verifyEnvelope, type Logger, type RosterEntry } from "../broker/index.js";
-import { approvalLine } from "./terminal/approval-text.js";
+import { approvalEventsOf, callControl, collectHistory, credsCaller, verifyEnvelope, type Logger, type RosterEntry } from "../../broker/index.js";
+import { approvalLine } from "../terminal/approval-text.js";
 import {
   eventsChannelOf,
   frameOf,
@@ -13,10 +13,10 @@ import {
   type FoldedEvent,
   type CotalMessage,
   type Principal,
-} from "../schemas/index.js";
-import { senderLabel } from "./terminal/format.js";
-import { clock, oneLine } from "./terminal/output.js";
-import type { MeshSession } from "./mesh-client/session.js";
+} from "../../schemas/index.js";
+import { senderLabel } from "../terminal/format.js";
+import { clock, oneLine } from "../terminal/output.js";
+import type { MeshSession } from "../mesh-client/session.js";
 
 /** One thing the console shows: a post on a channel, or a frame on an agent's event plane. */
 export interface FeedItem {

@@ -1,7 +1,7 @@
-import { readDmInbox, type Logger } from "../broker/index.js";
-import { parsePrincipal, principalId, type Principal } from "../schemas/index.js";
-import { credentialScope } from "./identity/credential-scope.js";
-import { formatDelivery } from "./terminal/format.js";
+import { readDmInbox, type Logger } from "../../broker/index.js";
+import { parsePrincipal, principalId, type Principal } from "../../schemas/index.js";
+import { credentialScope } from "../identity/credential-scope.js";
+import { formatDelivery } from "../terminal/format.js";
 
 /** How often the console looks at the person's inbox, ms: a count first, the DMs only when it changed. */
 const INBOX_POLL_MS = 5_000;

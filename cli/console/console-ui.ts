@@ -1,14 +1,14 @@
 // The terminal UI of `cotal console` (Ink, the React renderer Claude Code itself is built with).
 // React.createElement instead of JSX keeps the build and lint setup unchanged.
 import type * as Ink from "./console-ink.js";
-import { answerApproval, approvalEventsOf, credsCaller, OpenApprovalSet, type RosterEntry } from "../broker/index.js";
-import { inputLine } from "./terminal/approval-text.js";
-import { eventsChannelOf, parsePrincipal, principalId } from "../schemas/index.js";
-import { rosterLine } from "./commands/console.js";
+import { answerApproval, approvalEventsOf, credsCaller, OpenApprovalSet, type RosterEntry } from "../../broker/index.js";
+import { inputLine } from "../terminal/approval-text.js";
+import { eventsChannelOf, parsePrincipal, principalId } from "../../schemas/index.js";
+import { rosterLine } from "../commands/console.js";
 import { ConsoleFeed, FrameRenderer, plainLines, planesOf, type FeedItem } from "./console-feed.js";
 import { ConsoleInbox, inboxCountLine, type InboxView } from "./console-inbox.js";
-import { cliLog } from "./terminal/logging.js";
-import type { MeshSession } from "./mesh-client/session.js";
+import { cliLog } from "../terminal/logging.js";
+import type { MeshSession } from "../mesh-client/session.js";
 
 /** One rendered line, with what it belongs to (for the tabs). */
 interface Line {

@@ -6,9 +6,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { credentialScope } from "../../cli/identity/credential-scope.js";
-import { buildCli, CotalProcess, freePort, runCotal } from "../harness/cli.js";
-import { until } from "../../testbed/until.js";
+import { credentialScope } from "../../../cli/identity/credential-scope.js";
+import { buildCli, CotalProcess, freePort, runCotal } from "../../harness/cli.js";
+import { until } from "../../../testbed/until.js";
 
 let project: string;
 

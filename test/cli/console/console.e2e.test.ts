@@ -5,12 +5,12 @@ import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "n
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { logger, type Endpoint } from "../../broker/index.js";
-import { EventPlane } from "../../connector/internal.js";
-import { buildCli, cleanEnv, CotalProcess } from "../harness/cli.js";
-import { until } from "../harness/fixtures.js";
-import { TestMesh } from "../harness/mesh.js";
-import { TmuxConsole } from "../harness/tmux-console.js";
+import { logger, type Endpoint } from "../../../broker/index.js";
+import { EventPlane } from "../../../connector/internal.js";
+import { buildCli, cleanEnv, CotalProcess } from "../../harness/cli.js";
+import { until } from "../../harness/fixtures.js";
+import { TestMesh } from "../../harness/mesh.js";
+import { TmuxConsole } from "../../harness/tmux-console.js";
 
 let mesh: TestMesh;
 let root: string;
