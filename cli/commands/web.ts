@@ -15,7 +15,7 @@ import { note, printLines, warn } from "../terminal/output.js";
 import { isRunning, readRecord, recordOf, removeRecord, stopProcess, writeRecord } from "../mesh-host/pid-file.js";
 import { selfCommand } from "../mesh-host/service-process.js";
 import { parseInput, port } from "../terminal/validate.js";
-import { choosePerson, openWrites, type OpenWrites, type PersonChoice } from "../web-writes.js";
+import { choosePerson, openWrites, type OpenWrites, type PersonChoice } from "../web/web-writes.js";
 
 /** The bind rule (web/bind.ts) as a flag check: a refused --host is bad input (exit 2). */
 const webHost = z.string().superRefine((h, ctx) => {

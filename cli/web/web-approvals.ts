@@ -1,10 +1,10 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import { z } from "zod";
-import { answerApproval, openApprovals } from "../broker/index.js";
-import { ApprovalDecision, ApprovalId, MAX_APPROVAL_REASON, principalId, PrincipalId, type Principal } from "../schemas/index.js";
-import { writeRoute, type ReadRoute, type WriteRoute } from "../web/index.js";
-import { inputLine } from "./terminal/approval-text.js";
-import { ApprovalRefusedError, CommandFailedError } from "./terminal/errors.js";
+import { answerApproval, openApprovals } from "../../broker/index.js";
+import { ApprovalDecision, ApprovalId, MAX_APPROVAL_REASON, principalId, PrincipalId, type Principal } from "../../schemas/index.js";
+import { writeRoute, type ReadRoute, type WriteRoute } from "../../web/index.js";
+import { inputLine } from "../terminal/approval-text.js";
+import { ApprovalRefusedError, CommandFailedError } from "../terminal/errors.js";
 
 /** POST /api/approve: one open ask, as the Approvals view lists it, and the decision. */
 export const ApproveBody = z.strictObject({

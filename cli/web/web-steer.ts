@@ -2,14 +2,14 @@ import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { z } from "zod";
-import { credsClaims, type Logger } from "../broker/index.js";
-import { seatScreen } from "../manager/index.js";
-import { patterns, PrincipalToken, SeatAgent, type Principal, type SeatView } from "../schemas/index.js";
-import { writeRoute, type ReadRoute, type StreamRoute, type WriteRoute } from "../web/index.js";
-import { CommandFailedError } from "./terminal/errors.js";
-import type { LocalManager } from "./mesh-host/local-manager.js";
-import { callManager } from "./mesh-client/manager-calls.js";
-import { loadTeamFile } from "./team-file/team-file.js";
+import { credsClaims, type Logger } from "../../broker/index.js";
+import { seatScreen } from "../../manager/index.js";
+import { patterns, PrincipalToken, SeatAgent, type Principal, type SeatView } from "../../schemas/index.js";
+import { writeRoute, type ReadRoute, type StreamRoute, type WriteRoute } from "../../web/index.js";
+import { CommandFailedError } from "../terminal/errors.js";
+import type { LocalManager } from "../mesh-host/local-manager.js";
+import { callManager } from "../mesh-client/manager-calls.js";
+import { loadTeamFile } from "../team-file/team-file.js";
 
 /** How often the terminal panel's screen is read, ms. */
 const SCREEN_EVERY_MS = 1_000;

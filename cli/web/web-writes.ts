@@ -1,16 +1,16 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import type { Logger } from "../broker/index.js";
-import { receiptLine } from "../connector/index.js";
-import { parsePrincipal } from "../schemas/index.js";
-import { PersonWriter, personReads, personRoutes, type WriteMode } from "../web/index.js";
-import type { MeshTarget } from "./mesh-client/mesh-target.js";
-import { credentialScope } from "./identity/credential-scope.js";
-import { UsageError } from "./terminal/errors.js";
-import { localManager } from "./mesh-host/local-manager.js";
+import type { Logger } from "../../broker/index.js";
+import { receiptLine } from "../../connector/index.js";
+import { parsePrincipal } from "../../schemas/index.js";
+import { PersonWriter, personReads, personRoutes, type WriteMode } from "../../web/index.js";
+import type { MeshTarget } from "../mesh-client/mesh-target.js";
+import { credentialScope } from "../identity/credential-scope.js";
+import { UsageError } from "../terminal/errors.js";
+import { localManager } from "../mesh-host/local-manager.js";
 import { approvalReads, approvalRoutes } from "./web-approvals.js";
-import { findMeshRoot, type MeshRoot } from "./mesh-host/mesh-root.js";
-import { readPerson } from "./identity/person.js";
+import { findMeshRoot, type MeshRoot } from "../mesh-host/mesh-root.js";
+import { readPerson } from "../identity/person.js";
 import { credentialSteers, steerReads, steerRoutes, terminalStream, type SteerDeps } from "./web-steer.js";
 
 /** Who `cotal web` writes as: the person's name and credential, or why it writes nothing. */
