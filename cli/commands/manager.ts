@@ -25,9 +25,9 @@ import { meshOptions, resolveTarget, type MeshTarget } from "../mesh-client/mesh
 import { EXIT, UsageError } from "../terminal/errors.js";
 import { cliLog, useServiceLogLevel } from "../terminal/logging.js";
 import { managerInstance, managerStateDir } from "../mesh-host/manager-process.js";
-import { packageRoot } from "../package-root.js";
+import { packageRoot } from "../install/package-root.js";
 import { selfCommand, siblingBundle } from "../mesh-host/service-process.js";
-import { packagePluginDir } from "../setup.js";
+import { packagePluginDir } from "../install/setup-files.js";
 import { duration, parseInput } from "../terminal/validate.js";
 
 const ManagerFlags = z.object({

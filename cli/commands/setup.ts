@@ -28,7 +28,7 @@ import { CommandFailedError, EXIT, UsageError } from "../terminal/errors.js";
 import { DEFAULT_RUNTIME, findRuntimeCli, RUNTIMES, runtimeNamed } from "../../manager/index.js";
 import type { RuntimeAdapter } from "../../runtime/index.js";
 import { printJson, printLines } from "../terminal/output.js";
-import { packageRoot } from "../package-root.js";
+import { packageRoot } from "../install/package-root.js";
 import {
   applyTree,
   compareTree,
@@ -40,7 +40,7 @@ import {
   marketplaceDir,
   packagePluginDir,
   seedDefaultAgent,
-} from "../setup.js";
+} from "../install/setup-files.js";
 import { parseInput } from "../terminal/validate.js";
 import { COTAL_VERSION } from "../../schemas/index.js";
 

@@ -6,7 +6,7 @@ import { findRuntimeCli, RUNTIMES } from "../../manager/index.js";
 import type { RuntimeAdapter } from "../../runtime/index.js";
 import { defaultClaudeAuth } from "../mesh-host/manager-process.js";
 import { oneLine } from "../terminal/output.js";
-import { packageRoot } from "../package-root.js";
+import { packageRoot } from "../install/package-root.js";
 import { failed, failedWith, pass, warned, type DoctorCheck } from "./check.js";
 import type { NeededRuntimes } from "./needed-runtimes.js";
 

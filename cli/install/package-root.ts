@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { CommandFailedError } from "./terminal/errors.js";
+import { CommandFailedError } from "../terminal/errors.js";
 
 /** The name in Cotal's own package.json. */
 const PACKAGE_NAME = "cotal";

@@ -31,9 +31,9 @@ import {
   renderPlugin,
   type PluginInstallState,
   type PluginScope,
-} from "../connector/index.js";
-import { COTAL_VERSION } from "../schemas/index.js";
-import { CommandFailedError } from "./terminal/errors.js";
+} from "../../connector/index.js";
+import { COTAL_VERSION } from "../../schemas/index.js";
+import { CommandFailedError } from "../terminal/errors.js";
 import { packageRoot } from "./package-root.js";
 
 /** `$COTAL_HOME`, else `~/.cotal`: Cotal's per-user folder. */

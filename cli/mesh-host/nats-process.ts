@@ -8,7 +8,7 @@ import { renderLeafBlock, type LeafListener } from "./leaf-listener.js";
 import type { MeshRoot, ServiceLog } from "./mesh-root.js";
 import { ensureNatsServer } from "../../broker/index.js";
 import { note } from "../terminal/output.js";
-import { packageRoot } from "../package-root.js";
+import { packageRoot } from "../install/package-root.js";
 import { findProcesses, isRunning, recordOf, stopProcess, type ProcessRecord } from "./pid-file.js";
 import { serverAnswers } from "./probe.js";
 import { renderSyncInterval } from "./sync-interval.js";
