@@ -3,7 +3,7 @@
 // nothing refused.
 import { Argument, Command, Option } from "commander";
 import { describe, expect, it } from "vitest";
-import { completionSpec, encodeKind, StaleCompletionRuleError } from "../../cli/completion/spec.js";
+import { completionSpec, encodeKind, StaleCompletionRuleError } from "../../../cli/completion/spec.js";
 
 function program(): Command {
   const p = new Command("cotal").version("1.0.0").option("--log-format <format>", "text or json").option("--debug");

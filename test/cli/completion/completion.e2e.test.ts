@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cleanEnv, cliFolder, cotalBundle, freePort, runCotal, type CliResult } from "../harness/cli.js";
+import { cleanEnv, cliFolder, cotalBundle, freePort, runCotal, type CliResult } from "../../harness/cli.js";
 
 const { dir: project, cotal } = cliFolder("cotal-completion-");
 const scratch = mkdtempSync(join(tmpdir(), "cotal-completion-tools-"));

@@ -5,9 +5,9 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DoctorReport } from "../../cli/doctor/check.js";
-import { RUNTIMES } from "../../manager/index.js";
-import { cleanEnv, cliFolder, freePort, runCotal, type CliResult } from "../harness/cli.js";
+import { DoctorReport } from "../../../cli/doctor/check.js";
+import { RUNTIMES } from "../../../manager/index.js";
+import { cleanEnv, cliFolder, freePort, runCotal, type CliResult } from "../../harness/cli.js";
 
 const { dir: project, cotal } = cliFolder("cotal-doctor-");
 const scratch = mkdtempSync(join(tmpdir(), "cotal-doctor-tools-"));
