@@ -27,7 +27,7 @@ import { registerRun } from "./commands/run.js";
 import { registerBudget } from "./commands/budget.js";
 import { registerWeb } from "./commands/web.js";
 import { registerBackup } from "./commands/backup.js";
-import { rootCommand } from "./program.js";
+import { rootCommand } from "./root-command.js";
 
 /** The `cotal` command: the composition root of every component. */
 export function buildProgram(): Command {
