@@ -1,3 +1,5 @@
+// The root `cotal` command and the runner every bundle shares (logging flags, help, exit codes, the
+// watchdog). Which commands it holds is cotal-program.ts (the CLI) or service-main.ts (the services).
 import { Command, CommanderError } from "commander";
 import { COTAL_VERSION } from "../schemas/index.js";
 import { describeError, EXIT, exitCodeOf } from "./terminal/errors.js";

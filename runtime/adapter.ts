@@ -196,7 +196,7 @@ export interface RuntimeAdapter {
   /**
    * What of the user's shell a manager started in the background must carry for this runtime
    * (its home, its credentials' variables), put in that manager's environment, never argv.
-   * Absent: the runtime carries its own (Claude's auth mode decides it, cli/manager-process.ts).
+   * Absent: the runtime carries its own (Claude's auth mode decides it, cli/mesh-host/manager-process.ts).
    */
   shellEnv?(env: Env): Record<string, string>;
   /** The credentials and configuration the CLI will use on this host (never a value). */

@@ -148,7 +148,7 @@ export function registerUp(program: Command): void {
           `open mode: any host that reaches ${leaf.host}:${leaf.port} may join as a leaf node and read every message (pass --leaf-tls-ca to require client certificates).`,
         );
       }
-      // From here an interruption or a failure stops what this run started (cli/up-guard.ts).
+      // From here an interruption or a failure stops what this run started (cli/mesh-host/up-guard.ts).
       const guard = guardUp(root);
       let report: UpReport;
       let teamResult: TeamResult | undefined;

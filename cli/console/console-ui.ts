@@ -92,7 +92,7 @@ class ConsoleModel {
   }
 }
 
-/** Ink and React, loaded with the console (cli/console-ink.ts); the build points this at dist/console-ink.mjs. */
+/** Ink and React, loaded with the console (cli/console/console-ink.ts); the build points this at dist/console-ink.mjs. */
 async function loadInk(): Promise<typeof Ink> {
   return import("./console-ink.js");
 }

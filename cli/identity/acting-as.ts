@@ -1,3 +1,5 @@
+// Who a command acts as, decided from its credential, --as and --impersonate (os-user-name.ts gives
+// the default name); connect-as.ts then connects an Endpoint as that name.
 import { connectMesh, credsFileOwner, SERVICE_PRINCIPALS } from "../../broker/index.js";
 import { parsePrincipal, principalId } from "../../schemas/index.js";
 import type { MeshTarget } from "../mesh-client/mesh-target.js";

@@ -1,3 +1,5 @@
+// Connecting an Endpoint as a name acting-as.ts has settled, the space checked first; it decides
+// nothing about who may act as whom.
 import { Endpoint, type EndpointOptions } from "../../broker/index.js";
 import type { MeshTarget } from "../mesh-client/mesh-target.js";
 import { MeshSession } from "../mesh-client/session.js";

@@ -1,3 +1,5 @@
+// What a credential file says of itself (principal, profile, space, expiry), read for refusals that
+// name it; minting and renewing the mesh host's own credentials is host-credential.ts.
 import { readFileSync } from "node:fs";
 import { credsClaims, SERVICE_PRINCIPALS } from "../../broker/index.js";
 import { principalId } from "../../schemas/index.js";
@@ -69,7 +71,7 @@ export interface ActiveTarget {
 }
 let active: ActiveTarget | undefined;
 
-/** Record the target the command resolved (context.ts does, once per command). */
+/** Record the target the command resolved (mesh-target.ts does, once per command). */
 export function setActiveTarget(t: ActiveTarget): void {
   active = t;
 }

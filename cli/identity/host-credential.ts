@@ -1,3 +1,5 @@
+// The credentials `cotal up` keeps on the mesh host (the host manager's, the person's): minted,
+// minted again and renewed; reading what any credential file says is credential-scope.ts.
 import { existsSync, readFileSync } from "node:fs";
 import type { NatsConnection } from "@nats-io/transport-node";
 import {

@@ -1,3 +1,5 @@
+// The default name a person acts as: the OS user name, checked and never rewritten. Who a command
+// acts as (its credential, --as, --impersonate) is decided in acting-as.ts, from this default.
 import { userInfo } from "node:os";
 import { ALPHABETS, isToken } from "../../schemas/index.js";
 import { UsageError } from "../terminal/errors.js";

@@ -1,3 +1,5 @@
+// The person at the mesh host (.cotal/person.json): who `cotal up` names and keeps a credential
+// for; the credential itself is kept by host-credential.ts.
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { z } from "zod";
 import { localPrincipal, principalId, PrincipalToken, SpaceName } from "../../schemas/index.js";

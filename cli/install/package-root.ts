@@ -1,3 +1,5 @@
+// Where Cotal itself is installed: its package folder, which holds the bundles, the plugin tree and
+// the scripts the CLI runs.
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";

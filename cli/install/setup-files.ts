@@ -1,6 +1,7 @@
 // What `cotal setup` does on disk: the local marketplace under the Cotal home (the rendered
 // plugin tree plus the bundles), the seeded agent file, and the comparison `--check` reports.
-// Claude itself is driven through connector/ (claude command lines are built only in claude/).
+// Claude itself is driven through connector/ (claude command lines are built only in claude/); the
+// command's flags and output are cli/commands/setup.ts.
 import {
   closeSync,
   existsSync,

@@ -1,3 +1,5 @@
+// Calls to the mesh's managers over the control rail, from any host: call, list, ps. The host
+// manager's own process and files are mesh-host/manager-process.ts and mesh-host/local-manager.ts.
 import { controlCaller, credsCaller, MeshServiceUnavailableError, scanStream } from "../../broker/index.js";
 import { MANAGER_COMMANDS, names, type ClaudeAuthStatus, type RuntimeConfigStatus, type SeatView } from "../../schemas/index.js";
 import { isOperator } from "../../manager/index.js";

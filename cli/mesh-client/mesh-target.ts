@@ -1,3 +1,5 @@
+// Which mesh a command talks to, with which credential: the --server/--space/--creds flags, else
+// the nearest .cotal/ and its person. The connection a command then opens is session.ts.
 import { existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { Option, type Command } from "commander";
@@ -46,7 +48,7 @@ export interface MeshTarget extends MeshAddress {
   /** The `.cotal/` root the target came from (absent when flags or env named it all). */
   root?: MeshRoot | undefined;
   info?: MeshInfo | undefined;
-  /** The person at the mesh host this command speaks or reads as by default (cli/person.ts), when it does. */
+  /** The person at the mesh host this command speaks or reads as by default (cli/identity/person.ts), when it does. */
   person?: string | undefined;
 }
 

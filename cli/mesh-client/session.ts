@@ -1,3 +1,5 @@
+// A command's connection to the mesh mesh-target.ts resolved (MeshSession): JetStream, the
+// channel registry, the roster, control calls.
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";

@@ -16,7 +16,7 @@ const ALLOWED = new Set([
   /** Logging of the mesh service (pino level and format). */
   "COTAL_LOG_LEVEL",
   "COTAL_LOG_FORMAT",
-  /** A smaller bound of their log files (cli/bounded-log.ts; tests). */
+  /** A smaller bound of their log files (cli/mesh-host/bounded-log.ts; tests). */
   "COTAL_LOG_MAX_BYTES",
   /** The run budget caps of the manager `cotal up` starts (docs/runs.md). */
   "COTAL_DAILY_BUDGET_USD",

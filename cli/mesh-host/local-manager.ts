@@ -1,3 +1,5 @@
+// This host's manager as this host's files say (its state dir and instance id); reaching any
+// manager over the mesh is mesh-client/manager-calls.ts.
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ManagerInstance } from "../../schemas/index.js";

@@ -4,7 +4,7 @@ import { closeSync, fstatSync, openSync, readSync, statSync } from "node:fs";
  * What a log file gained since the last read, across the two ways its writer rotates it. The file
  * is held open, so a file renamed away (nats-server's rotation, to `<file>.<timestamp>`) is read to
  * its end before the new one at the path is read from its start; a file truncated in place (the
- * node services' copy-and-truncate, cli/bounded-log.ts) has the rest of what it held in `<file>.1`,
+ * node services' copy-and-truncate, cli/mesh-host/bounded-log.ts) has the rest of what it held in `<file>.1`,
  * which is read from the old offset first.
  */
 export class LogTail {

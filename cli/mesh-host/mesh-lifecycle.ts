@@ -52,7 +52,7 @@ export interface UpRequest {
   sync?: string | undefined;
   /** `--claude-auth`: how the host manager's Claude seats and runs authenticate; unset: COTAL_CLAUDE_AUTH, then auto. */
   claudeAuth?: ClaudeAuthChoice | undefined;
-  /** The person at the mesh host (`--me`, cli/person.ts); unset: the one recorded here, if any. */
+  /** The person at the mesh host (`--me`, cli/identity/person.ts); unset: the one recorded here, if any. */
   me?: string | undefined;
 }
 

@@ -44,7 +44,7 @@ export const MeshInfo = z.object({
   cluster: ClusterInfo.optional(),
   /** The leaf-node listener for remote hosts (`cotal up --leaf-port`). */
   leaf: LeafListener.optional(),
-  /** `cotal up --sync`: when JetStream syncs to disk (unset in meshes from before it: `always`, cli/sync-interval.ts). */
+  /** `cotal up --sync`: when JetStream syncs to disk (unset in meshes from before it: `always`, cli/mesh-host/sync-interval.ts). */
   sync: SyncInterval.optional(),
 });
 export type MeshInfo = z.infer<typeof MeshInfo>;
@@ -98,7 +98,7 @@ export class MeshRoot {
   mintedCredsFile(name: string): string {
     return join(this.dir, "creds", `${name}.creds`);
   }
-  /** Who the person at the mesh host is (cli/person.ts). */
+  /** Who the person at the mesh host is (cli/identity/person.ts). */
   get personFile(): string {
     return join(this.dir, "person.json");
   }

@@ -19,7 +19,7 @@ export interface ServerConfig {
   /** A port, or "auto" to let the server choose a free one. */
   port: number | "auto";
   storeDir: string;
-  /** `sync_interval` of the jetstream block: `always` (fsync before ack) or a duration (cli/sync-interval.ts). */
+  /** `sync_interval` of the jetstream block: `always` (fsync before ack) or a duration (cli/mesh-host/sync-interval.ts). */
   sync: string;
   /** Folder the server writes its `<name>_<pid>.ports` file into. */
   portsDir: string;

@@ -113,7 +113,7 @@ export async function startDetached(
       detached: true,
       stdio: ["ignore", out, out],
       cwd: root.project,
-      // The service writes its log itself, bounded (cli/bounded-log.ts); its stdout and stderr go to the same file.
+      // The service writes its log itself, bounded (cli/mesh-host/bounded-log.ts); its stdout and stderr go to the same file.
       env: childEnv({ COTAL_LOG_LEVEL: serviceLogLevel(), [LOG_FILE_ENV]: logPath, ...env }),
     });
     child.once("exit", (code, sig) => (exited = sig ? `was killed by ${sig}` : `exited with code ${code}`));

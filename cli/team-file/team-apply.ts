@@ -1,4 +1,4 @@
-// `cotal up -f` carried out (docs/team-file.md): observe what the mesh runs, plan (cli/team-plan.ts),
+// `cotal up -f` carried out (docs/team-file.md): observe what the mesh runs, plan (cli/team-file/team-plan.ts),
 // print the plan, then act — channels through the registry, agent files and budget caps on this
 // host, seats through the managers' control rail (the same spawn and stop as `cotal spawn -d` and
 // `cotal stop`) — recording which seats it started in .cotal/team.json. `cotal down` stops those.

@@ -1,7 +1,7 @@
 // The plan of `cotal up -f` (docs/team-file.md): what the file declares, against what the mesh runs
 // and what `up -f` started before (.cotal/team.json), as steps — channels to create or change,
 // agent files and budget caps to write, seats to retire, replace or start. Pure: observing the mesh
-// and carrying the steps out is cli/team-apply.ts.
+// and carrying the steps out is cli/team-file/team-apply.ts.
 import { join, resolve } from "node:path";
 import {
   formatDuration,

@@ -152,7 +152,8 @@ describe("cotal completion bash", () => {
 });
 
 for (const sh of ["fish", "zsh"])
-  if (!has(sh)) console.warn(`test/cli/completion.e2e.test.ts: ${sh} is not installed, its completion tests skip (apt-get install ${sh}; .ci/run does)`);
+  if (!has(sh))
+    console.warn(`test/cli/completion/completion.e2e.test.ts: ${sh} is not installed, its completion tests skip (apt-get install ${sh}; .ci/run does)`);
 
 describe.skipIf(!has("fish"))("cotal completion fish", () => {
   it("fish's own completion offers commands, subcommands, choices and names from the mesh", async () => {

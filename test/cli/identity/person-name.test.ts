@@ -1,4 +1,4 @@
-// Who `cotal up` names the person at the mesh host (cli/person.ts): `--me`, else the name an earlier
+// Who `cotal up` names the person at the mesh host (cli/identity/person.ts): `--me`, else the name an earlier
 // `up` recorded, else the OS login name, which is refused, never rewritten, when it is not a name.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -1,4 +1,4 @@
-// cotal.yaml parsing (cli/team-file.ts): the file as the issue writes it parses; every problem —
+// cotal.yaml parsing (cli/team-file/team-file.ts): the file as the issue writes it parses; every problem —
 // bad YAML, an unknown key, a value that does not fit, an undeclared channel, a persona file that
 // is missing or invalid — names the file, its line and the key.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";

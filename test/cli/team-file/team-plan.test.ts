@@ -1,4 +1,4 @@
-// The plan of `cotal up -f` (cli/team-plan.ts), against a described mesh: what is created, changed,
+// The plan of `cotal up -f` (cli/team-file/team-plan.ts), against a described mesh: what is created, changed,
 // replaced, retired or left alone, and what is refused at the file's line before anything is done.
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";

@@ -1,4 +1,4 @@
-// cotal.yaml's `space` and `server` keys as `cotal up` flags (cli/team-server.ts), and a running
+// cotal.yaml's `space` and `server` keys as `cotal up` flags (cli/team-file/team-server.ts), and a running
 // mesh with other settings refused at the file's line unless the command line overrides the key.
 import { describe, expect, it } from "vitest";
 import type { MeshInfo } from "../../../cli/mesh-host/mesh-root.js";
