@@ -17,7 +17,7 @@ import { connect } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
 import { Objm } from "@nats-io/obj";
 import { logger, MeshService, uploadTransfer, XferService } from "../broker/index.js";
-import { sha256File } from "../claude/index.js";
+import { sha256File } from "../runtime/index.js";
 import { carryFile } from "../cli/mesh-client/carry.js";
 import { ManagerService } from "../manager/index.js";
 import { localPrincipal } from "../schemas/index.js";

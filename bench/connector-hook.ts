@@ -18,7 +18,7 @@ import os from "node:os";
 import path from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Endpoint, MeshService } from "../broker/index.js";
-import { CONNECTOR_NODE_FLAGS } from "../claude/index.js";
+import { CONNECTOR_NODE_FLAGS } from "../runtime/index.js";
 import { runHook } from "../connector/index.js";
 import { NatsServer } from "../testbed/nats-server.js";
 import { freePort } from "../testbed/ports.js";

@@ -38,18 +38,3 @@ export class ClaudeLaunchError extends CotalError {
     super("bad-claude-launch", message, options);
   }
 }
-
-/** An agent file (`.cotal/agents/<name>.md`) that cannot be used; `line` is 1-based within the file. */
-export class AgentFileError extends CotalError {
-  constructor(
-    readonly file: string,
-    readonly line: number | undefined,
-    detail: string,
-    options: { remedy?: string; cause?: unknown; key?: string } = {},
-  ) {
-    super("bad-agent-file", `${file}${line !== undefined ? `:${line}` : ""}: ${detail}`, options);
-    this.key = options.key;
-  }
-  /** The offending frontmatter key, when the problem is one key. */
-  readonly key: string | undefined;
-}

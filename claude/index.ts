@@ -7,8 +7,6 @@
 export {
   buildClaudeLaunch,
   PLUGIN_ALLOW_RULE,
-  COTAL_MCP_SERVER,
-  CONNECTOR_NODE_FLAGS,
   type ClaudeLaunch,
   type ClaudeLaunchInput,
   type LaunchFile,
@@ -19,12 +17,10 @@ export { buildClaudeEnv, claudeShellEnv, isAllowedEnvName, ALWAYS_DROPPED, type 
 export { ClaudeAuthChoice, ClaudeAuthMode, describeClaudeAuth, detectClaudeAuth, loginFile, resolveClaudeAuth } from "./auth.js";
 export { launchClaude, writeLaunchFiles, type LaunchClaudeOptions, type LaunchedClaude } from "./persona.js";
 export { processGone, startPersonaWatcher, type PersonaWatcherOptions } from "./persona-watcher.js";
-export { parseStartTime, processStartTime, statFields } from "./process-stat.js";
 export { applyAllowRule, claudeUserSettingsPath, ClaudeSettingsError, planAllowRule, type AllowRulePlan } from "./allow-rule.js";
-export { loadAgentFile, parseAgentFile, personaDigests, type AgentFile } from "./agent-file.js";
 export { claudeRuntime, type ClaudeHostSettings } from "./runtime.js";
 export { runResultOf } from "./run-result.js";
-export { AgentFileError, BypassAsRootError, ClaudeLaunchError, LaunchOptionError } from "./errors.js";
+export { BypassAsRootError, ClaudeLaunchError, LaunchOptionError } from "./errors.js";
 export { authFailureOnScreen, classifyScreen, seedSeatConfig, type BlockingScreen, type SeatConfigInput } from "./seat-config.js";
 export {
   carriedResume,
@@ -32,7 +28,6 @@ export {
   findSession,
   listSessions,
   sessionsNamed,
-  sha256File,
   SessionLookupError,
   TranscriptMismatchError,
   type SessionCandidate,

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
-import type { LaunchFile, RuntimeLaunch } from "../runtime/index.js";
+import { CONNECTOR_NODE_FLAGS, COTAL_MCP_SERVER, type LaunchFile, type RuntimeLaunch } from "../runtime/index.js";
 
 export type { LaunchFile };
 import { PrincipalToken, SpaceName } from "../schemas/index.js";
@@ -22,8 +22,6 @@ import { PRIVATE_DIR_PREFIX } from "./persona-watcher.js";
 export const ClaudeProfile = z.enum(["seat", "foreground", "run"]);
 export type ClaudeProfile = z.infer<typeof ClaudeProfile>;
 
-/** The MCP server name of the connector: its tools are `mcp__cotal__*`. */
-export const COTAL_MCP_SERVER = "cotal";
 /** The allow rule every launch carries. */
 export const COTAL_ALLOW_RULE = `mcp__${COTAL_MCP_SERVER}__*`;
 /**
@@ -32,8 +30,6 @@ export const COTAL_ALLOW_RULE = `mcp__${COTAL_MCP_SERVER}__*`;
  * well, and `cotal setup --allow-tools` writes it to the user's Claude settings.
  */
 export const PLUGIN_ALLOW_RULE = `mcp__plugin_cotal_${COTAL_MCP_SERVER}`;
-/** Node flags the connector entry is started with (it is small and long-lived). */
-export const CONNECTOR_NODE_FLAGS = ["--optimize-for-size", "--max-semi-space-size=1"] as const;
 /** The environment variable naming the launch material file. */
 export const LAUNCH_MATERIAL_ENV = "COTAL_LAUNCH_MATERIAL";
 

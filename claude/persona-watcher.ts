@@ -7,7 +7,7 @@ import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { ClaudeLaunchError } from "./errors.js";
-import { processStartTime, statFields } from "./process-stat.js";
+import { processStartTime, statFields } from "../runtime/index.js";
 
 /** Launch directories are named so; the watcher refuses to remove anything else. */
 export const PRIVATE_DIR_PREFIX = "cotal-claude-";

@@ -6,7 +6,7 @@ import { removePrivateDir as removeDir, writePrivateFiles, type PrivateDirRules 
 import { ClaudeLaunchError } from "./errors.js";
 import type { ClaudeLaunch } from "./launch-builder.js";
 import { PRIVATE_DIR_PREFIX, startPersonaWatcher } from "./persona-watcher.js";
-import { processStartTime } from "./process-stat.js";
+import { processStartTime } from "../runtime/index.js";
 
 const RULES: PrivateDirRules = { prefix: PRIVATE_DIR_PREFIX, fail: (message, cause) => new ClaudeLaunchError(message, { cause }) };
 

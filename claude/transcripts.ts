@@ -8,6 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { pipeline } from "node:stream/promises";
 import { CotalError, SESSION_ID } from "../schemas/index.js";
+import { sha256File } from "../runtime/index.js";
 
 /** The Claude config dir of an environment: CLAUDE_CONFIG_DIR, else `~/.claude`. */
 export function claudeConfigDir(env: Readonly<Record<string, string | undefined>> = process.env): string {
@@ -25,13 +26,6 @@ export interface SessionFile {
   file: string;
   size: number;
   mtimeMs: number;
-}
-
-/** `sha256:<hex>` of a file, read as a stream. */
-export async function sha256File(file: string): Promise<string> {
-  const hash = createHash("sha256");
-  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
-  return `sha256:${hash.digest("hex")}`;
 }
 
 /** The session could not be found, or the argument is not a session id. */

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { claudeRuntime, describeClaudeAuth, detectClaudeAuth, type AgentFile, type ClaudeAuthMode } from "../claude/index.js";
+import { claudeRuntime, describeClaudeAuth, detectClaudeAuth, type ClaudeAuthMode } from "../claude/index.js";
+import { type AgentFile } from "../runtime/index.js";
 import type { RuntimeAdapter, RuntimeHost, ScreenState, SeatLaunchInput } from "../runtime/index.js";
 import { hostsOf } from "./runtimes.js";
 import type { ClaudeAuthStatus } from "../schemas/index.js";

@@ -31,7 +31,7 @@ import { heartbeatOf } from "./heartbeat.js";
 import { redactHostPaths } from "./host-paths.js";
 import { isOperator } from "./runs.js";
 import { SeatLog } from "./seat-log.js";
-import { loadAgentFile, personaDigests, type AgentFile } from "../claude/index.js";
+import { loadAgentFile, personaDigests, type AgentFile } from "../runtime/index.js";
 import { awaitInputScreen, claudeAuthOf, startClaudeSeat, startRuntimeSeat, UnexpectedScreenError, type ClaudeSeatOptions } from "./claude-seat.js";
 import { DEFAULT_RUNTIME, hostsOf, refuseUnknownAgent, refuseWithoutAuth, runtimeNamed } from "./runtimes.js";
 import { checkScript } from "./pty-runtime.js";

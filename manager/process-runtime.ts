@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { closeSync, openSync, readSync, fstatSync, statSync, truncateSync } from "node:fs";
-import { processStartTime } from "../claude/index.js";
+import { processStartTime } from "../runtime/index.js";
 
 /** How a seat process ended. */
 export interface SeatExit {

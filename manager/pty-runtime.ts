@@ -3,7 +3,7 @@ import { rmSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { SeatRefusedError } from "./errors.js";
-import { processStartTime } from "../claude/index.js";
+import { processStartTime } from "../runtime/index.js";
 import { stopGroup, type SeatExit, type SeatProcess } from "./process-runtime.js";
 import type { SeatTerminal } from "./seat-terminal.js";
 

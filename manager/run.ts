@@ -4,8 +4,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { AgentFile } from "../claude/index.js";
-import { runRefusal, type RunExit, type RuntimeAdapter, type RuntimeHost, type RuntimeLaunch } from "../runtime/index.js";
+import { type AgentFile, runRefusal, type RunExit, type RuntimeAdapter, type RuntimeHost, type RuntimeLaunch } from "../runtime/index.js";
 import { COST_BASIS, CotalError, type ModelSource, type RunResult } from "../schemas/index.js";
 import type { Logger } from "../broker/index.js";
 

@@ -5,7 +5,7 @@
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { SERVICE_PRINCIPALS, type Logger } from "../broker/index.js";
-import { loadAgentFile, type AgentFile } from "../claude/index.js";
+import { loadAgentFile, type AgentFile } from "../runtime/index.js";
 import {
   COST_BASIS,
   MAX_RUN_COST_USD,

@@ -4,7 +4,7 @@
 // backup's original, a copied project folder) a record can name that mesh's running seat.
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
-import { processStartTime } from "../claude/index.js";
+import { processStartTime } from "../runtime/index.js";
 import { readLaunchMaterial } from "./launch-material-file.js";
 import type { SeatFiles } from "./seat-launcher.js";
 

@@ -3,7 +3,7 @@ import { writeFileSync } from "node:fs";
 import { promisify } from "node:util";
 import { setTimeout as sleep } from "node:timers/promises";
 import { SeatRefusedError } from "./errors.js";
-import { processStartTime } from "../claude/index.js";
+import { processStartTime } from "../runtime/index.js";
 import type { SeatExit, SeatProcess } from "./process-runtime.js";
 import type { SeatTerminal } from "./seat-terminal.js";
 

@@ -8,7 +8,8 @@ import { chmodSync, copyFileSync, mkdirSync, readdirSync, renameSync, rmSync, st
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { callXfer, TransferReceiver, type Logger, type Received } from "../broker/index.js";
-import { claudeConfigDir, findSession, sha256File } from "../claude/index.js";
+import { claudeConfigDir, findSession } from "../claude/index.js";
+import { sha256File } from "../runtime/index.js";
 import { CARRY_TTL_MS, CotalError, names, type Principal, type TableParsedArgs, type TableReplyData, type MANAGER_COMMANDS } from "../schemas/index.js";
 
 type Args<C extends "carry-begin" | "carry-commit" | "carry-resolve"> = TableParsedArgs<typeof MANAGER_COMMANDS, C>;

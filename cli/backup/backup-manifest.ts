@@ -3,7 +3,7 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { sha256File } from "../../claude/index.js";
+import { sha256File } from "../../runtime/index.js";
 import { CotalError, describeIssues, ManagerInstance, SpaceName } from "../../schemas/index.js";
 import { MeshMode } from "../mesh-host/mode.js";
 

@@ -12,7 +12,7 @@ import {
   requestRevoke,
   writeSecret,
 } from "../../broker/index.js";
-import { AgentFileError, personaDigests } from "../../claude/index.js";
+import { AgentFileError, personaDigests } from "../../runtime/index.js";
 import { AllowSpawn, ApproveRight, DEFAULT_SPAWN_LIMIT, eventPlaneOf, localPrincipal, principalId, SpawnLimit, withArticle } from "../../schemas/index.js";
 import { jsonOption, meshOptions, resolveTarget, withMeshConnection, type MeshTarget } from "../mesh-client/mesh-target.js";
 import { credentialScope } from "../identity/credential-scope.js";

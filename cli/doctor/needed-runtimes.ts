@@ -5,7 +5,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse } from "yaml";
-import { parseAgentFile } from "../../claude/index.js";
+import { parseAgentFile } from "../../runtime/index.js";
 import { DEFAULT_RUNTIME, RUNTIMES } from "../../manager/index.js";
 
 /** Each needed runtime's name, with what names it (`.cotal/agents/r.md`, `cotal.yaml seats.e1`, `--runtime`, or the default). */

@@ -2,7 +2,8 @@
 // the target manager (docs/manager.md "Transcript carry") and return its claim.
 import { stat } from "node:fs/promises";
 import { credsCaller, uploadTransfer, type ControlParty } from "../../broker/index.js";
-import { claudeConfigDir, findSession, sessionsNamed, sha256File } from "../../claude/index.js";
+import { claudeConfigDir, findSession, sessionsNamed } from "../../claude/index.js";
+import { sha256File } from "../../runtime/index.js";
 import { SESSION_ID } from "../../schemas/index.js";
 import { UsageError } from "../terminal/errors.js";
 import { callManager } from "./manager-calls.js";

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSy
 import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
 import { describeIssues } from "../../schemas/index.js";
-import { processStartTime } from "../../claude/index.js";
+import { processStartTime } from "../../runtime/index.js";
 
 /**
  * A process we started, identified by pid AND start time (field 22 of /proc/<pid>/stat, in

@@ -6,7 +6,7 @@ import { readFileSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, stringify, type Document, type Node } from "yaml";
 import type { z } from "zod";
-import { parseAgentFile } from "../../claude/index.js";
+import { parseAgentFile } from "../../runtime/index.js";
 import { EVERY_SEAT, parseDuration, TEAM_FILE_LIMITS, TeamFile, TeamPersonaFile, type TeamAudience } from "../../schemas/index.js";
 import { RUNTIMES } from "../../manager/index.js";
 import { UsageError } from "../terminal/errors.js";

@@ -5,8 +5,8 @@
 import pkg from "../../package.json" with { type: "json" };
 import { HOOKS, renderHooksSettings } from "../hooks.js";
 import type { HookEvent } from "../protocol.js";
-import { claudeRuntime, COTAL_MCP_SERVER, CONNECTOR_NODE_FLAGS, PLUGIN_ALLOW_RULE } from "../../claude/index.js";
-import { RUNTIME_ENV } from "../../runtime/index.js";
+import { claudeRuntime, PLUGIN_ALLOW_RULE } from "../../claude/index.js";
+import { COTAL_MCP_SERVER, CONNECTOR_NODE_FLAGS, RUNTIME_ENV } from "../../runtime/index.js";
 
 /** The plugin's name: its MCP tools are `mcp__plugin_cotal_cotal__<tool>`. */
 export const PLUGIN_NAME = "cotal";

@@ -26,7 +26,7 @@ import {
   type MintRequest,
 } from "../../broker/internal.js";
 import { CARRY_CHUNK_BYTES, CARRY_MAX_BYTES, CotalError, localPrincipal, names, principalId, xferChunkSubject, xferObjectFilter } from "../../schemas/index.js";
-import { sha256File } from "../../claude/index.js";
+import { sha256File } from "../../runtime/index.js";
 import { TestMesh } from "../harness/mesh.js";
 import { refusals } from "../harness/refusals.js";
 import { until } from "../../testbed/until.js";

@@ -5,7 +5,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } 
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { buildClaudeLaunch, ClaudeLaunchError, processGone, processStartTime, startPersonaWatcher, writeLaunchFiles } from "../../connector/claude/index.js";
+import { buildClaudeLaunch, ClaudeLaunchError, processGone, startPersonaWatcher, writeLaunchFiles } from "../../connector/claude/index.js";
+import { processStartTime } from "../../runtime/index.js";
 import { until } from "../../testbed/until.js";
 
 const runtimeDir = mkdtempSync(path.join(os.tmpdir(), "cotal-persona-"));

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { controlCaller, jetStreamConnection, logger, SERVICE_PRINCIPALS } from "../../broker/internal.js";
-import { processStartTime } from "../../claude/index.js";
+import { processStartTime } from "../../runtime/index.js";
 import { ManagerService, SeatLog, type ManagerOptions } from "../../manager/internal.js";
 import { localPrincipal, MANAGER_COMMANDS, messageText, type SeatView } from "../../schemas/index.js";
 import { buildCli, cotalBundle } from "../harness/cli.js";

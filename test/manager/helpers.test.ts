@@ -9,7 +9,7 @@ import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { controlCaller, jetStreamConnection, logger, PermissionDeniedError, requestControl } from "../../broker/internal.js";
-import { personaDigests } from "../../claude/index.js";
+import { personaDigests } from "../../runtime/index.js";
 import { ManagerService, type BudgetCaps } from "../../manager/index.js";
 import { localPrincipal, MANAGER_COMMANDS, type SeatView } from "../../schemas/index.js";
 import { buildCli, cotalBundle } from "../harness/cli.js";

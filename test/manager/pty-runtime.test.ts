@@ -6,7 +6,7 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { processStartTime } from "../../claude/index.js";
+import { processStartTime } from "../../runtime/index.js";
 import { PtySeat, stripAnsi } from "../../manager/internal.js";
 import { until } from "../../testbed/until.js";
 

@@ -1,7 +1,7 @@
 // A process's identity is its pid and its start time: a recycled pid is never taken for ours.
 import { spawn } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import { parseStartTime, processStartTime } from "../../../claude/index.js";
+import { parseStartTime, processStartTime } from "../../../runtime/index.js";
 import { isRunning, recordOf, stopProcess } from "../../../cli/mesh-host/pid-file.js";
 import { until } from "../../../testbed/until.js";
 

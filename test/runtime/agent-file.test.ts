@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { AgentFileError, loadAgentFile, parseAgentFile } from "../../connector/claude/index.js";
+import { AgentFileError, loadAgentFile, parseAgentFile } from "../../runtime/index.js";
 
 const root = mkdtempSync(path.join(os.tmpdir(), "cotal-agents-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

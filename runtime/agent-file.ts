@@ -4,8 +4,7 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { isMap, isScalar, LineCounter, parseDocument } from "yaml";
-import { AgentFrontmatter } from "../schemas/index.js";
-import { AgentFileError } from "./errors.js";
+import { AgentFrontmatter, CotalError } from "../schemas/index.js";
 
 /** A parsed, validated agent file. */
 export interface AgentFile {
@@ -115,4 +114,19 @@ export function parseAgentFile(source: string, file: string): AgentFile {
     .replace(/^\s*\n/, "")
     .trimEnd();
   return { file, frontmatter: parsed.data, persona: body.trim() === "" ? undefined : body };
+}
+
+/** An agent file (`.cotal/agents/<name>.md`) that cannot be used; `line` is 1-based within the file. */
+export class AgentFileError extends CotalError {
+  constructor(
+    readonly file: string,
+    readonly line: number | undefined,
+    detail: string,
+    options: { remedy?: string; cause?: unknown; key?: string } = {},
+  ) {
+    super("bad-agent-file", `${file}${line !== undefined ? `:${line}` : ""}: ${detail}`, options);
+    this.key = options.key;
+  }
+  /** The offending frontmatter key, when the problem is one key. */
+  readonly key: string | undefined;
 }
