@@ -18,7 +18,7 @@ const CLUSTER_FILES = [
   // Files that wait out credential lifetimes (a renewal due, an expiry) on the clock: mostly idle,
   // they held one of the rest's two workers for 60 and 34 s; here, at the higher priority, a
   // starved `cotal up` cannot miss the window they give it (docs/testing.md "Vitest projects").
-  "test/cli/manager-renewal.e2e.test.ts",
+  "test/cli/mesh-host/manager-renewal.e2e.test.ts",
   "test/manager/creds-renewal.test.ts",
 ];
 

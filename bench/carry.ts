@@ -18,7 +18,7 @@ import { jetstream } from "@nats-io/jetstream";
 import { Objm } from "@nats-io/obj";
 import { logger, MeshService, uploadTransfer, XferService } from "../broker/index.js";
 import { sha256File } from "../runtime/index.js";
-import { carryFile } from "../cli/carry.js";
+import { carryFile } from "../cli/mesh-client/carry.js";
 import { ManagerService } from "../manager/index.js";
 import { localPrincipal } from "../schemas/index.js";
 import { NatsServer } from "../testbed/nats-server.js";

@@ -1,5 +1,6 @@
-// The `cotal` program, every command registered: what cli/main.ts runs, and what tests walk
-// in-process (test/cli/help-docs.test.ts reads each command's help from it, no process per command).
+// The `cotal` program: every command registered on root-command.ts's root (service-main.ts registers
+// the services' few). What cli/main.ts runs, and what tests walk in-process
+// (test/cli/help-docs.test.ts reads each command's help from it, no process per command).
 import type { Command } from "commander";
 import { registerChannels } from "./commands/channels.js";
 import { registerCompletion } from "./commands/completion.js";
@@ -27,7 +28,7 @@ import { registerRun } from "./commands/run.js";
 import { registerBudget } from "./commands/budget.js";
 import { registerWeb } from "./commands/web.js";
 import { registerBackup } from "./commands/backup.js";
-import { rootCommand } from "./program.js";
+import { rootCommand } from "./root-command.js";
 
 /** The `cotal` command: the composition root of every component. */
 export function buildProgram(): Command {

@@ -6,7 +6,7 @@
 import type { Command } from "commander";
 import { registerManager } from "./commands/manager.js";
 import { registerMeshServe } from "./commands/mesh-serve.js";
-import { rootCommand, runProgram } from "./program.js";
+import { rootCommand, runProgram } from "./root-command.js";
 
 /** The `cotal` program of the services' bundle: the mesh service, the manager and its seats. */
 export function buildServiceProgram(): Command {

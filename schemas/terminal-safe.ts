@@ -1,6 +1,6 @@
 /**
  * Peer text made safe to print: the one definition of which characters never reach a terminal
- * or a log raw, used by the CLI's output (cli/output.ts) and at the log boundary (broker/log.ts).
+ * or a log raw, used by the CLI's output (cli/terminal/output.ts) and at the log boundary (broker/log.ts).
  *
  * Unsafe: C0 controls, DEL, C1 controls (U+0080–U+009F, among them the 8-bit CSI U+009B), the
  * line and paragraph separators U+2028/U+2029, and the bidirectional controls (U+061C,

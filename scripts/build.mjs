@@ -7,8 +7,8 @@ import { fileURLToPath } from "node:url";
 
 /** Entry points: bundle name → source. Each bundle is self-contained (node_modules inlined). */
 const entries = {
-  // Ink and React, loaded by `cotal console` alone (cli/console-ink.ts).
-  "console-ink": "cli/console-ink.ts",
+  // Ink and React, loaded by `cotal console` alone (cli/console/console-ink.ts).
+  "console-ink": "cli/console/console-ink.ts",
   // What the launchers below run a CommonJS bundle with, from a code cache (cli/code-cache.ts).
   "code-cache": "cli/code-cache.ts",
   connector: "connector/mcp-main.ts",
@@ -36,7 +36,7 @@ const entries = {
 
 /**
  * The bundles that start most often, the CLI (every `cotal` command, every test's), the services
- * `cotal up` starts (cli/service-process.ts) and the echo seats a manager starts, are CommonJS: Node 20 keeps no compiled code
+ * `cotal up` starts (cli/mesh-host/service-process.ts) and the echo seats a manager starts, are CommonJS: Node 20 keeps no compiled code
  * between runs, and a CommonJS bundle can be run from a V8 code cache (cli/code-cache.ts), which
  * ES modules cannot. `dist/<name>.mjs` is a launcher that runs `dist/<name>.cjs` from its cache.
  */
@@ -48,7 +48,7 @@ const cachedEntries = {
   "echo-seat": "manager/echo-seat-main.ts",
 };
 
-/** `import.meta.url` of a CommonJS bundle: its own file's (cli/package-root.ts finds the package from it). */
+/** `import.meta.url` of a CommonJS bundle: its own file's (cli/install/package-root.ts finds the package from it). */
 const cjsBanner = "var __cotalBundleUrl = require('node:url').pathToFileURL(__filename).href;";
 
 /** The launcher package.json's bin (and cotal up) runs: the CommonJS bundle beside it, from its code cache. */
@@ -63,7 +63,7 @@ const launcher = (name) =>
   ].join("\n");
 
 /**
- * The console's Ink (`import("./console-ink.js")` in cli/console-ui.ts) stays outside the CommonJS
+ * The console's Ink (`import("./console-ink.js")` in cli/console/console-ui.ts) stays outside the CommonJS
  * bundles: the ES module the build writes beside them, imported by its absolute URL (a relative
  * one would resolve against the working directory from a code-cached script).
  */

@@ -5,12 +5,12 @@ import type { Command } from "commander";
 import { z } from "zod";
 import { answerApproval, credsCaller, openApprovals } from "../../broker/index.js";
 import { ApprovalId, localPrincipal, MAX_APPROVAL_REASON, principalId, type ApprovalDecision, type Principal } from "../../schemas/index.js";
-import { jsonOption, meshOptions, resolveTarget, withMeshConnection, type MeshTarget } from "../context.js";
-import { ApprovalRefusedError, CommandFailedError } from "../errors.js";
-import { defaultActorName } from "../identity.js";
-import { ago, printJson, printLines, table } from "../output.js";
-import { inputLine } from "../approval-text.js";
-import { parseInput } from "../validate.js";
+import { jsonOption, meshOptions, resolveTarget, withMeshConnection, type MeshTarget } from "../mesh-client/mesh-target.js";
+import { ApprovalRefusedError, CommandFailedError } from "../terminal/errors.js";
+import { defaultActorName } from "../identity/os-user-name.js";
+import { ago, printJson, printLines, table } from "../terminal/output.js";
+import { inputLine } from "../terminal/approval-text.js";
+import { parseInput } from "../terminal/validate.js";
 
 /** Who answers: the credential's own principal (the person's at the mesh host, by default); on an open mesh, the person's name. */
 function answerer(target: MeshTarget): Principal {

@@ -1,11 +1,11 @@
 import type { Command } from "commander";
 import { z } from "zod";
-import { takeBackup, type BackupReport } from "../backup.js";
-import { MeshNotFoundError } from "../errors.js";
-import { findMeshRoot, type MeshInfo, type MeshRoot } from "../mesh-root.js";
-import { printJson, printLines, table } from "../output.js";
-import { restoreBackup, type RestoreReport } from "../restore.js";
-import { parseInput } from "../validate.js";
+import { takeBackup, type BackupReport } from "../backup/backup.js";
+import { MeshNotFoundError } from "../terminal/errors.js";
+import { findMeshRoot, type MeshInfo, type MeshRoot } from "../mesh-host/mesh-root.js";
+import { printJson, printLines, table } from "../terminal/output.js";
+import { restoreBackup, type RestoreReport } from "../backup/restore.js";
+import { parseInput } from "../terminal/validate.js";
 
 const BackupFlags = z.object({ dir: z.string().min(1, "<dir> must name a folder"), json: z.boolean().optional() });
 const RestoreFlags = BackupFlags.extend({ force: z.boolean().optional() });

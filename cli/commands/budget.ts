@@ -2,12 +2,12 @@ import type { Command } from "commander";
 import { z } from "zod";
 import { credsCaller } from "../../broker/index.js";
 import { ManagerInstance, TaskMarker, type BudgetGauge } from "../../schemas/index.js";
-import { jsonOption, meshOptions, resolveTarget } from "../context.js";
-import { EXIT } from "../errors.js";
-import { callManager } from "../managers.js";
-import { printJson, printLines } from "../output.js";
-import { withSession } from "../session.js";
-import { parseInput } from "../validate.js";
+import { jsonOption, meshOptions, resolveTarget } from "../mesh-client/mesh-target.js";
+import { EXIT } from "../terminal/errors.js";
+import { callManager } from "../mesh-client/manager-calls.js";
+import { printJson, printLines } from "../terminal/output.js";
+import { withSession } from "../mesh-client/session.js";
+import { parseInput } from "../terminal/validate.js";
 
 function gaugeLine(what: string, g: BudgetGauge): string {
   const spent = `$${g.spentUsd.toFixed(4)} in ${g.runs} run${g.runs === 1 ? "" : "s"}`;

@@ -2,15 +2,15 @@ import type { Command } from "commander";
 import { z } from "zod";
 import { CHANNEL_DEFAULTS_KEY, type ChannelConfig } from "../../schemas/index.js";
 import { postCounts } from "../../web/index.js";
-import { jsonOption, meshOptions, resolveTarget } from "../context.js";
+import { jsonOption, meshOptions, resolveTarget } from "../mesh-client/mesh-target.js";
 import { isPermissionDenied } from "../../broker/index.js";
-import { requireProfile, UsageError } from "../errors.js";
+import { requireProfile, UsageError } from "../terminal/errors.js";
 
 const CONFIGURE = "change channel settings (only the mesh host's operator credential can; run `cotal channels` there)";
-import { channelRow } from "../format.js";
-import { printJson, printLines, table } from "../output.js";
-import { withSession } from "../session.js";
-import { channelName, duration, parseInput } from "../validate.js";
+import { channelRow } from "../terminal/format.js";
+import { printJson, printLines, table } from "../terminal/output.js";
+import { withSession } from "../mesh-client/session.js";
+import { channelName, duration, parseInput } from "../terminal/validate.js";
 
 const SettingFlags = z.object({
   replay: z.boolean().optional(),

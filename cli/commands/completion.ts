@@ -5,7 +5,7 @@ import { fishScript } from "../completion/fish.js";
 import { meshNames } from "../completion/names.js";
 import { completionSpec, NAME_SOURCES, type CommandNode, type NameSource } from "../completion/spec.js";
 import { zshScript } from "../completion/zsh.js";
-import { meshOptions, resolveTarget } from "../context.js";
+import { meshOptions, resolveTarget } from "../mesh-client/mesh-target.js";
 
 const SHELLS = {
   bash: bashScript,

@@ -4,14 +4,14 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { connectMesh, requestCredential, writeSecret, type RosterEntry } from "../../broker/index.js";
 import { eventsChannelOf, parsePrincipal } from "../../schemas/index.js";
-import { ConsoleFeed, FrameRenderer, plainLines, planesOf, type FeedItem } from "../console-feed.js";
-import { ConsoleInbox, inboxCountLine } from "../console-inbox.js";
-import { meshOptions, resolveTarget, type MeshTarget } from "../context.js";
-import { credentialScope } from "../credential.js";
-import { cliLog } from "../logging.js";
-import { clock, note, oneLine, printLines } from "../output.js";
-import { MeshSession } from "../session.js";
-import { repeatable, actingName, channelName, duration, parseInput } from "../validate.js";
+import { ConsoleFeed, FrameRenderer, plainLines, planesOf, type FeedItem } from "../console/console-feed.js";
+import { ConsoleInbox, inboxCountLine } from "../console/console-inbox.js";
+import { meshOptions, resolveTarget, type MeshTarget } from "../mesh-client/mesh-target.js";
+import { credentialScope } from "../identity/credential-scope.js";
+import { cliLog } from "../terminal/logging.js";
+import { clock, note, oneLine, printLines } from "../terminal/output.js";
+import { MeshSession } from "../mesh-client/session.js";
+import { repeatable, actingName, channelName, duration, parseInput } from "../terminal/validate.js";
 
 const ConsoleFlags = z.object({
   plain: z.boolean().optional(),
@@ -43,7 +43,7 @@ export function registerConsole(program: Command): void {
     const s = await MeshSession.open(target);
     const plain = f.plain || !process.stdout.isTTY;
     if (!plain) {
-      const { runConsoleUi } = await import("../console-ui.js");
+      const { runConsoleUi } = await import("../console/console-ui.js");
       await runConsoleUi(s, { sinceMs: Date.now() - f.since, agents: f.agent, channels: f.channel });
       return;
     }

@@ -2,12 +2,12 @@ import type { StoredMsg } from "@nats-io/jetstream";
 import type { Command } from "commander";
 import { z } from "zod";
 import { durables, filters, localPrincipal, names, principalId } from "../../schemas/index.js";
-import { jsonOption, meshOptions, resolveTarget } from "../context.js";
-import { ago, printJson, printLines } from "../output.js";
+import { jsonOption, meshOptions, resolveTarget } from "../mesh-client/mesh-target.js";
+import { ago, printJson, printLines } from "../terminal/output.js";
 import { isConsumerNotFound, isStreamNotFound } from "../../broker/index.js";
-import { withSession, type MeshSession } from "../session.js";
-import { requireProfile, SpaceNotProvisionedError } from "../errors.js";
-import { actorName, parseInput } from "../validate.js";
+import { withSession, type MeshSession } from "../mesh-client/session.js";
+import { requireProfile, SpaceNotProvisionedError } from "../terminal/errors.js";
+import { actorName, parseInput } from "../terminal/validate.js";
 
 /** What `cotal deliver pending` reports for one recipient's DM inbox. */
 export interface PendingReport {

@@ -1,12 +1,12 @@
 import type { Command } from "commander";
 import { z } from "zod";
 import { RUNTIMES } from "../../runtimes/index.js";
-import { jsonOption, meshOptions } from "../context.js";
+import { jsonOption, meshOptions } from "../mesh-client/mesh-target.js";
 import { describeReport } from "../doctor/check.js";
 import { runDoctor } from "../doctor/run.js";
-import { EXIT } from "../errors.js";
-import { printJson, printLines } from "../output.js";
-import { parseInput } from "../validate.js";
+import { EXIT } from "../terminal/errors.js";
+import { printJson, printLines } from "../terminal/output.js";
+import { parseInput } from "../terminal/validate.js";
 
 const RUNTIME_NAMES = RUNTIMES.map((r) => r.name);
 /** `--runtime claude,codex`: names of the registry's runtimes. */

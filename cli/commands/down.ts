@@ -1,11 +1,11 @@
 import type { Command } from "commander";
 import { z } from "zod";
-import { MeshNotFoundError } from "../errors.js";
-import { bringDown, type DownReport } from "../mesh-lifecycle.js";
-import { findMeshRoot } from "../mesh-root.js";
-import { printJson, printLines } from "../output.js";
-import { parseInput } from "../validate.js";
-import { stopTeamSeats } from "../team-apply.js";
+import { MeshNotFoundError } from "../terminal/errors.js";
+import { bringDown, type DownReport } from "../mesh-host/mesh-lifecycle.js";
+import { findMeshRoot } from "../mesh-host/mesh-root.js";
+import { printJson, printLines } from "../terminal/output.js";
+import { parseInput } from "../terminal/validate.js";
+import { stopTeamSeats } from "../team-file/team-apply.js";
 
 /** `cotal down`: stop this project's mesh. */
 export function registerDown(program: Command): void {

@@ -5,11 +5,11 @@ import type { Command } from "commander";
 import { z } from "zod";
 import { credsCaller, fetchArtifact } from "../../broker/index.js";
 import { ARTIFACT_DIGEST } from "../../schemas/index.js";
-import { jsonOption, meshOptions, resolveTarget } from "../context.js";
-import { UsageError } from "../errors.js";
-import { printJson, printLines } from "../output.js";
-import { withSession } from "../session.js";
-import { parseInput } from "../validate.js";
+import { jsonOption, meshOptions, resolveTarget } from "../mesh-client/mesh-target.js";
+import { UsageError } from "../terminal/errors.js";
+import { printJson, printLines } from "../terminal/output.js";
+import { withSession } from "../mesh-client/session.js";
+import { parseInput } from "../terminal/validate.js";
 
 const FetchFlags = z.object({
   digest: z.string().regex(ARTIFACT_DIGEST, 'an artifact digest is "sha256:" and 64 lowercase hex characters (copy it from the message)'),

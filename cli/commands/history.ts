@@ -2,11 +2,11 @@ import type { Command } from "commander";
 import { z } from "zod";
 import { callControl, collectHistory, credsCaller } from "../../broker/index.js";
 import { messageText, principalId } from "../../schemas/index.js";
-import { jsonOption, meshOptions, resolveTarget } from "../context.js";
-import { attachmentsLabel, senderLabel } from "../format.js";
-import { clock, oneLine, printJson, printLines } from "../output.js";
-import { withSession } from "../session.js";
-import { channelName, duration, parseInput, positiveInt } from "../validate.js";
+import { jsonOption, meshOptions, resolveTarget } from "../mesh-client/mesh-target.js";
+import { attachmentsLabel, senderLabel } from "../terminal/format.js";
+import { clock, oneLine, printJson, printLines } from "../terminal/output.js";
+import { withSession } from "../mesh-client/session.js";
+import { channelName, duration, parseInput, positiveInt } from "../terminal/validate.js";
 
 /**
  * How far back --since reaches, in ms: at most back to 1970 (Unix time 0). A longer one would

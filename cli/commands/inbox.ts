@@ -2,13 +2,13 @@ import type { Command } from "commander";
 import { z } from "zod";
 import { connectMesh, readDmInbox } from "../../broker/index.js";
 import { localPrincipal, messageText, principalId } from "../../schemas/index.js";
-import { actingIdentity } from "../acting-identity.js";
-import { jsonOption, meshOptions, resolveTarget } from "../context.js";
-import { requireProfile, SENDERS } from "../errors.js";
-import { formatDelivery } from "../format.js";
-import { cliLog } from "../logging.js";
-import { printJson, printLines } from "../output.js";
-import { actingName, parseInput, positiveInt } from "../validate.js";
+import { actingIdentity } from "../identity/acting-as.js";
+import { jsonOption, meshOptions, resolveTarget } from "../mesh-client/mesh-target.js";
+import { requireProfile, SENDERS } from "../terminal/errors.js";
+import { formatDelivery } from "../terminal/format.js";
+import { cliLog } from "../terminal/logging.js";
+import { printJson, printLines } from "../terminal/output.js";
+import { actingName, parseInput, positiveInt } from "../terminal/validate.js";
 
 const InboxFlags = z.object({
   as: actingName("--as name").optional(),

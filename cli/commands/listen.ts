@@ -3,15 +3,15 @@ import type { Command } from "commander";
 import { hostname } from "node:os";
 import { z } from "zod";
 import type { Endpoint, Roster, RosterEntry } from "../../broker/index.js";
-import { connectAs } from "../acting.js";
-import { jsonOption, meshOptions, resolveTarget } from "../context.js";
-import { CommandFailedError, EXIT, requireProfile, SENDERS } from "../errors.js";
-import { actingIdentity } from "../acting-identity.js";
-import { credentialScope } from "../credential.js";
-import { deliveryJson, formatDelivery, rosterJson } from "../format.js";
-import { cliLog } from "../logging.js";
-import { clock, note, oneLine, printJsonLine, printLines } from "../output.js";
-import { repeatable, actingName, channelName, parseInput, token } from "../validate.js";
+import { connectAs } from "../identity/connect-as.js";
+import { jsonOption, meshOptions, resolveTarget } from "../mesh-client/mesh-target.js";
+import { CommandFailedError, EXIT, requireProfile, SENDERS } from "../terminal/errors.js";
+import { actingIdentity } from "../identity/acting-as.js";
+import { credentialScope } from "../identity/credential-scope.js";
+import { deliveryJson, formatDelivery, rosterJson } from "../terminal/format.js";
+import { cliLog } from "../terminal/logging.js";
+import { clock, note, oneLine, printJsonLine, printLines } from "../terminal/output.js";
+import { repeatable, actingName, channelName, parseInput, token } from "../terminal/validate.js";
 
 const ListenFlags = z.object({
   as: actingName("--as name").optional(),

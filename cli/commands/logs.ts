@@ -1,13 +1,13 @@
 import { closeSync, existsSync, openSync, readSync, statSync } from "node:fs";
-import { LogTail } from "../log-tail.js";
+import { LogTail } from "../mesh-host/log-tail.js";
 import type { Command } from "commander";
 import { z } from "zod";
-import { MeshNotFoundError } from "../errors.js";
-import { meshNodes } from "../cluster-nodes.js";
-import { findMeshRoot, type MeshRoot, type ServiceLog } from "../mesh-root.js";
-import { logLineAsJson, logLineForPeople, parseLogLine, type LogsFormat } from "../logging.js";
-import { note } from "../output.js";
-import { parseInput, positiveInt } from "../validate.js";
+import { MeshNotFoundError } from "../terminal/errors.js";
+import { meshNodes } from "../mesh-host/cluster-nodes.js";
+import { findMeshRoot, type MeshRoot, type ServiceLog } from "../mesh-host/mesh-root.js";
+import { logLineAsJson, logLineForPeople, parseLogLine, type LogsFormat } from "../terminal/logging.js";
+import { note } from "../terminal/output.js";
+import { parseInput, positiveInt } from "../terminal/validate.js";
 
 const COMPONENTS = ["nats-server", "mesh-service", "manager"] as const;
 /** A log of `.cotal/logs/`: a component's, or one node's of a cluster (`nats-server-n2`). */

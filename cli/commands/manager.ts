@@ -8,18 +8,18 @@ import { ManagerInstance, type SeatAgent } from "../../schemas/index.js";
 import type { RuntimeHost } from "../../runtime/index.js";
 import { budgetCaps, echoSeatCommand, findRuntimeCli, ManagerService, runEchoSeat, SEAT_CREDS_LIFETIME_MS } from "../../manager/index.js";
 import { RUNTIMES } from "../../runtimes/index.js";
-import { addAuthOptions, authChoices, type AuthChoices } from "../runtime-auth.js";
-import { childEnv } from "../child-env.js";
-import { meshBudgetFile } from "../budget-file.js";
-import { credentialScope } from "../credential.js";
-import { meshOptions, resolveTarget, type MeshTarget } from "../context.js";
-import { EXIT, UsageError } from "../errors.js";
-import { cliLog, useServiceLogLevel } from "../logging.js";
-import { managerInstance, managerStateDir } from "../manager-process.js";
-import { packageRoot } from "../package-root.js";
-import { selfCommand, siblingBundle } from "../service-process.js";
-import { packagePluginDir } from "../setup.js";
-import { duration, parseInput } from "../validate.js";
+import { addAuthOptions, authChoices, type AuthChoices } from "../mesh-host/runtime-auth.js";
+import { childEnv } from "../mesh-host/child-env.js";
+import { meshBudgetFile } from "../mesh-host/budget-file.js";
+import { credentialScope } from "../identity/credential-scope.js";
+import { meshOptions, resolveTarget, type MeshTarget } from "../mesh-client/mesh-target.js";
+import { EXIT, UsageError } from "../terminal/errors.js";
+import { cliLog, useServiceLogLevel } from "../terminal/logging.js";
+import { managerInstance, managerStateDir } from "../mesh-host/manager-process.js";
+import { packageRoot } from "../install/package-root.js";
+import { selfCommand, siblingBundle } from "../mesh-host/service-process.js";
+import { packagePluginDir } from "../install/setup-files.js";
+import { duration, parseInput } from "../terminal/validate.js";
 
 const ManagerFlags = z.object({
   instance: ManagerInstance.optional(),

@@ -1,10 +1,10 @@
 import type { Command } from "commander";
 import { z } from "zod";
 import { AuthStore, connectMesh, MeshService, StorageLimitsInput, XferService } from "../../broker/index.js";
-import { credsOption } from "../context.js";
-import { EXIT } from "../errors.js";
-import { cliLog, useServiceLogLevel } from "../logging.js";
-import { parseInput, token } from "../validate.js";
+import { credsOption } from "../mesh-client/mesh-target.js";
+import { EXIT } from "../terminal/errors.js";
+import { cliLog, useServiceLogLevel } from "../terminal/logging.js";
+import { parseInput, token } from "../terminal/validate.js";
 
 const ServeFlags = z.object({
   server: z.string().min(1, "server is required"),

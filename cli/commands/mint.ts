@@ -14,12 +14,12 @@ import {
 } from "../../broker/index.js";
 import { AgentFileError, personaDigests } from "../../runtimes/index.js";
 import { AllowSpawn, ApproveRight, DEFAULT_SPAWN_LIMIT, eventPlaneOf, localPrincipal, principalId, SpawnLimit, withArticle } from "../../schemas/index.js";
-import { jsonOption, meshOptions, resolveTarget, withMeshConnection, type MeshTarget } from "../context.js";
-import { credentialScope } from "../credential.js";
-import { ProfileRefusedError, requireProfile, UsageError } from "../errors.js";
-import { cliLog } from "../logging.js";
-import { printJson, printLines } from "../output.js";
-import { actingName, channelName, duration, parseInput, token } from "../validate.js";
+import { jsonOption, meshOptions, resolveTarget, withMeshConnection, type MeshTarget } from "../mesh-client/mesh-target.js";
+import { credentialScope } from "../identity/credential-scope.js";
+import { ProfileRefusedError, requireProfile, UsageError } from "../terminal/errors.js";
+import { cliLog } from "../terminal/logging.js";
+import { printJson, printLines } from "../terminal/output.js";
+import { actingName, channelName, duration, parseInput, token } from "../terminal/validate.js";
 
 /** A comma-separated flag value as its items (unset: none). */
 const commaList = z

@@ -1,14 +1,14 @@
 import type { Command } from "commander";
 import { z } from "zod";
-import { jsonOption, meshOptions, resolveTarget } from "../context.js";
-import { rosterJson, type RosterRow } from "../format.js";
-import { ago, oneLine, printJson, printLines, table } from "../output.js";
+import { jsonOption, meshOptions, resolveTarget } from "../mesh-client/mesh-target.js";
+import { rosterJson, type RosterRow } from "../terminal/format.js";
+import { ago, oneLine, printJson, printLines, table } from "../terminal/output.js";
 import { credsCaller } from "../../broker/index.js";
 import { isOperator } from "../../manager/index.js";
-import { seatsOfManagers } from "../managers.js";
-import { credentialScope } from "../credential.js";
-import { withSession, type MeshSession } from "../session.js";
-import { parseInput } from "../validate.js";
+import { seatsOfManagers } from "../mesh-client/manager-calls.js";
+import { credentialScope } from "../identity/credential-scope.js";
+import { withSession, type MeshSession } from "../mesh-client/session.js";
+import { parseInput } from "../terminal/validate.js";
 
 /**
  * A roster row with the seat's unread count (mail waiting that its agent has not been shown), when it

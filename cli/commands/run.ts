@@ -6,12 +6,12 @@ import { z } from "zod";
 import { credsCaller } from "../../broker/index.js";
 import { isOperator } from "../../manager/index.js";
 import { describeCost, ManagerInstance, PrincipalToken, TaskMarker, type RunReply, type RunResult } from "../../schemas/index.js";
-import { jsonOption, meshOptions, resolveTarget } from "../context.js";
-import { EXIT, UsageError } from "../errors.js";
-import { callManager, listManagers } from "../managers.js";
-import { printJson, printLines, safeLines } from "../output.js";
-import { withSession } from "../session.js";
-import { duration, parseInput } from "../validate.js";
+import { jsonOption, meshOptions, resolveTarget } from "../mesh-client/mesh-target.js";
+import { EXIT, UsageError } from "../terminal/errors.js";
+import { callManager, listManagers } from "../mesh-client/manager-calls.js";
+import { printJson, printLines, safeLines } from "../terminal/output.js";
+import { withSession } from "../mesh-client/session.js";
+import { duration, parseInput } from "../terminal/validate.js";
 
 const count = z.coerce.number().int().min(1).max(32);
 

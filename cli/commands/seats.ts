@@ -20,16 +20,16 @@ import {
   SpawnLimit,
   type SeatView,
 } from "../../schemas/index.js";
-import { jsonOption, meshOptions, resolveTarget } from "../context.js";
-import { CommandFailedError, EXIT, UsageError } from "../errors.js";
-import { callManager, listManagers, seatsOfManagers, type ManagerSeats } from "../managers.js";
-import { carriedLine, carrySession } from "../carry.js";
+import { jsonOption, meshOptions, resolveTarget } from "../mesh-client/mesh-target.js";
+import { CommandFailedError, EXIT, UsageError } from "../terminal/errors.js";
+import { callManager, listManagers, seatsOfManagers, type ManagerSeats } from "../mesh-client/manager-calls.js";
+import { carriedLine, carrySession } from "../mesh-client/carry.js";
 import { capabilityGaps, localAttachCommand, PTY_DETACH_KEY } from "../../manager/index.js";
 import { DEFAULT_RUNTIME, RUNTIMES, runtimeNamed } from "../../runtimes/index.js";
-import { localManager, type LocalManager } from "../local-manager.js";
-import { ago, note, oneLine, printJson, printLines, safeLines, table } from "../output.js";
-import { withSession, type MeshSession } from "../session.js";
-import { repeatable, parseInput } from "../validate.js";
+import { localManager, type LocalManager } from "../mesh-host/local-manager.js";
+import { ago, note, oneLine, printJson, printLines, safeLines, table } from "../terminal/output.js";
+import { withSession, type MeshSession } from "../mesh-client/session.js";
+import { repeatable, parseInput } from "../terminal/validate.js";
 
 const SpawnFlags = z.object({
   persona: PrincipalToken.optional(),

@@ -5,13 +5,13 @@ import { z } from "zod";
 import { parsePrincipal, principalId, type ArtifactGrant } from "../../schemas/index.js";
 import { MeshServiceUnavailableError, putArtifact, type ArtifactPart, type Content, type Endpoint, type Receipt } from "../../broker/index.js";
 import { receiptLine } from "../../connector/index.js";
-import { connectAs } from "../acting.js";
-import { jsonOption, meshOptions, resolveTarget } from "../context.js";
-import { MeshServiceDownError, requireProfile, SENDERS, UsageError } from "../errors.js";
-import { actingIdentity } from "../acting-identity.js";
-import { messageText } from "../message-text.js";
-import { printJson, printLines } from "../output.js";
-import { repeatable, actingName, actorName, channelName, parseInput, token } from "../validate.js";
+import { connectAs } from "../identity/connect-as.js";
+import { jsonOption, meshOptions, resolveTarget } from "../mesh-client/mesh-target.js";
+import { MeshServiceDownError, requireProfile, SENDERS, UsageError } from "../terminal/errors.js";
+import { actingIdentity } from "../identity/acting-as.js";
+import { messageText } from "../terminal/message-text.js";
+import { printJson, printLines } from "../terminal/output.js";
+import { repeatable, actingName, actorName, channelName, parseInput, token } from "../terminal/validate.js";
 
 const Common = z.object({
   as: actingName("--as name").optional(),

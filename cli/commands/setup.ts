@@ -22,14 +22,14 @@ import {
   PluginScope,
   type PluginInstallActions,
 } from "../../connector/index.js";
-import { askYesNo, atTerminal } from "../confirm.js";
-import { jsonOption } from "../context.js";
-import { CommandFailedError, EXIT, UsageError } from "../errors.js";
+import { askYesNo, atTerminal } from "../terminal/confirm.js";
+import { jsonOption } from "../mesh-client/mesh-target.js";
+import { CommandFailedError, EXIT, UsageError } from "../terminal/errors.js";
 import { findRuntimeCli } from "../../manager/index.js";
 import { DEFAULT_RUNTIME, RUNTIMES, runtimeNamed } from "../../runtimes/index.js";
 import type { RuntimeAdapter } from "../../runtime/index.js";
-import { printJson, printLines } from "../output.js";
-import { packageRoot } from "../package-root.js";
+import { printJson, printLines } from "../terminal/output.js";
+import { packageRoot } from "../install/package-root.js";
 import {
   applyTree,
   compareTree,
@@ -41,8 +41,8 @@ import {
   marketplaceDir,
   packagePluginDir,
   seedDefaultAgent,
-} from "../setup.js";
-import { parseInput } from "../validate.js";
+} from "../install/setup-files.js";
+import { parseInput } from "../terminal/validate.js";
 import { COTAL_VERSION } from "../../schemas/index.js";
 
 /** How to get Claude Code when no claude CLI is found (it is not a dependency of Cotal). */

@@ -2,22 +2,22 @@ import type { Command } from "commander";
 import { z } from "zod";
 import { MeshUnavailableError } from "../../broker/index.js";
 import { names } from "../../schemas/index.js";
-import { jsonOption, meshOptions, resolveTarget, type MeshTarget } from "../context.js";
-import { EXIT } from "../errors.js";
-import { rosterJson, rosterTable, type RosterRow } from "../format.js";
-import { printJson, printLines } from "../output.js";
-import { isRunning, readRecord } from "../pid-file.js";
-import { notNatsAt, pingMeshService } from "../probe.js";
+import { jsonOption, meshOptions, resolveTarget, type MeshTarget } from "../mesh-client/mesh-target.js";
+import { EXIT } from "../terminal/errors.js";
+import { rosterJson, rosterTable, type RosterRow } from "../terminal/format.js";
+import { printJson, printLines } from "../terminal/output.js";
+import { isRunning, readRecord } from "../mesh-host/pid-file.js";
+import { notNatsAt, pingMeshService } from "../mesh-host/probe.js";
 import { credsCaller, isPermissionDenied, isStreamNotFound } from "../../broker/index.js";
-import { credentialLabel, credentialScope } from "../credential.js";
-import { authLines } from "../runtime-auth.js";
-import { listManagers, withStatus, type ManagerEntry } from "../managers.js";
-import type { ServiceLog } from "../mesh-root.js";
-import { MeshSession } from "../session.js";
-import { parseInput } from "../validate.js";
-import { checkComponents, COMPONENTS, type Component } from "../components.js";
-import { meshNodes } from "../cluster-nodes.js";
-import { describeSync } from "../sync-interval.js";
+import { credentialLabel, credentialScope } from "../identity/credential-scope.js";
+import { listManagers, withStatus, type ManagerEntry } from "../mesh-client/manager-calls.js";
+import type { ServiceLog } from "../mesh-host/mesh-root.js";
+import { MeshSession } from "../mesh-client/session.js";
+import { parseInput } from "../terminal/validate.js";
+import { checkComponents, COMPONENTS, type Component } from "../mesh-host/components.js";
+import { meshNodes } from "../mesh-host/cluster-nodes.js";
+import { describeSync } from "../mesh-host/sync-interval.js";
+import { authLines } from "../mesh-host/runtime-auth.js";
 
 /** The state of one of the space's streams. */
 export interface StreamStatus {

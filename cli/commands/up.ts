@@ -1,27 +1,27 @@
 import { resolve } from "node:path";
 import { Option, type Command } from "commander";
 import { z } from "zod";
-import { formatProvision } from "../format.js";
-import { checkCreds, credsOption, defaultCreds } from "../context.js";
-import { EXIT, UsageError } from "../errors.js";
-import { bringUp, type UpReport } from "../mesh-lifecycle.js";
-import type { PersonUp } from "../person.js";
-import { guardUp } from "../up-guard.js";
-import { findMeshRoot, MeshRoot } from "../mesh-root.js";
-import { chooseMode } from "../mode.js";
-import { note, printJson, printLines, warn } from "../output.js";
-import { isRunning, readRecord, removeRecord, stopProcess, type ProcessRecord } from "../pid-file.js";
-import { actingName, byteSize, duration, host, parseInput, port, positiveInt, token } from "../validate.js";
-import { chooseMe } from "../person.js";
-import { checkLeafFlags, isLoopback } from "../leaf-listener.js";
-import { meshNodes } from "../cluster-nodes.js";
-import { describeSync, SyncInterval } from "../sync-interval.js";
-import { addAuthOptions, authChoices, authLines } from "../runtime-auth.js";
-import { loadTeamFile } from "../team-file.js";
-import { converge, planOnly, type TeamResult } from "../team-apply.js";
-import { refuseServerDrift, teamServerFlags } from "../team-server.js";
-import { serverAnswers } from "../probe.js";
-import { DEFAULT_SPACE } from "../context.js";
+import { formatProvision } from "../terminal/format.js";
+import { checkCreds, credsOption, defaultCreds } from "../mesh-client/mesh-target.js";
+import { EXIT, UsageError } from "../terminal/errors.js";
+import { bringUp, type UpReport } from "../mesh-host/mesh-lifecycle.js";
+import type { PersonUp } from "../identity/person.js";
+import { guardUp } from "../mesh-host/up-guard.js";
+import { findMeshRoot, MeshRoot } from "../mesh-host/mesh-root.js";
+import { chooseMode } from "../mesh-host/mode.js";
+import { note, printJson, printLines, warn } from "../terminal/output.js";
+import { isRunning, readRecord, removeRecord, stopProcess, type ProcessRecord } from "../mesh-host/pid-file.js";
+import { actingName, byteSize, duration, host, parseInput, port, positiveInt, token } from "../terminal/validate.js";
+import { chooseMe } from "../identity/person.js";
+import { checkLeafFlags, isLoopback } from "../mesh-host/leaf-listener.js";
+import { meshNodes } from "../mesh-host/cluster-nodes.js";
+import { describeSync, SyncInterval } from "../mesh-host/sync-interval.js";
+import { loadTeamFile } from "../team-file/team-file.js";
+import { converge, planOnly, type TeamResult } from "../team-file/team-apply.js";
+import { refuseServerDrift, teamServerFlags } from "../team-file/team-server.js";
+import { serverAnswers } from "../mesh-host/probe.js";
+import { DEFAULT_SPACE } from "../mesh-client/mesh-target.js";
+import { addAuthOptions, authChoices, authLines } from "../mesh-host/runtime-auth.js";
 
 const UpFlags = z.object({
   open: z.boolean().optional(),
@@ -140,7 +140,7 @@ export function registerUp(program: Command): void {
           `open mode: any host that reaches ${leaf.host}:${leaf.port} may join as a leaf node and read every message (pass --leaf-tls-ca to require client certificates).`,
         );
       }
-      // From here an interruption or a failure stops what this run started (cli/up-guard.ts).
+      // From here an interruption or a failure stops what this run started (cli/mesh-host/up-guard.ts).
       const guard = guardUp(root);
       let report: UpReport;
       let teamResult: TeamResult | undefined;

@@ -5,17 +5,17 @@ import { Option, type Command } from "commander";
 import { z } from "zod";
 import { connectMesh, readSecret, requestCredential, writeSecret } from "../../broker/index.js";
 import { bindScope, DEFAULT_WEB_HOST, DEFAULT_WEB_PORT, MeshView, newDashboardToken, serveDashboard, TOKEN_PATTERN, type Dashboard } from "../../web/index.js";
-import { LOG_FILE_ENV } from "../bounded-log.js";
-import { childEnv } from "../child-env.js";
-import { meshOptions, resolveTarget, type MeshTarget } from "../context.js";
-import { credentialScope } from "../credential.js";
-import { CommandFailedError, UsageError } from "../errors.js";
-import { cliLog, serviceLogLevel } from "../logging.js";
-import { note, printLines, warn } from "../output.js";
-import { isRunning, readRecord, recordOf, removeRecord, stopProcess, writeRecord } from "../pid-file.js";
-import { selfCommand } from "../service-process.js";
-import { parseInput, port } from "../validate.js";
-import { choosePerson, openWrites, type OpenWrites, type PersonChoice } from "../web-writes.js";
+import { LOG_FILE_ENV } from "../mesh-host/bounded-log.js";
+import { childEnv } from "../mesh-host/child-env.js";
+import { meshOptions, resolveTarget, type MeshTarget } from "../mesh-client/mesh-target.js";
+import { credentialScope } from "../identity/credential-scope.js";
+import { CommandFailedError, UsageError } from "../terminal/errors.js";
+import { cliLog, serviceLogLevel } from "../terminal/logging.js";
+import { note, printLines, warn } from "../terminal/output.js";
+import { isRunning, readRecord, recordOf, removeRecord, stopProcess, writeRecord } from "../mesh-host/pid-file.js";
+import { selfCommand } from "../mesh-host/service-process.js";
+import { parseInput, port } from "../terminal/validate.js";
+import { choosePerson, openWrites, type OpenWrites, type PersonChoice } from "../web/web-writes.js";
 
 /** The bind rule (web/bind.ts) as a flag check: a refused --host is bad input (exit 2). */
 const webHost = z.string().superRefine((h, ctx) => {

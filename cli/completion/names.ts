@@ -2,9 +2,9 @@
 // which channels exist, which managers run. Read with the command's own credential, so each
 // credential completes only what it may see.
 import { postCounts } from "../../web/index.js";
-import type { MeshTarget } from "../context.js";
-import { listManagers } from "../managers.js";
-import { MeshSession } from "../session.js";
+import type { MeshTarget } from "../mesh-client/mesh-target.js";
+import { listManagers } from "../mesh-client/manager-calls.js";
+import { MeshSession } from "../mesh-client/session.js";
 import type { NameSource } from "./spec.js";
 
 /** The names of one source, sorted, each once. Throws when the mesh cannot say (the caller stays silent). */

@@ -2,7 +2,7 @@
 // report as `--json` prints it (its zod schema is the shape's one definition).
 import { z } from "zod";
 import { CotalError } from "../../schemas/index.js";
-import { describeError } from "../errors.js";
+import { describeError } from "../terminal/errors.js";
 
 /**
  * pass: in place. warn: works, but something worth knowing (a runtime CLI that is not installed).

@@ -4,8 +4,8 @@
 import { lstatSync, readdirSync, statfsSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { AuthStore, STORAGE_DEFAULTS } from "../../broker/index.js";
-import { meshNodes } from "../cluster-nodes.js";
-import type { MeshInfo, MeshRoot } from "../mesh-root.js";
+import { meshNodes } from "../mesh-host/cluster-nodes.js";
+import type { MeshInfo, MeshRoot } from "../mesh-host/mesh-root.js";
 import { failed, pass, skipped, type DoctorCheck } from "./check.js";
 
 const ID = "disk";

@@ -2,10 +2,10 @@
 // host's clock agrees with the server's, which judges when a credential expires.
 import { AuthenticationRefusedError, credsCaller } from "../../broker/index.js";
 import { durables, names } from "../../schemas/index.js";
-import type { MeshTarget } from "../context.js";
-import { credentialLabel, credentialScope } from "../credential.js";
-import { notNatsAt, pingMeshService } from "../probe.js";
-import { MeshSession } from "../session.js";
+import type { MeshTarget } from "../mesh-client/mesh-target.js";
+import { credentialLabel, credentialScope } from "../identity/credential-scope.js";
+import { notNatsAt, pingMeshService } from "../mesh-host/probe.js";
+import { MeshSession } from "../mesh-client/session.js";
 import { failed, failedWith, pass, skipped, warned, type DoctorCheck } from "./check.js";
 
 const MESH = { id: "mesh", title: "mesh" } as const;

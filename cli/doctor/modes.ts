@@ -4,8 +4,8 @@
 import { readdirSync, statSync } from "node:fs";
 import { basename, join, resolve, sep } from "node:path";
 import { secretModeProblem, type InsecureSecretError } from "../../broker/index.js";
-import type { MeshInfo, MeshRoot } from "../mesh-root.js";
-import { meshNodes } from "../cluster-nodes.js";
+import type { MeshInfo, MeshRoot } from "../mesh-host/mesh-root.js";
+import { meshNodes } from "../mesh-host/cluster-nodes.js";
 import { failed, pass, skipped, type DoctorCheck } from "./check.js";
 
 const ID = "modes";

@@ -1,7 +1,7 @@
 // `cotal doctor`: the Claude Code plugin (what `cotal setup` installs, and `cotal setup --check`
 // compares): in place and of this version, so hand-started Claude sessions join the mesh.
 import { COTAL_VERSION } from "../../schemas/index.js";
-import { inspectSetup, type SetupInspection } from "../setup.js";
+import { inspectSetup, type SetupInspection } from "../install/setup-files.js";
 import { failed, failedWith, pass, skipped, warned, type DoctorCheck } from "./check.js";
 
 const ID = "plugin";

@@ -1,9 +1,9 @@
 // `cotal doctor`: the ports the mesh listens on are free for `cotal up`, or held by this mesh's
 // own nats-server.
-import { DEFAULT_PORT, portIsFree } from "../ports.js";
-import { meshNodes } from "../cluster-nodes.js";
-import type { MeshInfo, MeshRoot } from "../mesh-root.js";
-import { isRunning, readRecord } from "../pid-file.js";
+import { DEFAULT_PORT, portIsFree } from "../mesh-host/ports.js";
+import { meshNodes } from "../mesh-host/cluster-nodes.js";
+import type { MeshInfo, MeshRoot } from "../mesh-host/mesh-root.js";
+import { isRunning, readRecord } from "../mesh-host/pid-file.js";
 import { failed, pass, skipped, warned, type DoctorCheck } from "./check.js";
 
 const ID = "ports";

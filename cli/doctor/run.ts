@@ -1,9 +1,9 @@
 // `cotal doctor`: every check, in the order a person fixes things (the tools, then this host's
 // files and ports, then the mesh), as one report.
 import { COTAL_VERSION } from "../../schemas/index.js";
-import { resolveTarget, type MeshFlags, type MeshTarget } from "../context.js";
-import { MeshNotFoundError, UsageError } from "../errors.js";
-import { findMeshRoot, type MeshInfo, type MeshRoot } from "../mesh-root.js";
+import { resolveTarget, type MeshFlags, type MeshTarget } from "../mesh-client/mesh-target.js";
+import { MeshNotFoundError, UsageError } from "../terminal/errors.js";
+import { findMeshRoot, type MeshInfo, type MeshRoot } from "../mesh-host/mesh-root.js";
 import { failedWith, report, type DoctorCheck, type DoctorReport } from "./check.js";
 import { diskCheck } from "./disk.js";
 import { meshChecks } from "./mesh.js";

@@ -5,9 +5,9 @@ import { delimiter, join } from "node:path";
 import { findRuntimeCli } from "../../manager/index.js";
 import { RUNTIMES } from "../../runtimes/index.js";
 import type { RuntimeAdapter } from "../../runtime/index.js";
-import { authChoices } from "../runtime-auth.js";
-import { oneLine } from "../output.js";
-import { packageRoot } from "../package-root.js";
+import { authChoices } from "../mesh-host/runtime-auth.js";
+import { oneLine } from "../terminal/output.js";
+import { packageRoot } from "../install/package-root.js";
 import { failed, failedWith, pass, warned, type DoctorCheck } from "./check.js";
 import type { NeededRuntimes } from "./needed-runtimes.js";
 

@@ -9,7 +9,7 @@
 // A child, not an import: the manager starts its seats from the bundles beside its own
 // (`echo-seat.mjs`, else `node <argv[1]> agent …`), so argv[1] must be a cotal bundle. The mesh
 // service and the manager run from the services' bundle with their V8 flag, as `cotal up` starts
-// them (SERVICE_NODE_FLAGS in cli/service-process.ts; test/containers/image.test.ts checks both);
+// them (SERVICE_NODE_FLAGS in cli/mesh-host/service-process.ts; test/containers/image.test.ts checks both);
 // every other command from the CLI's. Scratch images have no shell and no init, so this process
 // also forwards SIGTERM/SIGINT to its children and reaps them.
 import { spawn } from "node:child_process";

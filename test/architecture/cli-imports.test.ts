@@ -1,4 +1,5 @@
-// cli/ imports other components only through their public entries.
+// cli/ imports other components only through their public entries, and its top level holds only
+// the bundles' entries and the program: everything else sits in a folder named for its concern.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -26,5 +27,10 @@ describe("architecture", () => {
       }
     }
     expect(offenders).toEqual([]);
+  });
+
+  it("cli/'s top level holds only the bundles' entries and the program (docs/architecture.md has the folders)", () => {
+    const top = readdirSync(join(projectRoot, "cli")).filter((f) => f.endsWith(".ts"));
+    expect(top.sort()).toEqual(["code-cache.ts", "cotal-program.ts", "main.ts", "root-command.ts", "service-main.ts"]);
   });
 });

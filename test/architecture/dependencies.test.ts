@@ -84,7 +84,8 @@ describe("architecture", () => {
     expect(COMPONENTS.reduce((n, c) => n + scanned[c]!.files.length, 0)).toBeGreaterThan(50);
     expect(crossing.length).toBeGreaterThan(20);
     // Sub-folders are held to the same rules: their crossings are part of what is checked.
-    for (const sub of ["broker/auth/", "connector/claude/", "cli/commands/"]) {
+    const CLI_FOLDERS = ["commands", "mesh-host", "mesh-client", "identity", "team-file", "backup", "console", "web", "terminal", "install", "doctor"];
+    for (const sub of ["broker/auth/", "connector/claude/", ...CLI_FOLDERS.map((f) => `cli/${f}/`)]) {
       expect(crossing.filter((e) => e.file.startsWith(sub)).length, sub).toBeGreaterThan(0);
     }
     for (const c of CONSUMERS) expect(scanned[c]!.edges.filter((e) => isComponent(e.to)).length, c).toBeGreaterThan(0);
@@ -152,7 +153,7 @@ describe("architecture", () => {
     };
     const LEGACY: Record<string, string> = {
       "manager/transcript-carry.ts": "carry stages Claude transcripts; it moves behind the seam with Codex carry",
-      "cli/child-env.ts": "the CLI's child allow-list passes Claude's config dir to the processes it starts",
+      "cli/mesh-host/child-env.ts": "the CLI's child allow-list passes Claude's config dir to the processes it starts",
       "cli/commands/run.ts": "`cotal run`'s help names Claude's output format",
       "cli/commands/setup.ts": "`cotal setup` (Claude's plugin) reads Claude's config dir",
     };

@@ -42,7 +42,7 @@ describe("a static mesh from the CLI", () => {
       expect(cmdline).not.toMatch(/S[OAU][A-Z2-7]{50,}|eyJ[A-Za-z0-9_-]{10,}\./);
     }
     // The mesh service and the manager run from the services' own bundle, not the whole CLI's,
-    // with a small young generation (cli/service-process.ts).
+    // with a small young generation (cli/mesh-host/service-process.ts).
     for (const name of ["mesh-service", "manager"]) {
       const { pid } = JSON.parse(readFileSync(join(project, ".cotal", "run", `${name}.json`), "utf8")) as { pid: number };
       const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");

@@ -325,7 +325,7 @@ describe("without a running mesh", () => {
     mkdirSync(oldBin);
     writeFileSync(old, '#!/bin/sh\necho "nats-server: v2.9.10"\n', { mode: 0o755 });
     // Named by NATS_SERVER_BIN: an explicit choice is refused, never replaced by a fetched one
-    // (found only on PATH, up fetches a newer one instead: test/cli/nats-fetch.e2e.test.ts).
+    // (found only on PATH, up fetches a newer one instead: test/cli/mesh-host/nats-fetch.e2e.test.ts).
     const envs: Record<string, string>[] = [{ NATS_SERVER_BIN: old }];
     for (const env of envs) {
       const r = await runCotal(["up", "--detach", "--port", String(await freePort())], { cwd, env: cleanEnv(env) });

@@ -8,7 +8,7 @@ import { fmtCreds, encodeUser } from "@nats-io/jwt";
 import { createAccount, createUser } from "@nats-io/nkeys";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { credsProblem, InsecureSecretError, InvalidCredsError, readCredsFile } from "../../broker/internal.js";
-import { exitCodeOf } from "../../cli/errors.js";
+import { exitCodeOf } from "../../cli/terminal/errors.js";
 
 let dir: string;
 beforeAll(async () => {

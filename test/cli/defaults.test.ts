@@ -1,8 +1,8 @@
 // What the CLI assumes when not told: the acting name (the OS user, refused when not a valid name)
 // and the mesh mode.
 import { describe, expect, it } from "vitest";
-import { defaultActorName } from "../../cli/identity.js";
-import { chooseMode } from "../../cli/mode.js";
+import { defaultActorName } from "../../cli/identity/os-user-name.js";
+import { chooseMode } from "../../cli/mesh-host/mode.js";
 
 describe("names and modes", () => {
   it("the default --as name is the OS user name, refused (never rewritten) when it is not a valid name", () => {

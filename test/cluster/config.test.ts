@@ -5,9 +5,9 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { UsageError } from "../../cli/errors.js";
-import { checkLeafFlags, renderLeafBlock } from "../../cli/leaf-listener.js";
-import { renderServerConfig } from "../../cli/nats-process.js";
+import { UsageError } from "../../cli/terminal/errors.js";
+import { checkLeafFlags, renderLeafBlock } from "../../cli/mesh-host/leaf-listener.js";
+import { renderServerConfig } from "../../cli/mesh-host/nats-process.js";
 import { findNatsServer } from "../../testbed/nats-server.js";
 
 const dir = mkdtempSync(join(tmpdir(), "cotal-render-"));

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { cliFolder, freePort, freePortRun } from "../harness/cli.js";
 
-// `up --cluster 3` may form a new cluster again (20 s each, cli/mesh-lifecycle.ts) and then wait up to 120 s.
+// `up --cluster 3` may form a new cluster again (20 s each, cli/mesh-host/mesh-lifecycle.ts) and then wait up to 120 s.
 const { dir, cotal } = cliFolder("cotal-to-cluster-", 240_000);
 const managerCreds = () => readFileSync(join(dir, ".cotal/manager/manager.creds"), "utf8");
 

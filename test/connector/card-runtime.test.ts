@@ -7,7 +7,7 @@ import { Kvm } from "@nats-io/kv";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { JS_OPTIONS, jetStreamConnection, type Endpoint } from "../../broker/index.js";
 import { rosterLine } from "../../cli/commands/console.js";
-import { rosterJson } from "../../cli/format.js";
+import { rosterJson } from "../../cli/terminal/format.js";
 import { names, type Presence } from "../../schemas/index.js";
 import { TestMesh } from "../harness/mesh.js";
 import { until } from "../../testbed/until.js";

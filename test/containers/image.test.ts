@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCli, cleanEnv, CotalProcess, runCotal, type CliResult } from "../harness/cli.js";
-import { SERVICE_NODE_FLAGS } from "../../cli/service-process.js";
+import { SERVICE_NODE_FLAGS } from "../../cli/mesh-host/service-process.js";
 import {
   docker,
   dockerUnavailable,

@@ -27,7 +27,7 @@ import {
 import { carriedResume, findSession, sessionsNamed, TranscriptMismatchError } from "../../claude/index.js";
 import { ManagerService, TranscriptDesk } from "../../manager/internal.js";
 import { CARRY_CHUNK_BYTES, localPrincipal, MANAGER_COMMANDS, names, xferChunkIndex, xferObjectFilter, type SeatView } from "../../schemas/index.js";
-import { carryFile, requireSessionId } from "../../cli/carry.js";
+import { carryFile, requireSessionId } from "../../cli/mesh-client/carry.js";
 import { startClaudeManager } from "../harness/claude-manager.js";
 import { TestMesh } from "../harness/mesh.js";
 import { until } from "../../testbed/until.js";

@@ -1,8 +1,8 @@
 // cotal web's pure parts: the bind-address rule, the Host check, flag validation (exit 2 with the
 // flag named), the stuck-queue rule, the timeline fold, and Markdown that no message can turn into markup.
 import { describe, expect, it } from "vitest";
-import { exitCodeOf, EXIT } from "../../cli/errors.js";
-import { parseInput } from "../../cli/validate.js";
+import { exitCodeOf, EXIT } from "../../cli/terminal/errors.js";
+import { parseInput } from "../../cli/terminal/validate.js";
 import { WebFlags } from "../../cli/commands/web.js";
 import { bindScope, hostHeaderAllowed, isStuck, renderMarkdown, spawnerOf, STUCK_AFTER_MS, TimelineFolder } from "../../web/index.js";
 import { SeatEvent } from "../../schemas/index.js";
