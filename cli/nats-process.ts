@@ -128,7 +128,8 @@ export async function startNatsServer(
   const bin = ensureNatsServer({ script: join(packageRoot(), "scripts", "install-nats-server.sh"), say: (line) => note(`cotal: ${line}`) });
   // Newer servers are not refused, only untested (cotal doctor warns the same way).
   const v = natsServerVersion(bin);
-  if (v && isNewerThanTested(v)) note(`cotal: ${bin} is nats-server ${v.text}, newer than any Cotal is tested on (${SUPPORTED_NATS_SERVERS}); starting it anyway`);
+  if (v && isNewerThanTested(v))
+    note(`cotal: ${bin} is nats-server ${v.text}, newer than any Cotal is tested on (${SUPPORTED_NATS_SERVERS}); starting it anyway`);
   const configFile = opts.configFile ?? root.serverConfig;
   // Ports files are named `nats-server_<pid>.ports`: only those of processes gone are removed (other nodes of a cluster keep theirs).
   for (const f of readdirSync(c.portsDir)) {

@@ -60,9 +60,18 @@ export function newestNatsServer(env: NodeJS.ProcessEnv = process.env, say: (lin
   const v = existsSync(path) ? natsServerVersion(path) : undefined;
   if (v && isAtLeast(v, NEWEST_TESTED_NATS_SERVER)) return path;
   const found = v ? `${path} is ${v.text}` : `${path} does not exist`;
-  if (env.COTAL_NATS_NEWEST_BIN) throw new NewestNatsServerError(`COTAL_NATS_NEWEST_BIN: ${found}, not nats-server ${NEWEST} or newer. Point it at one, or unset it to fetch Debian ${NEWEST_SUITE}'s.`);
-  say(`${found}: fetching Debian ${NEWEST_SUITE}'s nats-server (${NEWEST} or newer) into ${dirname(path)} (bash ${INSTALLER}; the machine's apt sources are not changed)`);
-  const r = runNatsInstaller(INSTALLER, dirname(path), { ...env, COTAL_NATS_SUITE: NEWEST_SUITE, COTAL_NATS_MIN_MINOR: String(NEWEST_TESTED_NATS_SERVER.minor) });
+  if (env.COTAL_NATS_NEWEST_BIN)
+    throw new NewestNatsServerError(
+      `COTAL_NATS_NEWEST_BIN: ${found}, not nats-server ${NEWEST} or newer. Point it at one, or unset it to fetch Debian ${NEWEST_SUITE}'s.`,
+    );
+  say(
+    `${found}: fetching Debian ${NEWEST_SUITE}'s nats-server (${NEWEST} or newer) into ${dirname(path)} (bash ${INSTALLER}; the machine's apt sources are not changed)`,
+  );
+  const r = runNatsInstaller(INSTALLER, dirname(path), {
+    ...env,
+    COTAL_NATS_SUITE: NEWEST_SUITE,
+    COTAL_NATS_MIN_MINOR: String(NEWEST_TESTED_NATS_SERVER.minor),
+  });
   if ("reason" in r)
     throw new NewestNatsServerError(
       `nats-server ${NEWEST} could not be fetched: ${r.reason.replace(/\.$/, "")}. ` +

@@ -126,7 +126,10 @@ describe("cotal doctor", () => {
     const r = await doctor(project, { NATS_SERVER_BIN: newer });
     expect(r.code, r.stdout).toBe(0);
     expect(r.stdout).toMatch(
-      new RegExp(`^warn\\s+nats-server\\s+${newer} v2\\.16\\.0: newer than the newest Cotal is tested on \\(2\\.15\\); it is used, untested \\(2\\.10 through 2\\.15 are supported\\)`, "m"),
+      new RegExp(
+        `^warn\\s+nats-server\\s+${newer} v2\\.16\\.0: newer than the newest Cotal is tested on \\(2\\.15\\); it is used, untested \\(2\\.10 through 2\\.15 are supported\\)`,
+        "m",
+      ),
     );
     expect(r.stdout).toMatch(/fix: Should the mesh misbehave on it, point NATS_SERVER_BIN at a nats-server 2\.10 through 2\.15/);
   });
