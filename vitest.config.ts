@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import { newestNatsServerPath } from "./testbed/nats-server.js";
 
 /**
  * Tests that form JetStream clusters or run containers: their nodes elect leaders on raft timers,
@@ -41,10 +42,19 @@ const SLOW_FILES = [
 ];
 const LEFT_OUT = process.env.COTAL_TEST_TIER === "fast" ? SLOW_FILES : CLUSTER_FILES;
 
+/**
+ * The `nats-newest` project: the folders that prove the broker's side (the mesh core, auth, the
+ * attacks, the connector) once more on the newest supported nats-server (2.15, Debian sid's), beside
+ * the rest on 2.10. Left out: the files that run real agent CLIs (`*.e2e.test.ts`), whose server
+ * traffic is what the other files of these folders already send (docs/testing.md "Vitest projects").
+ */
+const NEWEST_FOLDERS = ["test/mesh", "test/auth", "test/attacks", "test/connector"];
+
 export default defineConfig({
   test: {
     // The Mesh core suite runs twice: on open meshes, and on static-auth meshes with real
-    // minted credentials (project mesh-static).
+    // minted credentials (project mesh-static); with auth, attacks and the connector a third time,
+    // on the newest supported nats-server (project nats-newest).
     projects: [
       { extends: true, test: { name: "all", include: ["test/**/*.test.ts"], exclude: LEFT_OUT, sequence: { groupOrder: 0 } } },
       {
@@ -52,6 +62,19 @@ export default defineConfig({
         test: { name: "mesh-static", include: ["test/mesh/**/*.test.ts"], exclude: LEFT_OUT, env: { COTAL_TEST_MODE: "static" }, sequence: { groupOrder: 0 } },
       },
       { extends: true, test: { name: "cluster", include: CLUSTER_FILES, sequence: { groupOrder: 1 } } },
+      {
+        extends: true,
+        test: {
+          name: "nats-newest",
+          include: NEWEST_FOLDERS.map((f) => `${f}/**/*.test.ts`),
+          exclude: [...LEFT_OUT, "test/**/*.e2e.test.ts"],
+          // The harness and every `cotal` a test runs take their server from NATS_SERVER_BIN.
+          env: { NATS_SERVER_BIN: newestNatsServerPath() },
+          globalSetup: ["./test/harness/nats-newest-setup.ts"],
+          setupFiles: ["./test/harness/nats-newest-check.ts"],
+          sequence: { groupOrder: 2 },
+        },
+      },
     ],
     // A supported nats-server, fetched once before the workers start when the machine has none.
     globalSetup: ["./test/harness/nats-setup.ts"],

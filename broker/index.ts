@@ -35,8 +35,19 @@ export {
 } from "./js-errors.js";
 
 // The nats-server binary, connecting with a credential, and JetStream access.
-export { findNatsServer, NatsServerNotFoundError, NatsServerTooOldError, natsServerVersion, MIN_NATS_SERVER, privateBinDir } from "./nats-binary.js";
-export { ensureNatsServer, NatsServerFetchError, type EnsureNatsServerOptions } from "./nats-fetch.js";
+export {
+  findNatsServer,
+  isAtLeast,
+  isNewerThanTested,
+  NatsServerNotFoundError,
+  NatsServerTooOldError,
+  natsServerVersion,
+  MIN_NATS_SERVER,
+  NEWEST_TESTED_NATS_SERVER,
+  privateBinDir,
+  SUPPORTED_NATS_SERVERS,
+} from "./nats-binary.js";
+export { ensureNatsServer, NatsServerFetchError, runNatsInstaller, type EnsureNatsServerOptions } from "./nats-fetch.js";
 export {
   connectMesh,
   credsCaller,

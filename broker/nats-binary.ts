@@ -8,6 +8,15 @@ import { CotalError } from "../schemas/index.js";
 export const MIN_NATS_SERVER = { major: 2, minor: 10 } as const;
 
 /**
+ * The newest nats-server minor the suite runs on (Debian sid's, the `nats-newest` vitest project).
+ * Newer ones are not refused: `cotal doctor` warns that they are untested.
+ */
+export const NEWEST_TESTED_NATS_SERVER = { major: 2, minor: 15 } as const;
+
+/** `2.10 through 2.15`: the supported range, as docs and messages say it. */
+export const SUPPORTED_NATS_SERVERS = `${MIN_NATS_SERVER.major}.${MIN_NATS_SERVER.minor} through ${NEWEST_TESTED_NATS_SERVER.major}.${NEWEST_TESTED_NATS_SERVER.minor}`;
+
+/**
  * Where `scripts/install-nats-server.sh` (and `cotal up`, which runs it when needed) puts the
  * binary: `COTAL_NATS_DIR`, else `~/.local/share/cotal/bin`. Searched after PATH.
  */
@@ -71,9 +80,19 @@ export function parseNatsServerVersion(out: string): NatsServerVersion | undefin
   return { major: Number(m[1]), minor: Number(m[2]), patch: Number(m[3]), text: m[0] };
 }
 
+/** Whether `v` is at least major.minor. */
+export function isAtLeast(v: Pick<NatsServerVersion, "major" | "minor">, floor: { major: number; minor: number }): boolean {
+  return v.major > floor.major || (v.major === floor.major && v.minor >= floor.minor);
+}
+
 /** Whether a version is at least MIN_NATS_SERVER. */
 export function isSupportedNatsServer(v: NatsServerVersion): boolean {
-  return v.major > MIN_NATS_SERVER.major || (v.major === MIN_NATS_SERVER.major && v.minor >= MIN_NATS_SERVER.minor);
+  return isAtLeast(v, MIN_NATS_SERVER);
+}
+
+/** Whether a version is newer than NEWEST_TESTED_NATS_SERVER (it runs, untested). */
+export function isNewerThanTested(v: Pick<NatsServerVersion, "major" | "minor">): boolean {
+  return !isAtLeast(NEWEST_TESTED_NATS_SERVER, v);
 }
 
 // One `--version` call per binary per process: the finder runs for every server a test starts.

@@ -60,20 +60,29 @@ function fetchNatsServer(why: NatsServerNotFoundError | NatsServerTooOldError, o
   opts.say(
     `nats-server 2.10 or newer is needed (${found}): fetching Debian's package nats-server into ${dest} (bash ${opts.script}; the machine's apt sources are not changed)`,
   );
-  const r = spawnSync("bash", [opts.script, dest], { env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: FETCH_TIMEOUT_MS });
+  const r = runNatsInstaller(opts.script, dest, env);
+  if ("reason" in r) throw new NatsServerFetchError(why, r.reason, opts.script);
+  opts.say(`fetched nats-server ${natsServerVersion(r.path)?.text ?? ""} to ${r.path}`.replace("  ", " "));
+  return r.path;
+}
+
+/**
+ * Run the installer into `dest` (its environment picks the Debian suite and the least minor:
+ * COTAL_NATS_SUITE, COTAL_NATS_MIN_MINOR). The binary's path, or the installer's reason (its last line).
+ */
+export function runNatsInstaller(script: string, dest: string, env: NodeJS.ProcessEnv): { path: string } | { reason: string } {
+  const r = spawnSync("bash", [script, dest], { env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: FETCH_TIMEOUT_MS });
   const said = (r.stderr ?? "").trim().split("\n");
   const path = (r.stdout ?? "").trim().split("\n").pop() ?? "";
-  if (r.status !== 0 || !path) {
-    const reason = r.error
-      ? r.error.message
-      : (said
-          .filter(Boolean)
-          .pop()
-          ?.replace(/^install-nats-server: /, "") ?? `the installer exited with code ${r.status}`);
-    throw new NatsServerFetchError(why, reason, opts.script);
-  }
-  opts.say(`fetched nats-server ${natsServerVersion(path)?.text ?? ""} to ${path}`.replace("  ", " "));
-  return path;
+  if (r.status === 0 && path) return { path };
+  if (r.error) return { reason: r.error.message };
+  return {
+    reason:
+      said
+        .filter(Boolean)
+        .pop()
+        ?.replace(/^install-nats-server: /, "") ?? `the installer exited with code ${r.status}`,
+  };
 }
 
 function firstSentence(err: Error): string {

@@ -4,15 +4,16 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, readdir, readFile, rm, writeFile, mkdir } from "node:fs/promises";
 import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { existsSync } from "node:fs";
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { fileURLToPath } from "node:url";
-import { ensureNatsServer } from "../broker/index.js";
+import { ensureNatsServer, isAtLeast, natsServerVersion, NEWEST_TESTED_NATS_SERVER, privateBinDir, runNatsInstaller } from "../broker/index.js";
 import { until } from "./until.js";
 
 // Finding the binary is the product's own logic (cotal up uses it too).
-export { findNatsServer, NatsServerNotFoundError, NatsServerTooOldError } from "../broker/index.js";
+export { findNatsServer, NatsServerNotFoundError, NatsServerTooOldError, natsServerVersion } from "../broker/index.js";
 
 /** The installer Cotal ships, beside this folder (testbed/ in a checkout, dist/ in the benches' bundles). */
 const INSTALLER = fileURLToPath(new URL("../scripts/install-nats-server.sh", import.meta.url));
@@ -29,6 +30,56 @@ export function testNatsServer(env: NodeJS.ProcessEnv = process.env): string {
       process.stderr.write(`testbed: ${line}
 `),
   });
+}
+
+/** The Debian suite whose nats-server is the newest the suite runs on (NEWEST_TESTED_NATS_SERVER). */
+const NEWEST_SUITE = "sid";
+const NEWEST = `${NEWEST_TESTED_NATS_SERVER.major}.${NEWEST_TESTED_NATS_SERVER.minor}`;
+
+/**
+ * Where the `nats-newest` project's server is: COTAL_NATS_NEWEST_BIN, else beside the folder
+ * `cotal up` fetches into (`~/.local/share/cotal/bin-sid/nats-server`), where `cotal up` never looks.
+ */
+export function newestNatsServerPath(env: NodeJS.ProcessEnv = process.env): string {
+  return env.COTAL_NATS_NEWEST_BIN || join(`${privateBinDir(env)}-${NEWEST_SUITE}`, "nats-server");
+}
+
+/** The newest supported nats-server is neither here nor fetchable; the message says what to run. */
+export class NewestNatsServerError extends Error {
+  override readonly name = "NewestNatsServerError";
+}
+
+/**
+ * The newest supported nats-server (NEWEST_TESTED_NATS_SERVER or newer) for the `nats-newest`
+ * project, fetched once with the installer Cotal ships (Debian sid's package, a private apt list)
+ * when it is missing or older. A COTAL_NATS_NEWEST_BIN that names an older or missing binary is
+ * refused, never replaced.
+ */
+export function newestNatsServer(env: NodeJS.ProcessEnv = process.env, say: (line: string) => void = () => {}): string {
+  const path = newestNatsServerPath(env);
+  const v = existsSync(path) ? natsServerVersion(path) : undefined;
+  if (v && isAtLeast(v, NEWEST_TESTED_NATS_SERVER)) return path;
+  const found = v ? `${path} is ${v.text}` : `${path} does not exist`;
+  if (env.COTAL_NATS_NEWEST_BIN)
+    throw new NewestNatsServerError(
+      `COTAL_NATS_NEWEST_BIN: ${found}, not nats-server ${NEWEST} or newer. Point it at one, or unset it to fetch Debian ${NEWEST_SUITE}'s.`,
+    );
+  say(
+    `${found}: fetching Debian ${NEWEST_SUITE}'s nats-server (${NEWEST} or newer) into ${dirname(path)} (bash ${INSTALLER}; the machine's apt sources are not changed)`,
+  );
+  const r = runNatsInstaller(INSTALLER, dirname(path), {
+    ...env,
+    COTAL_NATS_SUITE: NEWEST_SUITE,
+    COTAL_NATS_MIN_MINOR: String(NEWEST_TESTED_NATS_SERVER.minor),
+  });
+  if ("reason" in r)
+    throw new NewestNatsServerError(
+      `nats-server ${NEWEST} could not be fetched: ${r.reason.replace(/\.$/, "")}. ` +
+        `Run \`COTAL_NATS_SUITE=${NEWEST_SUITE} COTAL_NATS_MIN_MINOR=${NEWEST_TESTED_NATS_SERVER.minor} bash ${INSTALLER} ${dirname(path)}\` once apt-get reaches Debian's packages, ` +
+        `or set COTAL_NATS_NEWEST_BIN to a nats-server ${NEWEST} or newer.`,
+    );
+  say(`fetched nats-server ${natsServerVersion(r.path)?.text ?? ""} to ${r.path}`.replace("  ", " "));
+  return r.path;
 }
 
 /** Ports a test server must never take: the shared broker on this machine uses them. */

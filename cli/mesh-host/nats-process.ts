@@ -6,7 +6,7 @@ import { childEnv } from "./child-env.js";
 import { CommandFailedError } from "../terminal/errors.js";
 import { renderLeafBlock, type LeafListener } from "./leaf-listener.js";
 import type { MeshRoot, ServiceLog } from "./mesh-root.js";
-import { ensureNatsServer } from "../../broker/index.js";
+import { ensureNatsServer, isNewerThanTested, natsServerVersion, SUPPORTED_NATS_SERVERS } from "../../broker/index.js";
 import { note } from "../terminal/output.js";
 import { packageRoot } from "../install/package-root.js";
 import { findProcesses, isRunning, recordOf, stopProcess, type ProcessRecord } from "./pid-file.js";
@@ -126,6 +126,10 @@ export async function startNatsServer(
 ): Promise<StartedServer> {
   const timeoutMs = opts.timeoutMs ?? 20_000;
   const bin = ensureNatsServer({ script: join(packageRoot(), "scripts", "install-nats-server.sh"), say: (line) => note(`cotal: ${line}`) });
+  // Newer servers are not refused, only untested (cotal doctor warns the same way).
+  const v = natsServerVersion(bin);
+  if (v && isNewerThanTested(v))
+    note(`cotal: ${bin} is nats-server ${v.text}, newer than any Cotal is tested on (${SUPPORTED_NATS_SERVERS}); starting it anyway`);
   const configFile = opts.configFile ?? root.serverConfig;
   // Ports files are named `nats-server_<pid>.ports`: only those of processes gone are removed (other nodes of a cluster keep theirs).
   for (const f of readdirSync(c.portsDir)) {

@@ -1,8 +1,8 @@
-// `npm test` runs the cluster project beside the rest (scripts/test-side-by-side.mjs,
-// docs/testing.md "How npm test runs"). Run here on a small vitest config of the same three
+// `npm test` runs the cluster project, then nats-newest, beside the rest (scripts/test-side-by-side.mjs,
+// docs/testing.md "How npm test runs"). Run here on a small vitest config of the same four
 // projects: the two processes run at the same time, the rest ten steps of niceness below the
-// cluster project, which runs at the runner's own priority; the cluster output comes whole after
-// the rest's, one closing line counts both, and a failure in either fails the run.
+// cluster lane, which runs at the runner's own priority, nats-newest after cluster; the lane's
+// output comes whole after the rest's, one closing line counts both, and a failure in either fails the run.
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { getPriority } from "node:os";
@@ -36,7 +36,8 @@ function fixture(name: string, clusterFails: boolean): string {
 export default defineConfig({ test: { testTimeout: 90_000, reporters: ["default", ${reporter}], projects: [
   { extends: true, test: { name: "all", include: ["rest/*.test.ts"] } },
   { extends: true, test: { name: "mesh-static", include: ["static/*.test.ts"] } },
-  { extends: true, test: { name: "cluster", include: ["cluster/*.test.ts"] } },
+  { extends: true, test: { name: "cluster", include: ["cluster/*.test.ts"], sequence: { groupOrder: 1 } } },
+  { extends: true, test: { name: "nats-newest", include: ["newest/*.test.ts"], sequence: { groupOrder: 2 } } },
 ] } });
 `,
   );
@@ -51,6 +52,7 @@ it("runs at the runner's priority, while the rest runs", async () => {
   expect(getPriority()).toBe(${own});
   // The rest's test ends once this file exists: had the two run one after the other, it never would.
   while (!existsSync(${JSON.stringify(join(dir, "rest-saw-cluster"))})) await new Promise((r) => setTimeout(r, 50));
+  writeFileSync(${JSON.stringify(join(dir, "cluster-ended"))}, "");
 });
 ${clusterFails ? `it("fails", () => expect("cluster").toBe("passing"));\n` : ""}`,
   );
@@ -65,6 +67,17 @@ it("runs at nice ${beside}, while the cluster project runs", async () => {
   while (!existsSync(${started}) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
   expect(existsSync(${started}), "the cluster project started while the rest ran").toBe(true);
   writeFileSync(${JSON.stringify(join(dir, "rest-saw-cluster"))}, "");
+});
+`,
+  );
+  file(
+    "newest/one.test.ts",
+    `import { existsSync } from "node:fs";
+import { getPriority } from "node:os";
+import { expect, it } from "vitest";
+it("runs in the cluster lane once the cluster project has ended", () => {
+  expect(getPriority()).toBe(${own});
+  expect(existsSync(${JSON.stringify(join(dir, "cluster-ended"))}), "the cluster project ended first").toBe(true);
 });
 `,
   );
@@ -91,21 +104,22 @@ function run(cwd: string): Promise<{ code: number | null; out: string }> {
 }
 
 describe("npm test's two vitest processes", () => {
-  it("run the cluster project at the same time as the rest, at a higher priority, and print its output whole after the rest's", async () => {
+  it("run the cluster project, then nats-newest, at the same time as the rest, at a higher priority, and print their output whole after the rest's", async () => {
     const { code, out } = await run(fixture("green", false));
     expect(code, out).toBe(0);
-    const clusterBlock = out.indexOf("── project cluster, run beside the rest: passed");
+    const clusterBlock = out.indexOf("── projects cluster and nats-newest, run beside the rest: passed");
     expect(clusterBlock, out).toBeGreaterThan(out.indexOf("rest/one.test.ts"));
     expect(out.indexOf("cluster/node.test.ts"), out).toBeGreaterThan(clusterBlock);
-    expect(out).toMatch(/npm test: the projects all and mesh-static [\d.]+ s \(exit 0\), the cluster project beside them [\d.]+ s \(exit 0\)/);
-    expect(out.trimEnd().split("\n").at(-1)).toBe("3 passed, 0 failed, 0 skipped");
+    expect(out.indexOf("newest/one.test.ts"), out).toBeGreaterThan(clusterBlock);
+    expect(out).toMatch(/npm test: the projects all and mesh-static [\d.]+ s \(exit 0\), cluster and nats-newest beside them [\d.]+ s \(exit 0\)/);
+    expect(out.trimEnd().split("\n").at(-1)).toBe("4 passed, 0 failed, 0 skipped");
     expect(out).toMatch(/slowest files \(tests and hooks\):[\s\S]* s {2}cluster cluster\/node\.test\.ts/);
   }, 120_000);
 
   it("fail the run when a cluster test fails, counting it in the one closing line", async () => {
     const { code, out } = await run(fixture("red", true));
     expect(code, out).toBe(1);
-    expect(out).toContain("── project cluster, run beside the rest: FAILED (exit 1)");
-    expect(out.trimEnd().split("\n").at(-1)).toBe("3 passed, 1 failed, 0 skipped");
+    expect(out).toContain("── projects cluster and nats-newest, run beside the rest: FAILED (exit 1)");
+    expect(out.trimEnd().split("\n").at(-1)).toBe("4 passed, 1 failed, 0 skipped");
   }, 120_000);
 });

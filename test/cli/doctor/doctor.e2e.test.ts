@@ -73,7 +73,7 @@ describe("cotal doctor", () => {
     expect(runtimes).toContain("runtime:claude");
     expect(report.checks.map((c) => c.id)).toEqual(["nats-server", ...runtimes, "plugin", "modes", "ports", "disk", "mesh", "clock"]);
     for (const id of ["nats-server", ...runtimes, "modes", "ports", "disk", "mesh", "clock"]) expect(checkOf(report, id).verdict, id).toBe("pass");
-    expect(checkOf(report, "nats-server").detail).toMatch(/v2\.(1\d|[2-9]\d)\.\d+/);
+    expect(checkOf(report, "nats-server").detail).toMatch(/v2\.(1\d|[2-9]\d)\.\d+ \(2\.10 through 2\.15 are supported\)$/);
     for (const rt of RUNTIMES) expect(checkOf(report, `runtime:${rt.name}`).detail).toContain(`${join(bin, rt.command)} ${versionOf(rt.name)}`);
     expect(checkOf(report, "ports").detail).toMatch(/in use by this mesh: client port 127\.0\.0\.1:\d+ \(this mesh's nats-server, pid \d+\)/);
     expect(checkOf(report, "mesh").detail).toMatch(/the mesh service answers \(pid \d+\)/);
@@ -118,6 +118,20 @@ describe("cotal doctor", () => {
       new RegExp(`^FAIL\\s+nats-server\\s+nats-server 2\\.10 or newer is required; found only NATS_SERVER_BIN=${old} \\(v2\\.9\\.10\\)`, "m"),
     );
     expect(r.stdout).toMatch(/fix: Get nats-server 2\.10 or newer: .*install-nats-server\.sh.*NATS_SERVER_BIN/);
+  });
+
+  it("a nats-server newer than the newest tested is used with a warning naming the supported range, exit 0", async () => {
+    const newer = join(scratch, "newer-nats-server");
+    writeFileSync(newer, '#!/bin/sh\necho "nats-server: v2.16.0"\n', { mode: 0o755 });
+    const r = await doctor(project, { NATS_SERVER_BIN: newer });
+    expect(r.code, r.stdout).toBe(0);
+    expect(r.stdout).toMatch(
+      new RegExp(
+        `^warn\\s+nats-server\\s+${newer} v2\\.16\\.0: newer than the newest Cotal is tested on \\(2\\.15\\); it is used, untested \\(2\\.10 through 2\\.15 are supported\\)`,
+        "m",
+      ),
+    );
+    expect(r.stdout).toMatch(/fix: Should the mesh misbehave on it, point NATS_SERVER_BIN at a nats-server 2\.10 through 2\.15/);
   });
 
   it("an agent CLI without credentials here fails with its runtime's own fix, exit 1", async () => {

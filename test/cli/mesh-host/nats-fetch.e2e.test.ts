@@ -3,13 +3,14 @@
 // does (Debian's package by name, into the user's own folder), and say what they fetched and
 // where; where that cannot work (no apt-get) the error names the one command to run. HOME and
 // COTAL_NATS_DIR point at temp folders, so the real ~/.local is never touched.
+import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readlinkSync, readFileSync, symlinkSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { natsServerVersion } from "../../../broker/index.js";
-import { testNatsServer } from "../../../testbed/nats-server.js";
+import { newestNatsServer, NewestNatsServerError, testNatsServer } from "../../../testbed/nats-server.js";
 import { buildCli, cleanEnv, freePort, projectRoot, runCotal } from "../../harness/cli.js";
 
 const OLD_SERVER = "/usr/sbin/nats-server";
@@ -94,3 +95,60 @@ describe("where only a nats-server older than 2.10 is found", () => {
     expect(said.join("")).toContain(`fetched nats-server v2.`);
   });
 });
+
+// The suite's project nats-newest runs on the newest supported server, Debian sid's package fetched
+// by the same installer into a folder of its own (docs/testing.md "Vitest projects").
+describe("the newest supported nats-server, for project nats-newest", () => {
+  it("is fetched from Debian sid beside the folder cotal up uses, which cotal up never searches", async () => {
+    const { natsDir, env } = await freshUser();
+    const said: string[] = [];
+    const bin = newestNatsServer(env, (line) => said.push(line));
+    expect(bin).toBe(join(`${natsDir}-sid`, "nats-server"));
+    expect(natsServerVersion(bin)?.minor).toBeGreaterThanOrEqual(15);
+    expect(said.join("\n")).toMatch(/fetching Debian sid's nats-server \(2\.15 or newer\)[\s\S]*fetched nats-server v2\.\d+\.\d+ to /);
+    expect(existsSync(join(natsDir, "nats-server"))).toBe(false);
+    // Found the second time, nothing fetched.
+    const again: string[] = [];
+    expect(newestNatsServer(env, (line) => again.push(line))).toBe(bin);
+    expect(again).toEqual([]);
+  });
+
+  it("the installer refuses a package older than COTAL_NATS_MIN_MINOR and leaves DEST as it was", async () => {
+    const { natsDir, env } = await freshUser();
+    const r = await runInstaller([natsDir], { ...env, COTAL_NATS_MIN_MINOR: "15" });
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toMatch(/gave nats-server: v2\.10\.\d+, not >= 2\.15/);
+    expect(existsSync(join(natsDir, "nats-server"))).toBe(false);
+  });
+
+  it("a COTAL_NATS_NEWEST_BIN older than 2.15 is refused, naming it, never replaced by a fetched one", async () => {
+    const { env } = await freshUser();
+    const older = findOlder();
+    const err = (() => {
+      try {
+        return newestNatsServer({ ...env, COTAL_NATS_NEWEST_BIN: older });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(NewestNatsServerError);
+    expect((err as Error).message).toMatch(new RegExp(`COTAL_NATS_NEWEST_BIN: ${older} is v2\\.\\d+\\.\\d+, not nats-server 2\\.15 or newer`));
+  });
+});
+
+/** The machine's 2.10 (what every other project runs on): older than the newest supported. */
+function findOlder(): string {
+  const bin = testNatsServer();
+  expect(natsServerVersion(bin)?.minor).toBeLessThan(15);
+  return bin;
+}
+
+function runInstaller(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("bash", [join(projectRoot, "scripts", "install-nats-server.sh"), ...args], { env, stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    child.once("error", reject);
+    child.once("close", (code) => resolve({ code, stderr }));
+  });
+}
