@@ -4,10 +4,12 @@
  * sit above it, the registry (manager/runtimes.ts) and the kernel above them.
  */
 export type {
+  AllowRulePlan,
   AuthDetail,
   ConnectorFacet,
   Env,
   PermissionDecision,
+  PluginFacet,
   SeatApprovals,
   SessionCandidate,
   SessionFile,
