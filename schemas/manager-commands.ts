@@ -28,7 +28,10 @@ export const SeatView = z.object({
   role: RoleName.optional(),
   persona: PrincipalToken.optional().describe("the agent file it was spawned from (restarting it from `cotal web` spawns that persona again)"),
   runtime: SeatRuntime.optional(),
-  permissionMode: z.string().optional().describe("the permission mode its CLI runs in, where the runtime has them (dontAsk unless the agent file asked for another)"),
+  permissionMode: z
+    .string()
+    .optional()
+    .describe("the permission mode its CLI runs in, where the runtime has them (dontAsk unless the agent file asked for another)"),
   presence: z
     .object({
       status: z.string(),
@@ -61,7 +64,6 @@ const StopReply = z.object({
   stopped: z.boolean().describe("a process was running and was stopped"),
   revoked: z.number().int().nonnegative(),
 });
-
 
 /** A runtime a manager can start, and which configuration its seats and runs use: names and paths, never a value. */
 /** How a runtime with several ways to authenticate does so (`--<runtime>-auth`): names and places, never a value. */

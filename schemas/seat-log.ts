@@ -74,7 +74,10 @@ export const SeatEvent = z
       pid: z.number().int().optional(),
       startTime: z.string().optional(),
       runtime: z.string(),
-      permissionMode: z.string().optional().describe("the permission mode its CLI runs in, where the runtime has them (dontAsk unless its agent file asked otherwise)"),
+      permissionMode: z
+        .string()
+        .optional()
+        .describe("the permission mode its CLI runs in, where the runtime has them (dontAsk unless its agent file asked otherwise)"),
     }),
     z.object({ type: z.literal("joined"), ...base }),
     z.object({ type: z.literal("exited"), ...base, code: z.number().int().nullable(), signal: z.string().nullable(), output: z.string().optional() }),

@@ -10,7 +10,22 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const COMPONENTS = ["schemas", "runtime", "broker", "claude", "codex", "opencode", "gemini", "pi", "copilot", "runtimes", "connector", "manager", "web", "cli"] as const;
+const COMPONENTS = [
+  "schemas",
+  "runtime",
+  "broker",
+  "claude",
+  "codex",
+  "opencode",
+  "gemini",
+  "pi",
+  "copilot",
+  "runtimes",
+  "connector",
+  "manager",
+  "web",
+  "cli",
+] as const;
 type Component = (typeof COMPONENTS)[number];
 const ALLOWED: Record<Component, Component[]> = {
   schemas: [],

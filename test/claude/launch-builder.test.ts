@@ -3,7 +3,15 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { buildClaudeLaunch, BypassAsRootError, ClaudeLaunchError, DENY_FLOOR, LaunchOptionError, type ClaudeLaunch, type ClaudeLaunchInput } from "../../claude/index.js";
+import {
+  buildClaudeLaunch,
+  BypassAsRootError,
+  ClaudeLaunchError,
+  DENY_FLOOR,
+  LaunchOptionError,
+  type ClaudeLaunch,
+  type ClaudeLaunchInput,
+} from "../../claude/index.js";
 
 const PARENT_ENV = {
   PATH: "/usr/local/bin:/usr/bin:/bin",
