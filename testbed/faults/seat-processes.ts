@@ -3,7 +3,7 @@
 // /proc, so a seat is counted while it runs whatever its manager believes.
 import { readdirSync, readFileSync } from "node:fs";
 import { join, sep } from "node:path";
-import { processStartTime } from "../../claude/index.js";
+import { processStartTime } from "../../runtime/index.js";
 import { pidAlive } from "../pid-alive.js";
 
 /** Clock ticks per second of /proc's times (USER_HZ: 100 on every Linux the lab runs on). */
