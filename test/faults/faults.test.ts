@@ -59,7 +59,7 @@ describe.skipIf(skip !== undefined)("the mesh under faults (network namespaces)"
   ] as const;
   for (const c of switchedOff) {
     it(`reports ${c.broken.join(" and ")} when ${c.when} (${c.kind}, --fix-off ${c.fix})`, { timeout: 240_000 }, async () => {
-      const r = await runFaults({ seed: 1, schedules: 1, fixOff: c.fix, natsServer: testNatsServer(), cotal, round: { healMs: 10_000, settleMs: 10_000 } });
+      const r = await runFaults({ seed: 1, schedules: 1, fixOff: c.fix, natsServer: testNatsServer(), cotal, round: { healMs: 5_000, settleMs: 5_000 } });
       expect(r.rounds[0]!.schedule.faults.map((f) => f.kind)).toEqual([c.kind]);
       const broken = new Set(r.rounds.flatMap((x) => x.violations.map((v) => v.invariant)));
       for (const invariant of c.broken) expect(broken.has(invariant), r.report).toBe(true);
