@@ -197,7 +197,6 @@ async function writeTrustedHome(
  * holds the deny floor's hook, trusted, so it writes the home (one `codex app-server` lists and trusts it).
  */
 export async function buildCodexRun(host: RuntimeHost, input: RunLaunchInput): Promise<RuntimeLaunch> {
-  if (input.prompt.trim() === "") throw codexLaunchError("A run needs a prompt.", { remedy: "Give the prompt (`cotal run <persona> --prompt …`)." });
   const head = ["exec", "--json", "--skip-git-repo-check", "--ephemeral", ...(input.jsonSchemaFile ? ["--output-schema", input.jsonSchemaFile] : [])];
   const launch = launchOf(host, { ...input, name: `run_${input.runId}` }, {}, head, {});
   // `-` reads the prompt from stdin: never argv.
@@ -212,7 +211,6 @@ export async function buildCodexRun(host: RuntimeHost, input: RunLaunchInput): P
  * it. Writes the home.
  */
 export async function buildCodexSeat(host: RuntimeHost, seat: SeatLaunchInput): Promise<RuntimeLaunch> {
-  if (seat.resume) throw codexLaunchError("A Codex seat cannot resume a carried session yet (docs/runtimes.md); nothing was sent.");
   const material = { COTAL_LAUNCH_MATERIAL: seat.launchMaterialPath };
   // The Codex TUI starts its session (and fires SessionStart) only with the first prompt: the
   // connector joins when Codex starts it, so the seat is present and can be woken before that.
