@@ -1,5 +1,4 @@
-import { launchErrorOf } from "../runtime/index.js";
-import { CotalError } from "../schemas/index.js";
+import { CotalError, launchErrorOf } from "../schemas/index.js";
 
 /** A launch option (`--opt key=value` or an agent file's `launchOptions`) that the builder refuses. */
 export class LaunchOptionError extends CotalError {

@@ -52,4 +52,3 @@ export { sha256File } from "./file-digest.js";
 export type { LaunchCommon } from "./launch-common.js";
 export type { TranscriptRecord } from "./transcript-record.js";
 export { applySetupFile, setupAction, type SetupAction } from "./setup-file.js";
-export { launchErrorOf, RuntimeLaunchError } from "./launch-error.js";

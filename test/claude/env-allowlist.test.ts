@@ -2,7 +2,7 @@
 // and the auth mode decides ANTHROPIC_API_KEY.
 import { describe, expect, it } from "vitest";
 import { buildClaudeEnv, buildClaudeLaunch, isAllowedEnvName, claudeShellEnv } from "../../claude/index.js";
-import { RuntimeLaunchError } from "../../runtime/index.js";
+import { RuntimeLaunchError } from "../../schemas/index.js";
 
 /** A launcher shell as it may look: the basics, credentials, and a lot that Claude must not see. */
 const PARENT = {

@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { buildClaudeLaunch, BypassAsRootError, DENY_FLOOR, LaunchOptionError, type ClaudeLaunch, type ClaudeLaunchInput } from "../../claude/index.js";
-import { RuntimeLaunchError } from "../../runtime/index.js";
+import { RuntimeLaunchError } from "../../schemas/index.js";
 
 const PARENT_ENV = {
   PATH: "/usr/local/bin:/usr/bin:/bin",

@@ -8,7 +8,7 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { buildClaudeLaunch, processGone, startPersonaWatcher, writeLaunchFiles } from "../../claude/index.js";
 import { processStartTime } from "../../runtime/index.js";
 import { until } from "../../testbed/until.js";
-import { RuntimeLaunchError } from "../../runtime/index.js";
+import { RuntimeLaunchError } from "../../schemas/index.js";
 
 const runtimeDir = mkdtempSync(path.join(os.tmpdir(), "cotal-persona-"));
 const started: ChildProcess[] = [];

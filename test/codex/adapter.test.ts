@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { codexRunResultOf, codexRuntime } from "../../codex/index.js";
 import type { RunExit, RunLaunchInput, RuntimeLaunch } from "../../runtime/index.js";
 import { projectRoot } from "../harness/cli.js";
-import { RuntimeLaunchError } from "../../runtime/index.js";
+import { RuntimeLaunchError } from "../../schemas/index.js";
 
 const root = mkdtempSync(join(tmpdir(), "cotal-codex-unit-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

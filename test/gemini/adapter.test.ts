@@ -22,7 +22,7 @@ import {
 import { DENY_FLOOR_COMMANDS, floorRuleFor, type RunExit, type RunLaunchInput } from "../../runtime/index.js";
 import { AgUiMapper, streamViolation } from "../../connector/internal.js";
 import { ONE_TOOL_TURN } from "../harness/agui-shapes.js";
-import { RuntimeLaunchError } from "../../runtime/index.js";
+import { RuntimeLaunchError } from "../../schemas/index.js";
 
 const root = mkdtempSync(join(tmpdir(), "cotal-gemini-unit-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
