@@ -15,7 +15,7 @@ import { processStartTime } from "../../runtime/index.js";
 import { newLifecycleUid, SeatLog, type ManagerService } from "../../manager/internal.js";
 import { localPrincipal, MANAGER_COMMANDS, messageText, type SeatEventInput, type SeatView } from "../../schemas/index.js";
 import { buildCli } from "../harness/cli.js";
-import { startEchoManager } from "../harness/echo-manager.js";
+import { startEchoManager, untilSeat, untilSeatState } from "../harness/echo-manager.js";
 import { TestMesh } from "../harness/mesh.js";
 import { until } from "../../testbed/until.js";
 
@@ -53,22 +53,9 @@ async function kill(m: ManagerService): Promise<void> {
   managers.splice(managers.indexOf(m), 1);
 }
 
-async function seat(instance: string, name: string): Promise<SeatView | undefined> {
-  const ps = await callManager(nc, mesh.space, "ps", operator, { all: true }, { target: instance });
-  return ps.seats.filter((s) => s.name === name).sort((a, b) => b.requestedAt - a.requestedAt)[0];
-}
-
-async function untilSeat(instance: string, name: string, what: string, ok: (s: SeatView) => boolean): Promise<SeatView> {
-  let last: SeatView | undefined;
-  try {
-    await until(async () => !!(last = await seat(instance, name)) && ok(last), 30_000, `${name} on ${instance} to be ${what}`, 100);
-  } catch (err) {
-    throw new Error(`${(err as Error).message} (last: ${JSON.stringify(last)})`, { cause: err });
-  }
-  return last!;
-}
-
-const untilState = (instance: string, name: string, state: SeatView["state"]) => untilSeat(instance, name, state, (s) => s.state === state);
+const at = (instance: string) => ({ nc, space: mesh.space, instance });
+const untilSeatIs = (instance: string, name: string, what: string, ok: (s: SeatView) => boolean) => untilSeat(at(instance), name, what, ok);
+const untilState = (instance: string, name: string, state: SeatView["state"]) => untilSeatState(at(instance), name, state);
 
 /** End a seat's process (SIGKILL) and wait until it is gone. */
 async function killSeat(s: SeatView): Promise<void> {
@@ -111,7 +98,7 @@ describe("a seat left at exited by a killed manager", () => {
     await exitedRecord("ex1", before, { output: "the seat's last words" });
 
     await manager("ex1", dir);
-    const after = await untilSeat("ex1", "lazarus", "restarted and joined", (s) => s.state === "joined" && s.epoch === 1);
+    const after = await untilSeatIs("ex1", "lazarus", "restarted and joined", (s) => s.state === "joined" && s.epoch === 1);
     expect(after).toMatchObject({ uid: before.uid, restarts: 1 });
     expect(after.pid).not.toBe(before.pid);
     const bob = await mesh.joined("bob");
@@ -126,7 +113,7 @@ describe("a seat left at exited by a killed manager", () => {
     await callManager(nc, mesh.space, "spawn", operator, { agent: "echo", name: "flaky", restarts: 1, windowMs: 60_000 }, { target: "ex2" });
     const s0 = await untilState("ex2", "flaky", "joined");
     await killSeat(s0); // the manager sees this exit: its one restart
-    const s1 = await untilSeat("ex2", "flaky", "restarted and joined", (s) => s.state === "joined" && s.epoch === 1);
+    const s1 = await untilSeatIs("ex2", "flaky", "restarted and joined", (s) => s.state === "joined" && s.epoch === 1);
     await kill(first);
     await killSeat(s1);
     await exitedRecord("ex2", s1);
