@@ -8,6 +8,7 @@ export * from "./errors.js";
 export * from "./lifecycle-uid.js";
 export * from "./seat-log.js";
 export * from "./seat-table.js";
+export * from "./restart-policy.js";
 export * from "./launch-material-file.js";
 export * from "./echo-agent.js";
 export * from "./process-runtime.js";

@@ -44,7 +44,8 @@ import { RunService } from "./runs.js";
 import type { RuntimeAdapter, RuntimeHost } from "../runtime/index.js";
 import { TranscriptDesk, type StagedTranscript } from "./transcript-carry.js";
 import type { BudgetCaps } from "./budget.js";
-import { applyEvent, holdsName, projectSeat, type SeatRecord } from "./seat-table.js";
+import { applyEvent, holdsName, incarnationPast, projectSeat, type SeatRecord } from "./seat-table.js";
+import { describeExit, exitVerdict, type ExitStatus, type ExitVerdict } from "./restart-policy.js";
 import {
   helperAgent,
   refuseOperatorOnly,
@@ -300,7 +301,9 @@ export class ManagerService {
 
   /**
    * Replay the log; adopt this instance's seats whose process still runs and proves to be its own
-   * (seat-adoption.ts), relaunch the rest; one whose folder is gone is retired, naming it.
+   * (seat-adoption.ts), relaunch the rest; one whose folder is gone is retired, naming it. A seat
+   * the log leaves at `exited` (its manager died before restarting or retiring it) is judged as if
+   * its exit had just been seen.
    */
   private async rebuild(): Promise<void> {
     this.rebuilding = true;
@@ -312,10 +315,18 @@ export class ManagerService {
   }
 
   private async adoptOrRelaunch(): Promise<void> {
-    for (const h of (await this.seatLog.replay()).values()) this.learn(h);
+    const histories = await this.seatLog.replay();
+    for (const h of histories.values()) this.learn(h);
     for (const r of this.seats.values()) {
-      if (r.manager !== this.o.instance || !["launched", "joined", "requested"].includes(r.state)) continue;
+      if (r.manager !== this.o.instance || !["launched", "joined", "requested", "exited"].includes(r.state)) continue;
       const files = this.filesOf(r);
+      const past = incarnationPast(histories.get(r.seat)!, r);
+      if (r.state === "exited") {
+        await this.serial(() => this.takeUpExited(r, files, past));
+        continue;
+      }
+      // The policy window counts the restarts the log shows, not only this process's.
+      const restartsAt = past.restartsAt.filter((t) => Date.now() - t < this.windowOf(r));
       const proof: SeatProof = fixOff("adoption", this.o.log)
         ? { kind: "not-ours", why: `adoption is switched off (${FIX_OFF_ENV})`, running: true }
         : await proveSeatProcess(r, files, () => this.tmux.panePid(seatName(r.seat)));
@@ -333,7 +344,7 @@ export class ManagerService {
           proc,
           files,
           stopping: false,
-          restartsAt: [],
+          restartsAt,
           ...(r.runtime === "tmux" ? { terminal: this.tmux.terminal(seatName(r.seat)) } : {}),
           ...(r.state === "joined" ? { joinedEpoch: r.epoch } : {}),
         });
@@ -341,14 +352,37 @@ export class ManagerService {
         const why = proof.kind === "not-ours" ? proof.why : "the process was gone when the manager restarted";
         const lost = seatFolderProblem(files);
         await this.serial(async () => {
-          if (!lost) return this.onExit(r.seat, { proc: deadProcess(), files, stopping: false, restartsAt: [] }, { code: null, signal: null }, why);
+          if (!lost) return this.onExit(r.seat, { proc: deadProcess(), files, stopping: false, restartsAt }, { code: null, signal: null }, why);
           // Nothing to start it again from (a restored seat log, a removed folder): recorded as failed, never launched.
           this.o.log.warn({ seat: r.seat, problem: lost }, "a recorded seat cannot be started again: retired");
-          await this.appendExited(r.seat, r, { code: null, signal: null }, why);
-          await this.retire(r.seat, `failed: ${lost} when the manager started, so it could not be started again`);
+          const reason = lostFolder(lost);
+          await this.appendExited(r.seat, r, { code: null, signal: null }, why, reason);
+          await this.retire(r.seat, reason);
         });
       }
     }
+  }
+
+  /**
+   * A seat its previous manager recorded as exited and died before restarting or retiring: a seat
+   * it was retiring (a stop, a failed start, a crash loop) is retired with that reason; any other
+   * goes through the restart policy as of its exit, counting the restarts the log shows.
+   */
+  private async takeUpExited(r: SeatRecord, files: SeatFiles, past: { restartsAt: number[]; joined: boolean }): Promise<void> {
+    const lost = r.retiring === undefined ? seatFolderProblem(files) : undefined;
+    this.o.log.info({ seat: r.seat, retiring: r.retiring, lost }, "a seat was left exited by the previous manager: taking it up");
+    if (r.retiring !== undefined || lost) {
+      await this.retire(r.seat, r.retiring ?? lostFolder(lost!));
+      return;
+    }
+    const exit = r.exit ?? { code: null, signal: null };
+    const l: LiveSeat = { proc: deadProcess(), files, stopping: false, restartsAt: past.restartsAt, ...(past.joined ? { joinedEpoch: r.epoch } : {}) };
+    await this.afterExit(r.seat, l, exit, this.verdictOf(r, l, exit, r.exit?.output, r.since));
+  }
+
+  /** The seat's restart window, ms: its own, else the manager's (default 60 s). */
+  private windowOf(r: SeatRecord): number {
+    return r.spec.windowMs ?? this.o.windowMs ?? 60_000;
   }
 
   private filesOf(r: SeatRecord): SeatFiles {
@@ -356,9 +390,11 @@ export class ManagerService {
     return { dir, material: join(dir, "launch.json"), log: join(dir, "seat.log"), creds: join(dir, `${r.uid}.creds`) };
   }
 
-  /** Append to the seat's log and fold the event into the table; a stale view is the fence. */
-  /** The seat log's `exited` record for a seat's process that ended (its last screen lines, if any). */
-  private appendExited(seat: string, r: SeatRecord, exit: SeatExit, output: string | undefined): Promise<SeatRecord> {
+  /**
+   * The seat log's `exited` record for a seat's process that ended (its last screen lines, if any;
+   * `retiring`: the reason of the retirement that follows, so a successor finishes it, not restarts it).
+   */
+  private appendExited(seat: string, r: SeatRecord, exit: SeatExit, output: string | undefined, retiring?: string): Promise<SeatRecord> {
     return this.append(seat, {
       type: "exited",
       seat,
@@ -368,9 +404,11 @@ export class ManagerService {
       code: exit.code,
       signal: exit.signal,
       ...(output ? { output } : {}),
+      ...(retiring !== undefined ? { retiring } : {}),
     });
   }
 
+  /** Append to the seat's log and fold the event into the table; a stale view is the fence. */
   private async append(seat: string, event: Parameters<SeatLog["append"]>[0]): Promise<SeatRecord> {
     const before = this.seats.get(seat);
     const seq = await this.seatLog.append({ manager: this.o.instance, ...event }, this.ownSeq.get(seat) ?? 0);
@@ -878,7 +916,7 @@ export class ManagerService {
         const r = this.seats.get(seat);
         if (!r || !holdsName(r)) return;
         const output = shown.trim() ? shown.trimEnd().split("\n").slice(-20).join("\n") : undefined;
-        await this.appendExited(seat, r, exit, output);
+        await this.appendExited(seat, r, exit, output, `failed: ${why}`);
         await this.retire(seat, `failed: ${why}`);
       }).catch((e: unknown) => this.o.log.error({ err: e, seat }, "failing a seat that did not start failed"));
     }
@@ -936,30 +974,41 @@ export class ManagerService {
     const r = this.seats.get(seat);
     if (!r || !holdsName(r)) return;
     const output = why ?? (await this.lastOutput(r, l));
-    await this.appendExited(seat, r, exit, output);
-    const windowMs = r.spec.windowMs ?? this.o.windowMs ?? 60_000;
-    const recent = [...l.restartsAt.filter((t) => Date.now() - t < windowMs), Date.now()];
-    // A restart (epoch > 0) follows a join: an incarnation started again that cannot join (a node
-    // of the cluster down, its presence write timing out) counts against the restart policy like
-    // any crash, not as a spawn that failed; the fault suite found such seats retired for good.
-    const joined = r.state === "joined" || l.joinedEpoch !== undefined || r.epoch > 0;
+    const verdict = this.verdictOf(r, l, exit, output, Date.now());
+    await this.appendExited(seat, r, exit, output, verdict.retire);
+    await this.afterExit(seat, l, exit, verdict);
+  }
+
+  /** The restart policy's verdict on one exit of seat `r` (restart-policy.ts). */
+  private verdictOf(r: SeatRecord, l: LiveSeat, exit: ExitStatus, output: string | undefined, exitAt: number): ExitVerdict {
     const screen = r.runtime === "tmux" && output ? this.adapterOf(r).classifyScreen(output) : undefined;
-    let reason: string | undefined;
-    if (!joined)
-      reason =
-        screen?.kind === "blocked"
-          ? `failed: the seat stopped on ${screen.name}, then ${describeExit(exit)}`
-          : `failed: ${describeExit(exit)} before it joined`;
-    else if (recent.length > (r.spec.restarts ?? this.o.restarts ?? 3))
-      reason = `crash loop: exited ${recent.length} times within ${Math.round(windowMs / 1000)} s, last ${describeExit(exit)}`;
-    else if (fixOff("restart", this.o.log)) reason = `exited: ${describeExit(exit)} (restarts are switched off, ${FIX_OFF_ENV})`;
-    if (reason) {
-      await this.retire(seat, reason);
+    const verdict = exitVerdict({
+      exit,
+      exitAt,
+      // A restart (epoch > 0) follows a join: an incarnation started again that cannot join (a node
+      // of the cluster down, its presence write timing out) counts against the restart policy like
+      // any crash, not as a spawn that failed; the fault suite found such seats retired for good.
+      joined: r.state === "joined" || l.joinedEpoch !== undefined || r.epoch > 0,
+      restartsAt: l.restartsAt,
+      restarts: r.spec.restarts ?? this.o.restarts ?? 3,
+      windowMs: this.windowOf(r),
+      blockedBy: screen?.kind === "blocked" ? screen.name : undefined,
+    });
+    if (verdict.retire === undefined && fixOff("restart", this.o.log))
+      return { ...verdict, retire: `exited: ${describeExit(exit)} (restarts are switched off, ${FIX_OFF_ENV})` };
+    return verdict;
+  }
+
+  /** An exit recorded: retire the seat as the verdict says, or restart it. */
+  private async afterExit(seat: string, l: LiveSeat, exit: ExitStatus, verdict: ExitVerdict): Promise<void> {
+    if (verdict.retire !== undefined) {
+      await this.retire(seat, verdict.retire);
       return;
     }
+    const r = this.seats.get(seat)!;
     const rr = await this.append(seat, { type: "restarted", seat, uid: r.uid, epoch: r.epoch + 1, ts: Date.now(), reason: describeExit(exit) });
     try {
-      await this.start(seat, l.files, rr.epoch, recent);
+      await this.start(seat, l.files, rr.epoch, verdict.recent);
     } catch (err) {
       // Nothing to start it again from (a helper's agent file changed, an agent file gone): retired, saying why.
       await this.retire(seat, `could not be started again: ${(err as Error).message}`);
@@ -1059,7 +1108,7 @@ export class ManagerService {
       const exit = await l.proc.stop();
       this.live.delete(seat);
       stopped = true;
-      await this.append(seat, { type: "exited", seat, uid: r.uid, epoch: r.epoch, ts: Date.now(), code: exit.code, signal: exit.signal });
+      await this.appendExited(seat, r, exit, undefined, reason);
     }
     const revoked = await this.retire(seat, reason);
     return { seat, uid: r.uid, stopped, revoked };
@@ -1125,8 +1174,9 @@ function agentFilesIn(cwd: string): string[] {
   }
 }
 
-function describeExit(e: SeatExit): string {
-  return e.signal ? `killed by ${e.signal}` : e.code === null ? "gone (exit status unknown)" : `exit code ${e.code}`;
+/** Why a seat found without its folder is retired (seatFolderProblem's `problem`). */
+function lostFolder(problem: string): string {
+  return `failed: ${problem} when the manager started, so it could not be started again`;
 }
 
 /** A process that is already gone (for a seat found dead at restart). */

@@ -43,6 +43,8 @@ export interface SeatRecord {
   pid?: number;
   startTime?: string;
   exit?: { code: number | null; signal: string | null; output?: string };
+  /** An exited seat the manager retires with that exit: why (its `retired` record's reason, once written). */
+  retiring?: string;
   /** Why it was fenced or retired. */
   reason?: string;
   requestedAt: number;
@@ -115,7 +117,8 @@ export function applyEvent(r: SeatRecord | undefined, e: SeatEvent): SeatRecord 
     const { spawnedBy: _by, spawnerUid: _uid, ...rest } = r;
     return { ...rest, handedOverBy: e.from, ...(e.to ? { spawnedBy: e.to } : {}), ...(e.toUid ? { spawnerUid: e.toUid } : {}) };
   }
-  const next: SeatRecord = { ...r, epoch: e.epoch, since: e.ts };
+  const { retiring: _retiring, ...current } = r;
+  const next: SeatRecord = { ...current, epoch: e.epoch, since: e.ts };
   switch (e.type) {
     case "launched": {
       const { exit: _exit, ...rest } = next;
@@ -131,7 +134,12 @@ export function applyEvent(r: SeatRecord | undefined, e: SeatEvent): SeatRecord 
     case "joined":
       return { ...next, state: "joined" };
     case "exited":
-      return { ...next, state: "exited", exit: { code: e.code, signal: e.signal, ...(e.output !== undefined ? { output: e.output } : {}) } };
+      return {
+        ...next,
+        state: "exited",
+        exit: { code: e.code, signal: e.signal, ...(e.output !== undefined ? { output: e.output } : {}) },
+        ...(e.retiring !== undefined ? { retiring: e.retiring } : {}),
+      };
     case "restarted":
       return { ...next, state: "requested" };
     case "fenced":
@@ -146,4 +154,13 @@ export function applyEvent(r: SeatRecord | undefined, e: SeatEvent): SeatRecord 
 /** A seat whose name is in use: anything but retired. */
 export function holdsName(r: SeatRecord): boolean {
   return r.state !== "retired";
+}
+
+/**
+ * What the log says of incarnation `r`'s past, by its owner's records: when it was restarted (the
+ * restart policy counts those within its window) and whether it ever joined.
+ */
+export function incarnationPast(h: SeatHistory, r: SeatRecord): { restartsAt: number[]; joined: boolean } {
+  const own = h.entries.filter((entry) => ownedBy(r, entry) && entry.event.uid === r.uid).map((entry) => entry.event);
+  return { restartsAt: own.filter((e) => e.type === "restarted").map((e) => e.ts), joined: own.some((e) => e.type === "joined") };
 }

@@ -80,7 +80,19 @@ export const SeatEvent = z
         .describe("the permission mode its CLI runs in, where the runtime has them (dontAsk unless its agent file asked otherwise)"),
     }),
     z.object({ type: z.literal("joined"), ...base }),
-    z.object({ type: z.literal("exited"), ...base, code: z.number().int().nullable(), signal: z.string().nullable(), output: z.string().optional() }),
+    z.object({
+      type: z.literal("exited"),
+      ...base,
+      code: z.number().int().nullable(),
+      signal: z.string().nullable(),
+      output: z.string().optional(),
+      retiring: z
+        .string()
+        .optional()
+        .describe(
+          "set when this exit retires the seat (a stop, a failed start, a crash loop): the reason its `retired` record carries. A manager that restarts before writing that record retires the seat with it; one without it goes through the restart policy",
+        ),
+    }),
     z.object({ type: z.literal("restarted"), ...base, reason: z.string() }),
     // A helper handed over by its spawner (or the operator): it no longer retires with that spawner.
     z.object({

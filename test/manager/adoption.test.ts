@@ -15,6 +15,7 @@ import { processStartTime } from "../../runtime/index.js";
 import { ManagerService, SeatLog, type ManagerOptions } from "../../manager/internal.js";
 import { localPrincipal, MANAGER_COMMANDS, messageText, type SeatView } from "../../schemas/index.js";
 import { buildCli, cotalBundle } from "../harness/cli.js";
+import { seatOf, untilSeatState } from "../harness/echo-manager.js";
 import { TestMesh } from "../harness/mesh.js";
 import { until } from "../../testbed/until.js";
 
@@ -74,20 +75,9 @@ async function manager(side: Side, instance: string, stateDir: string): Promise<
   return m;
 }
 
-async function seat(side: Side, instance: string, name: string): Promise<SeatView | undefined> {
-  const ps = await callManager(side.nc, side.mesh.space, "ps", operator, { all: true }, { target: instance });
-  return ps.seats.filter((s) => s.name === name).sort((x, y) => y.requestedAt - x.requestedAt)[0];
-}
-
-async function untilState(side: Side, instance: string, name: string, state: SeatView["state"]): Promise<SeatView> {
-  let last: SeatView | undefined;
-  try {
-    await until(async () => (last = await seat(side, instance, name))?.state === state, 30_000, `${name} on ${instance} to be ${state}`, 100);
-  } catch (err) {
-    throw new Error(`${(err as Error).message} (last: ${JSON.stringify(last)})`, { cause: err });
-  }
-  return last!;
-}
+const seat = (side: Side, instance: string, name: string) => seatOf({ nc: side.nc, space: side.mesh.space, instance }, name);
+const untilState = (side: Side, instance: string, name: string, state: SeatView["state"]) =>
+  untilSeatState({ nc: side.nc, space: side.mesh.space, instance }, name, state);
 
 /** Copy a seat's records from A's seat log into B's, up to (and including) the first record of type `upTo`. */
 async function copyHistory(name: string, upTo: string): Promise<void> {

@@ -22,7 +22,7 @@ import {
 import { ECHO_PROBE_MEDIA_TYPE, EchoProbeReport, type ManagerService, type ManagerOptions } from "../../manager/index.js";
 import { localPrincipal, MANAGER_COMMANDS, messageText, type SeatView } from "../../schemas/index.js";
 import { buildCli } from "../harness/cli.js";
-import { startEchoManager } from "../harness/echo-manager.js";
+import { seatOf, startEchoManager, untilSeatState } from "../harness/echo-manager.js";
 import { TestMesh } from "../harness/mesh.js";
 import { until } from "../../testbed/until.js";
 
@@ -63,20 +63,9 @@ function alive(pid: number): boolean {
   }
 }
 
-async function seat(instance: string, name: string): Promise<SeatView | undefined> {
-  const ps = await callManager(nc, mesh.space, "ps", operator, { all: true }, { target: instance });
-  return ps.seats.filter((s) => s.name === name).sort((a, b) => b.requestedAt - a.requestedAt)[0];
-}
-
-async function untilState(instance: string, name: string, state: SeatView["state"], ms = 30_000): Promise<SeatView> {
-  let last: SeatView | undefined;
-  try {
-    await until(async () => (last = await seat(instance, name))?.state === state, ms, `${name} on ${instance} to be ${state}`, 100);
-  } catch (err) {
-    throw new Error(`${(err as Error).message} (last: ${JSON.stringify(last)})`, { cause: err });
-  }
-  return last!;
-}
+const seat = (instance: string, name: string) => seatOf({ nc, space: mesh.space, instance }, name);
+const untilState = (instance: string, name: string, state: SeatView["state"], ms?: number) =>
+  untilSeatState({ nc, space: mesh.space, instance }, name, state, ms);
 
 describe("manager", () => {
   test("an echo seat: spawn → joined, answers a DM, ps shows it; stop retires it, its credential is refused, its name is free", async () => {
