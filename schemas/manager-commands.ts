@@ -29,7 +29,7 @@ export const SeatView = readingOldTerminalKey(
     instance: ManagerInstance,
     role: RoleName.optional(),
     persona: PrincipalToken.optional().describe("the agent file it was spawned from (restarting it from `cotal web` spawns that persona again)"),
-    terminal: TerminalHost.optional().describe("the terminal host it runs in"),
+    terminal: TerminalHost.optional().describe("the terminal host it runs in (`runtime` in an older manager's reply)"),
     permissionMode: z
       .string()
       .optional()

@@ -43,7 +43,7 @@ const SeatEventRecord = z.discriminatedUnion("type", [
     role: z.string().optional(),
     by: PrincipalId.optional(),
     requestId: z.string().optional().describe("the spawn request's id: the same id returns the first result"),
-    terminal: TerminalHost.optional().describe("the terminal host it runs in"),
+    terminal: TerminalHost.optional().describe("the terminal host it runs in (`runtime` in a record an older manager wrote)"),
     cwd: z.string().optional().describe("the seat's working directory on the manager's host"),
     model: z.string().optional(),
     channels: z.array(z.string()).optional(),
@@ -69,7 +69,7 @@ const SeatEventRecord = z.discriminatedUnion("type", [
     ...base,
     pid: z.number().int().optional(),
     startTime: z.string().optional(),
-    terminal: z.string().describe("the terminal host it runs in (process, tmux or pty)"),
+    terminal: z.string().describe("the terminal host it runs in: process, tmux or pty (`runtime` in a record an older manager wrote)"),
     permissionMode: z
       .string()
       .optional()
