@@ -75,6 +75,7 @@ export {
   type StorageLimits,
 } from "./provision.js";
 export { MeshService, type MeshServiceOptions } from "./mesh-service.js";
+export { FIX_OFF_ENV, fixOff, fixesOff, SWITCHABLE_FIXES, SwitchableFix, UnknownFixError } from "./fix-off.js";
 export { callControl, controlCaller, serveControl, type ControlCallOptions, type ControlCaller, type ControlHandler, type ControlHandlers } from "./control.js";
 
 // The endpoint (one seat's client) and what it reads: deliveries, roster, channels, history.

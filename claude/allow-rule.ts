@@ -5,6 +5,7 @@
 import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import type { AllowRulePlan } from "../runtime/index.js";
 import { CotalError } from "../schemas/index.js";
 import { PLUGIN_ALLOW_RULE } from "./launch-builder.js";
 
@@ -27,19 +28,7 @@ export class ClaudeSettingsError extends CotalError {
   }
 }
 
-/** What adding the rule would do to one settings file. */
-export interface AllowRulePlan {
-  file: string;
-  rule: string;
-  /** `present`: a covering rule is there; `add`: the rule would be appended to permissions.allow. */
-  state: "present" | "add";
-  /** Whether the file exists now. */
-  exists: boolean;
-  /** The whole file after the change (only for `add`), as it would be written. */
-  content?: string;
-  /** `permissions.allow` after the change: the part of the file setup touches. */
-  allow: string[];
-}
+export type { AllowRulePlan };
 
 /** Read the settings file and say whether the rule is there, and what the file would become. */
 export function planAllowRule(file: string): AllowRulePlan {

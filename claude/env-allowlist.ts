@@ -2,7 +2,7 @@
 // Names come from the Claude Code environment-variable reference and the provider pages
 // (Bedrock, Vertex AI, Microsoft Foundry); each is also a string the 2.1.332 binary reads.
 import { ClaudeAuthMode, MODE_SWITCH, MODE_SWITCHES } from "./auth.js";
-import { ClaudeLaunchError } from "./errors.js";
+import { claudeLaunchError } from "./errors.js";
 
 /** Process basics: where things are, who the user is, how the terminal and locale look. */
 export const BASE_VARS = [
@@ -195,7 +195,7 @@ export function buildClaudeEnv(input: ClaudeEnvInput): Record<string, string> {
   const extra = new Set<string>();
   for (const name of input.passEnv ?? []) {
     if (DROPPED.has(name) || name === "ANTHROPIC_API_KEY" || COTAL_IDENTITY.has(name) || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
-      throw new ClaudeLaunchError(`The environment variable ${JSON.stringify(name)} cannot be passed to Claude explicitly.`, {
+      throw claudeLaunchError(`The environment variable ${JSON.stringify(name)} cannot be passed to Claude explicitly.`, {
         remedy:
           name === "ANTHROPIC_API_KEY"
             ? "Choose the auth mode api-key (--claude-auth api-key) to forward ANTHROPIC_API_KEY."

@@ -1,3 +1,4 @@
+import { launchErrorOf } from "../runtime/index.js";
 import { CotalError } from "../schemas/index.js";
 
 /** A launch option (`--opt key=value` or an agent file's `launchOptions`) that the builder refuses. */
@@ -33,8 +34,4 @@ export class BypassAsRootError extends CotalError {
 }
 
 /** The launch input itself is unusable (a relative path, an invalid name, an unreadable schema file…). */
-export class ClaudeLaunchError extends CotalError {
-  constructor(message: string, options: { remedy?: string; cause?: unknown } = {}) {
-    super("bad-claude-launch", message, options);
-  }
-}
+export const claudeLaunchError = launchErrorOf("claude");

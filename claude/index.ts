@@ -14,7 +14,7 @@ export { processGone, startPersonaWatcher, type PersonaWatcherOptions } from "./
 export { applyAllowRule, claudeUserSettingsPath, ClaudeSettingsError, planAllowRule, type AllowRulePlan } from "./allow-rule.js";
 export { claudeRuntime, type ClaudeHostSettings } from "./runtime.js";
 export { runResultOf } from "./run-result.js";
-export { BypassAsRootError, ClaudeLaunchError, LaunchOptionError } from "./errors.js";
+export { BypassAsRootError, claudeLaunchError, LaunchOptionError } from "./errors.js";
 export { authFailureOnScreen, classifyScreen, seedSeatConfig, type BlockingScreen, type SeatConfigInput } from "./seat-config.js";
 export {
   carriedResume,

@@ -14,7 +14,7 @@ import { PrincipalToken, SpaceName } from "../schemas/index.js";
 import { DENY_FLOOR } from "./deny-floor.js";
 import type { ClaudeAuthMode } from "./auth.js";
 import { buildClaudeEnv } from "./env-allowlist.js";
-import { BypassAsRootError, ClaudeLaunchError, LaunchOptionError } from "./errors.js";
+import { BypassAsRootError, claudeLaunchError, LaunchOptionError } from "./errors.js";
 import { validateLaunchOptions, type LaunchOptionValue } from "./launch-options.js";
 import { PRIVATE_DIR_PREFIX } from "./persona-watcher.js";
 
@@ -116,15 +116,15 @@ export function buildClaudeLaunch(input: ClaudeLaunchInput): ClaudeLaunch {
   const parentEnv = input.parentEnv ?? process.env;
   const headless = profile === "run" || (profile === "seat" && input.headless === true);
   if (input.headless && profile !== "seat")
-    throw new ClaudeLaunchError(`headless is a seat setting; the ${profile} profile is always ${profile === "run" ? "headless" : "interactive"}.`);
+    throw claudeLaunchError(`headless is a seat setting; the ${profile} profile is always ${profile === "run" ? "headless" : "interactive"}.`);
   if (input.prompt !== undefined && !headless) {
-    throw new ClaudeLaunchError(`A prompt is given, but the ${profile} profile is interactive: only headless seats and runs read a prompt.`);
+    throw claudeLaunchError(`A prompt is given, but the ${profile} profile is interactive: only headless seats and runs read a prompt.`);
   }
   if (profile === "run" && (input.prompt === undefined || input.prompt.trim() === "")) {
-    throw new ClaudeLaunchError("A run needs a prompt.", { remedy: "Give the prompt (`cotal run <persona> --prompt …`)." });
+    throw claudeLaunchError("A run needs a prompt.", { remedy: "Give the prompt (`cotal run <persona> --prompt …`)." });
   }
-  if (input.jsonSchemaFile !== undefined && profile !== "run") throw new ClaudeLaunchError("A JSON schema is a run setting (`cotal run --json-schema FILE`).");
-  if (input.noMesh && profile !== "run") throw new ClaudeLaunchError("Only a run may leave Cotal's MCP server out (noMesh); seats need it.");
+  if (input.jsonSchemaFile !== undefined && profile !== "run") throw claudeLaunchError("A JSON schema is a run setting (`cotal run --json-schema FILE`).");
+  if (input.noMesh && profile !== "run") throw claudeLaunchError("Only a run may leave Cotal's MCP server out (noMesh); seats need it.");
 
   for (const [what, p] of [
     ["working directory", input.cwd],
@@ -132,12 +132,12 @@ export function buildClaudeLaunch(input: ClaudeLaunchInput): ClaudeLaunch {
     ["launch material path", input.identity.launchMaterialPath],
     ...(input.pluginDir !== undefined ? ([["plugin directory", input.pluginDir]] as const) : []),
   ] as const) {
-    if (!path.isAbsolute(p)) throw new ClaudeLaunchError(`The ${what} must be an absolute path, not ${JSON.stringify(p)}.`);
+    if (!path.isAbsolute(p)) throw claudeLaunchError(`The ${what} must be an absolute path, not ${JSON.stringify(p)}.`);
   }
   const name = PrincipalToken.safeParse(input.identity.name);
   const space = SpaceName.safeParse(input.identity.space);
   if (!name.success || !space.success) {
-    throw new ClaudeLaunchError(`Invalid seat identity ${JSON.stringify(input.identity.space)}/${JSON.stringify(input.identity.name)}.`, {
+    throw claudeLaunchError(`Invalid seat identity ${JSON.stringify(input.identity.space)}/${JSON.stringify(input.identity.name)}.`, {
       remedy: "Use a space and a name made of letters, digits, '_' (and '-' in a space).",
     });
   }
@@ -145,7 +145,7 @@ export function buildClaudeLaunch(input: ClaudeLaunchInput): ClaudeLaunch {
   for (const rule of input.allowedTools ?? []) {
     // A rule is a tool name, optionally with a specifier: never something Claude would read as a flag.
     if (!ALLOW_RULE.test(rule)) {
-      throw new ClaudeLaunchError(`The allow rule ${JSON.stringify(rule)} is not a permission rule.`, {
+      throw claudeLaunchError(`The allow rule ${JSON.stringify(rule)} is not a permission rule.`, {
         remedy: "Write allow rules as a tool name, optionally with a specifier: Read, Bash(npm test:*), mcp__server__tool.",
       });
     }
@@ -176,7 +176,7 @@ export function buildClaudeLaunch(input: ClaudeLaunchInput): ClaudeLaunch {
   const managed = profile !== "foreground";
   // Managed profiles run `dontAsk`: what the allow rules name runs, anything else is refused (no
   // one would answer a prompt). Bypass only when the agent file or launch options ask for it.
-  if (input.posture === "supervised" && profile !== "seat") throw new ClaudeLaunchError(`supervised is a seat posture; the ${profile} profile has none.`);
+  if (input.posture === "supervised" && profile !== "seat") throw claudeLaunchError(`supervised is a seat posture; the ${profile} profile has none.`);
   // A supervised seat asks (its hook answers from the mesh); an explicit mode in the launch options still wins.
   const permissionMode = optMode ? String(optMode.value) : skip ? undefined : input.posture === "supervised" ? "default" : managed ? "dontAsk" : undefined;
   if (optMode) options.delete("permission-mode");
@@ -186,7 +186,7 @@ export function buildClaudeLaunch(input: ClaudeLaunchInput): ClaudeLaunch {
   if (bypass && isRoot && !sandbox) throw new BypassAsRootError(parentEnv.IS_SANDBOX);
 
   const runtimeDir = input.runtimeDir ?? parentEnv.XDG_RUNTIME_DIR ?? os.tmpdir();
-  if (!path.isAbsolute(runtimeDir)) throw new ClaudeLaunchError(`The runtime directory must be an absolute path, not ${JSON.stringify(runtimeDir)}.`);
+  if (!path.isAbsolute(runtimeDir)) throw claudeLaunchError(`The runtime directory must be an absolute path, not ${JSON.stringify(runtimeDir)}.`);
   const privateDir = path.join(runtimeDir, `${PRIVATE_DIR_PREFIX}${space.data}-${name.data}-${randomBytes(6).toString("hex")}`);
   const mcpConfigFile = path.join(privateDir, MCP_CONFIG_FILE);
   const files: LaunchFile[] =
@@ -254,7 +254,7 @@ function readJsonSchema(file: string): string {
   try {
     parsed = JSON.parse(readFileSync(file, "utf8"));
   } catch (cause) {
-    throw new ClaudeLaunchError(
+    throw claudeLaunchError(
       `Cannot read the JSON schema ${file}: ${cause instanceof SyntaxError ? "not valid JSON" : ((cause as NodeJS.ErrnoException).code ?? String(cause))}.`,
       {
         remedy: "Give a file holding one JSON Schema object.",
@@ -263,7 +263,7 @@ function readJsonSchema(file: string): string {
     );
   }
   if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
-    throw new ClaudeLaunchError(`The JSON schema ${file} is not a JSON object.`, { remedy: "Give a file holding one JSON Schema object." });
+    throw claudeLaunchError(`The JSON schema ${file} is not a JSON object.`, { remedy: "Give a file holding one JSON Schema object." });
   }
   return JSON.stringify(parsed);
 }

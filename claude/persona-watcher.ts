@@ -6,7 +6,7 @@
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { ClaudeLaunchError } from "./errors.js";
+import { claudeLaunchError } from "./errors.js";
 import { processStartTime, statFields } from "../runtime/index.js";
 
 /** Launch directories are named so; the watcher refuses to remove anything else. */
@@ -80,7 +80,7 @@ export interface PersonaWatcherOptions {
  */
 export function startPersonaWatcher(opts: PersonaWatcherOptions): number | undefined {
   if (!path.isAbsolute(opts.dir) || !path.basename(opts.dir).startsWith(PRIVATE_DIR_PREFIX)) {
-    throw new ClaudeLaunchError(`Refusing to watch ${JSON.stringify(opts.dir)}: not a Cotal launch directory.`);
+    throw claudeLaunchError(`Refusing to watch ${JSON.stringify(opts.dir)}: not a Cotal launch directory.`);
   }
   const start = opts.start ?? processStartTime(opts.pid) ?? "-";
   const watcher = spawn(

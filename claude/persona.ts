@@ -3,12 +3,12 @@
 // launcher sees the exit itself or was killed first (the detached watcher).
 import { spawn, type ChildProcess, type StdioOptions } from "node:child_process";
 import { removePrivateDir as removeDir, writePrivateFiles, type PrivateDirRules } from "../runtime/index.js";
-import { ClaudeLaunchError } from "./errors.js";
+import { claudeLaunchError } from "./errors.js";
 import type { ClaudeLaunch } from "./launch-builder.js";
 import { PRIVATE_DIR_PREFIX, startPersonaWatcher } from "./persona-watcher.js";
 import { processStartTime } from "../runtime/index.js";
 
-const RULES: PrivateDirRules = { prefix: PRIVATE_DIR_PREFIX, fail: (message, cause) => new ClaudeLaunchError(message, { cause }) };
+const RULES: PrivateDirRules = { prefix: PRIVATE_DIR_PREFIX, fail: (message, cause) => claudeLaunchError(message, { cause }) };
 
 /** Create the launch's private directory (0700, must not exist yet) and write its files (0600, exclusive). */
 export function writeLaunchFiles(launch: Pick<ClaudeLaunch, "privateDir" | "files">): void {
@@ -44,7 +44,7 @@ export interface LaunchedClaude {
 export function launchClaude(launch: ClaudeLaunch, opts: LaunchClaudeOptions = {}): LaunchedClaude {
   const stdio = opts.stdio ?? (launch.profile === "foreground" ? "inherit" : "pipe");
   const stdinIsPipe = stdio === "pipe" || (Array.isArray(stdio) && (stdio[0] === "pipe" || stdio[0] === undefined));
-  if (launch.stdin !== undefined && !stdinIsPipe) throw new ClaudeLaunchError("This launch writes its prompt to Claude's stdin, so stdin must be a pipe.");
+  if (launch.stdin !== undefined && !stdinIsPipe) throw claudeLaunchError("This launch writes its prompt to Claude's stdin, so stdin must be a pipe.");
 
   writeLaunchFiles(launch);
   const cleanup = (): void => removePrivateDir(launch.privateDir);

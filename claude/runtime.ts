@@ -11,6 +11,9 @@ import { launchClaude, writeLaunchFiles } from "./persona.js";
 import { runResultOf } from "./run-result.js";
 import { authFailureOnScreen, classifyScreen, seedSeatConfig } from "./seat-config.js";
 import { carriedResume, claudeConfigDir, findSession, sessionsNamed } from "./transcripts.js";
+import { applyAllowRule, claudeUserSettingsPath, planAllowRule } from "./allow-rule.js";
+import { ALWAYS_DROPPED } from "./env-allowlist.js";
+import { PLUGIN_ALLOW_RULE } from "./launch-builder.js";
 import { MANAGER_WAKE_PROMPT, RESTART_MANAGER, permissionRequestReply } from "../runtime/index.js";
 
 /** The host settings a Claude host carries (RuntimeHost.settings). */
@@ -58,6 +61,7 @@ export const claudeRuntime = {
   binEnv: "COTAL_CLAUDE_BIN",
   installHint: `Install @anthropic-ai/claude-code where the manager runs (or set COTAL_CLAUDE_BIN), ${RESTART_MANAGER}.`,
   sessions: { dir: claudeConfigDir, find: findSession, named: sessionsNamed },
+  plugin: { allowRule: PLUGIN_ALLOW_RULE, settingsPath: claudeUserSettingsPath, planAllowRule, applyAllowRule, nestedSessionEnv: ALWAYS_DROPPED },
   connector: { meta: "claude-code", approvals: { sessions: "all", reply: permissionRequestReply } },
   capabilities: {
     mailHook: true,

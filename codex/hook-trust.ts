@@ -8,7 +8,7 @@
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { CodexLaunchError } from "./errors.js";
+import { codexLaunchError } from "./errors.js";
 import { tomlString, upsertTable } from "./home.js";
 
 /** What every Cotal hook command contains (the connector's hook bundle): how Cotal tells its hooks from the user's. */
@@ -59,8 +59,8 @@ async function withAppServer<T>(
       pending.clear();
       resolve();
     };
-    child.once("error", (cause) => gone(new CodexLaunchError(`codex app-server could not be started: ${cause.message}`, { cause })));
-    child.once("close", () => gone(new CodexLaunchError(`codex app-server exited before listing hooks${stderr ? `: ${stderr.slice(-300)}` : ""}.`)));
+    child.once("error", (cause) => gone(codexLaunchError(`codex app-server could not be started: ${cause.message}`, { cause })));
+    child.once("close", () => gone(codexLaunchError(`codex app-server exited before listing hooks${stderr ? `: ${stderr.slice(-300)}` : ""}.`)));
   });
   child.stdin.on("error", () => undefined);
   child.stderr.setEncoding("utf8").on("data", (s: string) => (stderr = (stderr + s).slice(-2_000)));
@@ -72,7 +72,7 @@ async function withAppServer<T>(
     return new Promise<unknown>((resolve, reject) => {
       const timer = setTimeout(() => {
         pending.delete(id);
-        reject(new CodexLaunchError(`codex app-server did not answer ${method} within ${timeoutMs / 1000} s${stderr ? `: ${stderr.slice(-300)}` : ""}.`));
+        reject(codexLaunchError(`codex app-server did not answer ${method} within ${timeoutMs / 1000} s${stderr ? `: ${stderr.slice(-300)}` : ""}.`));
       }, timeoutMs);
       const done = (f: () => void): void => {
         clearTimeout(timer);
@@ -97,7 +97,7 @@ async function withAppServer<T>(
       }
       const p = msg.id === undefined ? undefined : pending.get(msg.id);
       if (!p) continue;
-      if (msg.error) p.reject(new CodexLaunchError(`codex app-server refused a request: ${msg.error.message ?? "no reason"}`));
+      if (msg.error) p.reject(codexLaunchError(`codex app-server refused a request: ${msg.error.message ?? "no reason"}`));
       else p.resolve(msg.result);
     }
   });
@@ -137,7 +137,7 @@ export async function trustSeatHooks(codex: string, env: Record<string, string>,
     const listing = await list();
     const listed = ours(listing.hooks);
     if (listed.length !== expected)
-      throw new CodexLaunchError(
+      throw codexLaunchError(
         `codex lists ${listed.length} of Cotal's ${expected} hooks in ${hooksFile}; mail would not be handed over, nor the deny floor held` +
           (listing.errors.length ? `. Codex says: ${listing.errors.join("; ").slice(0, 500)}` : "."),
         { remedy: "Fix what Codex names in your own ~/.codex/config.toml (a seat's and a run's home start from a copy of it)." },
@@ -155,7 +155,7 @@ export async function trustSeatHooks(codex: string, env: Record<string, string>,
     }
     const after = ours((await list()).hooks);
     const untrusted = after.filter((h) => h.trustStatus !== "trusted");
-    if (untrusted.length) throw new CodexLaunchError(`codex still reads ${untrusted.length} of Cotal's hooks as untrusted after Cotal trusted them.`);
+    if (untrusted.length) throw codexLaunchError(`codex still reads ${untrusted.length} of Cotal's hooks as untrusted after Cotal trusted them.`);
     return after.length;
   });
 }

@@ -3,7 +3,7 @@
  * and `cotal setup --runtime codex` need of it. Its own floor (it depends on the seam and schemas only).
  */
 export { codexRuntime } from "./runtime.js";
-export { CodexLaunchError } from "./errors.js";
+export { codexLaunchError } from "./errors.js";
 export { codexRunResultOf } from "./run-result.js";
 export { buildCodexEnv } from "./env-allowlist.js";
 export { readUserCodexConfig, renderLayer, userCodexHome, COTAL_PROFILE, type UserCodexConfig } from "./home.js";

@@ -25,7 +25,7 @@ import {
   type SpawnOptions,
 } from "../runtime/index.js";
 import { buildCodexEnv } from "./env-allowlist.js";
-import { CodexLaunchError } from "./errors.js";
+import { codexLaunchError } from "./errors.js";
 import { COTAL_PROFILE, homeFiles, readUserCodexConfig, tomlString, type CotalLayer } from "./home.js";
 import { trustSeatHooks } from "./hook-trust.js";
 
@@ -44,18 +44,18 @@ type Posture = keyof typeof APPROVAL;
 /** The posture the launch options choose, refusing what Codex cannot honour. */
 function posture(c: LaunchCommon): { sandbox: string } {
   if (c.agent !== undefined)
-    throw new CodexLaunchError(`The agent file names a subagent (${JSON.stringify(c.agent)}); Codex has none.`, {
+    throw codexLaunchError(`The agent file names a subagent (${JSON.stringify(c.agent)}); Codex has none.`, {
       remedy: "Drop `agent:` from an agent file with `runtime: codex`.",
     });
   if (c.allowedTools.length)
-    throw new CodexLaunchError("The agent file has allowedTools (Claude permission rules); Codex has no per-tool allow rules.", {
+    throw codexLaunchError("The agent file has allowedTools (Claude permission rules); Codex has no per-tool allow rules.", {
       remedy: "Drop allowedTools for `runtime: codex`: a Codex seat runs in its sandbox with approval `never` (docs/runtimes.md).",
     });
   let sandbox: string = DEFAULT_SANDBOX;
   for (const [k, v] of Object.entries(c.launchOptions)) {
     if (k === "sandbox" && typeof v === "string" && (SANDBOXES as readonly string[]).includes(v)) sandbox = v;
     else
-      throw new CodexLaunchError(`Launch option ${JSON.stringify(k)}=${JSON.stringify(v)} is not one Cotal passes to Codex.`, {
+      throw codexLaunchError(`Launch option ${JSON.stringify(k)}=${JSON.stringify(v)} is not one Cotal passes to Codex.`, {
         remedy: `For runtime codex, the one launch option is sandbox: ${SANDBOXES.join(", ")}.`,
       });
   }
@@ -71,7 +71,7 @@ function launchOf(
   approval: Posture = "unattended",
 ): RuntimeLaunch {
   const { sandbox } = posture(c);
-  const privateDir = privateLaunchDir(c, CODEX_DIR_PREFIX, (m) => new CodexLaunchError(m));
+  const privateDir = privateLaunchDir(c, CODEX_DIR_PREFIX, (m) => codexLaunchError(m));
   const user = readUserCodexConfig(host.parentEnv);
   const persona = c.persona !== undefined && c.persona.trim() !== "" ? c.persona : undefined;
   const approvalPolicy = APPROVAL[approval];
@@ -197,7 +197,6 @@ async function writeTrustedHome(
  * holds the deny floor's hook, trusted, so it writes the home (one `codex app-server` lists and trusts it).
  */
 export async function buildCodexRun(host: RuntimeHost, input: RunLaunchInput): Promise<RuntimeLaunch> {
-  if (input.prompt.trim() === "") throw new CodexLaunchError("A run needs a prompt.", { remedy: "Give the prompt (`cotal run <persona> --prompt …`)." });
   const head = ["exec", "--json", "--skip-git-repo-check", "--ephemeral", ...(input.jsonSchemaFile ? ["--output-schema", input.jsonSchemaFile] : [])];
   const launch = launchOf(host, { ...input, name: `run_${input.runId}` }, {}, head, {});
   // `-` reads the prompt from stdin: never argv.
@@ -212,7 +211,6 @@ export async function buildCodexRun(host: RuntimeHost, input: RunLaunchInput): P
  * it. Writes the home.
  */
 export async function buildCodexSeat(host: RuntimeHost, seat: SeatLaunchInput): Promise<RuntimeLaunch> {
-  if (seat.resume) throw new CodexLaunchError("A Codex seat cannot resume a carried session yet (docs/runtimes.md); nothing was sent.");
   const material = { COTAL_LAUNCH_MATERIAL: seat.launchMaterialPath };
   // The Codex TUI starts its session (and fires SessionStart) only with the first prompt: the
   // connector joins when Codex starts it, so the seat is present and can be woken before that.
@@ -229,7 +227,7 @@ export async function buildCodexSeat(host: RuntimeHost, seat: SeatLaunchInput): 
   return writeTrustedHome(host, launch, seat.cwd, SEAT_HOOKS, (c) => (c.includes(project) ? c : `${c}\n${project}\ntrust_level = "trusted"\n`));
 }
 
-const RULES: PrivateDirRules = { prefix: CODEX_DIR_PREFIX, fail: (message, cause) => new CodexLaunchError(message, { cause }) };
+const RULES: PrivateDirRules = { prefix: CODEX_DIR_PREFIX, fail: (message, cause) => codexLaunchError(message, { cause }) };
 
 /** Create the private home (0700, must not exist) and write its files (0600, exclusive). */
 export function writeCodexLaunchFiles(launch: Pick<RuntimeLaunch, "privateDir" | "files">): void {

@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { applySetupFile, connectorCommand, hookEntryOf, RUNTIME_ENV, setupAction, type Env, type RuntimeSetupReport } from "../runtime/index.js";
-import { CodexLaunchError } from "./errors.js";
+import { codexLaunchError } from "./errors.js";
 import { COTAL_HOOK_MARK, listHooks, trustSeatHooks } from "./hook-trust.js";
 import { MCP_TABLE, renderMcpTable, upsertTable, userCodexHome } from "./home.js";
 import { CODEX_RUNTIME_NAME, COTAL_HOOK_COUNT, cotalHookGroups } from "./launch.js";
@@ -20,7 +20,7 @@ function mergedHooks(text: string | undefined, ours: Record<string, HookGroup[]>
     try {
       doc = JSON.parse(text) as typeof doc;
     } catch (cause) {
-      throw new CodexLaunchError(`${file} is not JSON; Cotal leaves it as it is.`, {
+      throw codexLaunchError(`${file} is not JSON; Cotal leaves it as it is.`, {
         remedy: "Fix or remove the file, then run `cotal setup --runtime codex` again.",
         cause,
       });

@@ -8,12 +8,6 @@ export { runHook } from "./hook.js";
 export { receiptLine } from "./model-text.js";
 // The Claude plugin and its install, for `cotal setup` (claude command lines are built only in claude/ and the plugin installer).
 export {
-  applyAllowRule,
-  claudeUserSettingsPath,
-  ClaudeSettingsError,
-  planAllowRule,
-  PLUGIN_ALLOW_RULE,
-  type AllowRulePlan,
   ensurePluginInstalled,
   findClaudeCli,
   inspectPluginInstall,

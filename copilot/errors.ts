@@ -1,8 +1,4 @@
-import { CotalError } from "../schemas/index.js";
+import { launchErrorOf } from "../runtime/index.js";
 
 /** A GitHub Copilot CLI launch cannot be built as asked (a relative path, a launch option or allow rule Cotal does not pass, a JSON schema or carry it cannot take…). */
-export class CopilotLaunchError extends CotalError {
-  constructor(message: string, options: { remedy?: string; cause?: unknown } = {}) {
-    super("bad-copilot-launch", message, options);
-  }
-}
+export const copilotLaunchError = launchErrorOf("copilot");

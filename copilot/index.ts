@@ -4,7 +4,7 @@
  * and schemas only).
  */
 export { copilotRuntime } from "./runtime.js";
-export { CopilotLaunchError } from "./errors.js";
+export { copilotLaunchError } from "./errors.js";
 export { copilotRunResultOf } from "./run-result.js";
 export { COPILOT_DIR_PREFIX, COPILOT_HOOKS, hooksFile } from "./launch.js";
 export { readUserCopilotConfig, userCopilotDir, type UserCopilotConfig } from "./home.js";

@@ -28,7 +28,7 @@ import {
   type SeatLaunchInput,
   type SpawnOptions,
 } from "../runtime/index.js";
-import { CopilotLaunchError } from "./errors.js";
+import { copilotLaunchError } from "./errors.js";
 import { PROVIDER_VARS, readUserCopilotConfig, TOKEN_VARS } from "./home.js";
 import { MCP_NAME, POSTURE_NAME, postureArgs } from "./posture.js";
 
@@ -82,11 +82,11 @@ export function mcpEntry(connectorEntry: string, env: Record<string, string>): R
 
 function refuseUnsupported(c: LaunchCommon): void {
   if (c.agent !== undefined)
-    throw new CopilotLaunchError(`The agent file names a subagent (${JSON.stringify(c.agent)}); a Copilot launch runs as its default agent.`, {
+    throw copilotLaunchError(`The agent file names a subagent (${JSON.stringify(c.agent)}); a Copilot launch runs as its default agent.`, {
       remedy: "Drop `agent:` from an agent file with `runtime: copilot`.",
     });
   for (const [k, v] of Object.entries(c.launchOptions))
-    throw new CopilotLaunchError(`Launch option ${JSON.stringify(k)}=${JSON.stringify(v)} is not one Cotal passes to GitHub Copilot CLI.`, {
+    throw copilotLaunchError(`Launch option ${JSON.stringify(k)}=${JSON.stringify(v)} is not one Cotal passes to GitHub Copilot CLI.`, {
       remedy: "For runtime copilot there are no launch options: the posture is Copilot's permission flags (allowedTools) and the deny floor.",
     });
 }
@@ -95,10 +95,10 @@ function refuseUnsupported(c: LaunchCommon): void {
 function home(host: RuntimeHost, c: LaunchCommon, seat?: { material: string }) {
   refuseUnsupported(c);
   const posture = postureArgs(c.allowedTools);
-  const privateDir = privateLaunchDir(c, COPILOT_DIR_PREFIX, (m) => new CopilotLaunchError(m));
+  const privateDir = privateLaunchDir(c, COPILOT_DIR_PREFIX, (m) => copilotLaunchError(m));
   const user = readUserCopilotConfig(host.parentEnv);
   if (user.unreadable)
-    throw new CopilotLaunchError(`The user's Copilot configuration cannot be read (${user.unreadable}); nothing was started.`, {
+    throw copilotLaunchError(`The user's Copilot configuration cannot be read (${user.unreadable}); nothing was started.`, {
       remedy: `Fix the file (Cotal reads plain JSON) in ${user.dir}.`,
     });
   const dir = path.join(privateDir, "copilot");
@@ -156,7 +156,7 @@ export async function buildCopilotSeat(host: RuntimeHost, seat: SeatLaunchInput)
   return { command: host.executable, args, env, cwd: seat.cwd, privateDir, files, permissionMode: POSTURE_NAME };
 }
 
-const RULES: PrivateDirRules = { prefix: COPILOT_DIR_PREFIX, fail: (message, cause) => new CopilotLaunchError(message, { cause }) };
+const RULES: PrivateDirRules = { prefix: COPILOT_DIR_PREFIX, fail: (message, cause) => copilotLaunchError(message, { cause }) };
 
 /** Create the private home (0700, must not exist) and write its files (0600, exclusive). */
 export function writeCopilotLaunchFiles(launch: Pick<RuntimeLaunch, "privateDir" | "files">): void {

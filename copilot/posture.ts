@@ -13,7 +13,7 @@
 //   --deny-floor`, whose Claude-format refusal Copilot honours: it holds even where the shell is allowed.
 // Never `--allow-all-tools` or `--allow-all` (Copilot's approve-everything), nor COPILOT_ALLOW_ALL (which also trusts the
 // folder's hooks and MCP servers).
-import { CopilotLaunchError } from "./errors.js";
+import { copilotLaunchError } from "./errors.js";
 
 /** Cotal's MCP server's name in mcp-config.json: its tools reach the model as `cotal-<tool>`. */
 export const MCP_NAME = "cotal";
@@ -48,11 +48,11 @@ export function postureArgs(allowedTools: readonly string[]): string[] {
     }
     const m = /^([A-Za-z]+)(?:\((.+)\))?$/.exec(rule.trim());
     if (!m || !(m[1]! in TOOLS))
-      throw new CopilotLaunchError(`The allowedTools rule ${JSON.stringify(rule)} names no tool GitHub Copilot CLI has.`, {
+      throw copilotLaunchError(`The allowedTools rule ${JSON.stringify(rule)} names no tool GitHub Copilot CLI has.`, {
         remedy: `For runtime copilot, allowedTools may name ${Object.keys(TOOLS).join(", ")} and mcp__<server>[__<tool>].`,
       });
     if (m[2] !== undefined && m[2] !== "*")
-      throw new CopilotLaunchError(
+      throw copilotLaunchError(
         `The allowedTools rule ${JSON.stringify(rule)} has a pattern; unattended, Copilot would ask a person about what it leaves out.`,
         {
           remedy: `Name ${m[1]} without a pattern for runtime copilot (the deny floor still holds).`,

@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { applySetupFile, jsonObjectOf, RUNTIME_ENV, setupAction, type Env, type RuntimeSetupReport } from "../runtime/index.js";
-import { CopilotLaunchError } from "./errors.js";
+import { copilotLaunchError } from "./errors.js";
 import { userCopilotDir } from "./home.js";
 import { COPILOT_HOOKS, hooksFile, HOOKS_FILE, mcpEntry } from "./launch.js";
 import { MCP_NAME } from "./posture.js";
@@ -15,7 +15,7 @@ import { MCP_NAME } from "./posture.js";
 function mergedMcp(text: string | undefined, file: string, connectorEntry: string): string {
   const read = jsonObjectOf(text);
   if ("error" in read)
-    throw new CopilotLaunchError(`${file} is not a plain JSON object (${read.error}); Cotal leaves it as it is.`, {
+    throw copilotLaunchError(`${file} is not a plain JSON object (${read.error}); Cotal leaves it as it is.`, {
       remedy: `Fix it, or add "mcpServers": {"${MCP_NAME}": …} yourself (see \`cotal setup --runtime copilot --check --json\`).`,
     });
   const doc = read.doc;

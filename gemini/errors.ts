@@ -1,8 +1,4 @@
-import { CotalError } from "../schemas/index.js";
+import { launchErrorOf } from "../runtime/index.js";
 
 /** A Gemini CLI launch cannot be built as asked (a relative path, a launch option or rule Cotal does not pass, a JSON schema or carry Gemini's CLI cannot take…). */
-export class GeminiLaunchError extends CotalError {
-  constructor(message: string, options: { remedy?: string; cause?: unknown } = {}) {
-    super("bad-gemini-launch", message, options);
-  }
-}
+export const geminiLaunchError = launchErrorOf("gemini");

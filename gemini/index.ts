@@ -3,7 +3,7 @@
  * and `cotal setup --runtime gemini` need of it. Its own floor (it depends on the seam and schemas only).
  */
 export { geminiRuntime } from "./runtime.js";
-export { GeminiLaunchError } from "./errors.js";
+export { geminiLaunchError } from "./errors.js";
 export { geminiRunResultOf } from "./run-result.js";
 export { buildGeminiEnv, cotalHooks, GEMINI_DIR_PREFIX, GEMINI_HOOKS, GEMINI_RUNTIME_NAME } from "./launch.js";
 export { authProblem, effectiveAuthType, readUserGeminiConfig, userGeminiDir, type UserGeminiConfig } from "./home.js";

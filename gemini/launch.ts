@@ -24,7 +24,7 @@ import {
   type SeatLaunchInput,
   type SpawnOptions,
 } from "../runtime/index.js";
-import { GeminiLaunchError } from "./errors.js";
+import { geminiLaunchError } from "./errors.js";
 import { effectiveAuthType, GEMINI_KEY_VARS, readUserGeminiConfig } from "./home.js";
 import { MCP_NAME, POSTURE_NAME, postureRules, renderPolicy } from "./posture.js";
 
@@ -79,11 +79,11 @@ export function mcpEntry(connectorEntry: string, env: Record<string, string>): R
 
 function refuseUnsupported(c: LaunchCommon): void {
   if (c.agent !== undefined)
-    throw new GeminiLaunchError(`The agent file names a subagent (${JSON.stringify(c.agent)}); a Gemini CLI launch runs as its main agent.`, {
+    throw geminiLaunchError(`The agent file names a subagent (${JSON.stringify(c.agent)}); a Gemini CLI launch runs as its main agent.`, {
       remedy: "Drop `agent:` from an agent file with `runtime: gemini`.",
     });
   for (const [k, v] of Object.entries(c.launchOptions))
-    throw new GeminiLaunchError(`Launch option ${JSON.stringify(k)}=${JSON.stringify(v)} is not one Cotal passes to Gemini CLI.`, {
+    throw geminiLaunchError(`Launch option ${JSON.stringify(k)}=${JSON.stringify(v)} is not one Cotal passes to Gemini CLI.`, {
       remedy: "For runtime gemini there are no launch options: the posture is Gemini's policy rules (allowedTools) and the deny floor.",
     });
 }
@@ -98,7 +98,7 @@ const json = (o: unknown): string => `${JSON.stringify(o, null, 2)}\n`;
 /** The files of a private home, and the launch's environment. */
 function home(host: RuntimeHost, c: LaunchCommon, extra: { seat?: { connectorEntry: string; mcpEnv: Record<string, string> }; set?: Record<string, string> }) {
   refuseUnsupported(c);
-  const privateDir = privateLaunchDir(c, GEMINI_DIR_PREFIX, (m) => new GeminiLaunchError(m));
+  const privateDir = privateLaunchDir(c, GEMINI_DIR_PREFIX, (m) => geminiLaunchError(m));
   const user = readUserGeminiConfig(host.parentEnv);
   const dir = path.join(privateDir, ".gemini");
   const auth = effectiveAuthType(user, host.parentEnv);
@@ -155,7 +155,7 @@ export async function buildGeminiSeat(host: RuntimeHost, seat: SeatLaunchInput):
   return { command: host.executable, args: modelArgs(seat.model), env, cwd: seat.cwd, privateDir, files, permissionMode: POSTURE_NAME };
 }
 
-const RULES: PrivateDirRules = { prefix: GEMINI_DIR_PREFIX, fail: (message, cause) => new GeminiLaunchError(message, { cause }) };
+const RULES: PrivateDirRules = { prefix: GEMINI_DIR_PREFIX, fail: (message, cause) => geminiLaunchError(message, { cause }) };
 
 /** Create the private home (0700, must not exist) and write its files (0600, exclusive). */
 export function writeGeminiLaunchFiles(launch: Pick<RuntimeLaunch, "privateDir" | "files">): void {

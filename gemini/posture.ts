@@ -12,7 +12,7 @@
 //   `commandRegex`, checked by the CLI against the whole command and each part of a compound one.
 // Never `--yolo` / `--approval-mode yolo` (Gemini's "approve everything").
 import { DENY_FLOOR_COMMANDS } from "../runtime/index.js";
-import { GeminiLaunchError } from "./errors.js";
+import { geminiLaunchError } from "./errors.js";
 
 /** Cotal's MCP server's name in settings.json: its tools reach the model as `mcp_cotal_<tool>`. */
 export const MCP_NAME = "cotal";
@@ -65,18 +65,18 @@ export function allowRulesOf(rule: string): PolicyRule[] {
   const m = /^([A-Za-z]+)(?:\((.+)\))?$/.exec(rule.trim());
   const tools = m ? TOOLS[m[1]!] : undefined;
   if (!m || !tools)
-    throw new GeminiLaunchError(`The allowedTools rule ${JSON.stringify(rule)} names no tool Gemini CLI has.`, {
+    throw geminiLaunchError(`The allowedTools rule ${JSON.stringify(rule)} names no tool Gemini CLI has.`, {
       remedy: `For runtime gemini, allowedTools may name ${Object.keys(TOOLS).join(", ")} (Bash with a command prefix in parentheses) and mcp__<server>[__<tool>].`,
     });
   const pattern = m[2];
   if (pattern === undefined || pattern === "*") return tools.map((t) => ({ toolName: t, decision: "allow", priority: ALLOW }));
   if (m[1] !== "Bash")
-    throw new GeminiLaunchError(`The allowedTools rule ${JSON.stringify(rule)} has a pattern; Gemini's policy narrows only shell commands.`, {
+    throw geminiLaunchError(`The allowedTools rule ${JSON.stringify(rule)} has a pattern; Gemini's policy narrows only shell commands.`, {
       remedy: `Name ${m[1]} without a pattern for runtime gemini.`,
     });
   const prefix = pattern.replace(/:\*$/, "").replace(/ \*$/, "");
   if (prefix.includes("*"))
-    throw new GeminiLaunchError(`The allowedTools rule ${JSON.stringify(rule)} has a wildcard inside; Gemini's policy allows a command by its prefix.`, {
+    throw geminiLaunchError(`The allowedTools rule ${JSON.stringify(rule)} has a wildcard inside; Gemini's policy allows a command by its prefix.`, {
       remedy: "Write it as Bash(<command prefix>:*).",
     });
   return [{ toolName: SHELL, decision: "allow", priority: ALLOW, commandPrefix: prefix }];

@@ -7,7 +7,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { applySetupFile, RUNTIME_ENV, setupAction, type Env, type RuntimeSetupReport } from "../runtime/index.js";
-import { GeminiLaunchError } from "./errors.js";
+import { geminiLaunchError } from "./errors.js";
 import { parseSettings, userGeminiDir } from "./home.js";
 import { COTAL_HOOK_MARK, cotalHooks, GEMINI_HOOKS, GEMINI_RUNTIME_NAME, mcpEntry } from "./launch.js";
 import { MCP_NAME } from "./posture.js";
@@ -20,7 +20,7 @@ const isCotal = (g: HookGroup): boolean => (g.hooks ?? []).some((h) => typeof h.
 function merged(text: string | undefined, file: string, connectorEntry: string): string {
   const parsed = parseSettings(text ?? "");
   if ("error" in parsed)
-    throw new GeminiLaunchError(`${file} is not a plain JSON object (${parsed.error}; comments?); Cotal leaves it as it is.`, {
+    throw geminiLaunchError(`${file} is not a plain JSON object (${parsed.error}; comments?); Cotal leaves it as it is.`, {
       remedy: `Add "mcpServers": {"${MCP_NAME}": …} and Cotal's hooks yourself (see \`cotal setup --runtime gemini --check\` on a copy without comments), or remove the comments.`,
     });
   const doc = parsed.doc;

@@ -1,5 +1,22 @@
-import { Endpoint, type Delivery, type Logger } from "../broker/index.js";
+import { z } from "zod";
+import { Endpoint, type Content, type Delivery, type Logger } from "../broker/index.js";
 import { messageText, principalId, type LaunchMaterial } from "../schemas/index.js";
+
+/**
+ * A message carrying a data part of this media type asks the echo seat to say, in a data part of
+ * its answer, which process was handed it (EchoProbeReport): the fault suite's proof of who was
+ * handed what (testbed/faults). Other messages get the text answer alone.
+ */
+export const ECHO_PROBE_MEDIA_TYPE = "application/vnd.cotal.echo-probe+json";
+export const EchoProbeReport = z.object({
+  /** The seat process that was handed the message. */
+  pid: z.number().int().positive(),
+  /** When it was handed it, epoch ms. */
+  handedAt: z.number(),
+  /** The delivery was flagged as a possible repeat. */
+  possibleRepeat: z.boolean(),
+});
+export type EchoProbeReport = z.infer<typeof EchoProbeReport>;
 
 /**
  * The built-in echo agent (for demos, tests and benchmarks without a model): joins with its
@@ -41,8 +58,17 @@ async function answer(ep: Endpoint, log: Logger): Promise<void> {
 
 async function echo(ep: Endpoint, d: Delivery, log: Logger): Promise<void> {
   if (d.kind === "channel") return d.ack();
+  const text = `echo: ${messageText(d.message)}`;
+  const probed = d.message.parts.some((p) => p.kind === "data" && (p as { mediaType?: string }).mediaType === ECHO_PROBE_MEDIA_TYPE);
+  const report: EchoProbeReport = { pid: process.pid, handedAt: Date.now(), possibleRepeat: d.possibleRepeat };
+  const answer: Content = probed
+    ? [
+        { kind: "text", text },
+        { kind: "data", mediaType: ECHO_PROBE_MEDIA_TYPE, data: report },
+      ]
+    : text;
   try {
-    await ep.dm(principalId(d.from), `echo: ${messageText(d.message)}`, { replyTo: d.message.id });
+    await ep.dm(principalId(d.from), answer, { replyTo: d.message.id });
     await d.ack();
   } catch (err) {
     log.warn({ err, id: d.message.id }, "echo failed; the message will be redelivered");

@@ -1,7 +1,9 @@
 import type { RuntimeConfigStatus } from "../schemas/index.js";
 
 /** A runtime as a heartbeat names it: whether it is ready and, for one with a choice of auth, the verdict on it; not which files it reads. */
-export type RuntimeVerdict = Pick<RuntimeConfigStatus, "name" | "ready"> & { auth?: Pick<NonNullable<RuntimeConfigStatus["auth"]>, "mode" | "chosen" | "vars"> };
+export type RuntimeVerdict = Pick<RuntimeConfigStatus, "name" | "ready"> & {
+  auth?: Pick<NonNullable<RuntimeConfigStatus["auth"]>, "mode" | "chosen" | "vars">;
+};
 
 /**
  * A manager's heartbeat, as every reader of the managers bucket sees it (observers, admins, leaf
@@ -15,6 +17,10 @@ export function heartbeatOf<T extends { runtimes: RuntimeConfigStatus[] }>(statu
   const { runtimes, ...rest } = status;
   return {
     ...rest,
-    runtimes: runtimes.map((r) => ({ name: r.name, ready: r.ready, ...(r.auth ? { auth: { mode: r.auth.mode, chosen: r.auth.chosen, vars: r.auth.vars } } : {}) })),
+    runtimes: runtimes.map((r) => ({
+      name: r.name,
+      ready: r.ready,
+      ...(r.auth ? { auth: { mode: r.auth.mode, chosen: r.auth.chosen, vars: r.auth.vars } } : {}),
+    })),
   };
 }

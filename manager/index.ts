@@ -5,7 +5,7 @@
  */
 export { ManagerService, WAKE_PROMPT, type ManagerOptions } from "./manager-service.js";
 export { SeatRefusedError, StaleSeatLogError } from "./errors.js";
-export { runEchoAgent } from "./echo-agent.js";
+export { ECHO_PROBE_MEDIA_TYPE, EchoProbeReport, runEchoAgent } from "./echo-agent.js";
 export { ECHO_SEAT_NODE_FLAGS, echoSeatCommand, runEchoSeat } from "./echo-seat.js";
 export { readLaunchMaterial } from "./launch-material-file.js";
 export { renewalDueAt, SEAT_CREDS_LIFETIME_MS } from "./seat-credential.js";

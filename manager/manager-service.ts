@@ -20,11 +20,11 @@ import {
   type SeatView,
   type TableParsedArgs,
 } from "../schemas/index.js";
-import { callControl, JS_OPTIONS, sendDirectMail, serveControl, SERVICE_PRINCIPALS, type Logger } from "../broker/index.js";
+import { callControl, FIX_OFF_ENV, fixOff, JS_OPTIONS, sendDirectMail, serveControl, SERVICE_PRINCIPALS, type Logger } from "../broker/index.js";
 import { OpeningPromptNotStoredError, PersonaChangedError, SeatRefusedError, StaleSeatLogError, unsupervisable } from "./errors.js";
 import { newLifecycleUid } from "./lifecycle-uid.js";
 import { adoptSeatProcess, logTailOf, type SeatExit, type SeatProcess } from "./process-host.js";
-import { proveSeatProcess, seatFolderProblem } from "./seat-adoption.js";
+import { proveSeatProcess, seatFolderProblem, type SeatProof } from "./seat-adoption.js";
 import { launchSeat, prepareSeat, retireSeatFiles, seatDir, type LauncherOptions, type SeatFiles } from "./seat-launcher.js";
 import { renewalCheckMs, renewalDueAt, renewSeatCredential } from "./seat-credential.js";
 import { heartbeatOf } from "./heartbeat.js";
@@ -316,7 +316,9 @@ export class ManagerService {
     for (const r of this.seats.values()) {
       if (r.manager !== this.o.instance || !["launched", "joined", "requested"].includes(r.state)) continue;
       const files = this.filesOf(r);
-      const proof = await proveSeatProcess(r, files, () => this.tmux.panePid(seatName(r.seat)));
+      const proof: SeatProof = fixOff("adoption", this.o.log)
+        ? { kind: "not-ours", why: `adoption is switched off (${FIX_OFF_ENV})`, running: true }
+        : await proveSeatProcess(r, files, () => this.tmux.panePid(seatName(r.seat)));
       if (proof.kind === "not-ours" && proof.running)
         this.o.log.warn({ seat: r.seat, pid: r.pid, why: proof.why }, "a recorded seat's process is not this manager's: not adopted");
       const proc =
@@ -950,6 +952,7 @@ export class ManagerService {
           : `failed: ${describeExit(exit)} before it joined`;
     else if (recent.length > (r.spec.restarts ?? this.o.restarts ?? 3))
       reason = `crash loop: exited ${recent.length} times within ${Math.round(windowMs / 1000)} s, last ${describeExit(exit)}`;
+    else if (fixOff("restart", this.o.log)) reason = `exited: ${describeExit(exit)} (restarts are switched off, ${FIX_OFF_ENV})`;
     if (reason) {
       await this.retire(seat, reason);
       return;

@@ -4,7 +4,7 @@
  * schemas only). Its plugin (plugin.ts) is bundled on its own into the plugin's bin/.
  */
 export { opencodeRuntime } from "./runtime.js";
-export { OpencodeLaunchError } from "./errors.js";
+export { opencodeLaunchError } from "./errors.js";
 export { opencodeRunResultOf } from "./run-result.js";
 export { buildOpencodeEnv, OPENCODE_DIR_PREFIX, pluginEntryOf, pluginSdkInstalledFiles } from "./launch.js";
 export { askRulesOf, readUserOpencodeConfig, userConfigDir, type UserOpencodeConfig } from "./home.js";

@@ -26,7 +26,7 @@ import {
   type SeatLaunchInput,
   type SpawnOptions,
 } from "../runtime/index.js";
-import { OpencodeLaunchError } from "./errors.js";
+import { opencodeLaunchError } from "./errors.js";
 import { PROVIDER_KEY_VARS, readUserOpencodeConfig } from "./home.js";
 import { COTAL_AGENT, MCP_NAME, POSTURE_NAME, postureRules, SUBAGENTS } from "./posture.js";
 
@@ -61,15 +61,15 @@ export function buildOpencodeEnv(parentEnv: Env, envKeys: readonly string[], set
 
 function refuseUnsupported(c: LaunchCommon): void {
   if (c.agent !== undefined)
-    throw new OpencodeLaunchError(`The agent file names a subagent (${JSON.stringify(c.agent)}); an OpenCode launch runs as Cotal's own agent.`, {
+    throw opencodeLaunchError(`The agent file names a subagent (${JSON.stringify(c.agent)}); an OpenCode launch runs as Cotal's own agent.`, {
       remedy: "Drop `agent:` from an agent file with `runtime: opencode`.",
     });
   for (const [k, v] of Object.entries(c.launchOptions))
-    throw new OpencodeLaunchError(`Launch option ${JSON.stringify(k)}=${JSON.stringify(v)} is not one Cotal passes to OpenCode.`, {
+    throw opencodeLaunchError(`Launch option ${JSON.stringify(k)}=${JSON.stringify(v)} is not one Cotal passes to OpenCode.`, {
       remedy: "For runtime opencode there are no launch options: the posture is OpenCode's permission rules (allowedTools) and the deny floor.",
     });
   if (c.model !== undefined && !/^[^/\s]+\/\S+$/.test(c.model))
-    throw new OpencodeLaunchError(`The model ${JSON.stringify(c.model)} does not name its provider; OpenCode models are \`provider/model\`.`, {
+    throw opencodeLaunchError(`The model ${JSON.stringify(c.model)} does not name its provider; OpenCode models are \`provider/model\`.`, {
       remedy: "Name the model as OpenCode lists it (`opencode models`), e.g. anthropic/claude-sonnet-4-5.",
     });
 }
@@ -97,7 +97,7 @@ export const isCotalPlugin = (entry: unknown): boolean => (Array.isArray(entry) 
 /** The files of a private home, and the launch's environment. */
 function home(host: RuntimeHost, c: LaunchCommon, extra: { mcp?: Record<string, unknown>; plugin?: unknown; set?: Record<string, string> }) {
   refuseUnsupported(c);
-  const privateDir = privateLaunchDir(c, OPENCODE_DIR_PREFIX, (m) => new OpencodeLaunchError(m));
+  const privateDir = privateLaunchDir(c, OPENCODE_DIR_PREFIX, (m) => opencodeLaunchError(m));
   const user = readUserOpencodeConfig(host.parentEnv);
   const configDir = path.join(privateDir, "opencode");
   const dataDir = path.join(privateDir, "data");
@@ -171,7 +171,7 @@ export async function buildOpencodeSeat(host: RuntimeHost, seat: SeatLaunchInput
   return { command: host.executable, args: [seat.cwd], env, cwd: seat.cwd, privateDir, files, permissionMode: POSTURE_NAME };
 }
 
-const RULES: PrivateDirRules = { prefix: OPENCODE_DIR_PREFIX, fail: (message, cause) => new OpencodeLaunchError(message, { cause }) };
+const RULES: PrivateDirRules = { prefix: OPENCODE_DIR_PREFIX, fail: (message, cause) => opencodeLaunchError(message, { cause }) };
 
 /** Create the private home (0700, must not exist) and write its files (0600, exclusive). */
 export function writeOpencodeLaunchFiles(launch: Pick<RuntimeLaunch, "privateDir" | "files">): void {

@@ -14,7 +14,7 @@
 // - The deny floor (runtime/deny-floor.ts) comes last of all, as `bash` deny rules: no rule of the
 //   user's or the agent file's can lift it. Never `--auto` (OpenCode's "approve everything").
 import { DENY_FLOOR_COMMANDS } from "../runtime/index.js";
-import { OpencodeLaunchError } from "./errors.js";
+import { opencodeLaunchError } from "./errors.js";
 
 /** The agent Cotal's launches run as. */
 export const COTAL_AGENT = "cotal";
@@ -62,7 +62,7 @@ export function allowRuleOf(rule: string): { permission: string; pattern?: strin
   const m = /^([A-Za-z]+)(?:\((.+)\))?$/.exec(rule.trim());
   const permission = m ? TOOLS[m[1]!] : undefined;
   if (!m || !permission)
-    throw new OpencodeLaunchError(`The allowedTools rule ${JSON.stringify(rule)} names no tool OpenCode has.`, {
+    throw opencodeLaunchError(`The allowedTools rule ${JSON.stringify(rule)} names no tool OpenCode has.`, {
       remedy: `For runtime opencode, allowedTools may name ${Object.keys(TOOLS).join(", ")} (with a pattern in parentheses) and mcp__<server>[__<tool>].`,
     });
   const pattern = m[2]?.replace(/:\*$/, " *");

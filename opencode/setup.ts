@@ -7,7 +7,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { applySetupFile, RUNTIME_ENV, setupAction, type Env, type RuntimeSetupReport } from "../runtime/index.js";
-import { OpencodeLaunchError } from "./errors.js";
+import { opencodeLaunchError } from "./errors.js";
 import { userConfigDir } from "./home.js";
 import { isCotalPlugin, mcpEntry, pluginEntry } from "./launch.js";
 import { MCP_NAME } from "./posture.js";
@@ -22,7 +22,7 @@ function merged(text: string | undefined, file: string, connectorEntry: string):
       if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error("not a JSON object");
       doc = parsed as Record<string, unknown>;
     } catch (cause) {
-      throw new OpencodeLaunchError(`${file} is not a plain JSON object (comments or trailing commas?); Cotal leaves it as it is.`, {
+      throw opencodeLaunchError(`${file} is not a plain JSON object (comments or trailing commas?); Cotal leaves it as it is.`, {
         remedy: `Add "mcp": {"${MCP_NAME}": …} and Cotal's plugin yourself (see \`cotal setup --runtime opencode --check --json\` on a copy without comments), or remove the comments.`,
         cause,
       });

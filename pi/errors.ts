@@ -1,8 +1,4 @@
-import { CotalError } from "../schemas/index.js";
+import { launchErrorOf } from "../runtime/index.js";
 
 /** A pi launch cannot be built as asked (a relative path, a launch option or allow rule Cotal does not pass, a JSON schema or carry pi cannot take…). */
-export class PiLaunchError extends CotalError {
-  constructor(message: string, options: { remedy?: string; cause?: unknown } = {}) {
-    super("bad-pi-launch", message, options);
-  }
-}
+export const piLaunchError = launchErrorOf("pi");

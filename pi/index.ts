@@ -4,7 +4,7 @@
  * Its extension (extension.ts) is bundled on its own into the plugin's bin/.
  */
 export { piRuntime } from "./runtime.js";
-export { PiLaunchError } from "./errors.js";
+export { piLaunchError } from "./errors.js";
 export { piRunResultOf } from "./run-result.js";
 export { extensionEntryOf, PI_DIR_PREFIX } from "./launch.js";
 export { readUserPiConfig, userPiDir, type UserPiConfig } from "./home.js";

@@ -23,7 +23,7 @@ import {
   type SeatLaunchInput,
   type SpawnOptions,
 } from "../runtime/index.js";
-import { PiLaunchError } from "./errors.js";
+import { piLaunchError } from "./errors.js";
 import { MODE_ENV } from "./extension-env.js";
 import { PI_KEY_VARS, PI_SWITCHES, readUserPiConfig } from "./home.js";
 import { POSTURE_ENV, POSTURE_NAME, postureOf, PostureRuleError } from "./posture.js";
@@ -41,11 +41,11 @@ const json = (o: unknown): string => `${JSON.stringify(o, null, 2)}\n`;
 
 function refuseUnsupported(c: LaunchCommon): void {
   if (c.agent !== undefined)
-    throw new PiLaunchError(`The agent file names a subagent (${JSON.stringify(c.agent)}); pi has none, a pi launch runs as its one agent.`, {
+    throw piLaunchError(`The agent file names a subagent (${JSON.stringify(c.agent)}); pi has none, a pi launch runs as its one agent.`, {
       remedy: "Drop `agent:` from an agent file with `runtime: pi`.",
     });
   for (const [k, v] of Object.entries(c.launchOptions))
-    throw new PiLaunchError(`Launch option ${JSON.stringify(k)}=${JSON.stringify(v)} is not one Cotal passes to pi.`, {
+    throw piLaunchError(`Launch option ${JSON.stringify(k)}=${JSON.stringify(v)} is not one Cotal passes to pi.`, {
       remedy: "For runtime pi there are no launch options: the posture is Cotal's extension (allowedTools) and the deny floor.",
     });
 }
@@ -58,13 +58,13 @@ function home(host: RuntimeHost, c: LaunchCommon, mode: "run" | "seat", set: Rec
     posture = postureOf(c.allowedTools);
   } catch (err) {
     if (err instanceof PostureRuleError)
-      throw new PiLaunchError(err.message, { remedy: "Name pi's tools (or mcp__cotal) in allowedTools for a `runtime: pi` agent." });
+      throw piLaunchError(err.message, { remedy: "Name pi's tools (or mcp__cotal) in allowedTools for a `runtime: pi` agent." });
     throw err;
   }
-  const privateDir = privateLaunchDir(c, PI_DIR_PREFIX, (m) => new PiLaunchError(m));
+  const privateDir = privateLaunchDir(c, PI_DIR_PREFIX, (m) => piLaunchError(m));
   const user = readUserPiConfig(host.parentEnv);
   if (user.unreadable)
-    throw new PiLaunchError(`The user's pi configuration cannot be read (${user.unreadable}); nothing was started.`, {
+    throw piLaunchError(`The user's pi configuration cannot be read (${user.unreadable}); nothing was started.`, {
       remedy: `Fix the file (pi reads plain JSON) in ${user.dir}.`,
     });
   const agent = path.join(privateDir, "agent");
@@ -123,7 +123,7 @@ export async function buildPiSeat(host: RuntimeHost, seat: SeatLaunchInput): Pro
   return { command: host.executable, args: launchArgs(host, seat.model), env, cwd: seat.cwd, privateDir, files, permissionMode: POSTURE_NAME };
 }
 
-const RULES: PrivateDirRules = { prefix: PI_DIR_PREFIX, fail: (message, cause) => new PiLaunchError(message, { cause }) };
+const RULES: PrivateDirRules = { prefix: PI_DIR_PREFIX, fail: (message, cause) => piLaunchError(message, { cause }) };
 
 /** Create the private folder (0700, must not exist) and write its files (0600, exclusive). */
 export function writePiLaunchFiles(launch: Pick<RuntimeLaunch, "privateDir" | "files">): void {

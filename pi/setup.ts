@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { applySetupFile, jsonObjectOf, setupAction, type Env, type RuntimeSetupReport } from "../runtime/index.js";
-import { PiLaunchError } from "./errors.js";
+import { piLaunchError } from "./errors.js";
 import { EXTENSION_HOOKS } from "./extension-env.js";
 import { userPiDir } from "./home.js";
 import { extensionEntryOf, isCotalExtension } from "./launch.js";
@@ -15,7 +15,7 @@ import { extensionEntryOf, isCotalExtension } from "./launch.js";
 function merged(text: string | undefined, file: string, connectorEntry: string): string {
   const read = jsonObjectOf(text);
   if ("error" in read)
-    throw new PiLaunchError(`${file} is not a plain JSON object (${read.error}); Cotal leaves it as it is.`, {
+    throw piLaunchError(`${file} is not a plain JSON object (${read.error}); Cotal leaves it as it is.`, {
       remedy: `Fix it, or add ${JSON.stringify(extensionEntryOf(connectorEntry))} to its "extensions" list yourself.`,
     });
   const doc = read.doc;

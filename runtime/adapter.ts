@@ -254,6 +254,37 @@ export interface SessionStore {
   named(dir: string, name: string): Promise<SessionCandidate[]>;
 }
 
+/** What adding the plugin's allow rule would do to one settings file. */
+export interface AllowRulePlan {
+  file: string;
+  rule: string;
+  /** `present`: a covering rule is there; `add`: the rule would be appended to the file's allow list. */
+  state: "present" | "add";
+  /** Whether the file exists now. */
+  exists: boolean;
+  /** The whole file after the change (only for `add`), as it would be written. */
+  content?: string;
+  /** The allow list after the change: the part of the file setup touches. */
+  allow: string[];
+}
+
+/**
+ * What Cotal's plugin for a CLI needs of that CLI, for a runtime whose users install Cotal as a
+ * plugin of theirs (Claude Code: the plugin the connector ships, `cotal setup`).
+ */
+export interface PluginFacet {
+  /** The permission rule that lets the plugin's tools run without asking. */
+  readonly allowRule: string;
+  /** The user's own settings file the rule goes in (`cotal setup --allow-tools`). */
+  settingsPath(env: Env): string;
+  /** Whether the rule is in `file`, and what the file would become; a CotalError when it cannot be read as settings. */
+  planAllowRule(file: string): AllowRulePlan;
+  /** Write a planned change, every other setting kept. */
+  applyAllowRule(plan: AllowRulePlan): void;
+  /** Variables that mark a process as inside the CLI's own session: dropped when Cotal runs the CLI's plugin commands. */
+  readonly nestedSessionEnv: readonly string[];
+}
+
 export interface RuntimeAdapter {
   /** The agent name in agent files (`runtime:`), `cotal spawn --agent`, and `ps`. */
   readonly name: string;
@@ -266,6 +297,8 @@ export interface RuntimeAdapter {
   /** How to get the CLI when it is missing. */
   readonly installHint: string;
   readonly capabilities: RuntimeCapabilities;
+  /** What Cotal's plugin for it needs, for a runtime whose users install Cotal as its plugin. */
+  readonly plugin?: PluginFacet;
   /** Its session store, for a runtime that can resume a carried session (`capabilities.carry`). */
   readonly sessions?: SessionStore;
   /** What the connector it starts needs of it: its card's meta, its session file's reader, its approvals. */

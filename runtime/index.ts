@@ -4,10 +4,12 @@
  * sit above it, the registry (manager/runtimes.ts) and the kernel above them.
  */
 export type {
+  AllowRulePlan,
   AuthDetail,
   ConnectorFacet,
   Env,
   PermissionDecision,
+  PluginFacet,
   SeatApprovals,
   SessionCandidate,
   SessionFile,
@@ -50,3 +52,4 @@ export { sha256File } from "./file-digest.js";
 export type { LaunchCommon } from "./launch-common.js";
 export type { TranscriptRecord } from "./transcript-record.js";
 export { applySetupFile, setupAction, type SetupAction } from "./setup-file.js";
+export { launchErrorOf, RuntimeLaunchError } from "./launch-error.js";

@@ -31,5 +31,12 @@ export function carryRuntime(): RuntimeAdapter & { sessions: NonNullable<Runtime
   return r as RuntimeAdapter & { sessions: NonNullable<RuntimeAdapter["sessions"]> };
 }
 
+/** The runtime whose users install Cotal as a plugin of its CLI (the plugin the connector ships, `cotal setup`). */
+export function pluginRuntime(): RuntimeAdapter & { plugin: NonNullable<RuntimeAdapter["plugin"]> } {
+  const r = RUNTIMES.find((a) => a.plugin);
+  if (!r?.plugin) throw new Error("no runtime of the registry has a plugin");
+  return r as RuntimeAdapter & { plugin: NonNullable<RuntimeAdapter["plugin"]> };
+}
+
 /** The runtime a persona runs on when its agent file names none, and a spawn whose agent is not named. */
 export const DEFAULT_RUNTIME: RuntimeAdapter = RUNTIMES[0]!;

@@ -23,7 +23,9 @@ export const AgentFrontmatter = z
       .array(z.string().min(1).max(200))
       .max(200)
       .default([])
-      .describe("permission rules (in its runtime's syntax) a managed seat may use without asking (it runs dontAsk: anything else is refused), e.g. Read, Bash(npm test:*)"),
+      .describe(
+        "permission rules (in its runtime's syntax) a managed seat may use without asking (it runs dontAsk: anything else is refused), e.g. Read, Bash(npm test:*)",
+      ),
     capabilities: z.array(Capability).default([]),
     allowSpawn: AllowSpawn.default([]).describe(
       "personas (agent files) a seat of this persona may spawn helpers of with cotal_spawn, when the operator spawns it (docs/manager.md, Helpers); a helper spawned by an agent may not carry it",

@@ -47,14 +47,18 @@ function runtimeHosts(log: Logger, auth: AuthChoices): { runtimes: Record<string
     const found = findRuntimeCli(adapter, env);
     for (const n of found.notes) log.warn(n);
     if (!found.path || !existsSync(connectorEntry)) {
-      log.warn({ runtime: adapter.name, executable: found.path ?? null, connectorEntry }, `${adapter.label} seats are not available on this manager: no ${adapter.command} executable, or the plugin's bundles are not built`);
+      log.warn(
+        { runtime: adapter.name, executable: found.path ?? null, connectorEntry },
+        `${adapter.label} seats are not available on this manager: no ${adapter.command} executable, or the plugin's bundles are not built`,
+      );
       continue;
     }
     const host: RuntimeHost = { executable: found.path, connectorEntry, parentEnv: process.env, authMode: auth[adapter.name], settings: { pluginDir } };
     // Names only: which configuration or mode, from which variables, and what is missing; never a value.
     const { ready, summary, problem, detail } = adapter.auth(host);
     if (ready) log.info({ runtime: adapter.name, config: summary, ...(detail ? { auth: detail } : {}) }, `${adapter.label} seats and runs use ${summary}`);
-    else log.warn({ runtime: adapter.name, config: summary, ...(detail ? { auth: detail } : {}) }, `${adapter.label} seats and runs will be refused: ${problem}`);
+    else
+      log.warn({ runtime: adapter.name, config: summary, ...(detail ? { auth: detail } : {}) }, `${adapter.label} seats and runs will be refused: ${problem}`);
     runtimes[adapter.name] = host;
   }
   return { runtimes };

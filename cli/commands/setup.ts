@@ -3,12 +3,6 @@ import path from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
 import {
-  applyAllowRule,
-  claudeUserSettingsPath,
-  ClaudeSettingsError,
-  planAllowRule,
-  PLUGIN_ALLOW_RULE,
-  type AllowRulePlan,
   ensurePluginInstalled,
   findClaudeCli,
   installCommandText,
@@ -26,8 +20,8 @@ import { askYesNo, atTerminal } from "../terminal/confirm.js";
 import { jsonOption } from "../mesh-client/mesh-target.js";
 import { CommandFailedError, EXIT, UsageError } from "../terminal/errors.js";
 import { findRuntimeCli } from "../../manager/index.js";
-import { DEFAULT_RUNTIME, RUNTIMES, runtimeNamed } from "../../runtimes/index.js";
-import type { RuntimeAdapter } from "../../runtime/index.js";
+import { DEFAULT_RUNTIME, pluginRuntime, RUNTIMES, runtimeNamed } from "../../runtimes/index.js";
+import type { AllowRulePlan, RuntimeAdapter } from "../../runtime/index.js";
 import { printJson, printLines } from "../terminal/output.js";
 import { packageRoot } from "../install/package-root.js";
 import {
@@ -43,7 +37,10 @@ import {
   seedDefaultAgent,
 } from "../install/setup-files.js";
 import { parseInput } from "../terminal/validate.js";
-import { COTAL_VERSION } from "../../schemas/index.js";
+import { COTAL_VERSION, CotalError } from "../../schemas/index.js";
+
+/** What Cotal's plugin needs of the CLI it plugs into (its allow rule and settings file), from the registry. */
+const plugin = () => pluginRuntime().plugin;
 
 /** How to get Claude Code when no claude CLI is found (it is not a dependency of Cotal). */
 const CLAUDE_HOW_TO =
@@ -69,7 +66,7 @@ export function registerSetup(program: Command): void {
         "($COTAL_HOME, default ~/.cotal) and install it with the claude CLI's own plugin commands (marketplace add, then " +
         "install or update); without a claude CLI it writes the files and prints the command to run. Seeds " +
         ".cotal/agents/default.md in the project unless it exists. Claude's settings files are written by claude itself, " +
-        `except one rule: it offers to add the allow rule ${PLUGIN_ALLOW_RULE} (the plugin's own tools, so they run ` +
+        `except one rule: it offers to add the allow rule ${plugin().allowRule} (the plugin's own tools, so they run ` +
         "without an approval prompt) to the user's Claude settings, showing what it writes; --allow-tools adds it without " +
         "asking. Running it again changes nothing, or refreshes what an upgrade made stale.",
     )
@@ -78,7 +75,7 @@ export function registerSetup(program: Command): void {
     .option("--check", "report what is installed and what is stale; change nothing; exit 1 unless all is in place")
     .option(
       "--allow-tools",
-      `add the allow rule ${PLUGIN_ALLOW_RULE} to the user's Claude settings (~/.claude/settings.json, or $CLAUDE_CONFIG_DIR) without asking`,
+      `add the allow rule ${plugin().allowRule} to the user's Claude settings (~/.claude/settings.json, or $CLAUDE_CONFIG_DIR) without asking`,
     )
     .option("--print-plugin-dir", `print the package's plugin folder, for one session without installing: ${pluginDirCommandText()}`)
     .option(
@@ -141,17 +138,17 @@ function allowRuleShown(plan: AllowRulePlan): string[] {
  * --allow-tools, after a yes at a terminal, otherwise only say how.
  */
 async function allowRuleStep(opts: SetupOptions, lines: string[]): Promise<AllowRuleOutcome> {
-  const file = claudeUserSettingsPath();
+  const file = plugin().settingsPath(process.env);
   let plan: AllowRulePlan;
   try {
-    plan = planAllowRule(file);
+    plan = plugin().planAllowRule(file);
   } catch (err) {
-    if (opts.allowTools || !(err instanceof ClaudeSettingsError)) throw err;
+    if (opts.allowTools || !(err instanceof CotalError)) throw err;
     lines.push(`allow rule   ${err.message}`);
-    return { file, rule: PLUGIN_ALLOW_RULE, state: "unreadable", error: err.message };
+    return { file, rule: plugin().allowRule, state: "unreadable", error: err.message };
   }
   if (plan.state === "present") {
-    lines.push(`allow rule   ${PLUGIN_ALLOW_RULE} is in ${file}: the cotal tools run without an approval prompt`);
+    lines.push(`allow rule   ${plugin().allowRule} is in ${file}: the cotal tools run without an approval prompt`);
     return { file, rule: plan.rule, state: "present" };
   }
   let yes = !!opts.allowTools;
@@ -166,12 +163,12 @@ async function allowRuleStep(opts: SetupOptions, lines: string[]): Promise<Allow
   }
   if (!yes) {
     lines.push(
-      `allow rule   not set: Claude asks before every cotal_* call. \`cotal setup --allow-tools\` adds "${PLUGIN_ALLOW_RULE}" to permissions.allow in ${file}.`,
+      `allow rule   not set: Claude asks before every cotal_* call. \`cotal setup --allow-tools\` adds "${plugin().allowRule}" to permissions.allow in ${file}.`,
     );
     return { file, rule: plan.rule, state: ask ? "declined" : "absent" };
   }
-  applyAllowRule(plan);
-  lines.push(`allow rule   added "${PLUGIN_ALLOW_RULE}" (every other setting kept):`, ...allowRuleShown(plan));
+  plugin().applyAllowRule(plan);
+  lines.push(`allow rule   added "${plugin().allowRule}" (every other setting kept):`, ...allowRuleShown(plan));
   return { file, rule: plan.rule, state: "added", allow: plan.allow };
 }
 
@@ -286,14 +283,14 @@ async function check(opts: SetupOptions): Promise<void> {
   const { market, states, cli, state, problems } = await inspectSetup(opts);
   const agentFile = { path: defaultAgentPath(opts.projectDir), present: existsSync(defaultAgentPath(opts.projectDir)) };
   // For information, like the agent file: the rule is the user's choice, not part of the install.
-  const settingsFile = claudeUserSettingsPath();
+  const settingsFile = plugin().settingsPath(process.env);
   let allowState: "present" | "absent" | "unreadable";
   try {
-    allowState = planAllowRule(settingsFile).state === "present" ? "present" : "absent";
+    allowState = plugin().planAllowRule(settingsFile).state === "present" ? "present" : "absent";
   } catch {
     allowState = "unreadable";
   }
-  const allowRule = { file: settingsFile, rule: PLUGIN_ALLOW_RULE, state: allowState };
+  const allowRule = { file: settingsFile, rule: plugin().allowRule, state: allowState };
 
   if (opts.json) {
     printJson({
@@ -326,7 +323,7 @@ async function check(opts: SetupOptions): Promise<void> {
     } else lines.push(`claude       not found on PATH, so the install in Claude is not checked: ${CLAUDE_HOW_TO}`);
     lines.push(`agent file   ${agentFile.path}: ${agentFile.present ? "present" : "absent (cotal setup seeds it)"}`);
     lines.push(
-      `allow rule   ${PLUGIN_ALLOW_RULE} in ${settingsFile}: ${allowState === "present" ? "present" : allowState === "absent" ? "absent (Claude asks before every cotal_* call; cotal setup --allow-tools adds it)" : "the file cannot be read as JSON"}`,
+      `allow rule   ${plugin().allowRule} in ${settingsFile}: ${allowState === "present" ? "present" : allowState === "absent" ? "absent (Claude asks before every cotal_* call; cotal setup --allow-tools adds it)" : "the file cannot be read as JSON"}`,
     );
     lines.push(
       problems.length > 0

@@ -112,90 +112,90 @@ export function registerUp(program: Command): void {
     )
     .option("--json", "print what was found and done as JSON");
   addAuthOptions(up, "the host manager's").action(async (raw: Record<string, unknown>) => {
-      // A team file gives the flags the command line does not (docs/team-file.md).
-      const team = typeof raw.file === "string" ? loadTeamFile(raw.file) : undefined;
-      for (const n of team?.notes ?? []) warn(n);
-      const server = team ? teamServerFlags(team) : undefined;
-      const given = Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined));
-      const flags = parseInput(UpFlags, server ? { ...server.flags, ...given } : raw);
-      if (flags.dryRun && !team) throw new UsageError("--dry-run plans a team file.", { remedy: "Add --file cotal.yaml, or leave out --dry-run." });
-      const root = findMeshRoot() ?? new MeshRoot(process.cwd());
-      const prev = root.readInfo();
-      // Refused before anything starts: a name that cannot be a principal is never rewritten.
-      const me = flags.dryRun ? undefined : chooseMe(root, flags.me);
-      const print = flags.json ? undefined : (lines: string[]) => printLines(...lines);
-      if (team && server && prev && (await serverAnswers({ server: prev.server, creds: flags.creds ?? defaultCreds(root, prev) })))
-        refuseServerDrift(team, server, new Set(Object.keys(given)), flags, prev);
-      if (team && flags.dryRun) {
-        const r = await planOnly(root, team, flags.space ?? prev?.space ?? DEFAULT_SPACE, { print, creds: flags.creds });
-        if (flags.json) printJson(r);
-        return;
+    // A team file gives the flags the command line does not (docs/team-file.md).
+    const team = typeof raw.file === "string" ? loadTeamFile(raw.file) : undefined;
+    for (const n of team?.notes ?? []) warn(n);
+    const server = team ? teamServerFlags(team) : undefined;
+    const given = Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined));
+    const flags = parseInput(UpFlags, server ? { ...server.flags, ...given } : raw);
+    if (flags.dryRun && !team) throw new UsageError("--dry-run plans a team file.", { remedy: "Add --file cotal.yaml, or leave out --dry-run." });
+    const root = findMeshRoot() ?? new MeshRoot(process.cwd());
+    const prev = root.readInfo();
+    // Refused before anything starts: a name that cannot be a principal is never rewritten.
+    const me = flags.dryRun ? undefined : chooseMe(root, flags.me);
+    const print = flags.json ? undefined : (lines: string[]) => printLines(...lines);
+    if (team && server && prev && (await serverAnswers({ server: prev.server, creds: flags.creds ?? defaultCreds(root, prev) })))
+      refuseServerDrift(team, server, new Set(Object.keys(given)), flags, prev);
+    if (team && flags.dryRun) {
+      const r = await planOnly(root, team, flags.space ?? prev?.space ?? DEFAULT_SPACE, { print, creds: flags.creds });
+      if (flags.json) printJson(r);
+      return;
+    }
+    const choice = chooseMode({ open: flags.open, host: flags.host ?? prev?.host ?? "127.0.0.1" });
+    for (const w of choice.warnings) warn(w);
+    const leaf = checkLeafFlags(flags, flags.host ?? prev?.host ?? "127.0.0.1");
+    if (leaf?.insecure)
+      warn(`the leaf-node listener on ${leaf.host}:${leaf.port} has no TLS (--leaf-insecure): leaf traffic crosses the network in clear text.`);
+    if (leaf && choice.mode === "open" && !isLoopback(leaf.host) && !leaf.tls?.ca) {
+      warn(
+        `open mode: any host that reaches ${leaf.host}:${leaf.port} may join as a leaf node and read every message (pass --leaf-tls-ca to require client certificates).`,
+      );
+    }
+    // From here an interruption or a failure stops what this run started (cli/mesh-host/up-guard.ts).
+    const guard = guardUp(root);
+    let report: UpReport;
+    let teamResult: TeamResult | undefined;
+    try {
+      report = await bringUp(root, {
+        mode: choice.mode,
+        space: flags.space,
+        port: flags.port,
+        host: flags.host,
+        storeDir: flags.storeDir ? resolve(flags.storeDir) : undefined,
+        creds: flags.creds ? checkCreds(flags.creds, process.cwd()) : defaultCreds(root, prev),
+        limits: definedOnly({
+          chatBytes: flags.chatBytes,
+          dmBytes: flags.dmBytes,
+          taskBytes: flags.taskBytes,
+          seatsBytes: flags.seatLogBytes,
+          artifactsBytes: flags.artifactBytes,
+          eventsBytes: flags.eventsBytes,
+          chatPerSender: flags.chatPerSender,
+          chatMaxAgeMs: flags.chatMaxAge,
+          backlogPerSender: flags.dmBacklog,
+        }),
+        account: definedOnly({ diskBytes: flags.maxDisk, memoryBytes: flags.maxMemory, connections: flags.maxConnections }),
+        cluster: flags.cluster,
+        leaf,
+        sync: flags.sync,
+        auth: authChoices(raw),
+        me,
+      });
+      if (!flags.json) printLines(...describeUp(report));
+      if (team) {
+        teamResult = await converge(root, team, report.space, { print, creds: flags.creds, yes: flags.yes });
+        if (teamResult.done.some((d) => !d.ok)) process.exitCode = EXIT.failed;
       }
-      const choice = chooseMode({ open: flags.open, host: flags.host ?? prev?.host ?? "127.0.0.1" });
-      for (const w of choice.warnings) warn(w);
-      const leaf = checkLeafFlags(flags, flags.host ?? prev?.host ?? "127.0.0.1");
-      if (leaf?.insecure)
-        warn(`the leaf-node listener on ${leaf.host}:${leaf.port} has no TLS (--leaf-insecure): leaf traffic crosses the network in clear text.`);
-      if (leaf && choice.mode === "open" && !isLoopback(leaf.host) && !leaf.tls?.ca) {
-        warn(
-          `open mode: any host that reaches ${leaf.host}:${leaf.port} may join as a leaf node and read every message (pass --leaf-tls-ca to require client certificates).`,
-        );
-      }
-      // From here an interruption or a failure stops what this run started (cli/mesh-host/up-guard.ts).
-      const guard = guardUp(root);
-      let report: UpReport;
-      let teamResult: TeamResult | undefined;
-      try {
-        report = await bringUp(root, {
-          mode: choice.mode,
-          space: flags.space,
-          port: flags.port,
-          host: flags.host,
-          storeDir: flags.storeDir ? resolve(flags.storeDir) : undefined,
-          creds: flags.creds ? checkCreds(flags.creds, process.cwd()) : defaultCreds(root, prev),
-          limits: definedOnly({
-            chatBytes: flags.chatBytes,
-            dmBytes: flags.dmBytes,
-            taskBytes: flags.taskBytes,
-            seatsBytes: flags.seatLogBytes,
-            artifactsBytes: flags.artifactBytes,
-            eventsBytes: flags.eventsBytes,
-            chatPerSender: flags.chatPerSender,
-            chatMaxAgeMs: flags.chatMaxAge,
-            backlogPerSender: flags.dmBacklog,
-          }),
-          account: definedOnly({ diskBytes: flags.maxDisk, memoryBytes: flags.maxMemory, connections: flags.maxConnections }),
-          cluster: flags.cluster,
-          leaf,
-          sync: flags.sync,
-          auth: authChoices(raw),
-          me,
-        });
-        if (!flags.json) printLines(...describeUp(report));
-        if (team) {
-          teamResult = await converge(root, team, report.space, { print, creds: flags.creds, yes: flags.yes });
-          if (teamResult.done.some((d) => !d.ok)) process.exitCode = EXIT.failed;
-        }
-      } catch (err) {
-        const stopped = await guard.undo();
-        if (stopped.length) note(`Stopped what this \`cotal up\` had started: ${stopped.join(", ")}.`);
-        throw err;
-      }
-      await guard.release();
-      if (flags.json) printJson({ ...report, warnings: choice.warnings, detached: !!flags.detach, ...(teamResult ? { team: teamResult } : {}) });
-      if (flags.detach) return;
-      // A mesh whose nats-server was already running was started in the background: repairing its
-      // mesh service does not make this terminal its owner (Ctrl-C here must not stop it).
-      if (report.natsServer.state === "running") {
-        note(
-          report.meshService.state === "running"
-            ? "The mesh was already running; it keeps running in the background (`cotal down` stops it)."
-            : "The mesh runs in the background; repaired it without attaching (`cotal down` stops it).",
-        );
-        return;
-      }
-      await attach(root);
-    });
+    } catch (err) {
+      const stopped = await guard.undo();
+      if (stopped.length) note(`Stopped what this \`cotal up\` had started: ${stopped.join(", ")}.`);
+      throw err;
+    }
+    await guard.release();
+    if (flags.json) printJson({ ...report, warnings: choice.warnings, detached: !!flags.detach, ...(teamResult ? { team: teamResult } : {}) });
+    if (flags.detach) return;
+    // A mesh whose nats-server was already running was started in the background: repairing its
+    // mesh service does not make this terminal its owner (Ctrl-C here must not stop it).
+    if (report.natsServer.state === "running") {
+      note(
+        report.meshService.state === "running"
+          ? "The mesh was already running; it keeps running in the background (`cotal down` stops it)."
+          : "The mesh runs in the background; repaired it without attaching (`cotal down` stops it).",
+      );
+      return;
+    }
+    await attach(root);
+  });
 }
 
 /** The object without its undefined fields, or undefined when none is left. */

@@ -58,7 +58,11 @@ type AuthEntry = Pick<RuntimeConfigStatus, "name" | "ready" | "auth" | "problem"
 export function describeRuntimeAuth(r: AuthEntry): string | undefined {
   const a = r.auth;
   if (!a) return undefined;
-  const from = [a.vars.length ? a.vars.join(", ") : undefined, a.baseUrl ? `base URL ${a.baseUrl}` : undefined, a.login && r.ready ? `login ${a.login}` : undefined]
+  const from = [
+    a.vars.length ? a.vars.join(", ") : undefined,
+    a.baseUrl ? `base URL ${a.baseUrl}` : undefined,
+    a.login && r.ready ? `login ${a.login}` : undefined,
+  ]
     .filter(Boolean)
     .join("; ");
   const head = `${a.mode} (${a.chosen === "auto" ? "detected" : "chosen"}${from ? `: ${from}` : ""})`;

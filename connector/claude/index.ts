@@ -1,6 +1,4 @@
 /** The Claude Code plugin (rendered from the connector's hook registry) and its install, for `cotal setup`. */
-// The allow rule that lets Claude run the plugin's tools without asking, and its edit of Claude's settings.
-export { applyAllowRule, claudeUserSettingsPath, ClaudeSettingsError, planAllowRule, PLUGIN_ALLOW_RULE, type AllowRulePlan } from "../../claude/index.js";
 export {
   MARKETPLACE_MANIFEST,
   MARKETPLACE_PLUGIN_PATH,

@@ -5,7 +5,7 @@ import { realpathSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { CotalError } from "../../schemas/index.js";
-import { ALWAYS_DROPPED } from "../../claude/index.js";
+import { pluginRuntime } from "../../runtimes/index.js";
 import { findCli } from "../../runtime/index.js";
 import { PLUGIN_ID, PLUGIN_MARKETPLACE } from "./plugin.js";
 
@@ -95,7 +95,7 @@ export interface ClaudeCliOptions {
 export function runClaudeCli(args: string[], opts: ClaudeCliOptions): Promise<ClaudeCliResult> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(opts.env ?? process.env)) if (v !== undefined) env[k] = v;
-  for (const k of ALWAYS_DROPPED) delete env[k];
+  for (const k of pluginRuntime().plugin.nestedSessionEnv) delete env[k];
   const what = `claude ${args.join(" ")}`;
   return new Promise((resolve, reject) => {
     const child = spawn(opts.bin, args, { cwd: opts.cwd, env, stdio: ["ignore", "pipe", "pipe"] });

@@ -5,7 +5,7 @@
 import pkg from "../../package.json" with { type: "json" };
 import { HOOKS, renderHooksSettings } from "../hooks.js";
 import type { HookEvent } from "../protocol.js";
-import { claudeRuntime, PLUGIN_ALLOW_RULE } from "../../claude/index.js";
+import { pluginRuntime } from "../../runtimes/index.js";
 import { COTAL_MCP_SERVER, CONNECTOR_NODE_FLAGS, RUNTIME_ENV } from "../../runtime/index.js";
 
 /** The plugin's name: its MCP tools are `mcp__plugin_cotal_cotal__<tool>`. */
@@ -72,7 +72,7 @@ export function renderPlugin(info: PluginPackageInfo = packageInfo()): Record<st
       [COTAL_MCP_SERVER]: {
         command: "node",
         args: [...CONNECTOR_NODE_FLAGS, `${ROOT}/${PLUGIN_BIN_DIR}/connector.mjs`],
-        env: { [RUNTIME_ENV]: claudeRuntime.name },
+        env: { [RUNTIME_ENV]: pluginRuntime().name },
       },
     },
   };
@@ -136,9 +136,9 @@ function renderReadme(info: PluginPackageInfo): string {
     `- **MCP server \`${COTAL_MCP_SERVER}\`**: \`node ${CONNECTOR_NODE_FLAGS.join(" ")} bin/connector.mjs\`. Its tools are`,
     `  named \`${PLUGIN_TOOL_PREFIX}<tool>\`. Without a Cotal identity in the environment it starts`,
     "  not joined and serves one tool, `cotal_join_help`, which explains how to join a mesh.",
-    `  Claude asks before each call unless an allow rule covers them: \`${PLUGIN_ALLOW_RULE}\` (the whole`,
+    `  Claude asks before each call unless an allow rule covers them: \`${pluginRuntime().plugin.allowRule}\` (the whole`,
     "  server) in `permissions.allow` of your Claude settings (`cotal setup --allow-tools` adds it), or",
-    `  \`--allowedTools ${PLUGIN_ALLOW_RULE}\` for one session.`,
+    `  \`--allowedTools ${pluginRuntime().plugin.allowRule}\` for one session.`,
     "  The connector joins the mesh on the session's first hook or tool call, so `claude mcp list`",
     "  (which starts the server only to check it) takes no mail and leaves presence alone.",
     "- **Hooks**: `node bin/hook.mjs <Event>` on these events. A hook never blocks the session: when",

@@ -10,7 +10,22 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const COMPONENTS = ["schemas", "runtime", "broker", "claude", "codex", "opencode", "gemini", "pi", "copilot", "runtimes", "connector", "manager", "web", "cli"] as const;
+const COMPONENTS = [
+  "schemas",
+  "runtime",
+  "broker",
+  "claude",
+  "codex",
+  "opencode",
+  "gemini",
+  "pi",
+  "copilot",
+  "runtimes",
+  "connector",
+  "manager",
+  "web",
+  "cli",
+] as const;
 type Component = (typeof COMPONENTS)[number];
 const ALLOWED: Record<Component, Component[]> = {
   schemas: [],
@@ -29,9 +44,8 @@ const ALLOWED: Record<Component, Component[]> = {
   // The registry (runtimes/): the one component that imports the adapter folders, one line each.
   runtimes: ["claude", "codex", "opencode", "gemini", "pi", "copilot", "runtime", "schemas"],
   // The connector reads its CLI's facet (card meta, session-file reader, approvals) from the
-  // registry. Its Claude Code plugin (connector/claude/, rendered from the connector's hooks) still
-  // takes Claude's allow rule and nested-session markers from claude/: the one adapter import left.
-  connector: ["runtimes", "claude", "runtime", "broker", "schemas"],
+  // registry, and its Claude Code plugin (connector/claude/) the plugin facet (allow rule, markers).
+  connector: ["runtimes", "runtime", "broker", "schemas"],
   // The manager starts seats and runs of whatever the registry holds, through the seam alone.
   manager: ["runtimes", "runtime", "broker", "schemas"],
   // The dashboard (`cotal web`): reads the mesh through the broker's client, renders for browsers.
@@ -96,9 +110,9 @@ describe("architecture", () => {
     expect(show(wrong)).toEqual([]);
   });
 
-  it("no component but the registry imports an adapter folder (the Claude plugin, connector/claude/, aside)", () => {
+  it("no component but the registry imports an adapter folder", () => {
     const ADAPTERS = ["claude", "codex", "opencode", "gemini", "pi", "copilot"];
-    const wrong = crossing.filter((e) => ADAPTERS.includes(e.to) && e.from !== "runtimes" && !e.file.startsWith("connector/claude/"));
+    const wrong = crossing.filter((e) => ADAPTERS.includes(e.to) && e.from !== "runtimes");
     expect(show(wrong)).toEqual([]);
   });
 

@@ -118,7 +118,10 @@ describe("what an observer reads of a manager names none of its host's paths", (
     const beat = await js.streams.getMessage(`KV_${bucket}`, { last_by_subj: `$KV.${bucket}.paths` });
     const raw = new TextDecoder().decode(beat!.data);
     expect(raw).not.toContain(root);
-    expect(JSON.parse(raw)).toMatchObject({ instance: "paths", runtimes: [{ name: "claude", ready: true, auth: { mode: "subscription", chosen: "auto", vars: [] } }] });
+    expect(JSON.parse(raw)).toMatchObject({
+      instance: "paths",
+      runtimes: [{ name: "claude", ready: true, auth: { mode: "subscription", chosen: "auto", vars: [] } }],
+    });
     expect(JSON.parse(raw).runtimes[0].auth).not.toHaveProperty("login");
 
     const status = await callManager(nc, mesh.space, "status", operator, {}, { target: "paths" });

@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync }
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { applyAllowRule, planAllowRule, PLUGIN_ALLOW_RULE } from "../../connector/claude/index.js";
+import { applyAllowRule, planAllowRule, PLUGIN_ALLOW_RULE } from "../../claude/index.js";
 import { cleanupRun, OFFLINE_ENV, projectRoot, runClaude } from "../harness/claude-runner.js";
 import { buildCli, runCotal } from "../harness/cli.js";
 import { ModelDouble, toolResults } from "../../testbed/model-double.js";

@@ -1,7 +1,8 @@
 // The Claude child's environment is an allow-list: junk and host-session markers never pass,
 // and the auth mode decides ANTHROPIC_API_KEY.
 import { describe, expect, it } from "vitest";
-import { buildClaudeEnv, buildClaudeLaunch, ClaudeLaunchError, isAllowedEnvName, claudeShellEnv } from "../../claude/index.js";
+import { buildClaudeEnv, buildClaudeLaunch, isAllowedEnvName, claudeShellEnv } from "../../claude/index.js";
+import { RuntimeLaunchError } from "../../runtime/index.js";
 
 /** A launcher shell as it may look: the basics, credentials, and a lot that Claude must not see. */
 const PARENT = {
@@ -157,8 +158,8 @@ describe("Claude environment allow-list", () => {
   });
 
   it("CLAUDECODE and CLAUDE_CODE_CHILD_SESSION are dropped even when Cotal is asked to pass or set them", () => {
-    expect(() => buildClaudeEnv({ parentEnv: PARENT, passEnv: ["CLAUDECODE"] })).toThrow(ClaudeLaunchError);
-    expect(() => buildClaudeEnv({ parentEnv: PARENT, passEnv: ["ANTHROPIC_API_KEY"] })).toThrow(ClaudeLaunchError);
+    expect(() => buildClaudeEnv({ parentEnv: PARENT, passEnv: ["CLAUDECODE"] })).toThrow(RuntimeLaunchError);
+    expect(() => buildClaudeEnv({ parentEnv: PARENT, passEnv: ["ANTHROPIC_API_KEY"] })).toThrow(RuntimeLaunchError);
     const env = buildClaudeEnv({ parentEnv: PARENT, set: { CLAUDECODE: "1", CLAUDE_CODE_CHILD_SESSION: "1" } });
     expect(env.CLAUDECODE).toBeUndefined();
     expect(env.CLAUDE_CODE_CHILD_SESSION).toBeUndefined();

@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { buildClaudeLaunch, BypassAsRootError, ClaudeLaunchError, DENY_FLOOR, LaunchOptionError, type ClaudeLaunch, type ClaudeLaunchInput } from "../../claude/index.js";
+import { buildClaudeLaunch, BypassAsRootError, DENY_FLOOR, LaunchOptionError, type ClaudeLaunch, type ClaudeLaunchInput } from "../../claude/index.js";
+import { RuntimeLaunchError } from "../../runtime/index.js";
 
 const PARENT_ENV = {
   PATH: "/usr/local/bin:/usr/bin:/bin",
@@ -282,9 +283,9 @@ describe("buildClaudeLaunch golden output", () => {
   });
 
   it("refuses an allow rule that is not a permission rule (a flag smuggled in as a rule)", () => {
-    expect(() => buildClaudeLaunch(input({ allowedTools: ["--dangerously-skip-permissions"] }))).toThrow(ClaudeLaunchError);
-    expect(() => buildClaudeLaunch(input({ allowedTools: ["Read Write"] }))).toThrow(ClaudeLaunchError);
-    expect(() => buildClaudeLaunch(input({ pluginDir: "plugin" }))).toThrow(ClaudeLaunchError);
+    expect(() => buildClaudeLaunch(input({ allowedTools: ["--dangerously-skip-permissions"] }))).toThrow(RuntimeLaunchError);
+    expect(() => buildClaudeLaunch(input({ allowedTools: ["Read Write"] }))).toThrow(RuntimeLaunchError);
+    expect(() => buildClaudeLaunch(input({ pluginDir: "plugin" }))).toThrow(RuntimeLaunchError);
   });
 
   it("no persona means no persona file and no prompt flag", () => {
@@ -408,12 +409,12 @@ describe("buildClaudeLaunch refusals", () => {
   });
 
   it("refuses relative paths, bad identities and prompts where they cannot go", () => {
-    expect(refuse({ cwd: "proj" })).toBeInstanceOf(ClaudeLaunchError);
-    expect(refuse({ connectorEntry: "dist/connector.mjs" })).toBeInstanceOf(ClaudeLaunchError);
-    expect(refuse({ identity: { name: "al.ice", space: "team", launchMaterialPath: "/m.json" } })).toBeInstanceOf(ClaudeLaunchError);
-    expect(refuse({ profile: "foreground", prompt: "hi" })).toBeInstanceOf(ClaudeLaunchError);
-    expect(refuse({ profile: "run" })).toBeInstanceOf(ClaudeLaunchError);
-    expect(refuse({ profile: "seat", jsonSchemaFile: "/s.json" })).toBeInstanceOf(ClaudeLaunchError);
-    expect(refuse({ profile: "run", prompt: "x", jsonSchemaFile: "/nonexistent/schema.json" })).toBeInstanceOf(ClaudeLaunchError);
+    expect(refuse({ cwd: "proj" })).toBeInstanceOf(RuntimeLaunchError);
+    expect(refuse({ connectorEntry: "dist/connector.mjs" })).toBeInstanceOf(RuntimeLaunchError);
+    expect(refuse({ identity: { name: "al.ice", space: "team", launchMaterialPath: "/m.json" } })).toBeInstanceOf(RuntimeLaunchError);
+    expect(refuse({ profile: "foreground", prompt: "hi" })).toBeInstanceOf(RuntimeLaunchError);
+    expect(refuse({ profile: "run" })).toBeInstanceOf(RuntimeLaunchError);
+    expect(refuse({ profile: "seat", jsonSchemaFile: "/s.json" })).toBeInstanceOf(RuntimeLaunchError);
+    expect(refuse({ profile: "run", prompt: "x", jsonSchemaFile: "/nonexistent/schema.json" })).toBeInstanceOf(RuntimeLaunchError);
   });
 });

@@ -5,9 +5,10 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } 
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { buildClaudeLaunch, ClaudeLaunchError, processGone, startPersonaWatcher, writeLaunchFiles } from "../../claude/index.js";
+import { buildClaudeLaunch, processGone, startPersonaWatcher, writeLaunchFiles } from "../../claude/index.js";
 import { processStartTime } from "../../runtime/index.js";
 import { until } from "../../testbed/until.js";
+import { RuntimeLaunchError } from "../../runtime/index.js";
 
 const runtimeDir = mkdtempSync(path.join(os.tmpdir(), "cotal-persona-"));
 const started: ChildProcess[] = [];
@@ -57,7 +58,7 @@ describe("launch files", () => {
     const launch = launchWithPersona();
     writeLaunchFiles(launch);
     try {
-      expect(() => writeLaunchFiles(launch)).toThrow(ClaudeLaunchError);
+      expect(() => writeLaunchFiles(launch)).toThrow(RuntimeLaunchError);
       expect(existsSync(launch.personaFile!)).toBe(true);
     } finally {
       rmSync(launch.privateDir, { recursive: true, force: true });
@@ -115,7 +116,7 @@ describe("persona watcher", () => {
   });
 
   it("refuses to watch a directory that is not a Cotal launch directory", () => {
-    expect(() => startPersonaWatcher({ dir: os.homedir(), pid: process.pid })).toThrow(ClaudeLaunchError);
-    expect(() => startPersonaWatcher({ dir: "relative/cotal-claude-x", pid: process.pid })).toThrow(ClaudeLaunchError);
+    expect(() => startPersonaWatcher({ dir: os.homedir(), pid: process.pid })).toThrow(RuntimeLaunchError);
+    expect(() => startPersonaWatcher({ dir: "relative/cotal-claude-x", pid: process.pid })).toThrow(RuntimeLaunchError);
   });
 });

@@ -179,7 +179,7 @@ describe("a launcher killed before its Claude exits", () => {
     // The binding as a plain ES module the launcher process can import.
     const binding = path.join(root, "claude-binding.mjs");
     await build({
-      entryPoints: [path.join(projectRoot, "connector", "claude", "index.ts")],
+      entryPoints: [path.join(projectRoot, "claude", "index.ts")],
       bundle: true,
       platform: "node",
       format: "esm",

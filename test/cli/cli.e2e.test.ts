@@ -370,7 +370,7 @@ describe("without a running mesh", () => {
       expect(bad.stderr).toMatch(/--sync must be `always`/);
       const badAuth = await runCotal(["up", "--open", "--detach", "--claude-auth", "nope"], { cwd });
       expect(badAuth.code).toBe(2);
-      expect(badAuth.stderr).toMatch(/--claude-auth: must be auto or one of .*api-key/);
+      expect(badAuth.stderr).toMatch(/--claude-auth \(or COTAL_CLAUDE_AUTH\) is "nope": it must be auto, .*api-key/);
     } finally {
       await runCotal(["down"], { cwd });
     }

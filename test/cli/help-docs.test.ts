@@ -4,12 +4,13 @@
 // commander's, read from the program the CLI runs (cli/cotal-program.ts) in this process: one
 // `cotal … --help` process per command cost this file ≈ 60 CLI starts; the built CLI's own --help
 // is test/cli/help.e2e.test.ts's.
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { beforeAll, describe, expect, it } from "vitest";
 import { buildProgram } from "../../cli/cotal-program.js";
 import { projectRoot } from "../harness/cli.js";
+import { RUNTIMES } from "../../runtimes/index.js";
 
 /** Options every command has through the root program, documented once. */
 const GLOBAL = new Set(["--help", "--version", "--log-format", "--debug"]);
@@ -154,3 +155,40 @@ function sectionFor(path: string[]): string | undefined {
   }
   return undefined;
 }
+
+/**
+ * Lists of agent CLIs in a text: runs of words joined by `, `, `|`, `/`, ` or `, ` and ` that name at
+ * least three runtimes of the registry. Fewer is an example ("claude and codex seats"), not a list.
+ */
+function runtimeLists(text: string): string[][] {
+  const names = new Set(RUNTIMES.map((r) => r.name));
+  const out: string[][] = [];
+  for (const m of text.matchAll(/[a-z][a-z0-9-]*(?:(?:, (?:and |or )?| ?\| ?|\/| or | and )[a-z][a-z0-9-]*){2,}/g)) {
+    const words = m[0].split(/, (?:and |or )?| ?\| ?|\/| or | and /);
+    if (words.filter((w) => names.has(w)).length >= 3) out.push(words);
+  }
+  return out;
+}
+
+describe("lists of runtimes follow the registry", () => {
+  it("every list of agent CLIs in --help and in docs/ names exactly the registry's runtimes", () => {
+    const want = RUNTIMES.map((r) => r.name).sort();
+    const texts: Array<[string, string]> = [
+      ...commands.map((c): [string, string] => [`cotal ${c.path.join(" ")} --help`, help(c.path)]),
+      ...readdirSync(join(projectRoot, "docs"))
+        .filter((f) => f.endsWith(".md"))
+        .map((f): [string, string] => [`docs/${f}`, readFileSync(join(projectRoot, "docs", f), "utf8")]),
+      ["README.md", readFileSync(join(projectRoot, "README.md"), "utf8")],
+    ];
+    let seen = 0;
+    const wrong: string[] = [];
+    for (const [where, text] of texts)
+      for (const list of runtimeLists(text)) {
+        seen++;
+        const named = [...new Set(list.filter((w) => want.includes(w)))].sort();
+        if (named.join(",") !== want.join(",")) wrong.push(`${where}: ${list.join(", ")}`);
+      }
+    expect(seen, "found lists of runtimes to check").toBeGreaterThan(3);
+    expect(wrong).toEqual([]);
+  });
+});

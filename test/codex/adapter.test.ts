@@ -5,9 +5,10 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, wr
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { codexRunResultOf, codexRuntime, CodexLaunchError } from "../../codex/index.js";
+import { codexRunResultOf, codexRuntime } from "../../codex/index.js";
 import type { RunExit, RunLaunchInput, RuntimeLaunch } from "../../runtime/index.js";
 import { projectRoot } from "../harness/cli.js";
+import { RuntimeLaunchError } from "../../runtime/index.js";
 
 const root = mkdtempSync(join(tmpdir(), "cotal-codex-unit-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -131,7 +132,7 @@ describe("codex launch", () => {
   }, 60_000);
 
   it("refuses Claude-only agent file settings, naming them", async () => {
-    await expect(codexRuntime.buildRun(host, { ...input, allowedTools: ["Read"] })).rejects.toThrow(CodexLaunchError);
+    await expect(codexRuntime.buildRun(host, { ...input, allowedTools: ["Read"] })).rejects.toThrow(RuntimeLaunchError);
     await expect(codexRuntime.buildRun(host, { ...input, launchOptions: { "permission-mode": "dontAsk" } })).rejects.toThrow(/not one Cotal passes to Codex/);
     expect((await codexRuntime.buildRun(host, { ...input, launchOptions: { sandbox: "read-only" } })).permissionMode).toBe("approval never, sandbox read-only");
   }, 60_000);

@@ -1,6 +1,6 @@
 // The fault suite's pure parts, without hosts: a schedule drawn from a seed is drawn again the same
 // (a report's replay command reruns what failed), and the checker names each kind of broken
-// promise from records alone.
+// promise from records alone, nothing handed to a fenced seat among them.
 import { describe, expect, it } from "vitest";
 import { check } from "../../testbed/faults/checker.js";
 import { emptyRecords, type Records } from "../../testbed/faults/records.js";
@@ -79,5 +79,38 @@ describe("the invariant checker", () => {
     const running = new Map([["e1", [101]]]);
     const kinds = check({ records: r, members: ["member"], states, running }).violations.map((v) => `${v.invariant} ${v.subject}`);
     expect(kinds.sort()).toEqual(["one-seat-one-process e1", "repeats-are-flagged c", "sender-order b", "spawn-outcome-matches e2"]);
+  });
+
+  it("reports a seat process handed a message after a later process of its name started, and only after", () => {
+    const r = records((x) => {
+      x.sends.push(sent("a", 0, "e1", 1), sent("b", 1, "e1", 2), sent("c", 2, "e1", 3));
+      // pid 101 ran from before the schedule; pid 201 took the name at 2 000 ms while 101 still ran.
+      x.seatProcesses.push(
+        { seat: "e1", pid: 101, startedAt: -5_000 },
+        { seat: "e1", pid: 201, startedAt: 2_000 },
+        { seat: "e2", pid: 102, startedAt: -5_000 },
+      );
+      x.handOvers.push(
+        { id: "a", to: "e1", at: 1_600, flaggedRepeat: false, process: 101, handedAt: 1_500 },
+        { id: "b", to: "e1", at: 2_600, flaggedRepeat: false, process: 101, handedAt: 2_500 },
+        { id: "c", to: "e1", at: 2_700, flaggedRepeat: false, process: 201, handedAt: 2_650 },
+      );
+    });
+    const found = check({ records: r, members: [], states, running: seats }).violations;
+    expect(found.map((v) => `${v.invariant} ${v.subject}`)).toEqual(["nothing-to-fenced-seat e1"]);
+    expect(found[0]!.detail).toMatch(/pid 101 was handed 1 message\(s\) after a later e1 started at 2000 ms, the first \(b\)/);
+    expect(found[0]!.history).toContain("pid 201 ran as e1, started at 2000 ms");
+  });
+
+  it("does not judge a process replaced only after its last hand-over (a seat killed, then started again)", () => {
+    const r = records((x) => {
+      x.sends.push(sent("a", 0, "e1", 1), sent("b", 1, "e1", 2));
+      x.seatProcesses.push({ seat: "e1", pid: 101, startedAt: -5_000 }, { seat: "e1", pid: 201, startedAt: 2_000 });
+      x.handOvers.push(
+        { id: "a", to: "e1", at: 1_000, flaggedRepeat: false, process: 101, handedAt: 900 },
+        { id: "b", to: "e1", at: 3_100, flaggedRepeat: true, process: 201, handedAt: 3_000 },
+      );
+    });
+    expect(check({ records: r, members: [], states, running: seats }).violations).toEqual([]);
   });
 });

@@ -1,7 +1,9 @@
 // The fault suite inside `npm test`: two short schedules on real hosts (network namespaces: three
-// cluster nodes, a leaf host with a manager and echo seats) keep every promise; and with the
-// durability fix switched off (`sync_interval` back to the server's default) a power loss breaks
-// one, and the checker says so. `npm run faults` runs the full budget (docs/reliability.md).
+// cluster nodes, a leaf host with a manager and echo seats) keep every promise; and with a fix
+// switched off, the fault it guards against breaks one and the checker names it: the durability fix
+// (`sync_interval` back to the server's default) under a power loss, a restarted manager's adoption
+// of its seats under a killed manager, a seat's restart under a killed seat. `npm run faults` runs
+// the full budget (docs/reliability.md).
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { labUnavailable } from "../../testbed/faults/hosts.js";
@@ -43,4 +45,24 @@ describe.skipIf(skip !== undefined)("the mesh under faults (network namespaces)"
       r.report,
     ).toBe(true);
   });
+
+  // The product's own fixes, each switched off (COTAL_FIX_OFF) under the one fault kind it guards:
+  // a short wait to heal and deliver, since what the switch breaks does not heal.
+  const switchedOff = [
+    {
+      fix: "adoption",
+      kind: "kill-manager",
+      broken: ["one-seat-one-process", "nothing-to-fenced-seat"],
+      when: "a restarted manager starts its running seats again beside the old processes",
+    },
+    { fix: "restart", kind: "kill-seat", broken: ["acknowledged-is-handed"], when: "a killed seat is not started again" },
+  ] as const;
+  for (const c of switchedOff) {
+    it(`reports ${c.broken.join(" and ")} when ${c.when} (${c.kind}, --fix-off ${c.fix})`, { timeout: 240_000 }, async () => {
+      const r = await runFaults({ seed: 1, schedules: 1, fixOff: c.fix, natsServer: testNatsServer(), cotal, round: { healMs: 5_000, settleMs: 5_000 } });
+      expect(r.rounds[0]!.schedule.faults.map((f) => f.kind)).toEqual([c.kind]);
+      const broken = new Set(r.rounds.flatMap((x) => x.violations.map((v) => v.invariant)));
+      for (const invariant of c.broken) expect(broken.has(invariant), r.report).toBe(true);
+    });
+  }
 });

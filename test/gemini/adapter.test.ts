@@ -14,7 +14,6 @@ import {
   GEMINI_HOOKS,
   geminiRunResultOf,
   geminiRuntime,
-  GeminiLaunchError,
   geminiTranscriptRecords,
   postureRules,
   renderPolicy,
@@ -23,6 +22,7 @@ import {
 import { DENY_FLOOR_COMMANDS, floorRuleFor, type RunExit, type RunLaunchInput } from "../../runtime/index.js";
 import { AgUiMapper, streamViolation } from "../../connector/internal.js";
 import { ONE_TOOL_TURN } from "../harness/agui-shapes.js";
+import { RuntimeLaunchError } from "../../runtime/index.js";
 
 const root = mkdtempSync(join(tmpdir(), "cotal-gemini-unit-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -98,7 +98,7 @@ describe("gemini launch", () => {
     refuses(() => geminiRuntime.buildRun(host, { ...input, launchOptions: { yolo: true } }), /not one Cotal passes/);
     refuses(() => geminiRuntime.buildRun(host, { ...input, cwd: "rel" }), /absolute path/);
     refuses(() => geminiRuntime.buildRun(host, { ...input, allowedTools: ["Frobnicate"] }), /names no tool Gemini CLI has/);
-    await expect(geminiRuntime.buildSeat(host, { ...seatInput, launchOptions: { yolo: true } })).rejects.toThrow(GeminiLaunchError);
+    await expect(geminiRuntime.buildSeat(host, { ...seatInput, launchOptions: { yolo: true } })).rejects.toThrow(RuntimeLaunchError);
   });
 });
 

@@ -1,6 +1,7 @@
 // The manager on a static mesh with real minted credentials and real seat processes
-// (the built `cotal agent echo`): spawn → joined, the seat answers a DM, ps shows it, stop
-// retires it and its credential is refused by the broker, the name is free again; a restarted
+// (the built `cotal agent echo`): spawn → joined, the seat answers a DM (a probed one naming its
+// process), ps shows it, stop retires it and its credential is refused by the broker, the name is
+// free again; a restarted
 // manager re-adopts a running seat from the log; a seat that exits at once is `failed` with its
 // output, one that never joins is `uncertain`, one that keeps dying is retired as a crash loop.
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -18,7 +19,7 @@ import {
   requestCredential,
   requestRevoke,
 } from "../../broker/internal.js";
-import type { ManagerService, ManagerOptions } from "../../manager/index.js";
+import { ECHO_PROBE_MEDIA_TYPE, EchoProbeReport, type ManagerService, type ManagerOptions } from "../../manager/index.js";
 import { localPrincipal, MANAGER_COMMANDS, messageText, type SeatView } from "../../schemas/index.js";
 import { buildCli } from "../harness/cli.js";
 import { startEchoManager } from "../harness/echo-manager.js";
@@ -91,6 +92,15 @@ describe("manager", () => {
     const got = await it.next();
     expect(messageText(got.value!.message)).toBe("echo: hello seat");
     expect(got.value!.kind).toBe("dm");
+    expect(got.value!.message.parts).toHaveLength(1);
+    // A probed message (the fault suite's) is answered naming the process that was handed it.
+    await alice.dm("local.echo1", [
+      { kind: "text", text: "who?" },
+      { kind: "data", mediaType: ECHO_PROBE_MEDIA_TYPE, data: {} },
+    ]);
+    const probed = (await it.next()).value!.message;
+    expect(messageText(probed)).toBe("echo: who?");
+    expect(EchoProbeReport.parse((probed.parts[1] as { data: unknown }).data)).toMatchObject({ pid: joined.pid, possibleRepeat: false });
 
     // Keep a copy of its credential to prove the broker refuses it after stop.
     const seatDir = join(dirs.at(-1)!, "seats", "echo1");

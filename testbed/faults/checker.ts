@@ -1,6 +1,6 @@
 // The invariant checker: reads one schedule's records after its faults healed and the mesh settled,
 // and says which promises were broken, each with the history that shows it.
-import { seatRuns, type Records, type SeatState, type SendRecord } from "./records.js";
+import { seatRuns, type HandOver, type Records, type SeatState, type SendRecord } from "./records.js";
 
 export const INVARIANTS = {
   "acknowledged-is-handed": "every message the broker acknowledged is handed to each of its recipients (an anycast to one holder of its role)",
@@ -8,10 +8,14 @@ export const INVARIANTS = {
   "sender-order": "one sender's messages are stored in the order it sent them",
   "one-seat-one-process": "no seat name runs twice, also after a partition heals",
   "spawn-outcome-matches": "what the manager reports of a seat is what runs: one process for a launched or joined seat, none for a spawn it said was not done",
+  "nothing-to-fenced-seat":
+    "a seat process replaced by a later one of its name (its manager started another, or another claimed the name) is handed nothing after that",
 } as const;
 export type Invariant = keyof typeof INVARIANTS;
 
 const ANY_HOLDER = "one holder of the role";
+/** /proc's start times are in 10 ms ticks: a hand-over within two of them of a fence is not judged. */
+const START_RESOLUTION_MS = 20;
 
 export interface Violation {
   invariant: Invariant;
@@ -44,7 +48,7 @@ export interface CheckResult {
 export function check(input: CheckInput): CheckResult {
   const { records } = input;
   const violations: Violation[] = [];
-  const byId = new Map<string, { to: string; at: number; flaggedRepeat: boolean }[]>();
+  const byId = new Map<string, HandOver[]>();
   for (const h of records.handOvers) byId.set(h.id, [...(byId.get(h.id) ?? []), h]);
   const faults = records.faults.map((f) => `fault ${f.kind} ${f.target} from ${f.at} ms to ${f.healedAt ?? "never healed"} ms`);
   const historyOf = (s: SendRecord) => [
@@ -52,7 +56,10 @@ export function check(input: CheckInput): CheckResult {
     s.receipt
       ? `acknowledged at ${s.receipt.at} ms (stream seq ${s.receipt.seq}${s.receipt.duplicate ? ", as a duplicate" : ""})`
       : `not acknowledged: ${s.error ?? "no answer"}`,
-    ...(byId.get(s.id) ?? []).map((h) => `handed to ${h.to} at ${h.at} ms${h.flaggedRepeat ? " (flagged repeat)" : ""}`),
+    ...(byId.get(s.id) ?? []).map(
+      (h) =>
+        `handed to ${h.to}${h.process ? ` (pid ${h.process} at ${h.handedAt} ms)` : ""}, proven at ${h.at} ms${h.flaggedRepeat ? " (flagged repeat)" : ""}`,
+    ),
     ...faults,
   ];
   let checked = 0;
@@ -101,6 +108,7 @@ export function check(input: CheckInput): CheckResult {
         violations.push({ invariant: "one-seat-one-process", subject: seat, detail: `${count} processes ran as ${seat} at ${sample.at} ms`, history: faults });
     }
   }
+  violations.push(...fencedHandOvers(records, faults));
   // A spawn answers at once; its outcome settles later (joined, or retired as failed, docs/manager.md).
   for (const sp of records.spawns) {
     const n = input.running.get(sp.seat)?.length ?? 0;
@@ -124,4 +132,28 @@ export function check(input: CheckInput): CheckResult {
       violations.push({ invariant: "spawn-outcome-matches", subject: seat, detail: `${n} processes run as it, ${said}`, history: faults });
   }
   return { checked, repeats, unacknowledged: records.sends.filter((s) => !s.receipt).length, violations };
+}
+
+/**
+ * A seat process is fenced once a later process of its name started (its manager replaced it, or
+ * a second one took its name): from then on nothing may be handed to it. One violation per fenced
+ * process that was, naming how many and the first.
+ */
+function fencedHandOvers(records: Records, faults: readonly string[]): Violation[] {
+  const procs = records.seatProcesses;
+  const out: Violation[] = [];
+  for (const p of procs) {
+    const fence = Math.min(...procs.filter((q) => q.seat === p.seat && q.startedAt > p.startedAt).map((q) => q.startedAt));
+    if (!Number.isFinite(fence)) continue;
+    const late = records.handOvers.filter((h) => h.process === p.pid && h.handedAt !== undefined && h.handedAt > fence + START_RESOLUTION_MS);
+    if (late.length === 0) continue;
+    const first = late.reduce((a, b) => (b.handedAt! < a.handedAt! ? b : a));
+    out.push({
+      invariant: "nothing-to-fenced-seat",
+      subject: p.seat,
+      detail: `pid ${p.pid} was handed ${late.length} message(s) after a later ${p.seat} started at ${fence} ms, the first (${first.id}) at ${first.handedAt} ms`,
+      history: [...procs.filter((q) => q.seat === p.seat).map((q) => `pid ${q.pid} ran as ${q.seat}, started at ${q.startedAt} ms`), ...faults],
+    });
+  }
+  return out;
 }

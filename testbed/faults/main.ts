@@ -1,4 +1,4 @@
-// `npm run faults [-- --minutes N --seed S --replay I --only kind,kind --fix-off ack-wait --keep]`:
+// `npm run faults [-- --minutes N --seed S --replay I --only kind,kind --fix-off sync --keep]`:
 // runs fault schedules on a lab of network namespaces for a budget and prints the report, whose
 // last line is one JSON object {seed, schedules, faults, checked, violations}. Needs root.
 import { randomInt } from "node:crypto";
@@ -35,7 +35,7 @@ function parseArgs(argv: readonly string[]): z.infer<typeof Flags> {
     const a = argv[i]!;
     if (!a.startsWith("--"))
       throw new Error(
-        `unexpected argument ${JSON.stringify(a)}: flags are --minutes N, --seed S, --replay I, --schedules N, --only KINDS, --fix-off FIX, --keep`,
+        `unexpected argument ${JSON.stringify(a)}: flags are --minutes N, --seed S, --replay I, --schedules N, --only KINDS, --fix-off FIX (${Object.keys(FIXES).join(", ")}), --keep`,
       );
     const name = a.slice(2);
     if (name === "keep") raw.keep = true;

@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { ControlCallError, controlCaller, Endpoint, MeshService, MeshServiceUnavailableError } from "../../broker/index.js";
+import { ControlCallError, controlCaller, Endpoint, FIX_OFF_ENV, MeshService, MeshServiceUnavailableError, type SwitchableFix } from "../../broker/index.js";
 import { localPrincipal, MANAGER_COMMANDS, names } from "../../schemas/index.js";
 import { until } from "../until.js";
 import { LEAF_LOCAL_PORT, startBrokers, type Brokers } from "./cluster.js";
@@ -42,6 +42,8 @@ export interface FaultMeshOptions {
   seats?: number;
   /** The durability fix (default on); the switched-off run turns it off. */
   syncAlways?: boolean;
+  /** A fix of the product switched off (broker/fix-off.ts): set in the environment of the manager and so of its seats. */
+  fixOff?: SwitchableFix;
   /** Put the nodes' stores on lazyfs, so power losses can be injected (needs FUSE). */
   power?: boolean;
   /** How long a handed-out, unacked message waits before redelivery, ms (default 3 000: rounds are short). */
@@ -104,6 +106,11 @@ export class FaultMesh {
     }
   }
 
+  /** The switch of the fix this run turns off, for the product's processes (empty: every fix on). */
+  private fixEnv(): NodeJS.ProcessEnv {
+    return { [FIX_OFF_ENV]: this.o.fixOff ?? "" };
+  }
+
   get stateDir(): string {
     return join(this.dir, "leaf1-manager");
   }
@@ -119,7 +126,7 @@ export class FaultMesh {
       label: `${LEAF} manager`,
       host: LEAF,
       argv: [process.execPath, this.o.cotal, "manager", "--instance", LEAF, "--state-dir", this.stateDir],
-      env: { ...process.env, COTAL_SERVER: `nats://127.0.0.1:${LEAF_LOCAL_PORT}`, COTAL_SPACE: SPACE, COTAL_LOG_LEVEL: "info" },
+      env: { ...process.env, COTAL_SERVER: `nats://127.0.0.1:${LEAF_LOCAL_PORT}`, COTAL_SPACE: SPACE, COTAL_LOG_LEVEL: "info", ...this.fixEnv() },
       cwd: this.dir,
       logFile: join(this.dir, `${LEAF}-manager.log`),
       // As deploy/systemd/cotal-manager.service: a manager that exits (it does when it starts while

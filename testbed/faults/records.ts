@@ -28,6 +28,16 @@ export interface HandOver {
   at: number;
   /** The receiver flagged it as a possible repeat (the broker delivered it before). */
   flaggedRepeat: boolean;
+  /** The seat process that was handed it, and when (ms on the schedule's clock), as an echo seat says. */
+  process?: number;
+  handedAt?: number;
+}
+
+/** A process that ran as a seat, first seen by the sampler, and when it started (ms on the schedule's clock; negative: before it). */
+export interface SeatProcessRecord {
+  seat: string;
+  pid: number;
+  startedAt: number;
 }
 
 /** A look at which seat processes run on the leaf hosts: seat name → how many processes. */
@@ -74,8 +84,9 @@ export interface Records {
   seatSamples: SeatSample[];
   faults: FaultEvent[];
   spawns: SpawnRecord[];
+  seatProcesses: SeatProcessRecord[];
 }
 
 export function emptyRecords(): Records {
-  return { sends: [], handOvers: [], seatSamples: [], faults: [], spawns: [] };
+  return { sends: [], handOvers: [], seatSamples: [], faults: [], spawns: [], seatProcesses: [] };
 }

@@ -6,6 +6,7 @@ import { inject, type Injected } from "./faults.js";
 import type { FaultMesh } from "./mesh.js";
 import { emptyRecords, type FaultEvent, type Records, type SeatState } from "./records.js";
 import type { Schedule } from "./schedule.js";
+import { processStartedAt } from "./seat-processes.js";
 import type { Workload } from "./workload.js";
 
 export interface RoundOptions {
@@ -31,9 +32,19 @@ export async function runRound(mesh: FaultMesh, workload: Workload, s: Schedule,
   const records = emptyRecords();
   const remediesBefore = mesh.remedies.length;
   workload.begin(records);
+  const seen = new Set<number>();
   const sampler = setInterval(() => {
     const running: Record<string, number> = {};
-    for (const [seat, pids] of mesh.running()) running[seat] = pids.length;
+    for (const [seat, pids] of mesh.running()) {
+      running[seat] = pids.length;
+      // Each process once, with its start: a later one of the same name fences the earlier.
+      for (const pid of pids.filter((p) => !seen.has(p))) {
+        const started = processStartedAt(pid);
+        if (started === undefined) continue;
+        seen.add(pid);
+        records.seatProcesses.push({ seat, pid, startedAt: workload.at(started) });
+      }
+    }
     records.seatSamples.push({ at: workload.now(), running });
   }, 200);
   const ctx = mesh.faultContext();

@@ -1,21 +1,30 @@
 // A fault run: build the lab once, then run schedules drawn from the seed one after another until
 // the budget (minutes, or a count) is spent, and report. Used by `npm run faults` (main.ts) and by
 // the in-suite schedules (test/faults).
+import { SWITCHABLE_FIXES } from "../../broker/index.js";
 import type { FaultKind } from "./faults.js";
 import { lazyFsMissing } from "../lazyfs.js";
 import { FaultMesh, CHANNEL, ROLE } from "./mesh.js";
 import { report, roundLine, summarize, type RunSummary } from "./report.js";
-import { runRound, type RoundResult } from "./round.js";
+import { runRound, type RoundOptions, type RoundResult } from "./round.js";
 import { drawSchedule } from "./schedule.js";
 import { Workload } from "./workload.js";
 
-/** A fix the suite can switch off to show the checker fails without it. */
+/**
+ * A fix the suite can switch off to show the checker fails without it: the nodes' durability (a
+ * lab config), or one of the product's own (broker/fix-off.ts, an environment switch).
+ */
 export const FIXES = {
   sync: "every node syncs each write to disk before it acknowledges it (`sync_interval: always`; off: the server's default, a sync every 2 minutes)",
+  ...SWITCHABLE_FIXES,
 } as const;
 export type Fix = keyof typeof FIXES;
-/** The faults each fix guards against. */
-const FIX_FAULTS: Record<Fix, readonly FaultKind[]> = { sync: ["power-loss"] };
+/** The faults each fix guards against: a switched-off run draws only these (docs/reliability.md has the table). */
+export const FIX_FAULTS: Record<Fix, readonly FaultKind[]> = {
+  sync: ["power-loss"],
+  adoption: ["kill-manager"],
+  restart: ["kill-seat"],
+};
 
 export interface FaultRunOptions {
   seed: number;
@@ -29,6 +38,8 @@ export interface FaultRunOptions {
   only?: readonly FaultKind[];
   /** Switch this fix off. */
   fixOff?: Fix;
+  /** Each round's time to heal and to deliver (runRound's defaults: 90 s, 30 s). */
+  round?: RoundOptions;
   /** Stores on lazyfs, so power losses are drawn (needs FUSE; default: when the machine has it). */
   power?: boolean;
   natsServer: string;
@@ -49,7 +60,15 @@ export async function runFaults(o: FaultRunOptions): Promise<FaultRunResult> {
   const say = o.say ?? (() => undefined);
   const started = Date.now();
   const power = o.power ?? lazyFsMissing() === undefined;
-  const mesh = await FaultMesh.start({ natsServer: o.natsServer, cotal: o.cotal, keepDir: o.keepDir, say, power, syncAlways: o.fixOff !== "sync" });
+  const mesh = await FaultMesh.start({
+    natsServer: o.natsServer,
+    cotal: o.cotal,
+    keepDir: o.keepDir,
+    say,
+    power,
+    syncAlways: o.fixOff !== "sync",
+    ...(o.fixOff && o.fixOff !== "sync" ? { fixOff: o.fixOff } : {}),
+  });
   const rounds: RoundResult[] = [];
   try {
     const workload = new Workload({
@@ -64,7 +83,7 @@ export async function runFaults(o: FaultRunOptions): Promise<FaultRunResult> {
     for (let i = o.replay ?? 0; ; i += 1) {
       // A switched-off fix is shown under the fault it guards against.
       const s = drawSchedule(o.seed, i, topo, o.only ?? (o.fixOff ? FIX_FAULTS[o.fixOff] : undefined));
-      const r = await runRound(mesh, workload, s);
+      const r = await runRound(mesh, workload, s, o.round);
       rounds.push(r);
       say(roundLine(r));
       if (o.replay !== undefined || (o.schedules !== undefined && rounds.length >= o.schedules)) break;

@@ -3,7 +3,20 @@
 // /proc, so a seat is counted while it runs whatever its manager believes.
 import { readdirSync, readFileSync } from "node:fs";
 import { join, sep } from "node:path";
+import { processStartTime } from "../../runtime/index.js";
 import { pidAlive } from "../pid-alive.js";
+
+/** Clock ticks per second of /proc's times (USER_HZ: 100 on every Linux the lab runs on). */
+const TICKS_PER_S = 100;
+
+/** When a process started, epoch ms (to /proc's 10 ms), or undefined once it is gone. */
+export function processStartedAt(pid: number): number | undefined {
+  const ticks = processStartTime(pid);
+  if (!ticks) return undefined;
+  // The boot's epoch from the uptime (10 ms resolution); /proc/stat's btime is whole seconds.
+  const booted = Date.now() - Number(readFileSync("/proc/uptime", "utf8").split(" ")[0]) * 1_000;
+  return booted + (Number(ticks) * 1_000) / TICKS_PER_S;
+}
 
 /** Seat name → pids of the processes running as that seat under `stateDir`. */
 export function seatProcesses(stateDir: string): Map<string, number[]> {

@@ -2,8 +2,10 @@
 // on a channel, each
 // message with a unique id, recording the broker's receipt (its acknowledgement) or why there was
 // none; the echo seats' answers (`replyTo` names the message) prove each DM was handed to a seat,
-// and a channel member on a leaf host records each post it was handed.
-import type { Delivery, Endpoint } from "../../broker/index.js";
+// and name the process that was handed it and when; a channel member on a leaf host records each
+// post it was handed.
+import type { Content, Delivery, Endpoint } from "../../broker/index.js";
+import { ECHO_PROBE_MEDIA_TYPE, EchoProbeReport } from "../../manager/index.js";
 import { emptyRecords, type HandOver, type Records, type SendRecord } from "./records.js";
 import type { Prng } from "./prng.js";
 
@@ -32,7 +34,9 @@ export class Workload {
 
   constructor(private readonly o: WorkloadOptions) {
     this.records = emptyRecords();
-    this.read(o.sender, (d) => (d.kind === "dm" && d.message.replyTo ? { id: d.message.replyTo, to: d.from.actor } : undefined)).catch(() => undefined);
+    this.read(o.sender, (d) => (d.kind === "dm" && d.message.replyTo ? { id: d.message.replyTo, to: d.from.actor, ...this.probed(d) } : undefined)).catch(
+      () => undefined,
+    );
     for (const m of o.members) this.read(m, (d) => (d.kind === "channel" ? { id: d.message.id, to: m.me.actor } : undefined)).catch(() => undefined);
   }
 
@@ -44,7 +48,22 @@ export class Workload {
 
   /** Milliseconds since the schedule began (the records' clock). */
   now(): number {
-    return Date.now() - this.started;
+    return this.at(Date.now());
+  }
+
+  /** An epoch time on the records' clock. */
+  at(epochMs: number): number {
+    return epochMs - this.started;
+  }
+
+  /** What an echo seat's answer says of the process that was handed the message (manager/echo-agent.ts). */
+  private probed(d: Delivery): Pick<HandOver, "process" | "handedAt"> {
+    for (const p of d.message.parts) {
+      if (p.kind !== "data" || (p as { mediaType?: string }).mediaType !== ECHO_PROBE_MEDIA_TYPE) continue;
+      const r = EchoProbeReport.safeParse((p as { data: unknown }).data);
+      if (r.success) return { process: r.data.pid, handedAt: this.at(r.data.handedAt) };
+    }
+    return {};
   }
 
   /** Record what `ep` is handed until its deliveries end (its connection closed). */
@@ -72,11 +91,16 @@ export class Workload {
     const id = `${kind}-${from}-${n}-${prng.token()}`;
     const rec: SendRecord = { id, kind, from, to, n, sentAt: this.now() };
     this.records.sends.push(rec);
+    // DMs and anycasts ask the echo seat to name the process that was handed them.
+    const probe: Content = [
+      { kind: "text", text: `#${n}` },
+      { kind: "data", mediaType: ECHO_PROBE_MEDIA_TYPE, data: {} },
+    ];
     const send = () =>
       kind === "dm"
-        ? this.o.sender.dm(to, `#${n}`, { id })
+        ? this.o.sender.dm(to, probe, { id })
         : kind === "anycast"
-          ? this.o.sender.anycast(to, `#${n}`, { id })
+          ? this.o.sender.anycast(to, probe, { id })
           : this.o.sender.send(to, `#${n}`, { id });
     for (let attempt = 0; attempt <= (this.o.retries ?? 3); attempt += 1) {
       try {

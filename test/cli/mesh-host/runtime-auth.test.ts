@@ -25,9 +25,19 @@ describe("runtime auth choices", () => {
   });
 
   it("says a runtime's auth by its label, names only, and the fix when it is not ready", () => {
-    const ready = { name: "claude", ready: true, auth: { mode: "api-key", chosen: "auto" as const, vars: ["ANTHROPIC_API_KEY"], baseUrl: "http://127.0.0.1:9" } };
+    const ready = {
+      name: "claude",
+      ready: true,
+      auth: { mode: "api-key", chosen: "auto" as const, vars: ["ANTHROPIC_API_KEY"], baseUrl: "http://127.0.0.1:9" },
+    };
     expect(authLines([ready])).toEqual(["Claude auth:  api-key (detected: ANTHROPIC_API_KEY; base URL http://127.0.0.1:9)"]);
-    const missing = { name: "claude", ready: false, auth: { mode: "subscription", chosen: "explicit" as const, vars: [] }, problem: "no login.", remedy: "Log in." };
+    const missing = {
+      name: "claude",
+      ready: false,
+      auth: { mode: "subscription", chosen: "explicit" as const, vars: [] },
+      problem: "no login.",
+      remedy: "Log in.",
+    };
     expect(describeRuntimeAuth(missing)).toBe("subscription (chosen), NOT READY: no login. Log in.");
     // A runtime without a choice of auth has no auth line (its configuration is said elsewhere).
     expect(authLines([{ name: "codex", ready: true }])).toEqual([]);
