@@ -1,7 +1,7 @@
 import { join } from "node:path";
-import { assertToken, PrincipalToken } from "../schemas/index.js";
+import { assertToken, PrincipalToken, type TerminalHost } from "../schemas/index.js";
 import { seatDir } from "./seat-launcher.js";
-import { TmuxServer } from "./tmux-runtime.js";
+import { TmuxServer } from "./tmux-host.js";
 
 /** The socket of a manager's own tmux server, in its state dir (nothing mixes with the user's tmux). */
 export function tmuxSocketPath(stateDir: string): string {
@@ -18,8 +18,8 @@ export function ptySocketPath(seatFolder: string): string {
   return join(seatFolder, "pty.sock");
 }
 
-/** The runtimes whose seats have a terminal a person can open. */
-export type TerminalRuntime = "tmux" | "pty";
+/** The terminal hosts whose seats have a terminal a person can open. */
+export type AttachableTerminalHost = Exclude<TerminalHost, "process">;
 
 /**
  * How a person opens a seat's terminal on its manager's host, built only from what this host
@@ -28,9 +28,9 @@ export type TerminalRuntime = "tmux" | "pty";
  * manager's credential could answer with any command): `["pty", <socket>]` for a pty seat
  * (`cotal attach` relays it), else tmux's own attach.
  */
-export function localAttachCommand(stateDir: string, space: string, name: string, runtime: TerminalRuntime): string[] {
+export function localAttachCommand(stateDir: string, space: string, name: string, terminal: AttachableTerminalHost): string[] {
   const seat = PrincipalToken.parse(name);
-  if (runtime === "pty") return ["pty", ptySocketPath(seatDir(stateDir, seat))];
+  if (terminal === "pty") return ["pty", ptySocketPath(seatDir(stateDir, seat))];
   return new TmuxServer(tmuxSocketPath(stateDir), tmuxSessionName(space)).attachCommand(seat);
 }
 

@@ -11,6 +11,6 @@ export { readLaunchMaterial } from "./launch-material-file.js";
 export { renewalDueAt, SEAT_CREDS_LIFETIME_MS } from "./seat-credential.js";
 export { budgetCaps, type BudgetCaps } from "./budget.js";
 export { isOperator } from "./runs.js";
-export { PTY_DETACH_KEY } from "./pty-runtime.js";
-export { localAttachCommand, seatScreen, type TerminalRuntime } from "./attach.js";
+export { PTY_DETACH_KEY } from "./pty-host.js";
+export { localAttachCommand, seatScreen, type AttachableTerminalHost } from "./attach.js";
 export { capabilityGaps, findRuntimeCli, hostsOf, refuseUnknownAgent } from "./runtime-checks.js";

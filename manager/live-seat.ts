@@ -1,7 +1,7 @@
 import type { Logger } from "../broker/index.js";
 import type { RuntimeAdapter } from "../runtime/index.js";
 import { wakeDue } from "../runtime/index.js";
-import type { SeatProcess } from "./process-runtime.js";
+import type { SeatProcess } from "./process-host.js";
 import type { SeatFiles } from "./seat-launcher.js";
 import type { SeatTerminal } from "./seat-terminal.js";
 import type { SeatView } from "../schemas/index.js";

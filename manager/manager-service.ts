@@ -16,14 +16,14 @@ import {
   type Principal,
   type SpawnGrant,
   type SeatAgent,
-  type SeatRuntime,
+  type TerminalHost,
   type SeatView,
   type TableParsedArgs,
 } from "../schemas/index.js";
 import { callControl, FIX_OFF_ENV, fixOff, JS_OPTIONS, sendDirectMail, serveControl, SERVICE_PRINCIPALS, type Logger } from "../broker/index.js";
 import { OpeningPromptNotStoredError, PersonaChangedError, SeatRefusedError, StaleSeatLogError, unsupervisable } from "./errors.js";
 import { newLifecycleUid } from "./lifecycle-uid.js";
-import { adoptSeatProcess, logTailOf, type SeatExit, type SeatProcess } from "./process-runtime.js";
+import { adoptSeatProcess, logTailOf, type SeatExit, type SeatProcess } from "./process-host.js";
 import { proveSeatProcess, seatFolderProblem, type SeatProof } from "./seat-adoption.js";
 import { launchSeat, prepareSeat, retireSeatFiles, seatDir, type LauncherOptions, type SeatFiles } from "./seat-launcher.js";
 import { renewalCheckMs, renewalDueAt, renewSeatCredential } from "./seat-credential.js";
@@ -34,11 +34,11 @@ import { SeatLog } from "./seat-log.js";
 import { loadAgentFile, personaDigests, type AgentFile, DEFAULT_RUNTIME, runtimeNamed } from "../runtimes/index.js";
 import { awaitInputScreen, startRuntimeSeat, UnexpectedScreenError } from "./seat-start.js";
 import { hostsOf, refuseUnknownAgent, refuseWithoutAuth } from "./runtime-checks.js";
-import { checkScript } from "./pty-runtime.js";
+import { checkScript } from "./pty-host.js";
 import { deliverPrompt } from "./prompt-delivery.js";
 import { startFailureRemedy } from "./seat-failure.js";
 import { openingPromptMail } from "./opening-prompt.js";
-import { TmuxServer } from "./tmux-runtime.js";
+import { TmuxServer } from "./tmux-host.js";
 import { tmuxSessionName, tmuxSocketPath } from "./attach.js";
 import { RunService } from "./runs.js";
 import type { RuntimeAdapter, RuntimeHost } from "../runtime/index.js";
@@ -335,7 +335,7 @@ export class ManagerService {
       const proc =
         proof.kind !== "ours" || r.pid === undefined || !r.startTime
           ? undefined
-          : r.runtime === "tmux"
+          : r.terminal === "tmux"
             ? this.tmux.adopt(seatName(r.seat), r.pid, r.startTime)
             : adoptSeatProcess(r.pid, r.startTime, files.log);
       if (proc) {
@@ -345,7 +345,7 @@ export class ManagerService {
           files,
           stopping: false,
           restartsAt,
-          ...(r.runtime === "tmux" ? { terminal: this.tmux.terminal(seatName(r.seat)) } : {}),
+          ...(r.terminal === "tmux" ? { terminal: this.tmux.terminal(seatName(r.seat)) } : {}),
           ...(r.state === "joined" ? { joinedEpoch: r.epoch } : {}),
         });
       } else {
@@ -442,8 +442,8 @@ export class ManagerService {
     const helper = isOperator(caller) || steerer ? undefined : await this.admitHelper(asked, caller);
     const a = helper ? { ...asked, agent: helper.agent } : asked;
     // Agent CLIs run in a terminal the manager owns; the echo agent is a plain process.
-    const runtime = a.runtime ?? (runtimeNamed(a.agent) ? "tmux" : "process");
-    await this.admit(a.agent, runtime);
+    const terminal = a.terminal ?? (runtimeNamed(a.agent) ? "tmux" : "process");
+    await this.admit(a.agent, terminal);
     const cwd = helper?.cwd ?? a.cwd ?? (steerer ? (this.o.folder ?? process.cwd()) : process.cwd());
     if (!isAbsolute(cwd) || !statSync(cwd, { throwIfNoEntry: false })?.isDirectory()) {
       throw new SeatRefusedError(
@@ -476,7 +476,7 @@ export class ManagerService {
     if (posture === "supervised" && !runtimeNamed(a.agent)?.capabilities.approvals) throw unsupervisable(a.agent);
     const uid = newLifecycleUid();
     const spec = {
-      runtime,
+      terminal,
       ...(posture === "supervised" ? { posture } : {}),
       cwd,
       channels,
@@ -713,23 +713,23 @@ export class ManagerService {
     return this.carry.take(a.claim, a.resume);
   }
 
-  /** Refuse, before anything runs, an agent or runtime this manager cannot start. */
-  private async admit(agent: SeatAgent, runtime: string): Promise<void> {
+  /** Refuse, before anything runs, an agent or terminal host this manager cannot start. */
+  private async admit(agent: SeatAgent, terminal: string): Promise<void> {
     refuseUnknownAgent(agent);
-    if (agent === "echo" && runtime !== "process") {
+    if (agent === "echo" && terminal !== "process") {
       throw new SeatRefusedError(
-        "runtime-unavailable",
-        `The echo agent runs headless (runtime process), not ${runtime}; nothing was started.`,
-        "Spawn echo seats with --runtime process (the default).",
+        "terminal-unavailable",
+        `The echo agent runs headless (terminal process), not ${terminal}; nothing was started.`,
+        "Spawn echo seats with --terminal process (the default).",
       );
     }
     const adapter = runtimeNamed(agent);
     if (adapter) {
-      if (runtime !== "tmux" && runtime !== "pty")
+      if (terminal !== "tmux" && terminal !== "pty")
         throw new SeatRefusedError(
-          "runtime-unavailable",
-          `${adapter.label} seats run in a terminal the manager owns (tmux or pty), not ${runtime}; nothing was started.`,
-          `Use --runtime tmux (the default for ${adapter.name}) or --runtime pty.`,
+          "terminal-unavailable",
+          `${adapter.label} seats run in a terminal the manager owns (tmux or pty), not ${terminal}; nothing was started.`,
+          `Use --terminal tmux (the default for ${adapter.name}) or --terminal pty.`,
         );
       const host = this.hosts.get(adapter.name);
       if (!host)
@@ -739,7 +739,7 @@ export class ManagerService {
           adapter.installHint,
         );
       refuseWithoutAuth(this.o.instance, adapter, host, "seat");
-      if (runtime === "tmux") await TmuxServer.check();
+      if (terminal === "tmux") await TmuxServer.check();
       else await checkScript();
     }
   }
@@ -781,7 +781,7 @@ export class ManagerService {
           ...(r.persona ? { persona: r.persona } : {}),
           by: `${r.caller.owner}.${r.caller.actor}`,
           ...(r.requestId ? { requestId: r.requestId } : {}),
-          ...(r.spec.runtime ? { runtime: r.spec.runtime as SeatRuntime } : {}),
+          ...(r.spec.terminal ? { terminal: r.spec.terminal as TerminalHost } : {}),
           ...(r.spec.cwd ? { cwd: r.spec.cwd } : {}),
           ...(r.spec.model ? { model: r.spec.model } : {}),
           channels: r.spec.channels,
@@ -840,8 +840,8 @@ export class ManagerService {
       const agentFile = r.persona ? loadAgentFile(cwd, r.persona) : undefined;
       if (r.spawnedBy && agentFile && agentFile.digest !== r.spec.personaDigest)
         throw new PersonaChangedError(seat, r.persona!, r.spawnedBy, r.spec.personaDigest !== undefined);
-      const runtime = r.spec.runtime === "pty" ? "pty" : "tmux";
-      const term = runtime === "pty" ? ({ pty: true } as const) : { tmux: this.tmux };
+      const kind = r.spec.terminal === "pty" ? "pty" : "tmux";
+      const term = kind === "pty" ? ({ pty: true } as const) : { tmux: this.tmux };
       const request = {
         name: seatName(seat),
         space: this.o.space,
@@ -864,7 +864,7 @@ export class ManagerService {
         uid: r.uid,
         epoch,
         ts: Date.now(),
-        runtime,
+        terminal: kind,
         pid: proc.pid,
         ...(proc.startTime ? { startTime: proc.startTime } : {}),
         ...(permissionMode ? { permissionMode } : {}),
@@ -881,7 +881,7 @@ export class ManagerService {
       uid: r.uid,
       epoch,
       ts: Date.now(),
-      runtime: "process",
+      terminal: "process",
       ...(proc.pid > 0 ? { pid: proc.pid } : {}),
       ...(proc.startTime ? { startTime: proc.startTime } : {}),
     });
@@ -981,7 +981,7 @@ export class ManagerService {
 
   /** The restart policy's verdict on one exit of seat `r` (restart-policy.ts). */
   private verdictOf(r: SeatRecord, l: LiveSeat, exit: ExitStatus, output: string | undefined, exitAt: number): ExitVerdict {
-    const screen = r.runtime === "tmux" && output ? this.adapterOf(r).classifyScreen(output) : undefined;
+    const screen = r.terminal === "tmux" && output ? this.adapterOf(r).classifyScreen(output) : undefined;
     const verdict = exitVerdict({
       exit,
       exitAt,

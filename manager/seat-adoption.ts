@@ -17,10 +17,10 @@ export type SeatProof =
   /** Not adopted: `why` says so for the seat log; `running` when the recorded process still runs (someone else's). */
   | { kind: "not-ours"; why: string; running: boolean };
 
-/** The recorded incarnation: its uid, runtime and the process its `launched` named. */
+/** The recorded incarnation: its uid, terminal host and the process its `launched` named. */
 export interface RecordedSeat {
   uid: string;
-  runtime?: string | undefined;
+  terminal?: string | undefined;
   pid?: number | undefined;
   startTime?: string | undefined;
 }
@@ -33,7 +33,7 @@ export interface RecordedSeat {
  * recorded incarnation's (its lifecycle uid). `panePid` reads the seat's window on that tmux server.
  */
 export async function proveSeatProcess(r: RecordedSeat, files: SeatFiles, panePid: () => Promise<number | undefined>): Promise<SeatProof> {
-  if (r.runtime === "pty") return { kind: "not-ours", why: "a pty seat lives with the manager that held it: it is never adopted", running: false };
+  if (r.terminal === "pty") return { kind: "not-ours", why: "a pty seat lives with the manager that held it: it is never adopted", running: false };
   if (r.pid === undefined || !r.startTime) return { kind: "not-ours", why: "no process was recorded for it", running: false };
   if (processStartTime(r.pid) !== r.startTime) return { kind: "not-ours", why: "the process was gone when the manager restarted", running: false };
   const notOurs = (what: string): SeatProof => ({
@@ -41,7 +41,7 @@ export async function proveSeatProcess(r: RecordedSeat, files: SeatFiles, panePi
     why: `pid ${r.pid} still runs, but ${what}: it was not adopted (it may be another mesh's seat on this host)`,
     running: true,
   });
-  if (r.runtime === "tmux") {
+  if (r.terminal === "tmux") {
     if ((await panePid()) !== r.pid) return notOurs("it is not the seat's window on this manager's tmux server");
   } else {
     const material = processEnv(r.pid, LAUNCH_MATERIAL_ENV);

@@ -4,7 +4,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { requestRevoke } from "../broker/index.js";
 import type { Principal, SeatAgent } from "../schemas/index.js";
 import { newControlToken, writeLaunchMaterial } from "./launch-material-file.js";
-import { startSeatProcess, type SeatProcess } from "./process-runtime.js";
+import { startSeatProcess, type SeatProcess } from "./process-host.js";
 import { mintSeatCredential } from "./seat-credential.js";
 
 /** What the launcher needs from the manager that runs it. */
@@ -108,7 +108,7 @@ export async function prepareSeat(
   return files;
 }
 
-/** Start the incarnation's process (the `process` runtime). */
+/** Start the incarnation's process (the `process` terminal host). */
 export function launchSeat(o: LauncherOptions, agent: SeatAgent, files: SeatFiles): SeatProcess {
   return startSeatProcess({
     argv: o.agentCommand(agent),

@@ -2,11 +2,11 @@
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { RuntimeAdapter, RuntimeHost, ScreenState, SeatLaunchInput } from "../runtime/index.js";
-import type { SeatProcess } from "./process-runtime.js";
+import type { SeatProcess } from "./process-host.js";
 import type { SeatFiles } from "./seat-launcher.js";
-import { PtySeat } from "./pty-runtime.js";
+import { PtySeat } from "./pty-host.js";
 import type { SeatTerminal } from "./seat-terminal.js";
-import { writeStartScript, type TmuxServer } from "./tmux-runtime.js";
+import { writeStartScript, type TmuxServer } from "./tmux-host.js";
 
 /**
  * Start an interactive seat of any runtime: its adapter prepares the seat's home and launch, and
@@ -16,7 +16,7 @@ import { writeStartScript, type TmuxServer } from "./tmux-runtime.js";
 export async function startRuntimeSeat(
   adapter: RuntimeAdapter,
   host: RuntimeHost,
-  runtime: { tmux: TmuxServer } | { pty: true },
+  on: { tmux: TmuxServer } | { pty: true },
   files: SeatFiles,
   seat: Omit<SeatLaunchInput, "seatDir" | "launchMaterialPath">,
 ): Promise<{ proc: SeatProcess; terminal: SeatTerminal; permissionMode: string | undefined }> {
@@ -24,9 +24,9 @@ export async function startRuntimeSeat(
   adapter.writeLaunchFiles(launch);
   const script = join(files.dir, "start.sh");
   writeStartScript(script, { ...launch.env, TERM: "xterm-256color" }, launch.command, launch.args);
-  if ("tmux" in runtime) {
-    const proc = await runtime.tmux.start(seat.name, script, seat.cwd);
-    return { proc, terminal: runtime.tmux.terminal(seat.name), permissionMode: launch.permissionMode };
+  if ("tmux" in on) {
+    const proc = await on.tmux.start(seat.name, script, seat.cwd);
+    return { proc, terminal: on.tmux.terminal(seat.name), permissionMode: launch.permissionMode };
   }
   const pty = await PtySeat.start(script, seat.cwd, join(files.dir, "pty.sock"));
   return { proc: pty.process, terminal: pty, permissionMode: launch.permissionMode };

@@ -26,7 +26,7 @@ export interface SeatRecord {
   handedOverBy?: string;
   /** Asked for at spawn: what a restart or a re-adoption needs again. */
   spec: {
-    runtime?: string;
+    terminal?: string;
     cwd?: string;
     model?: string;
     channels: string[];
@@ -38,7 +38,8 @@ export interface SeatRecord {
     /** supervised: permission asks go to people over the mesh (absent: unattended). */
     posture?: "unattended" | "supervised";
   };
-  runtime?: string;
+  /** The terminal host its `launched` named. */
+  terminal?: string;
   permissionMode?: string;
   pid?: number;
   startTime?: string;
@@ -96,7 +97,7 @@ export function applyEvent(r: SeatRecord | undefined, e: SeatEvent): SeatRecord 
       ...(e.spawnedBy ? { spawnedBy: e.spawnedBy } : {}),
       ...(e.spawnerUid ? { spawnerUid: e.spawnerUid } : {}),
       spec: {
-        ...(e.runtime ? { runtime: e.runtime } : {}),
+        ...(e.terminal ? { terminal: e.terminal } : {}),
         ...(e.cwd ? { cwd: e.cwd } : {}),
         ...(e.model ? { model: e.model } : {}),
         channels: e.channels ?? [],
@@ -125,7 +126,7 @@ export function applyEvent(r: SeatRecord | undefined, e: SeatEvent): SeatRecord 
       return {
         ...rest,
         state: "launched",
-        runtime: e.runtime,
+        terminal: e.terminal,
         ...(e.pid !== undefined ? { pid: e.pid } : {}),
         ...(e.startTime ? { startTime: e.startTime } : {}),
         ...(e.permissionMode ? { permissionMode: e.permissionMode } : {}),

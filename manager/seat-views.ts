@@ -53,7 +53,7 @@ function allViews(seats: Iterable<SeatRecord>, live: ReadonlyMap<string, LiveSea
       instance: at.instance,
       ...(r.role ? { role: r.role } : {}),
       ...(r.persona ? { persona: r.persona } : {}),
-      ...(r.runtime ? { runtime: r.runtime as SeatView["runtime"] } : {}),
+      ...(r.terminal ? { terminal: r.terminal as SeatView["terminal"] } : {}),
       ...(r.permissionMode ? { permissionMode: r.permissionMode } : {}),
       ...presenceOf(live.get(r.seat)),
       ...(live.get(r.seat)?.wokenAt !== undefined ? { lastWakeAt: live.get(r.seat)!.wokenAt! } : {}),

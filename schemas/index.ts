@@ -18,6 +18,7 @@ export * from "./channel.js";
 export * from "./control.js";
 export * from "./control-commands.js";
 export * from "./launch-material.js";
+export * from "./terminal-host.js";
 export * from "./seat-log.js";
 export * from "./agent-file.js";
 export * from "./subject-patterns.js";

@@ -3,8 +3,9 @@ import { z } from "zod";
 import { PrincipalId } from "./principal.js";
 import { CARRY_COMMANDS, CarryClaim, SessionId } from "./carry.js";
 import { BudgetArgs, BudgetReply, RunArgs, RunReply } from "./runs.js";
-import { SeatAgent, SeatRuntime } from "./seat-log.js";
+import { SeatAgent } from "./seat-log.js";
 import { AllowSpawn, ChannelRights, OpeningPrompt, PersonaInfo, SpawnLimit } from "./spawn.js";
+import { readingOldTerminalKey, TerminalHost } from "./terminal-host.js";
 import { ChannelName, LifecycleUid, PrincipalToken, RoleName } from "./tokens.js";
 
 /** A manager instance id (kept in its state dir): letters, digits, `_` and `-`. */
@@ -16,45 +17,47 @@ export const ManagerInstance = z
 /** Where a seat stands as its manager reports it: the log's state, plus `uncertain` (launched, not joined within the readiness window). */
 export const SeatStateName = z.enum(["requested", "launched", "joined", "exited", "fenced", "retired", "uncertain"]);
 
-/** One seat as `ps` reports it. */
-export const SeatView = z.object({
-  seat: PrincipalId,
-  name: PrincipalToken,
-  uid: LifecycleUid,
-  epoch: z.number().int().nonnegative(),
-  state: SeatStateName,
-  agent: SeatAgent,
-  instance: ManagerInstance,
-  role: RoleName.optional(),
-  persona: PrincipalToken.optional().describe("the agent file it was spawned from (restarting it from `cotal web` spawns that persona again)"),
-  runtime: SeatRuntime.optional(),
-  permissionMode: z
-    .string()
-    .optional()
-    .describe("the permission mode its CLI runs in, where the runtime has them (dontAsk unless the agent file asked for another)"),
-  presence: z
-    .object({
-      status: z.string(),
-      condition: z.string().optional(),
-      message: z.string().optional(),
-      activeAt: z.number().int().optional().describe("its last real progress (a prompt, a tool call, a finished turn), Unix ms"),
-    })
-    .optional()
-    .describe("the running incarnation's presence: its status and, while set, its condition (e.g. auth: its model calls fail) in the seat's words"),
-  lastWakeAt: z.number().int().optional().describe("when the manager last typed a wake prompt into its terminal, Unix ms"),
-  pid: z.number().int().optional(),
-  exit: z.object({ code: z.number().int().nullable(), signal: z.string().nullable(), output: z.string().optional() }).optional(),
-  reason: z.string().optional().describe("why it was fenced or retired"),
-  carried: z
-    .object({ session: z.string(), digest: z.string() })
-    .optional()
-    .describe("seats of a runtime that can carry: the carried session it forked and the sha256 of the transcript the fork read"),
-  spawnedBy: PrincipalId.optional().describe("the agent that spawned it and answers for it (docs/manager.md, Helpers); its retirement retires this seat"),
-  handedOverBy: PrincipalId.optional().describe("the spawner that handed it over (to spawnedBy, or, with no spawnedBy, to the operator)"),
-  requestedAt: z.number().int(),
-  since: z.number().int().describe("when it entered this state, Unix ms"),
-  restarts: z.number().int().nonnegative().describe("restarts in the current policy window"),
-});
+/** One seat as `ps` reports it (an older manager's names its terminal host `runtime`: read as `terminal`). */
+export const SeatView = readingOldTerminalKey(
+  z.object({
+    seat: PrincipalId,
+    name: PrincipalToken,
+    uid: LifecycleUid,
+    epoch: z.number().int().nonnegative(),
+    state: SeatStateName,
+    agent: SeatAgent,
+    instance: ManagerInstance,
+    role: RoleName.optional(),
+    persona: PrincipalToken.optional().describe("the agent file it was spawned from (restarting it from `cotal web` spawns that persona again)"),
+    terminal: TerminalHost.optional().describe("the terminal host it runs in (`runtime` in an older manager's reply)"),
+    permissionMode: z
+      .string()
+      .optional()
+      .describe("the permission mode its CLI runs in, where the runtime has them (dontAsk unless the agent file asked for another)"),
+    presence: z
+      .object({
+        status: z.string(),
+        condition: z.string().optional(),
+        message: z.string().optional(),
+        activeAt: z.number().int().optional().describe("its last real progress (a prompt, a tool call, a finished turn), Unix ms"),
+      })
+      .optional()
+      .describe("the running incarnation's presence: its status and, while set, its condition (e.g. auth: its model calls fail) in the seat's words"),
+    lastWakeAt: z.number().int().optional().describe("when the manager last typed a wake prompt into its terminal, Unix ms"),
+    pid: z.number().int().optional(),
+    exit: z.object({ code: z.number().int().nullable(), signal: z.string().nullable(), output: z.string().optional() }).optional(),
+    reason: z.string().optional().describe("why it was fenced or retired"),
+    carried: z
+      .object({ session: z.string(), digest: z.string() })
+      .optional()
+      .describe("seats of a runtime that can carry: the carried session it forked and the sha256 of the transcript the fork read"),
+    spawnedBy: PrincipalId.optional().describe("the agent that spawned it and answers for it (docs/manager.md, Helpers); its retirement retires this seat"),
+    handedOverBy: PrincipalId.optional().describe("the spawner that handed it over (to spawnedBy, or, with no spawnedBy, to the operator)"),
+    requestedAt: z.number().int(),
+    since: z.number().int().describe("when it entered this state, Unix ms"),
+    restarts: z.number().int().nonnegative().describe("restarts in the current policy window"),
+  }),
+);
 export type SeatView = z.infer<typeof SeatView>;
 
 const StopArgs = z.object({ name: PrincipalToken });
@@ -107,37 +110,47 @@ export const MANAGER_COMMANDS = {
   spawn: {
     endpoint: "manager",
     summary: "admit, mint, write launch material and start a seat; replies at once with the identity",
-    args: z.object({
-      agent: SeatAgent.optional(),
-      persona: PrincipalToken.optional().describe(
-        "agent CLI seats: an agent file `.cotal/agents/<persona>.md` under the seat's cwd on the manager's host (name, role, channels, model, allowedTools, persona text)",
-      ),
-      name: PrincipalToken.optional().describe("default: the agent's name; taken names get _2, _3…"),
-      role: RoleName.optional(),
-      channels: z.array(ChannelName).max(64).default([]),
-      runtime: SeatRuntime.optional().describe("default: tmux for an agent CLI, process for echo"),
-      cwd: z.string().min(1).max(4096).optional().describe("absolute working directory on the manager's host (default: the manager's state dir's seat folder)"),
-      model: z.string().min(1).max(200).optional(),
-      prompt: OpeningPrompt.optional(),
-      restarts: z
-        .number()
-        .int()
-        .min(0)
-        .max(100)
-        .optional()
-        .describe("restarts allowed within windowMs before a crash loop retires the seat (default: the manager's, 3)"),
-      windowMs: z.number().int().min(1_000).max(86_400_000).optional().describe("the restart policy's window (default: the manager's, 60 s)"),
-      requestId: z.string().min(1).max(128).optional().describe("the same id returns the first result"),
-      noEvents: z.boolean().optional().describe("agent CLI seats: publish nothing on the seat's event plane (launch material noEvents)"),
-      posture: SeatPosture.optional().describe(
-        "unattended (default: what the allow-list does not name is refused) or supervised (it is asked of a person over the mesh; runtimes whose permission hook returns a decision only)",
-      ),
-      resume: SessionId.optional().describe("seats of a runtime that can carry: fork this carried session; needs its claim"),
-      claim: CarryClaim.optional().describe("the one-time claim carry-commit, carry-begin or carry-resolve issued for the session"),
-      allowSpawn: AllowSpawn.optional().describe("the operator only: the seat's credential may spawn helpers of these personas (docs/manager.md, Helpers)"),
-      spawnLimit: SpawnLimit.optional().describe("the operator only: helpers the seat may hold at once"),
-      channelRights: ChannelRights.optional(),
-    }),
+    // An older CLI names the terminal host `runtime`: read as `terminal`.
+    args: readingOldTerminalKey(
+      z.object({
+        agent: SeatAgent.optional(),
+        persona: PrincipalToken.optional().describe(
+          "agent CLI seats: an agent file `.cotal/agents/<persona>.md` under the seat's cwd on the manager's host (name, role, channels, model, allowedTools, persona text)",
+        ),
+        name: PrincipalToken.optional().describe("default: the agent's name; taken names get _2, _3…"),
+        role: RoleName.optional(),
+        channels: z.array(ChannelName).max(64).default([]),
+        terminal: TerminalHost.optional().describe(
+          "the terminal host: default tmux for an agent CLI, process for echo (`runtime`, its old name, is read too; both, differing, are refused)",
+        ),
+        cwd: z
+          .string()
+          .min(1)
+          .max(4096)
+          .optional()
+          .describe("absolute working directory on the manager's host (default: the manager's state dir's seat folder)"),
+        model: z.string().min(1).max(200).optional(),
+        prompt: OpeningPrompt.optional(),
+        restarts: z
+          .number()
+          .int()
+          .min(0)
+          .max(100)
+          .optional()
+          .describe("restarts allowed within windowMs before a crash loop retires the seat (default: the manager's, 3)"),
+        windowMs: z.number().int().min(1_000).max(86_400_000).optional().describe("the restart policy's window (default: the manager's, 60 s)"),
+        requestId: z.string().min(1).max(128).optional().describe("the same id returns the first result"),
+        noEvents: z.boolean().optional().describe("agent CLI seats: publish nothing on the seat's event plane (launch material noEvents)"),
+        posture: SeatPosture.optional().describe(
+          "unattended (default: what the allow-list does not name is refused) or supervised (it is asked of a person over the mesh; runtimes whose permission hook returns a decision only)",
+        ),
+        resume: SessionId.optional().describe("seats of a runtime that can carry: fork this carried session; needs its claim"),
+        claim: CarryClaim.optional().describe("the one-time claim carry-commit, carry-begin or carry-resolve issued for the session"),
+        allowSpawn: AllowSpawn.optional().describe("the operator only: the seat's credential may spawn helpers of these personas (docs/manager.md, Helpers)"),
+        spawnLimit: SpawnLimit.optional().describe("the operator only: helpers the seat may hold at once"),
+        channelRights: ChannelRights.optional(),
+      }),
+    ),
     reply: z.object({ seat: PrincipalId, name: PrincipalToken, uid: LifecycleUid, instance: ManagerInstance, state: SeatStateName }),
   },
   stop: {

@@ -7,7 +7,8 @@ import { z } from "zod";
 import { AgentFrontmatter } from "./agent-file.js";
 import { ChannelClass } from "./channel.js";
 import { ManagerInstance } from "./manager-commands.js";
-import { SeatAgent, SeatRuntime } from "./seat-log.js";
+import { SeatAgent } from "./seat-log.js";
+import { TerminalHost } from "./terminal-host.js";
 import { OpeningPrompt } from "./spawn.js";
 import { ChannelName, PrincipalToken, RoleName, SpaceName } from "./tokens.js";
 
@@ -83,7 +84,9 @@ export const TeamSeat = z
       "an agent file: a persona of this file, or `.cotal/agents/<persona>.md` under the seat's cwd on its manager's host",
     ),
     role: RoleName.optional().describe("a role whose anycasts the seat takes"),
-    runtime: SeatRuntime.optional().describe("tmux (default for agent CLIs), pty, or process (echo)"),
+    terminal: TerminalHost.optional().describe(
+      "the terminal host: tmux (default for agent CLIs), pty, or process (echo); `runtime`, its old name, is read too",
+    ),
     manager: ManagerInstance.optional().describe("the manager instance that runs it (`cotal ps`); default this host's"),
     count: Count.max(32).optional().describe("how many such seats: the first is named as the key, the others <key>_2, <key>_3…; default 1"),
     restart: z

@@ -528,14 +528,14 @@ function seatDetail(e: SeatEvent): { detail?: string } {
   switch (e.type) {
     case "requested":
       return {
-        detail: [`agent ${e.agent}`, e.runtime ? `runtime ${e.runtime}` : "", e.by ? `by ${e.by}` : "", e.spawnedBy ? `spawned by ${e.spawnedBy}` : ""]
+        detail: [`agent ${e.agent}`, e.terminal ? `terminal ${e.terminal}` : "", e.by ? `by ${e.by}` : "", e.spawnedBy ? `spawned by ${e.spawnedBy}` : ""]
           .filter(Boolean)
           .join(", "),
       };
     case "handed-over":
       return { detail: `handed over by ${e.from} to ${e.to ?? "the operator"}` };
     case "launched":
-      return { detail: [e.pid ? `pid ${e.pid}` : "", `runtime ${e.runtime}`].filter(Boolean).join(", ") };
+      return { detail: [e.pid ? `pid ${e.pid}` : "", `terminal ${e.terminal}`].filter(Boolean).join(", ") };
     case "exited":
       return { detail: e.signal ? `signal ${e.signal}` : `code ${e.code}` };
     case "restarted":

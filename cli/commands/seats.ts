@@ -4,7 +4,7 @@ import { connect } from "node:net";
 import { hostname } from "node:os";
 import { resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Command } from "commander";
+import { Option, type Command } from "commander";
 import { z } from "zod";
 import { credsCaller } from "../../broker/index.js";
 import {
@@ -16,8 +16,8 @@ import {
   RoleName,
   SeatAgent,
   SeatPosture,
-  SeatRuntime,
   SpawnLimit,
+  TerminalHost,
   type SeatView,
 } from "../../schemas/index.js";
 import { jsonOption, meshOptions, resolveTarget } from "../mesh-client/mesh-target.js";
@@ -27,7 +27,7 @@ import { carriedLine, carrySession } from "../mesh-client/carry.js";
 import { capabilityGaps, localAttachCommand, PTY_DETACH_KEY } from "../../manager/index.js";
 import { DEFAULT_RUNTIME, RUNTIMES, runtimeNamed } from "../../runtimes/index.js";
 import { localManager, type LocalManager } from "../mesh-host/local-manager.js";
-import { ago, note, oneLine, printJson, printLines, safeLines, table } from "../terminal/output.js";
+import { ago, note, oneLine, printJson, printLines, safeLines, table, warn } from "../terminal/output.js";
 import { withSession, type MeshSession } from "../mesh-client/session.js";
 import { repeatable, parseInput } from "../terminal/validate.js";
 
@@ -42,7 +42,9 @@ const SpawnFlags = z.object({
   agent: SeatAgent.default("claude"),
   role: RoleName.optional(),
   channel: z.array(ChannelName).default([]),
-  runtime: SeatRuntime.optional(),
+  terminal: TerminalHost.optional(),
+  /** `--runtime`, the old name of `--terminal`. */
+  runtime: TerminalHost.optional(),
   waitMs: z.coerce.number().int().min(0).max(600_000).default(30_000),
   restarts: z.coerce.number().int().min(0).max(100).optional(),
   restartWindowMs: z.coerce.number().int().min(1_000).max(86_400_000).optional(),
@@ -171,9 +173,18 @@ function isLocal(s: MeshSession, instance: string): boolean {
   return localManager(s.target)?.instance === instance;
 }
 
-/** How a seat's terminal opens here: built from this host's state, for a runtime that has one (never a command a reply carried). */
+/** How a seat's terminal opens here: built from this host's state, for a terminal host a person can open (never a command a reply carried). */
 function terminalOf(here: LocalManager, space: string, seat: SeatView): string[] | undefined {
-  return seat.runtime === "tmux" || seat.runtime === "pty" ? localAttachCommand(here.stateDir, space, seat.name, seat.runtime) : undefined;
+  return seat.terminal === "tmux" || seat.terminal === "pty" ? localAttachCommand(here.stateDir, space, seat.name, seat.terminal) : undefined;
+}
+
+/** The terminal host `cotal spawn` asks for: `--terminal`, or `--runtime`, its old name (said so on stderr). */
+function terminalFlag(f: { terminal?: TerminalHost | undefined; runtime?: TerminalHost | undefined }): TerminalHost | undefined {
+  if (f.runtime === undefined) return f.terminal;
+  if (f.terminal !== undefined && f.terminal !== f.runtime)
+    throw new UsageError(`--runtime is the old name of --terminal, and the two differ (${f.runtime}, ${f.terminal}).`, { remedy: "Give --terminal only." });
+  warn("--runtime is the old name of --terminal: it still works; use --terminal.");
+  return f.runtime;
 }
 
 /** The seat named `name` on any manager (or on `on`), or a refusal that says where to look. */
@@ -241,7 +252,8 @@ export function registerSeats(program: Command): void {
     .option("--agent <agent>", `what to run: echo (built in, no model) or an agent CLI: ${RUNTIMES.map((r) => r.name).join(", ")} (docs/runtimes.md)`, "claude")
     .option("--role <role>", "a role whose anycasts the seat takes")
     .option("--channel <channel>", "a channel the seat joins (repeatable)", repeatable)
-    .option("--runtime <runtime>", "tmux (default for claude), pty (claude, on a pseudo-terminal the manager holds) or process (echo)")
+    .option("--terminal <host>", "the terminal host: tmux (default for agent CLIs), pty (on a pseudo-terminal the manager holds) or process (echo)")
+    .addOption(new Option("--runtime <host>", "old name of --terminal").hideHelp())
     .option("--wait-ms <ms>", "how long to wait for the seat to join", "30000")
     .option("--restarts <n>", "restarts allowed within --restart-window-ms before a crash loop retires it (default 3)")
     .option("--restart-window-ms <ms>", "the restart policy's window (default 60000)")
@@ -261,6 +273,7 @@ export function registerSeats(program: Command): void {
     );
   jsonOption(meshOptions(spawn)).action(async (persona: string | undefined, raw: Record<string, unknown>) => {
     const f = parseInput(SpawnFlags, { ...raw, ...(persona !== undefined ? { persona } : {}) });
+    const terminalHost = terminalFlag(f);
     const adapter = runtimeNamed(f.agent);
     if (!f.detach && adapter !== DEFAULT_RUNTIME)
       throw new UsageError(`Only ${DEFAULT_RUNTIME.label} seats open in this terminal; ${article(f.agent)} ${f.agent} seat runs in the background.`, {
@@ -306,7 +319,7 @@ export function registerSeats(program: Command): void {
           ...(f.name ? { name: f.name } : {}),
           ...(f.role ? { role: f.role } : {}),
           channels: f.channel,
-          ...(f.runtime ? { runtime: f.runtime } : {}),
+          ...(terminalHost ? { terminal: terminalHost } : {}),
           ...(cwd ? { cwd } : {}),
           ...(f.model ? { model: f.model } : {}),
           ...(f.prompt ? { prompt: f.prompt } : {}),
@@ -374,8 +387,8 @@ export function registerSeats(program: Command): void {
       const found = await findSeat(s, f.name, here.instance);
       const command = terminalOf(here, s.target.space, found);
       if (!command)
-        throw new CommandFailedError(`Seat ${f.name} runs headless (runtime ${found.runtime ?? "process"}): it has no terminal to open.`, {
-          remedy: "Claude seats (runtime tmux or pty) have one.",
+        throw new CommandFailedError(`Seat ${f.name} runs headless (terminal ${found.terminal ?? "process"}): it has no terminal to open.`, {
+          remedy: "Agent CLI seats (terminal tmux or pty) have one.",
         });
       return command;
     });

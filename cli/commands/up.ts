@@ -114,6 +114,7 @@ export function registerUp(program: Command): void {
   addAuthOptions(up, "the host manager's").action(async (raw: Record<string, unknown>) => {
     // A team file gives the flags the command line does not (docs/team-file.md).
     const team = typeof raw.file === "string" ? loadTeamFile(raw.file) : undefined;
+    for (const n of team?.notes ?? []) warn(n);
     const server = team ? teamServerFlags(team) : undefined;
     const given = Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined));
     const flags = parseInput(UpFlags, server ? { ...server.flags, ...given } : raw);

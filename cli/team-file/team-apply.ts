@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } 
 import { dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { callControl, credsCaller } from "../../broker/index.js";
-import { BudgetConfig, DEFAULT_CHANNEL_CONFIG, type ChannelConfig, type SeatAgent, type SeatRuntime, type SeatView } from "../../schemas/index.js";
+import { BudgetConfig, DEFAULT_CHANNEL_CONFIG, type ChannelConfig, type SeatAgent, type SeatView, type TerminalHost } from "../../schemas/index.js";
 import { askYesNo, atTerminal } from "../terminal/confirm.js";
 import { resolveTarget, type MeshTarget } from "../mesh-client/mesh-target.js";
 import { CommandFailedError, UsageError } from "../terminal/errors.js";
@@ -251,7 +251,7 @@ function spawnArgs(d: DesiredSeat) {
     channels: x.channels,
     ...(x.persona !== undefined ? { persona: x.persona } : {}),
     ...(x.role !== undefined ? { role: x.role } : {}),
-    ...(x.runtime !== undefined ? { runtime: x.runtime as SeatRuntime } : {}),
+    ...(x.terminal !== undefined ? { terminal: x.terminal as TerminalHost } : {}),
     ...(x.cwd !== undefined ? { cwd: x.cwd } : {}),
     ...(x.model !== undefined ? { model: x.model } : {}),
     ...(x.prompt !== undefined ? { prompt: x.prompt } : {}),

@@ -7,7 +7,7 @@ import { dirname, resolve } from "node:path";
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, stringify, type Document, type Node } from "yaml";
 import type { z } from "zod";
 import { parseAgentFile, RUNTIMES } from "../../runtimes/index.js";
-import { EVERY_SEAT, parseDuration, TEAM_FILE_LIMITS, TeamFile, TeamPersonaFile, type TeamAudience } from "../../schemas/index.js";
+import { EVERY_SEAT, OLD_TERMINAL_KEY, parseDuration, TEAM_FILE_LIMITS, TeamFile, TeamPersonaFile, type TeamAudience } from "../../schemas/index.js";
 import { UsageError } from "../terminal/errors.js";
 
 /** One problem of a team file: where (1-based line, dotted key) and what. */
@@ -46,6 +46,8 @@ export interface TeamDoc {
   spec: TeamFile;
   /** Each declared persona's agent file text. */
   personas: Map<string, PersonaText>;
+  /** What the file still says in an old way that is read all the same (`file:line: key: …`), for a warning. */
+  notes: string[];
   /** A problem at a key path (its line and key), for a TeamFileError. */
   at(path: ReadonlyArray<string | number>, message: string): TeamFileProblem;
 }
@@ -107,15 +109,20 @@ export function parseTeamFile(source: string, file: string): TeamDoc {
       file,
       over.map((p) => at(p.path, p.message)),
     );
+  const old = oldTerminalKeys(raw);
   const parsed = TeamFile.safeParse(raw);
   // Reported with the schema's problems, or after them all: which agents exist is not the contract's.
   const agents = unknownAgents(raw);
-  if (!parsed.success) {
+  if (!parsed.success || old.problems.length) {
     throw new TeamFileError(
       file,
-      [...flatten(parsed.error.issues, raw), ...agents].map((i) => at(i.path, i.message)),
+      [...(parsed.success ? [] : flatten(parsed.error.issues, raw)), ...old.problems, ...agents].map((i) => at(i.path, i.message)),
     );
   }
+  const notes = old.read.map((path) => {
+    const p = at(path, "");
+    return `${file}:${p.line}: ${p.key}: the old name of terminal, read as terminal; rename it (docs/team-file.md)`;
+  });
   const spec = parsed.data;
   const dir = dirname(file);
   const problems: Array<{ path: Array<string | number>; message: string }> = [...agents];
@@ -134,7 +141,7 @@ export function parseTeamFile(source: string, file: string): TeamDoc {
       file,
       problems.map((p) => at(p.path, p.message)),
     );
-  return { file, dir, spec, personas, at };
+  return { file, dir, spec, personas, notes, at };
 }
 
 /** The keys of a section past TEAM_FILE_LIMITS, and seats past it once `count` is counted (checked before the schema: it is cheap). */
@@ -162,6 +169,30 @@ function overLimits(raw: unknown): Issue[] {
 export function audienceHas(audience: TeamAudience, key: string, persona: string | undefined): boolean {
   const names: readonly string[] = typeof audience === "string" ? [audience] : audience;
   return names.includes(EVERY_SEAT) || names.includes(key) || (persona !== undefined && names.includes(persona));
+}
+
+/**
+ * A seat's `runtime`, the old name of its `terminal`, moved to `terminal` in `raw` (so the schema
+ * reads it): where each was, and a problem where a seat gives both, differing.
+ */
+function oldTerminalKeys(raw: unknown): { read: Array<Array<string | number>>; problems: Issue[] } {
+  const seats = (raw as { seats?: unknown } | null)?.seats;
+  const out: { read: Array<Array<string | number>>; problems: Issue[] } = { read: [], problems: [] };
+  if (!seats || typeof seats !== "object") return out;
+  for (const [name, seat] of Object.entries(seats as Record<string, unknown>)) {
+    if (!seat || typeof seat !== "object" || !(OLD_TERMINAL_KEY in seat)) continue;
+    const s = seat as Record<string, unknown>;
+    const path = ["seats", name, OLD_TERMINAL_KEY];
+    const old = s[OLD_TERMINAL_KEY];
+    delete s[OLD_TERMINAL_KEY];
+    if (s.terminal !== undefined && s.terminal !== old) {
+      out.problems.push({ path, message: `the old name of terminal, which says otherwise (${JSON.stringify(s.terminal)}); keep terminal only` });
+      continue;
+    }
+    s.terminal = old;
+    out.read.push(path);
+  }
+  return out;
 }
 
 /** Checks across keys: declared channels, durations in range, seat names that count does not make twice, who may read and write. */

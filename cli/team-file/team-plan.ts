@@ -86,7 +86,7 @@ export function desiredSeats(doc: TeamDoc, localInstance: string | undefined): D
       ...(seat.persona !== undefined ? { persona: seat.persona } : {}),
       ...(persona ? { personaDigest: persona.digest } : {}),
       ...(seat.role !== undefined ? { role: seat.role } : {}),
-      ...(seat.runtime !== undefined ? { runtime: seat.runtime } : {}),
+      ...(seat.terminal !== undefined ? { terminal: seat.terminal } : {}),
       ...(manager !== undefined ? { manager } : {}),
       channels: [...new Set(seat.channels ?? [])].sort(),
       ...(cwd !== undefined ? { cwd } : {}),

@@ -5,31 +5,37 @@
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { ChannelRights, describeIssues, LifecycleUid, ManagerInstance, PrincipalToken, SpaceName } from "../../schemas/index.js";
+import { ChannelRights, describeIssues, LifecycleUid, ManagerInstance, PrincipalToken, readingOldTerminalKey, SpaceName } from "../../schemas/index.js";
 import { CommandFailedError } from "../terminal/errors.js";
 import type { MeshRoot } from "../mesh-host/mesh-root.js";
 
-/** The spawn request a seat was started with (without its request id): what a changed file is compared with. */
-export const SeatSpec = z.object({
-  agent: z.string(),
-  persona: z.string().optional(),
-  personaDigest: z.string().optional(),
-  role: z.string().optional(),
-  runtime: z.string().optional(),
-  /** The manager instance the file names; absent: this host's. */
-  manager: z.string().optional(),
-  channels: z.array(z.string()),
-  cwd: z.string().optional(),
-  model: z.string().optional(),
-  prompt: z.string().optional(),
-  restarts: z.number().int().optional(),
-  windowMs: z.number().int().optional(),
-  noEvents: z.boolean().optional(),
-  /** supervised: permission asks go to people over the mesh. */
-  posture: z.literal("supervised").optional(),
-  /** Its rights on channels with a read or write list, where they differ from what joining gives (the spawn's channelRights). */
-  rights: ChannelRights.optional(),
-});
+/**
+ * The spawn request a seat was started with (without its request id): what a changed file is
+ * compared with. A state an older `up -f` wrote names the terminal host `runtime`: read as
+ * `terminal`, so the seat is not replaced for a key's new name.
+ */
+export const SeatSpec = readingOldTerminalKey(
+  z.object({
+    agent: z.string(),
+    persona: z.string().optional(),
+    personaDigest: z.string().optional(),
+    role: z.string().optional(),
+    terminal: z.string().optional(),
+    /** The manager instance the file names; absent: this host's. */
+    manager: z.string().optional(),
+    channels: z.array(z.string()),
+    cwd: z.string().optional(),
+    model: z.string().optional(),
+    prompt: z.string().optional(),
+    restarts: z.number().int().optional(),
+    windowMs: z.number().int().optional(),
+    noEvents: z.boolean().optional(),
+    /** supervised: permission asks go to people over the mesh. */
+    posture: z.literal("supervised").optional(),
+    /** Its rights on channels with a read or write list, where they differ from what joining gives (the spawn's channelRights). */
+    rights: ChannelRights.optional(),
+  }),
+);
 export type SeatSpec = z.infer<typeof SeatSpec>;
 
 /** One seat `up -f` started. */

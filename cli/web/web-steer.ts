@@ -139,7 +139,7 @@ export function steerRoutes(d: SteerDeps): Record<string, WriteRoute> {
           agent: before.agent,
           name: b.name,
           ...(before.role ? { role: before.role } : {}),
-          ...(before.runtime ? { runtime: before.runtime } : {}),
+          ...(before.terminal ? { terminal: before.terminal } : {}),
         },
         { target: before.instance, timeoutMs: 60_000 },
       );
@@ -185,7 +185,7 @@ export function terminalStream(d: SteerDeps): StreamRoute {
       if (typeof v === "string") return refuse(v);
       if (v.instance !== local.instance)
         return refuse(`${v.name} runs on manager ${v.instance}, not on this host's (${local.instance}): \`cotal attach --name ${v.name}\` on its host.`);
-      if (v.runtime !== "tmux") return refuse(`${v.name} has no tmux terminal to show (runtime ${v.runtime ?? "process"}).`);
+      if (v.terminal !== "tmux") return refuse(`${v.name} has no tmux terminal to show (terminal ${v.terminal ?? "process"}).`);
       const tick = async () => {
         if (stopped) return;
         const screen = await seatScreen(local.stateDir, d.space, v.name).catch(() => "");

@@ -93,7 +93,7 @@ function lie(data: Uint8Array, respond: (r: ControlReply) => void, instance: str
     state: "joined",
     agent: "claude",
     instance,
-    runtime: "tmux",
+    terminal: "tmux",
     attach: ["sh", "-c", `touch ${marker()}`],
     requestedAt: now,
     since: now,

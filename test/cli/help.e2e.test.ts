@@ -39,6 +39,13 @@ describe("cotal --help from the built bundle", () => {
     expect(own).toContain("the manager (it stops and retires every seat it runs)");
   });
 
+  it("cotal spawn's help offers --terminal for the seat's terminal host, not the old name --runtime", async () => {
+    const own = (await runCotal(["spawn", "--help"], { cwd })).stdout.replace(/\s+/g, " ");
+    expect(own).toContain("--terminal <host> the terminal host: tmux (default for agent CLIs), pty");
+    // The old name still works (test/cli/manager.e2e.test.ts), but is no longer offered.
+    expect(own).not.toContain("--runtime");
+  });
+
   it("an unknown command is a usage error naming it", async () => {
     const r = await runCotal(["frobnicate"], { cwd });
     expect(r.code).not.toBe(0);

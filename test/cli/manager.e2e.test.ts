@@ -68,6 +68,23 @@ describe("cotal manager, spawn, ps, stop", () => {
     ok(await cotal("stop", "--name", "first"));
   }, 60_000);
 
+  it("--terminal names the seat's terminal host; --runtime, its old name, still works and says so", async () => {
+    const now = ok(await cotal("spawn", "-d", "--agent", "echo", "--name", "term_new", "--terminal", "process", "--json"));
+    expect(now.json()).toMatchObject({ outcome: "started", seat: { terminal: "process" } });
+    expect(now.stderr).not.toContain("old name");
+    const old = ok(await cotal("spawn", "-d", "--agent", "echo", "--name", "term_old", "--runtime", "process", "--json"));
+    expect(old.json()).toMatchObject({ outcome: "started", seat: { terminal: "process" } });
+    expect(old.stderr).toContain("--runtime is the old name of --terminal");
+    const both = await cotal("spawn", "-d", "--agent", "echo", "--name", "term_both", "--terminal", "process", "--runtime", "tmux");
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain("--runtime is the old name of --terminal, and the two differ (tmux, process)");
+    const boxed = await cotal("spawn", "-d", "--agent", "echo", "--name", "term_tmux", "--terminal", "tmux");
+    expect(boxed.code).not.toBe(0);
+    expect(boxed.stderr).toContain("The echo agent runs headless (terminal process), not tmux; nothing was started.");
+    expect(boxed.stderr).toContain("--terminal process");
+    for (const name of ["term_new", "term_old"]) ok(await cotal("stop", "--name", name));
+  }, 60_000);
+
   it("cotal up keeps a host manager that is only slow to answer, and its seats: it is not restarted", async () => {
     const pid = (JSON.parse(readFileSync(join(project, ".cotal", "run", "manager.json"), "utf8")) as { pid: number }).pid;
     ok(await cotal("spawn", "-d", "--agent", "echo", "--name", "keeper"));

@@ -1,6 +1,6 @@
 // A managed Claude seat under tmux whose Claude config is not pre-seeded fails within the bound,
 // naming the screen it stopped on. This needs a manager started with seedConfig off, which no
-// `cotal` command does, so it stays in-process; the seats' wake, the agent file, the pty runtime
+// `cotal` command does, so it stays in-process; the seats' wake, the agent file, the pty terminal host
 // and restarts are tested through the shipped CLI in test/e2e/user-path-wake.e2e.test.ts.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -66,7 +66,9 @@ describe("cotal up from a shell with an API key: runs and seats authenticate the
   it("cotal status says the manager's Claude auth (api-key, detected, the double's URL); the key is in no argv and no log", async () => {
     const status = ok(await cotal(["status"]));
     expect(status.stdout).toContain(`Claude auth:  api-key (detected: ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL; base URL ${double.url})`);
-    const json = ok(await cotal(["status", "--json"])).json<{ managers: Array<{ runtimes?: Array<{ name: string; ready: boolean; auth?: Record<string, unknown> }> }> }>();
+    const json = ok(await cotal(["status", "--json"])).json<{
+      managers: Array<{ runtimes?: Array<{ name: string; ready: boolean; auth?: Record<string, unknown> }> }>;
+    }>();
     const claude = json.managers[0]?.runtimes?.find((r) => r.name === "claude");
     expect(claude).toMatchObject({ ready: true, auth: { mode: "api-key", chosen: "auto", baseUrl: double.url } });
     expect(status.stdout + JSON.stringify(json)).not.toContain(DUMMY_API_KEY);

@@ -97,13 +97,13 @@ describe("wake through the CLI: idle seats are woken by DMs, nobody types", () =
     const spawned = await Promise.all(["bob", "alice"].map((p) => u.cotal(["spawn", "-d", p, "--wait-ms", "90000", "--json"])));
     for (const [i, r] of spawned.entries()) {
       const v = await seat(["bob", "alice"][i]!);
-      expect(r.code, `${r.stdout}\n${r.stderr}\n${JSON.stringify(v)}\n${v?.runtime === "tmux" ? await screen(v) : ""}`).toBe(0);
+      expect(r.code, `${r.stdout}\n${r.stderr}\n${JSON.stringify(v)}\n${v?.terminal === "tmux" ? await screen(v) : ""}`).toBe(0);
       expect(r.json()).toMatchObject({
         outcome: "started",
         seat: {
           state: "joined",
           agent: "claude",
-          runtime: "tmux",
+          terminal: "tmux",
           permissionMode: "dontAsk",
         },
       });
@@ -168,12 +168,12 @@ describe("wake through the CLI: idle seats are woken by DMs, nobody types", () =
     expect(await seat("nobody"), "nothing was claimed").toBeUndefined();
   }, 150_000);
 
-  it("a pty seat (--runtime pty) runs on a terminal its manager holds, and a DM wakes it through that terminal", async () => {
-    const r = await u.cotal(["spawn", "-d", "--name", "ptyseat", "--runtime", "pty", "--wait-ms", "90000", "--json"]);
+  it("a pty seat (--terminal pty) runs on a terminal its manager holds, and a DM wakes it through that terminal", async () => {
+    const r = await u.cotal(["spawn", "-d", "--name", "ptyseat", "--terminal", "pty", "--wait-ms", "90000", "--json"]);
     expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
     expect(r.json()).toMatchObject({
       outcome: "started",
-      seat: { state: "joined", runtime: "pty", permissionMode: "dontAsk" },
+      seat: { state: "joined", terminal: "pty", permissionMode: "dontAsk" },
     });
     await u.ok(["send", "dm", "ptyseat", PTY_PING, "--as", "carol", "--impersonate"]);
     await heard("ptyseat", PTY_PONG, "the pty seat's answer");

@@ -130,6 +130,23 @@ describe("manager", () => {
     expect(["m2", "m3"]).toContain(any.instance);
   }, 120_000);
 
+  test("an older CLI's spawn, naming the terminal host runtime, starts the seat in it; ps names it terminal", async () => {
+    await manager("m9");
+    // As an older CLI sends it (a variable, not a literal: the old key is no part of today's type).
+    const older = { agent: "echo", name: "olden", runtime: "process" };
+    await callManager(nc, mesh.space, "spawn", operator, older, { target: "m9" });
+    expect(await untilState("m9", "olden", "joined")).toMatchObject({ terminal: "process" });
+    const echoInTmux = { agent: "echo", name: "boxed", runtime: "tmux" };
+    const refused = await callManager(nc, mesh.space, "spawn", operator, echoInTmux, { target: "m9" }).catch((e: unknown) => e);
+    expect((refused as ControlCallError).code).toBe("terminal-unavailable");
+    expect((refused as Error).message).toContain("The echo agent runs headless (terminal process), not tmux; nothing was started.");
+    const both = { agent: "echo", name: "torn", terminal: "process" as const, runtime: "tmux" };
+    const unclear = await callManager(nc, mesh.space, "spawn", operator, both, { target: "m9" }).catch((e: unknown) => e);
+    expect((unclear as ControlCallError).code).toBe("invalid-args");
+    expect((unclear as Error).message).toContain("the old name of `terminal`");
+    expect(await seat("m9", "torn")).toBeUndefined();
+  }, 120_000);
+
   test("a restarted manager rebuilds its table from the log and re-adopts the running seat", async () => {
     const dir = mkdtempSync(join(tmpdir(), "cotal-mgr-"));
     dirs.push(dir);

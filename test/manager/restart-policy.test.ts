@@ -35,13 +35,13 @@ describe("what the log tells the policy", () => {
   const base = { seat: "local.s", uid, manager: "m1" };
   const entries = [
     entry(1, { type: "requested", ...base, epoch: 0, ts: T0, agent: "echo" }),
-    entry(2, { type: "launched", ...base, epoch: 0, ts: T0 + 1, runtime: "process" }),
+    entry(2, { type: "launched", ...base, epoch: 0, ts: T0 + 1, terminal: "process" }),
     entry(3, { type: "joined", ...base, epoch: 0, ts: T0 + 2 }),
     entry(4, { type: "exited", ...base, epoch: 0, ts: T0 + 3, code: null, signal: "SIGKILL" }),
     entry(5, { type: "restarted", ...base, epoch: 1, ts: T0 + 4, reason: "killed by SIGKILL" }),
     // Another writer's record (another manager's credential) is not the owner's: never counted.
     entry(6, { type: "restarted", ...base, manager: "m2", epoch: 2, ts: T0 + 5, reason: "forged" }, "local.m2"),
-    entry(7, { type: "launched", ...base, epoch: 1, ts: T0 + 6, runtime: "process" }),
+    entry(7, { type: "launched", ...base, epoch: 1, ts: T0 + 6, terminal: "process" }),
     entry(8, { type: "exited", ...base, epoch: 1, ts: T0 + 7, code: 0, signal: null, retiring: "stopped by local.cotal_cli" }),
   ];
   const h = { seat: "local.s", entries, lastSeqBy: new Map([["local.cotal_cli", 8]]) };
@@ -49,7 +49,7 @@ describe("what the log tells the policy", () => {
   it("an exit that retires the seat says why, and a later launch clears it", () => {
     const r = projectSeat(h)!;
     expect(r).toMatchObject({ state: "exited", epoch: 1, retiring: "stopped by local.cotal_cli" });
-    const relaunched = projectSeat({ ...h, entries: [...entries, entry(9, { type: "launched", ...base, epoch: 1, ts: T0 + 8, runtime: "process" })] })!;
+    const relaunched = projectSeat({ ...h, entries: [...entries, entry(9, { type: "launched", ...base, epoch: 1, ts: T0 + 8, terminal: "process" })] })!;
     expect(relaunched.retiring).toBeUndefined();
   });
 

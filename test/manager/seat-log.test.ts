@@ -24,7 +24,7 @@ const base = (seat: string, uid: string) => ({ seat, uid, epoch: 0, ts: Date.now
 describe("seat log", () => {
   test("appends in order; a writer with a stale view is refused by JetStream", async () => {
     const s1 = await log.append({ type: "requested", ...base("local.alice", U1), agent: "echo" }, 0);
-    const s2 = await log.append({ type: "launched", ...base("local.alice", U1), runtime: "process", pid: 42 }, s1);
+    const s2 = await log.append({ type: "launched", ...base("local.alice", U1), terminal: "process", pid: 42 }, s1);
     // A second writer still believing the log ends at s1 (a zombie manager) is fenced.
     const stale = await log.append({ type: "retired", ...base("local.alice", U1), reason: "zombie" }, s1).catch((e: unknown) => e);
     expect(stale).toBeInstanceOf(StaleSeatLogError);
@@ -38,7 +38,7 @@ describe("seat log", () => {
     const table = await log.replay();
     expect([...table.keys()].sort()).toEqual(["local.alice", "local.bob"]);
     const alice = projectSeat(table.get("local.alice")!)!;
-    expect(alice).toMatchObject({ state: "joined", uid: U1, runtime: "process", pid: 42, agent: "echo", lastSeq: s3 });
+    expect(alice).toMatchObject({ state: "joined", uid: U1, terminal: "process", pid: 42, agent: "echo", lastSeq: s3 });
     expect(projectSeat(table.get("local.bob")!)).toMatchObject({ state: "requested", agent: "claude" });
   });
 
@@ -50,6 +50,18 @@ describe("seat log", () => {
     const table = await log.replay();
     expect(table.has("local.junk")).toBe(false);
     expect(table.has("local.alice")).toBe(true);
+  });
+
+  test("records an older manager wrote, naming the terminal host `runtime`, replay as `terminal`", async () => {
+    const js = jetStreamConnection(await mesh.rawConnection(), mesh.cliCreds);
+    const U = newLifecycleUid();
+    const put = (e: object) =>
+      js.request(`cotal.${mesh.space}.seat.local.olden.local.cotal_cli`, new TextEncoder().encode(JSON.stringify(e)), { timeout: 5_000 });
+    await put({ type: "requested", ...base("local.olden", U), agent: "claude", runtime: "pty", channels: [] });
+    await put({ type: "launched", ...base("local.olden", U), runtime: "pty", pid: 7 });
+    const olden = projectSeat((await log.replay()).get("local.olden")!)!;
+    expect(olden).toMatchObject({ state: "launched", terminal: "pty", spec: { terminal: "pty" }, pid: 7 });
+    expect(olden).not.toHaveProperty("runtime");
   });
 
   test("events of an older incarnation do not move the new one", async () => {

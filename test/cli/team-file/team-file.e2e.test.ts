@@ -60,8 +60,13 @@ describe("cotal up -f cotal.yaml", () => {
   let firstUids: Record<string, string>;
 
   it("--dry-run prints the plan and starts nothing", async () => {
-    writeFileSync(FILE, ISSUE_FILE);
     port = await freePort();
+    // A seat's terminal host under its old name is read as terminal, with a warning naming its line.
+    writeFileSync(FILE, ISSUE_FILE.replace("e1: { agent: echo,", "e1: { agent: echo, runtime: process,"));
+    const old = ok(await cotal("up", "-f", "cotal.yaml", "--dry-run"), "up --dry-run, the old key");
+    expect(old.stderr).toContain(`cotal: warning: ${FILE}:6: seats.e1.runtime: the old name of terminal, read as terminal; rename it`);
+    expect(old.stdout).toMatch(/\+ seat e1: start echo/);
+    writeFileSync(FILE, ISSUE_FILE);
     const r = ok(await cotal("up", "-f", "cotal.yaml", "--dry-run"), "up --dry-run");
     expect(r.stdout).toContain("+ mesh: start it");
     expect(r.stdout).toMatch(/\+ channel ops: create \(live/);

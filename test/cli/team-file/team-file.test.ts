@@ -59,6 +59,18 @@ describe("cotal.yaml", () => {
     expect(problems("space: team\nseets: {}\n")).toEqual([{ line: 2, key: "seets", message: expect.stringContaining("the keys here are space, server") }]);
   });
 
+  it("a seat's terminal host; runtime, its old name, is read as terminal with a note naming its line", () => {
+    const now = parseTeamFile(ISSUE_FILE.replace("e1: { agent: echo,", "e1: { agent: echo, terminal: process,"), FILE);
+    expect(now.spec.seats?.e1).toMatchObject({ terminal: "process" });
+    expect(now.notes).toEqual([]);
+    const old = parseTeamFile(ISSUE_FILE.replace("e2: { agent: echo,", "e2: { agent: echo, runtime: process,"), FILE);
+    expect(old.spec.seats?.e2).toEqual({ agent: "echo", terminal: "process", channels: ["general", "ops"] });
+    expect(old.notes).toEqual([`${FILE}:7: seats.e2.runtime: the old name of terminal, read as terminal; rename it (docs/team-file.md)`]);
+    expect(problems(ISSUE_FILE.replace("e3: { agent: echo,", "e3: { agent: echo, terminal: process, runtime: tmux,"))).toEqual([
+      { line: 8, key: "seats.e3.runtime", message: expect.stringContaining('the old name of terminal, which says otherwise ("process")') },
+    ]);
+  });
+
   it("a value that does not fit: the line of the key that holds it", () => {
     expect(problems(ISSUE_FILE.replace("class: live", "class: loud"))).toEqual([
       { line: 4, key: "channels.ops.class", message: expect.stringContaining('"live"') },

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { DEFAULT_CHANNEL_CONFIG, type SeatView } from "../../../schemas/index.js";
 import { parseTeamFile, TeamFileError } from "../../../cli/team-file/team-file.js";
 import { describePlan, desiredSeats, planTeam, rightsNotHeld, type Observed } from "../../../cli/team-file/team-plan.js";
-import type { TeamState } from "../../../cli/team-file/team-state.js";
+import { TeamState } from "../../../cli/team-file/team-state.js";
 
 const DIR = "/srv/team";
 const FILE = join(DIR, "cotal.yaml");
@@ -89,6 +89,19 @@ describe("the plan of cotal up -f", () => {
       `  ~ seat e2: replace on ${HERE} (this host) (channels [ops] → [general, ops])`,
       "  = as declared: seats e1",
     ]);
+  });
+
+  it("a seat an older up -f started (its .cotal/team.json says runtime) is as declared: the file's terminal, or still its runtime, is not a change", () => {
+    const file = TWO.replace("e1: { agent: echo,", "e1: { agent: echo, terminal: process,");
+    const UID = "a".repeat(26);
+    const stateJson = `{"version":1,"file":${JSON.stringify(FILE)},"space":"team","seats":{"e1":{"instance":"${HERE}","uid":"${UID}","spec":{"agent":"echo","runtime":"process","channels":["general"],"cwd":"${DIR}"}}}}`;
+    const state = TeamState.parse(JSON.parse(stateJson));
+    expect(state.seats.e1?.spec).toMatchObject({ terminal: "process" });
+    for (const text of [file, file.replace("terminal: process", "runtime: process")]) {
+      const p = planTeam(doc(text), "team", seen({ seats: [seat("e1", UID)] }), state);
+      expect(p.steps.filter((s) => s.kind === "replace")).toEqual([]);
+      expect(p.unchanged.seats).toEqual(["e1"]);
+    }
   });
 
   it("seats it started that are no longer declared are retired; ones that no longer run are forgotten; others' are never touched", () => {

@@ -1,4 +1,4 @@
-// The pty runtime without Claude: a shell script on a pseudo-terminal the manager holds (util-linux
+// The pty terminal host without Claude: a shell script on a pseudo-terminal the manager holds (util-linux
 // `script`), its output kept and readable as a screen, input typed by the manager or relayed from
 // an attached client over the seat's socket, and a stop that proves the process gone.
 import { chmodSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -13,7 +13,7 @@ import { until } from "../../testbed/until.js";
 const dir = mkdtempSync(join(tmpdir(), "cotal-pty-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-describe("pty runtime", () => {
+describe("pty terminal host", () => {
   it("runs on a 200×50 pty, shows its screen, takes typed and attached input, and stops", async () => {
     const script = join(dir, "start.sh");
     writeFileSync(script, '#!/bin/sh\nstty size\necho ready\nwhile read line; do echo "got:$line"; done\n');

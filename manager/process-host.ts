@@ -31,7 +31,7 @@ const POLL_MS = 500;
 const DEFAULT_MAX_LOG = 1024 * 1024;
 
 /**
- * The `process` runtime: a headless child in its own process group (so it outlives a killed
+ * The `process` terminal host: a headless child in its own process group (so it outlives a killed
  * manager and can be adopted again), writing straight to a log file the manager keeps bounded.
  */
 export function startSeatProcess(o: StartOptions): SeatProcess {

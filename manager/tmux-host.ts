@@ -4,14 +4,14 @@ import { promisify } from "node:util";
 import { setTimeout as sleep } from "node:timers/promises";
 import { SeatRefusedError } from "./errors.js";
 import { processStartTime } from "../runtime/index.js";
-import type { SeatExit, SeatProcess } from "./process-runtime.js";
+import type { SeatExit, SeatProcess } from "./process-host.js";
 import type { SeatTerminal } from "./seat-terminal.js";
 
 const run = promisify(execFile);
 const POLL_MS = 500;
 
 /**
- * The `tmux` runtime: each seat is a window of one session per space on the manager's own tmux
+ * The `tmux` terminal host: each seat is a window of one session per space on the manager's own tmux
  * server (its socket in the manager's state dir, so nothing mixes with the user's tmux). The
  * manager reads the screen, types into it, and `cotal attach` opens it.
  */
@@ -29,9 +29,9 @@ export class TmuxServer {
       await run("tmux", ["-V"]);
     } catch {
       throw new SeatRefusedError(
-        "runtime-unavailable",
+        "terminal-unavailable",
         "tmux is not installed on the manager's host; nothing was started.",
-        "Install tmux (`apt-get install tmux`), or spawn with --runtime process.",
+        "Install tmux (`apt-get install tmux`), or spawn with --terminal pty.",
       );
     }
   }

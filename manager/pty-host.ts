@@ -4,7 +4,7 @@ import { createServer, type Server, type Socket } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { SeatRefusedError } from "./errors.js";
 import { processStartTime } from "../runtime/index.js";
-import { stopGroup, type SeatExit, type SeatProcess } from "./process-runtime.js";
+import { stopGroup, type SeatExit, type SeatProcess } from "./process-host.js";
 import type { SeatTerminal } from "./seat-terminal.js";
 
 /** Bytes of a seat's output the manager keeps (what `attach` replays and the screen check reads). */
@@ -13,7 +13,7 @@ const SCROLLBACK_BYTES = 256 * 1024;
 export const PTY_DETACH_KEY = 0x1d;
 
 /**
- * The `pty` runtime: the seat runs on a pseudo-terminal the manager holds itself, through
+ * The `pty` terminal host: the seat runs on a pseudo-terminal the manager holds itself, through
  * util-linux `script` (no native module): 200×50, output kept in a bounded scrollback, input typed
  * by the manager or relayed from `cotal attach` over a 0600 unix socket in the seat's folder. A
  * pty seat lives as long as its manager (it cannot be adopted after a manager restart; tmux can).
@@ -116,7 +116,7 @@ export class PtySeat implements SeatTerminal {
   }
 }
 
-/** Fail early, with a fix, when util-linux `script` (the pty runtime's pty) is missing. */
+/** Fail early, with a fix, when util-linux `script` (the pty terminal host's pty) is missing. */
 export async function checkScript(): Promise<void> {
   const ok = await new Promise<boolean>((resolve) => {
     const c = spawn("script", ["--version"], { stdio: "ignore" });
@@ -125,9 +125,9 @@ export async function checkScript(): Promise<void> {
   });
   if (!ok)
     throw new SeatRefusedError(
-      "runtime-unavailable",
-      "The pty runtime needs util-linux `script`, which is not installed on the manager's host; nothing was started.",
-      "Install util-linux (`apt-get install bsdutils`), or use --runtime tmux.",
+      "terminal-unavailable",
+      "The pty terminal host needs util-linux `script`, which is not installed on the manager's host; nothing was started.",
+      "Install util-linux (`apt-get install bsdutils`), or use --terminal tmux.",
     );
 }
 
