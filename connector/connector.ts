@@ -17,7 +17,7 @@ import { HookResponder } from "./hook-responder.js";
 import type { HookAnswer, HookHandler, HookVia } from "./hook-socket.js";
 import type { HookRequest } from "./protocol.js";
 import { McpFront } from "./mcp-front.js";
-import { seatRuntimeOf } from "./seat-runtime.js";
+import { cliFacetOf } from "./cli-facet.js";
 import { Seat, type ConnectorStatus } from "./seat.js";
 
 export class Connector implements HookHandler {
@@ -142,7 +142,7 @@ function eventPlane(cfg: ConnectorConfig, controlDir: string, ep: Endpoint, log:
   if (!cfg.events) return undefined;
   const dir = path.join(stateDirOf(cfg, controlDir), "events");
   // The agent CLI's session file, read as the plane's transcript records (Claude's as is, Codex's rollout mapped).
-  const transcript = seatRuntimeOf(cfg.launch.runtime).transcript;
+  const transcript = cliFacetOf(cfg.launch.runtime).transcript;
   return new EventPlane({ ep, dir, log: log.child({ component: "event-plane" }), transcript, ...cfg.eventPlane });
 }
 

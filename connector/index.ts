@@ -1,5 +1,5 @@
 /**
- * Connector: the public entry of the seat runtime. The runtime starts from its own bundles
+ * Connector: the public entry of the connector that runs inside every agent session. It starts from its own bundles
  * (mcp-main.ts, hook-main.ts); other components use the hook client (`cotal hook`), the receipt
  * line (`cotal send`), and the Claude Code plugin with its installer (`cotal setup`, `cotal
  * manager`). Tests and benches that drive the runtime itself use ./internal.js.

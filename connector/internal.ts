@@ -8,7 +8,7 @@ export { seatClassifier } from "./classify.js";
 export { BacklogLatch } from "./backlog.js";
 export { LineSplitter } from "./ndjson.js";
 export * from "./model-text.js";
-export { seatRuntimeOf } from "./seat-runtime.js";
+export { cliFacetOf } from "./cli-facet.js";
 
 // The modules behind the public entry, as the entry exported them before it was curated.
 export * from "./errors.js";

@@ -17,7 +17,7 @@ import { Inbox, type Mail, type Selection } from "./inbox.js";
 import type { SeatFacts } from "./model-text.js";
 import type { TurnState } from "./presence.js";
 import type { SeatApprovals } from "../runtime/index.js";
-import { seatRuntimeOf } from "./seat-runtime.js";
+import { cliFacetOf } from "./cli-facet.js";
 import { Waker, type Wake, type WakeView } from "./wake.js";
 
 /** A snapshot for cotal_status and tests. */
@@ -100,7 +100,7 @@ export class Seat {
       : undefined;
     this.backlog = new BacklogLatch(() => this.ep.deliveries.size);
     const { launch } = cfg;
-    const asks = seatRuntimeOf(launch.runtime).approvals;
+    const asks = cliFacetOf(launch.runtime).approvals;
     this.permissionReply = asks?.reply;
     this.approvals =
       asks && (asks.sessions === "all" || cfg.managed)
@@ -146,7 +146,7 @@ export class Seat {
       ...(launch.runtime ? { runtime: launch.runtime } : {}),
       meta: {
         ...(launch.meta ?? {}),
-        connector: seatRuntimeOf(launch.runtime).meta,
+        connector: cliFacetOf(launch.runtime).meta,
         host: os.hostname(),
         cwd: process.cwd(),
         pid: String(process.pid),

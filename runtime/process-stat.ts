@@ -1,5 +1,5 @@
 // The one reader of /proc/<pid>/stat. A pid and its start time name one process for good (a
-// recycled pid is never mistaken for ours): the persona watcher, the manager's seat runtimes and
+// recycled pid is never mistaken for ours): the persona watcher, the manager's terminal hosts and
 // the cli's pid files and locks all identify processes this way. It lives in the Claude binding
 // because that is the lowest floor all of them stand on (it depends on schemas only).
 // (The persona watcher's detached script repeats the parse inline: it runs as `node -e` text.)

@@ -6,7 +6,7 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { answerApproval, logger, OpenApprovalSet, approvalEventsOf } from "../../broker/internal.js";
-import { ApprovalDesk, askInputOf, folderPerson, newAskId, permissionDecision, seatRuntimeOf, trimPayload } from "../../connector/internal.js";
+import { ApprovalDesk, askInputOf, folderPerson, newAskId, permissionDecision, cliFacetOf, trimPayload } from "../../connector/internal.js";
 import {
   APPROVAL_EVENTS,
   ApprovalAnswer,
@@ -94,14 +94,14 @@ describe("the approve subject and the wire schemas", () => {
     const allow = { hookSpecificOutput: { hookEventName: "PermissionRequest", decision: { behavior: "allow" } } };
     const deny = { behavior: "deny" as const, message: "no" };
     for (const runtime of ["claude", "codex"]) {
-      expect(seatRuntimeOf(runtime).approvals!.reply({ behavior: "allow" })).toEqual(allow);
-      expect(seatRuntimeOf(runtime).approvals!.reply(deny)).toEqual({ hookSpecificOutput: { hookEventName: "PermissionRequest", decision: deny } });
+      expect(cliFacetOf(runtime).approvals!.reply({ behavior: "allow" })).toEqual(allow);
+      expect(cliFacetOf(runtime).approvals!.reply(deny)).toEqual({ hookSpecificOutput: { hookEventName: "PermissionRequest", decision: deny } });
     }
     // Claude shows its dialog beside the hook; Codex's waits for it, so only a managed seat's asks go out.
-    expect(seatRuntimeOf("claude").approvals!.sessions).toBe("all");
-    expect(seatRuntimeOf(undefined).approvals!.sessions).toBe("all");
-    expect(seatRuntimeOf("codex").approvals!.sessions).toBe("managed");
-    for (const runtime of ["gemini", "copilot", "other"]) expect(seatRuntimeOf(runtime).approvals).toBeUndefined();
+    expect(cliFacetOf("claude").approvals!.sessions).toBe("all");
+    expect(cliFacetOf(undefined).approvals!.sessions).toBe("all");
+    expect(cliFacetOf("codex").approvals!.sessions).toBe("managed");
+    for (const runtime of ["gemini", "copilot", "other"]) expect(cliFacetOf(runtime).approvals).toBeUndefined();
   });
 
   it("a hand-started session's owner is the person recorded in its folder's .cotal/person.json, for that space", () => {

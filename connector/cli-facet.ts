@@ -4,19 +4,19 @@ import type { ConnectorFacet, TranscriptReader } from "../runtime/index.js";
 import { DEFAULT_RUNTIME, runtimeNamed } from "../runtimes/index.js";
 
 /** A CLI's connector facet with its transcript reader filled in. */
-export type SeatRuntime = ConnectorFacet & { readonly transcript: TranscriptReader };
+export type CliFacet = ConnectorFacet & { readonly transcript: TranscriptReader };
 
 /** A session file whose every line is one record already (Claude's shape). */
 const asIs: TranscriptReader = (line) => [line];
 
-const filled = (facet: ConnectorFacet): SeatRuntime => ({ ...facet, transcript: facet.transcript ?? asIs });
+const filled = (facet: ConnectorFacet): CliFacet => ({ ...facet, transcript: facet.transcript ?? asIs });
 
 /**
- * The seat runtime a launch names. A launch that names none is the default runtime's session (a
+ * The facet of the CLI a launch names. A launch that names none is the default runtime's session (a
  * hand-started connector from a plugin that predates COTAL_RUNTIME), as the connector always
  * assumed; a name the registry does not hold reads its session file as Claude's and says its own name.
  */
-export function seatRuntimeOf(runtime: string | undefined): SeatRuntime {
+export function cliFacetOf(runtime: string | undefined): CliFacet {
   if (runtime === undefined) return filled(DEFAULT_RUNTIME.connector);
   return filled(runtimeNamed(runtime)?.connector ?? { meta: runtime });
 }
