@@ -150,17 +150,21 @@ describe("architecture", () => {
         /--(?:dangerously-skip-permissions|permission-mode|append-system-prompt|allowedTools|disallowedTools|strict-mcp-config|mcp-config|plugin-dir|output-format)\b|CLAUDE_CONFIG_DIR/,
       codex:
         /--(?:dangerously-bypass-approvals-and-sandbox|dangerously-bypass-hook-trust|skip-git-repo-check|output-schema|ephemeral)\b|CODEX_HOME|approval_policy|sandbox_mode|mcp_servers/,
-      opencode: /OPENCODE_(?:CONFIG|CONFIG_DIR|DISABLE_AUTOUPDATE)\b|default_agent/,
+      opencode: /OPENCODE_(?:CONFIG|CONFIG_DIR|DISABLE_AUTOUPDATE)\b/,
+      // The config dialect OpenCode and its forks share (runtime/opencode-family/): their adapters name none of it.
+      "opencode-family": /default_agent/,
       gemini: /GEMINI_CLI_(?:HOME|TRUST_WORKSPACE)\b|--yolo\b|--approval-mode\b/,
       pi: /PI_CODING_AGENT_DIR\b|COTAL_PI_(?:POSTURE|MODE)\b/,
       copilot: /COPILOT_HOME\b|--(?:allow-tool|deny-tool|no-ask-user)\b/,
     };
-    // Adapter folders own their strings; the Claude plugin (connector/claude/) is part of Claude's.
+    // Adapter folders own their strings; the Claude plugin (connector/claude/) is part of Claude's;
+    // the OpenCode family's dialect is the seam's (runtime/opencode-family/).
     // Gemini CLI and GitHub Copilot CLI name their own flag `--output-format` as Claude does.
     const OWNERS: Record<string, string[]> = {
       claude: ["claude/", "connector/claude/", "gemini/", "copilot/"],
       codex: ["codex/"],
       opencode: ["opencode/"],
+      "opencode-family": ["runtime/opencode-family/"],
       gemini: ["gemini/"],
       pi: ["pi/"],
       copilot: ["copilot/"],

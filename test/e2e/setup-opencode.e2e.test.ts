@@ -8,7 +8,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { pluginSdkInstalledFiles } from "../../opencode/index.js";
+import { OPENCODE } from "../../opencode/index.js";
+import { pluginSdkInstalledFiles } from "../../runtime/opencode-family/index.js";
 import { buildCli, cleanEnv, runCotal } from "../harness/cli.js";
 
 let home: string;
@@ -38,7 +39,7 @@ beforeAll(async () => {
   // A user's OpenCode installed its plugin SDK into this folder at its first start (it does so in
   // every config folder, from the npm registry, and waits for it once a plugin is configured):
   // seeded as installed, as a seat's is, so the test never reaches the registry.
-  for (const f of pluginSdkInstalledFiles(join(home, ".config", "opencode"))) {
+  for (const f of pluginSdkInstalledFiles(join(home, ".config", "opencode"), OPENCODE.pluginSdk)) {
     mkdirSync(dirname(f.path), { recursive: true });
     writeFileSync(f.path, f.content, { mode: f.mode });
   }
