@@ -9,7 +9,7 @@ export const opencodeRuntime = {
   command: "opencode",
   binEnv: "COTAL_OPENCODE_BIN",
   installHint: `Install opencode-ai where the manager runs (or set COTAL_OPENCODE_BIN), ${RESTART_MANAGER}.`,
-  // OpenCode's session store is not a file Node reads: its plugin writes the records itself (journal.ts).
+  // OpenCode's session store is not a file Node reads: its plugin writes the records itself (runtime/opencode-family/journal.ts).
   connector: { meta: "opencode" },
   capabilities: {
     mailHook: true,

@@ -15,6 +15,8 @@ const entries = {
   hook: "connector/hook-main.ts",
   // Cotal's OpenCode plugin: OpenCode loads it from its config (docs/runtimes.md).
   "opencode-plugin": "opencode/plugin.ts",
+  // Cotal's Kilo Code plugin: Kilo loads it from its config, as OpenCode does (docs/runtimes.md).
+  "kilo-plugin": "kilo/plugin.ts",
   // Cotal's pi extension: pi loads it with -e, or from a user's settings.json (docs/runtimes.md).
   "pi-extension": "pi/extension.ts",
   bench: "bench/bin/mesh.ts",
@@ -178,6 +180,8 @@ for (const name of [
   "hook.mjs.map",
   "opencode-plugin.mjs",
   "opencode-plugin.mjs.map",
+  "kilo-plugin.mjs",
+  "kilo-plugin.mjs.map",
   "pi-extension.mjs",
   "pi-extension.mjs.map",
 ]) {

@@ -1,8 +1,8 @@
 // What an OpenCode-family adapter supplies behind the runtime seam (runtime/adapter.ts,
 // docs/runtimes.md), the same for each member but for its names (family.ts): the background
 // manager's environment, the auth pre-flight, runs, seats, screens, setup and the private home.
-// The adapter adds its identity (name, label, command, executable variable, install hint) and its
-// capabilities, which stay its own to declare.
+// The adapter adds its identity (name, label, command, executable variable, install hint, its
+// connector's card meta) and its capabilities, which stay its own to declare.
 import type { RuntimeAdapter } from "../adapter.js";
 import { RESTART_MANAGER } from "../restart-hint.js";
 import { screenReaders, type BlockingScreen } from "../screen.js";
@@ -22,7 +22,10 @@ const BLOCKING: readonly BlockingScreen[] = [
 const AUTH_FAILURE = /invalid x-api-key|authentication_error|Unauthorized|API key is missing|ProviderAuthError/i;
 
 /** The members an adapter of the family shares. */
-export type OpencodeFamilyMembers = Omit<RuntimeAdapter, "name" | "label" | "command" | "binEnv" | "installHint" | "capabilities" | "submitDelayMs">;
+export type OpencodeFamilyMembers = Omit<
+  RuntimeAdapter,
+  "name" | "label" | "command" | "binEnv" | "installHint" | "capabilities" | "connector" | "plugin" | "sessions" | "authModes" | "submitDelayMs"
+>;
 
 /** The seam's members for the family CLI `d` describes (its runs built at once, not awaited). */
 export function opencodeFamilyRuntime(d: OpencodeFamily) {

@@ -20,6 +20,7 @@ const COMPONENTS = [
   "gemini",
   "pi",
   "copilot",
+  "kilo",
   "runtimes",
   "connector",
   "manager",
@@ -41,8 +42,9 @@ const ALLOWED: Record<Component, Component[]> = {
   gemini: ["runtime", "schemas"],
   pi: ["runtime", "schemas"],
   copilot: ["runtime", "schemas"],
+  kilo: ["runtime", "schemas"],
   // The registry (runtimes/): the one component that imports the adapter folders, one line each.
-  runtimes: ["claude", "codex", "opencode", "gemini", "pi", "copilot", "runtime", "schemas"],
+  runtimes: ["claude", "codex", "opencode", "gemini", "pi", "copilot", "kilo", "runtime", "schemas"],
   // The connector reads its CLI's facet (card meta, session-file reader, approvals) from the
   // registry, and its Claude Code plugin (connector/claude/) the plugin facet (allow rule, markers).
   connector: ["runtimes", "runtime", "broker", "schemas"],
@@ -111,7 +113,8 @@ describe("architecture", () => {
   });
 
   it("no component but the registry imports an adapter folder", () => {
-    const ADAPTERS = ["claude", "codex", "opencode", "gemini", "pi", "copilot"];
+    // The adapter folders: what the registry may import beyond the seam and the contract.
+    const ADAPTERS: string[] = ALLOWED.runtimes.filter((c) => c !== "runtime" && c !== "schemas");
     const wrong = crossing.filter((e) => ADAPTERS.includes(e.to) && e.from !== "runtimes");
     expect(show(wrong)).toEqual([]);
   });
@@ -156,6 +159,7 @@ describe("architecture", () => {
       gemini: /GEMINI_CLI_(?:HOME|TRUST_WORKSPACE)\b|--yolo\b|--approval-mode\b/,
       pi: /PI_CODING_AGENT_DIR\b|COTAL_PI_(?:POSTURE|MODE)\b/,
       copilot: /COPILOT_HOME\b|--(?:allow-tool|deny-tool|no-ask-user)\b/,
+      kilo: /KILO_(?:CONFIG|CONFIG_DIR|DISABLE_AUTOUPDATE)\b/,
     };
     // Adapter folders own their strings; the Claude plugin (connector/claude/) is part of Claude's;
     // the OpenCode family's dialect is the seam's (runtime/opencode-family/).
@@ -168,6 +172,7 @@ describe("architecture", () => {
       gemini: ["gemini/"],
       pi: ["pi/"],
       copilot: ["copilot/"],
+      kilo: ["kilo/"],
     };
     const LEGACY: Record<string, string> = {
       "manager/transcript-carry.ts": "carry stages Claude transcripts; it moves behind the seam with Codex carry",
