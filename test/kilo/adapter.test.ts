@@ -21,13 +21,25 @@ mkdirSync(userDir, { recursive: true });
 mkdirSync(join(home, ".local", "share", "kilo"), { recursive: true });
 // Kilo created kilo.jsonc at its first start (its schema alone); the user's settings are in kilo.json.
 writeFileSync(join(userDir, "kilo.jsonc"), JSON.stringify({ $schema: "https://app.kilo.ai/config.json", username: "made-by-kilo" }, null, 2));
-writeFileSync(join(userDir, "kilo.json"), JSON.stringify({ model: "p/m", provider: { p: { options: { apiKey: "{env:P_KEY}" } } }, permission: { edit: "ask" } }));
+writeFileSync(
+  join(userDir, "kilo.json"),
+  JSON.stringify({ model: "p/m", provider: { p: { options: { apiKey: "{env:P_KEY}" } } }, permission: { edit: "ask" } }),
+);
 writeFileSync(join(home, ".local", "share", "kilo", "auth.json"), '{"kilo":{"type":"api","key":"from-login"}}');
 const named = join(root, "team.json");
 writeFileSync(named, JSON.stringify({ small_model: "p/s" }));
 const parentEnv = { HOME: home, PATH: "/usr/bin", P_KEY: "secret-p", KILO_TELEMETRY_LEVEL: "off", OPENCODE_CONFIG: "/elsewhere.json", OTHER_SECRET: "no" };
 const host = { executable: "/usr/bin/kilo", connectorEntry: "/x/connector.mjs", parentEnv };
-const input: RunLaunchInput = { runId: "r1", space: "team", prompt: "PROMPT-TEXT", cwd: root, persona: "PERSONA-TEXT", launchOptions: {}, allowedTools: [], runtimeDir: root };
+const input: RunLaunchInput = {
+  runId: "r1",
+  space: "team",
+  prompt: "PROMPT-TEXT",
+  cwd: root,
+  persona: "PERSONA-TEXT",
+  launchOptions: {},
+  allowedTools: [],
+  runtimeDir: root,
+};
 const seat: SeatLaunchInput = { name: "bob", space: "team", cwd: root, seatDir: root, launchMaterialPath: "/m.json", launchOptions: {}, allowedTools: [] };
 const fileAt = (files: Array<{ path: string; content: string }>, path: string) => files.find((f) => f.path === path)?.content;
 
@@ -44,7 +56,13 @@ describe("kilo launch", () => {
     const layerDir = join(l.privateDir, "cotal");
     const layer = JSON.parse(fileAt(l.files, join(layerDir, "kilo.json"))!) as Record<string, unknown>;
     expect(layer).toMatchObject({ $schema: "https://app.kilo.ai/config.json", snapshot: false, default_agent: "cotal", autoupdate: false });
-    expect(l.env).toMatchObject({ XDG_CONFIG_HOME: l.privateDir, KILO_CONFIG_DIR: layerDir, KILO_DISABLE_AUTOUPDATE: "1", P_KEY: "secret-p", KILO_TELEMETRY_LEVEL: "off" });
+    expect(l.env).toMatchObject({
+      XDG_CONFIG_HOME: l.privateDir,
+      KILO_CONFIG_DIR: layerDir,
+      KILO_DISABLE_AUTOUPDATE: "1",
+      P_KEY: "secret-p",
+      KILO_TELEMETRY_LEVEL: "off",
+    });
     expect(l.env.KILO_CONFIG).toBeUndefined();
     // OpenCode's variables are not Kilo's: they stay out.
     expect(l.env.OPENCODE_CONFIG).toBeUndefined();

@@ -90,7 +90,9 @@ describe("cotal run with a Kilo Code persona, through the shipped CLI", () => {
 
   it("cotal status names the Kilo configuration (the user's file, model, key variable), never the key; the key is in no argv or log", async () => {
     const status = ok(await cotal(["status"]));
-    expect(status.stdout).toContain(`kilo config: config ${userConfig} (model anthropic/claude-double); keys from ${KEY_VAR}`);
+    const line = status.stdout.split("\n").find((l) => l.startsWith("kilo config:"));
+    expect(line, status.stdout).toMatch(/^kilo config:\s+config /);
+    expect(line).toContain(`config ${userConfig} (model anthropic/claude-double); keys from ${KEY_VAR}`);
     expect(status.stdout).not.toContain(KEY);
     const pid = JSON.parse(readFileSync(join(project, ".cotal", "run", "manager.json"), "utf8")).pid as number;
     expect(readFileSync(`/proc/${pid}/cmdline`, "utf8")).not.toContain(KEY);

@@ -101,7 +101,12 @@ describe("a Kilo Code seat on a mixed mesh, unattended, through the shipped CLI"
     expect(dmTurn.headers["x-api-key"]).toBe(KEY);
 
     // His turn is on his event plane: a run that started and finished, the cotal_dm call by Kilo's name, no mail.
-    await until(async () => (await seatFrames(cotal, "bob")).some((f) => f.events.some((e) => e.type === "RUN_FINISHED")), 120_000, "bob's run on his plane", 1_000);
+    await until(
+      async () => (await seatFrames(cotal, "bob")).some((f) => f.events.some((e) => e.type === "RUN_FINISHED")),
+      120_000,
+      "bob's run on his plane",
+      1_000,
+    );
     const events = (await seatFrames(cotal, "bob")).flatMap((f) => f.events);
     expect(events.map((e) => e.type)).toContain("RUN_STARTED");
     expect(events.some((e) => e.type === "TOOL_CALL_START" && (e as { toolCallName?: string }).toolCallName === DM_TOOL)).toBe(true);
@@ -122,6 +127,7 @@ describe("a Kilo Code seat on a mixed mesh, unattended, through the shipped CLI"
     // The refused command never ran: its only result is the refusal.
     const bash = model.mainRequests.flatMap((r) => toolResults(r)).filter((t) => t.name === "bash");
     expect(bash.length).toBeGreaterThan(0);
-    for (const t of bash) expect(t, t.text).toMatchObject({ isError: true, text: expect.stringContaining("rejected permission to use this specific tool call") });
+    for (const t of bash)
+      expect(t, t.text).toMatchObject({ isError: true, text: expect.stringContaining("rejected permission to use this specific tool call") });
   }, 700_000);
 });
