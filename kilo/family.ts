@@ -11,8 +11,8 @@
 // - its defaults also ask before recalling past sessions and its memory (`recall`,
 //   `kilo_memory_recall`, `kilo_memory_save`), and before most shell commands (`bash` by pattern:
 //   refused at once unattended, by the plugin or `kilo run`).
-import type { OpencodeFamily } from "../runtime/index.js";
-import { KiloLaunchError } from "./errors.js";
+import { COMMON_PROVIDER_KEY_VARS, type OpencodeFamily } from "../runtime/index.js";
+import { kiloLaunchError } from "./errors.js";
 
 export const KILO: OpencodeFamily = {
   runtime: "kilo",
@@ -26,22 +26,10 @@ export const KILO: OpencodeFamily = {
   pluginSdk: { name: "@kilocode/plugin", version: "7.7.7" },
   pluginBundle: "kilo-plugin.mjs",
   switches: ["KILO_DISABLE_MODELS_FETCH", "KILO_MODELS_PATH", "KILO_MODELS_URL", "KILO_DISABLE_LSP_DOWNLOAD", "KILO_TELEMETRY_LEVEL"],
-  // The provider key variables Kilo Code reads for its built-in providers (the common ones), and its own gateway's.
-  providerKeyVars: [
-    "ANTHROPIC_API_KEY",
-    "OPENAI_API_KEY",
-    "GOOGLE_GENERATIVE_AI_API_KEY",
-    "GEMINI_API_KEY",
-    "OPENROUTER_API_KEY",
-    "GROQ_API_KEY",
-    "MISTRAL_API_KEY",
-    "DEEPSEEK_API_KEY",
-    "XAI_API_KEY",
-    "KILO_API_KEY",
-  ],
+  providerKeyVars: [...COMMON_PROVIDER_KEY_VARS, "KILO_API_KEY"],
   moreAsks: ["recall", "kilo_memory_recall", "kilo_memory_save"],
   userConfig: "copied",
   layer: { snapshot: false },
   seeds: [".bash-permission-migrated"],
-  fail: (message, o) => new KiloLaunchError(message, o),
+  fail: kiloLaunchError,
 };

@@ -5,5 +5,5 @@
  * never opencode/. Its plugin (plugin.ts) is bundled on its own into the plugin's bin/.
  */
 export { kiloRuntime } from "./runtime.js";
-export { KiloLaunchError } from "./errors.js";
+export { kiloLaunchError } from "./errors.js";
 export { KILO } from "./family.js";

@@ -1,6 +1,6 @@
 // The Kilo Code adapter behind the runtime seam (runtime/adapter.ts, docs/runtimes.md): its
-// identity and capabilities; the rest is the OpenCode family's (runtime/opencode-family/), which
-// Kilo Code, an OpenCode fork, belongs to.
+// identity; the rest, capabilities included, is the OpenCode family's (runtime/opencode-family/),
+// which Kilo Code, an OpenCode fork, belongs to.
 import { opencodeFamilyRuntime, RESTART_MANAGER, type RuntimeAdapter } from "../runtime/index.js";
 import { KILO } from "./family.js";
 
@@ -12,19 +12,5 @@ export const kiloRuntime = {
   installHint: `Install @kilocode/cli where the manager runs (or set COTAL_KILO_BIN), ${RESTART_MANAGER}.`,
   // Kilo's session store is not a file Node reads: its plugin writes the records itself (runtime/opencode-family/journal.ts).
   connector: { meta: "kilo" },
-  capabilities: {
-    mailHook: true,
-    preToolUse: "all",
-    notificationHook: true,
-    stopFailureHook: true,
-    denyFloor: "cli",
-    terminalWake: true,
-    headlessRun: true,
-    runCost: "usd",
-    jsonSchema: false,
-    carry: false,
-    eventPlane: true,
-    approvals: false,
-  },
   ...opencodeFamilyRuntime(KILO),
 } as const satisfies RuntimeAdapter;

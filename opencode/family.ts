@@ -1,6 +1,6 @@
 // OpenCode as a member of the OpenCode family (runtime/opencode-family/): its names. OpenCode
 // 1.18.33 never writes into the config files it reads, so the user's file is named where it is.
-import type { OpencodeFamily } from "../runtime/index.js";
+import { COMMON_PROVIDER_KEY_VARS, type OpencodeFamily } from "../runtime/index.js";
 import { opencodeLaunchError } from "./errors.js";
 
 export const OPENCODE: OpencodeFamily = {
@@ -15,19 +15,7 @@ export const OPENCODE: OpencodeFamily = {
   pluginSdk: { name: "@opencode-ai/plugin", version: "1.18.33" },
   pluginBundle: "opencode-plugin.mjs",
   switches: ["OPENCODE_DISABLE_MODELS_FETCH", "OPENCODE_MODELS_PATH", "OPENCODE_MODELS_URL", "OPENCODE_DISABLE_LSP_DOWNLOAD"],
-  // The provider key variables OpenCode 1.18.33 reads for its built-in providers (the common ones).
-  providerKeyVars: [
-    "ANTHROPIC_API_KEY",
-    "OPENAI_API_KEY",
-    "GOOGLE_GENERATIVE_AI_API_KEY",
-    "GEMINI_API_KEY",
-    "OPENROUTER_API_KEY",
-    "GROQ_API_KEY",
-    "MISTRAL_API_KEY",
-    "DEEPSEEK_API_KEY",
-    "XAI_API_KEY",
-    "OPENCODE_API_KEY",
-  ],
+  providerKeyVars: [...COMMON_PROVIDER_KEY_VARS, "OPENCODE_API_KEY"],
   moreAsks: [],
   userConfig: "in-place",
   layer: {},

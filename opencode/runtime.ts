@@ -1,5 +1,5 @@
 // The OpenCode adapter behind the runtime seam (runtime/adapter.ts, docs/runtimes.md): its
-// identity and capabilities; the rest is the OpenCode family's (runtime/opencode-family/).
+// identity; the rest, capabilities included, is the OpenCode family's (runtime/opencode-family/).
 import { opencodeFamilyRuntime, RESTART_MANAGER, type RuntimeAdapter } from "../runtime/index.js";
 import { OPENCODE } from "./family.js";
 
@@ -11,19 +11,5 @@ export const opencodeRuntime = {
   installHint: `Install opencode-ai where the manager runs (or set COTAL_OPENCODE_BIN), ${RESTART_MANAGER}.`,
   // OpenCode's session store is not a file Node reads: its plugin writes the records itself (runtime/opencode-family/journal.ts).
   connector: { meta: "opencode" },
-  capabilities: {
-    mailHook: true,
-    preToolUse: "all",
-    notificationHook: true,
-    stopFailureHook: true,
-    denyFloor: "cli",
-    terminalWake: true,
-    headlessRun: true,
-    runCost: "usd",
-    jsonSchema: false,
-    carry: false,
-    eventPlane: true,
-    approvals: false,
-  },
   ...opencodeFamilyRuntime(OPENCODE),
 } as const satisfies RuntimeAdapter;

@@ -54,4 +54,4 @@ export { sha256File } from "./file-digest.js";
 export type { LaunchCommon } from "./launch-common.js";
 export type { TranscriptRecord } from "./transcript-record.js";
 export { applySetupFile, setupAction, type SetupAction } from "./setup-file.js";
-export { cotalPluginFor, opencodeFamilyRuntime, type OpencodeFamily } from "./opencode-family/index.js";
+export { COMMON_PROVIDER_KEY_VARS, cotalPluginFor, opencodeFamilyRuntime, type OpencodeFamily } from "./opencode-family/index.js";

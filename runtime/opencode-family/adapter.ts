@@ -1,8 +1,9 @@
 // What an OpenCode-family adapter supplies behind the runtime seam (runtime/adapter.ts,
 // docs/runtimes.md), the same for each member but for its names (family.ts): the background
 // manager's environment, the auth pre-flight, runs, seats, screens, setup and the private home.
-// The adapter adds its identity (name, label, command, executable variable, install hint, its
-// connector's card meta) and its capabilities, which stay its own to declare.
+// The capabilities are what this shared code keeps (the plugin's hooks, the posture's floor, the
+// journal, the run parser): the same for each member. The adapter adds its identity (name, label,
+// command, executable variable, install hint, its connector's card meta).
 import type { RuntimeAdapter } from "../adapter.js";
 import { RESTART_MANAGER } from "../restart-hint.js";
 import { screenReaders, type BlockingScreen } from "../screen.js";
@@ -24,13 +25,29 @@ const AUTH_FAILURE = /invalid x-api-key|authentication_error|Unauthorized|API ke
 /** The members an adapter of the family shares. */
 export type OpencodeFamilyMembers = Omit<
   RuntimeAdapter,
-  "name" | "label" | "command" | "binEnv" | "installHint" | "capabilities" | "connector" | "plugin" | "sessions" | "authModes" | "submitDelayMs"
+  "name" | "label" | "command" | "binEnv" | "installHint" | "connector" | "plugin" | "sessions" | "authModes" | "submitDelayMs"
 >;
 
 /** The seam's members for the family CLI `d` describes (its runs built at once, not awaited). */
 export function opencodeFamilyRuntime(d: OpencodeFamily) {
   const primary = d.editedFiles.find((f) => f.endsWith(".json")) ?? d.editedFiles[0]!;
   return {
+    capabilities: {
+      mailHook: true,
+      preToolUse: "all",
+      notificationHook: true,
+      stopFailureHook: true,
+      denyFloor: "cli",
+      terminalWake: true,
+      headlessRun: true,
+      runCost: "usd",
+      // `<cli> run` has no schema option.
+      jsonSchema: false,
+      carry: false,
+      eventPlane: true,
+      // The plugin's permission event carries no decision back.
+      approvals: false,
+    },
     wakePrompt: MANAGER_WAKE_PROMPT,
     // Its TUI (a large Bun bundle) took 45-60 s to draw its input screen on a loaded 2-core host (OpenCode 1.18.33).
     screenTimeoutMs: 180_000,

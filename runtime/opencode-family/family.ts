@@ -5,6 +5,19 @@
 // writes into the config files it reads. An adapter of the family describes its CLI with one of
 // these; the launch, posture, setup, plugin and result parser of this folder do the rest.
 
+/** The provider key variables every member reads for its built-in providers (the common ones); a member adds its own gateway's. */
+export const COMMON_PROVIDER_KEY_VARS = [
+  "ANTHROPIC_API_KEY",
+  "OPENAI_API_KEY",
+  "GOOGLE_GENERATIVE_AI_API_KEY",
+  "GEMINI_API_KEY",
+  "OPENROUTER_API_KEY",
+  "GROQ_API_KEY",
+  "MISTRAL_API_KEY",
+  "DEEPSEEK_API_KEY",
+  "XAI_API_KEY",
+] as const;
+
 export interface OpencodeFamily {
   /** The runtime's name (`opencode`): remedies, and COTAL_RUNTIME for a hand-started session's connector. */
   runtime: string;

@@ -3,7 +3,7 @@
  * behind the seam, for their adapters (opencode/, kilo/), which never import each other. Reached
  * through runtime/index.ts.
  */
-export type { OpencodeFamily } from "./family.js";
+export { COMMON_PROVIDER_KEY_VARS, type OpencodeFamily } from "./family.js";
 export { opencodeFamilyRuntime, type OpencodeFamilyMembers } from "./adapter.js";
 export { askRulesOf, readUserOpencodeConfig, type AskRule, type UserOpencodeConfig } from "./user-config.js";
 export { allowRuleOf, postureRules, type PermissionRules } from "./posture.js";

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OPENCODE } from "../../opencode/index.js";
 import { pluginSdkInstalledFiles } from "../../runtime/opencode-family/index.js";
 import { buildCli, cleanEnv, runCotal } from "../harness/cli.js";
+import { expectSetupRerunChangesNothing } from "../harness/setup-cases.js";
 
 let home: string;
 let env: NodeJS.ProcessEnv;
@@ -77,13 +78,5 @@ describe("cotal setup --runtime opencode", () => {
     expect(resolved).toMatch(/"cotal":\s*\{[^}]*"type":\s*"local"/);
   }, 180_000);
 
-  it("running it again changes nothing, and --check passes", async () => {
-    const before = readFileSync(configFile(), "utf8");
-    const again = await cotal(["--json"]);
-    expect(again.code, again.stdout + again.stderr).toBe(0);
-    expect(again.json()).toMatchObject({ files: [{ action: "ok" }] });
-    expect(readFileSync(configFile(), "utf8")).toBe(before);
-    const check = await cotal(["--check"]);
-    expect(check.code, check.stdout + check.stderr).toBe(0);
-  });
+  it("running it again changes nothing, and --check passes", () => expectSetupRerunChangesNothing(cotal, configFile()));
 });

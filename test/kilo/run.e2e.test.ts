@@ -5,7 +5,7 @@
 // reached the model as instructions; the key went through the environment only. A bash call the
 // deny floor covers is refused by the real CLI; a JSON schema, which `kilo run` cannot hold to, is
 // refused before anything is sent. The user's Kilo folder is left as it was.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,7 +15,7 @@ import type { RunReply } from "../../schemas/index.js";
 import { buildCli, cleanEnv, freePort, runCotal, exitedOk } from "../harness/cli.js";
 import { writeKiloConfig } from "../harness/runtime-shell.js";
 import { allText, lastUserText, ModelDouble, systemText } from "../../testbed/model-double.js";
-import { expectFloorRefusedToModel, expectSchemaRefusedUnsent } from "../harness/run-cases.js";
+import { expectFloorRefusedToModel, expectSchemaRefusedUnsent, expectStatusNamesConfigNotKey } from "../harness/run-cases.js";
 
 const KEY_VAR = "DOUBLE_KILO_KEY";
 const KEY = "sk-kilo-double-secret-0123456789";
@@ -89,14 +89,7 @@ describe("cotal run with a Kilo Code persona, through the shipped CLI", () => {
   it("a JSON schema is refused before anything is sent, naming why", () => expectSchemaRefusedUnsent({ project, cotal, requests: mains }), 120_000);
 
   it("cotal status names the Kilo configuration (the user's file, model, key variable), never the key; the key is in no argv or log", async () => {
-    const status = ok(await cotal(["status"]));
-    const line = status.stdout.split("\n").find((l) => l.startsWith("kilo config:"));
-    expect(line, status.stdout).toMatch(/^kilo config:\s+config /);
-    expect(line).toContain(`config ${userConfig} (model anthropic/claude-double); keys from ${KEY_VAR}`);
-    expect(status.stdout).not.toContain(KEY);
-    const pid = JSON.parse(readFileSync(join(project, ".cotal", "run", "manager.json"), "utf8")).pid as number;
-    expect(readFileSync(`/proc/${pid}/cmdline`, "utf8")).not.toContain(KEY);
-    for (const log of readdirSync(join(project, ".cotal", "logs"))) expect(readFileSync(join(project, ".cotal", "logs", log), "utf8"), log).not.toContain(KEY);
+    await expectStatusNamesConfigNotKey({ project, cotal }, "kilo", `config ${userConfig} (model anthropic/claude-double); keys from ${KEY_VAR}`, KEY);
     expect(readFileSync(userConfig, "utf8")).toBe(userConfigText);
   });
 });

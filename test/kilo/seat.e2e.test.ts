@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findNatsServer } from "../../broker/index.js";
 import { buildCli, cleanEnv, freePort, runCotal, exitedOk } from "../harness/cli.js";
 import { writeKiloConfig } from "../harness/runtime-shell.js";
-import { seatFrames } from "../harness/seat-plane.js";
+import { expectDmAnsweredAndEchoed, expectTurnOnPlane } from "../harness/seat-cases.js";
 import { allText, lastUserText, ModelDouble, toolResults } from "../../testbed/model-double.js";
 import { until } from "../../testbed/until.js";
 
@@ -80,37 +80,13 @@ afterAll(async () => {
 describe("a Kilo Code seat on a mixed mesh, unattended, through the shipped CLI", () => {
   it("a DM wakes kilo bob, the plugin hands it to his model, he answers echo alice with cotal_dm and sees her echo; his turn is on his plane", async () => {
     const before = userKiloFolder();
-    ok(await cotal(["spawn", "-d", "--agent", "echo", "--name", "alice"]));
-    const bob = ok(await cotal(["spawn", "-d", "--agent", "kilo", "--name", "bob", "--wait-ms", "240000", "--json"]));
-    expect(bob.json(), bob.stdout).toMatchObject({ name: "bob", outcome: "started", seat: { state: "joined" } });
-    ok(await cotal(["send", "dm", "bob", PING, "--as", "alice", "--impersonate"]));
-    const requests = () => model.requests.filter((r) => r.path === "/v1/messages").map((r) => `${r.kind}: ${lastUserText(r).slice(0, 300)}`);
-    try {
-      await until(() => model.mainRequests.some((r) => allText(r).includes(PING)), 300_000, "bob's model to be handed alice's DM", 500);
-      await until(() => model.mainRequests.some((r) => toolResults(r).some((t) => t.name === DM_TOOL)), 180_000, "bob's cotal_dm to return", 500);
-      await until(() => model.mainRequests.some((r) => allText(r).includes(`echo: ${ANSWER}`)), 300_000, "bob's model to see alice's echo", 500);
-    } catch (err) {
-      throw new Error(`${(err as Error).message}\n--- ps ---\n${(await cotal(["ps"])).stdout}\n--- requests ---\n${requests().join("\n")}`, { cause: err });
-    }
+    const dmTurn = await expectDmAnsweredAndEchoed(cotal, model, { agent: "kilo", dmTool: DM_TOOL, ping: PING, answer: ANSWER, waitMs: 240_000 });
     // Bob was woken by the manager typing into his terminal: nobody else typed.
-    const dmTurn = model.mainRequests.find((r) => allText(r).includes(PING))!;
     expect(lastUserText(dmTurn)).toContain(WAKE);
-    const result = model.mainRequests.flatMap((r) => toolResults(r)).find((t) => t.name === DM_TOOL)!;
-    expect(result.isError, result.text).toBe(false);
     // The key went to the double from the user's variable, through their own config's {env:…}.
     expect(dmTurn.headers["x-api-key"]).toBe(KEY);
-
-    // His turn is on his event plane: a run that started and finished, the cotal_dm call by Kilo's name, no mail.
-    await until(
-      async () => (await seatFrames(cotal, "bob")).some((f) => f.events.some((e) => e.type === "RUN_FINISHED")),
-      120_000,
-      "bob's run on his plane",
-      1_000,
-    );
-    const events = (await seatFrames(cotal, "bob")).flatMap((f) => f.events);
-    expect(events.map((e) => e.type)).toContain("RUN_STARTED");
-    expect(events.some((e) => e.type === "TOOL_CALL_START" && (e as { toolCallName?: string }).toolCallName === DM_TOOL)).toBe(true);
-    expect(JSON.stringify(events)).not.toContain(PING);
+    // His turn is on his event plane, the cotal_dm call by Kilo's name for it.
+    await expectTurnOnPlane(cotal, DM_TOOL, PING);
 
     const roster = ok(await cotal(["roster", "--json"])).json<Array<{ id: string; runtime?: string }>>();
     expect(roster.find((r) => r.id === "local.bob")).toMatchObject({ runtime: "kilo" });

@@ -2,7 +2,6 @@
 // already holds their settings, it adds Cotal's MCP server and plugin and keeps everything of
 // theirs; the real kilo resolves both from it (`kilo debug config`). Running it again changes
 // nothing.
-import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -11,6 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KILO } from "../../kilo/index.js";
 import { pluginSdkInstalledFiles } from "../../runtime/opencode-family/index.js";
 import { buildCli, cleanEnv, runCotal } from "../harness/cli.js";
+import { expectSetupRerunChangesNothing } from "../harness/setup-cases.js";
+import { runUserCli } from "../harness/user-cli.js";
 
 let home: string;
 let env: NodeJS.ProcessEnv;
@@ -20,16 +21,10 @@ const configDir = () => join(home, ".config", "kilo");
 const configFile = () => join(configDir(), "kilo.json");
 
 /** `kilo debug config` as the user runs it: the configuration Kilo resolves. */
-function resolvedConfig(): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(join(process.cwd(), "node_modules", ".bin", "kilo"), ["debug", "config"], { cwd: home, env, stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    child.stdout.setEncoding("utf8").on("data", (s: string) => (out += s));
-    child.stderr.setEncoding("utf8").on("data", (s: string) => (err += s));
-    child.on("error", reject);
-    child.on("close", (code) => (code === 0 ? resolve(out) : reject(new Error(`kilo debug config exited ${code}: ${err.slice(-500)}`))));
-  });
+async function resolvedConfig(): Promise<string> {
+  const r = await runUserCli("kilo", ["debug", "config"], { cwd: home, env });
+  expect(r.code, r.out.slice(-500)).toBe(0);
+  return r.out;
 }
 
 beforeAll(async () => {
@@ -84,13 +79,5 @@ describe("cotal setup --runtime kilo", () => {
     expect(readFileSync(configFile(), "utf8")).toBe(written);
   }, 180_000);
 
-  it("running it again changes nothing, and --check passes", async () => {
-    const before = readFileSync(configFile(), "utf8");
-    const again = await cotal(["--json"]);
-    expect(again.code, again.stdout + again.stderr).toBe(0);
-    expect(again.json()).toMatchObject({ files: [{ action: "ok" }] });
-    expect(readFileSync(configFile(), "utf8")).toBe(before);
-    const check = await cotal(["--check"]);
-    expect(check.code, check.stdout + check.stderr).toBe(0);
-  });
+  it("running it again changes nothing, and --check passes", () => expectSetupRerunChangesNothing(cotal, configFile()));
 });
