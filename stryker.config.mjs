@@ -84,7 +84,7 @@ const SETS = {
       "test/auth/operator-only.test.ts",
       "test/attacks/leaf-credential.test.ts",
       "test/broker/auth/leaf-scope.test.ts",
-      "test/attacks/bounds-least-privilege.test.ts",
+      "test/attacks/least-privilege.test.ts",
       "test/attacks/limits-and-records.test.ts",
       "test/attacks/reader-profile.test.ts",
       "test/manager/spawn-policy.test.ts",
