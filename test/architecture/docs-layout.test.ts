@@ -17,8 +17,9 @@ const doc = (name: string) => readFileSync(join(root, "docs", name), "utf8");
 const UNTRACKED = new Set(
   readFileSync(join(root, ".gitignore"), "utf8")
     .split("\n")
-    .filter((l) => /^[^#*].*\/$/.test(l.trim()))
-    .map((l) => l.trim().replace(/^\//, "").slice(0, -1)),
+    .map((l) => l.trim())
+    .filter((l) => /^[^#*!]/.test(l))
+    .map((l) => l.replace(/^\//, "").replace(/\/$/, "")),
 );
 
 /** The section of the README under `## <title>`, up to the next `## `. */
