@@ -5,6 +5,7 @@
 // measured blocks only.
 import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
+import { profiledBlock } from "./cpu-profile.js";
 
 /** Clock ticks per second of /proc's utime and stime (`getconf CLK_TCK`, 100 on Linux). */
 function clockTicks(): number {
@@ -90,20 +91,30 @@ export interface CpuPerMessage {
 export class CpuAccount<S extends string> {
   readonly #spent = new Map<S, { own: number; others: number; messages: number }>();
 
-  constructor(readonly pids: () => readonly number[]) {}
+  constructor(
+    readonly pids: () => readonly number[],
+    /** What the blocks' profiles are named after with BENCH_PROFILE set (`<label>-<side>-<n>.cpuprofile`, bench/cpu-profile.ts). */
+    readonly label = "bench",
+  ) {}
 
-  /** Run `block`, charging the CPU spent meanwhile to `side`, for `messages` messages. */
-  async measure<T>(side: S, messages: number, block: () => Promise<T>): Promise<T> {
+  /**
+   * Run `block`, charging the CPU spent meanwhile to `side`, for `messages` messages (or as many
+   * as `messages` counts from what the block returned).
+   */
+  async measure<T>(side: S, messages: number | ((out: T) => number), block: () => Promise<T>): Promise<T> {
     const pids = this.pids();
-    const t0 = spentUs(pids);
-    const out = await block();
-    const t1 = spentUs(pids);
-    const s = this.#spent.get(side) ?? { own: 0, others: 0, messages: 0 };
-    s.own += t1.own - t0.own;
-    s.others += t1.others - t0.others;
-    s.messages += messages;
-    this.#spent.set(side, s);
-    return out;
+    // The profiler (BENCH_PROFILE) starts before and stops after the figures are read.
+    return profiledBlock(`${this.label}-${side}`, async () => {
+      const t0 = spentUs(pids);
+      const out = await block();
+      const t1 = spentUs(pids);
+      const s = this.#spent.get(side) ?? { own: 0, others: 0, messages: 0 };
+      s.own += t1.own - t0.own;
+      s.others += t1.others - t0.others;
+      s.messages += typeof messages === "number" ? messages : messages(out);
+      this.#spent.set(side, s);
+      return out;
+    });
   }
 
   /** µs per message a side spent; NaN before it measured any. */
