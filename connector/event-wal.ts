@@ -165,10 +165,16 @@ export class EventWal {
     return this.snap.pending;
   }
 
-  /** Write `frames` (and the cursor and run state after them) before anything is published. */
-  append(frames: AgUiFrame[], cursor: TranscriptCursor, state: RunState): void {
+  /**
+   * Write `frames` (and the cursor and run state after them) before anything is published.
+   * `jsons`, when given, is each frame's `JSON.stringify` already made (the line is then built from it).
+   */
+  append(frames: AgUiFrame[], cursor: TranscriptCursor, state: RunState, jsons?: readonly string[]): void {
     const line: WalLine = { t: "frames", frames, cursor, state: { ...state, openTools: [...state.openTools] } };
-    writeSync(this.fd, JSON.stringify(line) + "\n");
+    const text = jsons
+      ? `{"t":"frames","frames":[${jsons.join(",")}],"cursor":${JSON.stringify(line.cursor)},"state":${JSON.stringify(line.state)}}`
+      : JSON.stringify(line);
+    writeSync(this.fd, text + "\n");
     this.snap.pending.push(...frames);
     this.snap.cursor = cursor;
     this.snap.state = line.state;
