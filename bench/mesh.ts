@@ -38,7 +38,7 @@ export const MESH_PLANS: Record<"full" | "quick" | "smoke", MeshPlan> = {
     throughput: { messages: 20_000, warmup: 2_000, inflight: 256, rounds: 4 },
     // The idle window spans one quiet pull's whole life, so its ending 408 is counted, not computed.
     fanout: { members: 50, posts: 500, warmup: 50, blocks: 10, idleMs: DELIVERY.quietPullExpiresMs + 5_000 },
-    events: { turns: 2_000, warmup: 200, blocks: 4, hooks: 500 },
+    events: { turns: 2_000, warmup: 500, blocks: 4, hooks: 500 },
     presence: { sizes: [10, 50, 100, 200], beats: 3, latencySamples: 500, simulated: [10, 100, 500] },
     sync: {
       throughput: { messages: 10_000, warmup: 1_000, inflight: 256, rounds: 2 },
