@@ -22,6 +22,7 @@ import { carryFile } from "../cli/mesh-client/carry.js";
 import { ManagerService } from "../manager/index.js";
 import { localPrincipal } from "../schemas/index.js";
 import { NatsServer } from "../testbed/nats-server.js";
+import { CpuAccount } from "./cpu.js";
 import type { BenchReport, BenchRun, Row } from "./report.js";
 
 export interface CarryPlan {
@@ -89,31 +90,39 @@ export async function carryBench(plan: CarryPlan, { td, step }: BenchRun): Promi
     return f;
   });
   const counts = { carried: 0, uploaded: 0, put: 0 };
+  // CPU per MB: this process (the sender, the manager, the mesh service) and nats-server.
+  const cpu = new CpuAccount<"carry" | "upload" | "raw">(() => (server.pid ? [server.pid] : []), "carry");
 
   step(`carry ${mb} MB, ${runs} runs: hash, ask, upload into the transfer stream, the manager takes it as it passes, checks, stages`);
-  const carry = await medianSeconds(runs, async (i) => {
-    const c = await carryFile(party, { instance: "bench", session: SESSION, file: files[i]! });
-    if (c.sent === bytes && c.claim) counts.carried += 1;
-  });
+  const carry = await medianSeconds(runs, (i) =>
+    cpu.measure("carry", mb, async () => {
+      const c = await carryFile(party, { instance: "bench", session: SESSION, file: files[i]! });
+      if (c.sent === bytes && c.claim) counts.carried += 1;
+    }),
+  );
   // Carrying the same transcript again moves nothing: the manager holds it.
   const again = await carryFile(party, { instance: "bench", session: SESSION, file: files[runs - 1]! });
 
   step(`hash and upload ${mb} MB into the transfer stream alone, ${runs} runs`);
-  const upload = await medianSeconds(runs, async (i) => {
-    const file = files[runs + i]!;
-    const up = await uploadTransfer(party, { instance: "bench", file, digest: await sha256File(file), size: bytes });
-    if (up.sent === bytes) counts.uploaded += 1;
-  });
+  const upload = await medianSeconds(runs, (i) =>
+    cpu.measure("upload", mb, async () => {
+      const file = files[runs + i]!;
+      const up = await uploadTransfer(party, { instance: "bench", file, digest: await sha256File(file), size: bytes });
+      if (up.sent === bytes) counts.uploaded += 1;
+    }),
+  );
 
   step(`raw: one Object Store put of the same ${mb} MB, ${runs} runs`);
   const store = await new Objm(jetstream(nc)).create("bench_raw", { max_bytes: 512 * 1024 ** 2 });
-  const raw = await medianSeconds(runs, async (i) => {
-    const info = await store.put(
-      { name: `raw${i}`, options: { max_chunk_size: 128 * 1024 } },
-      Readable.toWeb(createReadStream(files[i]!)) as ReadableStream<Uint8Array>,
-    );
-    if (info.size === bytes) counts.put += 1;
-  });
+  const raw = await medianSeconds(runs, (i) =>
+    cpu.measure("raw", mb, async () => {
+      const info = await store.put(
+        { name: `raw${i}`, options: { max_chunk_size: 128 * 1024 } },
+        Readable.toWeb(createReadStream(files[i]!)) as ReadableStream<Uint8Array>,
+      );
+      if (info.size === bytes) counts.put += 1;
+    }),
+  );
 
   const mbps = (s: number) => mb / s;
   const rows: Row[] = [
@@ -123,7 +132,8 @@ export async function carryBench(plan: CarryPlan, { td, step }: BenchRun): Promi
       cotal: mbps(carry),
       raw: mbps(raw),
       better: "higher",
-      note: `median of ${runs}; the manager hashes the chunks as they pass; raw: one Object Store put of the same file, no hash check or read-back`,
+      note: `median of ${runs}; the manager hashes the chunks as they pass; raw: one Object Store put of the same file, no hash check or read-back; cpu/msg: per MB, this process (sender, manager) and nats-server`,
+      cpu: cpu.pair("carry", "raw"),
     },
     {
       name: `hash and upload ${mb} MB`,
@@ -132,6 +142,7 @@ export async function carryBench(plan: CarryPlan, { td, step }: BenchRun): Promi
       raw: mbps(raw),
       better: "higher",
       note: "the sender alone: sha256 of the file, then raw chunks of 1020 KiB, one subject each, 8 in flight",
+      cpu: cpu.pair("upload", "raw"),
     },
   ];
   const one = (ok: boolean) => ({ sent: 1, received: ok ? 1 : 0, duplicates: 0, pending: 0 });

@@ -19,6 +19,7 @@ import { allText, isMainLoopRequest, ModelDouble } from "../testbed/model-double
 import { NatsServer } from "../testbed/nats-server.js";
 import { until } from "../testbed/until.js";
 import { streamPending } from "./context.js";
+import { CpuAccount, processTree } from "./cpu.js";
 import type { BenchReport, BenchRun } from "./report.js";
 import { summarize } from "./stats.js";
 
@@ -112,19 +113,27 @@ export async function wakeBench(plan: WakePlan & { root: string }, { td, step }:
   step(`${plan.samples} woken turns and as many typed ones, alternating`);
   const woken: number[] = [];
   const typed: number[] = [];
+  // CPU per turn: this process (mesh service, manager, model double), nats-server, and the seat's
+  // tmux server with everything under it (Claude, its connector, the hooks it ran).
+  const tmuxPid = Number((await tmux.tmux("display-message", "-p", "-t", tmux.target("sleeper"), "#{pid}")).trim());
+  const cpu = new CpuAccount<"woken" | "typed">(() => [...(server.pid ? [server.pid] : []), ...processTree(tmuxPid)], "wake");
   for (let i = 0; i < plan.samples; i++) {
     await until(idle, WAIT_MS, "the seat to be idle", 5);
     let text = `wake sample ${i}`;
     let t = performance.now();
-    await peer.dm("local.sleeper", text);
-    await until(reached(text), WAIT_MS, "the woken turn to reach the model", 5);
+    await cpu.measure("woken", 1, async () => {
+      await peer.dm("local.sleeper", text);
+      await until(reached(text), WAIT_MS, "the woken turn to reach the model", 5);
+    });
     woken.push(performance.now() - t);
     await until(idle, WAIT_MS, "the seat to be idle again", 5);
     await new Promise((r) => setTimeout(r, 300)); // its input screen is back
     text = `typed sample ${i}`;
     t = performance.now();
-    await tmux.type("sleeper", text);
-    await until(reached(text), WAIT_MS, "the typed turn to reach the model", 5);
+    await cpu.measure("typed", 1, async () => {
+      await tmux.type("sleeper", text);
+      await until(reached(text), WAIT_MS, "the typed turn to reach the model", 5);
+    });
     typed.push(performance.now() - t);
   }
   await until(idle, WAIT_MS, "the seat to be idle at the end", 5);
@@ -140,9 +149,10 @@ export async function wakeBench(plan: WakePlan & { root: string }, { td, step }:
         cotal: w.p50,
         raw: p.p50,
         better: "lower",
-        note: `${plan.samples} samples; raw: a prompt typed into the same idle seat's terminal until its request reaches the model`,
+        note: `${plan.samples} samples; raw: a prompt typed into the same idle seat's terminal until its request reaches the model; cpu/msg: per turn, until its request reached the model`,
+        cpu: cpu.pair("woken", "typed"),
       },
-      { name: "DM → woken turn p99", unit: "ms", cotal: w.p99, raw: p.p99, better: "lower" },
+      { name: "DM → woken turn p99", unit: "ms", cotal: w.p99, raw: p.p99, better: "lower", cpu: cpu.pair("woken", "typed") },
     ],
     lines: [],
     tallies: {

@@ -24,6 +24,7 @@ import { NatsServer } from "../testbed/nats-server.js";
 import { freePort } from "../testbed/ports.js";
 import { until } from "../testbed/until.js";
 import type { Tally } from "./checks.js";
+import { CpuAccount, type CpuPerMessage } from "./cpu.js";
 import { fmt, type BenchReport, type BenchRun, type Row } from "./report.js";
 import { summarize, type Summary } from "./stats.js";
 
@@ -57,6 +58,8 @@ export function bundlesIn(dist: string): ConnectorBundles {
 }
 
 const SPACE = "benchhook";
+/** The in-process round trips of each kind come in this many blocks per side. */
+const IN_PROCESS_BLOCKS = 10;
 const TOKEN = "b".repeat(48);
 const RAW_SUBJECT = "bench.hook.PreToolUse";
 const hookPayload = (event: string, transcript: string) =>
@@ -223,10 +226,12 @@ export async function connectorBench(plan: ConnectorPlan & { bundles: ConnectorB
     answers.command.note(await commandHook());
     answers.rawCommand.note(await rawHook());
   }
+  // CPU per call: this process, the hook process it ran (reaped), the seat answering it and nats-server.
+  const cpu = new CpuAccount<"command" | "rawCommand" | "relay" | "http" | "rawRequest">(() => [...(server.pid ? [server.pid] : []), bob.pid, rawSeat], "hook");
   for (let i = 0; i < plan.command; i++) {
     floor.push((await runChild(process.execPath, ["-e", ""], "", rawEnv)).ms);
-    command.push(...(await timed(1, 0, answers.command, commandHook)));
-    rawCommand.push(...(await timed(1, 0, answers.rawCommand, rawHook)));
+    command.push(...(await cpu.measure("command", 1, () => timed(1, 0, answers.command, commandHook))));
+    rawCommand.push(...(await cpu.measure("rawCommand", 1, () => timed(1, 0, answers.rawCommand, rawHook))));
   }
 
   step(`in-process round trips: ${plan.inProcess} each of relay, http and raw request`);
@@ -252,10 +257,16 @@ export async function connectorBench(plan: ConnectorPlan & { bundles: ConnectorB
     answers.http.note(await httpOnce());
     answers.rawRequest.note(await rawOnce());
   }
-  for (let i = 0; i < plan.inProcess; i++) {
-    relay.push(...(await timed(1, 0, answers.relay, relayOnce)));
-    http.push(...(await timed(1, 0, answers.http, httpOnce)));
-    rawRequest.push(...(await timed(1, 0, answers.rawRequest, rawOnce)));
+  // In blocks, the sides' order alternating: reading /proc around each sub-millisecond call would cost more than the call.
+  const perBlock = Math.ceil(plan.inProcess / IN_PROCESS_BLOCKS);
+  const sides = [
+    { side: "relay", out: relay, answers: answers.relay, f: relayOnce },
+    { side: "http", out: http, answers: answers.http, f: httpOnce },
+    { side: "rawRequest", out: rawRequest, answers: answers.rawRequest, f: rawOnce },
+  ] as const;
+  for (let b = 0; b * perBlock < plan.inProcess; b++) {
+    const n = Math.min(perBlock, plan.inProcess - b * perBlock);
+    for (const k of b % 2 === 0 ? sides : [...sides].reverse()) k.out.push(...(await cpu.measure(k.side, n, () => timed(n, 0, k.answers, k.f))));
   }
 
   step(`idle RSS: a second connector and raw seat with the plugin's flags (${CONNECTOR_NODE_FLAGS.join(" ")}), then ${plan.idleMs / 1000} s idle`);
@@ -272,9 +283,9 @@ export async function connectorBench(plan: ConnectorPlan & { bundles: ConnectorB
     http: summarize(http),
     rawRequest: summarize(rawRequest),
   };
-  const latencyRows = (name: string, cotal: Summary, raw: Summary, note: string): Row[] => [
-    { name: `${name} p50`, unit: "ms", cotal: cotal.p50, raw: raw.p50, better: "lower", note },
-    { name: `${name} p99`, unit: "ms", cotal: cotal.p99, raw: raw.p99, better: "lower" },
+  const latencyRows = (name: string, cotal: Summary, raw: Summary, note: string, perCall: CpuPerMessage): Row[] => [
+    { name: `${name} p50`, unit: "ms", cotal: cotal.p50, raw: raw.p50, better: "lower", note, cpu: perCall },
+    { name: `${name} p99`, unit: "ms", cotal: cotal.p99, raw: raw.p99, better: "lower", cpu: perCall },
   ];
   const rawReq = "raw: the same payload requested from the raw seat process over NATS by this process";
   const rows: Row[] = [
@@ -282,10 +293,23 @@ export async function connectorBench(plan: ConnectorPlan & { bundles: ConnectorB
       "PreToolUse, command hook",
       s.command,
       s.rawCommand,
-      `${plan.command} each; spawn node dist/hook.mjs until it exits; raw: node dist/bench-raw-hook.mjs (connect, request, print, exit)`,
+      `${plan.command} each; spawn node dist/hook.mjs until it exits; raw: node dist/bench-raw-hook.mjs (connect, request, print, exit); cpu/msg: per call, the hook process, this process, the seat and nats-server`,
+      cpu.pair("command", "rawCommand"),
     ),
-    ...latencyRows("PreToolUse, relay in-process", s.relay, s.rawRequest, `${plan.inProcess} each; the hook's relay over the connector's socket; ${rawReq}`),
-    ...latencyRows("PreToolUse, http hook", s.http, s.rawRequest, `${plan.inProcess} each; POST /hook/PreToolUse with the bearer token; ${rawReq}`),
+    ...latencyRows(
+      "PreToolUse, relay in-process",
+      s.relay,
+      s.rawRequest,
+      `${plan.inProcess} each; the hook's relay over the connector's socket; ${rawReq}`,
+      cpu.pair("relay", "rawRequest"),
+    ),
+    ...latencyRows(
+      "PreToolUse, http hook",
+      s.http,
+      s.rawRequest,
+      `${plan.inProcess} each; POST /hook/PreToolUse with the bearer token; ${rawReq}`,
+      cpu.pair("http", "rawRequest"),
+    ),
     {
       name: "seat idle RSS",
       unit: "MiB",

@@ -60,7 +60,7 @@ export async function dmLatency(parent: Scope, opts: DmLatencyOptions): Promise<
       await raw.sample();
     }
     const samples = { cotal: [] as number[], raw: [] as number[] };
-    const cpu = new CpuAccount<"cotal" | "raw">(() => scope.pids);
+    const cpu = new CpuAccount<"cotal" | "raw">(() => scope.pids, "latency");
     const perBlock = Math.ceil(opts.samples / opts.blocks);
     for (let b = 0; b < opts.blocks; b++) {
       const n = Math.min(perBlock, opts.samples - b * perBlock);

@@ -72,7 +72,7 @@ export async function dmThroughput(parent: Scope, opts: DmThroughputOptions): Pr
     const names = ["raw", "cotal", "rawAckAck"] as const;
     for (const s of names) await sides[s].round(opts.warmup);
     const totals = { cotal: { n: 0, s: 0 }, raw: { n: 0, s: 0 }, rawAckAck: { n: 0, s: 0 } };
-    const cpu = new CpuAccount<(typeof names)[number]>(() => scope.pids);
+    const cpu = new CpuAccount<(typeof names)[number]>(() => scope.pids, "throughput");
     const perRound = Math.ceil(opts.messages / opts.rounds);
     for (let r = 0; r < opts.rounds; r++) {
       const n = Math.min(perRound, opts.messages - r * perRound);

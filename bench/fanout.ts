@@ -140,7 +140,7 @@ export async function fanout(parent: Scope, opts: FanoutOptions): Promise<Fanout
     const idle = { cotal: await idleRate(cotal, idleMs), raw: await idleRate(raw, idleMs) };
     const all = { cotal: [] as number[], raw: [] as number[], rawAckAck: [] as number[] };
     const first = { cotal: [] as number[], raw: [] as number[], rawAckAck: [] as number[] };
-    const cpu = new CpuAccount<(typeof names)[number]>(() => scope.pids);
+    const cpu = new CpuAccount<(typeof names)[number]>(() => scope.pids, "fanout");
     const perBlock = Math.ceil(opts.posts / opts.blocks);
     for (let b = 0; b < opts.blocks; b++) {
       const n = Math.min(perBlock, opts.posts - b * perBlock);

@@ -16,7 +16,9 @@ import { callControl, connectMesh, credsCaller } from "../broker/index.js";
 import { beatSubject, controlSubject, localPrincipal } from "../schemas/index.js";
 import { flood, type FloodResult } from "../testbed/flooder.js";
 import { freePort } from "../testbed/ports.js";
+import { ProcessRecord } from "../cli/mesh-host/pid-file.js";
 import type { Tally } from "./checks.js";
+import { CpuAccount } from "./cpu.js";
 import { fmt, type BenchReport, type BenchRun } from "./report.js";
 import { summarize } from "./stats.js";
 
@@ -97,8 +99,20 @@ export async function floodBench(plan: FloodPlan & { paths: FloodPaths }, { td, 
   const operator = await connectMesh({ server, creds: operatorCreds, name: "bench-operator" });
   td.defer(() => operator.close());
 
+  // CPU per answered ping: this process (the bystander), and the mesh `cotal up` started (nats-server,
+  // the mesh service, the manager); not the flooder's own process.
+  const meshPids = (["nats-server", "mesh-service", "manager"] as const).flatMap((name) => {
+    try {
+      return [ProcessRecord.parse(JSON.parse(readFileSync(path.join(project, ".cotal", "run", `${name}.json`), "utf8"))).pid];
+    } catch {
+      return [];
+    }
+  });
+  const cpu = new CpuAccount<"quiet" | "flood">(() => meshPids, "flood");
+  const answered = (r: { ms: number[] }) => r.ms.length;
+
   step(`quiet: ${plan.quietPings} pings`);
-  const quiet = await pings(nc, space, creds("bystander"), plan.callTimeoutMs, (i) => i < plan.quietPings);
+  const quiet = await cpu.measure("quiet", answered, () => pings(nc, space, creds("bystander"), plan.callTimeoutMs, (i) => i < plan.quietPings));
 
   const logFile = path.join(project, ".cotal", "logs", "mesh-service.log");
   const logBefore = statSync(logFile).size;
@@ -112,7 +126,7 @@ export async function floodBench(plan: FloodPlan & { paths: FloodPaths }, { td, 
     subjects: [beatSubject(space, flooder), controlSubject(space, "mesh", "one", "ping", flooder)],
     ms: plan.floodMs,
   });
-  const during = await pings(nc, space, creds("bystander"), plan.callTimeoutMs, () => Date.now() < end);
+  const during = await cpu.measure("flood", answered, () => pings(nc, space, creds("bystander"), plan.callTimeoutMs, () => Date.now() < end));
   const flooded = await flooding;
   const t = performance.now();
   const revoked = await callControl(operator, space, "revoke", credsCaller(operatorCreds), { name: "flooder" }, { timeoutMs: plan.callTimeoutMs }).then(
@@ -139,11 +153,14 @@ export async function floodBench(plan: FloodPlan & { paths: FloodPaths }, { td, 
 
   const q = summarize(quiet.ms);
   const d = during.ms.length ? summarize(during.ms) : { p50: NaN, p99: NaN, n: 0 };
-  const note = `${d.n} pings during a ${plan.floodMs / 1000} s flood of ${count(flooded.sent)} messages from one credential (raw column: ${q.n} pings before it, quiet)`;
+  const note =
+    `${d.n} pings during a ${plan.floodMs / 1000} s flood of ${count(flooded.sent)} messages from one credential (raw column: ${q.n} pings before it, quiet); ` +
+    `cpu/msg: per answered ping, this process and the mesh's processes (nats-server, mesh service, manager), the flood's cost to them included, not the flooder's own`;
+  const perPing = cpu.pair("flood", "quiet");
   return {
     rows: [
-      { name: "bystander control call p50, flood vs quiet", unit: "ms", cotal: d.p50, raw: q.p50, better: "lower", note },
-      { name: "bystander control call p99, flood vs quiet", unit: "ms", cotal: d.p99, raw: q.p99, better: "lower" },
+      { name: "bystander control call p50, flood vs quiet", unit: "ms", cotal: d.p50, raw: q.p50, better: "lower", note, cpu: perPing },
+      { name: "bystander control call p99, flood vs quiet", unit: "ms", cotal: d.p99, raw: q.p99, better: "lower", cpu: perPing },
     ],
     lines: [
       `flood: ${count(flooded.sent)} messages in ${plan.floodMs / 1000} s (${fmt(flooded.sent / (plan.floodMs / 1000))} msg/s), its connection ${flooded.closed === "open" ? "still open" : `closed: ${flooded.closed}`}`,

@@ -272,7 +272,7 @@ export async function managerBench(plan: ManagerPlan & { paths: ManagerPaths }, 
   const cotalRounds: number[] = [];
   // CPU per round trip: this process (asker, mesh service, manager), nats-server and every seat.
   const serverPids = server.pid ? [server.pid] : [];
-  const cotalCpu = new CpuAccount<"1" | "2">(() => [...serverPids, ...seatPids]);
+  const cotalCpu = new CpuAccount<"1" | "2">(() => [...serverPids, ...seatPids], "echo-cotal");
   for (const round of [1, 2] as const) {
     await cotalCpu.measure(`${round}`, seatNames.length, async () => {
       const t = performance.now();
@@ -331,7 +331,7 @@ export async function managerBench(plan: ManagerPlan & { paths: ManagerPaths }, 
   };
   const perSeatFilters = seatNames.map((n) => `bench.echo.${n}`);
   const each = await echoers(perSeatFilters, "consumer");
-  const rawCpu = new CpuAccount<"1" | "2">(() => [...serverPids, ...each.started.flatMap((c) => (c.pid ? [c.pid] : []))]);
+  const rawCpu = new CpuAccount<"1" | "2">(() => [...serverPids, ...each.started.flatMap((c) => (c.pid ? [c.pid] : []))], "echo-raw");
   const rawRounds = [await rawCpu.measure("1", seatNames.length, rawRoundTrip), await rawCpu.measure("2", seatNames.length, rawRoundTrip)];
   const roundCpu = (r: "1" | "2"): CpuPerMessage => ({ cotal: cotalCpu.perMessage(r), raw: rawCpu.perMessage(r) });
   const rawMem = memoryOfAll(each.started.map((c) => c.pid!));

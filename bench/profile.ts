@@ -10,7 +10,7 @@ import { z } from "zod";
 
 const CallFrame = z.object({ functionName: z.string(), url: z.string(), lineNumber: z.number(), columnNumber: z.number() });
 const Profile = z.object({
-  nodes: z.array(z.object({ id: z.number(), callFrame: CallFrame })),
+  nodes: z.array(z.object({ id: z.number(), callFrame: CallFrame, children: z.array(z.number()).optional() })),
   samples: z.array(z.number()),
   timeDeltas: z.array(z.number()),
 });
@@ -27,6 +27,8 @@ const GROUPS: Array<[string, RegExp]> = [
   ["endpoint: send, inbox reads (broker/)", /(^|\/)broker\//],
   ["NATS client: JetStream (consume, publish, ack)", /@nats-io\/jetstream\//],
   ["NATS client: core (protocol, parser, subscriptions)", /@nats-io\//],
+  ["event plane (connector/event-plane, event-wal, agui)", /connector\/(event-plane|event-wal|agui)/],
+  ["console feed (cli/console)", /cli\/(console|terminal)\//],
   ["bench harness (bench/)", /(^|\/)bench\//],
 ];
 
@@ -66,32 +68,49 @@ function groupOf(f: Frame, source: string): string {
   return "other";
 }
 
+function ancestors(id: number, parent: ReadonlyMap<number, number>): number[] {
+  const out: number[] = [];
+  for (let a = parent.get(id); a !== undefined; a = parent.get(a)) out.push(a);
+  return out;
+}
+
 const pad = (s: string, n: number) => (s.length >= n ? s : s + " ".repeat(n - s.length));
 
-export function summarizeProfile(file: string, top = 25): string {
-  const p = Profile.parse(JSON.parse(readFileSync(file, "utf8")));
-  const byId = new Map(p.nodes.map((n) => [n.id, n.callFrame]));
-  const self = new Map<number, number>();
-  p.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (p.timeDeltas[i] ?? 0)));
+/** Self time by group and by function over `files` together (the blocks of one side, BENCH_PROFILE). */
+export function summarizeProfile(files: string | readonly string[], top = 25): string {
+  const list = typeof files === "string" ? [files] : files;
   const sources = new Sources();
   const groups = new Map<string, number>();
   const fns = new Map<string, number>();
   let busy = 0;
-  for (const [id, us] of self) {
-    const f = byId.get(id);
-    if (!f) continue;
-    const source = sources.source(f);
-    const g = groupOf(f, source);
-    if (g === "idle") continue;
-    busy += us;
-    groups.set(g, (groups.get(g) ?? 0) + us);
-    const where = source.replace(/^.*node_modules\//, "").replace(/^(\.\.\/)+/, "");
-    const key = `${f.functionName || "(anonymous)"}  ${where}`;
-    fns.set(key, (fns.get(key) ?? 0) + us);
+  for (const file of list) {
+    const p = Profile.parse(JSON.parse(readFileSync(file, "utf8")));
+    const byId = new Map(p.nodes.map((n) => [n.id, n.callFrame]));
+    const parent = new Map<number, number>();
+    for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+    const self = new Map<number, number>();
+    p.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (p.timeDeltas[i] ?? 0)));
+    for (const [id, us] of self) {
+      const f = byId.get(id);
+      if (!f) continue;
+      // BENCH_PROFILE's own stop (node:inspector serialising the profile) is no part of the bench.
+      if (ancestors(id, parent).some((a) => byId.get(a)?.url === "node:inspector")) continue;
+      const source = sources.source(f);
+      // Code compiled at run time has no source (zod's object checks): it counts as its caller's.
+      const caller = !f.url && !f.functionName ? byId.get(parent.get(id) ?? -1) : undefined;
+      const g = caller?.url ? groupOf(caller, sources.source(caller)) : groupOf(f, source);
+      if (g === "idle") continue;
+      busy += us;
+      groups.set(g, (groups.get(g) ?? 0) + us);
+      const where = source.replace(/^.*node_modules\//, "").replace(/^(\.\.\/)+/, "");
+      const key = `${f.functionName || "(anonymous)"}  ${where}`;
+      fns.set(key, (fns.get(key) ?? 0) + us);
+    }
   }
   const pct = (us: number) => `${((100 * us) / busy).toFixed(1).padStart(5)} %`;
   const ms = (us: number) => `${(us / 1000).toFixed(0).padStart(6)} ms`;
-  const out = [`${file}: ${(busy / 1000).toFixed(0)} ms busy (idle left out)`, "", "self time by group:"];
+  const what = list.length === 1 ? list[0] : `${list.length} profiles (${list[0]} …)`;
+  const out = [`${what}: ${(busy / 1000).toFixed(0)} ms busy (idle left out)`, "", "self time by group:"];
   for (const [g, us] of [...groups].sort((a, b) => b[1] - a[1])) out.push(`  ${pct(us)} ${ms(us)}  ${g}`);
   out.push("", `top ${top} functions by self time:`);
   for (const [k, us] of [...fns].sort((a, b) => b[1] - a[1]).slice(0, top)) out.push(`  ${pct(us)} ${ms(us)}  ${pad(k, 0)}`);

@@ -45,7 +45,9 @@ export const RUN_INTERRUPTED = "run interrupted";
 /** Longest text delta in one event, characters (a frame must fit the server's payload). */
 export const MAX_DELTA_CHARS = 8_000;
 
-const Block = z.looseObject({
+// Plain objects, not loose ones: the rest of a record (tool inputs and results among it) is left
+// behind by the check instead of copied, which was most of its cost.
+const Block = z.object({
   type: z.string(),
   text: z.string().optional(),
   id: z.string().optional(),
@@ -53,7 +55,7 @@ const Block = z.looseObject({
   tool_use_id: z.string().optional(),
 });
 /** The transcript fields the mapper reads; everything else (tool inputs and results among them) is never looked at. */
-const TranscriptRecord = z.looseObject({
+const TranscriptRecord = z.object({
   type: z.string(),
   uuid: z.string().optional(),
   timestamp: z.string().optional(),
@@ -61,15 +63,15 @@ const TranscriptRecord = z.looseObject({
   isMeta: z.boolean().optional(),
   isCompactSummary: z.boolean().optional(),
   isApiErrorMessage: z.boolean().optional(),
-  message: z
-    .looseObject({ role: z.string().optional(), content: z.union([z.string(), z.array(Block)]).optional(), stop_reason: z.string().nullish() })
-    .optional(),
+  message: z.object({ role: z.string().optional(), content: z.union([z.string(), z.array(Block)]).optional(), stop_reason: z.string().nullish() }).optional(),
 });
 
 /**
  * Maps Claude transcript records to AG-UI events, one record at a time, keeping the invariant
  * readers rely on: one open run at a time, nothing outside a run, every message and tool call
  * opened and closed inside its run, in order. Tool arguments and results are never read.
+ * Each event's fields are in `AgUiEvent`'s order: a frame read back from the WAL then serialises
+ * as it did when first written, so its message id (a hash of that text) is the same after a restart.
  */
 export class AgUiMapper {
   constructor(readonly state: RunState) {}
@@ -103,7 +105,7 @@ export class AgUiMapper {
       else if (b.type === "tool_use" && b.id && !this.state.openTools.includes(b.id)) {
         out.push(...this.ensureRun(id, timestamp));
         this.state.openTools.push(b.id);
-        out.push(this.ev({ type: EventType.TOOL_CALL_START, toolCallId: b.id, toolCallName: (b.name ?? "tool").slice(0, 200), timestamp }));
+        out.push(this.ev({ type: EventType.TOOL_CALL_START, timestamp, toolCallId: b.id, toolCallName: (b.name ?? "tool").slice(0, 200) }));
       }
     });
     if (r.message.stop_reason === "end_turn" && this.state.runId) out.push(...this.close("finished", timestamp));
@@ -118,12 +120,12 @@ export class AgUiMapper {
   close(how: "finished" | "failed" | "interrupted", timestamp = Date.now()): RunEvent[] {
     const runId = this.state.runId;
     if (!runId) return [];
-    const out: RunEvent[] = this.state.openTools.map((toolCallId) => ({ runId, event: { type: EventType.TOOL_CALL_END, toolCallId, timestamp } }));
+    const out: RunEvent[] = this.state.openTools.map((toolCallId) => ({ runId, event: { type: EventType.TOOL_CALL_END, timestamp, toolCallId } }));
     this.state.openTools = [];
     const end: SeatEvent =
       how === "finished"
-        ? { type: EventType.RUN_FINISHED, threadId: this.state.threadId, runId, timestamp }
-        : { type: EventType.RUN_ERROR, message: how === "failed" ? RUN_FAILED : RUN_INTERRUPTED, code: how, timestamp };
+        ? { type: EventType.RUN_FINISHED, timestamp, threadId: this.state.threadId, runId }
+        : { type: EventType.RUN_ERROR, timestamp, message: how === "failed" ? RUN_FAILED : RUN_INTERRUPTED, code: how };
     out.push({ runId, event: end });
     delete this.state.runId;
     return out;
@@ -136,21 +138,21 @@ export class AgUiMapper {
   private open(runId: string, timestamp: number): RunEvent[] {
     this.state.runId = runId;
     this.state.openTools = [];
-    return [{ runId, event: { type: EventType.RUN_STARTED, threadId: this.state.threadId, runId, timestamp } }];
+    return [{ runId, event: { type: EventType.RUN_STARTED, timestamp, threadId: this.state.threadId, runId } }];
   }
 
   private endTool(toolCallId: string, timestamp: number): RunEvent[] {
     const i = this.state.openTools.indexOf(toolCallId);
     if (i < 0) return [];
     this.state.openTools.splice(i, 1);
-    return [this.ev({ type: EventType.TOOL_CALL_END, toolCallId, timestamp })];
+    return [this.ev({ type: EventType.TOOL_CALL_END, timestamp, toolCallId })];
   }
 
   private text(messageId: string, role: "user" | "assistant", text: string, timestamp: number): RunEvent[] {
-    const out = [this.ev({ type: EventType.TEXT_MESSAGE_START, messageId, role, timestamp })];
+    const out = [this.ev({ type: EventType.TEXT_MESSAGE_START, timestamp, messageId, role })];
     for (let i = 0; i < text.length; i += MAX_DELTA_CHARS)
-      out.push(this.ev({ type: EventType.TEXT_MESSAGE_CONTENT, messageId, delta: text.slice(i, i + MAX_DELTA_CHARS), timestamp }));
-    out.push(this.ev({ type: EventType.TEXT_MESSAGE_END, messageId, timestamp }));
+      out.push(this.ev({ type: EventType.TEXT_MESSAGE_CONTENT, timestamp, messageId, delta: text.slice(i, i + MAX_DELTA_CHARS) }));
+    out.push(this.ev({ type: EventType.TEXT_MESSAGE_END, timestamp, messageId }));
     return out;
   }
 

@@ -40,9 +40,14 @@ export type PlaneStatus = "establishing" | "live" | "halted" | "closed";
  * the broker), different for another writer's frame of the same number (whose publish must meet
  * the expected-sequence check, not the dedupe).
  */
-export function frameId(owner: string, actor: string, f: AgUiFrame): string {
-  const digest = createHash("sha256").update(JSON.stringify(f)).digest("hex").slice(0, 16);
+export function frameId(owner: string, actor: string, f: AgUiFrame, json = JSON.stringify(f)): string {
+  const digest = createHash("sha256").update(json).digest("hex").slice(0, 16);
   return `agui-${owner}.${actor}-e${f.epoch}-s${f.seq}-${digest}`;
+}
+
+/** `JSON.stringify(f)`, from its events' JSON already made (`events` is a frame's last field). */
+function frameJson(f: AgUiFrame, events: readonly string[]): string {
+  return `${JSON.stringify({ ...f, events: [] }).slice(0, -2)}${events.join(",")}]}`;
 }
 
 const READ_CHUNK = 1 << 20;
@@ -73,6 +78,8 @@ export class EventPlane {
   private poll?: NodeJS.Timeout;
   private wake?: () => void;
   private publishing?: Promise<void>;
+  /** The message id of each frame recorded by this incarnation, by frame number, until it is stored. */
+  private readonly ids = new Map<number, string>();
   private warnedMissing = false;
   private failing = false;
   private queued = false;
@@ -207,7 +214,7 @@ export class EventPlane {
     this.readTranscript();
     if (this.customs.length) {
       const runId = this.mapper.state.runId ?? "cotal";
-      const events = this.customs.splice(0).map((c) => ({ runId, event: { type: EventType.CUSTOM, name: c.name, value: c.value, timestamp: c.at } as const }));
+      const events = this.customs.splice(0).map((c) => ({ runId, event: { type: EventType.CUSTOM, timestamp: c.at, name: c.name, value: c.value } as const }));
       this.record(events, this.wal.snapshot.cursor);
     }
     while (this.turnEnds.length) {
@@ -370,14 +377,19 @@ export class EventPlane {
     const wal = this.wal;
     if (!wal || !this.head) return;
     const frames: AgUiFrame[] = [];
+    // Each event is serialised once: its size packs the frame, and the frames' text, made from it,
+    // is both the WAL's line and what the message id hashes.
+    const texts: string[][] = [];
     const budget = Math.min(this.o.ep.maxPayload, EVENT_PLANE.maxFrameBytes) - 4_096;
     let next = Math.max(wal.snapshot.ackedSeq, wal.pending.at(-1)?.seq ?? 0) + 1;
     let size = 0;
     for (const { runId, event } of events) {
-      const bytes = Buffer.byteLength(JSON.stringify(event));
+      const json = JSON.stringify(event);
+      const bytes = Buffer.byteLength(json);
       const last = frames.at(-1);
       if (last && last.runId === runId && size + bytes < budget) {
         last.events.push(event);
+        texts.at(-1)!.push(json);
         size += bytes + 1;
         continue;
       }
@@ -390,10 +402,14 @@ export class EventPlane {
         seq: next++,
         events: [event],
       });
+      texts.push([json]);
       size = bytes + 300;
     }
     if (!frames.length && cursor.offset === wal.snapshot.cursor.offset) return;
-    wal.append(frames, cursor, this.mapper!.state);
+    const { owner, actor } = this.o.ep.me;
+    const jsons = frames.map((f, i) => frameJson(f, texts[i]!));
+    frames.forEach((f, i) => this.ids.set(f.seq, frameId(owner, actor, f, jsons[i])));
+    wal.append(frames, cursor, this.mapper!.state, jsons);
     if (frames.length) this.wake?.();
   }
 
@@ -411,8 +427,11 @@ export class EventPlane {
         continue;
       }
       try {
-        const ack = await this.o.ep.post(this.channel, [frame], { id: frameId(owner, actor, frame), expectLastSubjectSequence: wal.snapshot.subjectSeq });
+        // A frame the previous incarnation left in the WAL has no id made yet.
+        const id = this.ids.get(frame.seq) ?? frameId(owner, actor, frame);
+        const ack = await this.o.ep.post(this.channel, [frame], { id, expectLastSubjectSequence: wal.snapshot.subjectSeq });
         wal.ack(frame.seq, ack.seq);
+        this.ids.delete(frame.seq);
         this.failing = false;
       } catch (err) {
         if (isWrongLastSequence(err)) {

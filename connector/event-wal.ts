@@ -165,10 +165,16 @@ export class EventWal {
     return this.snap.pending;
   }
 
-  /** Write `frames` (and the cursor and run state after them) before anything is published. */
-  append(frames: AgUiFrame[], cursor: TranscriptCursor, state: RunState): void {
+  /**
+   * Write `frames` (and the cursor and run state after them) before anything is published.
+   * `jsons`, when given, is each frame's `JSON.stringify` already made (the line is then built from it).
+   */
+  append(frames: AgUiFrame[], cursor: TranscriptCursor, state: RunState, jsons?: readonly string[]): void {
     const line: WalLine = { t: "frames", frames, cursor, state: { ...state, openTools: [...state.openTools] } };
-    writeSync(this.fd, JSON.stringify(line) + "\n");
+    const text = jsons
+      ? `{"t":"frames","frames":[${jsons.join(",")}],"cursor":${JSON.stringify(line.cursor)},"state":${JSON.stringify(line.state)}}`
+      : JSON.stringify(line);
+    writeSync(this.fd, text + "\n");
     this.snap.pending.push(...frames);
     this.snap.cursor = cursor;
     this.snap.state = line.state;
@@ -179,7 +185,12 @@ export class EventWal {
     writeSync(this.fd, JSON.stringify({ t: "ack", seq, subjectSeq } satisfies WalLine) + "\n");
     this.snap.ackedSeq = seq;
     this.snap.subjectSeq = subjectSeq;
-    this.snap.pending = this.snap.pending.filter((f) => f.seq > seq);
+    // Acks come in order, one frame each: drop from the front (a filter per ack made a backlog of
+    // n frames cost n² steps and as many arrays).
+    const pending = this.snap.pending;
+    let done = 0;
+    while (done < pending.length && pending[done]!.seq <= seq) done++;
+    if (done) pending.splice(0, done);
     // Keep the file short: rewrite it from its snapshot now and then.
     if (++this.acksSinceBase >= 1_000) this.compact();
   }

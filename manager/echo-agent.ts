@@ -1,6 +1,7 @@
+import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { Endpoint, type Content, type Delivery, type Logger } from "../broker/index.js";
-import { messageText, principalId, type LaunchMaterial } from "../schemas/index.js";
+import { Endpoint, verifyEnvelope, type Content, type Delivery, type Logger } from "../broker/index.js";
+import { dmSubject, encodeMessage, messageText, principalId, type CotalMessage, type LaunchMaterial } from "../schemas/index.js";
 
 /**
  * A message carrying a data part of this media type asks the echo seat to say, in a data part of
@@ -42,6 +43,7 @@ export async function runEchoAgent(m: LaunchMaterial, log: Logger, stop: Promise
     const connected = performance.now();
     await ep.join();
     for (const ch of m.channels) await ep.joinChannel(ch);
+    warmUp(ep, log);
     log.info({ seat: ep.id, uid: m.uid, startup: startupPhases(loaded, connected, performance.now()) }, "echo agent joined");
     const answering = answer(ep, log);
     await stop;
@@ -50,6 +52,32 @@ export async function runEchoAgent(m: LaunchMaterial, log: Logger, stop: Promise
   } finally {
     await ep.close();
   }
+}
+
+/**
+ * Run what a DM's echo runs, once, at start, on a DM that is never sent: its subject parsed, its
+ * envelope decoded and checked against the sender, its echo built and checked. Otherwise a seat's
+ * first DM compiles all of it while the sender waits; and the code cache the first seat writes at
+ * its exit (cli/code-cache.ts) holds only what that seat ran, so every later seat compiled it again.
+ */
+function warmUp(ep: Endpoint, log: Logger): void {
+  const probe: CotalMessage = {
+    id: randomUUID(),
+    ts: Date.now(),
+    space: ep.space,
+    from: { id: ep.id, name: ep.me.actor },
+    to: ep.id,
+    parts: [{ kind: "text", text: "warm-up" }],
+  };
+  const v = verifyEnvelope(dmSubject(ep.space, ep.me, ep.me), encodeMessage(probe), log);
+  if (v)
+    encodeMessage({
+      ...probe,
+      id: randomUUID(),
+      to: principalId(v.from),
+      parts: [{ kind: "text", text: `echo: ${messageText(v.message)}` }],
+      replyTo: probe.id,
+    });
 }
 
 async function answer(ep: Endpoint, log: Logger): Promise<void> {

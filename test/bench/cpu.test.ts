@@ -3,7 +3,7 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { describe, expect, it } from "vitest";
-import { CpuAccount, processCpuUs } from "../../bench/cpu.js";
+import { CpuAccount, processCpuUs, processTree, reapedChildrenCpuUs } from "../../bench/cpu.js";
 import { renderTable } from "../../bench/report.js";
 
 /** Spin this process until it has spent `ms` more CPU. */
@@ -27,6 +27,27 @@ describe("bench: CPU per message", () => {
     }
     await once(child, "exit");
     expect(processCpuUs(child.pid!)).toBe(0);
+  });
+
+  it.runIf(process.platform === "linux")("counts a child that ran to its end once it was reaped, and finds a process's descendants", async () => {
+    const before = reapedChildrenCpuUs("self");
+    const spinner = spawn(process.execPath, ["-e", "const s = process.cpuUsage(); while (process.cpuUsage(s).user < 300000) {}"], { stdio: "ignore" });
+    await once(spinner, "exit");
+    // 10 ms clock ticks: at least 250 of the 300 ms it spun.
+    expect(reapedChildrenCpuUs("self") - before).toBeGreaterThanOrEqual(250_000);
+
+    const script =
+      "require('node:child_process').spawn(process.execPath, ['-e', 'setInterval(() => {}, 1 << 30)'], { stdio: 'ignore' }); process.stdout.write('started\\n'); setInterval(() => {}, 1 << 30);";
+    const parent = spawn(process.execPath, ["-e", script], { stdio: ["ignore", "pipe", "ignore"] });
+    try {
+      await once(parent.stdout, "data");
+      const tree = processTree(parent.pid!);
+      expect(tree[0]).toBe(parent.pid);
+      expect(tree).toHaveLength(2);
+      for (const pid of tree.slice(1)) process.kill(pid);
+    } finally {
+      parent.kill();
+    }
   });
 
   it("charges each block to its side, per message", async () => {

@@ -14,7 +14,7 @@ describe("bench: mesh (dist/bench.mjs)", () => {
       ...sides("latency", ["cotal", "raw"]),
       ...sides("throughput", ["cotal", "raw", "rawAckAck"]),
       ...sides("fanout", ["cotal", "raw", "rawAckAck"]),
-      ...sides("events", ["published", "raw", "rendered", "hooks on", "hooks off"]),
+      ...sides("events", ["published", "raw", "raw same work", "rendered", "hooks on", "hooks off"]),
       `presence ${plan.presence.sizes[0]} joined`,
       ...sides(`presence ${plan.presence.sizes[0]} latency`, ["cotal", "raw"]),
       `presence ${plan.presence.simulated[0]} simulated`,

@@ -1,7 +1,7 @@
 // The event plane on a real static-auth nats-server: a seat's agent credential publishes AG-UI
 // frames on events.local.<actor> in order, through its WAL; restarts resume with no gap and no
 // duplicate; a torn transcript line is skipped; a scoped reader sees that plane and nothing else.
-import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -195,6 +195,29 @@ describe("the event plane", () => {
     );
     expect(eventsOf(await frames(s.name)).filter((e) => e.type === "TOOL_CALL_START")).toHaveLength(1);
     await p.close();
+  });
+
+  it("a frame the broker stored whose ack never reached the WAL is taken as stored at the next start: no halt, no duplicate", async () => {
+    const s = await seat();
+    const p = recording(s, "sess-lost-ack", turn(1).join(""));
+    await until(async () => p.backlog === 0 && (await frames(s.name)).length > 0, 10_000, "frames stored");
+    await p.close();
+    // The process died between the broker's ack and the WAL's ack line: drop the last ack line.
+    const wal = path.join(s.dir, "events", "sess-lost-ack.wal");
+    const lines = readFileSync(wal, "utf8").split("\n").filter(Boolean);
+    const lastAck = lines.findLastIndex((l) => l.startsWith('{"t":"ack"'));
+    writeFileSync(wal, lines.filter((_, i) => i !== lastAck).join("\n") + "\n", { mode: 0o600 });
+    const stored = await frames(s.name);
+    // The frame is read back from the WAL: its message id must be the one it was stored with.
+    const again = plane(s.ep, s.dir);
+    await until(() => again.status !== "establishing", 5_000, "the plane established");
+    expect(again.haltReason).toBeUndefined();
+    expect(again.status).toBe("live");
+    await until(() => again.backlog === 0, 5_000, "the WAL drained");
+    const got = await frames(s.name);
+    expect(got.slice(0, stored.length).map((f) => f.raw)).toEqual(stored.map((f) => f.raw));
+    expect(got.map((f) => f.seq)).toEqual(got.map((_, i) => i + 1));
+    await again.close();
   });
 
   it("a WAL that disagrees with the broker stops publishing with a message naming both values", async () => {
