@@ -20,12 +20,12 @@ import {
   type SeatView,
   type TableParsedArgs,
 } from "../schemas/index.js";
-import { callControl, FIX_OFF_ENV, fixOff, JS_OPTIONS, sendDirectMail, serveControl, SERVICE_PRINCIPALS, type Logger } from "../broker/index.js";
+import { callControl, FIX_OFF_ENV, fixOff, JS_OPTIONS, sendDirectMail, serveControl, SERVICE_PRINCIPALS } from "../broker/index.js";
 import { OpeningPromptNotStoredError, PersonaChangedError, SeatRefusedError, StaleSeatLogError, unsupervisable } from "./errors.js";
 import { newLifecycleUid } from "./lifecycle-uid.js";
 import { adoptSeatProcess, logTailOf, type SeatExit, type SeatProcess } from "./process-host.js";
 import { proveSeatProcess, seatFolderProblem, type SeatProof } from "./seat-adoption.js";
-import { launchSeat, prepareSeat, retireSeatFiles, seatDir, type LauncherOptions, type SeatFiles } from "./seat-launcher.js";
+import { launchSeat, prepareSeat, retireSeatFiles, seatDir, type SeatFiles } from "./seat-launcher.js";
 import { renewalCheckMs, renewalDueAt, renewSeatCredential } from "./seat-credential.js";
 import { heartbeatOf } from "./heartbeat.js";
 import { redactHostPaths } from "./host-paths.js";
@@ -33,7 +33,8 @@ import { isOperator } from "./runs.js";
 import { SeatLog } from "./seat-log.js";
 import { loadAgentFile, personaDigests, type AgentFile, DEFAULT_RUNTIME, runtimeNamed } from "../runtimes/index.js";
 import { awaitInputScreen, startRuntimeSeat, UnexpectedScreenError } from "./seat-start.js";
-import { hostsOf, refuseUnknownAgent, refuseWithoutAuth } from "./runtime-checks.js";
+import { adapterOf, hostsOf, refuseUnknownAgent, refuseWithoutAuth } from "./runtime-checks.js";
+import type { ManagerOptions } from "./manager-options.js";
 import { checkScript } from "./pty-host.js";
 import { deliverPrompt } from "./prompt-delivery.js";
 import { startFailureRemedy } from "./seat-failure.js";
@@ -43,7 +44,6 @@ import { tmuxSessionName, tmuxSocketPath } from "./attach.js";
 import { RunService } from "./runs.js";
 import type { RuntimeAdapter, RuntimeHost } from "../runtime/index.js";
 import { TranscriptDesk, type StagedTranscript } from "./transcript-carry.js";
-import type { BudgetCaps } from "./budget.js";
 import { applyEvent, holdsName, incarnationPast, projectSeat, type SeatRecord } from "./seat-table.js";
 import { describeExit, exitVerdict, type ExitStatus, type ExitVerdict } from "./restart-policy.js";
 import {
@@ -67,31 +67,6 @@ import { seatName, seatState, seatViews } from "./seat-views.js";
 type Args<C extends keyof typeof MANAGER_COMMANDS> = TableParsedArgs<typeof MANAGER_COMMANDS, C>;
 /** A spawn with its agent named (the default runtime's when the request named none). */
 type SpawnRequest = Args<"spawn"> & { agent: string };
-
-export interface ManagerOptions extends LauncherOptions {
-  /** This manager's instance id (stable across restarts: kept in its state dir by the CLI). */
-  instance: string;
-  /** The connection JetStream requests go over (see broker jetStreamConnection). */
-  jsConnection: NatsConnection;
-  maxSeats?: number;
-  /** How long a launched seat has to appear in presence before it is reported `uncertain` (default 30 s). */
-  readinessMs?: number;
-  /** Restarts allowed within `windowMs` before a crash-looping seat is retired (default 3 in 60 s). */
-  restarts?: number;
-  windowMs?: number;
-  heartbeatMs?: number;
-  /** The runtimes (runtimes/) this manager can start, by name: where each one's CLI is (absent: refused, saying why). */
-  runtimes?: Readonly<Record<string, RuntimeHost>>;
-  /** Budget caps for runs (default: COTAL_DAILY_BUDGET_USD / COTAL_TASK_BUDGET_USD from the environment). */
-  budget?: BudgetCaps;
-  /**
-   * The manager's folder: where the helpers of a spawner started by hand work, and where their
-   * agent files are read (a spawner that is a seat of this manager: its own folder). Default: the
-   * process's working directory.
-   */
-  folder?: string;
-  log: Logger;
-}
 
 /** What the manager types into an idle seat that holds mail: the turn it starts hands the mail over. */
 export const WAKE_PROMPT = DEFAULT_RUNTIME.wakePrompt;
@@ -266,9 +241,9 @@ export class ManagerService {
     for (const [seat, l] of this.live) {
       const r = this.seats.get(seat);
       if (r?.state === "joined" && l.lastPresence)
-        void wakeIfDue(seat, l, this.adapterOf(r), l.lastPresence, this.o.log).catch((err) => this.o.log.warn({ err, seat }, "wake failed"));
+        void wakeIfDue(seat, l, adapterOf(r), l.lastPresence, this.o.log).catch((err) => this.o.log.warn({ err, seat }, "wake failed"));
       if (r?.state === "joined")
-        void readAuthOnScreen(seat, l, this.adapterOf(r), this.o.log).catch((err) => this.o.log.warn({ err, seat }, "reading a seat's screen failed"));
+        void readAuthOnScreen(seat, l, adapterOf(r), this.o.log).catch((err) => this.o.log.warn({ err, seat }, "reading a seat's screen failed"));
     }
     const status = this.status();
     try {
@@ -981,7 +956,7 @@ export class ManagerService {
 
   /** The restart policy's verdict on one exit of seat `r` (restart-policy.ts). */
   private verdictOf(r: SeatRecord, l: LiveSeat, exit: ExitStatus, output: string | undefined, exitAt: number): ExitVerdict {
-    const screen = r.terminal === "tmux" && output ? this.adapterOf(r).classifyScreen(output) : undefined;
+    const screen = r.terminal === "tmux" && output ? adapterOf(r).classifyScreen(output) : undefined;
     const verdict = exitVerdict({
       exit,
       exitAt,
@@ -1021,7 +996,7 @@ export class ManagerService {
     let screen = (await l.terminal.screen(100)).trimEnd();
     await l.terminal.close();
     // An exiting TUI may leave a blank screen (it restores the main one): then what it showed last.
-    const { classifyScreen } = this.adapterOf(r);
+    const { classifyScreen } = adapterOf(r);
     if (classifyScreen(screen).kind !== "blocked" && l.lastScreen && classifyScreen(l.lastScreen).kind === "blocked") screen = l.lastScreen.trimEnd();
     return screen.split("\n").slice(-30).join("\n");
   }
@@ -1133,7 +1108,7 @@ export class ManagerService {
         if (l && r && p.lifecycleUid === r.uid) l.lastPresence = p.status === "offline" ? undefined : p;
         if (!r || !l || p.lifecycleUid !== r.uid || p.status === "offline") return;
         if (r.state === "joined") {
-          void wakeIfDue(seat, l, this.adapterOf(r), p, this.o.log).catch((err) => this.o.log.warn({ err, seat }, "wake failed"));
+          void wakeIfDue(seat, l, adapterOf(r), p, this.o.log).catch((err) => this.o.log.warn({ err, seat }, "wake failed"));
           return;
         }
         if (r.state !== "launched") return;
@@ -1145,11 +1120,6 @@ export class ManagerService {
       },
     });
     this.subs.push(sub);
-  }
-
-  /** The runtime adapter of a seat's agent (an agent CLI seat; the default runtime's for anything else). */
-  private adapterOf(r: Pick<SeatRecord, "agent">): RuntimeAdapter {
-    return runtimeNamed(r.agent) ?? DEFAULT_RUNTIME;
   }
 
   /** The seats `ps` answers (seat-views.ts). */
