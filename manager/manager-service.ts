@@ -25,7 +25,7 @@ import { OpeningPromptNotStoredError, PersonaChangedError, SeatRefusedError, Sta
 import { newLifecycleUid } from "./lifecycle-uid.js";
 import { adoptSeatProcess, logTailOf, type SeatExit, type SeatProcess } from "./process-host.js";
 import { proveSeatProcess, seatFolderProblem, type SeatProof } from "./seat-adoption.js";
-import { launchSeat, prepareSeat, retireSeatFiles, seatDir, type SeatFiles } from "./seat-launcher.js";
+import { launchSeat, prepareSeat, seatDir, type SeatFiles } from "./seat-launcher.js";
 import { renewalCheckMs, renewalDueAt, renewSeatCredential } from "./seat-credential.js";
 import { heartbeatOf } from "./heartbeat.js";
 import { redactHostPaths } from "./host-paths.js";
@@ -35,6 +35,8 @@ import { loadAgentFile, personaDigests, type AgentFile, DEFAULT_RUNTIME, runtime
 import { awaitInputScreen, startRuntimeSeat, UnexpectedScreenError } from "./seat-start.js";
 import { adapterOf, hostsOf, refuseUnknownAgent, refuseWithoutAuth } from "./runtime-checks.js";
 import type { ManagerOptions } from "./manager-options.js";
+import type { SeatTableAccess } from "./manager-context.js";
+import { SeatRetirement } from "./seat-retirement.js";
 import { checkScript } from "./pty-host.js";
 import { deliverPrompt } from "./prompt-delivery.js";
 import { startFailureRemedy } from "./seat-failure.js";
@@ -89,11 +91,6 @@ export class ManagerService {
   private renewing = false;
   /** Seats (by credential file) already reported as lapsing: said once, not every check. */
   private readonly lapsing = new Set<string>();
-  /**
-   * Set while rebuild() runs: a spawner retired then leaves its helpers (which may not be adopted
-   * yet, so could not be stopped) to retireOrphans(), which runs once every seat is.
-   */
-  private rebuilding = false;
   /** Set by stop(): this instance writes nothing more (a successor may own the log now). */
   private stopped = false;
   private readonly startedAt = Date.now();
@@ -107,6 +104,8 @@ export class ManagerService {
   private runs?: RunService;
   /** Carried transcripts staged here and their one-time claims (manager/transcript-carry.ts). */
   private readonly carry: TranscriptDesk;
+  /** Retiring seats and their helpers (seat-retirement.ts). */
+  private readonly retirement: SeatRetirement;
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -116,6 +115,12 @@ export class ManagerService {
   ) {
     this.tmux = new TmuxServer(tmuxSocketPath(o.stateDir), tmuxSessionName(o.space));
     this.hosts = hostsOf(o);
+    const table: SeatTableAccess = {
+      seats: this.seats,
+      append: (seat, event) => this.append(seat, event),
+      appendExited: (seat, r, exit, output, retiring) => this.appendExited(seat, r, exit, output, retiring),
+    };
+    this.retirement = new SeatRetirement({ ...table, nc, o, live: this.live });
     this.carry = new TranscriptDesk({
       nc,
       js: o.jsConnection,
@@ -132,7 +137,7 @@ export class ManagerService {
     const managers = await new Kvm(jetstream(o.jsConnection, JS_OPTIONS)).open(names.managersBucket(o.space), { bindOnly: true });
     const m = new ManagerService(nc, o, seatLog, managers);
     await m.rebuild();
-    await m.serial(() => m.retireOrphans());
+    await m.serial(() => m.retirement.retireOrphans());
     m.watchPresence();
     m.runs = await RunService.open(o);
     const runs = m.runs;
@@ -191,7 +196,8 @@ export class ManagerService {
       await this.serial(async () => {
         // A helper may have gone with its spawner already.
         const r = this.seats.get(seat);
-        if (r?.manager === this.o.instance && holdsName(r)) await this.stopAndRetire(r.seat, r, `stopped with its manager by ${principalId(caller)}`);
+        if (r?.manager === this.o.instance && holdsName(r))
+          await this.retirement.stopAndRetire(r.seat, r, `stopped with its manager by ${principalId(caller)}`);
       }).catch((err) => this.o.log.warn({ err, seat }, "stop failed"));
     }
     await this.tmux.closeIfIdle();
@@ -281,12 +287,7 @@ export class ManagerService {
    * its exit had just been seen.
    */
   private async rebuild(): Promise<void> {
-    this.rebuilding = true;
-    try {
-      await this.adoptOrRelaunch();
-    } finally {
-      this.rebuilding = false;
-    }
+    await this.retirement.whileRebuilding(() => this.adoptOrRelaunch());
   }
 
   private async adoptOrRelaunch(): Promise<void> {
@@ -332,7 +333,7 @@ export class ManagerService {
           this.o.log.warn({ seat: r.seat, problem: lost }, "a recorded seat cannot be started again: retired");
           const reason = lostFolder(lost);
           await this.appendExited(r.seat, r, { code: null, signal: null }, why, reason);
-          await this.retire(r.seat, reason);
+          await this.retirement.retire(r.seat, reason);
         });
       }
     }
@@ -347,7 +348,7 @@ export class ManagerService {
     const lost = r.retiring === undefined ? seatFolderProblem(files) : undefined;
     this.o.log.info({ seat: r.seat, retiring: r.retiring, lost }, "a seat was left exited by the previous manager: taking it up");
     if (r.retiring !== undefined || lost) {
-      await this.retire(r.seat, r.retiring ?? lostFolder(lost!));
+      await this.retirement.retire(r.seat, r.retiring ?? lostFolder(lost!));
       return;
     }
     const exit = r.exit ?? { code: null, signal: null };
@@ -500,9 +501,9 @@ export class ManagerService {
     } catch (err) {
       const r = this.seats.get(seat);
       if (r && holdsName(r))
-        await this.retire(seat, `could not be started: ${(err as Error).message}`).catch((e: unknown) =>
-          this.o.log.error({ err: e, seat }, "retiring a seat that could not start failed"),
-        );
+        await this.retirement
+          .retire(seat, `could not be started: ${(err as Error).message}`)
+          .catch((e: unknown) => this.o.log.error({ err: e, seat }, "retiring a seat that could not start failed"));
       throw err;
     }
     return this.identity(this.seats.get(seat)!);
@@ -892,7 +893,7 @@ export class ManagerService {
         if (!r || !holdsName(r)) return;
         const output = shown.trim() ? shown.trimEnd().split("\n").slice(-20).join("\n") : undefined;
         await this.appendExited(seat, r, exit, output, `failed: ${why}`);
-        await this.retire(seat, `failed: ${why}`);
+        await this.retirement.retire(seat, `failed: ${why}`);
       }).catch((e: unknown) => this.o.log.error({ err: e, seat }, "failing a seat that did not start failed"));
     }
   }
@@ -977,7 +978,7 @@ export class ManagerService {
   /** An exit recorded: retire the seat as the verdict says, or restart it. */
   private async afterExit(seat: string, l: LiveSeat, exit: ExitStatus, verdict: ExitVerdict): Promise<void> {
     if (verdict.retire !== undefined) {
-      await this.retire(seat, verdict.retire);
+      await this.retirement.retire(seat, verdict.retire);
       return;
     }
     const r = this.seats.get(seat)!;
@@ -986,7 +987,7 @@ export class ManagerService {
       await this.start(seat, l.files, rr.epoch, verdict.recent);
     } catch (err) {
       // Nothing to start it again from (a helper's agent file changed, an agent file gone): retired, saying why.
-      await this.retire(seat, `could not be started again: ${(err as Error).message}`);
+      await this.retirement.retire(seat, `could not be started again: ${(err as Error).message}`);
     }
   }
 
@@ -999,46 +1000,6 @@ export class ManagerService {
     const { classifyScreen } = adapterOf(r);
     if (classifyScreen(screen).kind !== "blocked" && l.lastScreen && classifyScreen(l.lastScreen).kind === "blocked") screen = l.lastScreen.trimEnd();
     return screen.split("\n").slice(-30).join("\n");
-  }
-
-  /** Retire a seat's incarnation (its credential revoked, its folder removed), then its helpers with it. */
-  private async retire(seat: string, reason: string): Promise<number> {
-    const r = this.seats.get(seat)!;
-    try {
-      return await retireSeatFiles(this.nc, this.o, seatName(seat));
-    } finally {
-      await this.append(seat, { type: "retired", seat, uid: r.uid, epoch: r.epoch, ts: Date.now(), reason });
-      if (!this.rebuilding) await this.retireHelpersOf(seat, r.uid);
-    }
-  }
-
-  /**
-   * A spawner retired takes its helpers with it (docs/manager.md, Helpers): every seat of this
-   * manager that answers to it (to that incarnation, when it is a seat here) and was not handed over.
-   */
-  private async retireHelpersOf(spawner: string, uid: string): Promise<void> {
-    for (const h of [...this.seats.values()]) {
-      if (h.manager !== this.o.instance || !holdsName(h) || h.spawnedBy !== spawner) continue;
-      if (h.spawnerUid !== undefined && h.spawnerUid !== uid) continue;
-      await this.stopAndRetire(h.seat, h, `retired with its spawner ${spawner}`).catch((err: unknown) =>
-        this.o.log.error({ err, seat: h.seat, spawner }, "retiring a helper with its spawner failed"),
-      );
-    }
-  }
-
-  /**
-   * After a restart: a helper whose spawner, a seat of this manager, was retired (or replaced by a new
-   * incarnation) while its retirement was under way goes now.
-   */
-  private async retireOrphans(): Promise<void> {
-    for (const h of [...this.seats.values()]) {
-      if (h.manager !== this.o.instance || !holdsName(h) || !h.spawnedBy || h.spawnerUid === undefined) continue;
-      const s = this.seats.get(h.spawnedBy);
-      if (s && s.uid === h.spawnerUid && holdsName(s)) continue;
-      await this.stopAndRetire(h.seat, h, `retired with its spawner ${h.spawnedBy}`).catch((err: unknown) =>
-        this.o.log.error({ err, seat: h.seat }, "retiring a helper whose spawner is gone failed"),
-      );
-    }
   }
 
   /**
@@ -1071,22 +1032,7 @@ export class ManagerService {
   private async stopSeat(name: string, caller: Principal) {
     const steerer = isOperator(caller) ? undefined : await this.steererOf(caller);
     const r = steerer ? steerableSeat(this.seats.get(`local.${name}`), name, steerer, this.o.instance) : this.ownedSeat(name, caller, "stopped");
-    return this.stopAndRetire(r.seat, r, `stopped by ${caller.owner}.${caller.actor}`);
-  }
-
-  /** Stop a seat's process if it runs, and retire its incarnation (its helpers with it). */
-  private async stopAndRetire(seat: string, r: SeatRecord, reason: string) {
-    const l = this.live.get(seat);
-    let stopped = false;
-    if (l) {
-      l.stopping = true;
-      const exit = await l.proc.stop();
-      this.live.delete(seat);
-      stopped = true;
-      await this.appendExited(seat, r, exit, undefined, reason);
-    }
-    const revoked = await this.retire(seat, reason);
-    return { seat, uid: r.uid, stopped, revoked };
+    return this.retirement.stopAndRetire(r.seat, r, `stopped by ${caller.owner}.${caller.actor}`);
   }
 
   /** Presence says a launched seat's incarnation joined: record it once per epoch. */
