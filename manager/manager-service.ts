@@ -21,33 +21,30 @@ import {
   type TableParsedArgs,
 } from "../schemas/index.js";
 import { callControl, FIX_OFF_ENV, fixOff, JS_OPTIONS, sendDirectMail, serveControl, SERVICE_PRINCIPALS } from "../broker/index.js";
-import { OpeningPromptNotStoredError, PersonaChangedError, SeatRefusedError, StaleSeatLogError, unsupervisable } from "./errors.js";
+import { OpeningPromptNotStoredError, SeatRefusedError, StaleSeatLogError, unsupervisable } from "./errors.js";
 import { newLifecycleUid } from "./lifecycle-uid.js";
-import { adoptSeatProcess, logTailOf, type SeatExit, type SeatProcess } from "./process-host.js";
+import { adoptSeatProcess, type SeatExit, type SeatProcess } from "./process-host.js";
 import { proveSeatProcess, seatFolderProblem, type SeatProof } from "./seat-adoption.js";
-import { launchSeat, prepareSeat, seatDir, type SeatFiles } from "./seat-launcher.js";
+import { prepareSeat, seatDir, type SeatFiles } from "./seat-launcher.js";
 import { renewalCheckMs, renewalDueAt, renewSeatCredential } from "./seat-credential.js";
 import { heartbeatOf } from "./heartbeat.js";
 import { redactHostPaths } from "./host-paths.js";
 import { isOperator } from "./runs.js";
 import { SeatLog } from "./seat-log.js";
 import { loadAgentFile, personaDigests, type AgentFile, DEFAULT_RUNTIME, runtimeNamed } from "../runtimes/index.js";
-import { awaitInputScreen, startRuntimeSeat, UnexpectedScreenError } from "./seat-start.js";
 import { adapterOf, hostsOf, refuseUnknownAgent, refuseWithoutAuth } from "./runtime-checks.js";
 import type { ManagerOptions } from "./manager-options.js";
 import type { SeatTableAccess } from "./manager-context.js";
 import { SeatRetirement } from "./seat-retirement.js";
+import { SeatSupervisor } from "./seat-supervisor.js";
 import { checkScript } from "./pty-host.js";
-import { deliverPrompt } from "./prompt-delivery.js";
-import { startFailureRemedy } from "./seat-failure.js";
 import { openingPromptMail } from "./opening-prompt.js";
 import { TmuxServer } from "./tmux-host.js";
 import { tmuxSessionName, tmuxSocketPath } from "./attach.js";
 import { RunService } from "./runs.js";
-import type { RuntimeAdapter, RuntimeHost } from "../runtime/index.js";
+import type { RuntimeHost } from "../runtime/index.js";
 import { TranscriptDesk, type StagedTranscript } from "./transcript-carry.js";
 import { applyEvent, holdsName, incarnationPast, projectSeat, type SeatRecord } from "./seat-table.js";
-import { describeExit, exitVerdict, type ExitStatus, type ExitVerdict } from "./restart-policy.js";
 import {
   helperAgent,
   refuseOperatorOnly,
@@ -106,6 +103,8 @@ export class ManagerService {
   private readonly carry: TranscriptDesk;
   /** Retiring seats and their helpers (seat-retirement.ts). */
   private readonly retirement: SeatRetirement;
+  /** Each live seat's start, exit and restart (seat-supervisor.ts). */
+  private readonly supervisor: SeatSupervisor;
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -121,6 +120,16 @@ export class ManagerService {
       appendExited: (seat, r, exit, output, retiring) => this.appendExited(seat, r, exit, output, retiring),
     };
     this.retirement = new SeatRetirement({ ...table, nc, o, live: this.live });
+    this.supervisor = new SeatSupervisor({
+      ...table,
+      o,
+      live: this.live,
+      hosts: this.hosts,
+      tmux: this.tmux,
+      serial: (f) => this.serial(f),
+      stopped: () => this.stopped,
+      retire: (seat, reason) => this.retirement.retire(seat, reason),
+    });
     this.carry = new TranscriptDesk({
       nc,
       js: o.jsConnection,
@@ -302,7 +311,7 @@ export class ManagerService {
         continue;
       }
       // The policy window counts the restarts the log shows, not only this process's.
-      const restartsAt = past.restartsAt.filter((t) => Date.now() - t < this.windowOf(r));
+      const restartsAt = past.restartsAt.filter((t) => Date.now() - t < this.supervisor.windowOf(r));
       const proof: SeatProof = fixOff("adoption", this.o.log)
         ? { kind: "not-ours", why: `adoption is switched off (${FIX_OFF_ENV})`, running: true }
         : await proveSeatProcess(r, files, () => this.tmux.panePid(seatName(r.seat)));
@@ -316,7 +325,7 @@ export class ManagerService {
             : adoptSeatProcess(r.pid, r.startTime, files.log);
       if (proc) {
         this.o.log.info({ seat: r.seat, pid: r.pid }, "re-adopted a running seat");
-        this.watch(r.seat, {
+        this.supervisor.watch(r.seat, {
           proc,
           files,
           stopping: false,
@@ -328,7 +337,7 @@ export class ManagerService {
         const why = proof.kind === "not-ours" ? proof.why : "the process was gone when the manager restarted";
         const lost = seatFolderProblem(files);
         await this.serial(async () => {
-          if (!lost) return this.onExit(r.seat, { proc: deadProcess(), files, stopping: false, restartsAt }, { code: null, signal: null }, why);
+          if (!lost) return this.supervisor.onExit(r.seat, { proc: deadProcess(), files, stopping: false, restartsAt }, { code: null, signal: null }, why);
           // Nothing to start it again from (a restored seat log, a removed folder): recorded as failed, never launched.
           this.o.log.warn({ seat: r.seat, problem: lost }, "a recorded seat cannot be started again: retired");
           const reason = lostFolder(lost);
@@ -353,12 +362,7 @@ export class ManagerService {
     }
     const exit = r.exit ?? { code: null, signal: null };
     const l: LiveSeat = { proc: deadProcess(), files, stopping: false, restartsAt: past.restartsAt, ...(past.joined ? { joinedEpoch: r.epoch } : {}) };
-    await this.afterExit(r.seat, l, exit, this.verdictOf(r, l, exit, r.exit?.output, r.since));
-  }
-
-  /** The seat's restart window, ms: its own, else the manager's (default 60 s). */
-  private windowOf(r: SeatRecord): number {
-    return r.spec.windowMs ?? this.o.windowMs ?? 60_000;
+    await this.supervisor.afterExit(r.seat, l, exit, this.supervisor.verdictOf(r, l, exit, r.exit?.output, r.since));
   }
 
   private filesOf(r: SeatRecord): SeatFiles {
@@ -497,7 +501,7 @@ export class ManagerService {
       // its first hook (session start, or the wake typed once it is ready) hands it over.
       const opening = a.prompt !== undefined && runtimeNamed(a.agent) !== undefined;
       if (opening) await this.mailOpeningPrompt(seat, uid, a.prompt!, caller);
-      await this.start(seat, files, 0, [], opening, carried?.file);
+      await this.supervisor.start(seat, files, 0, [], opening, carried?.file);
     } catch (err) {
       const r = this.seats.get(seat);
       if (r && holdsName(r))
@@ -805,201 +809,6 @@ export class ManagerService {
     } catch (err) {
       throw new OpeningPromptNotStoredError(seat, principalId(from), err);
     }
-  }
-
-  private async start(seat: string, files: SeatFiles, epoch: number, restartsAt: number[], opening = false, carriedFile?: string): Promise<void> {
-    const r = this.seats.get(seat)!;
-    const adapter = runtimeNamed(r.agent);
-    const host = adapter ? this.hosts.get(adapter.name) : undefined;
-    if (adapter && host) {
-      const cwd = r.spec.cwd ?? process.cwd();
-      const agentFile = r.persona ? loadAgentFile(cwd, r.persona) : undefined;
-      if (r.spawnedBy && agentFile && agentFile.digest !== r.spec.personaDigest)
-        throw new PersonaChangedError(seat, r.persona!, r.spawnedBy, r.spec.personaDigest !== undefined);
-      const kind = r.spec.terminal === "pty" ? "pty" : "tmux";
-      const term = kind === "pty" ? ({ pty: true } as const) : { tmux: this.tmux };
-      const request = {
-        name: seatName(seat),
-        space: this.o.space,
-        cwd,
-        model: r.spec.model,
-        resume: r.spec.carried ? { ...r.spec.carried, file: carriedFile } : undefined,
-      };
-      const fm = agentFile?.frontmatter;
-      const { proc, terminal, permissionMode } = await startRuntimeSeat(adapter, host, term, files, {
-        ...request,
-        persona: agentFile?.persona,
-        agent: fm?.agent,
-        allowedTools: fm?.allowedTools ?? [],
-        launchOptions: fm?.launchOptions ?? {},
-        posture: r.spec.posture,
-      });
-      await this.append(seat, {
-        type: "launched",
-        seat,
-        uid: r.uid,
-        epoch,
-        ts: Date.now(),
-        terminal: kind,
-        pid: proc.pid,
-        ...(proc.startTime ? { startTime: proc.startTime } : {}),
-        ...(permissionMode ? { permissionMode } : {}),
-      });
-      const l: LiveSeat = { proc, files, stopping: false, restartsAt, terminal };
-      this.watch(seat, l);
-      void this.untilReady(seat, l, adapter, opening);
-      return;
-    }
-    const proc = launchSeat(this.o, r.agent, files);
-    await this.append(seat, {
-      type: "launched",
-      seat,
-      uid: r.uid,
-      epoch,
-      ts: Date.now(),
-      terminal: "process",
-      ...(proc.pid > 0 ? { pid: proc.pid } : {}),
-      ...(proc.startTime ? { startTime: proc.startTime } : {}),
-    });
-    this.watch(seat, { proc, files, stopping: false, restartsAt });
-  }
-
-  /**
-   * An interactive seat must reach its input screen unattended: on a screen it does not expect
-   * it is failed and retired, naming the screen. Once ready, a seat with an opening prompt (stored
-   * as its mail) is woken, so its first turn's hook hands the prompt over.
-   */
-  private async untilReady(seat: string, l: LiveSeat, adapter: RuntimeAdapter, opening: boolean): Promise<void> {
-    try {
-      await awaitInputScreen(
-        l.terminal!,
-        l.proc,
-        adapter.classifyScreen,
-        this.hosts.get(adapter.name)?.screenTimeoutMs ?? adapter.screenTimeoutMs,
-        (screen) => (l.lastScreen = screen),
-      );
-      if (opening && !this.stopped) await this.wakeForOpening(seat, l, adapter);
-    } catch (err) {
-      if (this.stopped || this.live.get(seat) !== l || l.stopping) return;
-      const shown = err instanceof UnexpectedScreenError ? err.screen || (l.lastScreen ?? "") : "";
-      const remedy = startFailureRemedy(shown, adapter);
-      const why = `${err instanceof UnexpectedScreenError ? err.message : `its screen could not be read: ${(err as Error).message}`}${remedy ? `. ${remedy}` : ""}`;
-      this.o.log.warn({ seat, why, screen: shown.trimEnd().split("\n").slice(-20).join("\n") }, "a seat did not reach its input screen: failed");
-      l.stopping = true;
-      await this.serial(async () => {
-        const exit = await l.proc.stop(2_000);
-        this.live.delete(seat);
-        const r = this.seats.get(seat);
-        if (!r || !holdsName(r)) return;
-        const output = shown.trim() ? shown.trimEnd().split("\n").slice(-20).join("\n") : undefined;
-        await this.appendExited(seat, r, exit, output, `failed: ${why}`);
-        await this.retirement.retire(seat, `failed: ${why}`);
-      }).catch((e: unknown) => this.o.log.error({ err: e, seat }, "failing a seat that did not start failed"));
-    }
-  }
-
-  /**
-   * Type the runtime's fixed wake prompt into a seat whose opening prompt waits as mail, and see it
-   * taken (prompt-delivery.ts); one still not taken is logged with the screen. The wake of held
-   * mail (maybeWake) waits meanwhile: two wakes typed at once would start two turns.
-   */
-  private async wakeForOpening(seat: string, l: LiveSeat, adapter: RuntimeAdapter): Promise<void> {
-    l.wokenAt = Date.now();
-    l.waking = true;
-    try {
-      const outcome = await deliverPrompt(adapter.wakePrompt, {
-        terminal: l.terminal!,
-        submitDelayMs: adapter.submitDelayMs,
-        classify: adapter.classifyScreen,
-        retype: adapter.capabilities.mailHook,
-        taken: (typedAt) => {
-          const p = l.lastPresence;
-          return p !== undefined && ((p.activeAt ?? 0) >= typedAt || p.status === "working" || p.status === "waiting");
-        },
-        onRetry: (what) =>
-          this.o.log.warn(
-            { seat, what },
-            what === "enter"
-              ? "the wake for the opening prompt was not taken: pressing Enter again"
-              : "the wake for the opening prompt was not taken: typing it again",
-          ),
-      });
-      if (!outcome.taken && !this.stopped && !l.stopping)
-        this.o.log.warn(
-          { seat, why: outcome.why, screen: outcome.screen.trimEnd().split("\n").slice(-15).join("\n") },
-          "the wake for the opening prompt was not taken",
-        );
-    } finally {
-      l.waking = false;
-    }
-  }
-
-  private watch(seat: string, l: LiveSeat): void {
-    this.live.set(seat, l);
-    void l.proc.exited
-      .then((exit) => {
-        if (this.stopped || this.live.get(seat) !== l || l.stopping) return;
-        return this.serial(() => this.onExit(seat, l, exit));
-      })
-      .catch((err) => this.o.log.error({ err, seat }, "seat exit handling failed"));
-  }
-
-  /** A seat's process ended on its own: record it, then restart, or retire a seat that never joined or loops. */
-  private async onExit(seat: string, l: LiveSeat, exit: SeatExit, why?: string): Promise<void> {
-    this.live.delete(seat);
-    const r = this.seats.get(seat);
-    if (!r || !holdsName(r)) return;
-    const output = why ?? (await this.lastOutput(r, l));
-    const verdict = this.verdictOf(r, l, exit, output, Date.now());
-    await this.appendExited(seat, r, exit, output, verdict.retire);
-    await this.afterExit(seat, l, exit, verdict);
-  }
-
-  /** The restart policy's verdict on one exit of seat `r` (restart-policy.ts). */
-  private verdictOf(r: SeatRecord, l: LiveSeat, exit: ExitStatus, output: string | undefined, exitAt: number): ExitVerdict {
-    const screen = r.terminal === "tmux" && output ? adapterOf(r).classifyScreen(output) : undefined;
-    const verdict = exitVerdict({
-      exit,
-      exitAt,
-      // A restart (epoch > 0) follows a join: an incarnation started again that cannot join (a node
-      // of the cluster down, its presence write timing out) counts against the restart policy like
-      // any crash, not as a spawn that failed; the fault suite found such seats retired for good.
-      joined: r.state === "joined" || l.joinedEpoch !== undefined || r.epoch > 0,
-      restartsAt: l.restartsAt,
-      restarts: r.spec.restarts ?? this.o.restarts ?? 3,
-      windowMs: this.windowOf(r),
-      blockedBy: screen?.kind === "blocked" ? screen.name : undefined,
-    });
-    if (verdict.retire === undefined && fixOff("restart", this.o.log))
-      return { ...verdict, retire: `exited: ${describeExit(exit)} (restarts are switched off, ${FIX_OFF_ENV})` };
-    return verdict;
-  }
-
-  /** An exit recorded: retire the seat as the verdict says, or restart it. */
-  private async afterExit(seat: string, l: LiveSeat, exit: ExitStatus, verdict: ExitVerdict): Promise<void> {
-    if (verdict.retire !== undefined) {
-      await this.retirement.retire(seat, verdict.retire);
-      return;
-    }
-    const r = this.seats.get(seat)!;
-    const rr = await this.append(seat, { type: "restarted", seat, uid: r.uid, epoch: r.epoch + 1, ts: Date.now(), reason: describeExit(exit) });
-    try {
-      await this.start(seat, l.files, rr.epoch, verdict.recent);
-    } catch (err) {
-      // Nothing to start it again from (a helper's agent file changed, an agent file gone): retired, saying why.
-      await this.retirement.retire(seat, `could not be started again: ${(err as Error).message}`);
-    }
-  }
-
-  /** What a seat showed last: its log's tail, or its terminal's last screen (the window is kept until read, then closed). */
-  private async lastOutput(r: SeatRecord, l: LiveSeat): Promise<string> {
-    if (!l.terminal) return logTailOf(l.files.log);
-    let screen = (await l.terminal.screen(100)).trimEnd();
-    await l.terminal.close();
-    // An exiting TUI may leave a blank screen (it restores the main one): then what it showed last.
-    const { classifyScreen } = adapterOf(r);
-    if (classifyScreen(screen).kind !== "blocked" && l.lastScreen && classifyScreen(l.lastScreen).kind === "blocked") screen = l.lastScreen.trimEnd();
-    return screen.split("\n").slice(-30).join("\n");
   }
 
   /**
