@@ -20,12 +20,11 @@ import {
   type SeatView,
   type TableParsedArgs,
 } from "../schemas/index.js";
-import { callControl, FIX_OFF_ENV, fixOff, JS_OPTIONS, sendDirectMail, serveControl, SERVICE_PRINCIPALS } from "../broker/index.js";
+import { callControl, JS_OPTIONS, sendDirectMail, serveControl, SERVICE_PRINCIPALS } from "../broker/index.js";
 import { OpeningPromptNotStoredError, SeatRefusedError, StaleSeatLogError, unsupervisable } from "./errors.js";
 import { newLifecycleUid } from "./lifecycle-uid.js";
-import { adoptSeatProcess, type SeatExit, type SeatProcess } from "./process-host.js";
-import { proveSeatProcess, seatFolderProblem, type SeatProof } from "./seat-adoption.js";
-import { prepareSeat, seatDir, type SeatFiles } from "./seat-launcher.js";
+import { type SeatExit } from "./process-host.js";
+import { prepareSeat } from "./seat-launcher.js";
 import { renewalCheckMs, renewalDueAt, renewSeatCredential } from "./seat-credential.js";
 import { heartbeatOf } from "./heartbeat.js";
 import { redactHostPaths } from "./host-paths.js";
@@ -37,6 +36,7 @@ import type { ManagerOptions } from "./manager-options.js";
 import type { SeatTableAccess } from "./manager-context.js";
 import { SeatRetirement } from "./seat-retirement.js";
 import { SeatSupervisor } from "./seat-supervisor.js";
+import { SeatRecovery } from "./seat-recovery.js";
 import { checkScript } from "./pty-host.js";
 import { openingPromptMail } from "./opening-prompt.js";
 import { TmuxServer } from "./tmux-host.js";
@@ -44,7 +44,7 @@ import { tmuxSessionName, tmuxSocketPath } from "./attach.js";
 import { RunService } from "./runs.js";
 import type { RuntimeHost } from "../runtime/index.js";
 import { TranscriptDesk, type StagedTranscript } from "./transcript-carry.js";
-import { applyEvent, holdsName, incarnationPast, projectSeat, type SeatRecord } from "./seat-table.js";
+import { applyEvent, holdsName, projectSeat, type SeatRecord } from "./seat-table.js";
 import {
   helperAgent,
   refuseOperatorOnly,
@@ -105,6 +105,8 @@ export class ManagerService {
   private readonly retirement: SeatRetirement;
   /** Each live seat's start, exit and restart (seat-supervisor.ts). */
   private readonly supervisor: SeatSupervisor;
+  /** Taking up the log's seats at start (seat-recovery.ts). */
+  private readonly recovery: SeatRecovery;
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -130,6 +132,16 @@ export class ManagerService {
       stopped: () => this.stopped,
       retire: (seat, reason) => this.retirement.retire(seat, reason),
     });
+    this.recovery = new SeatRecovery({
+      ...table,
+      o,
+      seatLog,
+      learn: (h) => this.learn(h),
+      tmux: this.tmux,
+      serial: (f) => this.serial(f),
+      supervisor: this.supervisor,
+      retirement: this.retirement,
+    });
     this.carry = new TranscriptDesk({
       nc,
       js: o.jsConnection,
@@ -145,7 +157,7 @@ export class ManagerService {
     const seatLog = await SeatLog.open(o.jsConnection, o.space, o.log, o.caller ?? SERVICE_PRINCIPALS.cli);
     const managers = await new Kvm(jetstream(o.jsConnection, JS_OPTIONS)).open(names.managersBucket(o.space), { bindOnly: true });
     const m = new ManagerService(nc, o, seatLog, managers);
-    await m.rebuild();
+    await m.recovery.rebuild();
     await m.serial(() => m.retirement.retireOrphans());
     m.watchPresence();
     m.runs = await RunService.open(o);
@@ -287,87 +299,6 @@ export class ManagerService {
         return [{ name, ready, config: summary, ...(problem ? { problem } : {}), ...(remedy ? { remedy } : {}), ...(detail ? { auth: detail } : {}) }];
       }),
     };
-  }
-
-  /**
-   * Replay the log; adopt this instance's seats whose process still runs and proves to be its own
-   * (seat-adoption.ts), relaunch the rest; one whose folder is gone is retired, naming it. A seat
-   * the log leaves at `exited` (its manager died before restarting or retiring it) is judged as if
-   * its exit had just been seen.
-   */
-  private async rebuild(): Promise<void> {
-    await this.retirement.whileRebuilding(() => this.adoptOrRelaunch());
-  }
-
-  private async adoptOrRelaunch(): Promise<void> {
-    const histories = await this.seatLog.replay();
-    for (const h of histories.values()) this.learn(h);
-    for (const r of this.seats.values()) {
-      if (r.manager !== this.o.instance || !["launched", "joined", "requested", "exited"].includes(r.state)) continue;
-      const files = this.filesOf(r);
-      const past = incarnationPast(histories.get(r.seat)!, r);
-      if (r.state === "exited") {
-        await this.serial(() => this.takeUpExited(r, files, past));
-        continue;
-      }
-      // The policy window counts the restarts the log shows, not only this process's.
-      const restartsAt = past.restartsAt.filter((t) => Date.now() - t < this.supervisor.windowOf(r));
-      const proof: SeatProof = fixOff("adoption", this.o.log)
-        ? { kind: "not-ours", why: `adoption is switched off (${FIX_OFF_ENV})`, running: true }
-        : await proveSeatProcess(r, files, () => this.tmux.panePid(seatName(r.seat)));
-      if (proof.kind === "not-ours" && proof.running)
-        this.o.log.warn({ seat: r.seat, pid: r.pid, why: proof.why }, "a recorded seat's process is not this manager's: not adopted");
-      const proc =
-        proof.kind !== "ours" || r.pid === undefined || !r.startTime
-          ? undefined
-          : r.terminal === "tmux"
-            ? this.tmux.adopt(seatName(r.seat), r.pid, r.startTime)
-            : adoptSeatProcess(r.pid, r.startTime, files.log);
-      if (proc) {
-        this.o.log.info({ seat: r.seat, pid: r.pid }, "re-adopted a running seat");
-        this.supervisor.watch(r.seat, {
-          proc,
-          files,
-          stopping: false,
-          restartsAt,
-          ...(r.terminal === "tmux" ? { terminal: this.tmux.terminal(seatName(r.seat)) } : {}),
-          ...(r.state === "joined" ? { joinedEpoch: r.epoch } : {}),
-        });
-      } else {
-        const why = proof.kind === "not-ours" ? proof.why : "the process was gone when the manager restarted";
-        const lost = seatFolderProblem(files);
-        await this.serial(async () => {
-          if (!lost) return this.supervisor.onExit(r.seat, { proc: deadProcess(), files, stopping: false, restartsAt }, { code: null, signal: null }, why);
-          // Nothing to start it again from (a restored seat log, a removed folder): recorded as failed, never launched.
-          this.o.log.warn({ seat: r.seat, problem: lost }, "a recorded seat cannot be started again: retired");
-          const reason = lostFolder(lost);
-          await this.appendExited(r.seat, r, { code: null, signal: null }, why, reason);
-          await this.retirement.retire(r.seat, reason);
-        });
-      }
-    }
-  }
-
-  /**
-   * A seat its previous manager recorded as exited and died before restarting or retiring: a seat
-   * it was retiring (a stop, a failed start, a crash loop) is retired with that reason; any other
-   * goes through the restart policy as of its exit, counting the restarts the log shows.
-   */
-  private async takeUpExited(r: SeatRecord, files: SeatFiles, past: { restartsAt: number[]; joined: boolean }): Promise<void> {
-    const lost = r.retiring === undefined ? seatFolderProblem(files) : undefined;
-    this.o.log.info({ seat: r.seat, retiring: r.retiring, lost }, "a seat was left exited by the previous manager: taking it up");
-    if (r.retiring !== undefined || lost) {
-      await this.retirement.retire(r.seat, r.retiring ?? lostFolder(lost!));
-      return;
-    }
-    const exit = r.exit ?? { code: null, signal: null };
-    const l: LiveSeat = { proc: deadProcess(), files, stopping: false, restartsAt: past.restartsAt, ...(past.joined ? { joinedEpoch: r.epoch } : {}) };
-    await this.supervisor.afterExit(r.seat, l, exit, this.supervisor.verdictOf(r, l, exit, r.exit?.output, r.since));
-  }
-
-  private filesOf(r: SeatRecord): SeatFiles {
-    const dir = seatDir(this.o.stateDir, seatName(r.seat));
-    return { dir, material: join(dir, "launch.json"), log: join(dir, "seat.log"), creds: join(dir, `${r.uid}.creds`) };
   }
 
   /**
@@ -897,15 +828,4 @@ function agentFilesIn(cwd: string): string[] {
   } catch {
     return [];
   }
-}
-
-/** Why a seat found without its folder is retired (seatFolderProblem's `problem`). */
-function lostFolder(problem: string): string {
-  return `failed: ${problem} when the manager started, so it could not be started again`;
-}
-
-/** A process that is already gone (for a seat found dead at restart). */
-function deadProcess(): SeatProcess {
-  const exited = Promise.resolve({ code: null, signal: null });
-  return { pid: -1, startTime: undefined, exited, stop: () => exited };
 }
