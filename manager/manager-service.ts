@@ -25,8 +25,6 @@ import { OpeningPromptNotStoredError, SeatRefusedError, StaleSeatLogError, unsup
 import { newLifecycleUid } from "./lifecycle-uid.js";
 import { type SeatExit } from "./process-host.js";
 import { prepareSeat } from "./seat-launcher.js";
-import { renewalCheckMs, renewalDueAt, renewSeatCredential } from "./seat-credential.js";
-import { heartbeatOf } from "./heartbeat.js";
 import { redactHostPaths } from "./host-paths.js";
 import { isOperator } from "./runs.js";
 import { SeatLog } from "./seat-log.js";
@@ -37,6 +35,8 @@ import type { SeatTableAccess } from "./manager-context.js";
 import { SeatRetirement } from "./seat-retirement.js";
 import { SeatSupervisor } from "./seat-supervisor.js";
 import { SeatRecovery } from "./seat-recovery.js";
+import { ManagerHeartbeat } from "./manager-heartbeat.js";
+import { SeatRenewal } from "./seat-renewal.js";
 import { checkScript } from "./pty-host.js";
 import { openingPromptMail } from "./opening-prompt.js";
 import { TmuxServer } from "./tmux-host.js";
@@ -60,7 +60,7 @@ import {
 } from "./helpers.js";
 import type { SeatHistory } from "./seat-log.js";
 import { admitSteered, steerableSeat, steers } from "./steer.js";
-import { readAuthOnScreen, wakeIfDue, type LiveSeat, type SeatPresence } from "./live-seat.js";
+import { wakeIfDue, type LiveSeat, type SeatPresence } from "./live-seat.js";
 import { seatName, seatState, seatViews } from "./seat-views.js";
 
 type Args<C extends keyof typeof MANAGER_COMMANDS> = TableParsedArgs<typeof MANAGER_COMMANDS, C>;
@@ -81,16 +81,8 @@ export class ManagerService {
   /** Per seat: this manager's last sequence on its own subject of the seat's log (the fence its next append expects). */
   private readonly ownSeq = new Map<string, number>();
   private readonly subs: Subscription[] = [];
-  private heartbeat?: NodeJS.Timeout;
-  private beatFailing = false;
-  /** Mints running seats' credentials again before they expire (static meshes). */
-  private renewer?: NodeJS.Timeout;
-  private renewing = false;
-  /** Seats (by credential file) already reported as lapsing: said once, not every check. */
-  private readonly lapsing = new Set<string>();
   /** Set by stop(): this instance writes nothing more (a successor may own the log now). */
   private stopped = false;
-  private readonly startedAt = Date.now();
   /** Where each runtime this manager can start is (runtimes/). */
   private readonly hosts: Map<string, RuntimeHost>;
   /** Serialises changes to the table and the log (one writer per seat at a time). */
@@ -107,12 +99,16 @@ export class ManagerService {
   private readonly supervisor: SeatSupervisor;
   /** Taking up the log's seats at start (seat-recovery.ts). */
   private readonly recovery: SeatRecovery;
+  /** This manager's heartbeat and status (manager-heartbeat.ts). */
+  private readonly heartbeat: ManagerHeartbeat;
+  /** Running seats' credentials minted again before they expire (seat-renewal.ts). */
+  private readonly renewal: SeatRenewal;
 
   private constructor(
     private readonly nc: NatsConnection,
     private readonly o: ManagerOptions,
     private readonly seatLog: SeatLog,
-    private readonly managers: KV,
+    managers: KV,
   ) {
     this.tmux = new TmuxServer(tmuxSocketPath(o.stateDir), tmuxSessionName(o.space));
     this.hosts = hostsOf(o);
@@ -142,6 +138,8 @@ export class ManagerService {
       supervisor: this.supervisor,
       retirement: this.retirement,
     });
+    this.heartbeat = new ManagerHeartbeat({ o, managers, seats: this.seats, live: this.live, hosts: this.hosts });
+    this.renewal = new SeatRenewal({ nc, o, seats: this.seats, live: this.live, serial: (f) => this.serial(f), stopped: () => this.stopped });
     this.carry = new TranscriptDesk({
       nc,
       js: o.jsConnection,
@@ -176,7 +174,7 @@ export class ManagerService {
             personas: (_args, caller) => m.personas(caller),
             handover: (args, caller) => m.serial(() => m.handover(args, caller)),
             ps: async (args, caller) => ({ instance: o.instance, seats: m.view(args.all, caller) }),
-            status: async () => m.status(),
+            status: async () => m.heartbeat.status(),
             run: (args, caller) => runs.run(args, caller),
             budget: (args) => runs.budget(args),
             "carry-begin": (args) => m.carry.begin(args),
@@ -188,9 +186,8 @@ export class ManagerService {
         ),
       );
     }
-    await m.beat();
-    m.heartbeat = setInterval(() => void m.beat(), o.heartbeatMs ?? 3_000);
-    if (o.mints) m.renewer = setInterval(() => void m.renewCredentials(), renewalCheckMs(o.seatCredsLifetimeMs));
+    await m.heartbeat.start();
+    m.renewal.start();
     await nc.flush();
     return m;
   }
@@ -200,11 +197,11 @@ export class ManagerService {
     this.stopped = true;
     this.runs?.stop();
     this.carry.stop();
-    if (this.heartbeat) clearInterval(this.heartbeat);
-    if (this.renewer) clearInterval(this.renewer);
+    this.heartbeat.stop();
+    this.renewal.stop();
     for (const s of this.subs.splice(0)) s.unsubscribe();
     await this.queue.catch(() => undefined);
-    await this.managers.delete(this.o.instance).catch(() => undefined);
+    await this.heartbeat.withdraw();
   }
 
   /**
@@ -229,76 +226,6 @@ export class ManagerService {
     const next = this.queue.then(f, f);
     this.queue = next.catch(() => undefined);
     return next;
-  }
-
-  /**
-   * Mint again the credential of each running seat that has less than a third of its life left
-   * (docs/security.md, Credential lifetime and renewal). In the manager's queue, so a renewal never
-   * races a stop: a seat stopped (its credentials revoked) gets no new one.
-   */
-  private async renewCredentials(): Promise<void> {
-    if (this.renewing || this.stopped) return;
-    this.renewing = true;
-    try {
-      for (const [seat, l] of this.live) {
-        const creds = l.files.creds;
-        const due = creds ? renewalDueAt(creds) : undefined;
-        if (!creds || due === undefined || Date.now() < due) continue;
-        await this.serial(async () => {
-          const r = this.seats.get(seat);
-          if (this.stopped || this.live.get(seat) !== l || l.stopping || !r || !holdsName(r)) return;
-          const o = { space: this.o.space, caller: this.o.caller, lifetimeMs: this.o.seatCredsLifetimeMs };
-          const done = await renewSeatCredential(this.nc, o, creds);
-          if (done === "renewed") this.o.log.info({ seat }, "renewed a running seat's credential");
-          if (done === "no-request" && !this.lapsing.has(creds)) {
-            this.lapsing.add(creds);
-            this.o.log.warn(
-              { seat },
-              "a seat's credential is due for renewal, but an older manager started it without keeping its mint request: it lapses at its expiry",
-            );
-          }
-        }).catch((err: unknown) => this.o.log.warn({ err, seat }, "renewing a seat's credential failed; tried again at the next check"));
-      }
-    } finally {
-      this.renewing = false;
-    }
-  }
-
-  private async beat(): Promise<void> {
-    for (const [seat, l] of this.live) {
-      const r = this.seats.get(seat);
-      if (r?.state === "joined" && l.lastPresence)
-        void wakeIfDue(seat, l, adapterOf(r), l.lastPresence, this.o.log).catch((err) => this.o.log.warn({ err, seat }, "wake failed"));
-      if (r?.state === "joined")
-        void readAuthOnScreen(seat, l, adapterOf(r), this.o.log).catch((err) => this.o.log.warn({ err, seat }, "reading a seat's screen failed"));
-    }
-    const status = this.status();
-    try {
-      await this.managers.put(this.o.instance, JSON.stringify({ ...heartbeatOf(status), ts: Date.now() }));
-      if (this.beatFailing) this.o.log.info("manager heartbeat works again");
-      this.beatFailing = false;
-    } catch (err) {
-      // Once per outage, not every beat.
-      if (!this.beatFailing) this.o.log.warn({ err }, "manager heartbeat failed: `cotal ps` will not list this manager until it works");
-      this.beatFailing = true;
-    }
-  }
-
-  private status() {
-    return {
-      instance: this.o.instance,
-      host: hostname(),
-      pid: process.pid,
-      seats: [...this.seats.values()].filter((r) => r.manager === this.o.instance && holdsName(r)).length,
-      maxSeats: this.o.maxSeats ?? 32,
-      startedAt: this.startedAt,
-      runtimes: [...this.hosts].flatMap(([name, host]) => {
-        const adapter = runtimeNamed(name);
-        if (!adapter) return [];
-        const { ready, summary, problem, remedy, detail } = adapter.auth(host);
-        return [{ name, ready, config: summary, ...(problem ? { problem } : {}), ...(remedy ? { remedy } : {}), ...(detail ? { auth: detail } : {}) }];
-      }),
-    };
   }
 
   /**
