@@ -16,12 +16,11 @@ import {
   type Principal,
   type SpawnGrant,
   type SeatAgent,
-  type TerminalHost,
   type SeatView,
   type TableParsedArgs,
 } from "../schemas/index.js";
-import { callControl, JS_OPTIONS, sendDirectMail, serveControl, SERVICE_PRINCIPALS } from "../broker/index.js";
-import { OpeningPromptNotStoredError, SeatRefusedError, StaleSeatLogError, unsupervisable } from "./errors.js";
+import { callControl, JS_OPTIONS, serveControl, SERVICE_PRINCIPALS } from "../broker/index.js";
+import { SeatRefusedError, unsupervisable } from "./errors.js";
 import { newLifecycleUid } from "./lifecycle-uid.js";
 import { type SeatExit } from "./process-host.js";
 import { prepareSeat } from "./seat-launcher.js";
@@ -38,7 +37,8 @@ import { SeatRecovery } from "./seat-recovery.js";
 import { ManagerHeartbeat } from "./manager-heartbeat.js";
 import { SeatRenewal } from "./seat-renewal.js";
 import { checkScript } from "./pty-host.js";
-import { openingPromptMail } from "./opening-prompt.js";
+import { mailOpeningPrompt } from "./opening-prompt.js";
+import { claimName, type NameClaimContext } from "./name-claims.js";
 import { TmuxServer } from "./tmux-host.js";
 import { tmuxSessionName, tmuxSocketPath } from "./attach.js";
 import { RunService } from "./runs.js";
@@ -103,6 +103,8 @@ export class ManagerService {
   private readonly heartbeat: ManagerHeartbeat;
   /** Running seats' credentials minted again before they expire (seat-renewal.ts). */
   private readonly renewal: SeatRenewal;
+  /** What claiming a seat's name reads and writes (name-claims.ts). */
+  private readonly names: NameClaimContext;
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -140,6 +142,7 @@ export class ManagerService {
     });
     this.heartbeat = new ManagerHeartbeat({ o, managers, seats: this.seats, live: this.live, hosts: this.hosts });
     this.renewal = new SeatRenewal({ nc, o, seats: this.seats, live: this.live, serial: (f) => this.serial(f), stopped: () => this.stopped });
+    this.names = { seats: this.seats, append: table.append, seatLog, learn: (h) => this.learn(h), log: o.log };
     this.carry = new TranscriptDesk({
       nc,
       js: o.jsConnection,
@@ -324,7 +327,7 @@ export class ManagerService {
       ...(a.restarts !== undefined ? { restarts: a.restarts } : {}),
       ...(a.windowMs !== undefined ? { windowMs: a.windowMs } : {}),
     };
-    const { name, seat } = await this.claimName(a.name ?? fm?.name ?? a.agent, {
+    const { name, seat } = await claimName(this.names, a.name ?? fm?.name ?? a.agent, {
       uid,
       agent: a.agent,
       role,
@@ -358,7 +361,7 @@ export class ManagerService {
       // What another principal chose is mail, never keystrokes: stored before the seat starts, so
       // its first hook (session start, or the wake typed once it is ready) hands it over.
       const opening = a.prompt !== undefined && runtimeNamed(a.agent) !== undefined;
-      if (opening) await this.mailOpeningPrompt(seat, uid, a.prompt!, caller);
+      if (opening) await mailOpeningPrompt(this.o, seat, uid, a.prompt!, caller);
       await this.supervisor.start(seat, files, 0, [], opening, carried?.file);
     } catch (err) {
       const r = this.seats.get(seat);
@@ -579,93 +582,6 @@ export class ManagerService {
       refuseWithoutAuth(this.o.instance, adapter, host, "seat");
       if (terminal === "tmux") await TmuxServer.check();
       else await checkScript();
-    }
-  }
-
-  /**
-   * Claim `base` (or `base_2`, `base_3`…) by appending `requested` to its log: the append's
-   * expected sequence makes two managers claiming one name at once fail all but one.
-   */
-  private async claimName(
-    base: string,
-    r: {
-      uid: string;
-      agent: SeatAgent;
-      role?: string | undefined;
-      persona?: string | undefined;
-      caller: Principal;
-      requestId?: string | undefined;
-      spec: SeatRecord["spec"];
-      spawnedBy?: string;
-      spawnerUid?: string;
-      allowSpawn?: string[];
-      spawnLimit?: number;
-    },
-  ) {
-    for (let n = 1; n <= 99; n++) {
-      const name = n === 1 ? base : `${base}_${n}`;
-      const seat = `local.${name}`;
-      const held = this.seats.get(seat);
-      if (held && holdsName(held)) continue;
-      try {
-        await this.append(seat, {
-          type: "requested",
-          seat,
-          uid: r.uid,
-          epoch: 0,
-          ts: Date.now(),
-          agent: r.agent,
-          ...(r.role ? { role: r.role } : {}),
-          ...(r.persona ? { persona: r.persona } : {}),
-          by: `${r.caller.owner}.${r.caller.actor}`,
-          ...(r.requestId ? { requestId: r.requestId } : {}),
-          ...(r.spec.terminal ? { terminal: r.spec.terminal as TerminalHost } : {}),
-          ...(r.spec.cwd ? { cwd: r.spec.cwd } : {}),
-          ...(r.spec.model ? { model: r.spec.model } : {}),
-          channels: r.spec.channels,
-          ...(r.spec.restarts !== undefined ? { restarts: r.spec.restarts } : {}),
-          ...(r.spec.windowMs !== undefined ? { windowMs: r.spec.windowMs } : {}),
-          ...(r.spec.carried ? { carried: r.spec.carried } : {}),
-          ...(r.spec.personaDigest ? { personaDigest: r.spec.personaDigest } : {}),
-          ...(r.spec.posture ? { posture: r.spec.posture } : {}),
-          ...(r.spawnedBy ? { spawnedBy: r.spawnedBy } : {}),
-          ...(r.spawnerUid ? { spawnerUid: r.spawnerUid } : {}),
-          ...(r.allowSpawn ? { allowSpawn: r.allowSpawn } : {}),
-          ...(r.spawnLimit !== undefined ? { spawnLimit: r.spawnLimit } : {}),
-        });
-        // Each manager writes its own subject, so the broker cannot refuse a second claim: the log's
-        // order decides (projectSeat), the first claim of a free name wins. Read back who won.
-        const h = await this.seatLog.history(parsePrincipal(seat));
-        if (h && this.learn(h)?.uid === r.uid) return { name, seat };
-        this.o.log.info({ seat }, "another manager claimed the name first; trying the next");
-      } catch (err) {
-        if (!(err instanceof StaleSeatLogError)) throw err;
-        await this.refresh(seat); // another process of this instance wrote it: learn what, then try the next number
-      }
-    }
-    throw new SeatRefusedError(
-      "name-taken",
-      `Every name from ${base} to ${base}_99 is held; nothing was started.`,
-      "Stop seats you no longer need, or pick another --name.",
-    );
-  }
-
-  private async refresh(seat: string): Promise<void> {
-    const h = await this.seatLog.history(parsePrincipal(seat));
-    if (h) this.learn(h);
-  }
-
-  /**
-   * A spawn's opening prompt, stored as a DM from this manager to the seat (opening-prompt.ts).
-   * Refused by the broker (a manager credential minted before managers could send it): the spawn
-   * fails, saying so, before anything starts.
-   */
-  private async mailOpeningPrompt(seat: string, uid: string, prompt: string, caller: Principal): Promise<void> {
-    const from = this.o.caller ?? SERVICE_PRINCIPALS.cli;
-    try {
-      await sendDirectMail(this.o.jsConnection, openingPromptMail({ space: this.o.space, from, seat: parsePrincipal(seat), uid, by: caller, prompt }));
-    } catch (err) {
-      throw new OpeningPromptNotStoredError(seat, principalId(from), err);
     }
   }
 
