@@ -140,7 +140,7 @@ export class SeatSupervisor {
   /**
    * Type the runtime's fixed wake prompt into a seat whose opening prompt waits as mail, and see it
    * taken (prompt-delivery.ts); one still not taken is logged with the screen. The wake of held
-   * mail (maybeWake) waits meanwhile: two wakes typed at once would start two turns.
+   * mail (wakeIfDue) waits meanwhile: two wakes typed at once would start two turns.
    */
   private async wakeForOpening(seat: string, l: LiveSeat, adapter: RuntimeAdapter): Promise<void> {
     l.wokenAt = Date.now();
