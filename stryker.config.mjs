@@ -33,7 +33,7 @@ const SETS = {
   schemas: {
     mutate: ["schemas/*.ts", "!schemas/index.ts"],
     // subject-patterns.ts is held against the builders by the permissions property test (no server).
-    testFiles: ["test/schemas/*.test.ts", "test/auth/permissions-property.test.ts"],
+    testFiles: ["test/schemas/*.test.ts", "test/broker/auth/permissions.test.ts"],
   },
   connector: {
     // The seat's inbox and everything that acks mail: hook receipts (control socket) and MCP receipts.
@@ -42,7 +42,7 @@ const SETS = {
   },
   broker: {
     mutate: ["broker/verify.ts", "broker/control.ts", "broker/mesh-service.ts", "broker/auth/credential-authority.ts"],
-    testFiles: ["test/mesh/*.test.ts", "test/auth/*.test.ts", "test/attacks/*.test.ts"],
+    testFiles: ["test/broker/**/*.test.ts", "test/mesh/*.test.ts", "test/auth/*.test.ts", "test/attacks/*.test.ts"],
   },
   // Who may publish, subscribe and call: the permission builders, and the mesh service's
   // decisions on who may call what (the sender check, mint/revoke, read scope, roles, whoami).
@@ -78,13 +78,13 @@ const SETS = {
     ],
     // Quick tests that reach them on a real server (no dist/ needed); the profile table tries every profile.
     testFiles: [
-      "test/auth/permissions-property.test.ts",
-      "test/auth/sender-of.test.ts",
+      "test/broker/auth/permissions.test.ts",
+      "test/broker/auth/request-info.test.ts",
       "test/auth/profile-table.test.ts",
       "test/auth/operator-only.test.ts",
       "test/attacks/leaf-credential.test.ts",
-      "test/auth/leaf-scope.test.ts",
-      "test/attacks/bounds-least-privilege.test.ts",
+      "test/broker/auth/leaf-scope.test.ts",
+      "test/attacks/least-privilege.test.ts",
       "test/attacks/limits-and-records.test.ts",
       "test/attacks/reader-profile.test.ts",
       "test/manager/spawn-policy.test.ts",

@@ -43,23 +43,33 @@ const SLOW_FILES = [
 const LEFT_OUT = process.env.COTAL_TEST_TIER === "fast" ? SLOW_FILES : CLUSTER_FILES;
 
 /**
- * The `nats-newest` project: the folders that prove the broker's side (the mesh core, auth, the
- * attacks, the connector) once more on the newest supported nats-server (2.15, Debian sid's), beside
- * the rest on 2.10. Left out: the files that run real agent CLIs (`*.e2e.test.ts`), whose server
- * traffic is what the other files of these folders already send (docs/testing.md "Vitest projects").
+ * The `nats-newest` project: the folders that prove the broker's side (its modules, the mesh core,
+ * auth, the attacks, the connector) once more on the newest supported nats-server (2.15, Debian
+ * sid's), beside the rest on 2.10. Left out: the files that run real agent CLIs (`*.e2e.test.ts`),
+ * whose server traffic is what the other files of these folders already send (docs/testing.md
+ * "Vitest projects").
  */
-const NEWEST_FOLDERS = ["test/mesh", "test/auth", "test/attacks", "test/connector"];
+const NEWEST_FOLDERS = ["test/broker", "test/mesh", "test/auth", "test/attacks", "test/connector"];
+
+/**
+ * The `mesh-static` project: the mesh core again on static-auth meshes with real minted
+ * credentials. The behaviour files (`test/mesh/`) and the broker's own modules (`test/broker/`'s
+ * top level: the mesh service, the control rail, provisioning, quiet pulls, history, roster,
+ * artifacts), which reach the mesh through `TestMesh` and so run either way; `test/broker/auth/`
+ * is static auth already.
+ */
+const MESH_CORE = ["test/mesh/**/*.test.ts", "test/broker/*.test.ts"];
 
 export default defineConfig({
   test: {
-    // The Mesh core suite runs twice: on open meshes, and on static-auth meshes with real
-    // minted credentials (project mesh-static); with auth, attacks and the connector a third time,
-    // on the newest supported nats-server (project nats-newest).
+    // The mesh core runs twice: on open meshes, and on static-auth meshes with real minted
+    // credentials (project mesh-static); with the broker's modules, auth, attacks and the connector
+    // a third time, on the newest supported nats-server (project nats-newest).
     projects: [
       { extends: true, test: { name: "all", include: ["test/**/*.test.ts"], exclude: LEFT_OUT, sequence: { groupOrder: 0 } } },
       {
         extends: true,
-        test: { name: "mesh-static", include: ["test/mesh/**/*.test.ts"], exclude: LEFT_OUT, env: { COTAL_TEST_MODE: "static" }, sequence: { groupOrder: 0 } },
+        test: { name: "mesh-static", include: MESH_CORE, exclude: LEFT_OUT, env: { COTAL_TEST_MODE: "static" }, sequence: { groupOrder: 0 } },
       },
       { extends: true, test: { name: "cluster", include: CLUSTER_FILES, sequence: { groupOrder: 1 } } },
       {

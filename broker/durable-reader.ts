@@ -180,7 +180,7 @@ export class DurableReader {
         q.stop();
         // Tracked now, not once `ended` settles: a leaving seat asks released() right after
         // stopping, before any promise callback ran, and mail it handed back before the server
-        // confirmed the pulls went straight back under them (test/mesh/quiet-pull.test.ts).
+        // confirmed the pulls went straight back under them (test/broker/quiet-pull.test.ts).
         this.releasing.add(q.released);
         void q.released.finally(() => this.releasing.delete(q.released));
       },

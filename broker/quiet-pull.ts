@@ -41,7 +41,7 @@ const NO_RESPONDERS = 503;
  * kept open, topped up once half of it has arrived, as nats.js's `consume()` does, and renewed
  * when it expires. It expires rather than waiting for ever because in a static space the broker
  * keeps an imported pull's reply route only DELIVERY.pullReplyThresholdMs: a pull that outlived it
- * would deliver to nobody (test/mesh/quiet-pull.test.ts).
+ * would deliver to nobody (test/broker/quiet-pull.test.ts).
  *
  * `repull()` asks again for a whole batch after a reconnect (the server that held the old pull
  * may have restarted; a pull that survived only adds a second waiting request, which the next

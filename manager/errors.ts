@@ -1,4 +1,5 @@
 import { CotalError } from "../schemas/index.js";
+import { RUNTIMES } from "../runtimes/index.js";
 
 /** A seat-log append was refused: another writer moved the seat's history on (the fence). */
 export class StaleSeatLogError extends CotalError {
@@ -49,6 +50,8 @@ export function unsupervisable(agent: string): SeatRefusedError {
   return new SeatRefusedError(
     "posture-unsupported",
     `A ${agent} seat cannot run supervised: its CLI's permission hook returns no decision to it, so a person's answer from the mesh could not reach it; nothing was started.`,
-    "Spawn it unattended (the default), or run a claude or codex seat supervised (docs/runtimes.md says which runtimes support it).",
+    `Spawn it unattended (the default), or run a seat of ${RUNTIMES.filter((r) => r.capabilities.approvals)
+      .map((r) => r.name)
+      .join(" or ")} supervised (docs/runtimes.md says which runtimes support it).`,
   );
 }

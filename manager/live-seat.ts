@@ -21,7 +21,7 @@ export interface SeatPresence {
 
 /** A running seat's state in this manager's memory. */
 export interface LiveSeat {
-  /** Claude seats: the terminal the manager reads and types into. */
+  /** Agent CLI seats: the terminal the manager reads and types into. */
   terminal?: SeatTerminal;
   /** The last non-blank screen seen while it started (a TUI's exit may blank it). */
   lastScreen?: string;

@@ -312,7 +312,7 @@ export function isOperator(p: Principal): boolean {
   return p.owner === SERVICE_PRINCIPALS.cli.owner && p.actor === SERVICE_PRINCIPALS.cli.actor;
 }
 
-/** The model a run asks for: explicit, else the agent file's, else Claude's default. */
+/** The model a run asks for: explicit, else the agent file's, else its CLI's own default. */
 export function modelOf(explicit: string | undefined, file: AgentFile | undefined): { model?: string; modelSource: RunResult["modelSource"] } {
   if (explicit) return { model: explicit, modelSource: "explicit" };
   if (file?.frontmatter.model) return { model: file.frontmatter.model, modelSource: "agent-file" };

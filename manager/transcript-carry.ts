@@ -222,7 +222,7 @@ export class TranscriptDesk {
     const found = store.find(this.o.sessionDir ?? store.dir(process.env), a.session);
     if (!found) {
       throw new CotalError("session-not-found", `Session ${a.session} is neither on this host nor on manager ${this.o.instance}'s host; nothing was carried.`, {
-        remedy: "Check the id (`ls ~/.claude/projects/*/`), or run the command where the session's transcript is.",
+        remedy: `Check the id (the session files under ${carryRuntime().sessions.dir(process.env)}), or run the command where the session's transcript is.`,
       });
     }
     const part = `${join(this.dir, a.session)}.part`;

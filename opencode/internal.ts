@@ -1,7 +1,5 @@
 /**
- * What tests reach of the OpenCode binding beyond its public entry (index.ts): Cotal's plugin
- * (bundled on its own into the plugin's bin/, so no part of the adapter's entry) and its session
- * journal.
+ * What tests reach of the OpenCode binding beyond its public entry (index.ts): Cotal's plugin,
+ * bundled on its own into the plugin's bin/, so no part of the adapter's entry.
  */
 export { CotalPlugin } from "./plugin.js";
-export { SessionJournal } from "./journal.js";

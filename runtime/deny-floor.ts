@@ -1,7 +1,7 @@
 // The destructive-command deny floor, as shell-command patterns every runtime enforces in its
-// own rule syntax (Claude: `Bash(<pattern>)` deny rules, claude/deny-floor.ts;
-// OpenCode: `bash` permission rules, opencode/posture.ts), or, for a CLI with no rule of its own
-// for it (Codex), through `floorRuleFor` below in a pre-tool hook. A floor, not a sandbox: it
+// own rule syntax (Claude: `Bash(<pattern>)` deny rules, claude/deny-floor.ts; OpenCode and Kilo
+// Code: `bash` permission rules, opencode-family/posture.ts), or, for a CLI with no rule of its
+// own for it (Codex), through `floorRuleFor` below in a pre-tool hook. A floor, not a sandbox: it
 // stops the obvious spellings (`bash -c '…'`, `git -C dir push -f`, `find -delete` and friends
 // still get through).
 //

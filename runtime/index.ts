@@ -1,7 +1,9 @@
 /**
  * The runtime seam: the interface every agent CLI adapter implements (adapter.ts) and what the
  * kernel hands it. Its own floor (it depends on schemas only): the adapters (claude/, codex/)
- * sit above it, the registry (manager/runtimes.ts) and the kernel above them.
+ * sit above it, the registry (manager/runtimes.ts) and the kernel above them. What adapters share
+ * beyond the helpers here is here too: the OpenCode family (opencode-family/), for opencode/ and
+ * kilo/.
  */
 export type {
   AllowRulePlan,
@@ -52,3 +54,4 @@ export { sha256File } from "./file-digest.js";
 export type { LaunchCommon } from "./launch-common.js";
 export type { TranscriptRecord } from "./transcript-record.js";
 export { applySetupFile, setupAction, type SetupAction } from "./setup-file.js";
+export { COMMON_PROVIDER_KEY_VARS, cotalPluginFor, opencodeFamilyRuntime, type OpencodeFamily } from "./opencode-family/index.js";

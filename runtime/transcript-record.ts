@@ -1,6 +1,7 @@
 // The records the event plane reads from a seat's session file (docs/events.md): a subset of
 // Claude's transcript lines. A runtime whose CLI keeps its session in another shape maps it to
-// these (Codex: codex/transcript.ts; OpenCode: its plugin writes them, opencode/journal.ts).
+// these (Codex: codex/transcript.ts; OpenCode and Kilo Code: their plugin writes them,
+// opencode-family/journal.ts).
 
 /** A transcript record in the shape the event plane reads. Tool arguments and results have no field here: they are never read. */
 export interface TranscriptRecord {

@@ -8,13 +8,14 @@ import { claudeRuntime } from "../claude/index.js";
 import { codexRuntime } from "../codex/index.js";
 import { copilotRuntime } from "../copilot/index.js";
 import { geminiRuntime } from "../gemini/index.js";
+import { kiloRuntime } from "../kilo/index.js";
 import { opencodeRuntime } from "../opencode/index.js";
 import { piRuntime } from "../pi/index.js";
 import type { RuntimeAdapter } from "../runtime/index.js";
 
 export { AgentFileError, loadAgentFile, parseAgentFile, personaDigests, type AgentFile } from "./agent-file.js";
 
-export const RUNTIMES: readonly RuntimeAdapter[] = [claudeRuntime, codexRuntime, opencodeRuntime, geminiRuntime, piRuntime, copilotRuntime];
+export const RUNTIMES: readonly RuntimeAdapter[] = [claudeRuntime, codexRuntime, opencodeRuntime, geminiRuntime, piRuntime, copilotRuntime, kiloRuntime];
 
 /** The adapter named `name` (an agent file's `runtime:`, a spawn's `--agent`), or undefined. */
 export function runtimeNamed(name: string): RuntimeAdapter | undefined {

@@ -53,9 +53,12 @@ export function xferChunkIndex(subject: string): number | undefined {
   return /^(0|[1-9][0-9]{0,8})$/.test(last) ? Number(last) : undefined;
 }
 
-/** A Claude session id: a UUID (lowercase hex as Claude writes it). A title or name is not one. */
+/** A session id of the carry runtime: a UUID (lowercase hex, as Claude Code writes it). A title or name is not one. */
 export const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-export const SessionId = z.string().regex(SESSION_ID, "a session id is a UUID such as 0b6c…-…; a title or name is not an id").describe("a Claude session id");
+export const SessionId = z
+  .string()
+  .regex(SESSION_ID, "a session id is a UUID such as 0b6c…-…; a title or name is not an id")
+  .describe("an agent CLI's session id (a UUID)");
 
 /** The one-time claim a manager issues for a staged transcript: 32 lowercase hex. */
 export const CarryClaim = z
@@ -122,7 +125,7 @@ export const CARRY_COMMANDS = {
   },
   "carry-resolve": {
     endpoint: "manager",
-    summary: "transcript carry: find a session on the manager's own host (its Claude config dir) and stage it",
+    summary: "transcript carry: find a session on the manager's own host (the carry runtime's session store) and stage it",
     args: z.object({ session: SessionId }),
     reply: Claimed,
   },

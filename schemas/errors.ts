@@ -55,7 +55,7 @@ export class PayloadTooLargeError extends CotalError {
 /**
  * The one error an adapter throws for a launch it cannot build as asked (a relative path, a launch
  * option or allow rule Cotal does not pass, a persona file that cannot be written…): its code names
- * the runtime (`bad-codex-launch`), so a refusal on the wire says whose launch it was.
+ * the runtime (`bad-<runtime>-launch`), so a refusal on the wire says whose launch it was.
  */
 export class RuntimeLaunchError extends CotalError {
   constructor(
@@ -68,7 +68,7 @@ export class RuntimeLaunchError extends CotalError {
   }
 }
 
-/** An adapter's maker of its launch errors: `launchErrorOf("codex")("…")`. */
+/** An adapter's maker of its launch errors: `launchErrorOf(name)("…")`. */
 export const launchErrorOf =
   (runtime: string) =>
   (message: string, options: { remedy?: string; cause?: unknown } = {}): RuntimeLaunchError =>

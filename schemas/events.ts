@@ -54,7 +54,7 @@ export const AgUiFrame = z
   .object({
     kind: z.literal(AGUI_FRAME_KIND),
     protocol: z.literal(AGUI_PROTOCOL),
-    threadId: z.string().min(1).max(200).describe("the Claude session id"),
+    threadId: z.string().min(1).max(200).describe("the agent CLI's session id"),
     runId: z.string().min(1).max(200).describe("the turn: the id of the transcript record that opened it"),
     epoch: z.number().int().min(1).describe("writer incarnation; grows with each connector start"),
     seq: z.number().int().min(1).describe("frame number on this plane, from 1, no gaps"),

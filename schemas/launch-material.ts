@@ -27,7 +27,7 @@ export const LaunchMaterial = z
     tags: z.array(z.string().max(64)).max(32).optional(),
     meta: z.record(z.string(), z.string().max(1000)).optional(),
     runtime: RuntimeName.optional().describe(
-      "the agent CLI the seat runs (claude, codex, echo): its presence card says so, and its event plane reads that CLI's session file",
+      "the agent CLI the seat runs (a runtime of the registry, or echo): its presence card says so, and its event plane reads that CLI's session file",
     ),
     noEvents: z.boolean().optional().describe("do not publish the seat's activity on its event plane (`cotal spawn --no-events`)"),
     spawnedBy: PrincipalId.optional().describe(

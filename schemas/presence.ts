@@ -5,7 +5,7 @@ import { PrincipalId, type Principal } from "./principal.js";
 import { ROOT } from "./subjects.js";
 import { assertToken, ChannelName, RoleName, RuntimeName } from "./tokens.js";
 
-/** `agent`: a model-driven seat (a Claude session); `endpoint`: any other program (CLI, mesh service, bot). */
+/** `agent`: a model-driven seat (an agent CLI's session); `endpoint`: any other program (CLI, mesh service, bot). */
 export const CardKind = z.enum(["agent", "endpoint"]);
 export type CardKind = z.infer<typeof CardKind>;
 
@@ -41,7 +41,9 @@ export const AgentCard = z
       .default({})
       .describe(`free-form facts; reserved keys: ${RESERVED_META_KEYS.join(", ")}`),
     protocolVersion: z.string().max(32).optional().describe("the Cotal protocol version the writer speaks, e.g. 0.2"),
-    runtime: RuntimeName.optional().describe("the agent CLI the seat runs (claude, codex, echo, …), as its launch says; absent for programs that run none"),
+    runtime: RuntimeName.optional().describe(
+      "the agent CLI the seat runs (a runtime of the registry, or echo), as its launch says; absent for programs that run none",
+    ),
   })
   .describe("An endpoint's self-description, shown in the roster.");
 export type AgentCard = z.infer<typeof AgentCard>;

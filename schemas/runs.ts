@@ -11,23 +11,23 @@ export type RunStatus = z.infer<typeof RunStatus>;
  */
 export const RunErrorKind = z.enum([
   "timeout", // it ran past its timeout and was killed (the whole process group)
-  "schema-violation", // the output did not match the JSON schema (Claude gave up retrying)
+  "schema-violation", // the output did not match the JSON schema (its CLI gave up retrying)
   "no-result", // it ended without a result: no structured output for a schema, or no JSON on stdout
   "killed", // its process was killed by a signal it was not sent for a timeout
   "budget", // it stopped at its --max-budget-usd, or a gate refused it (skipped)
-  "failed", // Claude reported an error result, or could not be started
+  "failed", // the CLI reported an error result, or could not be started
 ]);
 export type RunErrorKind = z.infer<typeof RunErrorKind>;
 
-/** Where a run's model came from: the request, the agent file, or Claude's own default. */
+/** Where a run's model came from: the request, the agent file, or its CLI's own default. */
 export const ModelSource = z.enum(["explicit", "agent-file", "default"]);
 export type ModelSource = z.infer<typeof ModelSource>;
 
-/** The label on a cost the Claude CLI reported: it computes it on the client from token counts and list prices. */
+/** The label on a cost the agent CLI reported: it computes it on the client from token counts and list prices. */
 export const COST_BASIS = "client-estimate" as const;
 
 /**
- * Where a run's cost comes from: `client-estimate`, the Claude CLI's own (`total_cost_usd`);
+ * Where a run's cost comes from: `client-estimate`, the agent CLI's own (Claude: `total_cost_usd`);
  * `median-estimate`, the CLI reported none (killed for its timeout, or by a signal), so the run is
  * counted at the median cost of recent runs rather than as free; `usage`, the CLI reports token
  * usage but no price (Codex: docs/runtimes.md), so the run counts 0 USD and `usage` says what it used.
@@ -38,10 +38,10 @@ export type CostBasis = z.infer<typeof CostBasis>;
 /** A run's cost for people: dollars and what they rest on. */
 export function describeCost(r: { costUsd: number; costBasis: CostBasis }): string {
   if (r.costBasis === "usage") return "unpriced (the CLI reports token usage, not dollars)";
-  return `$${r.costUsd.toFixed(4)} (${r.costBasis === COST_BASIS ? "client-side estimate" : "median of recent runs: Claude reported no cost"})`;
+  return `$${r.costUsd.toFixed(4)} (${r.costBasis === COST_BASIS ? "client-side estimate" : "median of recent runs: its CLI reported no cost"})`;
 }
 
-/** Token counts as the Claude CLI reports them (`usage`). */
+/** Token counts as the agent CLI reports them (Claude's `usage` field names). */
 export const RunUsage = z
   .object({
     input_tokens: z.number().nonnegative().optional(),
@@ -49,7 +49,7 @@ export const RunUsage = z
     cache_creation_input_tokens: z.number().nonnegative().optional(),
     cache_read_input_tokens: z.number().nonnegative().optional(),
   })
-  .describe("token counts the Claude CLI reported (field names as it writes them)");
+  .describe("token counts the agent CLI reported (in Claude's field names)");
 export type RunUsage = z.infer<typeof RunUsage>;
 
 /** A budget cap a gate measures against. */
@@ -61,16 +61,16 @@ export const RunResult = z.object({
   runId: z.string(),
   persona: PrincipalToken.optional(),
   status: RunStatus,
-  output: z.unknown().optional().describe("the parsed structured output when a JSON schema was given, else Claude's result text"),
+  output: z.unknown().optional().describe("the parsed structured output when a JSON schema was given, else the CLI's result text"),
   costUsd: z
     .number()
     .nonnegative()
-    .describe("what the run cost: the Claude CLI's client-side estimate, or the median of recent runs when it reported none (costBasis says which)"),
+    .describe("what the run cost: the agent CLI's client-side estimate, or the median of recent runs when it reported none (costBasis says which)"),
   costBasis: CostBasis,
   usage: RunUsage.optional(),
   sessionId: z.string().optional(),
   latencyMs: z.number().int().nonnegative(),
-  model: z.string().optional().describe("the model asked for (absent: Claude's default)"),
+  model: z.string().optional().describe("the model asked for (absent: its CLI's default)"),
   modelSource: ModelSource,
   permissionDenials: z.array(z.string()).describe("tools the run was denied (dontAsk: not on its allow-list, or the deny floor)"),
   error: z.object({ kind: RunErrorKind, message: z.string() }).optional(),

@@ -110,7 +110,7 @@ const SeatEventRecord = z.discriminatedUnion("type", [
       .min(0)
       .max(MAX_RUN_COST_USD)
       .describe(
-        "the Claude CLI's client-side estimate, or the median of recent runs when it reported none (costBasis); at most 1,000 USD (MAX_RUN_COST_USD): a record claiming more is not counted",
+        "the agent CLI's client-side estimate, or the median of recent runs when it reported none (costBasis); at most 1,000 USD (MAX_RUN_COST_USD): a record claiming more is not counted",
       ),
     costBasis: CostBasis.optional(),
     persona: z.string().optional(),

@@ -67,7 +67,7 @@ export type SpawnGrant = z.infer<typeof SpawnGrant>;
 export const PersonaInfo = z.object({
   persona: PrincipalToken,
   name: PrincipalToken.describe("the seat name its agent file gives (a helper's default name)"),
-  runtime: z.string().describe("the agent CLI its agent file names (claude by default)"),
+  runtime: z.string().describe("the agent CLI its agent file names (the registry's default runtime when none)"),
   role: RoleName.optional(),
   channels: z.array(ChannelName).describe("the channels its helper joins unless the spawn names others"),
   description: z.string().max(1000).optional(),

@@ -79,7 +79,9 @@ export type TeamPersona = z.infer<typeof TeamPersona>;
 /** A seat (or `count` of them) the space runs. */
 export const TeamSeat = z
   .strictObject({
-    agent: SeatAgent.optional().describe("what runs: echo (built in, no model) or an agent CLI (claude, codex…: docs/runtimes.md); default claude"),
+    agent: SeatAgent.optional().describe(
+      "what runs: echo (built in, no model) or an agent CLI (a runtime of the registry: docs/runtimes.md); default: the registry's default runtime",
+    ),
     persona: PrincipalToken.optional().describe(
       "an agent file: a persona of this file, or `.cotal/agents/<persona>.md` under the seat's cwd on its manager's host",
     ),
@@ -102,7 +104,7 @@ export const TeamSeat = z
     prompt: OpeningPrompt.optional(),
     events: z.boolean().optional().describe("publish the seat's activity on its event plane (docs/events.md); default true"),
     posture: SeatPosture.optional().describe(
-      "unattended (default) or supervised: permission asks go to people over the mesh (`cotal approvals`; claude and codex seats)",
+      "unattended (default) or supervised: permission asks go to people over the mesh (`cotal approvals`; runtimes with approvals, docs/runtimes.md)",
     ),
   })
   .describe("A seat: one agent process under a name, run by a manager.");

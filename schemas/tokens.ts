@@ -65,7 +65,7 @@ export const ChannelName = z
   .regex(/^[A-Za-z0-9_-]{1,64}(\.[A-Za-z0-9_-]{1,64})*$/, `channel must be dot-separated segments of ${ALPHABETS.name.text}`);
 
 /**
- * The agent CLI a seat runs (`claude`, `codex`, `echo`, …; docs/runtimes.md): lower-case letters,
+ * The agent CLI a seat runs (a runtime of the registry, or `echo`; docs/runtimes.md): lower-case letters,
  * digits and '-', starting with a letter, at most 32. Refused otherwise, never sanitized.
  */
 export const RuntimeName = z

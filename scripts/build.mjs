@@ -2,21 +2,31 @@
 // Type checking is `npm run typecheck` (tsc --noEmit).
 import { build } from "esbuild";
 import { chmod, copyFile, mkdir, rename, writeFile } from "node:fs/promises";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+
+/**
+ * What an agent CLI loads into its own process from Cotal's plugin tree: an adapter folder's
+ * `plugin.ts` (OpenCode, Kilo Code: from their config) or `extension.ts` (pi: with -e), bundled as
+ * `<runtime>-plugin` or `<runtime>-extension`. The adapter folders are what the registry imports
+ * (runtimes/index.ts), so a new runtime's plugin needs no line here.
+ */
+const adapterFolders = [...readFileSync("runtimes/index.ts", "utf8").matchAll(/from "\.\.\/([a-z-]+)\/index\.js"/g)]
+  .map((m) => m[1])
+  .filter((f) => f !== "runtime" && f !== "schemas");
+const inCliEntries = Object.fromEntries(
+  adapterFolders.flatMap((f) => ["plugin", "extension"].filter((kind) => existsSync(`${f}/${kind}.ts`)).map((kind) => [`${f}-${kind}`, `${f}/${kind}.ts`])),
+);
 
 /** Entry points: bundle name → source. Each bundle is self-contained (node_modules inlined). */
 const entries = {
+  ...inCliEntries,
   // Ink and React, loaded by `cotal console` alone (cli/console/console-ink.ts).
   "console-ink": "cli/console/console-ink.ts",
   // What the launchers below run a CommonJS bundle with, from a code cache (cli/code-cache.ts).
   "code-cache": "cli/code-cache.ts",
   connector: "connector/mcp-main.ts",
   hook: "connector/hook-main.ts",
-  // Cotal's OpenCode plugin: OpenCode loads it from its config (docs/runtimes.md).
-  "opencode-plugin": "opencode/plugin.ts",
-  // Cotal's pi extension: pi loads it with -e, or from a user's settings.json (docs/runtimes.md).
-  "pi-extension": "pi/extension.ts",
   bench: "bench/bin/mesh.ts",
   "bench-connector": "bench/bin/connector.ts",
   // The raw client's hook and seat, beside which bench-connector measures the connector's.
@@ -171,16 +181,7 @@ await Promise.all([
 // The plugin tree (plugin/, rendered from code and committed) runs these bundles from its bin/:
 // `claude --plugin-dir plugin/` and `cotal setup` use them. Copied whole, then renamed into place.
 await mkdir("plugin/bin", { recursive: true });
-for (const name of [
-  "connector.mjs",
-  "connector.mjs.map",
-  "hook.mjs",
-  "hook.mjs.map",
-  "opencode-plugin.mjs",
-  "opencode-plugin.mjs.map",
-  "pi-extension.mjs",
-  "pi-extension.mjs.map",
-]) {
+for (const name of ["connector", "hook", ...Object.keys(inCliEntries)].flatMap((b) => [`${b}.mjs`, `${b}.mjs.map`])) {
   if (!existsSync(`dist/${name}`)) continue;
   const tmp = `plugin/bin/${name}.tmp-${process.pid}`;
   await copyFile(`dist/${name}`, tmp);

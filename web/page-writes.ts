@@ -231,12 +231,15 @@ function stopTerminal(r) {
 function spawnForm() {
   const from = el("select", { "data-testid": "spawn-from" });
   const name = el("input", { "data-testid": "spawn-name", placeholder: "seat name" });
-  const runtime = el("select", { "data-testid": "spawn-runtime" }, ...["", "claude", "codex", "opencode", "gemini", "echo"].map((r) => el("option", { value: r, text: r || "(the persona's runtime)" })));
+  const option = (r) => el("option", { value: r, text: r || "(the persona's runtime)" });
+  const runtime = el("select", { "data-testid": "spawn-runtime" }, option(""));
   const result = el("div", { hidden: "" });
   const go = el("button", { "data-testid": "spawn", text: "Spawn" });
   fetch("/api/spawnable").then((r) => r.json()).then((j) => {
     if (j.error) { outcome(result, { ok: false, status: 403, json: j }, () => ""); return; }
     from.replaceChildren(...j.personas.map((p) => el("option", { value: "persona:" + p, text: "persona " + p })), ...j.seats.map((s) => el("option", { value: "seat:" + s, text: "team seat " + s })));
+    // The runtimes come from the registry through the server: the page names none itself.
+    runtime.replaceChildren(option(""), ...(j.runtimes || []).map(option));
   });
   go.addEventListener("click", async () => {
     const [kind, value] = from.value.split(":");

@@ -7,7 +7,7 @@ import { CotalError } from "../../schemas/index.js";
 // the key pair again on every getPublicKey() and sign(): a short `cotal` process runs that cold, in
 // the interpreter: a third of `cotal up`'s CPU, and part of every connect with a credential
 // (docs/performance.md, "Keys signed natively"). The text formats are nkeys' own;
-// test/auth/native-nkeys.test.ts checks every key and signature against theirs.
+// test/broker/auth/native-nkeys.test.ts checks every key and signature against theirs.
 
 /** The roles Cotal keeps keys for (nkeys' prefix byte of each). */
 export const NKEY_ROLES = { operator: 14 << 3, account: 0, user: 20 << 3 } as const;

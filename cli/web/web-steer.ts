@@ -10,6 +10,7 @@ import { CommandFailedError } from "../terminal/errors.js";
 import type { LocalManager } from "../mesh-host/local-manager.js";
 import { callManager } from "../mesh-client/manager-calls.js";
 import { loadTeamFile } from "../team-file/team-file.js";
+import { RUNTIMES } from "../../runtimes/index.js";
 
 /** How often the terminal panel's screen is read, ms. */
 const SCREEN_EVERY_MS = 1_000;
@@ -148,12 +149,16 @@ export function steerRoutes(d: SteerDeps): Record<string, WriteRoute> {
   };
 }
 
-/** What the Spawn form offers: the manager's personas, and cotal.yaml's seats that name one. */
+/** What the Spawn form offers: the manager's personas, cotal.yaml's seats that name one, and the runtimes of the registry (and echo) a seat may run on. */
 export function steerReads(d: SteerDeps): Record<string, ReadRoute> {
   return {
     "/api/spawnable": async () => {
       const listed = await callManager(d.nc, d.space, "personas", d.me, {}, { target: d.local?.instance ?? "one", timeoutMs: 10_000 });
-      return { personas: listed.personas.filter((p) => !p.problem).map((p) => p.persona), seats: teamSeats(d.project).map((t) => t.seat) };
+      return {
+        personas: listed.personas.filter((p) => !p.problem).map((p) => p.persona),
+        seats: teamSeats(d.project).map((t) => t.seat),
+        runtimes: [...RUNTIMES.map((r) => r.name), "echo"],
+      };
     },
   };
 }

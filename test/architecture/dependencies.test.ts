@@ -1,5 +1,5 @@
-// Architectural rules as tests: dependencies point one way (cli → manager, connector → claude,
-// broker → schemas), and a component reaches another only through its one public entry
+// Architectural rules as tests: dependencies point one way (cli → manager, manager → runtimes →
+// adapters → runtime, broker → schemas), and a component reaches another only through its one public entry
 // (index.ts), from its top folder and from every sub-folder alike: a sub-folder's own index
 // (e.g. connector/claude/) is no door for other components. Tests may also use a component's
 // internal entry (internal.ts, the nats.js internal_mod.ts); the benches, which ship as
@@ -10,39 +10,25 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const COMPONENTS = [
-  "schemas",
-  "runtime",
-  "broker",
-  "claude",
-  "codex",
-  "opencode",
-  "gemini",
-  "pi",
-  "copilot",
-  "runtimes",
-  "connector",
-  "manager",
-  "web",
-  "cli",
-] as const;
-type Component = (typeof COMPONENTS)[number];
+/**
+ * The adapter folders, read from what the registry (runtimes/index.ts) imports: a new runtime's
+ * folder is held to the rules below by its one registry line, with no edit here.
+ */
+const ADAPTERS: string[] = [...readFileSync(join(root, "runtimes", "index.ts"), "utf8").matchAll(/from "\.\.\/([a-z-]+)\/index\.js"/g)]
+  .map((m) => m[1]!)
+  .filter((f) => f !== "runtime" && f !== "schemas");
+const COMPONENTS: readonly string[] = ["schemas", "runtime", "broker", ...ADAPTERS, "runtimes", "connector", "manager", "web", "cli"];
+type Component = string;
 const ALLOWED: Record<Component, Component[]> = {
   schemas: [],
   // The runtime seam (docs/runtimes.md): the interface every agent CLI adapter implements.
   runtime: ["schemas"],
   broker: ["schemas"],
   // The runtime adapters (launch builder, env allow-list, deny floor, persona privacy, run output):
-  // the manager starts seats and runs with them and the connector ships the plugin with Claude's,
-  // so they sit below both, above the seam, and never reach each other.
-  claude: ["runtime", "schemas"],
-  codex: ["runtime", "schemas"],
-  opencode: ["runtime", "schemas"],
-  gemini: ["runtime", "schemas"],
-  pi: ["runtime", "schemas"],
-  copilot: ["runtime", "schemas"],
+  // below the registry, above the seam, and never reaching each other.
+  ...Object.fromEntries(ADAPTERS.map((a) => [a, ["runtime", "schemas"]])),
   // The registry (runtimes/): the one component that imports the adapter folders, one line each.
-  runtimes: ["claude", "codex", "opencode", "gemini", "pi", "copilot", "runtime", "schemas"],
+  runtimes: [...ADAPTERS, "runtime", "schemas"],
   // The connector reads its CLI's facet (card meta, session-file reader, approvals) from the
   // registry, and its Claude Code plugin (connector/claude/) the plugin facet (allow rule, markers).
   connector: ["runtimes", "runtime", "broker", "schemas"],
@@ -95,6 +81,9 @@ const TEST_ENTRY = /^(?:[a-z]+\/(?:index|internal)\.js|[a-z]+\/[a-z-]+\/index\.j
 
 describe("architecture", () => {
   it("scanned the components' sources, their sub-folders, the benches and the tests", () => {
+    // The registry's imports named the adapter folders (seven runtimes today), each one a folder here.
+    expect(ADAPTERS.length).toBeGreaterThanOrEqual(7);
+    for (const a of ADAPTERS) expect(statSync(join(root, a)).isDirectory(), a).toBe(true);
     expect(COMPONENTS.reduce((n, c) => n + scanned[c]!.files.length, 0)).toBeGreaterThan(50);
     expect(crossing.length).toBeGreaterThan(20);
     // Sub-folders are held to the same rules: their crossings are part of what is checked.
@@ -105,13 +94,13 @@ describe("architecture", () => {
     for (const c of CONSUMERS) expect(scanned[c]!.edges.filter((e) => isComponent(e.to)).length, c).toBeGreaterThan(0);
   });
 
-  it("dependencies point one way: cli → manager, connector → claude, broker → schemas", () => {
-    const wrong = crossing.filter((e) => !ALLOWED[e.from as Component].includes(e.to as Component));
+  it("dependencies point one way: cli → manager, manager → runtimes → adapters → runtime, broker → schemas", () => {
+    const wrong = crossing.filter((e) => !(ALLOWED[e.from] ?? []).includes(e.to));
     expect(show(wrong)).toEqual([]);
   });
 
   it("no component but the registry imports an adapter folder", () => {
-    const ADAPTERS = ["claude", "codex", "opencode", "gemini", "pi", "copilot"];
+    // The adapter folders: what the registry may import beyond the seam and the contract.
     const wrong = crossing.filter((e) => ADAPTERS.includes(e.to) && e.from !== "runtimes");
     expect(show(wrong)).toEqual([]);
   });
@@ -150,20 +139,26 @@ describe("architecture", () => {
         /--(?:dangerously-skip-permissions|permission-mode|append-system-prompt|allowedTools|disallowedTools|strict-mcp-config|mcp-config|plugin-dir|output-format)\b|CLAUDE_CONFIG_DIR/,
       codex:
         /--(?:dangerously-bypass-approvals-and-sandbox|dangerously-bypass-hook-trust|skip-git-repo-check|output-schema|ephemeral)\b|CODEX_HOME|approval_policy|sandbox_mode|mcp_servers/,
-      opencode: /OPENCODE_(?:CONFIG|CONFIG_DIR|DISABLE_AUTOUPDATE)\b|default_agent/,
+      opencode: /OPENCODE_(?:CONFIG|CONFIG_DIR|DISABLE_AUTOUPDATE)\b/,
+      // The config dialect OpenCode and its forks share (runtime/opencode-family/): their adapters name none of it.
+      "opencode-family": /default_agent/,
       gemini: /GEMINI_CLI_(?:HOME|TRUST_WORKSPACE)\b|--yolo\b|--approval-mode\b/,
       pi: /PI_CODING_AGENT_DIR\b|COTAL_PI_(?:POSTURE|MODE)\b/,
       copilot: /COPILOT_HOME\b|--(?:allow-tool|deny-tool|no-ask-user)\b/,
+      kilo: /KILO_(?:CONFIG|CONFIG_DIR|DISABLE_AUTOUPDATE)\b/,
     };
-    // Adapter folders own their strings; the Claude plugin (connector/claude/) is part of Claude's.
+    // Adapter folders own their strings; the Claude plugin (connector/claude/) is part of Claude's;
+    // the OpenCode family's dialect is the seam's (runtime/opencode-family/).
     // Gemini CLI and GitHub Copilot CLI name their own flag `--output-format` as Claude does.
     const OWNERS: Record<string, string[]> = {
       claude: ["claude/", "connector/claude/", "gemini/", "copilot/"],
       codex: ["codex/"],
       opencode: ["opencode/"],
+      "opencode-family": ["runtime/opencode-family/"],
       gemini: ["gemini/"],
       pi: ["pi/"],
       copilot: ["copilot/"],
+      kilo: ["kilo/"],
     };
     const LEGACY: Record<string, string> = {
       "manager/transcript-carry.ts": "carry stages Claude transcripts; it moves behind the seam with Codex carry",

@@ -6,7 +6,7 @@
 // environment only. The deny floor holds in the real CLI (its policy engine refuses a `git push
 // --force` the model asks for, while an allowed shell command runs); a JSON schema, which the CLI
 // cannot hold to, is refused before anything is sent.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,7 +15,7 @@ import { findNatsServer } from "../../broker/index.js";
 import type { RunReply } from "../../schemas/index.js";
 import { contentTexts, functionResponses, GeminiDouble, type RecordedGeminiRequest } from "../../testbed/gemini-double.js";
 import { buildCli, cleanEnv, freePort, runCotal, exitedOk } from "../harness/cli.js";
-import { expectSchemaRefusedUnsent } from "../harness/run-cases.js";
+import { expectSchemaRefusedUnsent, expectStatusNamesConfigNotKey } from "../harness/run-cases.js";
 
 const KEY = "gemini-double-secret-0123456789";
 const SHELL = "run_shell_command";
@@ -89,14 +89,11 @@ describe("cotal run with a Gemini CLI persona, through the shipped CLI", () => {
 
   it("a JSON schema is refused before anything is sent, naming why", () => expectSchemaRefusedUnsent({ project, cotal, requests: turns }), 120_000);
 
-  it("cotal status names the Gemini configuration (settings, auth type, variables), never the key; the key is in no argv or log", async () => {
-    const status = ok(await cotal(["status"]));
-    expect(status.stdout).toContain(
+  it("cotal status names the Gemini configuration (settings, auth type, variables), never the key; the key is in no argv or log", () =>
+    expectStatusNamesConfigNotKey(
+      { project, cotal },
+      "gemini",
       `settings ${join(project, "home", ".gemini", "settings.json")}; auth gemini-api-key; variables GEMINI_API_KEY, GOOGLE_GEMINI_BASE_URL`,
-    );
-    expect(status.stdout).not.toContain(KEY);
-    const pid = JSON.parse(readFileSync(join(project, ".cotal", "run", "manager.json"), "utf8")).pid as number;
-    expect(readFileSync(`/proc/${pid}/cmdline`, "utf8")).not.toContain(KEY);
-    for (const log of readdirSync(join(project, ".cotal", "logs"))) expect(readFileSync(join(project, ".cotal", "logs", log), "utf8"), log).not.toContain(KEY);
-  });
+      KEY,
+    ));
 });

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCli, cleanEnv, runCotal } from "../harness/cli.js";
+import { expectSetupRerunChangesNothing } from "../harness/setup-cases.js";
 
 let home: string;
 let env: NodeJS.ProcessEnv;
@@ -66,13 +67,5 @@ describe("cotal setup --runtime gemini", () => {
     expect(await mcpList()).toMatch(/cotal: \S+ --optimize-for-size --max-semi-space-size=1 \S+\/plugin\/bin\/connector\.mjs \(stdio\)/);
   }, 180_000);
 
-  it("running it again changes nothing, and --check passes", async () => {
-    const before = readFileSync(settingsFile(), "utf8");
-    const again = await cotal(["--json"]);
-    expect(again.code, again.stdout + again.stderr).toBe(0);
-    expect(again.json()).toMatchObject({ files: [{ action: "ok" }] });
-    expect(readFileSync(settingsFile(), "utf8")).toBe(before);
-    const check = await cotal(["--check"]);
-    expect(check.code, check.stdout + check.stderr).toBe(0);
-  });
+  it("running it again changes nothing, and --check passes", () => expectSetupRerunChangesNothing(cotal, settingsFile()));
 });

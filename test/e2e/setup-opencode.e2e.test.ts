@@ -8,8 +8,10 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { pluginSdkInstalledFiles } from "../../opencode/index.js";
+import { OPENCODE } from "../../opencode/index.js";
+import { pluginSdkInstalledFiles } from "../../runtime/opencode-family/index.js";
 import { buildCli, cleanEnv, runCotal } from "../harness/cli.js";
+import { expectSetupRerunChangesNothing } from "../harness/setup-cases.js";
 
 let home: string;
 let env: NodeJS.ProcessEnv;
@@ -38,7 +40,7 @@ beforeAll(async () => {
   // A user's OpenCode installed its plugin SDK into this folder at its first start (it does so in
   // every config folder, from the npm registry, and waits for it once a plugin is configured):
   // seeded as installed, as a seat's is, so the test never reaches the registry.
-  for (const f of pluginSdkInstalledFiles(join(home, ".config", "opencode"))) {
+  for (const f of pluginSdkInstalledFiles(join(home, ".config", "opencode"), OPENCODE.pluginSdk)) {
     mkdirSync(dirname(f.path), { recursive: true });
     writeFileSync(f.path, f.content, { mode: f.mode });
   }
@@ -76,13 +78,5 @@ describe("cotal setup --runtime opencode", () => {
     expect(resolved).toMatch(/"cotal":\s*\{[^}]*"type":\s*"local"/);
   }, 180_000);
 
-  it("running it again changes nothing, and --check passes", async () => {
-    const before = readFileSync(configFile(), "utf8");
-    const again = await cotal(["--json"]);
-    expect(again.code, again.stdout + again.stderr).toBe(0);
-    expect(again.json()).toMatchObject({ files: [{ action: "ok" }] });
-    expect(readFileSync(configFile(), "utf8")).toBe(before);
-    const check = await cotal(["--check"]);
-    expect(check.code, check.stdout + check.stderr).toBe(0);
-  });
+  it("running it again changes nothing, and --check passes", () => expectSetupRerunChangesNothing(cotal, configFile()));
 });

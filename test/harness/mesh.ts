@@ -94,7 +94,7 @@ export class TestMesh {
 
   /**
    * A plain connection with a credential (or none), never reconnecting. `dialTimeoutMs` bounds
-   * the handshake (nats.js waits 20 s by default): see LEAF_PROBE_DIAL_MS in test/auth/leaf-scope.test.ts.
+   * the handshake (nats.js waits 20 s by default): see LEAF_PROBE_DIAL_MS in test/broker/auth/leaf-scope.test.ts.
    */
   async connection(creds?: string, inboxPrefix?: string, dialTimeoutMs?: number): Promise<NatsConnection> {
     const nc = await connect({

@@ -1,7 +1,8 @@
 // Cases every runtime's `cotal run` e2e file checks the same way, each against its own real CLI
-// and model double: a JSON schema is refused by the kernel before anything reaches the model, and
-// the deny floor's refusal comes back to the model as the shell tool's error.
-import { writeFileSync } from "node:fs";
+// and model double: a JSON schema is refused by the kernel before anything reaches the model, the
+// deny floor's refusal comes back to the model as the shell tool's error, and `cotal status` names
+// the runtime's configuration while its key is nowhere to be read.
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "vitest";
 import type { RunReply } from "../../schemas/index.js";
@@ -44,4 +45,20 @@ export async function expectFloorRefusedToModel(
   const refused = toolResults(p.requests("RUN-FLOOR").at(-1)!).find((t) => t.name === "bash")!;
   if (markedError) expect(refused.isError).toBe(true);
   expect(refused.text).toContain(says);
+}
+
+/**
+ * `cotal status` names `runtime`'s configuration (`said`, on its `<runtime> config:` line) and never
+ * `key`; neither the host's manager's argv nor any of the mesh's logs holds the key.
+ */
+export async function expectStatusNamesConfigNotKey(p: Pick<RunCaseParts, "project" | "cotal">, runtime: string, said: string, key: string): Promise<void> {
+  const status = await p.cotal(["status"]);
+  expect(status.code, status.stderr).toBe(0);
+  const line = status.stdout.split("\n").find((l) => l.startsWith(`${runtime} config:`));
+  expect(line, status.stdout).toContain(said);
+  expect(status.stdout).not.toContain(key);
+  const pid = (JSON.parse(readFileSync(join(p.project, ".cotal", "run", "manager.json"), "utf8")) as { pid: number }).pid;
+  expect(readFileSync(`/proc/${pid}/cmdline`, "utf8")).not.toContain(key);
+  for (const log of readdirSync(join(p.project, ".cotal", "logs")))
+    expect(readFileSync(join(p.project, ".cotal", "logs", log), "utf8"), log).not.toContain(key);
 }

@@ -66,6 +66,29 @@ export function writeOpencodeConfig(home: string, messagesUrl: string, extra: Re
 }
 
 /**
+ * The user's own Kilo Code configuration under `home` (~/.config/kilo/kilo.json, as Kilo's docs
+ * say): the Messages double at `messagesUrl` as its Anthropic provider, the key read from the
+ * variable `keyVar` (`{env:…}`), and `extra` keys of their config. No `$schema`: Kilo writes one
+ * into a config file it reads that lacks it, so a file left as written proves Kilo never read it
+ * in place.
+ */
+export function writeKiloConfig(home: string, messagesUrl: string, keyVar: string, extra: Record<string, unknown> = {}): string {
+  const file = join(home, ".config", "kilo", "kilo.json");
+  mkdirSync(join(home, ".config", "kilo"), { recursive: true });
+  writeFileSync(
+    file,
+    JSON.stringify({
+      model: "anthropic/claude-double",
+      provider: {
+        anthropic: { options: { baseURL: `${messagesUrl}/v1`, apiKey: `{env:${keyVar}}` }, models: { "claude-double": { name: "Claude double" } } },
+      },
+      ...extra,
+    }),
+  );
+  return file;
+}
+
+/**
  * The user's own pi configuration under `home` (~/.pi/agent): models.json naming the Messages double
  * at `messagesUrl` as a custom provider whose key pi reads from the variable `keyVar`, and
  * settings.json choosing it as the default provider and model.

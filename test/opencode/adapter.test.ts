@@ -6,8 +6,13 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { allowRuleOf, askRulesOf, opencodeRunResultOf, opencodeRuntime, postureRules, setupOpencode } from "../../opencode/index.js";
+import { OPENCODE, opencodeRuntime } from "../../opencode/index.js";
 import { DENY_FLOOR_COMMANDS, type RunExit, type RunLaunchInput } from "../../runtime/index.js";
+import { allowRuleOf, askRulesOf, postureRules as familyPostureRules } from "../../runtime/opencode-family/index.js";
+
+const postureRules = (allowedTools: readonly string[], asks: ReturnType<typeof askRulesOf> = []) => familyPostureRules(OPENCODE, allowedTools, asks);
+const opencodeRunResultOf = opencodeRuntime.parseRun;
+const setupOpencode = opencodeRuntime.setup;
 
 const root = mkdtempSync(join(tmpdir(), "cotal-opencode-unit-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -114,7 +119,7 @@ describe("opencode posture", () => {
     const bash = rules.bash as Record<string, string>;
     expect(Object.entries(bash)[0]).toEqual(["git status *", "allow"]);
     expect(bash["git push --force*"]).toBe("deny");
-    expect(allowRuleOf("mcp__cotal")).toEqual({ permission: "cotal_*" });
+    expect(allowRuleOf(OPENCODE, "mcp__cotal")).toEqual({ permission: "cotal_*" });
   });
 
   it("what the user's own config would ask a person is refused, and an allow-list may still allow it", () => {

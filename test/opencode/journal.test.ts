@@ -9,7 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgUiMapper, streamViolation } from "../../connector/internal.js";
-import { CotalPlugin, SessionJournal } from "../../opencode/internal.js";
+import { CotalPlugin } from "../../opencode/internal.js";
+import { SessionJournal } from "../../runtime/opencode-family/index.js";
 import { ONE_TOOL_TURN } from "../harness/agui-shapes.js";
 
 type Recorded =

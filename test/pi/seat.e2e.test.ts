@@ -17,7 +17,7 @@ import { findNatsServer } from "../../broker/index.js";
 import { buildCli, cleanEnv, freePort, runCotal, exitedOk } from "../harness/cli.js";
 import { writePiConfig } from "../harness/runtime-shell.js";
 import { allText, lastUserText, ModelDouble, toolResults } from "../../testbed/model-double.js";
-import { seatFrames } from "../harness/seat-plane.js";
+import { expectDmAnsweredAndEchoed, expectTurnOnPlane } from "../harness/seat-cases.js";
 import { until } from "../../testbed/until.js";
 
 const DM_TOOL = "cotal_dm";
@@ -35,9 +35,6 @@ let shell: NodeJS.ProcessEnv;
 
 const cotal = (args: string[], timeoutMs = 240_000) => runCotal(args, { cwd: project, env: shell, timeoutMs });
 const ok = exitedOk;
-
-/** bob's plane through the shipped CLI: his frames, oldest first. */
-const frames = () => seatFrames(cotal, "bob");
 
 /** The user's pi folder, file by file, as text (to prove it unchanged). */
 function userPiFolder(): Record<string, string> {
@@ -77,32 +74,14 @@ afterAll(async () => {
 describe("a pi seat on a mixed mesh, unattended, through the shipped CLI", () => {
   it("a DM wakes pi bob, the extension hands it to his model, he answers echo alice with cotal_dm and sees her echo; his turn is on his plane", async () => {
     const before = userPiFolder();
-    ok(await cotal(["spawn", "-d", "--agent", "echo", "--name", "alice"]));
-    const bob = ok(await cotal(["spawn", "-d", "--agent", "pi", "--name", "bob", "--wait-ms", "180000", "--json"]));
-    expect(bob.json(), bob.stdout).toMatchObject({ name: "bob", outcome: "started", seat: { state: "joined" } });
-    ok(await cotal(["send", "dm", "bob", PING, "--as", "alice", "--impersonate"]));
-    const requests = () => model.requests.filter((r) => r.path === "/v1/messages").map((r) => `${r.kind}: ${lastUserText(r).slice(0, 300)}`);
-    try {
-      await until(() => model.mainRequests.some((r) => allText(r).includes(PING)), 240_000, "bob's model to be handed alice's DM", 500);
-      await until(() => model.mainRequests.some((r) => toolResults(r).some((t) => t.name === DM_TOOL)), 120_000, "bob's cotal_dm to return", 500);
-      await until(() => model.mainRequests.some((r) => allText(r).includes(`echo: ${ANSWER}`)), 240_000, "bob's model to see alice's echo", 500);
-    } catch (err) {
-      throw new Error(`${(err as Error).message}\n--- ps ---\n${(await cotal(["ps"])).stdout}\n--- requests ---\n${requests().join("\n")}`, { cause: err });
-    }
+    const dmTurn = await expectDmAnsweredAndEchoed(cotal, model, { agent: "pi", dmTool: DM_TOOL, ping: PING, answer: ANSWER, waitMs: 180_000 });
     // Bob was woken by the manager typing into his terminal: nobody else typed.
-    const dmTurn = model.mainRequests.find((r) => allText(r).includes(PING))!;
     expect(allText(dmTurn)).toContain(WAKE);
-    const result = model.mainRequests.flatMap((r) => toolResults(r)).find((t) => t.name === DM_TOOL)!;
-    expect(result.isError, result.text).toBe(false);
     // The key went to the double from the user's variable, through pi's own models.json.
     expect(dmTurn.headers["x-api-key"]).toBe(KEY);
 
     // His turn is on his event plane: a run that started and finished, with the cotal_dm call by name.
-    await until(async () => (await frames()).some((f) => f.events.some((e) => e.type === "RUN_FINISHED")), 120_000, "bob's run finished on his plane", 1_000);
-    const events = (await frames()).flatMap((f) => f.events);
-    expect(events.map((e) => e.type)).toContain("RUN_STARTED");
-    expect(events.some((e) => e.type === "TOOL_CALL_START" && (e as { toolCallName?: string }).toolCallName === DM_TOOL)).toBe(true);
-    expect(JSON.stringify(events)).not.toContain(PING);
+    await expectTurnOnPlane(cotal, DM_TOOL, PING);
 
     const ps = ok(await cotal(["ps"]));
     expect(ps.stdout).toMatch(/bob\s+pi\s+joined\s.*extension: no asks, deny floor/);

@@ -12,7 +12,7 @@ import { AgentFrontmatter, SeatAgent } from "../../schemas/index.js";
 describe("the runtime registry and the contract", () => {
   it("an agent file may name any runtime by a plain name, and never a phrase", () => {
     for (const r of RUNTIMES) expect(AgentFrontmatter.parse({ name: "coder", runtime: r.name }).runtime).toBe(r.name);
-    expect(AgentFrontmatter.safeParse({ name: "coder", runtime: "kilo" }).success).toBe(true);
+    expect(AgentFrontmatter.safeParse({ name: "coder", runtime: "crush" }).success).toBe(true);
     const bad = AgentFrontmatter.safeParse({ name: "coder", runtime: "Claude Code" });
     expect(bad.success).toBe(false);
     expect(JSON.stringify(bad.error?.issues)).toContain("runtime name");
@@ -24,12 +24,12 @@ describe("the runtime registry and the contract", () => {
     for (const r of RUNTIMES) expect(() => refuseUnknownAgent(r.name)).not.toThrow();
     let refused: unknown;
     try {
-      refuseUnknownAgent("kilo");
+      refuseUnknownAgent("crush");
     } catch (err) {
       refused = err;
     }
     expect(refused).toBeInstanceOf(SeatRefusedError);
-    expect((refused as Error).message).toContain('no runtime named "kilo"');
+    expect((refused as Error).message).toContain('no runtime named "crush"');
     for (const r of RUNTIMES) expect((refused as Error).message).toContain(r.name);
   });
 

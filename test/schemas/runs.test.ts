@@ -6,7 +6,7 @@ import { BudgetConfig, COST_BASIS, describeCost, RunArgs, RunResult, TaskMarker 
 describe("describeCost", () => {
   it("says what a cost rests on", () => {
     expect(describeCost({ costUsd: 0.01234, costBasis: COST_BASIS })).toBe("$0.0123 (client-side estimate)");
-    expect(describeCost({ costUsd: 0.5, costBasis: "median-estimate" })).toBe("$0.5000 (median of recent runs: Claude reported no cost)");
+    expect(describeCost({ costUsd: 0.5, costBasis: "median-estimate" })).toBe("$0.5000 (median of recent runs: its CLI reported no cost)");
     expect(describeCost({ costUsd: 0, costBasis: "usage" })).toBe("unpriced (the CLI reports token usage, not dollars)");
   });
 });

@@ -23,6 +23,7 @@ import { buildCli, CotalProcess, exitedOk as ok, freePort, runCotal } from "../h
 import { dashboardLink, fetchDashboard, type DashboardLink } from "../harness/dashboard-link.js";
 import { ModelDouble, newToolResults, newTurnText } from "../../testbed/model-double.js";
 import { until } from "../../testbed/until.js";
+import { RUNTIMES } from "../../runtimes/index.js";
 
 const CHROMIUM = findChromium();
 if (!CHROMIUM) console.warn("SKIPPED: the dashboard talk tests need Debian's chromium (apt-get install chromium); none is on PATH.");
@@ -255,6 +256,12 @@ describe.skipIf(!CHROMIUM)("the dashboard talks as the person", () => {
     await page.getByTestId("spawn-from").locator("option", { hasText: "persona scout" }).waitFor({ state: "attached", timeout: 15_000 });
     await page.getByTestId("spawn-from").selectOption("persona:scout");
     await page.getByTestId("spawn-name").fill("scout1");
+    // The form offers the registry's runtimes and echo, as the server lists them: the page names none.
+    expect(await page.getByTestId("spawn-runtime").locator("option").allTextContents()).toEqual([
+      "(the persona's runtime)",
+      ...RUNTIMES.map((r) => r.name),
+      "echo",
+    ]);
     await page.getByTestId("spawn-runtime").selectOption("echo");
     await page.getByTestId("spawn").click();
     await expect

@@ -1,4 +1,4 @@
-// `npm run faults [-- --minutes N --seed S --replay I --only kind,kind --fix-off sync --keep]`:
+// `npm run faults [-- --minutes N --seed S --replay I --only kind,kind --fix-off sync --settle 30 --keep]`:
 // runs fault schedules on a lab of network namespaces for a budget and prints the report, whose
 // last line is one JSON object {seed, schedules, faults, checked, violations}. Needs root.
 import { randomInt } from "node:crypto";
@@ -26,6 +26,8 @@ const Flags = z
       .optional(),
     "fix-off": z.enum(Object.keys(FIXES) as [Fix, ...Fix[]]).optional(),
     keep: z.boolean().default(false),
+    // How long acknowledged messages may take to arrive after the faults heal (a late arrival is no violation).
+    settle: z.coerce.number().int().min(1).max(3_600).default(30),
   })
   .strict();
 
@@ -35,7 +37,7 @@ function parseArgs(argv: readonly string[]): z.infer<typeof Flags> {
     const a = argv[i]!;
     if (!a.startsWith("--"))
       throw new Error(
-        `unexpected argument ${JSON.stringify(a)}: flags are --minutes N, --seed S, --replay I, --schedules N, --only KINDS, --fix-off FIX (${Object.keys(FIXES).join(", ")}), --keep`,
+        `unexpected argument ${JSON.stringify(a)}: flags are --minutes N, --seed S, --replay I, --schedules N, --only KINDS, --fix-off FIX (${Object.keys(FIXES).join(", ")}), --settle SECONDS, --keep`,
       );
     const name = a.slice(2);
     if (name === "keep") raw.keep = true;
@@ -79,6 +81,7 @@ async function main(): Promise<number> {
     natsServer: testNatsServer(),
     cotal: fileURLToPath(new URL("./cotal.mjs", import.meta.url)),
     keepDir: flags.keep,
+    round: { settleMs: flags.settle * 1_000 },
     say,
     interrupted: () => stop,
   });

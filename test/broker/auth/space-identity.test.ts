@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createUser } from "@nats-io/nkeys";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { adoptSpaceIdentity, AuthStore, clientsAccount, IdentityIncompleteError, readSpaceIdentity } from "../../broker/internal.js";
+import { adoptSpaceIdentity, AuthStore, clientsAccount, IdentityIncompleteError, readSpaceIdentity } from "../../../broker/internal.js";
 
 let base: string;
 beforeEach(() => {

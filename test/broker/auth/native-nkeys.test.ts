@@ -10,8 +10,8 @@ import { encodeUser, fmtCreds } from "@nats-io/jwt";
 import { createAccount, createCurve, createOperator, createUser, fromPublic, fromSeed, type KeyPair } from "@nats-io/nkeys";
 import { credsAuthenticator as natsCredsAuthenticator } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
-import { credsBytesAuthenticator, InvalidSeedError, newNkey, nkeyFromSeed, type NkeyRole } from "../../broker/internal.js";
-import { projectRoot } from "../harness/cli.js";
+import { credsBytesAuthenticator, InvalidSeedError, newNkey, nkeyFromSeed, type NkeyRole } from "../../../broker/internal.js";
+import { projectRoot } from "../../harness/cli.js";
 
 const CREATE: Record<NkeyRole, () => KeyPair> = { operator: createOperator, account: createAccount, user: createUser };
 const LETTER: Record<NkeyRole, string> = { operator: "O", account: "A", user: "U" };

@@ -1,15 +1,16 @@
-// An OpenCode session as the event plane reads it (docs/events.md). OpenCode 1.18.33 keeps its
-// sessions in SQLite (`opencode/opencode.db` in its data folder, in WAL mode), which Node 20 cannot
-// read without a native or WASM dependency (and a WASM reader would miss what is still in the WAL).
-// Cotal's plugin sees the same session live, as OpenCode's events, so it writes a journal of it:
-// one JSON line per transcript record (runtime/transcript-record.ts: Claude's shape), which the
-// connector tails like any transcript. This maps what the plugin sees to those records. Tool
-// arguments and results are never read: a call keeps its name and id, its end only its id.
+// An OpenCode-family session as the event plane reads it (docs/events.md). OpenCode 1.18.33 keeps
+// its sessions in SQLite (`opencode/opencode.db` in its data folder, in WAL mode; Kilo Code 7.7.7
+// `kilo/kilo.db`), which Node 20 cannot read without a native or WASM dependency (and a WASM reader
+// would miss what is still in the WAL). Cotal's plugin sees the same session live, as the CLI's
+// events, so it writes a journal of it: one JSON line per transcript record
+// (runtime/transcript-record.ts: Claude's shape), which the connector tails like any transcript.
+// This maps what the plugin sees to those records. Tool arguments and results are never read: a
+// call keeps its name and id, its end only its id.
 //
-// Pure (no I/O) and node-free: it is bundled into the plugin, which runs under OpenCode's Bun.
-import type { TranscriptRecord } from "../runtime/index.js";
+// Pure (no I/O) and node-free: it is bundled into the plugin, which runs under the CLI's Bun.
+import type { TranscriptRecord } from "../transcript-record.js";
 
-/** An OpenCode bus event as a plugin's `event` hook gets it (the fields read here). */
+/** A bus event of the CLI as a plugin's `event` hook gets it (the fields read here). */
 export interface OpencodeEvent {
   type: string;
   properties?: Record<string, unknown>;

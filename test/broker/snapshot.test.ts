@@ -3,6 +3,7 @@
 // that has handed out and acked one message comes back with the other two still waiting for that
 // consumer, which delivers the next one, not the acked one. Restoring over an existing stream and
 // snapshotting a missing one are refused with typed errors.
+import { randomBytes } from "node:crypto";
 import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -30,10 +31,12 @@ describe("stream snapshot and restore", () => {
     const jsm = await jetstreamManager(nc);
     const js = jetstream(nc);
     await jsm.streams.add({ name: "DM_t", subjects: ["t.>"], retention: RetentionPolicy.Workqueue, storage: StorageType.File });
-    for (const i of [1, 2, 3]) await js.publish(`t.${i}`, `m${i}`);
+    // Bodies that do not compress away: every server's snapshot of them is several small chunks.
+    const bodies = [1, 2, 3].map((i) => `m${i} ${randomBytes(1536).toString("hex")}`);
+    for (const [i, body] of bodies.entries()) await js.publish(`t.${i + 1}`, body);
     await jsm.consumers.add("DM_t", { durable_name: "dm_alice", ack_policy: AckPolicy.Explicit });
     const first = await (await js.consumers.get("DM_t", "dm_alice")).next({ expires: 5_000 });
-    expect(first?.string()).toBe("m1");
+    expect(first?.string()).toBe(bodies[0]);
     await first!.ackAck();
 
     const parts: Uint8Array[] = [];
@@ -54,7 +57,7 @@ describe("stream snapshot and restore", () => {
     expect(ci.num_pending).toBe(2);
     expect(ci.ack_floor.stream_seq).toBe(1);
     const next = await (await js.consumers.get("DM_t", "dm_alice")).next({ expires: 5_000 });
-    expect(next?.string()).toBe("m2");
+    expect(next?.string()).toBe(bodies[1]);
   });
 
   it("restoring over a stream that exists, or a snapshot of one that does not, is refused with a typed error", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { permissionsFor, type IdentitySpec } from "../../broker/internal.js";
+import { inboxPrefix, leafHostManager, permissionsFor, type IdentitySpec } from "../../../broker/internal.js";
 import {
   anycastSubject,
   beatSubject,
@@ -17,7 +17,7 @@ import {
   subjectMatches,
   xferChunkSubject,
   type Principal,
-} from "../../schemas/index.js";
+} from "../../../schemas/index.js";
 
 /**
  * What each profile's client publishes and subscribes (built with the same subject builders the
@@ -234,5 +234,18 @@ describe("permissions follow the subject grammar", () => {
         expect(p.pub(read(instance)), profile).toBe(false);
       }
     }
+  });
+});
+
+describe("names the permissions are built from", () => {
+  test("a leaf credential serves the host named before _leaf; a bare _leaf or another name serves none", () => {
+    expect(leafHostManager(localPrincipal("hostb_leaf"))).toEqual(localPrincipal("hostb"));
+    expect(leafHostManager(localPrincipal("_leaf"))).toBeUndefined();
+    expect(leafHostManager(localPrincipal("hostb"))).toBeUndefined();
+    expect(leafHostManager({ owner: "acme", actor: "x_leaf" })).toEqual({ owner: "acme", actor: "x" });
+  });
+
+  test("an identity's reply inboxes start with its own prefix", () => {
+    expect(inboxPrefix(localPrincipal("ann"))).toBe("_INBOX.local.ann");
   });
 });

@@ -2,8 +2,7 @@
 // service before it lets a credential act as anyone: a header it cannot read names nobody, so a
 // privileged command without one is refused (request-info.ts). Pure: no server.
 import { describe, expect, test } from "vitest";
-import { inboxPrefix, leafHostManager, senderOf } from "../../broker/internal.js";
-import { localPrincipal } from "../../schemas/index.js";
+import { senderOf } from "../../../broker/internal.js";
 
 const USER = `U${"A".repeat(55)}`;
 const info = (o: unknown) => JSON.stringify(o);
@@ -35,18 +34,5 @@ describe("the sender a request-info header names", () => {
     ["no user", info({ name_tag: "local.cotal_cli", tags: ["cotal-profile:cli"] })],
   ])("%s names no sender", (_what, header) => {
     expect(senderOf(header)).toBeUndefined();
-  });
-});
-
-describe("names the permissions are built from", () => {
-  test("a leaf credential serves the host named before _leaf; a bare _leaf or another name serves none", () => {
-    expect(leafHostManager(localPrincipal("hostb_leaf"))).toEqual(localPrincipal("hostb"));
-    expect(leafHostManager(localPrincipal("_leaf"))).toBeUndefined();
-    expect(leafHostManager(localPrincipal("hostb"))).toBeUndefined();
-    expect(leafHostManager({ owner: "acme", actor: "x_leaf" })).toEqual({ owner: "acme", actor: "x" });
-  });
-
-  test("an identity's reply inboxes start with its own prefix", () => {
-    expect(inboxPrefix(localPrincipal("ann"))).toBe("_INBOX.local.ann");
   });
 });

@@ -5,7 +5,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { writeSecret } from "../../broker/internal.js";
+import { writeSecret } from "../../../broker/internal.js";
 
 let dir: string;
 beforeAll(async () => {

@@ -1,4 +1,4 @@
-/** What Cotal's OpenCode plugin (plugin.ts) relays, as the connector's hook events: OpenCode's hook or event → hook. */
+/** What Cotal's plugin for the OpenCode family (plugin.ts) relays, as the connector's hook events: the CLI's hook or event → hook. */
 export const PLUGIN_HOOKS: ReadonlyArray<{ opencode: string; hook: string }> = [
   { opencode: "chat.message (a session's first prompt)", hook: "SessionStart" },
   { opencode: "chat.message", hook: "UserPromptSubmit" },
