@@ -4,6 +4,7 @@ import type { RuntimeHost } from "../runtime/index.js";
 import type { BudgetCaps } from "./budget.js";
 import type { LauncherOptions } from "./seat-launcher.js";
 
+/** What a manager is started with (ManagerService.start; the CLI fills it from `cotal manager`'s flags). */
 export interface ManagerOptions extends LauncherOptions {
   /** This manager's instance id (stable across restarts: kept in its state dir by the CLI). */
   instance: string;

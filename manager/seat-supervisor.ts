@@ -173,6 +173,7 @@ export class SeatSupervisor {
     }
   }
 
+  /** Keep a seat started or adopted as live, and handle its exit when it ends on its own (not stopped on purpose). */
   watch(seat: string, l: LiveSeat): void {
     this.c.live.set(seat, l);
     void l.proc.exited
