@@ -1,6 +1,6 @@
 // Helpers: seats an agent spawns (docs/manager.md, Helpers). The policy is pure:
 // what a spawn may ask for, what a helper's scope is, and whether it is wider than its spawner's.
-// The manager (manager-service.ts) reads the spawner's grant from the mesh service and the seat log,
+// The manager (spawn-admission.ts) reads the spawner's grant from the mesh service and the seat log,
 // and calls these before anything is claimed or started.
 import { DEFAULT_SPAWN_LIMIT, type AgentFrontmatter, type ChannelRights, type SeatAgent, type SpawnGrant } from "../schemas/index.js";
 import { SeatRefusedError } from "./errors.js";

@@ -3,7 +3,8 @@
  * echo agent as its stand-in seat) and reads launch material and budget caps. Tests and benches
  * that need the runtimes, the seat table or the budget arithmetic use ./internal.js.
  */
-export { ManagerService, WAKE_PROMPT, type ManagerOptions } from "./manager-service.js";
+export { ManagerService, WAKE_PROMPT } from "./manager-service.js";
+export type { ManagerOptions } from "./manager-options.js";
 export { SeatRefusedError, StaleSeatLogError } from "./errors.js";
 export { ECHO_PROBE_MEDIA_TYPE, EchoProbeReport, runEchoAgent } from "./echo-agent.js";
 export { ECHO_SEAT_NODE_FLAGS, echoSeatCommand, runEchoSeat } from "./echo-seat.js";

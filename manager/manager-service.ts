@@ -1,97 +1,37 @@
-import { readdirSync, statSync } from "node:fs";
-import { hostname } from "node:os";
-import { isAbsolute, join } from "node:path";
 import { Kvm, type KV } from "@nats-io/kv";
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
-import {
-  MANAGER_COMMANDS,
-  SeatEvent,
-  names,
-  parsePrincipal,
-  patterns,
-  principalId,
-  type AgentFrontmatter,
-  type PersonaInfo,
-  type Principal,
-  type SpawnGrant,
-  type SeatAgent,
-  type TerminalHost,
-  type SeatView,
-  type TableParsedArgs,
-} from "../schemas/index.js";
-import { callControl, FIX_OFF_ENV, fixOff, JS_OPTIONS, sendDirectMail, serveControl, SERVICE_PRINCIPALS, type Logger } from "../broker/index.js";
-import { OpeningPromptNotStoredError, PersonaChangedError, SeatRefusedError, StaleSeatLogError, unsupervisable } from "./errors.js";
-import { newLifecycleUid } from "./lifecycle-uid.js";
-import { adoptSeatProcess, logTailOf, type SeatExit, type SeatProcess } from "./process-host.js";
-import { proveSeatProcess, seatFolderProblem, type SeatProof } from "./seat-adoption.js";
-import { launchSeat, prepareSeat, retireSeatFiles, seatDir, type LauncherOptions, type SeatFiles } from "./seat-launcher.js";
-import { renewalCheckMs, renewalDueAt, renewSeatCredential } from "./seat-credential.js";
-import { heartbeatOf } from "./heartbeat.js";
-import { redactHostPaths } from "./host-paths.js";
-import { isOperator } from "./runs.js";
-import { SeatLog } from "./seat-log.js";
-import { loadAgentFile, personaDigests, type AgentFile, DEFAULT_RUNTIME, runtimeNamed } from "../runtimes/index.js";
-import { awaitInputScreen, startRuntimeSeat, UnexpectedScreenError } from "./seat-start.js";
-import { hostsOf, refuseUnknownAgent, refuseWithoutAuth } from "./runtime-checks.js";
-import { checkScript } from "./pty-host.js";
-import { deliverPrompt } from "./prompt-delivery.js";
-import { startFailureRemedy } from "./seat-failure.js";
-import { openingPromptMail } from "./opening-prompt.js";
-import { TmuxServer } from "./tmux-host.js";
+import { MANAGER_COMMANDS, SeatEvent, names, patterns, principalId, type Principal, type SeatView, type TableParsedArgs } from "../schemas/index.js";
+import { JS_OPTIONS, serveControl, SERVICE_PRINCIPALS } from "../broker/index.js";
+import type { RuntimeHost } from "../runtime/index.js";
+import { DEFAULT_RUNTIME, runtimeNamed } from "../runtimes/index.js";
 import { tmuxSessionName, tmuxSocketPath } from "./attach.js";
-import { RunService } from "./runs.js";
-import type { RuntimeAdapter, RuntimeHost } from "../runtime/index.js";
-import { TranscriptDesk, type StagedTranscript } from "./transcript-carry.js";
-import type { BudgetCaps } from "./budget.js";
-import { applyEvent, holdsName, incarnationPast, projectSeat, type SeatRecord } from "./seat-table.js";
-import { describeExit, exitVerdict, type ExitStatus, type ExitVerdict } from "./restart-policy.js";
-import {
-  helperAgent,
-  refuseOperatorOnly,
-  pinProblem,
-  refuseOverLimit,
-  refuseUngranted,
-  refuseUnpinned,
-  refuseWider,
-  refuseWithoutRight,
-  seatScope,
-  spawnLimitOf,
-  widerThan,
-} from "./helpers.js";
-import type { SeatHistory } from "./seat-log.js";
-import { admitSteered, steerableSeat, steers } from "./steer.js";
-import { readAuthOnScreen, wakeIfDue, type LiveSeat, type SeatPresence } from "./live-seat.js";
+import { SeatRefusedError } from "./errors.js";
+import { handover, type HandoverContext } from "./handover.js";
+import { newLifecycleUid } from "./lifecycle-uid.js";
+import { wakeIfDue, type LiveSeat, type SeatPresence } from "./live-seat.js";
+import type { SeatTableAccess } from "./manager-context.js";
+import { ManagerHeartbeat } from "./manager-heartbeat.js";
+import type { ManagerOptions } from "./manager-options.js";
+import { claimName, type NameClaimContext } from "./name-claims.js";
+import { mailOpeningPrompt } from "./opening-prompt.js";
+import type { SeatExit } from "./process-host.js";
+import { isOperator, RunService } from "./runs.js";
+import { adapterOf, hostsOf } from "./runtime-checks.js";
+import { prepareSeat } from "./seat-launcher.js";
+import { SeatLog, type SeatHistory } from "./seat-log.js";
+import { SeatRecovery } from "./seat-recovery.js";
+import { SeatRenewal } from "./seat-renewal.js";
+import { SeatRetirement } from "./seat-retirement.js";
+import { SeatSupervisor } from "./seat-supervisor.js";
+import { applyEvent, holdsName, projectSeat, type SeatRecord } from "./seat-table.js";
 import { seatName, seatState, seatViews } from "./seat-views.js";
+import { SpawnAdmission } from "./spawn-admission.js";
+import { steerableSeat } from "./steer.js";
+import { TmuxServer } from "./tmux-host.js";
+import { TranscriptDesk } from "./transcript-carry.js";
 
 type Args<C extends keyof typeof MANAGER_COMMANDS> = TableParsedArgs<typeof MANAGER_COMMANDS, C>;
-/** A spawn with its agent named (the default runtime's when the request named none). */
-type SpawnRequest = Args<"spawn"> & { agent: string };
-
-export interface ManagerOptions extends LauncherOptions {
-  /** This manager's instance id (stable across restarts: kept in its state dir by the CLI). */
-  instance: string;
-  /** The connection JetStream requests go over (see broker jetStreamConnection). */
-  jsConnection: NatsConnection;
-  maxSeats?: number;
-  /** How long a launched seat has to appear in presence before it is reported `uncertain` (default 30 s). */
-  readinessMs?: number;
-  /** Restarts allowed within `windowMs` before a crash-looping seat is retired (default 3 in 60 s). */
-  restarts?: number;
-  windowMs?: number;
-  heartbeatMs?: number;
-  /** The runtimes (runtimes/) this manager can start, by name: where each one's CLI is (absent: refused, saying why). */
-  runtimes?: Readonly<Record<string, RuntimeHost>>;
-  /** Budget caps for runs (default: COTAL_DAILY_BUDGET_USD / COTAL_TASK_BUDGET_USD from the environment). */
-  budget?: BudgetCaps;
-  /**
-   * The manager's folder: where the helpers of a spawner started by hand work, and where their
-   * agent files are read (a spawner that is a seat of this manager: its own folder). Default: the
-   * process's working directory.
-   */
-  folder?: string;
-  log: Logger;
-}
 
 /** What the manager types into an idle seat that holds mail: the turn it starts hands the mail over. */
 export const WAKE_PROMPT = DEFAULT_RUNTIME.wakePrompt;
@@ -107,21 +47,8 @@ export class ManagerService {
   /** Per seat: this manager's last sequence on its own subject of the seat's log (the fence its next append expects). */
   private readonly ownSeq = new Map<string, number>();
   private readonly subs: Subscription[] = [];
-  private heartbeat?: NodeJS.Timeout;
-  private beatFailing = false;
-  /** Mints running seats' credentials again before they expire (static meshes). */
-  private renewer?: NodeJS.Timeout;
-  private renewing = false;
-  /** Seats (by credential file) already reported as lapsing: said once, not every check. */
-  private readonly lapsing = new Set<string>();
-  /**
-   * Set while rebuild() runs: a spawner retired then leaves its helpers (which may not be adopted
-   * yet, so could not be stopped) to retireOrphans(), which runs once every seat is.
-   */
-  private rebuilding = false;
   /** Set by stop(): this instance writes nothing more (a successor may own the log now). */
   private stopped = false;
-  private readonly startedAt = Date.now();
   /** Where each runtime this manager can start is (runtimes/). */
   private readonly hosts: Map<string, RuntimeHost>;
   /** Serialises changes to the table and the log (one writer per seat at a time). */
@@ -132,15 +59,60 @@ export class ManagerService {
   private runs?: RunService;
   /** Carried transcripts staged here and their one-time claims (manager/transcript-carry.ts). */
   private readonly carry: TranscriptDesk;
+  /** Retiring seats and their helpers (seat-retirement.ts). */
+  private readonly retirement: SeatRetirement;
+  /** Each live seat's start, exit and restart (seat-supervisor.ts). */
+  private readonly supervisor: SeatSupervisor;
+  /** Taking up the log's seats at start (seat-recovery.ts). */
+  private readonly recovery: SeatRecovery;
+  /** This manager's heartbeat and status (manager-heartbeat.ts). */
+  private readonly heartbeat: ManagerHeartbeat;
+  /** Running seats' credentials minted again before they expire (seat-renewal.ts). */
+  private readonly renewal: SeatRenewal;
+  /** What claiming a seat's name reads and writes (name-claims.ts). */
+  private readonly names: NameClaimContext;
+  /** Who may spawn what, and the personas a caller may (spawn-admission.ts). */
+  private readonly admission: SpawnAdmission;
+  /** What handing a helper over reads and writes (handover.ts). */
+  private readonly handing: HandoverContext;
 
   private constructor(
     private readonly nc: NatsConnection,
     private readonly o: ManagerOptions,
     private readonly seatLog: SeatLog,
-    private readonly managers: KV,
+    managers: KV,
   ) {
     this.tmux = new TmuxServer(tmuxSocketPath(o.stateDir), tmuxSessionName(o.space));
     this.hosts = hostsOf(o);
+    const table: SeatTableAccess = {
+      seats: this.seats,
+      append: (seat, event) => this.append(seat, event),
+      appendExited: (seat, r, exit, output, retiring) => this.appendExited(seat, r, exit, output, retiring),
+    };
+    this.retirement = new SeatRetirement({ ...table, nc, o, live: this.live });
+    this.supervisor = new SeatSupervisor({
+      ...table,
+      o,
+      live: this.live,
+      hosts: this.hosts,
+      tmux: this.tmux,
+      serial: (f) => this.serial(f),
+      stopped: () => this.stopped,
+      retire: (seat, reason) => this.retirement.retire(seat, reason),
+    });
+    this.recovery = new SeatRecovery({
+      ...table,
+      o,
+      seatLog,
+      learn: (h) => this.learn(h),
+      tmux: this.tmux,
+      serial: (f) => this.serial(f),
+      supervisor: this.supervisor,
+      retirement: this.retirement,
+    });
+    this.heartbeat = new ManagerHeartbeat({ o, managers, seats: this.seats, live: this.live, hosts: this.hosts });
+    this.renewal = new SeatRenewal({ nc, o, seats: this.seats, live: this.live, serial: (f) => this.serial(f), stopped: () => this.stopped });
+    this.names = { seats: this.seats, append: table.append, seatLog, learn: (h) => this.learn(h), log: o.log };
     this.carry = new TranscriptDesk({
       nc,
       js: o.jsConnection,
@@ -150,14 +122,16 @@ export class ManagerService {
       caller: o.caller ?? SERVICE_PRINCIPALS.cli,
       log: o.log.child({ part: "carry" }),
     });
+    this.admission = new SpawnAdmission({ nc, o, seats: this.seats, seatLog, hosts: this.hosts, carry: this.carry, runs: () => this.runs });
+    this.handing = { append: table.append, admission: this.admission, ownedSeat: (name, caller, what) => this.ownedSeat(name, caller, what), log: o.log };
   }
 
   static async start(nc: NatsConnection, o: ManagerOptions): Promise<ManagerService> {
     const seatLog = await SeatLog.open(o.jsConnection, o.space, o.log, o.caller ?? SERVICE_PRINCIPALS.cli);
     const managers = await new Kvm(jetstream(o.jsConnection, JS_OPTIONS)).open(names.managersBucket(o.space), { bindOnly: true });
     const m = new ManagerService(nc, o, seatLog, managers);
-    await m.rebuild();
-    await m.serial(() => m.retireOrphans());
+    await m.recovery.rebuild();
+    await m.serial(() => m.retirement.retireOrphans());
     m.watchPresence();
     m.runs = await RunService.open(o);
     const runs = m.runs;
@@ -172,10 +146,10 @@ export class ManagerService {
             spawn: (args, caller) => m.serial(() => m.spawn(args, caller)),
             stop: (args, caller) => m.serial(() => m.stopSeat(args.name, caller)),
             despawn: (args, caller) => m.serial(() => m.stopSeat(args.name, caller)),
-            personas: (_args, caller) => m.personas(caller),
-            handover: (args, caller) => m.serial(() => m.handover(args, caller)),
+            personas: (_args, caller) => m.admission.personas(caller),
+            handover: (args, caller) => m.serial(() => handover(m.handing, args, caller)),
             ps: async (args, caller) => ({ instance: o.instance, seats: m.view(args.all, caller) }),
-            status: async () => m.status(),
+            status: async () => m.heartbeat.status(),
             run: (args, caller) => runs.run(args, caller),
             budget: (args) => runs.budget(args),
             "carry-begin": (args) => m.carry.begin(args),
@@ -187,9 +161,8 @@ export class ManagerService {
         ),
       );
     }
-    await m.beat();
-    m.heartbeat = setInterval(() => void m.beat(), o.heartbeatMs ?? 3_000);
-    if (o.mints) m.renewer = setInterval(() => void m.renewCredentials(), renewalCheckMs(o.seatCredsLifetimeMs));
+    await m.heartbeat.start();
+    m.renewal.start();
     await nc.flush();
     return m;
   }
@@ -199,11 +172,11 @@ export class ManagerService {
     this.stopped = true;
     this.runs?.stop();
     this.carry.stop();
-    if (this.heartbeat) clearInterval(this.heartbeat);
-    if (this.renewer) clearInterval(this.renewer);
+    this.heartbeat.stop();
+    this.renewal.stop();
     for (const s of this.subs.splice(0)) s.unsubscribe();
     await this.queue.catch(() => undefined);
-    await this.managers.delete(this.o.instance).catch(() => undefined);
+    await this.heartbeat.withdraw();
   }
 
   /**
@@ -216,7 +189,8 @@ export class ManagerService {
       await this.serial(async () => {
         // A helper may have gone with its spawner already.
         const r = this.seats.get(seat);
-        if (r?.manager === this.o.instance && holdsName(r)) await this.stopAndRetire(r.seat, r, `stopped with its manager by ${principalId(caller)}`);
+        if (r?.manager === this.o.instance && holdsName(r))
+          await this.retirement.stopAndRetire(r.seat, r, `stopped with its manager by ${principalId(caller)}`);
       }).catch((err) => this.o.log.warn({ err, seat }, "stop failed"));
     }
     await this.tmux.closeIfIdle();
@@ -227,167 +201,6 @@ export class ManagerService {
     const next = this.queue.then(f, f);
     this.queue = next.catch(() => undefined);
     return next;
-  }
-
-  /**
-   * Mint again the credential of each running seat that has less than a third of its life left
-   * (docs/security.md, Credential lifetime and renewal). In the manager's queue, so a renewal never
-   * races a stop: a seat stopped (its credentials revoked) gets no new one.
-   */
-  private async renewCredentials(): Promise<void> {
-    if (this.renewing || this.stopped) return;
-    this.renewing = true;
-    try {
-      for (const [seat, l] of this.live) {
-        const creds = l.files.creds;
-        const due = creds ? renewalDueAt(creds) : undefined;
-        if (!creds || due === undefined || Date.now() < due) continue;
-        await this.serial(async () => {
-          const r = this.seats.get(seat);
-          if (this.stopped || this.live.get(seat) !== l || l.stopping || !r || !holdsName(r)) return;
-          const o = { space: this.o.space, caller: this.o.caller, lifetimeMs: this.o.seatCredsLifetimeMs };
-          const done = await renewSeatCredential(this.nc, o, creds);
-          if (done === "renewed") this.o.log.info({ seat }, "renewed a running seat's credential");
-          if (done === "no-request" && !this.lapsing.has(creds)) {
-            this.lapsing.add(creds);
-            this.o.log.warn(
-              { seat },
-              "a seat's credential is due for renewal, but an older manager started it without keeping its mint request: it lapses at its expiry",
-            );
-          }
-        }).catch((err: unknown) => this.o.log.warn({ err, seat }, "renewing a seat's credential failed; tried again at the next check"));
-      }
-    } finally {
-      this.renewing = false;
-    }
-  }
-
-  private async beat(): Promise<void> {
-    for (const [seat, l] of this.live) {
-      const r = this.seats.get(seat);
-      if (r?.state === "joined" && l.lastPresence)
-        void wakeIfDue(seat, l, this.adapterOf(r), l.lastPresence, this.o.log).catch((err) => this.o.log.warn({ err, seat }, "wake failed"));
-      if (r?.state === "joined")
-        void readAuthOnScreen(seat, l, this.adapterOf(r), this.o.log).catch((err) => this.o.log.warn({ err, seat }, "reading a seat's screen failed"));
-    }
-    const status = this.status();
-    try {
-      await this.managers.put(this.o.instance, JSON.stringify({ ...heartbeatOf(status), ts: Date.now() }));
-      if (this.beatFailing) this.o.log.info("manager heartbeat works again");
-      this.beatFailing = false;
-    } catch (err) {
-      // Once per outage, not every beat.
-      if (!this.beatFailing) this.o.log.warn({ err }, "manager heartbeat failed: `cotal ps` will not list this manager until it works");
-      this.beatFailing = true;
-    }
-  }
-
-  private status() {
-    return {
-      instance: this.o.instance,
-      host: hostname(),
-      pid: process.pid,
-      seats: [...this.seats.values()].filter((r) => r.manager === this.o.instance && holdsName(r)).length,
-      maxSeats: this.o.maxSeats ?? 32,
-      startedAt: this.startedAt,
-      runtimes: [...this.hosts].flatMap(([name, host]) => {
-        const adapter = runtimeNamed(name);
-        if (!adapter) return [];
-        const { ready, summary, problem, remedy, detail } = adapter.auth(host);
-        return [{ name, ready, config: summary, ...(problem ? { problem } : {}), ...(remedy ? { remedy } : {}), ...(detail ? { auth: detail } : {}) }];
-      }),
-    };
-  }
-
-  /**
-   * Replay the log; adopt this instance's seats whose process still runs and proves to be its own
-   * (seat-adoption.ts), relaunch the rest; one whose folder is gone is retired, naming it. A seat
-   * the log leaves at `exited` (its manager died before restarting or retiring it) is judged as if
-   * its exit had just been seen.
-   */
-  private async rebuild(): Promise<void> {
-    this.rebuilding = true;
-    try {
-      await this.adoptOrRelaunch();
-    } finally {
-      this.rebuilding = false;
-    }
-  }
-
-  private async adoptOrRelaunch(): Promise<void> {
-    const histories = await this.seatLog.replay();
-    for (const h of histories.values()) this.learn(h);
-    for (const r of this.seats.values()) {
-      if (r.manager !== this.o.instance || !["launched", "joined", "requested", "exited"].includes(r.state)) continue;
-      const files = this.filesOf(r);
-      const past = incarnationPast(histories.get(r.seat)!, r);
-      if (r.state === "exited") {
-        await this.serial(() => this.takeUpExited(r, files, past));
-        continue;
-      }
-      // The policy window counts the restarts the log shows, not only this process's.
-      const restartsAt = past.restartsAt.filter((t) => Date.now() - t < this.windowOf(r));
-      const proof: SeatProof = fixOff("adoption", this.o.log)
-        ? { kind: "not-ours", why: `adoption is switched off (${FIX_OFF_ENV})`, running: true }
-        : await proveSeatProcess(r, files, () => this.tmux.panePid(seatName(r.seat)));
-      if (proof.kind === "not-ours" && proof.running)
-        this.o.log.warn({ seat: r.seat, pid: r.pid, why: proof.why }, "a recorded seat's process is not this manager's: not adopted");
-      const proc =
-        proof.kind !== "ours" || r.pid === undefined || !r.startTime
-          ? undefined
-          : r.terminal === "tmux"
-            ? this.tmux.adopt(seatName(r.seat), r.pid, r.startTime)
-            : adoptSeatProcess(r.pid, r.startTime, files.log);
-      if (proc) {
-        this.o.log.info({ seat: r.seat, pid: r.pid }, "re-adopted a running seat");
-        this.watch(r.seat, {
-          proc,
-          files,
-          stopping: false,
-          restartsAt,
-          ...(r.terminal === "tmux" ? { terminal: this.tmux.terminal(seatName(r.seat)) } : {}),
-          ...(r.state === "joined" ? { joinedEpoch: r.epoch } : {}),
-        });
-      } else {
-        const why = proof.kind === "not-ours" ? proof.why : "the process was gone when the manager restarted";
-        const lost = seatFolderProblem(files);
-        await this.serial(async () => {
-          if (!lost) return this.onExit(r.seat, { proc: deadProcess(), files, stopping: false, restartsAt }, { code: null, signal: null }, why);
-          // Nothing to start it again from (a restored seat log, a removed folder): recorded as failed, never launched.
-          this.o.log.warn({ seat: r.seat, problem: lost }, "a recorded seat cannot be started again: retired");
-          const reason = lostFolder(lost);
-          await this.appendExited(r.seat, r, { code: null, signal: null }, why, reason);
-          await this.retire(r.seat, reason);
-        });
-      }
-    }
-  }
-
-  /**
-   * A seat its previous manager recorded as exited and died before restarting or retiring: a seat
-   * it was retiring (a stop, a failed start, a crash loop) is retired with that reason; any other
-   * goes through the restart policy as of its exit, counting the restarts the log shows.
-   */
-  private async takeUpExited(r: SeatRecord, files: SeatFiles, past: { restartsAt: number[]; joined: boolean }): Promise<void> {
-    const lost = r.retiring === undefined ? seatFolderProblem(files) : undefined;
-    this.o.log.info({ seat: r.seat, retiring: r.retiring, lost }, "a seat was left exited by the previous manager: taking it up");
-    if (r.retiring !== undefined || lost) {
-      await this.retire(r.seat, r.retiring ?? lostFolder(lost!));
-      return;
-    }
-    const exit = r.exit ?? { code: null, signal: null };
-    const l: LiveSeat = { proc: deadProcess(), files, stopping: false, restartsAt: past.restartsAt, ...(past.joined ? { joinedEpoch: r.epoch } : {}) };
-    await this.afterExit(r.seat, l, exit, this.verdictOf(r, l, exit, r.exit?.output, r.since));
-  }
-
-  /** The seat's restart window, ms: its own, else the manager's (default 60 s). */
-  private windowOf(r: SeatRecord): number {
-    return r.spec.windowMs ?? this.o.windowMs ?? 60_000;
-  }
-
-  private filesOf(r: SeatRecord): SeatFiles {
-    const dir = seatDir(this.o.stateDir, seatName(r.seat));
-    return { dir, material: join(dir, "launch.json"), log: join(dir, "seat.log"), creds: join(dir, `${r.uid}.creds`) };
   }
 
   /**
@@ -435,45 +248,12 @@ export class ManagerService {
       const first = [...this.seats.values()].find((r) => r.requestId === asked.requestId);
       if (first) return this.identity(first);
     }
-    // A person with the steer right spawns a persona as the operator would (steer.ts); anyone else
-    // but the operator spawns a helper: within its grant, its limit and the budget gates.
-    const steerer = isOperator(caller) ? undefined : await this.steererOf(caller);
-    if (steerer) await admitSteered(asked, steerer, this.runs);
-    const helper = isOperator(caller) || steerer ? undefined : await this.admitHelper(asked, caller);
-    const a = helper ? { ...asked, agent: helper.agent } : asked;
-    // Agent CLIs run in a terminal the manager owns; the echo agent is a plain process.
-    const terminal = a.terminal ?? (runtimeNamed(a.agent) ? "tmux" : "process");
-    await this.admit(a.agent, terminal);
-    const cwd = helper?.cwd ?? a.cwd ?? (steerer ? (this.o.folder ?? process.cwd()) : process.cwd());
-    if (!isAbsolute(cwd) || !statSync(cwd, { throwIfNoEntry: false })?.isDirectory()) {
-      throw new SeatRefusedError(
-        "bad-cwd",
-        `The working directory ${JSON.stringify(cwd)} is not an absolute path to a folder on ${hostname()}; nothing was started.`,
-        "Pass --cwd with a folder that exists on the manager's host.",
-      );
-    }
-    const mine = [...this.seats.values()].filter((r) => r.manager === this.o.instance && holdsName(r)).length;
-    if (mine >= (this.o.maxSeats ?? 32)) {
-      throw new SeatRefusedError(
-        "seat-limit",
-        `Manager ${this.o.instance} already runs ${mine} seats (its limit); nothing was started.`,
-        "Stop a seat (`cotal stop --name N`), spawn on another manager (`--on`), or start this one with a higher --max-seats.",
-      );
-    }
-    // An agent file is read on this host, before anything is claimed: a missing or invalid one refuses the spawn.
-    const agentFile = helper?.file ?? (a.persona ? loadAgentFile(cwd, a.persona) : undefined);
+    const { a, terminal, cwd, steerer, helper, agentFile, carried, scope, model, allowSpawn, spawnLimit, pinned, posture } = await this.admission.admit(
+      asked,
+      caller,
+    );
     const fm = agentFile?.frontmatter;
-    const carried = this.takeCarried(a);
-    const scope = seatScope(a, fm);
     const { role, channels } = scope;
-    const model = a.model ?? fm?.model;
-    // The spawn right of the seat's own credential: the operator's spawn or its agent file (never a helper's).
-    const allowSpawn = helper ? [] : (a.allowSpawn ?? fm?.allowSpawn ?? []);
-    const spawnLimit = allowSpawn.length ? (a.spawnLimit ?? fm?.spawnLimit) : undefined;
-    // The spawn right pins its personas' agent files as they are now, where its helpers' are read.
-    const pinned = allowSpawn.length ? personaDigests(cwd, allowSpawn) : undefined;
-    const posture = a.posture ?? fm?.posture;
-    if (posture === "supervised" && !runtimeNamed(a.agent)?.capabilities.approvals) throw unsupervisable(a.agent);
     const uid = newLifecycleUid();
     const spec = {
       terminal,
@@ -486,7 +266,7 @@ export class ManagerService {
       ...(a.restarts !== undefined ? { restarts: a.restarts } : {}),
       ...(a.windowMs !== undefined ? { windowMs: a.windowMs } : {}),
     };
-    const { name, seat } = await this.claimName(a.name ?? fm?.name ?? a.agent, {
+    const { name, seat } = await claimName(this.names, a.name ?? fm?.name ?? a.agent, {
       uid,
       agent: a.agent,
       role,
@@ -520,550 +300,17 @@ export class ManagerService {
       // What another principal chose is mail, never keystrokes: stored before the seat starts, so
       // its first hook (session start, or the wake typed once it is ready) hands it over.
       const opening = a.prompt !== undefined && runtimeNamed(a.agent) !== undefined;
-      if (opening) await this.mailOpeningPrompt(seat, uid, a.prompt!, caller);
-      await this.start(seat, files, 0, [], opening, carried?.file);
+      if (opening) await mailOpeningPrompt(this.o, seat, uid, a.prompt!, caller);
+      await this.supervisor.start(seat, files, 0, [], opening, carried?.file);
     } catch (err) {
       const r = this.seats.get(seat);
       if (r && holdsName(r))
-        await this.retire(seat, `could not be started: ${(err as Error).message}`).catch((e: unknown) =>
-          this.o.log.error({ err: e, seat }, "retiring a seat that could not start failed"),
-        );
+        await this.retirement
+          .retire(seat, `could not be started: ${(err as Error).message}`)
+          .catch((e: unknown) => this.o.log.error({ err: e, seat }, "retiring a seat that could not start failed"));
       throw err;
     }
     return this.identity(this.seats.get(seat)!);
-  }
-
-  /** `who`'s principal id when it is a person with the steer right (docs/security.md, People), else undefined. */
-  private async steererOf(who: Principal): Promise<string | undefined> {
-    return steers(await this.grantOf(who)) ? principalId(who) : undefined;
-  }
-
-  /** What the mesh service minted `who` with (its channels, role and spawn right). */
-  private grantOf(who: Principal): Promise<SpawnGrant> {
-    return callControl(this.nc, this.o.space, "grant", this.o.caller ?? SERVICE_PRINCIPALS.cli, { name: principalId(who) });
-  }
-
-  /**
-   * The seat log as it stands now, for a spawner: its own seat (on any manager) and every seat that
-   * answers to it, each holding its name. Read from the log rather than this manager's table, which
-   * knows other managers' seats only as they were at its start.
-   */
-  private async spawnerState(id: string): Promise<{ spawner?: SeatRecord; helpers: SeatRecord[] }> {
-    const all = [...(await this.seatLog.replay()).values()].map(projectSeat).filter((r): r is SeatRecord => !!r && holdsName(r));
-    const spawner = all.find((r) => r.seat === id);
-    return { ...(spawner ? { spawner } : {}), helpers: all.filter((r) => r.spawnedBy === id) };
-  }
-
-  /**
-   * Where a spawner's helpers work and read their agent files: beside it when it is a seat of this
-   * manager, else the manager's folder. A spawner that is another manager's seat spawns there.
-   */
-  private placeOf(id: string, spawner: SeatRecord | undefined): string {
-    if (spawner && spawner.manager !== this.o.instance)
-      throw new SeatRefusedError(
-        "not-your-manager",
-        `${id} is a seat of manager ${spawner.manager ?? "unknown"}: its helpers run there, beside it (so they retire with it); nothing was done here.`,
-        `Call manager ${spawner.manager ?? "<instance>"} (cotal_spawn does, from a managed seat).`,
-      );
-    return spawner?.spec.cwd ?? this.o.folder ?? process.cwd();
-  }
-
-  /** A spawner that is a seat with a persona: its agent file, to compare its helpers' tools with. */
-  private spawnerFile(spawner: SeatRecord | undefined): AgentFrontmatter | undefined {
-    return spawner?.persona ? loadAgentFile(spawner.spec.cwd ?? this.o.folder ?? process.cwd(), spawner.persona).frontmatter : undefined;
-  }
-
-  /**
-   * Admit a helper an agent asks for (docs/manager.md, Helpers), refusing before anything is
-   * claimed: operator-only arguments; a persona its credential does not name (the broker already
-   * refused a credential without the spawn right); its seat limit; a helper wider than it; the
-   * budget gates.
-   */
-  private async admitHelper(
-    a: SpawnRequest,
-    caller: Principal,
-  ): Promise<{ agent: SeatAgent; cwd: string; file: AgentFile; fm: AgentFrontmatter; spawnedBy: string; spawnerUid?: string }> {
-    const id = principalId(caller);
-    refuseOperatorOnly(id, a);
-    const grant = await this.grantOf(caller);
-    refuseUngranted(id, grant, a.persona);
-    const { spawner, helpers } = await this.spawnerState(id);
-    const cwd = this.placeOf(id, spawner);
-    refuseOverLimit(
-      id,
-      grant,
-      helpers.map((h) => seatName(h.seat)),
-    );
-    const file = loadAgentFile(cwd, a.persona);
-    refuseUnpinned(id, grant, a.persona, file.digest);
-    const fm = file.frontmatter;
-    const agent = helperAgent(a.agent, fm, a.persona);
-    refuseWider(id, a.persona, widerThan({ ...seatScope(a, fm), agent, fm }, grant, this.spawnerFile(spawner)));
-    const refused = await this.runs?.spawnGate(agent !== "echo");
-    if (refused) {
-      this.o.log.warn({ spawner: id, cap: refused.cap, spentUsd: refused.spentUsd }, "helper refused by a budget gate");
-      throw new SeatRefusedError("budget", refused.message, "Wait for the next UTC day, or ask the operator to raise the cap (`cotal budget`, docs/runs.md).");
-    }
-    return { agent, cwd, file, fm, spawnedBy: id, ...(spawner ? { spawnerUid: spawner.uid } : {}) };
-  }
-
-  /**
-   * The personas a spawner may spawn, as its helpers' folder holds them: each agent file's name,
-   * runtime, role and channels, or why it cannot be spawned (missing, invalid, wider than the
-   * spawner). The operator may spawn any: every agent file of the manager's folder.
-   */
-  private async personas(caller: Principal) {
-    const id = principalId(caller);
-    const asked = isOperator(caller) ? undefined : await this.grantOf(caller);
-    // A steering person lists the personas as the operator does: every agent file of the manager's folder.
-    const grant = asked && steers(asked) ? undefined : asked;
-    if (grant) refuseWithoutRight(id, grant);
-    const { spawner, helpers } = await this.spawnerState(id);
-    const cwd = this.placeOf(id, spawner);
-    const spawnerFile = grant ? this.spawnerFile(spawner) : undefined;
-    const names = grant?.allowSpawn ?? agentFilesIn(cwd);
-    const hide = (t: string) => (grant ? redactHostPaths(t, { stateDir: this.o.stateDir, cwd }) : t);
-    const personas = names.map((persona): PersonaInfo => {
-      try {
-        const file = loadAgentFile(cwd, persona);
-        const fm = file.frontmatter;
-        const runtime = fm.runtime ?? DEFAULT_RUNTIME.name;
-        const unpinned = grant ? pinProblem(grant, persona, file.digest) : undefined;
-        const wider = grant ? widerThan({ ...seatScope({ channels: [] }, fm), agent: runtime as SeatAgent, fm }, grant, spawnerFile) : [];
-        return {
-          persona,
-          name: fm.name,
-          runtime,
-          ...(fm.role ? { role: fm.role } : {}),
-          channels: fm.subscribe,
-          ...(fm.description ? { description: fm.description.slice(0, 1000) } : {}),
-          ...(unpinned ? { problem: unpinned } : wider.length ? { problem: `a helper of it would be wider than you: ${wider.join("; ")}` } : {}),
-        };
-      } catch (err) {
-        return { persona, name: persona, runtime: "-", channels: [], problem: hide((err as Error).message) };
-      }
-    });
-    return { instance: this.o.instance, personas, limit: grant ? spawnLimitOf(grant) : (this.o.maxSeats ?? 32), held: helpers.length };
-  }
-
-  /**
-   * Hand a helper over (docs/manager.md, Helpers): its spawner (or the operator) makes another agent
-   * answer for it, who must be allowed to spawn its persona, within that agent's limit and scope;
-   * or, with no `to`, the operator. Either way it no longer retires with its spawner.
-   */
-  private async handover(a: Args<"handover">, caller: Principal) {
-    const seat = `local.${a.name}`;
-    const r = this.ownedSeat(a.name, caller, "handed over");
-    const from = r.spawnedBy;
-    if (!from)
-      throw new SeatRefusedError(
-        "not-a-helper",
-        `${a.name} is not a helper: no agent answers for it (the operator does); nothing changed.`,
-        "Only helpers are handed over (`cotal ps` names who spawned each).",
-      );
-    if (a.to === from)
-      throw new SeatRefusedError(
-        "not-a-handover",
-        `${from} already answers for ${a.name}; nothing changed.`,
-        "Name another agent, or leave `to` out for the operator.",
-      );
-    let toUid: string | undefined;
-    if (a.to) {
-      const grant = await this.grantOf(parsePrincipal(a.to));
-      refuseUngranted(a.to, grant, r.persona);
-      const { spawner, helpers } = await this.spawnerState(a.to);
-      const cwd = this.placeOf(a.to, spawner);
-      refuseOverLimit(
-        a.to,
-        grant,
-        helpers.map((h) => seatName(h.seat)),
-      );
-      const fm = loadAgentFile(r.spec.cwd ?? cwd, r.persona).frontmatter;
-      refuseWider(
-        a.to,
-        r.persona,
-        widerThan({ ...seatScope({ role: r.role, channels: r.spec.channels }, fm), agent: r.agent, fm }, grant, this.spawnerFile(spawner)),
-      );
-      toUid = spawner?.uid;
-    }
-    await this.append(seat, {
-      type: "handed-over",
-      seat,
-      uid: r.uid,
-      epoch: r.epoch,
-      ts: Date.now(),
-      from,
-      ...(a.to ? { to: a.to } : {}),
-      ...(toUid ? { toUid } : {}),
-    });
-    this.o.log.info({ seat, from, to: a.to ?? "the operator", by: principalId(caller) }, "helper handed over");
-    return { seat, uid: r.uid, from, ...(a.to ? { to: a.to } : {}) };
-  }
-
-  /** A `--resume` spawn's claim, taken once (before anything is claimed); refused for echo seats. */
-  private takeCarried(a: SpawnRequest): StagedTranscript | undefined {
-    if (a.resume === undefined) return undefined;
-    const adapter = runtimeNamed(a.agent);
-    if (!adapter?.capabilities.carry)
-      throw new SeatRefusedError(
-        "resume-unavailable",
-        `${adapter ? `${adapter.label} seats cannot resume a carried session (docs/runtimes.md)` : "Only agent CLI seats resume a carried session"}; nothing was started.`,
-        `Leave out --resume, or spawn a ${DEFAULT_RUNTIME.name} seat.`,
-      );
-    return this.carry.take(a.claim, a.resume);
-  }
-
-  /** Refuse, before anything runs, an agent or terminal host this manager cannot start. */
-  private async admit(agent: SeatAgent, terminal: string): Promise<void> {
-    refuseUnknownAgent(agent);
-    if (agent === "echo" && terminal !== "process") {
-      throw new SeatRefusedError(
-        "terminal-unavailable",
-        `The echo agent runs headless (terminal process), not ${terminal}; nothing was started.`,
-        "Spawn echo seats with --terminal process (the default).",
-      );
-    }
-    const adapter = runtimeNamed(agent);
-    if (adapter) {
-      if (terminal !== "tmux" && terminal !== "pty")
-        throw new SeatRefusedError(
-          "terminal-unavailable",
-          `${adapter.label} seats run in a terminal the manager owns (tmux or pty), not ${terminal}; nothing was started.`,
-          `Use --terminal tmux (the default for ${adapter.name}) or --terminal pty.`,
-        );
-      const host = this.hosts.get(adapter.name);
-      if (!host)
-        throw new SeatRefusedError(
-          "agent-unavailable",
-          `Manager ${this.o.instance} cannot start ${adapter.label} seats (no ${adapter.command} executable or plugin tree configured); nothing was started.`,
-          adapter.installHint,
-        );
-      refuseWithoutAuth(this.o.instance, adapter, host, "seat");
-      if (terminal === "tmux") await TmuxServer.check();
-      else await checkScript();
-    }
-  }
-
-  /**
-   * Claim `base` (or `base_2`, `base_3`…) by appending `requested` to its log: the append's
-   * expected sequence makes two managers claiming one name at once fail all but one.
-   */
-  private async claimName(
-    base: string,
-    r: {
-      uid: string;
-      agent: SeatAgent;
-      role?: string | undefined;
-      persona?: string | undefined;
-      caller: Principal;
-      requestId?: string | undefined;
-      spec: SeatRecord["spec"];
-      spawnedBy?: string;
-      spawnerUid?: string;
-      allowSpawn?: string[];
-      spawnLimit?: number;
-    },
-  ) {
-    for (let n = 1; n <= 99; n++) {
-      const name = n === 1 ? base : `${base}_${n}`;
-      const seat = `local.${name}`;
-      const held = this.seats.get(seat);
-      if (held && holdsName(held)) continue;
-      try {
-        await this.append(seat, {
-          type: "requested",
-          seat,
-          uid: r.uid,
-          epoch: 0,
-          ts: Date.now(),
-          agent: r.agent,
-          ...(r.role ? { role: r.role } : {}),
-          ...(r.persona ? { persona: r.persona } : {}),
-          by: `${r.caller.owner}.${r.caller.actor}`,
-          ...(r.requestId ? { requestId: r.requestId } : {}),
-          ...(r.spec.terminal ? { terminal: r.spec.terminal as TerminalHost } : {}),
-          ...(r.spec.cwd ? { cwd: r.spec.cwd } : {}),
-          ...(r.spec.model ? { model: r.spec.model } : {}),
-          channels: r.spec.channels,
-          ...(r.spec.restarts !== undefined ? { restarts: r.spec.restarts } : {}),
-          ...(r.spec.windowMs !== undefined ? { windowMs: r.spec.windowMs } : {}),
-          ...(r.spec.carried ? { carried: r.spec.carried } : {}),
-          ...(r.spec.personaDigest ? { personaDigest: r.spec.personaDigest } : {}),
-          ...(r.spec.posture ? { posture: r.spec.posture } : {}),
-          ...(r.spawnedBy ? { spawnedBy: r.spawnedBy } : {}),
-          ...(r.spawnerUid ? { spawnerUid: r.spawnerUid } : {}),
-          ...(r.allowSpawn ? { allowSpawn: r.allowSpawn } : {}),
-          ...(r.spawnLimit !== undefined ? { spawnLimit: r.spawnLimit } : {}),
-        });
-        // Each manager writes its own subject, so the broker cannot refuse a second claim: the log's
-        // order decides (projectSeat), the first claim of a free name wins. Read back who won.
-        const h = await this.seatLog.history(parsePrincipal(seat));
-        if (h && this.learn(h)?.uid === r.uid) return { name, seat };
-        this.o.log.info({ seat }, "another manager claimed the name first; trying the next");
-      } catch (err) {
-        if (!(err instanceof StaleSeatLogError)) throw err;
-        await this.refresh(seat); // another process of this instance wrote it: learn what, then try the next number
-      }
-    }
-    throw new SeatRefusedError(
-      "name-taken",
-      `Every name from ${base} to ${base}_99 is held; nothing was started.`,
-      "Stop seats you no longer need, or pick another --name.",
-    );
-  }
-
-  private async refresh(seat: string): Promise<void> {
-    const h = await this.seatLog.history(parsePrincipal(seat));
-    if (h) this.learn(h);
-  }
-
-  /**
-   * A spawn's opening prompt, stored as a DM from this manager to the seat (opening-prompt.ts).
-   * Refused by the broker (a manager credential minted before managers could send it): the spawn
-   * fails, saying so, before anything starts.
-   */
-  private async mailOpeningPrompt(seat: string, uid: string, prompt: string, caller: Principal): Promise<void> {
-    const from = this.o.caller ?? SERVICE_PRINCIPALS.cli;
-    try {
-      await sendDirectMail(this.o.jsConnection, openingPromptMail({ space: this.o.space, from, seat: parsePrincipal(seat), uid, by: caller, prompt }));
-    } catch (err) {
-      throw new OpeningPromptNotStoredError(seat, principalId(from), err);
-    }
-  }
-
-  private async start(seat: string, files: SeatFiles, epoch: number, restartsAt: number[], opening = false, carriedFile?: string): Promise<void> {
-    const r = this.seats.get(seat)!;
-    const adapter = runtimeNamed(r.agent);
-    const host = adapter ? this.hosts.get(adapter.name) : undefined;
-    if (adapter && host) {
-      const cwd = r.spec.cwd ?? process.cwd();
-      const agentFile = r.persona ? loadAgentFile(cwd, r.persona) : undefined;
-      if (r.spawnedBy && agentFile && agentFile.digest !== r.spec.personaDigest)
-        throw new PersonaChangedError(seat, r.persona!, r.spawnedBy, r.spec.personaDigest !== undefined);
-      const kind = r.spec.terminal === "pty" ? "pty" : "tmux";
-      const term = kind === "pty" ? ({ pty: true } as const) : { tmux: this.tmux };
-      const request = {
-        name: seatName(seat),
-        space: this.o.space,
-        cwd,
-        model: r.spec.model,
-        resume: r.spec.carried ? { ...r.spec.carried, file: carriedFile } : undefined,
-      };
-      const fm = agentFile?.frontmatter;
-      const { proc, terminal, permissionMode } = await startRuntimeSeat(adapter, host, term, files, {
-        ...request,
-        persona: agentFile?.persona,
-        agent: fm?.agent,
-        allowedTools: fm?.allowedTools ?? [],
-        launchOptions: fm?.launchOptions ?? {},
-        posture: r.spec.posture,
-      });
-      await this.append(seat, {
-        type: "launched",
-        seat,
-        uid: r.uid,
-        epoch,
-        ts: Date.now(),
-        terminal: kind,
-        pid: proc.pid,
-        ...(proc.startTime ? { startTime: proc.startTime } : {}),
-        ...(permissionMode ? { permissionMode } : {}),
-      });
-      const l: LiveSeat = { proc, files, stopping: false, restartsAt, terminal };
-      this.watch(seat, l);
-      void this.untilReady(seat, l, adapter, opening);
-      return;
-    }
-    const proc = launchSeat(this.o, r.agent, files);
-    await this.append(seat, {
-      type: "launched",
-      seat,
-      uid: r.uid,
-      epoch,
-      ts: Date.now(),
-      terminal: "process",
-      ...(proc.pid > 0 ? { pid: proc.pid } : {}),
-      ...(proc.startTime ? { startTime: proc.startTime } : {}),
-    });
-    this.watch(seat, { proc, files, stopping: false, restartsAt });
-  }
-
-  /**
-   * An interactive seat must reach its input screen unattended: on a screen it does not expect
-   * it is failed and retired, naming the screen. Once ready, a seat with an opening prompt (stored
-   * as its mail) is woken, so its first turn's hook hands the prompt over.
-   */
-  private async untilReady(seat: string, l: LiveSeat, adapter: RuntimeAdapter, opening: boolean): Promise<void> {
-    try {
-      await awaitInputScreen(
-        l.terminal!,
-        l.proc,
-        adapter.classifyScreen,
-        this.hosts.get(adapter.name)?.screenTimeoutMs ?? adapter.screenTimeoutMs,
-        (screen) => (l.lastScreen = screen),
-      );
-      if (opening && !this.stopped) await this.wakeForOpening(seat, l, adapter);
-    } catch (err) {
-      if (this.stopped || this.live.get(seat) !== l || l.stopping) return;
-      const shown = err instanceof UnexpectedScreenError ? err.screen || (l.lastScreen ?? "") : "";
-      const remedy = startFailureRemedy(shown, adapter);
-      const why = `${err instanceof UnexpectedScreenError ? err.message : `its screen could not be read: ${(err as Error).message}`}${remedy ? `. ${remedy}` : ""}`;
-      this.o.log.warn({ seat, why, screen: shown.trimEnd().split("\n").slice(-20).join("\n") }, "a seat did not reach its input screen: failed");
-      l.stopping = true;
-      await this.serial(async () => {
-        const exit = await l.proc.stop(2_000);
-        this.live.delete(seat);
-        const r = this.seats.get(seat);
-        if (!r || !holdsName(r)) return;
-        const output = shown.trim() ? shown.trimEnd().split("\n").slice(-20).join("\n") : undefined;
-        await this.appendExited(seat, r, exit, output, `failed: ${why}`);
-        await this.retire(seat, `failed: ${why}`);
-      }).catch((e: unknown) => this.o.log.error({ err: e, seat }, "failing a seat that did not start failed"));
-    }
-  }
-
-  /**
-   * Type the runtime's fixed wake prompt into a seat whose opening prompt waits as mail, and see it
-   * taken (prompt-delivery.ts); one still not taken is logged with the screen. The wake of held
-   * mail (maybeWake) waits meanwhile: two wakes typed at once would start two turns.
-   */
-  private async wakeForOpening(seat: string, l: LiveSeat, adapter: RuntimeAdapter): Promise<void> {
-    l.wokenAt = Date.now();
-    l.waking = true;
-    try {
-      const outcome = await deliverPrompt(adapter.wakePrompt, {
-        terminal: l.terminal!,
-        submitDelayMs: adapter.submitDelayMs,
-        classify: adapter.classifyScreen,
-        retype: adapter.capabilities.mailHook,
-        taken: (typedAt) => {
-          const p = l.lastPresence;
-          return p !== undefined && ((p.activeAt ?? 0) >= typedAt || p.status === "working" || p.status === "waiting");
-        },
-        onRetry: (what) =>
-          this.o.log.warn(
-            { seat, what },
-            what === "enter"
-              ? "the wake for the opening prompt was not taken: pressing Enter again"
-              : "the wake for the opening prompt was not taken: typing it again",
-          ),
-      });
-      if (!outcome.taken && !this.stopped && !l.stopping)
-        this.o.log.warn(
-          { seat, why: outcome.why, screen: outcome.screen.trimEnd().split("\n").slice(-15).join("\n") },
-          "the wake for the opening prompt was not taken",
-        );
-    } finally {
-      l.waking = false;
-    }
-  }
-
-  private watch(seat: string, l: LiveSeat): void {
-    this.live.set(seat, l);
-    void l.proc.exited
-      .then((exit) => {
-        if (this.stopped || this.live.get(seat) !== l || l.stopping) return;
-        return this.serial(() => this.onExit(seat, l, exit));
-      })
-      .catch((err) => this.o.log.error({ err, seat }, "seat exit handling failed"));
-  }
-
-  /** A seat's process ended on its own: record it, then restart, or retire a seat that never joined or loops. */
-  private async onExit(seat: string, l: LiveSeat, exit: SeatExit, why?: string): Promise<void> {
-    this.live.delete(seat);
-    const r = this.seats.get(seat);
-    if (!r || !holdsName(r)) return;
-    const output = why ?? (await this.lastOutput(r, l));
-    const verdict = this.verdictOf(r, l, exit, output, Date.now());
-    await this.appendExited(seat, r, exit, output, verdict.retire);
-    await this.afterExit(seat, l, exit, verdict);
-  }
-
-  /** The restart policy's verdict on one exit of seat `r` (restart-policy.ts). */
-  private verdictOf(r: SeatRecord, l: LiveSeat, exit: ExitStatus, output: string | undefined, exitAt: number): ExitVerdict {
-    const screen = r.terminal === "tmux" && output ? this.adapterOf(r).classifyScreen(output) : undefined;
-    const verdict = exitVerdict({
-      exit,
-      exitAt,
-      // A restart (epoch > 0) follows a join: an incarnation started again that cannot join (a node
-      // of the cluster down, its presence write timing out) counts against the restart policy like
-      // any crash, not as a spawn that failed; the fault suite found such seats retired for good.
-      joined: r.state === "joined" || l.joinedEpoch !== undefined || r.epoch > 0,
-      restartsAt: l.restartsAt,
-      restarts: r.spec.restarts ?? this.o.restarts ?? 3,
-      windowMs: this.windowOf(r),
-      blockedBy: screen?.kind === "blocked" ? screen.name : undefined,
-    });
-    if (verdict.retire === undefined && fixOff("restart", this.o.log))
-      return { ...verdict, retire: `exited: ${describeExit(exit)} (restarts are switched off, ${FIX_OFF_ENV})` };
-    return verdict;
-  }
-
-  /** An exit recorded: retire the seat as the verdict says, or restart it. */
-  private async afterExit(seat: string, l: LiveSeat, exit: ExitStatus, verdict: ExitVerdict): Promise<void> {
-    if (verdict.retire !== undefined) {
-      await this.retire(seat, verdict.retire);
-      return;
-    }
-    const r = this.seats.get(seat)!;
-    const rr = await this.append(seat, { type: "restarted", seat, uid: r.uid, epoch: r.epoch + 1, ts: Date.now(), reason: describeExit(exit) });
-    try {
-      await this.start(seat, l.files, rr.epoch, verdict.recent);
-    } catch (err) {
-      // Nothing to start it again from (a helper's agent file changed, an agent file gone): retired, saying why.
-      await this.retire(seat, `could not be started again: ${(err as Error).message}`);
-    }
-  }
-
-  /** What a seat showed last: its log's tail, or its terminal's last screen (the window is kept until read, then closed). */
-  private async lastOutput(r: SeatRecord, l: LiveSeat): Promise<string> {
-    if (!l.terminal) return logTailOf(l.files.log);
-    let screen = (await l.terminal.screen(100)).trimEnd();
-    await l.terminal.close();
-    // An exiting TUI may leave a blank screen (it restores the main one): then what it showed last.
-    const { classifyScreen } = this.adapterOf(r);
-    if (classifyScreen(screen).kind !== "blocked" && l.lastScreen && classifyScreen(l.lastScreen).kind === "blocked") screen = l.lastScreen.trimEnd();
-    return screen.split("\n").slice(-30).join("\n");
-  }
-
-  /** Retire a seat's incarnation (its credential revoked, its folder removed), then its helpers with it. */
-  private async retire(seat: string, reason: string): Promise<number> {
-    const r = this.seats.get(seat)!;
-    try {
-      return await retireSeatFiles(this.nc, this.o, seatName(seat));
-    } finally {
-      await this.append(seat, { type: "retired", seat, uid: r.uid, epoch: r.epoch, ts: Date.now(), reason });
-      if (!this.rebuilding) await this.retireHelpersOf(seat, r.uid);
-    }
-  }
-
-  /**
-   * A spawner retired takes its helpers with it (docs/manager.md, Helpers): every seat of this
-   * manager that answers to it (to that incarnation, when it is a seat here) and was not handed over.
-   */
-  private async retireHelpersOf(spawner: string, uid: string): Promise<void> {
-    for (const h of [...this.seats.values()]) {
-      if (h.manager !== this.o.instance || !holdsName(h) || h.spawnedBy !== spawner) continue;
-      if (h.spawnerUid !== undefined && h.spawnerUid !== uid) continue;
-      await this.stopAndRetire(h.seat, h, `retired with its spawner ${spawner}`).catch((err: unknown) =>
-        this.o.log.error({ err, seat: h.seat, spawner }, "retiring a helper with its spawner failed"),
-      );
-    }
-  }
-
-  /**
-   * After a restart: a helper whose spawner, a seat of this manager, was retired (or replaced by a new
-   * incarnation) while its retirement was under way goes now.
-   */
-  private async retireOrphans(): Promise<void> {
-    for (const h of [...this.seats.values()]) {
-      if (h.manager !== this.o.instance || !holdsName(h) || !h.spawnedBy || h.spawnerUid === undefined) continue;
-      const s = this.seats.get(h.spawnedBy);
-      if (s && s.uid === h.spawnerUid && holdsName(s)) continue;
-      await this.stopAndRetire(h.seat, h, `retired with its spawner ${h.spawnedBy}`).catch((err: unknown) =>
-        this.o.log.error({ err, seat: h.seat }, "retiring a helper whose spawner is gone failed"),
-      );
-    }
   }
 
   /**
@@ -1094,24 +341,9 @@ export class ManagerService {
   }
 
   private async stopSeat(name: string, caller: Principal) {
-    const steerer = isOperator(caller) ? undefined : await this.steererOf(caller);
+    const steerer = isOperator(caller) ? undefined : await this.admission.steererOf(caller);
     const r = steerer ? steerableSeat(this.seats.get(`local.${name}`), name, steerer, this.o.instance) : this.ownedSeat(name, caller, "stopped");
-    return this.stopAndRetire(r.seat, r, `stopped by ${caller.owner}.${caller.actor}`);
-  }
-
-  /** Stop a seat's process if it runs, and retire its incarnation (its helpers with it). */
-  private async stopAndRetire(seat: string, r: SeatRecord, reason: string) {
-    const l = this.live.get(seat);
-    let stopped = false;
-    if (l) {
-      l.stopping = true;
-      const exit = await l.proc.stop();
-      this.live.delete(seat);
-      stopped = true;
-      await this.appendExited(seat, r, exit, undefined, reason);
-    }
-    const revoked = await this.retire(seat, reason);
-    return { seat, uid: r.uid, stopped, revoked };
+    return this.retirement.stopAndRetire(r.seat, r, `stopped by ${caller.owner}.${caller.actor}`);
   }
 
   /** Presence says a launched seat's incarnation joined: record it once per epoch. */
@@ -1133,7 +365,7 @@ export class ManagerService {
         if (l && r && p.lifecycleUid === r.uid) l.lastPresence = p.status === "offline" ? undefined : p;
         if (!r || !l || p.lifecycleUid !== r.uid || p.status === "offline") return;
         if (r.state === "joined") {
-          void wakeIfDue(seat, l, this.adapterOf(r), p, this.o.log).catch((err) => this.o.log.warn({ err, seat }, "wake failed"));
+          void wakeIfDue(seat, l, adapterOf(r), p, this.o.log).catch((err) => this.o.log.warn({ err, seat }, "wake failed"));
           return;
         }
         if (r.state !== "launched") return;
@@ -1147,11 +379,6 @@ export class ManagerService {
     this.subs.push(sub);
   }
 
-  /** The runtime adapter of a seat's agent (an agent CLI seat; the default runtime's for anything else). */
-  private adapterOf(r: Pick<SeatRecord, "agent">): RuntimeAdapter {
-    return runtimeNamed(r.agent) ?? DEFAULT_RUNTIME;
-  }
-
   /** The seats `ps` answers (seat-views.ts). */
   private view(all: boolean, caller: Principal): SeatView[] {
     return seatViews(this.seats.values(), this.live, { instance: this.o.instance, stateDir: this.o.stateDir, readinessMs: this.o.readinessMs }, all, caller);
@@ -1160,27 +387,4 @@ export class ManagerService {
   private identity(r: SeatRecord) {
     return { seat: r.seat, name: seatName(r.seat), uid: r.uid, instance: r.manager ?? this.o.instance, state: seatState(r, this.o.readinessMs) };
   }
-}
-
-/** The agent files (`.cotal/agents/*.md`) of a folder, by persona name. */
-function agentFilesIn(cwd: string): string[] {
-  try {
-    return readdirSync(join(cwd, ".cotal", "agents"))
-      .filter((f) => f.endsWith(".md"))
-      .map((f) => f.slice(0, -3))
-      .sort();
-  } catch {
-    return [];
-  }
-}
-
-/** Why a seat found without its folder is retired (seatFolderProblem's `problem`). */
-function lostFolder(problem: string): string {
-  return `failed: ${problem} when the manager started, so it could not be started again`;
-}
-
-/** A process that is already gone (for a seat found dead at restart). */
-function deadProcess(): SeatProcess {
-  const exited = Promise.resolve({ code: null, signal: null });
-  return { pid: -1, startTime: undefined, exited, stop: () => exited };
 }

@@ -1,5 +1,7 @@
-import { principalId, type Principal } from "../schemas/index.js";
-import type { DirectMail } from "../broker/index.js";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { parsePrincipal, principalId, type Principal } from "../schemas/index.js";
+import { sendDirectMail, SERVICE_PRINCIPALS, type DirectMail } from "../broker/index.js";
+import { OpeningPromptNotStoredError } from "./errors.js";
 
 /** One spawn's opening prompt, as the manager that starts the seat hands it over. */
 export interface OpeningPrompt {
@@ -30,4 +32,24 @@ export function openingPromptMail(o: OpeningPrompt): DirectMail {
     id: `opening-${o.uid}`,
     parts: [{ kind: "text", text: `Opening prompt from ${principalId(o.by)}, who started this seat:\n${o.prompt}` }],
   };
+}
+
+/**
+ * A spawn's opening prompt, stored as a DM from this manager to the seat. Refused by the broker (a
+ * manager credential minted before managers could send it): the spawn fails, saying so, before
+ * anything starts.
+ */
+export async function mailOpeningPrompt(
+  o: { jsConnection: NatsConnection; space: string; caller?: Principal | undefined },
+  seat: string,
+  uid: string,
+  prompt: string,
+  caller: Principal,
+): Promise<void> {
+  const from = o.caller ?? SERVICE_PRINCIPALS.cli;
+  try {
+    await sendDirectMail(o.jsConnection, openingPromptMail({ space: o.space, from, seat: parsePrincipal(seat), uid, by: caller, prompt }));
+  } catch (err) {
+    throw new OpeningPromptNotStoredError(seat, principalId(from), err);
+  }
 }

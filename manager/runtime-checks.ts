@@ -2,7 +2,7 @@
 // registry (runtimes/): an agent the registry does not hold, what it cannot promise (`ps`), a
 // runtime without credentials, and where its executable is.
 import { findCli, type Env, type RuntimeAdapter, type RuntimeHost } from "../runtime/index.js";
-import { RUNTIMES, runtimeNamed } from "../runtimes/index.js";
+import { DEFAULT_RUNTIME, RUNTIMES, runtimeNamed } from "../runtimes/index.js";
 import { SeatRefusedError } from "./errors.js";
 import { withArticle } from "../schemas/index.js";
 
@@ -55,4 +55,9 @@ export function hostsOf(o: { runtimes?: Readonly<Record<string, RuntimeHost>> | 
 /** Where a runtime's executable is: its `binEnv` variable, else the first on PATH; with notes for the log. */
 export function findRuntimeCli(adapter: RuntimeAdapter, env: Env): { path: string | undefined; notes: string[] } {
   return findCli(adapter, env);
+}
+
+/** The runtime adapter of a seat's agent (an agent CLI seat; the default runtime's for anything else). */
+export function adapterOf(r: { agent: string }): RuntimeAdapter {
+  return runtimeNamed(r.agent) ?? DEFAULT_RUNTIME;
 }
