@@ -74,7 +74,7 @@ export class Seat {
   readonly helpers: HelperDesk | undefined;
   /** Its permission asks, answered over the mesh, when its CLI's permission hook takes a decision back. */
   readonly approvals: ApprovalDesk | undefined;
-  /** The hook reply that hands a decision back to the seat's CLI (seat-runtime.ts). */
+  /** The hook reply that hands a decision back to the seat's CLI (cli-facet.ts). */
   readonly permissionReply: SeatApprovals["reply"] | undefined;
 
   private constructor(

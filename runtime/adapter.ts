@@ -1,6 +1,6 @@
 // The runtime seam (docs/runtimes.md): everything the kernel (manager, runs, `cotal setup`) asks
 // of an agent CLI, as one interface. Each agent CLI is an adapter folder (claude/, codex/) that
-// exports one object of this shape; the registry (manager/runtimes.ts) lists them, one line each.
+// exports one object of this shape; the registry (runtimes/index.ts) lists them, one line each.
 // The kernel never asks "is this Claude?": it asks the adapter, or reads its capability table.
 import type { ChildProcess, StdioOptions } from "node:child_process";
 import type { ModelSource, RunResult } from "../schemas/index.js";
@@ -199,7 +199,7 @@ export interface RuntimeSetupReport {
   trusted?: number;
 }
 
-/** A runtime adapter. One per agent CLI; registered in manager/runtimes.ts. */
+/** A runtime adapter. One per agent CLI; registered in runtimes/index.ts. */
 /** A decision a PermissionRequest hook hands back to the CLI. */
 export type PermissionDecision = { behavior: "allow" } | { behavior: "deny"; message: string };
 

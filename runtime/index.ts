@@ -1,7 +1,7 @@
 /**
  * The runtime seam: the interface every agent CLI adapter implements (adapter.ts) and what the
  * kernel hands it. Its own floor (it depends on schemas only): the adapters (claude/, codex/)
- * sit above it, the registry (manager/runtimes.ts) and the kernel above them. What adapters share
+ * sit above it, the registry (runtimes/index.ts) and the kernel above them. What adapters share
  * beyond the helpers here is here too: the OpenCode family (opencode-family/), for opencode/ and
  * kilo/.
  */

@@ -27,7 +27,7 @@ export const OPERATOR_PRINCIPAL = { owner: "local", actor: "cotal_cli" } as cons
 
 /**
  * The agents a manager can launch: the echo agent (`echo`), or a runtime of the registry by its name.
- * Which names exist is the registry's to say (manager/runtimes.ts), not the contract's: a manager
+ * Which names exist is the registry's to say (runtimes/index.ts), not the contract's: a manager
  * refuses a name its registry does not hold, before anything starts.
  */
 export const SeatAgent = RuntimeName.describe("echo (built in, no model) or a runtime of the registry (docs/runtimes.md)");

@@ -197,7 +197,7 @@ function oldTerminalKeys(raw: unknown): { read: Array<Array<string | number>>; p
 
 /** Checks across keys: declared channels, durations in range, seat names that count does not make twice, who may read and write. */
 /**
- * Seats whose `agent` is neither `echo` nor a runtime of the registry (manager/runtimes.ts): the
+ * Seats whose `agent` is neither `echo` nor a runtime of the registry (runtimes/index.ts): the
  * contract takes any runtime name, the registry says which exist here.
  */
 function unknownAgents(raw: unknown): Array<{ path: Array<string | number>; message: string }> {

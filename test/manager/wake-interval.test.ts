@@ -1,5 +1,5 @@
-// How soon the manager may type another wake into a seat still idle with mail (manager-service's
-// maybeWake): 15 s for a runtime whose TUI queues a second prompt harmlessly, longer for OpenCode,
+// How soon the manager may type another wake into a seat still idle with mail (live-seat.ts's
+// wakeIfDue): 15 s for a runtime whose TUI queues a second prompt harmlessly, longer for OpenCode,
 // where a wake typed while the first prompt's hooks still run starts a second session.
 import { describe, expect, it } from "vitest";
 import { RUNTIMES } from "../../runtimes/index.js";

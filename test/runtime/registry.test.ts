@@ -1,4 +1,4 @@
-// The registry (manager/runtimes.ts) is the one list of runtimes: the contract (schemas/) only
+// The registry (runtimes/index.ts) is the one list of runtimes: the contract (schemas/) only
 // checks that a runtime is named as a name, and names none of them, so a new runtime needs no edit
 // there; a manager refuses a name its registry does not hold, before anything starts, naming the
 // ones it has.
