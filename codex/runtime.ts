@@ -3,7 +3,17 @@ import { readUserCodexConfig } from "./home.js";
 import { buildCodexRun, buildCodexSeat, CODEX_RUNTIME_NAME, spawnCodex, writeCodexLaunchFiles } from "./launch.js";
 import { codexRunResultOf } from "./run-result.js";
 import { setupCodex } from "./setup.js";
-import { MANAGER_WAKE_PROMPT, RESTART_MANAGER, screenReaders, type BlockingScreen, type RuntimeAdapter, permissionRequestReply } from "../runtime/index.js";
+import {
+  configSummary,
+  keysSet,
+  MANAGER_WAKE_PROMPT,
+  RESTART_MANAGER,
+  screenReaders,
+  unsetKeyVars,
+  type BlockingScreen,
+  type RuntimeAdapter,
+  permissionRequestReply,
+} from "../runtime/index.js";
 import { codexTranscriptRecords } from "./transcript.js";
 
 /** The TUI's input footer, and the screens that stop an unattended start. */
@@ -51,22 +61,14 @@ export const codexRuntime = {
 
   auth(host) {
     const u = readUserCodexConfig(host.parentEnv);
-    const keys = [...u.envKeys, "OPENAI_API_KEY", "CODEX_API_KEY"].filter((k) => !!host.parentEnv[k]); // an empty variable is no key
-    const summary = [
-      u.config ? `config ${u.config}${u.provider ? ` (provider ${u.provider}${u.model ? `, model ${u.model}` : ""})` : ""}` : `no config.toml in ${u.home}`,
-      u.login ? `login ${u.login}` : undefined,
-      keys.length ? `keys from ${keys.join(", ")}` : undefined,
-    ]
-      .filter(Boolean)
-      .join("; ");
-    const missing = u.envKeys.filter((k) => !host.parentEnv[k]);
-    if (missing.length)
-      return {
-        ready: false,
-        summary,
-        problem: `The Codex config names ${missing.join(", ")} for its provider key, which is not set.`,
-        remedy: `Export ${missing.join(", ")} where the manager runs, then restart it.`,
-      };
+    const keys = keysSet([...u.envKeys, "OPENAI_API_KEY", "CODEX_API_KEY"], host.parentEnv);
+    const summary = configSummary(
+      [u.config ? `config ${u.config}${u.provider ? ` (provider ${u.provider}${u.model ? `, model ${u.model}` : ""})` : ""}` : `no config.toml in ${u.home}`],
+      u.login,
+      keys,
+    );
+    const unset = unsetKeyVars(u.envKeys, host.parentEnv, summary, (m) => `The Codex config names ${m} for its provider key, which is not set.`);
+    if (unset) return unset;
     if (!u.login && !keys.length)
       return {
         ready: false,

@@ -3,7 +3,16 @@ import { PI_KEY_VARS, PI_SWITCHES, readUserPiConfig } from "./home.js";
 import { buildPiRun, buildPiSeat, spawnPi, writePiLaunchFiles } from "./launch.js";
 import { piRunResultOf } from "./run-result.js";
 import { setupPi } from "./setup.js";
-import { MANAGER_WAKE_PROMPT, RESTART_MANAGER, screenReaders, type BlockingScreen, type RuntimeAdapter } from "../runtime/index.js";
+import {
+  configSummary,
+  keysSet,
+  MANAGER_WAKE_PROMPT,
+  RESTART_MANAGER,
+  screenReaders,
+  unsetKeyVars,
+  type BlockingScreen,
+  type RuntimeAdapter,
+} from "../runtime/index.js";
 
 /** The TUI's footer under its editor (0.73.1): the context window's use, `0.0%/128k`. */
 const INPUT_SCREEN = /\d+(?:\.\d+)?%\/\d+(?:\.\d+)?[kM]\b/;
@@ -49,24 +58,18 @@ export const piRuntime = {
 
   auth(host) {
     const u = readUserPiConfig(host.parentEnv);
-    const keys = [...new Set([...u.envKeys, ...PI_KEY_VARS])].filter((k) => !!host.parentEnv[k]); // an empty variable is no key
-    const summary = [
-      u.models ? `models ${u.models}` : `no models.json in ${u.dir}`,
-      u.provider || u.model ? `default ${[u.provider, u.model].filter(Boolean).join("/")}` : undefined,
-      u.login ? `login ${u.login}` : undefined,
-      keys.length ? `keys from ${keys.join(", ")}` : undefined,
-    ]
-      .filter(Boolean)
-      .join("; ");
+    const keys = keysSet([...u.envKeys, ...PI_KEY_VARS], host.parentEnv);
+    const summary = configSummary(
+      [
+        u.models ? `models ${u.models}` : `no models.json in ${u.dir}`,
+        u.provider || u.model ? `default ${[u.provider, u.model].filter(Boolean).join("/")}` : undefined,
+      ],
+      u.login,
+      keys,
+    );
     if (u.unreadable) return { ready: false, summary, problem: `pi's configuration cannot be read (${u.unreadable}).`, remedy: `Fix it, ${RESTART_MANAGER}.` };
-    const missing = u.envKeys.filter((k) => !host.parentEnv[k]);
-    if (missing.length)
-      return {
-        ready: false,
-        summary,
-        problem: `pi's models.json reads its key from ${missing.join(", ")}, which is not set.`,
-        remedy: `Export ${missing.join(", ")} where the manager runs, then restart it.`,
-      };
+    const unset = unsetKeyVars(u.envKeys, host.parentEnv, summary, (m) => `pi's models.json reads its key from ${m}, which is not set.`);
+    if (unset) return unset;
     if (!u.models && !u.login && !keys.length)
       return {
         ready: false,

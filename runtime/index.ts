@@ -55,3 +55,4 @@ export type { LaunchCommon } from "./launch-common.js";
 export type { TranscriptRecord } from "./transcript-record.js";
 export { applySetupFile, setupAction, type SetupAction } from "./setup-file.js";
 export { COMMON_PROVIDER_KEY_VARS, cotalPluginFor, opencodeFamilyRuntime, type OpencodeFamily } from "./opencode-family/index.js";
+export { configSummary, keysSet, unsetKeyVars } from "./config-auth.js";

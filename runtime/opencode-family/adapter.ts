@@ -6,6 +6,7 @@
 // command, executable variable, install hint, its connector's card meta).
 import type { RuntimeAdapter } from "../adapter.js";
 import { RESTART_MANAGER } from "../restart-hint.js";
+import { configSummary, keysSet, unsetKeyVars } from "../config-auth.js";
 import { screenReaders, type BlockingScreen } from "../screen.js";
 import { MANAGER_WAKE_PROMPT } from "../wake.js";
 import type { OpencodeFamily } from "./family.js";
@@ -66,22 +67,14 @@ export function opencodeFamilyRuntime(d: OpencodeFamily) {
     auth(host) {
       const u = readUserOpencodeConfig(d, host.parentEnv);
       const files = userConfigFiles(u);
-      const keys = [...new Set([...u.envKeys, ...d.providerKeyVars])].filter((k) => !!host.parentEnv[k]); // an empty variable is no key
-      const summary = [
-        files.length ? `config ${files.join(", ")}${u.model ? ` (model ${u.model})` : ""}` : `no ${primary} in ${u.dir}`,
-        u.login ? `login ${u.login}` : undefined,
-        keys.length ? `keys from ${keys.join(", ")}` : undefined,
-      ]
-        .filter(Boolean)
-        .join("; ");
-      const missing = u.envKeys.filter((k) => !host.parentEnv[k]);
-      if (missing.length)
-        return {
-          ready: false,
-          summary,
-          problem: `The ${d.label} config reads ${missing.join(", ")} ({env:…}), which is not set.`,
-          remedy: `Export ${missing.join(", ")} where the manager runs, then restart it.`,
-        };
+      const keys = keysSet([...u.envKeys, ...d.providerKeyVars], host.parentEnv);
+      const summary = configSummary(
+        [files.length ? `config ${files.join(", ")}${u.model ? ` (model ${u.model})` : ""}` : `no ${primary} in ${u.dir}`],
+        u.login,
+        keys,
+      );
+      const unset = unsetKeyVars(u.envKeys, host.parentEnv, summary, (m) => `The ${d.label} config reads ${m} ({env:…}), which is not set.`);
+      if (unset) return unset;
       if (!files.length && !u.login && !keys.length)
         return {
           ready: false,
