@@ -47,6 +47,7 @@ export {
   privateBinDir,
   SUPPORTED_NATS_SERVERS,
 } from "./nats-binary.js";
+export { FULL_DISK_REMEDY, fullDiskRisk, handlesStoreWriteErrors, STORE_WRITE_ERRORS_HANDLED } from "./full-disk-risk.js";
 export { ensureNatsServer, NatsServerFetchError, runNatsInstaller, type EnsureNatsServerOptions } from "./nats-fetch.js";
 export {
   connectMesh,

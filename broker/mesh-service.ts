@@ -27,6 +27,7 @@ import { HISTORY_PAGE_BOUNDS, readHistoryPage } from "./history.js";
 import { isConsumerNotFound } from "./js-errors.js";
 import { logger, type Logger } from "./log.js";
 import { ensureSpace, type SpaceOptions } from "./provision.js";
+import { FULL_DISK_REMEDY, fullDiskRisk } from "./full-disk-risk.js";
 import { checkReaderCall, checkSender, ConnectionWarden, IdentityRegistry, senderOf, serviceCreds, type AuthStore, type MintLimits } from "./auth/index.js";
 import { credsBytesAuthenticator, serverUrls } from "./connect.js";
 import { LivenessJudge } from "./liveness.js";
@@ -139,6 +140,8 @@ export class MeshService {
     const log = logger("mesh-service", { space });
     const report = await ensureSpace(nc, space, opts);
     log.info({ report }, "space provisioned");
+    const risk = fullDiskRisk(nc);
+    if (risk) log.warn({ remedy: FULL_DISK_REMEDY }, risk);
     const jsm = await jetstreamManager(nc);
     const kvm = new Kvm(nc);
     const members = await kvm.open(names.membersBucket(space), { bindOnly: true });

@@ -89,6 +89,7 @@ async function echo(ep: Endpoint, d: Delivery, log: Logger): Promise<void> {
   const text = `echo: ${messageText(d.message)}`;
   const probed = d.message.parts.some((p) => p.kind === "data" && (p as { mediaType?: string }).mediaType === ECHO_PROBE_MEDIA_TYPE);
   const report: EchoProbeReport = { pid: process.pid, handedAt: Date.now(), possibleRepeat: d.possibleRepeat };
+  log.debug({ id: d.message.id, repeat: d.possibleRepeat }, "echo handed");
   const answer: Content = probed
     ? [
         { kind: "text", text },

@@ -1,6 +1,7 @@
 // `cotal doctor`: the mesh answers with this credential (server, space, mesh service), and this
-// host's clock agrees with the server's, which judges when a credential expires.
-import { AuthenticationRefusedError, credsCaller } from "../../broker/index.js";
+// host's clock agrees with the server's, which judges when a credential expires. A cluster on a
+// server that does not handle a full disk is named (broker/full-disk-risk.ts).
+import { AuthenticationRefusedError, credsCaller, FULL_DISK_REMEDY, fullDiskRisk } from "../../broker/index.js";
 import { durables, names } from "../../schemas/index.js";
 import type { MeshTarget } from "../mesh-client/mesh-target.js";
 import { credentialLabel, credentialScope } from "../identity/credential-scope.js";
@@ -63,8 +64,11 @@ export async function meshChecks(target: MeshTarget | undefined, targetError?: u
     const version = session.nc.info?.version ? `nats-server v${session.nc.info.version}` : "nats-server";
     const head = `${target.server} (${version}), space ${target.space}, as ${as}`;
     const expiry = scope?.expiresAt !== undefined ? `; the credential expires ${new Date(scope.expiresAt).toISOString()}` : "";
+    const risk = fullDiskRisk(session.nc);
     const mesh = ping
-      ? pass(MESH.id, MESH.title, `${head}: the mesh service answers (pid ${ping.pid})${expiry}.`)
+      ? risk
+        ? warned(MESH.id, MESH.title, `${head}: the mesh service answers (pid ${ping.pid})${expiry}; but ${risk}.`, FULL_DISK_REMEDY)
+        : pass(MESH.id, MESH.title, `${head}: the mesh service answers (pid ${ping.pid})${expiry}.`)
       : failed(
           MESH.id,
           MESH.title,

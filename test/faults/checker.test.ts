@@ -6,7 +6,7 @@ import { check } from "../../testbed/faults/checker.js";
 import { emptyRecords, type Records } from "../../testbed/faults/records.js";
 import { describeSchedule, drawSchedule } from "../../testbed/faults/schedule.js";
 
-const topo = { nodes: ["n1", "n2", "n3"], leaf: "leaf1", seats: ["e1", "e2"], power: true };
+const topo = { nodes: ["n1", "n2", "n3"], leaf: "leaf1", seats: ["e1", "e2"], power: true, fullDisk: true };
 
 function records(fill: (r: Records) => void): Records {
   const r = emptyRecords();
@@ -34,11 +34,15 @@ describe("fault schedules", () => {
     for (const f of a.faults) expect(f.atMs + f.forMs).toBeLessThanOrEqual(a.workloadMs);
   });
 
-  it("draws only the kinds asked for, and no power loss without the power layer", () => {
-    for (let i = 0; i < 20; i += 1) {
-      expect(drawSchedule(1, i, topo, ["kill-node"]).faults.every((f) => f.kind === "kill-node")).toBe(true);
-      expect(drawSchedule(1, i, { ...topo, power: false }).faults.some((f) => f.kind === "power-loss")).toBe(false);
-    }
+  it("draws only the kinds asked for, no power loss without the power layer, and no full disk on a server that does not handle one", () => {
+    const kinds = (t: typeof topo) => new Set(Array.from({ length: 60 }, (_, i) => drawSchedule(1, i, t).faults.map((f) => f.kind)).flat());
+    for (let i = 0; i < 20; i += 1) expect(drawSchedule(1, i, topo, ["kill-node"]).faults.every((f) => f.kind === "kill-node")).toBe(true);
+    expect(kinds(topo).has("power-loss")).toBe(true);
+    expect(kinds(topo).has("disk-full")).toBe(true);
+    expect(kinds({ ...topo, power: false }).has("power-loss")).toBe(false);
+    expect(kinds({ ...topo, fullDisk: false }).has("disk-full")).toBe(false);
+    // Asked for, it is drawn (the switched-off run), and it fills the disk of the sender's inbox's leader.
+    expect(drawSchedule(1, 0, { ...topo, fullDisk: false }, ["disk-full"]).faults).toMatchObject([{ kind: "disk-full", target: "inbox-leader" }]);
   });
 });
 

@@ -23,6 +23,12 @@ export const FAULT_KINDS = [
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
+/**
+ * A disk-full's target: the node leading the sender's inbox consumer when the fault starts (the
+ * consumer that must not step past what a full disk failed to store), named as it is injected.
+ */
+export const INBOX_LEADER = "inbox-leader";
+
 /** What each fault does, in a user's words (the report's legend and docs/reliability.md). */
 export const FAULT_MEANING: Record<FaultKind, string> = {
   "isolate-node": "one cluster node loses the network (every packet to and from it dropped)",
@@ -36,7 +42,7 @@ export const FAULT_MEANING: Record<FaultKind, string> = {
   "pause-seat": "one echo seat's process (its connector) is frozen, then continued",
   "kill-seat": "one echo seat's process is killed (kill -9); its manager restarts it",
   "power-loss": "every cluster node loses power at once: killed, and every write its disk had not synced is gone",
-  "disk-full": "one node's disk fills up; healing frees it and restarts that node, as an operator would",
+  "disk-full": "the disk of the node that leads the sender's inbox fills up; healing frees it and restarts that node, as an operator would",
 };
 
 /** What an injector needs of the running lab. */
@@ -52,10 +58,14 @@ export interface FaultContext {
   disks: SmallDisks;
   /** The cluster's power (stores on lazyfs), when the lab has it. */
   power?: PowerSupply;
+  /** The node that leads the sender's inbox consumer now. */
+  inboxLeader(): Promise<string>;
 }
 
 export interface Injected {
   heal(): Promise<void>;
+  /** The node a symbolic target (INBOX_LEADER) named when the fault was injected. */
+  resolved?: string;
 }
 
 /** Inject `kind` on `target` (a node, the leaf host, or a seat name). */
@@ -108,11 +118,13 @@ export async function inject(ctx: FaultContext, kind: FaultKind, target: string)
       return { heal: () => power.restore(servers) };
     }
     case "disk-full": {
-      const p = node(ctx, target);
-      ctx.disks.fill(target);
+      const resolved = target === INBOX_LEADER ? await ctx.inboxLeader() : target;
+      const p = node(ctx, resolved);
+      ctx.disks.fill(resolved);
       return {
+        resolved,
         heal: async () => {
-          ctx.disks.free(target);
+          ctx.disks.free(resolved);
           // A node whose writes failed may have switched JetStream off; a restart brings it back.
           await p.stop();
           p.start();

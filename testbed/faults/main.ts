@@ -1,10 +1,10 @@
-// `npm run faults [-- --minutes N --seed S --replay I --only kind,kind --fix-off sync --settle 30 --keep]`:
+// `npm run faults [-- --minutes N --seed S --replay I --only kind,kind --fix-off sync --settle 30 --nats newest|default --keep]`:
 // runs fault schedules on a lab of network namespaces for a budget and prints the report, whose
 // last line is one JSON object {seed, schedules, faults, checked, violations}. Needs root.
 import { randomInt } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
-import { testNatsServer } from "../nats-server.js";
+import { newestNatsServer, testNatsServer } from "../nats-server.js";
 import { FAULT_KINDS } from "./faults.js";
 import { labUnavailable } from "./hosts.js";
 import { FIXES, runFaults, type Fix } from "./run.js";
@@ -26,6 +26,8 @@ const Flags = z
       .optional(),
     "fix-off": z.enum(Object.keys(FIXES) as [Fix, ...Fix[]]).optional(),
     keep: z.boolean().default(false),
+    // The nodes' server: the newest supported (every fault kind keeps the promise on it), or the one `cotal up` installs (2.10: no full disk).
+    nats: z.enum(["newest", "default"]).optional(),
     // How long acknowledged messages may take to arrive after the faults heal (a late arrival is no violation).
     settle: z.coerce.number().int().min(1).max(3_600).default(30),
   })
@@ -37,7 +39,7 @@ function parseArgs(argv: readonly string[]): z.infer<typeof Flags> {
     const a = argv[i]!;
     if (!a.startsWith("--"))
       throw new Error(
-        `unexpected argument ${JSON.stringify(a)}: flags are --minutes N, --seed S, --replay I, --schedules N, --only KINDS, --fix-off FIX (${Object.keys(FIXES).join(", ")}), --settle SECONDS, --keep`,
+        `unexpected argument ${JSON.stringify(a)}: flags are --minutes N, --seed S, --replay I, --schedules N, --only KINDS, --fix-off FIX (${Object.keys(FIXES).join(", ")}), --settle SECONDS, --nats newest|default, --keep`,
       );
     const name = a.slice(2);
     if (name === "keep") raw.keep = true;
@@ -78,7 +80,7 @@ async function main(): Promise<number> {
     ...(flags.replay !== undefined ? { replay: flags.replay } : {}),
     ...(flags.only ? { only: flags.only } : {}),
     ...(flags["fix-off"] ? { fixOff: flags["fix-off"] } : {}),
-    natsServer: testNatsServer(),
+    natsServer: (flags.nats ?? (flags["fix-off"] === "write-errors" ? "default" : "newest")) === "newest" ? newestNatsServer(process.env, say) : testNatsServer(),
     cotal: fileURLToPath(new URL("./cotal.mjs", import.meta.url)),
     keepDir: flags.keep,
     round: { settleMs: flags.settle * 1_000 },

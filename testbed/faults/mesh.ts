@@ -7,7 +7,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { ControlCallError, controlCaller, Endpoint, FIX_OFF_ENV, MeshService, MeshServiceUnavailableError, type SwitchableFix } from "../../broker/index.js";
-import { localPrincipal, MANAGER_COMMANDS, names } from "../../schemas/index.js";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { durables, localPrincipal, MANAGER_COMMANDS, names } from "../../schemas/index.js";
 import { until } from "../until.js";
 import { LEAF_LOCAL_PORT, startBrokers, type Brokers } from "./cluster.js";
 import type { FaultContext } from "./faults.js";
@@ -126,7 +127,7 @@ export class FaultMesh {
       label: `${LEAF} manager`,
       host: LEAF,
       argv: [process.execPath, this.o.cotal, "manager", "--instance", LEAF, "--state-dir", this.stateDir],
-      env: { ...process.env, COTAL_SERVER: `nats://127.0.0.1:${LEAF_LOCAL_PORT}`, COTAL_SPACE: SPACE, COTAL_LOG_LEVEL: "info", ...this.fixEnv() },
+      env: { ...process.env, COTAL_SERVER: `nats://127.0.0.1:${LEAF_LOCAL_PORT}`, COTAL_SPACE: SPACE, COTAL_LOG_LEVEL: process.env.COTAL_LAB_LOG_LEVEL ?? "info", ...this.fixEnv() },
       cwd: this.dir,
       logFile: join(this.dir, `${LEAF}-manager.log`),
       // As deploy/systemd/cotal-manager.service: a manager that exits (it does when it starts while
@@ -231,7 +232,17 @@ export class FaultMesh {
       seatPids: (name) => this.running().get(name) ?? [],
       ...(this.power ? { power: this.power } : {}),
       disks: this.disks,
+      inboxLeader: () => this.inboxLeader(),
     };
+  }
+
+  /** The node leading the sender's inbox consumer (it answers while one node's store cannot write). */
+  private async inboxLeader(): Promise<string> {
+    const jsm = await jetstreamManager(this.nc!);
+    const info = await jsm.consumers.info(names.dmStream(SPACE), durables.dm(this.sender.me));
+    const leader = info.cluster?.leader;
+    if (!leader || !this.brokers.nodes.has(leader)) throw new Error(`the sender's inbox consumer names no leader among the nodes (${leader ?? "none"})`);
+    return leader;
   }
 
   /** Wait until the lab healed (healthy cluster, streams current, leaf connected, manager and every seat running). */

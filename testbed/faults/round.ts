@@ -55,6 +55,7 @@ export async function runRound(mesh: FaultMesh, workload: Workload, s: Schedule,
     let injected: Injected | undefined;
     try {
       injected = await inject(ctx, f.kind, f.target);
+      if (injected.resolved) ev.target = `${f.target} (${injected.resolved})`;
       await sleep(f.forMs);
     } finally {
       await injected?.heal();

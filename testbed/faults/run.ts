@@ -1,7 +1,7 @@
 // A fault run: build the lab once, then run schedules drawn from the seed one after another until
 // the budget (minutes, or a count) is spent, and report. Used by `npm run faults` (main.ts) and by
 // the in-suite schedules (test/faults).
-import { SWITCHABLE_FIXES } from "../../broker/index.js";
+import { handlesStoreWriteErrors, natsServerVersion, SWITCHABLE_FIXES } from "../../broker/index.js";
 import type { FaultKind } from "./faults.js";
 import { lazyFsMissing } from "../lazyfs.js";
 import { FaultMesh, CHANNEL, ROLE } from "./mesh.js";
@@ -16,12 +16,15 @@ import { Workload } from "./workload.js";
  */
 export const FIXES = {
   sync: "every node syncs each write to disk before it acknowledges it (`sync_interval: always`; off: the server's default, a sync every 2 minutes)",
+  "write-errors":
+    "a node whose store cannot write switches JetStream off, so its leaders move to nodes that can (nats-server 2.14 and newer; off: the nodes run an older server, such as the 2.10 `cotal up` installs)",
   ...SWITCHABLE_FIXES,
 } as const;
 export type Fix = keyof typeof FIXES;
 /** The faults each fix guards against: a switched-off run draws only these (docs/reliability.md has the table). */
 export const FIX_FAULTS: Record<Fix, readonly FaultKind[]> = {
   sync: ["power-loss"],
+  "write-errors": ["disk-full"],
   adoption: ["kill-manager"],
   restart: ["kill-seat"],
 };
@@ -42,6 +45,7 @@ export interface FaultRunOptions {
   round?: RoundOptions;
   /** Stores on lazyfs, so power losses are drawn (needs FUSE; default: when the machine has it). */
   power?: boolean;
+  /** The nodes' and the leaf host's nats-server (`--fix-off write-errors`: one before 2.14). */
   natsServer: string;
   cotal: string;
   keepDir?: boolean;
@@ -60,6 +64,7 @@ export async function runFaults(o: FaultRunOptions): Promise<FaultRunResult> {
   const say = o.say ?? (() => undefined);
   const started = Date.now();
   const power = o.power ?? lazyFsMissing() === undefined;
+  const fullDisk = fullDiskHandled(o);
   const mesh = await FaultMesh.start({
     natsServer: o.natsServer,
     cotal: o.cotal,
@@ -67,7 +72,7 @@ export async function runFaults(o: FaultRunOptions): Promise<FaultRunResult> {
     say,
     power,
     syncAlways: o.fixOff !== "sync",
-    ...(o.fixOff && o.fixOff !== "sync" ? { fixOff: o.fixOff } : {}),
+    ...(o.fixOff && o.fixOff !== "sync" && o.fixOff !== "write-errors" ? { fixOff: o.fixOff } : {}),
   });
   const rounds: RoundResult[] = [];
   try {
@@ -79,7 +84,7 @@ export async function runFaults(o: FaultRunOptions): Promise<FaultRunResult> {
       channel: CHANNEL,
     });
     const budgetMs = (o.minutes ?? 10) * 60_000;
-    const topo = { nodes: mesh.nodes, leaf: mesh.leaf, seats: mesh.seats, power };
+    const topo = { nodes: mesh.nodes, leaf: mesh.leaf, seats: mesh.seats, power, fullDisk };
     for (let i = o.replay ?? 0; ; i += 1) {
       // A switched-off fix is shown under the fault it guards against.
       const s = drawSchedule(o.seed, i, topo, o.only ?? (o.fixOff ? FIX_FAULTS[o.fixOff] : undefined));
@@ -94,4 +99,19 @@ export async function runFaults(o: FaultRunOptions): Promise<FaultRunResult> {
     await mesh.close();
   }
   return { rounds, summary: summarize(o.seed, rounds), report: report(o.seed, rounds, (Date.now() - started) / 60_000) };
+}
+
+/**
+ * Whether the nodes' server handles a full disk (nats-server 2.14 and newer). `write-errors` off
+ * needs one that does not; a full disk asked for (`--only disk-full`) needs one that does, since
+ * on an older server it is that switched-off run.
+ */
+function fullDiskHandled(o: FaultRunOptions): boolean {
+  const v = natsServerVersion(o.natsServer);
+  const handled = v !== undefined && handlesStoreWriteErrors(v.text);
+  const what = `${o.natsServer} is nats-server ${v?.text ?? "of no known version"}`;
+  if (o.fixOff === "write-errors" && handled) throw new Error(`--fix-off write-errors runs the nodes on a server before 2.14, and ${what}: pass --nats default`);
+  if (o.fixOff !== "write-errors" && !handled && o.only?.includes("disk-full"))
+    throw new Error(`a full disk on a server before 2.14 loses acknowledged messages whatever Cotal does (${what}): that is the run --fix-off write-errors; run the lab on a newer one (--nats newest)`);
+  return handled;
 }
