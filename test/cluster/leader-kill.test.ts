@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { clusterReplicas, Endpoint, logger, MeshService, uploadTransfer, XferService } from "../../broker/index.js";
+import { clusterReplicas, Endpoint, fullDiskRisk, handlesStoreWriteErrors, logger, MeshService, uploadTransfer, XferService } from "../../broker/index.js";
 import { localPrincipal, messageText, names } from "../../schemas/index.js";
 import { cluster, type NatsCluster } from "../harness/cluster.js";
 import { TEST_STORAGE } from "../harness/mesh.js";
@@ -41,6 +41,11 @@ afterAll(async () => {
 describe("a 3-node cluster", () => {
   it("creates the space's streams and buckets at R3 (detected from the server's INFO)", async () => {
     expect(clusterReplicas(serviceNc)).toBe(3);
+    // On a server before 2.14 a full disk on one node loses acknowledged messages: the mesh service names it at start.
+    const version = serviceNc.info!.version;
+    expect(fullDiskRisk(serviceNc)).toEqual(
+      handlesStoreWriteErrors(version) ? undefined : expect.stringContaining(`runs nats-server ${version}: before 2.14, a node whose disk fills`),
+    );
     const jsm = await jetstreamManager(serviceNc);
     for (const s of [names.dmStream(SPACE), names.chatStream(SPACE), `KV_${names.presenceBucket(SPACE)}`]) {
       expect((await jsm.streams.info(s)).config.num_replicas, s).toBe(3);

@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Endpoint } from "../../broker/index.js";
+import { Endpoint, findNatsServer, handlesStoreWriteErrors, natsServerVersion } from "../../broker/index.js";
 import { collect } from "../harness/deliveries.js";
 import { buildCli, cleanEnv, freePortRun, pidAlive, runCotal } from "../harness/cli.js";
 import { until } from "../../testbed/until.js";
@@ -104,6 +104,15 @@ describe("cotal up --cluster 3", () => {
     const checks = (JSON.parse(health.stdout) as { checks: Array<{ name: string; healthy: boolean }> }).checks;
     expect(checks.map((c) => c.name)).toEqual(["nats-server-n1", "nats-server-n2", "nats-server-n3", "mesh-service", "manager"]);
     expect(checks.every((c) => c.healthy)).toBe(true);
+
+    // A cluster on a server before 2.14 loses acknowledged messages when a node's disk fills: doctor names it, and how to avoid it.
+    const doctor = await cotal(["doctor", "--json"]);
+    const meshCheck = (JSON.parse(doctor.stdout) as { checks: Array<{ id: string; verdict: string; detail: string; fix?: string }> }).checks.find((c) => c.id === "mesh");
+    if (handlesStoreWriteErrors(natsServerVersion(findNatsServer())!.text)) expect(meshCheck, doctor.stdout).toMatchObject({ verdict: "pass" });
+    else {
+      expect(meshCheck, doctor.stdout).toMatchObject({ verdict: "warn", detail: expect.stringContaining("a node whose disk fills") });
+      expect(meshCheck?.fix).toContain("2.14 or newer");
+    }
 
     const logs = await cotal(["logs", "nats-server", "--lines", "1", "--format", "human"]);
     expect(logs.code, logs.stderr).toBe(0);

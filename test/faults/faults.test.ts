@@ -1,15 +1,16 @@
 // The fault suite inside `npm test`: two short schedules on real hosts (network namespaces: three
 // cluster nodes, a leaf host with a manager and echo seats) keep every promise; and with a fix
 // switched off, the fault it guards against breaks one and the checker names it: the durability fix
-// (`sync_interval` back to the server's default) under a power loss, a restarted manager's adoption
-// of its seats under a killed manager, a seat's restart under a killed seat. `npm run faults` runs
+// (`sync_interval` back to the server's default) under a power loss, a server before 2.14 under a
+// full disk, a restarted manager's adoption of its seats under a killed manager, a seat's restart
+// under a killed seat. A full disk on a newer server keeps every promise. `npm run faults` runs
 // the full budget (docs/reliability.md).
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { labUnavailable } from "../../testbed/faults/hosts.js";
 import { runFaults } from "../../testbed/faults/run.js";
 import { lazyFsMissing } from "../../testbed/lazyfs.js";
-import { testNatsServer } from "../../testbed/nats-server.js";
+import { newestNatsServer, testNatsServer } from "../../testbed/nats-server.js";
 import { projectRoot } from "../harness/build.js";
 import { buildCli } from "../harness/cli.js";
 
@@ -46,8 +47,16 @@ describe.skipIf(skip !== undefined)("the mesh under faults (network namespaces)"
     ).toBe(true);
   });
 
-  // The product's own fixes, each switched off (COTAL_FIX_OFF) under the one fault kind it guards:
-  // a short wait to heal and deliver, since what the switch breaks does not heal.
+  it("keeps every promise when the disk of the node leading the sender's inbox fills (nats-server 2.14 and newer)", { timeout: 240_000 }, async () => {
+    const r = await runFaults({ seed: 1, schedules: 1, only: ["disk-full"], natsServer: newestNatsServer(), cotal });
+    expect(r.rounds[0]!.records.faults.map((f) => f.kind)).toEqual(["disk-full"]);
+    expect(r.summary.checked, r.report).toBeGreaterThan(0);
+    expect(r.summary.violations, r.report).toBe(0);
+  });
+
+  // The fixes, each switched off under the one fault kind it guards (the product's by COTAL_FIX_OFF,
+  // the server's by running the nodes on 2.10): a short wait to heal and deliver, since what the
+  // switch breaks does not heal.
   const switchedOff = [
     {
       fix: "adoption",
@@ -56,6 +65,8 @@ describe.skipIf(skip !== undefined)("the mesh under faults (network namespaces)"
       when: "a restarted manager starts its running seats again beside the old processes",
     },
     { fix: "restart", kind: "kill-seat", broken: ["acknowledged-is-handed"], when: "a killed seat is not started again" },
+    // The server's own (the nodes run the 2.10 the suite runs on): its consumers step past what a full disk did not store.
+    { fix: "write-errors", kind: "disk-full", broken: ["acknowledged-is-handed"], when: "a node whose disk is full keeps leading consumers" },
   ] as const;
   for (const c of switchedOff) {
     it(`reports ${c.broken.join(" and ")} when ${c.when} (${c.kind}, --fix-off ${c.fix})`, { timeout: 240_000 }, async () => {
