@@ -107,7 +107,9 @@ describe("cotal up --cluster 3", () => {
 
     // A cluster on a server before 2.14 loses acknowledged messages when a node's disk fills: doctor names it, and how to avoid it.
     const doctor = await cotal(["doctor", "--json"]);
-    const meshCheck = (JSON.parse(doctor.stdout) as { checks: Array<{ id: string; verdict: string; detail: string; fix?: string }> }).checks.find((c) => c.id === "mesh");
+    const meshCheck = (JSON.parse(doctor.stdout) as { checks: Array<{ id: string; verdict: string; detail: string; fix?: string }> }).checks.find(
+      (c) => c.id === "mesh",
+    );
     if (handlesStoreWriteErrors(natsServerVersion(findNatsServer())!.text)) expect(meshCheck, doctor.stdout).toMatchObject({ verdict: "pass" });
     else {
       expect(meshCheck, doctor.stdout).toMatchObject({ verdict: "warn", detail: expect.stringContaining("a node whose disk fills") });

@@ -80,7 +80,8 @@ async function main(): Promise<number> {
     ...(flags.replay !== undefined ? { replay: flags.replay } : {}),
     ...(flags.only ? { only: flags.only } : {}),
     ...(flags["fix-off"] ? { fixOff: flags["fix-off"] } : {}),
-    natsServer: (flags.nats ?? (flags["fix-off"] === "write-errors" ? "default" : "newest")) === "newest" ? newestNatsServer(process.env, say) : testNatsServer(),
+    natsServer:
+      (flags.nats ?? (flags["fix-off"] === "write-errors" ? "default" : "newest")) === "newest" ? newestNatsServer(process.env, say) : testNatsServer(),
     cotal: fileURLToPath(new URL("./cotal.mjs", import.meta.url)),
     keepDir: flags.keep,
     round: { settleMs: flags.settle * 1_000 },

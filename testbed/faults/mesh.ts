@@ -127,7 +127,13 @@ export class FaultMesh {
       label: `${LEAF} manager`,
       host: LEAF,
       argv: [process.execPath, this.o.cotal, "manager", "--instance", LEAF, "--state-dir", this.stateDir],
-      env: { ...process.env, COTAL_SERVER: `nats://127.0.0.1:${LEAF_LOCAL_PORT}`, COTAL_SPACE: SPACE, COTAL_LOG_LEVEL: process.env.COTAL_LAB_LOG_LEVEL ?? "info", ...this.fixEnv() },
+      env: {
+        ...process.env,
+        COTAL_SERVER: `nats://127.0.0.1:${LEAF_LOCAL_PORT}`,
+        COTAL_SPACE: SPACE,
+        COTAL_LOG_LEVEL: process.env.COTAL_LAB_LOG_LEVEL ?? "info",
+        ...this.fixEnv(),
+      },
       cwd: this.dir,
       logFile: join(this.dir, `${LEAF}-manager.log`),
       // As deploy/systemd/cotal-manager.service: a manager that exits (it does when it starts while

@@ -110,8 +110,11 @@ function fullDiskHandled(o: FaultRunOptions): boolean {
   const v = natsServerVersion(o.natsServer);
   const handled = v !== undefined && handlesStoreWriteErrors(v.text);
   const what = `${o.natsServer} is nats-server ${v?.text ?? "of no known version"}`;
-  if (o.fixOff === "write-errors" && handled) throw new Error(`--fix-off write-errors runs the nodes on a server before 2.14, and ${what}: pass --nats default`);
+  if (o.fixOff === "write-errors" && handled)
+    throw new Error(`--fix-off write-errors runs the nodes on a server before 2.14, and ${what}: pass --nats default`);
   if (o.fixOff !== "write-errors" && !handled && o.only?.includes("disk-full"))
-    throw new Error(`a full disk on a server before 2.14 loses acknowledged messages whatever Cotal does (${what}): that is the run --fix-off write-errors; run the lab on a newer one (--nats newest)`);
+    throw new Error(
+      `a full disk on a server before 2.14 loses acknowledged messages whatever Cotal does (${what}): that is the run --fix-off write-errors; run the lab on a newer one (--nats newest)`,
+    );
   return handled;
 }
