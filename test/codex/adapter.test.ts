@@ -1,17 +1,16 @@
 // The Codex adapter: what a launch carries (no persona or key in argv, no approval
 // bypass, the user's config copied, an allow-listed environment, the deny floor's hook trusted by
 // the real codex), what it refuses, and how `codex exec --json` output maps to a typed RunResult.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { codexRunResultOf, codexRuntime } from "../../codex/index.js";
-import type { RunExit, RunLaunchInput, RuntimeLaunch } from "../../runtime/index.js";
+import type { RunExit, RuntimeLaunch } from "../../runtime/index.js";
 import { projectRoot } from "../harness/cli.js";
+import { runLaunchInput, seatLaunchInput, unitFolder } from "../harness/launch-inputs.js";
 import { RuntimeLaunchError } from "../../schemas/index.js";
 
-const root = mkdtempSync(join(tmpdir(), "cotal-codex-unit-"));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const root = unitFolder("codex");
 const home = join(root, "home");
 mkdirSync(join(home, ".codex"), { recursive: true });
 // A valid provider: Codex reads this copy when it lists the launch's hooks (an invalid config lists none).
@@ -31,16 +30,7 @@ const host = {
     CLAUDECODE: "1",
   },
 };
-const input: RunLaunchInput = {
-  runId: "r1",
-  space: "team",
-  prompt: "PROMPT-TEXT",
-  cwd: root,
-  persona: "PERSONA-TEXT",
-  launchOptions: {},
-  allowedTools: [],
-  runtimeDir: root,
-};
+const input = runLaunchInput(root);
 
 /** Cotal's files in a written launch home (Codex adds its own state there once it runs), each checked 0600 in a 0700 directory. */
 const COTAL_FILES = ["auth.json", "config.toml", "cotal.config.toml", "hooks.json"];
@@ -59,16 +49,7 @@ function homeOf(l: RuntimeLaunch): Record<string, string> {
 /** A seat's launch (its home written) in a fresh seat folder. */
 const buildSeat = (name: string, posture?: "supervised") => {
   const seatDir = mkdtempSync(join(root, "seat-"));
-  return codexRuntime.buildSeat(host, {
-    name,
-    space: "team",
-    cwd: root,
-    seatDir,
-    launchMaterialPath: join(seatDir, "material.json"),
-    launchOptions: {},
-    allowedTools: [],
-    posture,
-  });
+  return codexRuntime.buildSeat(host, seatLaunchInput(root, join(seatDir, "material.json"), { name, seatDir, posture }));
 };
 
 type HooksFile = { hooks: Record<string, Array<{ matcher?: string; hooks: Array<{ command: string; timeout: number }> }>> };

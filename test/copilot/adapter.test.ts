@@ -4,35 +4,26 @@
 // Cotal's hooks (a run: the deny floor alone), the auth pre-flight for a provider of one's own, the
 // session reader for the event plane, how its JSON output maps to a typed RunResult, and the hook
 // answer's context put where Copilot reads it.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { copilotRunResultOf, copilotRuntime, copilotTranscriptRecords, hooksFile, postureArgs } from "../../copilot/index.js";
-import { withFlatContext, type RunExit, type RunLaunchInput } from "../../runtime/index.js";
+import { withFlatContext, type RunExit } from "../../runtime/index.js";
+import { runLaunchInput, seatLaunchInput, unitFolder } from "../harness/launch-inputs.js";
 
-const root = mkdtempSync(join(tmpdir(), "cotal-copilot-unit-"));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const root = unitFolder("copilot");
 const home = join(root, "home");
 mkdirSync(join(home, ".copilot"), { recursive: true });
 writeFileSync(join(home, ".copilot", "config.json"), JSON.stringify({ trustedFolders: ["/theirs"], theme: "dark" }));
 writeFileSync(join(home, ".copilot", "mcp-config.json"), JSON.stringify({ mcpServers: { gh: { type: "local", command: "gh-mcp" } } }));
 const env = { HOME: home, PATH: "/usr/bin", COPILOT_PROVIDER_BASE_URL: "http://x", COPILOT_PROVIDER_API_KEY: "k", COPILOT_MODEL: "m", OTHER: "no" };
 const host = { executable: "/usr/bin/copilot", connectorEntry: "/x/connector.mjs", parentEnv: env };
-const input: RunLaunchInput = { runId: "r1", space: "team", prompt: "P", cwd: root, persona: "PERSONA", launchOptions: {}, allowedTools: [], runtimeDir: root };
+const input = runLaunchInput(root, { prompt: "P", persona: "PERSONA" });
 const fileOf = (files: Array<{ path: string; content: string }>, end: string) => files.find((f) => f.path.endsWith(end))?.content;
 
 describe("copilot launch", () => {
   it("a private COPILOT_HOME from the user's: the folder trusted, their MCP servers kept and Cotal's added for a seat; the provider passes through", async () => {
-    const l = await copilotRuntime.buildSeat(host, {
-      name: "bob",
-      space: "team",
-      cwd: root,
-      seatDir: root,
-      launchMaterialPath: "/m",
-      launchOptions: {},
-      allowedTools: [],
-    });
+    const l = await copilotRuntime.buildSeat(host, seatLaunchInput(root, "/m"));
     const config = JSON.parse(fileOf(l.files, "/copilot/config.json")!);
     expect(config).toMatchObject({ trustedFolders: ["/theirs", root], theme: "dark", banner: "never" });
     const mcp = JSON.parse(fileOf(l.files, "/copilot/mcp-config.json")!);

@@ -4,10 +4,9 @@
 // --yolo), what a seat's home wires (Cotal's MCP server, trusted; the connector's hook command on
 // Gemini's hook events), what it refuses before anything runs, the auth pre-flight, `cotal setup
 // --runtime gemini`, and how `gemini --output-format json` output maps to a typed RunResult.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   allowRulesOf,
   floorRegexes,
@@ -19,13 +18,13 @@ import {
   renderPolicy,
   setupGemini,
 } from "../../gemini/index.js";
-import { DENY_FLOOR_COMMANDS, floorRuleFor, type RunExit, type RunLaunchInput } from "../../runtime/index.js";
+import { DENY_FLOOR_COMMANDS, floorRuleFor, type RunExit } from "../../runtime/index.js";
 import { AgUiMapper, streamViolation } from "../../connector/internal.js";
 import { ONE_TOOL_TURN } from "../harness/agui-shapes.js";
+import { runLaunchInput, seatLaunchInput, unitFolder } from "../harness/launch-inputs.js";
 import { RuntimeLaunchError } from "../../schemas/index.js";
 
-const root = mkdtempSync(join(tmpdir(), "cotal-gemini-unit-"));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const root = unitFolder("gemini");
 const home = join(root, "home");
 mkdirSync(join(home, ".gemini"), { recursive: true });
 writeFileSync(join(home, ".gemini", "settings.json"), JSON.stringify({ security: { auth: { selectedType: "gemini-api-key" } }, model: { name: "gemini-x" } }));
@@ -35,18 +34,9 @@ const host = {
   connectorEntry: "/x/connector.mjs",
   parentEnv: { HOME: home, PATH: "/usr/bin", GEMINI_API_KEY: "secret-g", OTHER_SECRET: "no", COTAL_LAUNCH_MATERIAL: "/m", CLAUDECODE: "1" },
 };
-const input: RunLaunchInput = {
-  runId: "r1",
-  space: "team",
-  prompt: "PROMPT-TEXT",
-  cwd: root,
-  persona: "PERSONA-TEXT",
-  launchOptions: {},
-  allowedTools: [],
-  runtimeDir: root,
-};
+const input = runLaunchInput(root);
 const fileOf = (files: Array<{ path: string; content: string }>, end: string) => files.find((f) => f.path.endsWith(end));
-const seatInput = { name: "bob", space: "team", cwd: root, seatDir: root, launchMaterialPath: "/m/launch.json", launchOptions: {}, allowedTools: [] };
+const seatInput = seatLaunchInput(root, "/m/launch.json");
 
 describe("gemini launch", () => {
   it("puts the prompt on stdin and the persona in the private home's context file (after the user's), never argv; never --yolo", () => {

@@ -4,17 +4,15 @@
 // writes `$schema` into a config file it reads); the private global folder is marked as migrated;
 // Cotal's layer is a folder of its own read after the project's, with snapshots off; Kilo's own
 // default asks are denied; its plugin bundle and SDK, its setup file and its journals are Kilo's.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { KILO, kiloRuntime } from "../../kilo/index.js";
 import { CotalPlugin } from "../../kilo/internal.js";
-import type { RunLaunchInput, SeatLaunchInput } from "../../runtime/index.js";
 import { postureRules } from "../../runtime/opencode-family/index.js";
+import { runLaunchInput, seatLaunchInput, unitFolder } from "../harness/launch-inputs.js";
 
-const root = mkdtempSync(join(tmpdir(), "cotal-kilo-unit-"));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const root = unitFolder("kilo");
 const home = join(root, "home");
 const userDir = join(home, ".config", "kilo");
 mkdirSync(userDir, { recursive: true });
@@ -30,17 +28,8 @@ const named = join(root, "team.json");
 writeFileSync(named, JSON.stringify({ small_model: "p/s" }));
 const parentEnv = { HOME: home, PATH: "/usr/bin", P_KEY: "secret-p", KILO_TELEMETRY_LEVEL: "off", OPENCODE_CONFIG: "/elsewhere.json", OTHER_SECRET: "no" };
 const host = { executable: "/usr/bin/kilo", connectorEntry: "/x/connector.mjs", parentEnv };
-const input: RunLaunchInput = {
-  runId: "r1",
-  space: "team",
-  prompt: "PROMPT-TEXT",
-  cwd: root,
-  persona: "PERSONA-TEXT",
-  launchOptions: {},
-  allowedTools: [],
-  runtimeDir: root,
-};
-const seat: SeatLaunchInput = { name: "bob", space: "team", cwd: root, seatDir: root, launchMaterialPath: "/m.json", launchOptions: {}, allowedTools: [] };
+const input = runLaunchInput(root);
+const seat = seatLaunchInput(root, "/m.json");
 const fileAt = (files: Array<{ path: string; content: string }>, path: string) => files.find((f) => f.path === path)?.content;
 
 describe("kilo launch", () => {

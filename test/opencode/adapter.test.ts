@@ -2,20 +2,19 @@
 // in a 0600 file, never argv; the user's config read as it is; an allow-listed environment; the
 // `cotal` agent's rules with the deny floor last; never --auto), what it refuses before anything
 // runs, and how `opencode run --format json` output maps to a typed RunResult.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { OPENCODE, opencodeRuntime } from "../../opencode/index.js";
-import { DENY_FLOOR_COMMANDS, type RunExit, type RunLaunchInput } from "../../runtime/index.js";
+import { DENY_FLOOR_COMMANDS, type RunExit } from "../../runtime/index.js";
 import { allowRuleOf, askRulesOf, postureRules as familyPostureRules } from "../../runtime/opencode-family/index.js";
+import { runLaunchInput, seatLaunchInput, unitFolder } from "../harness/launch-inputs.js";
 
 const postureRules = (allowedTools: readonly string[], asks: ReturnType<typeof askRulesOf> = []) => familyPostureRules(OPENCODE, allowedTools, asks);
 const opencodeRunResultOf = opencodeRuntime.parseRun;
 const setupOpencode = opencodeRuntime.setup;
 
-const root = mkdtempSync(join(tmpdir(), "cotal-opencode-unit-"));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const root = unitFolder("opencode");
 const home = join(root, "home");
 mkdirSync(join(home, ".config", "opencode"), { recursive: true });
 mkdirSync(join(home, ".local", "share", "opencode"), { recursive: true });
@@ -27,16 +26,7 @@ const host = {
   connectorEntry: "/x/connector.mjs",
   parentEnv: { HOME: home, PATH: "/usr/bin", P_KEY: "secret-p", OTHER_SECRET: "no", COTAL_LAUNCH_MATERIAL: "/m", CLAUDECODE: "1" },
 };
-const input: RunLaunchInput = {
-  runId: "r1",
-  space: "team",
-  prompt: "PROMPT-TEXT",
-  cwd: root,
-  persona: "PERSONA-TEXT",
-  launchOptions: {},
-  allowedTools: [],
-  runtimeDir: root,
-};
+const input = runLaunchInput(root);
 const layerOf = (files: Array<{ path: string; content: string }>) =>
   JSON.parse(files.find((f) => f.path.endsWith("/opencode/opencode.json"))!.content) as {
     default_agent: string;
@@ -76,15 +66,7 @@ describe("opencode launch", () => {
   });
 
   it("a seat gets the connector as MCP server (joining at start), Cotal's plugin refusing asks, and the launch material", async () => {
-    const l = await opencodeRuntime.buildSeat(host, {
-      name: "bob",
-      space: "team",
-      cwd: root,
-      seatDir: root,
-      launchMaterialPath: "/m.json",
-      launchOptions: {},
-      allowedTools: [],
-    });
+    const l = await opencodeRuntime.buildSeat(host, seatLaunchInput(root, "/m.json"));
     const layer = layerOf(l.files);
     expect(layer.mcp!.cotal).toMatchObject({ type: "local", environment: { COTAL_LAUNCH_MATERIAL: "/m.json", COTAL_JOIN_ON: "start" } });
     expect(layer.plugin![0]).toEqual(["file:///x/opencode-plugin.mjs", { node: process.execPath, hook: "/x/hook.mjs", unattended: true }]);

@@ -3,15 +3,14 @@
 // with Cotal's own extension entry taken out, login, APPEND_SYSTEM.md then the persona), the
 // posture Cotal's extension holds (allow-list, deny floor), the journal it writes for the event
 // plane, the auth pre-flight and how `pi -p --mode json` output maps to a typed RunResult.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { journalRecords, piRunResultOf, piRuntime, postureOf, refusalOf } from "../../pi/index.js";
-import type { RunExit, RunLaunchInput } from "../../runtime/index.js";
+import type { RunExit } from "../../runtime/index.js";
+import { runLaunchInput, seatLaunchInput, unitFolder } from "../harness/launch-inputs.js";
 
-const root = mkdtempSync(join(tmpdir(), "cotal-pi-unit-"));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const root = unitFolder("pi");
 const home = join(root, "home");
 const agentDir = join(home, ".pi", "agent");
 mkdirSync(agentDir, { recursive: true });
@@ -23,7 +22,7 @@ writeFileSync(join(agentDir, "settings.json"), JSON.stringify({ defaultProvider:
 writeFileSync(join(agentDir, "auth.json"), '{"anthropic":{"type":"oauth"}}');
 writeFileSync(join(agentDir, "APPEND_SYSTEM.md"), "USER-APPEND");
 const host = { executable: "/usr/bin/pi", connectorEntry: "/x/connector.mjs", parentEnv: { HOME: home, PATH: "/usr/bin", MY_PI_KEY: "k", OTHER: "no" } };
-const input: RunLaunchInput = { runId: "r1", space: "team", prompt: "P", cwd: root, persona: "PERSONA", launchOptions: {}, allowedTools: [], runtimeDir: root };
+const input = runLaunchInput(root, { prompt: "P", persona: "PERSONA" });
 const fileOf = (files: Array<{ path: string; content: string }>, end: string) => files.find((f) => f.path.endsWith(end))?.content;
 
 describe("pi launch", () => {
@@ -42,16 +41,7 @@ describe("pi launch", () => {
     expect(fileOf(l.files, "/agent/models.json")).toContain("MY_PI_KEY");
     expect(fileOf(l.files, "/agent/auth.json")).toContain("oauth");
     expect(fileOf(l.files, "/agent/APPEND_SYSTEM.md")).toBe("USER-APPEND\n\nPERSONA\n");
-    const seat = await piRuntime.buildSeat(host, {
-      name: "bob",
-      space: "team",
-      cwd: root,
-      seatDir: root,
-      launchMaterialPath: "/m",
-      launchOptions: {},
-      allowedTools: [],
-      model: "double/m",
-    });
+    const seat = await piRuntime.buildSeat(host, seatLaunchInput(root, "/m", { model: "double/m" }));
     expect(seat.args).toEqual(["-e", "/x/pi-extension.mjs", "--model", "double/m"]);
     expect(seat.env).toMatchObject({ COTAL_LAUNCH_MATERIAL: "/m", COTAL_PI_MODE: "seat" });
   });
