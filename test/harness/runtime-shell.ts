@@ -33,8 +33,7 @@ export function runtimeShell(project: string, d: RuntimeDoubles, space: string):
   mkdirSync(join(home, ".codex"), { recursive: true });
   writeFileSync(join(home, ".codex", "config.toml"), codexProviderConfig(d.responses.baseUrl, KEY_VAR));
   writeOpencodeConfig(home, d.messages.url);
-  mkdirSync(join(home, ".gemini"), { recursive: true });
-  writeFileSync(join(home, ".gemini", "settings.json"), JSON.stringify({ security: { auth: { selectedType: "gemini-api-key" } } }));
+  writeGeminiSettings(home);
   writePiConfig(home, (d.pi ?? d.messages).url, PI_KEY_VAR);
   // A space of its own: a connector's custody is per host and principal, and other meshes on this host may seat these names too.
   return {
@@ -50,19 +49,29 @@ export function runtimeShell(project: string, d: RuntimeDoubles, space: string):
   };
 }
 
-/** The user's own ~/.config/opencode/opencode.json under `home`: the Messages double at `messagesUrl` as its Anthropic provider, and `extra` keys of their config. */
-export function writeOpencodeConfig(home: string, messagesUrl: string, extra: Record<string, unknown> = {}): void {
+/**
+ * The user's own ~/.config/opencode/opencode.json under `home`: the Messages double at `messagesUrl`
+ * as its Anthropic provider with `apiKey` (a key, or `{env:VAR}` to read one from their shell), and
+ * `extra` keys of their config.
+ */
+export function writeOpencodeConfig(home: string, messagesUrl: string, extra: Record<string, unknown> = {}, apiKey = "sk-opencode-double"): void {
   mkdirSync(join(home, ".config", "opencode"), { recursive: true });
   writeFileSync(
     join(home, ".config", "opencode", "opencode.json"),
     JSON.stringify({
       model: "anthropic/claude-double",
       provider: {
-        anthropic: { options: { baseURL: `${messagesUrl}/v1`, apiKey: "sk-opencode-double" }, models: { "claude-double": { name: "Claude double" } } },
+        anthropic: { options: { baseURL: `${messagesUrl}/v1`, apiKey }, models: { "claude-double": { name: "Claude double" } } },
       },
       ...extra,
     }),
   );
+}
+
+/** The user's own ~/.gemini/settings.json under `home`: API-key auth (the key and the double's URL are variables of their shell). */
+export function writeGeminiSettings(home: string): void {
+  mkdirSync(join(home, ".gemini"), { recursive: true });
+  writeFileSync(join(home, ".gemini", "settings.json"), JSON.stringify({ security: { auth: { selectedType: "gemini-api-key" } } }));
 }
 
 /**

@@ -9,72 +9,54 @@
 // of his model is blocked by the deny floor before it runs; ps names his posture. The user's own
 // pi folder is left as it was.
 import { readdirSync, readFileSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { findNatsServer } from "../../broker/index.js";
-import { buildCli, cleanEnv, freePort, runCotal, exitedOk } from "../harness/cli.js";
+import { describe, expect, it } from "vitest";
+import { exitedOk } from "../harness/cli.js";
+import { messagesTurns } from "../harness/model-turns.js";
 import { writePiConfig } from "../harness/runtime-shell.js";
+import { runtimeMesh } from "../harness/runtime-mesh.js";
 import { allText, lastUserText, ModelDouble, toolResults } from "../../testbed/model-double.js";
-import { expectDmAnsweredAndEchoed, expectTurnOnPlane } from "../harness/seat-cases.js";
+import { dmAnswerSteps, expectDmAnsweredAndEchoed, expectTurnOnPlane, PING, WAKE } from "../harness/seat-cases.js";
 import { until } from "../../testbed/until.js";
 
 const DM_TOOL = "cotal_dm";
-const PING = "ping bob, alice here";
-const ANSWER = "hi alice, bob here";
-const WAKE = "You have new Cotal mail";
 const FLOOR = "please force-push main";
 const KEY_VAR = "DOUBLE_PI_KEY";
 const KEY = "sk-pi-double-secret-0123456789";
 
-let project: string;
-let home: string;
-let model: ModelDouble;
-let shell: NodeJS.ProcessEnv;
-
-const cotal = (args: string[], timeoutMs = 240_000) => runCotal(args, { cwd: project, env: shell, timeoutMs });
+const mesh = runtimeMesh({
+  name: "pi-seat",
+  space: "piseat",
+  timeoutMs: 240_000,
+  double: () =>
+    ModelDouble.start([
+      // pi's extension hands the DM over beside the prompt the manager typed.
+      ...dmAnswerSteps(DM_TOOL, (r) => allText(r).includes(WAKE)),
+      // A command the deny floor covers: blocked before it runs, the model is told.
+      {
+        when: (r) => lastUserText(r).includes(FLOOR) || allText(r).includes(FLOOR),
+        reply: [{ tool: "bash", input: { command: "git push --force origin main" } }],
+      },
+      { afterToolResult: "bash", reply: ["The push was refused."] },
+    ]),
+  shell: (home, model) => {
+    writePiConfig(home, model.url, KEY_VAR);
+    return { [KEY_VAR]: KEY };
+  },
+});
+const { cotal } = mesh;
 const ok = exitedOk;
 
 /** The user's pi folder, file by file, as text (to prove it unchanged). */
 function userPiFolder(): Record<string, string> {
-  const dir = join(home, ".pi", "agent");
+  const dir = join(mesh.home, ".pi", "agent");
   return Object.fromEntries(readdirSync(dir).map((f) => [f, readFileSync(join(dir, f), "utf8")]));
 }
-
-beforeAll(async () => {
-  await buildCli();
-  project = await mkdtemp(join(tmpdir(), "cotal-pi-seat-"));
-  model = await ModelDouble.start([
-    // Bob's first woken turn: the extension handed alice's DM over; answer her through Cotal's tool.
-    { when: (r) => allText(r).includes(PING) && allText(r).includes(WAKE), reply: [{ tool: DM_TOOL, input: { to: "alice", text: ANSWER } }] },
-    { afterToolResult: DM_TOOL, reply: ["Answered alice."] },
-    // Bob's second woken turn: alice's echo reached his model.
-    { when: (r) => allText(r).includes(`echo: ${ANSWER}`), reply: ["Alice echoed."] },
-    // A command the deny floor covers: blocked before it runs, the model is told.
-    {
-      when: (r) => lastUserText(r).includes(FLOOR) || allText(r).includes(FLOOR),
-      reply: [{ tool: "bash", input: { command: "git push --force origin main" } }],
-    },
-    { afterToolResult: "bash", reply: ["The push was refused."] },
-  ]);
-  home = join(project, "home");
-  writePiConfig(home, model.url, KEY_VAR);
-  // A space of its own: a connector's custody is per host and principal, and other meshes on this host may seat a bob too.
-  shell = cleanEnv({ HOME: home, NATS_SERVER_BIN: findNatsServer(), [KEY_VAR]: KEY, COTAL_SPACE: `piseat-${process.pid}` });
-  ok(await cotal(["up", "-d", "--port", String(await freePort())]));
-}, 180_000);
-
-afterAll(async () => {
-  if (project) await cotal(["down"]).catch(() => undefined);
-  await model?.close();
-  if (project) await rm(project, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
-});
 
 describe("a pi seat on a mixed mesh, unattended, through the shipped CLI", () => {
   it("a DM wakes pi bob, the extension hands it to his model, he answers echo alice with cotal_dm and sees her echo; his turn is on his plane", async () => {
     const before = userPiFolder();
-    const dmTurn = await expectDmAnsweredAndEchoed(cotal, model, { agent: "pi", dmTool: DM_TOOL, ping: PING, answer: ANSWER, waitMs: 180_000 });
+    const dmTurn = await expectDmAnsweredAndEchoed(cotal, messagesTurns(mesh.model), { agent: "pi", dmTool: DM_TOOL, waitMs: 180_000 });
     // Bob was woken by the manager typing into his terminal: nobody else typed.
     expect(allText(dmTurn)).toContain(WAKE);
     // The key went to the double from the user's variable, through pi's own models.json.
@@ -90,8 +72,8 @@ describe("a pi seat on a mixed mesh, unattended, through the shipped CLI", () =>
 
   it("the deny floor blocks his model's `git push --force` before it runs; the model is told which rule", async () => {
     ok(await cotal(["send", "dm", "bob", FLOOR, "--as", "alice", "--impersonate"]));
-    await until(() => model.mainRequests.some((r) => toolResults(r).some((t) => t.name === "bash")), 240_000, "bob's bash call to return", 500);
-    const refused = model.mainRequests.flatMap((r) => toolResults(r)).find((t) => t.name === "bash")!;
+    await until(() => mesh.model.mainRequests.some((r) => toolResults(r).some((t) => t.name === "bash")), 240_000, "bob's bash call to return", 500);
+    const refused = mesh.model.mainRequests.flatMap((r) => toolResults(r)).find((t) => t.name === "bash")!;
     expect(refused.isError, refused.text).toBe(true);
     expect(refused.text).toContain("git push --force*");
   }, 400_000);
