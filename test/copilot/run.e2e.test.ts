@@ -43,6 +43,8 @@ const mesh = runtimeMesh({
 const { cotal } = mesh;
 const ok = exitedOk;
 const mains = (marker: string) => mesh.model.mainRequests.filter((r) => allText(r).includes(marker));
+/** What the shared run cases read: the project, its `cotal`, the model turns that carry a marker. */
+const parts = () => ({ project: mesh.project, cotal, requests: mains });
 
 describe("cotal run with a GitHub Copilot CLI persona, through the shipped CLI", () => {
   it("returns ok with the model's output and session, using the user's own provider; the persona is an instruction", async () => {
@@ -54,14 +56,10 @@ describe("cotal run with a GitHub Copilot CLI persona, through the shipped CLI",
   }, 300_000);
 
   it("the deny floor holds with the shell allowed: the model's `git reset --hard` is refused by Cotal's hook and it is told which rule", async () => {
-    await expectFloorRefusedToModel({ project: mesh.project, cotal, requests: mains }, "reset it", REFUSED, "git reset --hard*", false);
+    await expectFloorRefusedToModel(parts(), "reset it", REFUSED, "git reset --hard*", false);
   }, 300_000);
 
-  it(
-    "a JSON schema is refused before anything is sent, naming why",
-    () => expectSchemaRefusedUnsent({ project: mesh.project, cotal, requests: mains }),
-    120_000,
-  );
+  it("a JSON schema is refused before anything is sent, naming why", () => expectSchemaRefusedUnsent(parts()), 120_000);
 
   it("cotal status names Copilot's configuration (the provider variables by name), never the key", async () => {
     const status = ok(await cotal(["status"]));

@@ -42,6 +42,8 @@ const mesh = runtimeMesh({
 const { cotal } = mesh;
 const turns = (marker: string) => mesh.model.turns().filter((r) => has(r, marker));
 const responses = (marker: string) => turns(marker).flatMap((r) => functionResponses(r));
+/** What the shared run cases read: the project, its `cotal`, the model turns that carry a marker. */
+const parts = () => ({ project: mesh.project, cotal, requests: turns });
 
 describe("cotal run with a Gemini CLI persona, through the shipped CLI", () => {
   it("returns ok with the model's output, token usage and the session id, using the user's own Gemini auth", async () => {
@@ -62,15 +64,11 @@ describe("cotal run with a Gemini CLI persona, through the shipped CLI", () => {
     expect(JSON.stringify(ran)).not.toContain("denied");
   }, 300_000);
 
-  it(
-    "a JSON schema is refused before anything is sent, naming why",
-    () => expectSchemaRefusedUnsent({ project: mesh.project, cotal, requests: turns }),
-    120_000,
-  );
+  it("a JSON schema is refused before anything is sent, naming why", () => expectSchemaRefusedUnsent(parts()), 120_000);
 
   it("cotal status names the Gemini configuration (settings, auth type, variables), never the key; the key is in no argv or log", () =>
     expectStatusNamesConfigNotKey(
-      { project: mesh.project, cotal },
+      parts(),
       "gemini",
       `settings ${join(mesh.home, ".gemini", "settings.json")}; auth gemini-api-key; variables GEMINI_API_KEY, GOOGLE_GEMINI_BASE_URL`,
       KEY,

@@ -48,6 +48,8 @@ const mesh = runtimeMesh({
 const { cotal } = mesh;
 const mains = (marker: string) =>
   mesh.model.mainRequests.filter((r) => lastUserText(r).includes(marker) || JSON.stringify(r.body?.messages ?? []).includes(marker));
+/** What the shared run cases read: the project, its `cotal`, the model turns that carry a marker. */
+const parts = () => ({ project: mesh.project, cotal, requests: mains });
 
 describe("cotal run with an OpenCode persona, through the shipped CLI", () => {
   it("returns ok with the model's output, OpenCode's cost estimate and token usage, using the user's own OpenCode provider", async () => {
@@ -60,18 +62,14 @@ describe("cotal run with an OpenCode persona, through the shipped CLI", () => {
   }, 300_000);
 
   it("the deny floor holds in the real CLI: the model's `git push --force` is refused as a tool result", async () => {
-    await expectFloorRefusedToModel({ project: mesh.project, cotal, requests: mains }, "push it", REFUSED, "git push --force*");
+    await expectFloorRefusedToModel(parts(), "push it", REFUSED, "git push --force*");
   }, 300_000);
 
-  it(
-    "a JSON schema is refused before anything is sent, naming why",
-    () => expectSchemaRefusedUnsent({ project: mesh.project, cotal, requests: mains }),
-    120_000,
-  );
+  it("a JSON schema is refused before anything is sent, naming why", () => expectSchemaRefusedUnsent(parts()), 120_000);
 
   it("cotal status names the OpenCode configuration (the user's file, model, key variable), never the key; the key is in no argv or log", () =>
     expectStatusNamesConfigNotKey(
-      { project: mesh.project, cotal },
+      parts(),
       "opencode",
       `config ${join(mesh.home, ".config", "opencode", "opencode.json")} (model anthropic/claude-double); keys from ${KEY_VAR}`,
       KEY,

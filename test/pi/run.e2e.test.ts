@@ -48,6 +48,8 @@ const mesh = runtimeMesh({
 const { cotal } = mesh;
 const ok = exitedOk;
 const mains = (marker: string) => mesh.model.mainRequests.filter((r) => allText(r).includes(marker));
+/** What the shared run cases read: the project, its `cotal`, the model turns that carry a marker. */
+const parts = () => ({ project: mesh.project, cotal, requests: mains });
 
 describe("cotal run with a pi persona, through the shipped CLI", () => {
   it("returns ok with the model's output, pi's cost estimate and token usage, using the user's own pi provider", async () => {
@@ -60,14 +62,10 @@ describe("cotal run with a pi persona, through the shipped CLI", () => {
   }, 300_000);
 
   it("the deny floor holds in the real CLI: the model's `sudo rm -rf` is blocked and it is told so", async () => {
-    await expectFloorRefusedToModel({ project: mesh.project, cotal, requests: mains }, "clean up", REFUSED, "Cotal's deny floor");
+    await expectFloorRefusedToModel(parts(), "clean up", REFUSED, "Cotal's deny floor");
   }, 300_000);
 
-  it(
-    "a JSON schema is refused before anything is sent, naming why",
-    () => expectSchemaRefusedUnsent({ project: mesh.project, cotal, requests: mains }),
-    120_000,
-  );
+  it("a JSON schema is refused before anything is sent, naming why", () => expectSchemaRefusedUnsent(parts()), 120_000);
 
   it("cotal status names pi's configuration (the user's models.json, default model, key variable), never the key", async () => {
     const status = ok(await cotal(["status"]));
