@@ -2,6 +2,7 @@ import type { Logger } from "../broker/index.js";
 import type { RuntimeAdapter } from "../runtime/index.js";
 import { wakeDue } from "../runtime/index.js";
 import type { SeatProcess } from "./process-host.js";
+import type { Rejoining } from "./restart-policy.js";
 import type { SeatFiles } from "./seat-launcher.js";
 import type { SeatTerminal } from "./seat-terminal.js";
 import type { SeatView } from "../schemas/index.js";
@@ -45,6 +46,8 @@ export interface LiveSeat {
   joinedEpoch?: number;
   stopping: boolean;
   restartsAt: number[];
+  /** The restarted incarnations before this one that exited before joining (restart-policy.ts); unset once one joins. */
+  rejoining?: Rejoining | undefined;
 }
 
 /**

@@ -301,7 +301,7 @@ export class ManagerService {
       // its first hook (session start, or the wake typed once it is ready) hands it over.
       const opening = a.prompt !== undefined && runtimeNamed(a.agent) !== undefined;
       if (opening) await mailOpeningPrompt(this.o, seat, uid, a.prompt!, caller);
-      await this.supervisor.start(seat, files, 0, [], opening, carried?.file);
+      await this.supervisor.start(seat, files, 0, { restartsAt: [] }, opening, carried?.file);
     } catch (err) {
       const r = this.seats.get(seat);
       if (r && holdsName(r))

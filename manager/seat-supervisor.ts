@@ -44,7 +44,8 @@ export class SeatSupervisor {
    * Start incarnation `epoch` of a seat the table holds: an agent CLI in a terminal this manager owns
    * (then wait for its input screen), anything else as a plain process; `launched` in the log.
    */
-  async start(seat: string, files: SeatFiles, epoch: number, restartsAt: number[], opening = false, carriedFile?: string): Promise<void> {
+  async start(seat: string, files: SeatFiles, epoch: number, past: Pick<LiveSeat, "restartsAt" | "rejoining">, opening = false, carriedFile?: string): Promise<void> {
+    const { restartsAt, rejoining } = past;
     const r = this.c.seats.get(seat)!;
     const adapter = runtimeNamed(r.agent);
     const host = adapter ? this.c.hosts.get(adapter.name) : undefined;
@@ -82,7 +83,7 @@ export class SeatSupervisor {
         ...(proc.startTime ? { startTime: proc.startTime } : {}),
         ...(permissionMode ? { permissionMode } : {}),
       });
-      const l: LiveSeat = { proc, files, stopping: false, restartsAt, terminal };
+      const l: LiveSeat = { proc, files, stopping: false, restartsAt, rejoining, terminal };
       this.watch(seat, l);
       void this.untilReady(seat, l, adapter, opening);
       return;
@@ -98,7 +99,7 @@ export class SeatSupervisor {
       ...(proc.pid > 0 ? { pid: proc.pid } : {}),
       ...(proc.startTime ? { startTime: proc.startTime } : {}),
     });
-    this.watch(seat, { proc, files, stopping: false, restartsAt });
+    this.watch(seat, { proc, files, stopping: false, restartsAt, rejoining });
   }
 
   /**
@@ -205,6 +206,8 @@ export class SeatSupervisor {
       // of the cluster down, its presence write timing out) counts against the restart policy like
       // any crash, not as a spawn that failed; the fault suite found such seats retired for good.
       joined: r.state === "joined" || l.joinedEpoch !== undefined || r.epoch > 0,
+      joinedNow: r.state === "joined" || l.joinedEpoch !== undefined,
+      rejoining: l.rejoining,
       restartsAt: l.restartsAt,
       restarts: r.spec.restarts ?? this.c.o.restarts ?? 3,
       windowMs: this.windowOf(r),
@@ -223,12 +226,26 @@ export class SeatSupervisor {
     }
     const r = this.c.seats.get(seat)!;
     const rr = await this.c.append(seat, { type: "restarted", seat, uid: r.uid, epoch: r.epoch + 1, ts: Date.now(), reason: describeExit(exit) });
-    try {
-      await this.start(seat, l.files, rr.epoch, verdict.recent);
-    } catch (err) {
-      // Nothing to start it again from (a helper's agent file changed, an agent file gone): retired, saying why.
-      await this.c.retire(seat, `could not be started again: ${(err as Error).message}`);
-    }
+    const again = async () => {
+      try {
+        await this.start(seat, l.files, rr.epoch, { restartsAt: verdict.recent, rejoining: verdict.rejoining });
+      } catch (err) {
+        // Nothing to start it again from (a helper's agent file changed, an agent file gone): retired, saying why.
+        await this.c.retire(seat, `could not be started again: ${(err as Error).message}`);
+      }
+    };
+    if (!verdict.pauseMs) return again();
+    // Outside the serial queue: the manager answers meanwhile. A stop or a retirement meanwhile wins.
+    this.c.o.log.warn({ seat, pauseMs: verdict.pauseMs, tries: verdict.rejoining?.tries }, "a restarted seat exited before it joined; starting it again after a pause");
+    setTimeout(() => {
+      void this.c
+        .serial(async () => {
+          const now = this.c.seats.get(seat);
+          if (this.c.stopped() || this.c.live.has(seat) || now?.epoch !== rr.epoch || now.state !== "requested") return;
+          await again();
+        })
+        .catch((err) => this.c.o.log.error({ err, seat }, "a paused restart failed"));
+    }, verdict.pauseMs).unref();
   }
 
   /** What a seat showed last: its log's tail, or its terminal's last screen (the window is kept until read, then closed). */

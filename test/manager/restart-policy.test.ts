@@ -27,6 +27,24 @@ describe("the restart policy", () => {
       "failed: the seat stopped on the login screen, then killed by SIGKILL",
     );
   });
+
+  it("starts a restarted incarnation that exits before it joins again after a pause that doubles, not counting it as a crash, for one window", () => {
+    const exit1 = { code: 1, signal: null };
+    // Two crashes after joining already in the window: a third would retire the seat as a crash loop.
+    const crashes = [T0 - 5_000, T0 - 2_000];
+    const first = exitVerdict({ ...policy, exit: exit1, joined: true, joinedNow: false, restartsAt: crashes });
+    expect(first).toEqual({ recent: crashes, pauseMs: 1_000, rejoining: { since: T0, tries: 1 } });
+    const second = exitVerdict({ ...policy, exit: exit1, exitAt: T0 + 3_000, joined: true, joinedNow: false, restartsAt: crashes, rejoining: first.rejoining });
+    expect(second).toEqual({ recent: crashes, pauseMs: 2_000, rejoining: { since: T0, tries: 2 } });
+    const later = exitVerdict({ ...policy, exitAt: T0 + 40_000, joined: true, joinedNow: false, restartsAt: [], rejoining: { since: T0, tries: 9 } });
+    expect(later.pauseMs).toBe(15_000);
+    // A whole window of incarnations that could not join: retired as failed, saying so.
+    expect(exitVerdict({ ...policy, exitAt: T0 + 60_000, joined: true, joinedNow: false, restartsAt: [], rejoining: { since: T0, tries: 10 } }).retire).toBe(
+      "failed: restarted 11 times, it could not join for 60 s, last killed by SIGKILL before it joined",
+    );
+    // One that joined again counts as a crash once more, at once.
+    expect(exitVerdict({ ...policy, joined: true, joinedNow: true, restartsAt: [T0 - 5_000], rejoining: undefined })).toEqual({ recent: [T0 - 5_000, T0] });
+  });
 });
 
 describe("what the log tells the policy", () => {
