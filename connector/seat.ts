@@ -51,6 +51,9 @@ const callManager = controlCaller(MANAGER_COMMANDS);
  * 2.1.332): whatever is not stored by then stays in the WAL for the next start.
  */
 const PLANE_FLUSH_MS = 400;
+/** The first pause before a failed join is tried again; it doubles up to JOIN_RETRY_MAX_MS. */
+const JOIN_RETRY_MS = 1_000;
+const JOIN_RETRY_MAX_MS = 15_000;
 
 export class Seat {
   readonly me: Principal;
@@ -65,6 +68,9 @@ export class Seat {
   private consuming?: Promise<void>;
   private readonly backlog: BacklogLatch;
   private activation?: Promise<void>;
+  /** A failed join tried again by itself (an idle seat has no next caller): the timer, and the tries so far. */
+  private rejoin?: NodeJS.Timeout;
+  private joinFailures = 0;
   private leavingNow = false;
   /** The unread count last published in presence (-1: none yet; the join publishes the first). */
   private publishedUnread = -1;
@@ -171,15 +177,29 @@ export class Seat {
 
   /**
    * Join the mesh and start consuming, once: on the first hook of the session or the first tool
-   * call. A failed join is retried by the next caller.
+   * call. A failed join (the mesh briefly unreachable: a cluster electing leaders, a node down) is
+   * retried by the next caller, and by itself after a pause that doubles (1 s up to 15 s): an idle
+   * seat has no next caller, and until it joins nobody can wake it for its mail.
    */
   activate(why: string): Promise<void> {
     if (this.leavingNow) return Promise.reject(new Error("the connector is leaving the mesh"));
-    this.activation ??= this.join(why).catch((err: unknown) => {
-      this.activation = undefined;
-      this.log.error({ err, why }, "joining the mesh failed");
-      throw err;
-    });
+    this.activation ??= this.join(why).then(
+      () => {
+        this.joinFailures = 0;
+      },
+      (err: unknown) => {
+        this.activation = undefined;
+        const pauseMs = Math.min(JOIN_RETRY_MS * 2 ** this.joinFailures, JOIN_RETRY_MAX_MS);
+        this.joinFailures += 1;
+        this.log.error({ err, why, retryInMs: pauseMs }, "joining the mesh failed; trying again");
+        if (!this.rejoin && !this.leavingNow)
+          this.rejoin = setTimeout(() => {
+            this.rejoin = undefined;
+            if (!this.leavingNow && !this.activation) this.activate(`${why}, tried again`).catch(() => undefined);
+          }, pauseMs);
+        throw err;
+      },
+    );
     return this.activation;
   }
 
@@ -426,6 +446,7 @@ export class Seat {
   beginLeaving(): void {
     this.leavingNow = true;
     if (this.keepAlive) clearInterval(this.keepAlive);
+    if (this.rejoin) clearTimeout(this.rejoin);
   }
 
   /**

@@ -105,6 +105,23 @@ describe("a seat's mail across restarts, health checks and fresh hosts", () => {
     expect(roster.get("local.bob")!.presence).toEqual(before);
   });
 
+  it("a join that failed (the mesh service down) is tried again by the seat itself: an idle seat joins once the mesh is back, and its mail reaches it", async () => {
+    const m = await mesh();
+    const alice = await m.joined("alice");
+    const roster = await alice.roster();
+    await m.service.stop();
+    const bob = await startConnector(m, "bob", { joinOn: "first-use" });
+    cleanups.push(bob.close);
+    await hook(bob.env, "SessionStart", { source: "startup" });
+    expect(bob.connector.joined).toBe(false);
+    await m.startService();
+    // Nobody calls the seat again (no hook, no tool): it joins by itself, online with its inbox bound.
+    await until(() => roster.get("local.bob")?.presence.status === "idle", 20_000, "bob to join by himself once the mesh service is back");
+    expect(bob.connector.joined).toBe(true);
+    await alice.dm("bob", "now you can hear me");
+    await until(() => held(bob.connector) === 1, 5_000, "the DM reaches the seat that joined by itself");
+  });
+
   it("the first SessionStart on a fresh host waits for the connector to create the control directory", async () => {
     const m = await mesh();
     const alice = await m.joined("alice");
