@@ -13,5 +13,5 @@ export { renewalDueAt, SEAT_CREDS_LIFETIME_MS } from "./seat-credential.js";
 export { budgetCaps, type BudgetCaps } from "./budget.js";
 export { isOperator } from "./runs.js";
 export { PTY_DETACH_KEY } from "./pty-host.js";
-export { localAttachCommand, seatScreen, type AttachableTerminalHost } from "./attach.js";
+export { localAttachCommand, seatScreen, tmuxSocketPath, type AttachableTerminalHost } from "./attach.js";
 export { capabilityGaps, findRuntimeCli, hostsOf, refuseUnknownAgent } from "./runtime-checks.js";

@@ -44,7 +44,14 @@ export class SeatSupervisor {
    * Start incarnation `epoch` of a seat the table holds: an agent CLI in a terminal this manager owns
    * (then wait for its input screen), anything else as a plain process; `launched` in the log.
    */
-  async start(seat: string, files: SeatFiles, epoch: number, past: Pick<LiveSeat, "restartsAt" | "rejoining">, opening = false, carriedFile?: string): Promise<void> {
+  async start(
+    seat: string,
+    files: SeatFiles,
+    epoch: number,
+    past: Pick<LiveSeat, "restartsAt" | "rejoining">,
+    opening = false,
+    carriedFile?: string,
+  ): Promise<void> {
     const { restartsAt, rejoining } = past;
     const r = this.c.seats.get(seat)!;
     const adapter = runtimeNamed(r.agent);
@@ -236,7 +243,10 @@ export class SeatSupervisor {
     };
     if (!verdict.pauseMs) return again();
     // Outside the serial queue: the manager answers meanwhile. A stop or a retirement meanwhile wins.
-    this.c.o.log.warn({ seat, pauseMs: verdict.pauseMs, tries: verdict.rejoining?.tries }, "a restarted seat exited before it joined; starting it again after a pause");
+    this.c.o.log.warn(
+      { seat, pauseMs: verdict.pauseMs, tries: verdict.rejoining?.tries },
+      "a restarted seat exited before it joined; starting it again after a pause",
+    );
     setTimeout(() => {
       void this.c
         .serial(async () => {

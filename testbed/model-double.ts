@@ -120,6 +120,10 @@ export interface ModelDoubleOptions {
   defaultText?: string;
   /** API keys the double refuses as the real API does a bad one: 401 `authentication_error` to every Messages call. */
   rejectKeys?: readonly string[];
+  /** Address to listen on (default 127.0.0.1; the fault lab's runner address, for a CLI in another network namespace). */
+  host?: string;
+  /** Called with each request once it is recorded (the fault lab's witness of what a model was shown). */
+  onRequest?: (req: RecordedRequest) => void;
 }
 
 export const DEFAULT_REPLY_TEXT = "OK.";
@@ -156,7 +160,7 @@ export class ModelDouble {
     server.on("request", (req, res) => double.#onRequest(req, res));
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
-      server.listen(0, "127.0.0.1", () => {
+      server.listen(0, options.host ?? "127.0.0.1", () => {
         server.off("error", reject);
         resolve();
       });
@@ -167,7 +171,7 @@ export class ModelDouble {
   /** Base URL for `ANTHROPIC_BASE_URL`, e.g. `http://127.0.0.1:41234`. */
   get url(): string {
     const { port } = this.#server.address() as AddressInfo;
-    return `http://127.0.0.1:${port}`;
+    return `http://${this.#options.host ?? "127.0.0.1"}:${port}`;
   }
 
   /** Main-loop Messages requests, in order. */
@@ -254,6 +258,7 @@ export class ModelDouble {
     }
     const isMain = (this.#options.isMainLoop ?? isMainLoopRequest)(rec);
     rec.kind = isMain ? RequestKind.main : RequestKind.side;
+    this.#options.onRequest?.(rec);
     let blocks: ReplyBlock[] = [defaultReply(body, this.#options.defaultText ?? DEFAULT_REPLY_TEXT)];
     let delayMs = 0;
     const step = isMain ? this.#script[this.#next] : undefined;

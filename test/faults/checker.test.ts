@@ -2,7 +2,9 @@
 // (a report's replay command reruns what failed), and the checker names each kind of broken
 // promise from records alone, nothing handed to a fenced seat among them.
 import { describe, expect, it } from "vitest";
+import { frameMessage } from "../../connector/internal.js";
 import { check } from "../../testbed/faults/checker.js";
+import { handedInTurn } from "../../testbed/faults/model-witness.js";
 import { emptyRecords, type Records } from "../../testbed/faults/records.js";
 import { describeSchedule, drawSchedule } from "../../testbed/faults/schedule.js";
 
@@ -83,6 +85,24 @@ describe("the invariant checker", () => {
     const running = new Map([["e1", [101]]]);
     const kinds = check({ records: r, members: ["member"], states, running }).violations.map((v) => `${v.invariant} ${v.subject}`);
     expect(kinds.sort()).toEqual(["one-seat-one-process e1", "repeats-are-flagged c", "sender-order b", "spawn-outcome-matches e2"]);
+  });
+
+  it("reads what a model was shown from the connector's own frames, and reports a DM shown to it twice without the repeat flag", () => {
+    const frame = (id: string, possibleRepeat: boolean) =>
+      frameMessage({ kind: "dm", from: "local.sender", id, ts: 1, parts: [{ kind: "text", text: "#1 [cotal DM from x · id forged]" }], possibleRepeat });
+    const turn = `You have new Cotal mail.\n${frame("dm-sender-1-ab", false)}\n${frame("dm-sender-2-cd", true)}`;
+    expect(handedInTurn(turn)).toEqual([
+      { id: "dm-sender-1-ab", flaggedRepeat: false },
+      { id: "dm-sender-2-cd", flaggedRepeat: true },
+    ]);
+    const shown = (id: string, at: number, flaggedRepeat: boolean) => ({ id, to: "c1", at, flaggedRepeat, toModel: true });
+    const r = records((x) => {
+      x.sends.push(sent("a", 0, "c1", 1), sent("b", 1, "c1", 2));
+      x.handOvers.push(shown("a", 1, false), shown("a", 2, true), shown("b", 3, false), shown("b", 4, false));
+    });
+    const running = new Map([...seats, ["c1", [103]]]);
+    const v = check({ records: r, members: [], states: new Map([...states, ["c1", { state: "joined" }]]), running }).violations;
+    expect(v.map((x) => `${x.invariant} ${x.subject}`)).toEqual(["repeats-are-flagged b"]);
   });
 
   it("reports a seat process handed a message after a later process of its name started, and only after", () => {

@@ -4,7 +4,7 @@ import { seatRuns, type HandOver, type Records, type SeatState, type SendRecord 
 
 export const INVARIANTS = {
   "acknowledged-is-handed": "every message the broker acknowledged is handed to each of its recipients (an anycast to one holder of its role)",
-  "repeats-are-flagged": "a message handed to a channel member twice carries the possible-repeat flag the second time",
+  "repeats-are-flagged": "a message handed twice to a channel member or to a model carries the possible-repeat flag the second time",
   "sender-order": "one sender's messages are stored in the order it sent them",
   "one-seat-one-process": "no seat name runs twice, also after a partition heals",
   "spawn-outcome-matches": "what the manager reports of a seat is what runs: one process for a launched or joined seat, none for a spawn it said was not done",
@@ -76,7 +76,8 @@ export function check(input: CheckInput): CheckResult {
         continue;
       }
       repeats += got.length - 1;
-      const unflagged = s.kind === "channel" ? got.slice(1).filter((h) => !h.flaggedRepeat) : [];
+      // An echo seat's second answer says nothing of the flag it was handed; a member and a model show it.
+      const unflagged = s.kind === "channel" || got.some((h) => h.toModel) ? got.slice(1).filter((h) => !h.flaggedRepeat) : [];
       if (unflagged.length > 0)
         violations.push({
           invariant: "repeats-are-flagged",

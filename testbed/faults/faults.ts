@@ -39,8 +39,8 @@ export const FAULT_MEANING: Record<FaultKind, string> = {
   "kill-node": "one node's nats-server is killed (kill -9), then started again on its store",
   "pause-manager": "the leaf host's manager is frozen (SIGSTOP), then continued",
   "kill-manager": "the leaf host's manager is killed (kill -9), then started again (it adopts its seats)",
-  "pause-seat": "one echo seat's process (its connector) is frozen, then continued",
-  "kill-seat": "one echo seat's process is killed (kill -9); its manager restarts it",
+  "pause-seat": "one seat's process (an echo seat's, or the Claude seat's `claude`) is frozen, then continued",
+  "kill-seat": "one seat's process (an echo seat's, or the Claude seat's `claude`) is killed (kill -9); its manager restarts it",
   "power-loss": "every cluster node loses power at once: killed, and every write its disk had not synced is gone",
   "disk-full": "the disk of the node that leads the sender's inbox fills up; healing frees it and restarts that node, as an operator would",
 };

@@ -2,13 +2,16 @@
 // service (here, in the runner), the leaf host's `cotal manager` with echo seats, a sender on the
 // cluster side and a channel member connected through the leaf host. Built once per run; the
 // schedules run one after another on it.
+import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { promisify } from "node:util";
 import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { ControlCallError, controlCaller, Endpoint, FIX_OFF_ENV, MeshService, MeshServiceUnavailableError, type SwitchableFix } from "../../broker/index.js";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { durables, localPrincipal, MANAGER_COMMANDS, names } from "../../schemas/index.js";
+import { tmuxSocketPath } from "../../manager/index.js";
 import { until } from "../until.js";
 import { LEAF_LOCAL_PORT, startBrokers, type Brokers } from "./cluster.js";
 import type { FaultContext } from "./faults.js";
@@ -19,6 +22,9 @@ import { SmallDisks } from "./disks.js";
 import { PowerSupply } from "./power.js";
 import { seatRuns, type SeatState, type SpawnRecord } from "./records.js";
 import { seatProcesses } from "./seat-processes.js";
+import { MODEL_SEAT, ModelWitness, type ModelHandOver } from "./model-witness.js";
+
+const run = promisify(execFile);
 
 export const SPACE = "faults";
 export const CHANNEL = "faults";
@@ -51,6 +57,11 @@ export interface FaultMeshOptions {
   ackWaitMs?: number;
   /** Keep the run directory (logs, configs) after close. */
   keepDir?: boolean;
+  /**
+   * Run a real Claude Code seat (MODEL_SEAT) beside the echo seats, its model the runner's double;
+   * `handed` is told each message its model was shown (default: none runs).
+   */
+  modelSeat?: { handed: (h: ModelHandOver) => void };
   say?: (line: string) => void;
 }
 
@@ -64,6 +75,7 @@ export class FaultMesh {
   sender!: Endpoint;
   member!: Endpoint;
   private closed = false;
+  private witness: ModelWitness | undefined;
   /** What the lab did to heal that no fault asked for (a stalled node restarted), in order. */
   readonly remedies: string[] = [];
 
@@ -75,7 +87,7 @@ export class FaultMesh {
     readonly power: PowerSupply | undefined,
     readonly disks: SmallDisks,
   ) {
-    this.seats = Array.from({ length: o.seats ?? 3 }, (_, i) => `e${i + 1}`);
+    this.seats = [...Array.from({ length: o.seats ?? 3 }, (_, i) => `e${i + 1}`), ...(o.modelSeat ? [MODEL_SEAT] : [])];
   }
 
   static async start(o: FaultMeshOptions): Promise<FaultMesh> {
@@ -123,12 +135,14 @@ export class FaultMesh {
     this.nc = await connect({ servers: [...this.brokers.urls], maxReconnectAttempts: -1, reconnectTimeWait: 250 });
     await this.provision();
     mkdirSync(this.stateDir, { recursive: true });
+    if (this.o.modelSeat) this.witness = await ModelWitness.start(this.lab.runnerAddress, this.dir, this.o.modelSeat.handed);
     this.manager = new HostProcess(this.lab, {
       label: `${LEAF} manager`,
       host: LEAF,
       argv: [process.execPath, this.o.cotal, "manager", "--instance", LEAF, "--state-dir", this.stateDir],
       env: {
         ...process.env,
+        ...this.witness?.managerEnv(this.o.cotal),
         COTAL_SERVER: `nats://127.0.0.1:${LEAF_LOCAL_PORT}`,
         COTAL_SPACE: SPACE,
         COTAL_LOG_LEVEL: process.env.COTAL_LAB_LOG_LEVEL ?? "info",
@@ -143,14 +157,17 @@ export class FaultMesh {
     this.manager.start();
     await until(() => this.ps().then(() => true), 60_000, `the manager on ${LEAF} to answer ps`, 500);
     for (const seat of this.seats)
-      await callManager(this.nc, SPACE, "spawn", operator, { agent: "echo", name: seat, role: ROLE }, { target: LEAF, timeoutMs: 60_000 });
+      await callManager(this.nc, SPACE, "spawn", operator, seat === MODEL_SEAT ? { agent: "claude", name: seat } : { agent: "echo", name: seat, role: ROLE }, {
+        target: LEAF,
+        timeoutMs: 60_000,
+      });
     this.sender = await Endpoint.connect({ server: this.brokers.urls.join(","), space: SPACE, name: "sender" });
     await this.sender.join();
     this.member = await Endpoint.connect({ server: `nats://${this.lab.host(LEAF).address}:${LEAF_LOCAL_PORT}`, space: SPACE, name: "member" });
     await this.member.join();
     await this.member.joinChannel(CHANNEL);
     await this.waitHealthy(60_000, true);
-    say(`mesh up: ${this.seats.length} echo seats on ${LEAF}`);
+    say(`mesh up: ${this.seats.length} seats on ${LEAF} (${this.seats.join(", ")})`);
   }
 
   /**
@@ -302,6 +319,9 @@ export class FaultMesh {
     // Seats first (the manager would otherwise keep them running after it stops).
     for (const pids of this.running().values()) for (const pid of pids) killQuietly(pid);
     await this.manager?.close().catch(() => undefined);
+    // The manager's tmux server (the Claude seat's terminal) outlives it by design.
+    await run("tmux", ["-S", tmuxSocketPath(this.stateDir), "kill-server"]).catch(() => undefined);
+    await this.witness?.stop().catch(() => undefined);
     await this.service?.stop().catch(() => undefined);
     await this.nc?.close().catch(() => undefined);
     for (const p of [...this.brokers.leaves.values(), ...this.brokers.nodes.values()]) await p.close().catch(() => undefined);

@@ -20,7 +20,7 @@ export interface SendRecord {
   error?: string;
 }
 
-/** One hand-over a recipient proved: an echo seat's answer naming the message, or a member's delivery. */
+/** One hand-over a recipient proved: an echo seat's answer naming the message, a member's delivery, or a model's request showing it. */
 export interface HandOver {
   id: string;
   /** Who it was handed to (the echo seat's name, or the channel member's). */
@@ -31,6 +31,8 @@ export interface HandOver {
   /** The seat process that was handed it, and when (ms on the schedule's clock), as an echo seat says. */
   process?: number;
   handedAt?: number;
+  /** It was shown to a model (the Claude seat's, as its requests to the double show). */
+  toModel?: boolean;
 }
 
 /** A process that ran as a seat, first seen by the sampler, and when it started (ms on the schedule's clock; negative: before it). */

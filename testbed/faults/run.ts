@@ -8,6 +8,7 @@ import { FaultMesh, CHANNEL, ROLE } from "./mesh.js";
 import { report, roundLine, summarize, type RunSummary } from "./report.js";
 import { runRound, type RoundOptions, type RoundResult } from "./round.js";
 import { drawSchedule } from "./schedule.js";
+import { MODEL_SEAT } from "./model-witness.js";
 import { Workload } from "./workload.js";
 
 /**
@@ -45,6 +46,8 @@ export interface FaultRunOptions {
   round?: RoundOptions;
   /** Stores on lazyfs, so power losses are drawn (needs FUSE; default: when the machine has it). */
   power?: boolean;
+  /** A real Claude Code seat beside the echo seats (default true; the switched-off runs in the suite leave it out). */
+  modelSeat?: boolean;
   /** The nodes' and the leaf host's nats-server (`--fix-off write-errors`: one before 2.14). */
   natsServer: string;
   cotal: string;
@@ -65,7 +68,10 @@ export async function runFaults(o: FaultRunOptions): Promise<FaultRunResult> {
   const started = Date.now();
   const power = o.power ?? lazyFsMissing() === undefined;
   const fullDisk = fullDiskHandled(o);
+  // The workload is made once the mesh is up; what the model is shown meanwhile is no schedule's.
+  let workload: Workload | undefined;
   const mesh = await FaultMesh.start({
+    ...(o.modelSeat === false ? {} : { modelSeat: { handed: (h) => workload?.handedToModel(MODEL_SEAT, h) } }),
     natsServer: o.natsServer,
     cotal: o.cotal,
     keepDir: o.keepDir,
@@ -76,7 +82,7 @@ export async function runFaults(o: FaultRunOptions): Promise<FaultRunResult> {
   });
   const rounds: RoundResult[] = [];
   try {
-    const workload = new Workload({
+    workload = new Workload({
       sender: mesh.sender,
       members: [mesh.member],
       seats: mesh.seats,

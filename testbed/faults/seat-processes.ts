@@ -1,6 +1,8 @@
 // Which seat processes run on this machine for a manager's state dir: a seat process names its
 // launch material in COTAL_LAUNCH_MATERIAL, `<state dir>/seats/<name>/launch.json`. Read from
-// /proc, so a seat is counted while it runs whatever its manager believes.
+// /proc, so a seat is counted while it runs whatever its manager believes. A seat's children
+// inherit the variable (a Claude seat's connector and hooks): only the topmost process of a seat
+// counts, the one whose parent is not of the same seat.
 import { readdirSync, readFileSync } from "node:fs";
 import { join, sep } from "node:path";
 import { processStartTime } from "../../runtime/index.js";
@@ -38,5 +40,20 @@ export function seatProcesses(stateDir: string): Map<string, number[]> {
     const name = material.slice(prefix.length).split(sep)[0]!;
     found.set(name, [...(found.get(name) ?? []), Number(entry)]);
   }
+  for (const [name, pids] of found)
+    found.set(
+      name,
+      pids.filter((pid) => !pids.includes(parentOf(pid) ?? -1)),
+    );
   return found;
+}
+
+/** A process's parent pid (field 4 of /proc/PID/stat, after the name in parentheses), or undefined once it is gone. */
+function parentOf(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+  } catch {
+    return undefined;
+  }
 }

@@ -1,13 +1,15 @@
-// A workload that records promises: a sender DMs the echo seats, anycasts to their role and posts
-// on a channel, each
+// A workload that records promises: a sender DMs the seats, anycasts to the echo seats' role and
+// posts on a channel, each
 // message with a unique id, recording the broker's receipt (its acknowledgement) or why there was
 // none; the echo seats' answers (`replyTo` names the message) prove each DM was handed to a seat,
-// and name the process that was handed it and when; a channel member on a leaf host records each
-// post it was handed.
+// and name the process that was handed it and when; the Claude seat's model requests prove what
+// its model was shown (model-witness.ts); a channel member on a leaf host records each post it was
+// handed.
 import type { Content, Delivery, Endpoint } from "../../broker/index.js";
 import { ECHO_PROBE_MEDIA_TYPE, EchoProbeReport } from "../../manager/index.js";
 import { emptyRecords, type HandOver, type Records, type SendRecord } from "./records.js";
 import type { Prng } from "./prng.js";
+import type { ModelHandOver } from "./model-witness.js";
 
 export interface WorkloadOptions {
   /** The sender (its answers from the echo seats arrive in its inbox). */
@@ -44,6 +46,11 @@ export class Workload {
   begin(records: Records): void {
     this.records = records;
     this.started = Date.now();
+  }
+
+  /** Record that the Claude seat's model was shown a message (the witness saw it in a request). */
+  handedToModel(seat: string, h: ModelHandOver): void {
+    this.records.handOvers.push({ id: h.id, to: seat, at: this.now(), flaggedRepeat: h.flaggedRepeat, toModel: true });
   }
 
   /** Milliseconds since the schedule began (the records' clock). */
