@@ -74,6 +74,15 @@ const hookPayload = (event: string, transcript: string) =>
     tool_use_id: "toolu_bench",
   });
 
+/**
+ * With BENCH_PROFILE set, the seat profiles its whole life (`--cpu-prof`, written when it exits) as
+ * `<folder>/seat-<name>.cpuprofile`: its start and idle time are in it, the measured calls most of it.
+ */
+function seatProfileFlags(name: string): string[] {
+  const dir = process.env.BENCH_PROFILE;
+  return dir ? ["--cpu-prof", `--cpu-prof-dir=${path.resolve(dir)}`, `--cpu-prof-name=seat-${name}.cpuprofile`, "--cpu-prof-interval=100"] : [];
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const msSince = (t0: bigint) => Number(process.hrtime.bigint() - t0) / 1e6;
 
@@ -210,7 +219,7 @@ export async function connectorBench(plan: ConnectorPlan & { bundles: ConnectorB
   const port = await freePort();
 
   step("connector bob (Node's default flags) and a raw seat process: started, joined by their first hook");
-  const bob = await startSeat(server.url, ctl, bundles, td, "bob", port, []);
+  const bob = await startSeat(server.url, ctl, bundles, td, "bob", port, seatProfileFlags("bob"));
   const rawSeat = await startRawSeat(server.url, bundles, td, []);
   const rawEnv = { PATH: process.env.PATH ?? "", BENCH_NATS_URL: server.url };
   const payload = hookPayload("PreToolUse", bob.transcript);

@@ -46,7 +46,7 @@ import { logger, type Logger } from "./log.js";
 import { AckBatcher } from "./ack-batch.js";
 import type { RegisterReply } from "./mesh-service.js";
 import { DurableReader, type ConsumerStatus } from "./durable-reader.js";
-import { nextPresence, type PresencePatch, type PresenceState } from "./presence-state.js";
+import { nextPresence, presenceChange, type PresencePatch, type PresenceState } from "./presence-state.js";
 import { followPresence, Roster } from "./roster.js";
 import type { ResolvedChannel } from "./channel-registry.js";
 import { verifyEnvelope, type VerifiedMessage } from "./verify.js";
@@ -370,6 +370,21 @@ export class Endpoint {
     if (this.joined || this.presenceState.status === "offline") await this.writePresence();
   }
 
+  /**
+   * Apply a change a live session reports (a hook, a tool call): written at once when the record
+   * changes, not at all when nothing did, and with the next beat when only `activeAt` moved (a
+   * session's repeated tool calls cost no write each; the record carries their progress at most a
+   * heartbeat late, and leaving writes it too).
+   */
+  async reportPresence(patch: PresencePatch): Promise<void> {
+    const prev = this.presenceState;
+    this.presenceState = nextPresence(prev, patch, Date.now());
+    if (!this.joined && this.presenceState.status !== "offline") return;
+    const change = presenceChange(prev, this.presenceState);
+    if (change === "progress") this.presenceDirty = true;
+    else if (change === "record") await this.writePresence();
+  }
+
   /** The card's `meta` as written. */
   get cardMeta(): Readonly<Record<string, string>> {
     return this.card.meta;
@@ -399,13 +414,15 @@ export class Endpoint {
     // Our own view shows our own latest state at once: not after the write comes back around, nor
     // after the broker's ack (a tool reading the roster right after a hook must see its activity).
     this.rosterView?.update(this.id, record);
+    // Owed from here on only what changes after this record was built (progress noted while it is
+    // in flight is not in it).
+    this.presenceDirty = false;
     try {
       await this.presenceKv.put(this.id, JSON.stringify(record));
     } catch (err) {
       this.presenceDirty = true; // the next beat writes it again
       throw err;
     }
-    this.presenceDirty = false;
     this.lastPresence = record;
   }
 

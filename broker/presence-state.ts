@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from "node:util";
 import type { Attention, ChannelMode, Condition, Presence, PresenceStatus } from "../schemas/index.js";
 
 /**
@@ -54,4 +55,17 @@ export function nextPresence(prev: PresenceState, patch: PresencePatch, now: num
   if (patch.unread !== undefined) next.unread = patch.unread;
   if (patch.active) next.activeAt = now;
   return next;
+}
+
+/**
+ * What applying a patch did to the record: `none` (nothing to write), `progress` (only `activeAt`
+ * moved, and it had moved before: a live session's tool calls, which need not cost a write each),
+ * or `record` (anything else, the first progress included).
+ */
+export type PresenceChange = "none" | "progress" | "record";
+
+export function presenceChange(prev: PresenceState, next: PresenceState): PresenceChange {
+  if (isDeepStrictEqual(next, prev)) return "none";
+  const progressOnly = prev.activeAt !== undefined && isDeepStrictEqual({ ...next, activeAt: prev.activeAt }, prev);
+  return progressOnly ? "progress" : "record";
 }

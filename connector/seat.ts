@@ -3,6 +3,7 @@
 // into the inbox, keeps held mail alive on the broker, publishes presence and the unread count,
 // and rings the doorbell through `ring`. Hooks and tools act on the seat; neither reaches past it.
 import os from "node:os";
+import { setImmediate as afterIo } from "node:timers/promises";
 import type { z } from "zod";
 import { Endpoint, logger, type BoundedSet, type Delivery, type Logger, type PresencePatch, type Receipt, type Roster } from "../broker/index.js";
 import { callControl, controlCaller } from "../broker/index.js";
@@ -298,10 +299,18 @@ export class Seat {
 
   // ---- presence, attention, channel modes ------------------------------------------------------
 
-  /** Apply a presence change (writes are serialised, latest wins). */
+  /**
+   * Apply a presence change. Changes apply in order, each once the one before it was written
+   * (latest wins); one that changes nothing is not written, and progress alone goes with the next
+   * beat (Endpoint.reportPresence). Each starts after the I/O at hand: the reply of the hook that
+   * implied it goes out first, its answer never waits on the write. Leaving waits for them all.
+   */
   setPresence(patch: PresencePatch): Promise<void> {
     if (patch.status) this.turn.status = patch.status;
-    this.presenceChain = this.presenceChain.then(() => this.ep.setPresence(patch)).catch((err) => this.log.warn({ err }, "presence write failed"));
+    this.presenceChain = this.presenceChain
+      .then(() => afterIo())
+      .then(() => this.ep.reportPresence(patch))
+      .catch((err) => this.log.warn({ err }, "presence write failed"));
     return this.presenceChain;
   }
 

@@ -19,7 +19,7 @@ import {
   type Wake,
   type WakeView,
 } from "../../connector/internal.js";
-import { nextPresence, type PresenceState } from "../../broker/internal.js";
+import { nextPresence, presenceChange, type PresenceState } from "../../broker/internal.js";
 import { ALPHABETS, principal, type Attention } from "../../schemas/index.js";
 import { fakeMail } from "./helpers.js";
 
@@ -148,6 +148,47 @@ describe("presence times (nextPresence)", () => {
 
   it("channel mode normal leaves the record: the wire carries quiet and muted only", () => {
     expect(nextPresence(start, { channelModes: { general: "normal", ops: "muted" } }, 1).channelModes).toEqual({ ops: "muted" });
+  });
+});
+
+describe("what a presence change costs (presenceChange)", () => {
+  const working: PresenceState = {
+    status: "working",
+    statusSince: 100,
+    activity: "Bash",
+    activitySince: 100,
+    activeAt: 100,
+    attention: "open",
+    channelModes: {},
+  };
+  const toolCall = { status: "working", condition: null, activity: "Bash", active: true } as const;
+
+  it("the same tool called again changes only activeAt: progress, carried by the next beat", () => {
+    expect(presenceChange(working, nextPresence(working, toolCall, 500))).toBe("progress");
+  });
+
+  it("a patch that changes nothing (the same ms, or no progress) is no write at all", () => {
+    expect(presenceChange(working, nextPresence(working, toolCall, 100))).toBe("none");
+    expect(
+      presenceChange(working, nextPresence(working, { status: "working", activity: "Bash", attention: "open", channelModes: { general: "normal" } }, 500)),
+    ).toBe("none");
+  });
+
+  it("a new tool, status, condition, attention, mode or unread count is a write", () => {
+    for (const patch of [
+      { ...toolCall, activity: "Read" },
+      { status: "waiting" as const },
+      { condition: { code: "approval" as const, source: "hook:PermissionRequest" } },
+      { attention: "dnd" as const },
+      { channelModes: { general: "quiet" as const } },
+      { unread: 1 },
+    ])
+      expect(presenceChange(working, nextPresence(working, patch, 500)), JSON.stringify(patch)).toBe("record");
+  });
+
+  it("the first progress is a write: readers learn the seat ever moved at once", () => {
+    const { activeAt: _, ...fresh } = working;
+    expect(presenceChange(fresh, nextPresence(fresh, toolCall, 500))).toBe("record");
   });
 });
 
