@@ -8,7 +8,8 @@
 //     process and prints its `{}` (bench/raw-hook.ts);
 //   node floor: spawn `node -e ""` (the part of both that is Node starting up);
 //   relay: the same hook code run in-process (socket round trip to the connector, no process
-//     start); http: POST /hook/PreToolUse with the bearer token; raw for both: the same request
+//     start); relay, a new tool: the same, the tool alternating between two names, so every call
+//     changes the seat's presence (the others call one tool: after the first, nothing to write); http: POST /hook/PreToolUse with the bearer token; raw for both: the same request
 //     from this process to the raw seat process over NATS;
 //   idle RSS: the connector joined and idle, with Node's default flags and with the plugin's;
 //     raw: the raw seat process, with the same flags.
@@ -62,14 +63,14 @@ const SPACE = "benchhook";
 const IN_PROCESS_BLOCKS = 10;
 const TOKEN = "b".repeat(48);
 const RAW_SUBJECT = "bench.hook.PreToolUse";
-const hookPayload = (event: string, transcript: string) =>
+const hookPayload = (event: string, transcript: string, tool = "Bash") =>
   JSON.stringify({
     session_id: "bench-session",
     transcript_path: transcript,
     cwd: process.cwd(),
     hook_event_name: event,
     source: "startup",
-    tool_name: "Bash",
+    tool_name: tool,
     tool_input: { command: "ls -la", description: "list files" },
     tool_use_id: "toolu_bench",
   });
@@ -223,9 +224,17 @@ export async function connectorBench(plan: ConnectorPlan & { bundles: ConnectorB
   const rawSeat = await startRawSeat(server.url, bundles, td, []);
   const rawEnv = { PATH: process.env.PATH ?? "", BENCH_NATS_URL: server.url };
   const payload = hookPayload("PreToolUse", bob.transcript);
+  const payloads = [hookPayload("PreToolUse", bob.transcript, "Read"), payload];
 
   step(`command hooks: ${plan.command} per side (and as many bare Node starts), after ${plan.warmup} warm-up`);
-  const answers = { command: new Answers(), rawCommand: new Answers(), relay: new Answers(), http: new Answers(), rawRequest: new Answers() };
+  const answers = {
+    command: new Answers(),
+    rawCommand: new Answers(),
+    relay: new Answers(),
+    relayNewTool: new Answers(),
+    http: new Answers(),
+    rawRequest: new Answers(),
+  };
   const floor: number[] = [];
   const command: number[] = [];
   const rawCommand: number[] = [];
@@ -236,7 +245,10 @@ export async function connectorBench(plan: ConnectorPlan & { bundles: ConnectorB
     answers.rawCommand.note(await rawHook());
   }
   // CPU per call: this process, the hook process it ran (reaped), the seat answering it and nats-server.
-  const cpu = new CpuAccount<"command" | "rawCommand" | "relay" | "http" | "rawRequest">(() => [...(server.pid ? [server.pid] : []), bob.pid, rawSeat], "hook");
+  const cpu = new CpuAccount<"command" | "rawCommand" | "relay" | "relayNewTool" | "http" | "rawRequest">(
+    () => [...(server.pid ? [server.pid] : []), bob.pid, rawSeat],
+    "hook",
+  );
   for (let i = 0; i < plan.command; i++) {
     floor.push((await runChild(process.execPath, ["-e", ""], "", rawEnv)).ms);
     command.push(...(await cpu.measure("command", 1, () => timed(1, 0, answers.command, commandHook))));
@@ -245,16 +257,20 @@ export async function connectorBench(plan: ConnectorPlan & { bundles: ConnectorB
 
   step(`in-process round trips: ${plan.inProcess} each of relay, http and raw request`);
   const relay: number[] = [];
+  const relayNewTool: number[] = [];
   const http: number[] = [];
   const rawRequest: number[] = [];
   const url = `http://127.0.0.1:${port}/hook/PreToolUse`;
   const client: NatsConnection = await connect({ servers: server.url, name: "bench-raw-hook-client" });
   td.defer(() => client.close());
-  const relayOnce = async () => {
+  const relayWith = async (body: string) => {
     let out = "";
-    await runHook("PreToolUse", payload, bob.env, { io: { write: async (t: string) => void (out += t) } });
+    await runHook("PreToolUse", body, bob.env, { io: { write: async (t: string) => void (out += t) } });
     return out;
   };
+  const relayOnce = () => relayWith(payload);
+  let calls = 0;
+  const relayNewToolOnce = () => relayWith(payloads[calls++ % 2]!);
   const httpOnce = async () => {
     const r = await fetch(url, { method: "POST", headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, body: payload });
     const text = await r.text();
@@ -263,6 +279,7 @@ export async function connectorBench(plan: ConnectorPlan & { bundles: ConnectorB
   const rawOnce = async () => (await client.request(RAW_SUBJECT, payload, { timeout: 5_000 })).string();
   for (let i = 0; i < plan.warmup * 10; i++) {
     answers.relay.note(await relayOnce());
+    answers.relayNewTool.note(await relayNewToolOnce());
     answers.http.note(await httpOnce());
     answers.rawRequest.note(await rawOnce());
   }
@@ -270,6 +287,7 @@ export async function connectorBench(plan: ConnectorPlan & { bundles: ConnectorB
   const perBlock = Math.ceil(plan.inProcess / IN_PROCESS_BLOCKS);
   const sides = [
     { side: "relay", out: relay, answers: answers.relay, f: relayOnce },
+    { side: "relayNewTool", out: relayNewTool, answers: answers.relayNewTool, f: relayNewToolOnce },
     { side: "http", out: http, answers: answers.http, f: httpOnce },
     { side: "rawRequest", out: rawRequest, answers: answers.rawRequest, f: rawOnce },
   ] as const;
@@ -289,6 +307,7 @@ export async function connectorBench(plan: ConnectorPlan & { bundles: ConnectorB
     command: summarize(command),
     rawCommand: summarize(rawCommand),
     relay: summarize(relay),
+    relayNewTool: summarize(relayNewTool),
     http: summarize(http),
     rawRequest: summarize(rawRequest),
   };
@@ -311,6 +330,13 @@ export async function connectorBench(plan: ConnectorPlan & { bundles: ConnectorB
       s.rawRequest,
       `${plan.inProcess} each; the hook's relay over the connector's socket; ${rawReq}`,
       cpu.pair("relay", "rawRequest"),
+    ),
+    ...latencyRows(
+      "PreToolUse, relay, a new tool each call",
+      s.relayNewTool,
+      s.rawRequest,
+      `${plan.inProcess} each; the relay, its tool alternating between Read and Bash (every call changes the seat's presence); ${rawReq}`,
+      cpu.pair("relayNewTool", "rawRequest"),
     ),
     ...latencyRows(
       "PreToolUse, http hook",
@@ -344,6 +370,7 @@ export async function connectorBench(plan: ConnectorPlan & { bundles: ConnectorB
       "command hook cotal": answers.command.tally,
       "command hook raw": answers.rawCommand.tally,
       relay: answers.relay.tally,
+      "relay, a new tool": answers.relayNewTool.tally,
       http: answers.http.tally,
       "raw request": answers.rawRequest.tally,
     },

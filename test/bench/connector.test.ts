@@ -18,7 +18,14 @@ describe("bench: connector (dist/bench-connector.mjs)", () => {
 
   it("answers every command, relay, http and raw hook, and measures idle RSS beside the raw seat", async () => {
     const plan = CONNECTOR_PLANS.smoke;
-    const r = await smoke(connectorBench, { ...plan, bundles }, ["command hook cotal", "command hook raw", "relay", "http", "raw request"]);
+    const r = await smoke(connectorBench, { ...plan, bundles }, [
+      "command hook cotal",
+      "command hook raw",
+      "relay",
+      "relay, a new tool",
+      "http",
+      "raw request",
+    ]);
     expect(r.tallies["command hook cotal"]!.sent).toBe(plan.warmup + plan.command);
     expect(r.tallies.relay!.sent).toBe(plan.warmup * 10 + plan.inProcess);
     expect(r.rows.map((row) => row.name)).toEqual(
