@@ -9,7 +9,28 @@ import type { CallToolResult, JSONRPCNotification } from "@modelcontextprotocol/
 import { jetstreamManager, type ConsumerInfo, type JetStreamManager } from "@nats-io/jetstream";
 import { Connector, runHook, seatPaths, type ConnectorOptions, type Launch, type Mail, type SeatPaths } from "../../connector/internal.js";
 import type { CotalMessage, Part } from "../../schemas/index.js";
+import { afterAll, afterEach, beforeAll } from "vitest";
+import { NatsServer } from "../../testbed/nats-server.js";
 import type { TestMesh } from "../harness/mesh.js";
+
+/**
+ * One nats-server for a file's tests (started before them, stopped after), and the file's cleanups,
+ * run after each test, last added first: seats close before their mesh, the mesh before the server.
+ */
+export function serverPerFile(): { server: () => NatsServer; cleanups: Array<() => Promise<unknown> | unknown> } {
+  let server: NatsServer | undefined;
+  const cleanups: Array<() => Promise<unknown> | unknown> = [];
+  beforeAll(async () => {
+    server = await NatsServer.start();
+  });
+  afterAll(async () => {
+    await server?.cleanup();
+  });
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await Promise.resolve(c()).catch(() => undefined);
+  });
+  return { server: () => server!, cleanups };
+}
 
 /** A private (0700) control directory, removed by `cleanup()`. */
 export function tempControlDir(): { dir: string; cleanup: () => void } {

@@ -3,29 +3,18 @@
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import net from "node:net";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { logger } from "../../broker/index.js";
 import { Connector, HookSocket, seatPaths, CustodyHeldError, runHook } from "../../connector/internal.js";
-import { NatsServer, until } from "../harness/fixtures.js";
+import { until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
-import { call, dmConsumerInfo, envLaunch, held, hook, mcpClient, seatFiles, seatToken, startConnector, tempControlDir } from "./helpers.js";
+import { call, dmConsumerInfo, envLaunch, held, hook, mcpClient, seatFiles, seatToken, startConnector, tempControlDir, serverPerFile } from "./helpers.js";
 
-let server: NatsServer;
-const cleanups: Array<() => Promise<unknown> | unknown> = [];
+const { server: nats, cleanups } = serverPerFile();
 let n = 0;
 
-beforeAll(async () => {
-  server = await NatsServer.start();
-});
-afterAll(async () => {
-  await server?.cleanup();
-});
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await Promise.resolve(c()).catch(() => undefined);
-});
-
 async function meshOnly(opts: Parameters<typeof TestMesh.start>[2] = {}) {
-  const mesh = await TestMesh.start(server, `hooks${++n}`, opts);
+  const mesh = await TestMesh.start(nats(), `hooks${++n}`, opts);
   cleanups.push(() => mesh.close());
   return mesh;
 }

@@ -3,27 +3,15 @@
 // on a presence write. Each write is counted where the broker takes it: the seat's KV subject.
 import { readdirSync, readFileSync } from "node:fs";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runHook } from "../../connector/internal.js";
 import { parsePrincipal, patterns } from "../../schemas/index.js";
 import { NatsServer, until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
-import { hook, startConnector } from "./helpers.js";
+import { hook, startConnector, serverPerFile } from "./helpers.js";
 
-let server: NatsServer;
-/** Run after each test, last added first: seats close before their mesh, and the mesh before its server. */
-const cleanups: Array<() => Promise<unknown> | unknown> = [];
+const { server: nats, cleanups } = serverPerFile();
 let n = 0;
-
-beforeAll(async () => {
-  server = await NatsServer.start();
-});
-afterAll(async () => {
-  await server?.cleanup();
-});
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await Promise.resolve(c()).catch(() => undefined);
-});
 
 /** A beat period no test here outlives: progress is then written only by what the test does. */
 const NO_BEAT_MS = 600_000;
@@ -84,7 +72,7 @@ async function answered(env: NodeJS.ProcessEnv, event: string, payload: Record<s
 
 describe("presence writes on tool calls", () => {
   it("five calls of the same tool write the seat's presence once; the next tool is written at once", async () => {
-    const { seat, writes } = await seatOn(server, NO_BEAT_MS);
+    const { seat, writes } = await seatOn(nats(), NO_BEAT_MS);
     await hook(seat.env, "SessionStart", { source: "startup" });
     await hook(seat.env, "UserPromptSubmit", { prompt: "go" });
     for (let i = 0; i < 5; i++) expect((await hook(seat.env, "PreToolUse", { tool_name: "Bash" })).raw).toBe("{}\n");
@@ -96,7 +84,7 @@ describe("presence writes on tool calls", () => {
   });
 
   it("a repeated tool call's progress reaches the record with the next beat", async () => {
-    const { seat, writes } = await seatOn(server, 100);
+    const { seat, writes } = await seatOn(nats(), 100);
     await hook(seat.env, "UserPromptSubmit", { prompt: "go" });
     await hook(seat.env, "PreToolUse", { tool_name: "Bash" });
     // The session's id (card meta) goes out with the first record after it was noted: then nothing else is owed.
@@ -108,7 +96,7 @@ describe("presence writes on tool calls", () => {
   });
 
   it("progress not yet written goes out with the seat's goodbye", async () => {
-    const { seat, writes, close } = await seatOn(server, NO_BEAT_MS);
+    const { seat, writes, close } = await seatOn(nats(), NO_BEAT_MS);
     await hook(seat.env, "UserPromptSubmit", { prompt: "go" });
     await hook(seat.env, "PreToolUse", { tool_name: "Bash" });
     const before = Date.now();

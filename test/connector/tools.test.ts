@@ -1,32 +1,21 @@
 // Every MCP tool through an SDK client over an in-memory transport, on a real nats-server.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { buildNotJoinedServer, type Connector } from "../../connector/internal.js";
 import type { Delivery, Endpoint } from "../../broker/index.js";
 import { messageText } from "../../schemas/index.js";
-import { NatsServer, until } from "../harness/fixtures.js";
+import { until } from "../harness/fixtures.js";
 import { TestMesh } from "../harness/mesh.js";
-import { call, dmConsumerInfo, held, mcpClient, startConnector } from "./helpers.js";
+import { call, dmConsumerInfo, held, mcpClient, serverPerFile, startConnector } from "./helpers.js";
 import { collect as collectDeliveries } from "../harness/deliveries.js";
 
-let server: NatsServer;
-const cleanups: Array<() => Promise<unknown>> = [];
+const { server: nats, cleanups } = serverPerFile();
 let n = 0;
-
-beforeAll(async () => {
-  server = await NatsServer.start();
-});
-afterAll(async () => {
-  await server?.cleanup();
-});
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
-});
 
 /** A fresh space with bob's connector and an MCP client to it. */
 async function seat(name = "bob", opts: Parameters<typeof startConnector>[2] = {}) {
-  const mesh = await TestMesh.start(server, `tools${++n}`);
+  const mesh = await TestMesh.start(nats(), `tools${++n}`);
   cleanups.push(() => mesh.close());
   const s = await startConnector(mesh, name, opts);
   cleanups.push(s.close);
