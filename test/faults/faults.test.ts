@@ -3,8 +3,8 @@
 // switched off, the fault it guards against breaks one and the checker names it: the durability fix
 // (`sync_interval` back to the server's default) under a power loss, a server before 2.14 under a
 // full disk, a restarted manager's adoption of its seats under a killed manager, a seat's restart
-// under a killed seat. A full disk on a newer server keeps every promise. The switched-off runs
-// leave the Claude seat out (what they show does not need it; it takes the lab longer to start). `npm run faults` runs
+// under a killed seat. A full disk on a newer server keeps every promise, and so does a real Claude
+// Code seat's model while a node is frozen. `npm run faults` runs
 // the full budget (docs/reliability.md).
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -42,7 +42,7 @@ describe.skipIf(skip !== undefined)("the mesh under faults (network namespaces)"
   });
 
   it("reports a broken promise when a power loss meets stores that do not sync before acknowledging", { timeout: 240_000 }, async () => {
-    const r = await runFaults({ seed: 7, schedules: 1, fixOff: "sync", natsServer: testNatsServer(), cotal, modelSeat: false });
+    const r = await runFaults({ seed: 7, schedules: 1, fixOff: "sync", natsServer: testNatsServer(), cotal });
     expect(r.rounds[0]!.schedule.faults.map((f) => f.kind)).toContain("power-loss");
     const broken = r.rounds.flatMap((x) => x.violations.map((v) => v.invariant));
     expect(broken, r.report).not.toEqual([]);
@@ -51,6 +51,13 @@ describe.skipIf(skip !== undefined)("the mesh under faults (network namespaces)"
       broken.some((v) => v === "acknowledged-is-handed" || v === "sender-order"),
       r.report,
     ).toBe(true);
+  });
+
+  it("hands a real Claude Code seat's model every acknowledged DM, repeats flagged, while a node is frozen", { timeout: 240_000 }, async () => {
+    const r = await runFaults({ seed: 3, schedules: 1, only: ["pause-node"], natsServer: testNatsServer(), cotal, modelSeat: true });
+    const toModel = r.rounds.flatMap((x) => x.records.handOvers).filter((h) => h.toModel);
+    expect(toModel.length, r.report).toBeGreaterThan(0);
+    expect(r.summary.violations, r.report).toBe(0);
   });
 
   it("keeps every promise when the disk of the node leading the sender's inbox fills (nats-server 2.14 and newer)", { timeout: 240_000 }, async () => {
@@ -82,7 +89,6 @@ describe.skipIf(skip !== undefined)("the mesh under faults (network namespaces)"
         fixOff: c.fix,
         natsServer: testNatsServer(),
         cotal,
-        modelSeat: false,
         round: { healMs: 5_000, settleMs: 5_000 },
       });
       expect(r.rounds[0]!.schedule.faults.map((f) => f.kind)).toEqual([c.kind]);

@@ -1,4 +1,4 @@
-// `npm run faults [-- --minutes N --seed S --replay I --only kind,kind --fix-off sync --settle 30 --nats newest|default --no-claude --keep]`:
+// `npm run faults [-- --minutes N --seed S --replay I --only kind,kind --fix-off sync --settle 30 --nats newest|default --claude --keep]`:
 // runs fault schedules on a lab of network namespaces for a budget and prints the report, whose
 // last line is one JSON object {seed, schedules, faults, checked, violations}. Needs root.
 import { randomInt } from "node:crypto";
@@ -26,8 +26,8 @@ const Flags = z
       .optional(),
     "fix-off": z.enum(Object.keys(FIXES) as [Fix, ...Fix[]]).optional(),
     keep: z.boolean().default(false),
-    // Leave the Claude seat out (faster; a machine without the `claude` CLI).
-    "no-claude": z.boolean().default(false),
+    // A real Claude Code seat beside the echo seats (docs/reliability.md, "The Claude seat").
+    claude: z.boolean().default(false),
     // The nodes' server: the newest supported (every fault kind keeps the promise on it), or the one `cotal up` installs (2.10: no full disk).
     nats: z.enum(["newest", "default"]).optional(),
     // How long acknowledged messages may take to arrive after the faults heal (a late arrival is no violation).
@@ -41,10 +41,10 @@ function parseArgs(argv: readonly string[]): z.infer<typeof Flags> {
     const a = argv[i]!;
     if (!a.startsWith("--"))
       throw new Error(
-        `unexpected argument ${JSON.stringify(a)}: flags are --minutes N, --seed S, --replay I, --schedules N, --only KINDS, --fix-off FIX (${Object.keys(FIXES).join(", ")}), --settle SECONDS, --nats newest|default, --no-claude, --keep`,
+        `unexpected argument ${JSON.stringify(a)}: flags are --minutes N, --seed S, --replay I, --schedules N, --only KINDS, --fix-off FIX (${Object.keys(FIXES).join(", ")}), --settle SECONDS, --nats newest|default, --claude, --keep`,
       );
     const name = a.slice(2);
-    if (name === "keep" || name === "no-claude") raw[name] = true;
+    if (name === "keep" || name === "claude") raw[name] = true;
     else raw[name] = argv[++i];
   }
   const r = Flags.safeParse(raw);
@@ -86,7 +86,7 @@ async function main(): Promise<number> {
       (flags.nats ?? (flags["fix-off"] === "write-errors" ? "default" : "newest")) === "newest" ? newestNatsServer(process.env, say) : testNatsServer(),
     cotal: fileURLToPath(new URL("./cotal.mjs", import.meta.url)),
     keepDir: flags.keep,
-    modelSeat: !flags["no-claude"],
+    modelSeat: flags.claude,
     round: { settleMs: flags.settle * 1_000 },
     say,
     interrupted: () => stop,

@@ -46,7 +46,7 @@ export interface FaultRunOptions {
   round?: RoundOptions;
   /** Stores on lazyfs, so power losses are drawn (needs FUSE; default: when the machine has it). */
   power?: boolean;
-  /** A real Claude Code seat beside the echo seats (default true; the switched-off runs in the suite leave it out). */
+  /** A real Claude Code seat beside the echo seats (`--claude`; default off). */
   modelSeat?: boolean;
   /** The nodes' and the leaf host's nats-server (`--fix-off write-errors`: one before 2.14). */
   natsServer: string;
@@ -71,7 +71,7 @@ export async function runFaults(o: FaultRunOptions): Promise<FaultRunResult> {
   // The workload is made once the mesh is up; what the model is shown meanwhile is no schedule's.
   let workload: Workload | undefined;
   const mesh = await FaultMesh.start({
-    ...(o.modelSeat === false ? {} : { modelSeat: { handed: (h) => workload?.handedToModel(MODEL_SEAT, h) } }),
+    ...(o.modelSeat ? { modelSeat: { handed: (h) => workload?.handedToModel(MODEL_SEAT, h) } } : {}),
     natsServer: o.natsServer,
     cotal: o.cotal,
     keepDir: o.keepDir,

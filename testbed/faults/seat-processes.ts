@@ -1,8 +1,8 @@
 // Which seat processes run on this machine for a manager's state dir: a seat process names its
 // launch material in COTAL_LAUNCH_MATERIAL, `<state dir>/seats/<name>/launch.json`. Read from
 // /proc, so a seat is counted while it runs whatever its manager believes. A seat's children
-// inherit the variable (a Claude seat's connector and hooks): only the topmost process of a seat
-// counts, the one whose parent is not of the same seat.
+// inherit the variable (a Claude seat's connector and hooks): those helpers do not count, nor any
+// process whose parent is of the same seat; what is left is the seat's own process.
 import { readdirSync, readFileSync } from "node:fs";
 import { join, sep } from "node:path";
 import { processStartTime } from "../../runtime/index.js";
@@ -36,7 +36,7 @@ export function seatProcesses(stateDir: string): Map<string, number[]> {
       .split("\0")
       .find((v) => v.startsWith("COTAL_LAUNCH_MATERIAL="))
       ?.slice("COTAL_LAUNCH_MATERIAL=".length);
-    if (!material?.startsWith(prefix) || !pidAlive(Number(entry))) continue;
+    if (!material?.startsWith(prefix) || !pidAlive(Number(entry)) || seatHelper(Number(entry))) continue;
     const name = material.slice(prefix.length).split(sep)[0]!;
     found.set(name, [...(found.get(name) ?? []), Number(entry)]);
   }
@@ -46,6 +46,19 @@ export function seatProcesses(stateDir: string): Map<string, number[]> {
       pids.filter((pid) => !pids.includes(parentOf(pid) ?? -1)),
     );
   return found;
+}
+
+/**
+ * A seat's helper, not the seat: its connector (the agent CLI's MCP server) or a hook relay, by the
+ * bundle it runs (runtime/connector-entry.ts). A hook whose shell exited first is an orphan whose
+ * parent is no longer of the seat: without this it would count as a second process of it.
+ */
+function seatHelper(pid: number): boolean {
+  try {
+    return /[/\\](connector|hook)\.mjs\0/.test(readFileSync(`/proc/${pid}/cmdline`, "latin1"));
+  } catch {
+    return true; // gone meanwhile
+  }
 }
 
 /** A process's parent pid (field 4 of /proc/PID/stat, after the name in parentheses), or undefined once it is gone. */
