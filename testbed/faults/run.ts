@@ -1,7 +1,7 @@
 // A fault run: build the lab once, then run schedules drawn from the seed one after another until
 // the budget (minutes, or a count) is spent, and report. Used by `npm run faults` (main.ts) and by
 // the in-suite schedules (test/faults).
-import { handlesStoreWriteErrors, natsServerVersion, SWITCHABLE_FIXES } from "../../broker/index.js";
+import { handlesStoreWriteErrors, natsServerVersion, SWITCHABLE_FIXES, type SwitchableFix } from "../../broker/index.js";
 import type { FaultKind } from "./faults.js";
 import { lazyFsMissing } from "../lazyfs.js";
 import { FaultMesh, CHANNEL, ROLE } from "./mesh.js";
@@ -78,7 +78,8 @@ export async function runFaults(o: FaultRunOptions): Promise<FaultRunResult> {
     say,
     power,
     syncAlways: o.fixOff !== "sync",
-    ...(o.fixOff && o.fixOff !== "sync" && o.fixOff !== "write-errors" ? { fixOff: o.fixOff } : {}),
+    // The product's own fixes are switched off in its processes; the lab's (sync, write-errors) are its nodes'.
+    ...(o.fixOff && o.fixOff in SWITCHABLE_FIXES ? { fixOff: o.fixOff as SwitchableFix } : {}),
   });
   const rounds: RoundResult[] = [];
   try {
