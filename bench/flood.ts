@@ -64,6 +64,8 @@ function cotal(paths: FloodPaths, project: string, args: string[]): Promise<stri
 async function pings(nc: Awaited<ReturnType<typeof connectMesh>>, space: string, creds: string, timeoutMs: number, more: (i: number) => boolean) {
   const who = credsCaller(creds);
   const ms: number[] = [];
+  /** Why calls went unanswered, by error code (a timeout, no responders while the mesh service reconnects, …). */
+  const unanswered = new Map<string, number>();
   let sent = 0;
   for (let i = 0; more(i); i++) {
     sent += 1;
@@ -71,11 +73,14 @@ async function pings(nc: Awaited<ReturnType<typeof connectMesh>>, space: string,
     try {
       await callControl(nc, space, "ping", who, {}, { timeoutMs });
       ms.push(performance.now() - t);
-    } catch {
-      // unanswered: counted by sent − answered
+    } catch (err) {
+      // Counted by sent − answered; why, for the report.
+      const e = err as { code?: string; reason?: string };
+      const why = [e.code ?? (err as Error).name, e.reason].filter(Boolean).join(": ");
+      unanswered.set(why, (unanswered.get(why) ?? 0) + 1);
     }
   }
-  return { ms, tally: { sent, received: ms.length, duplicates: 0, pending: 0 } satisfies Tally };
+  return { ms, unanswered, tally: { sent, received: ms.length, duplicates: 0, pending: 0 } satisfies Tally };
 }
 
 /** A count as people read it: 1,234 (fmt gives small numbers two places). */
@@ -128,6 +133,11 @@ export async function floodBench(plan: FloodPlan & { paths: FloodPaths }, { td, 
   });
   const during = await cpu.measure("flood", answered, () => pings(nc, space, creds("bystander"), plan.callTimeoutMs, () => Date.now() < end));
   const flooded = await flooding;
+  for (const [phase, r] of [
+    ["quiet", quiet],
+    ["during the flood", during],
+  ] as const)
+    if (r.unanswered.size) step(`unanswered ${phase}: ${[...r.unanswered].map(([why, n]) => `${n} ${why}`).join(", ")}`);
   const t = performance.now();
   const revoked = await callControl(operator, space, "revoke", credsCaller(operatorCreds), { name: "flooder" }, { timeoutMs: plan.callTimeoutMs }).then(
     () => 1,
