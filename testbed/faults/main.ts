@@ -7,7 +7,7 @@ import { z } from "zod";
 import { newestNatsServer, testNatsServer } from "../nats-server.js";
 import { FAULT_KINDS } from "./faults.js";
 import { labUnavailable } from "./hosts.js";
-import { FIXES, runFaults, type Fix } from "./run.js";
+import { FaultRunRefusedError, FIXES, runFaults, type Fix } from "./run.js";
 
 const Flags = z
   .object({
@@ -75,22 +75,29 @@ async function main(): Promise<number> {
   });
   const say = (line: string) => process.stderr.write(`${line}\n`);
   say(`faults: seed ${seed}${flags.replay !== undefined ? `, replaying schedule ${flags.replay}` : `, budget ${flags.minutes} min`}`);
-  const result = await runFaults({
-    seed,
-    minutes: flags.minutes,
-    ...(flags.schedules !== undefined ? { schedules: flags.schedules } : {}),
-    ...(flags.replay !== undefined ? { replay: flags.replay } : {}),
-    ...(flags.only ? { only: flags.only } : {}),
-    ...(flags["fix-off"] ? { fixOff: flags["fix-off"] } : {}),
-    natsServer:
-      (flags.nats ?? (flags["fix-off"] === "write-errors" ? "default" : "newest")) === "newest" ? newestNatsServer(process.env, say) : testNatsServer(),
-    cotal: fileURLToPath(new URL("./cotal.mjs", import.meta.url)),
-    keepDir: flags.keep,
-    modelSeat: flags.claude,
-    round: { settleMs: flags.settle * 1_000 },
-    say,
-    interrupted: () => stop,
-  });
+  let result: Awaited<ReturnType<typeof runFaults>>;
+  try {
+    result = await runFaults({
+      seed,
+      minutes: flags.minutes,
+      ...(flags.schedules !== undefined ? { schedules: flags.schedules } : {}),
+      ...(flags.replay !== undefined ? { replay: flags.replay } : {}),
+      ...(flags.only ? { only: flags.only } : {}),
+      ...(flags["fix-off"] ? { fixOff: flags["fix-off"] } : {}),
+      natsServer:
+        (flags.nats ?? (flags["fix-off"] === "write-errors" ? "default" : "newest")) === "newest" ? newestNatsServer(process.env, say) : testNatsServer(),
+      cotal: fileURLToPath(new URL("./cotal.mjs", import.meta.url)),
+      keepDir: flags.keep,
+      modelSeat: flags.claude,
+      round: { settleMs: flags.settle * 1_000 },
+      say,
+      interrupted: () => stop,
+    });
+  } catch (err) {
+    if (!(err instanceof FaultRunRefusedError)) throw err;
+    process.stderr.write(`faults: ${err.message}\n`);
+    return 2;
+  }
   process.stdout.write(`${result.report}\n`);
   return result.summary.violations === 0 ? 0 : 1;
 }

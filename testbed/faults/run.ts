@@ -113,14 +113,19 @@ export async function runFaults(o: FaultRunOptions): Promise<FaultRunResult> {
  * needs one that does not; a full disk asked for (`--only disk-full`) needs one that does, since
  * on an older server it is that switched-off run.
  */
+/** Flags that ask for a run the lab cannot make (refused before any host is built). */
+export class FaultRunRefusedError extends Error {
+  override readonly name = "FaultRunRefusedError";
+}
+
 function fullDiskHandled(o: FaultRunOptions): boolean {
   const v = natsServerVersion(o.natsServer);
   const handled = v !== undefined && handlesStoreWriteErrors(v.text);
   const what = `${o.natsServer} is nats-server ${v?.text ?? "of no known version"}`;
   if (o.fixOff === "write-errors" && handled)
-    throw new Error(`--fix-off write-errors runs the nodes on a server before 2.14, and ${what}: pass --nats default`);
+    throw new FaultRunRefusedError(`--fix-off write-errors runs the nodes on a server before 2.14, and ${what}: pass --nats default`);
   if (o.fixOff !== "write-errors" && !handled && o.only?.includes("disk-full"))
-    throw new Error(
+    throw new FaultRunRefusedError(
       `a full disk on a server before 2.14 loses acknowledged messages whatever Cotal does (${what}): that is the run --fix-off write-errors; run the lab on a newer one (--nats newest)`,
     );
   return handled;
