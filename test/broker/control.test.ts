@@ -181,6 +181,25 @@ describe("a read lost on the way is asked again", () => {
     expect(seen.get("ping")).toBe(2);
   });
 
+  test("a read that meets nobody serving it (the service's connection cut, not back yet) is asked again until it is served; a command is not", async () => {
+    const mesh = controlCaller(MESH_COMMANDS);
+    const nc = await conn(nats);
+    const pinged = mesh(nc, "gap", "ping", alice, {}, { timeoutMs: 4_000 });
+    const refused = await mesh(nc, "gap", "revoke", alice, { name: "bob" }, { timeoutMs: 4_000 }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ reason: "no-responders" });
+    // The service comes back: its subscription is made again.
+    await new Promise((r) => setTimeout(r, 300));
+    const back = await conn(nats);
+    back.subscribe("cotal.gap.ep.mesh.one.*.*.*", {
+      callback: (_err, msg) => {
+        const { id } = JSON.parse(msg.string()) as { id: string };
+        msg.respond(JSON.stringify({ id, ok: true, data: { space: "gap", pid: 1, revoked: 0, principal: "local.bob" } }));
+      },
+    });
+    await back.flush();
+    await expect(pinged).resolves.toMatchObject({ space: "gap" });
+  });
+
   test("a command that changes something (revoke) is never sent twice: it times out", async () => {
     const seen = await losesFirst(nats);
     const mesh = controlCaller(MESH_COMMANDS);
