@@ -60,17 +60,19 @@ export async function requestControl(
   // A read is asked once more, within the same time, when half of it passed unanswered: a service's
   // connection the server cut as a slow consumer (one credential's flood on a starved host) takes
   // the requests it had not read with it. Until the service is back, nobody serves the subject: a
-  // read that meets no responders is asked again every 100 ms within that first half. A command
-  // that changes something is never sent twice.
+  // read that meets no responders is asked again every 100 ms for up to a second (within that first
+  // half). A command that changes something is never sent twice.
   const again = ASKED_AGAIN.has(command);
   const firstMs = again ? Math.max(1, Math.floor(timeoutMs / 2)) : timeoutMs;
   const firstEnds = Date.now() + firstMs;
+  // A service that is not running at all is reported after this, not after half the timeout.
+  const unservedEnds = Date.now() + Math.min(firstMs, UNSERVED_WINDOW_MS);
   const first = async (): Promise<Msg> => {
     for (;;) {
       try {
         return await nc.request(subject, body, { timeout: Math.max(1, firstEnds - Date.now()) });
       } catch (cause) {
-        if (!again || !isNoResponders(cause) || Date.now() + UNSERVED_RETRY_MS >= firstEnds) throw cause;
+        if (!again || !isNoResponders(cause) || Date.now() + UNSERVED_RETRY_MS >= unservedEnds) throw cause;
         await new Promise((r) => setTimeout(r, UNSERVED_RETRY_MS));
       }
     }
@@ -99,8 +101,9 @@ export async function requestControl(
   return parsed.data.data;
 }
 
-/** How often a read that met no responders is asked again within the first half of its time, ms. */
+/** How often, and for how long at most, a read that met no responders is asked again, ms (a reconnect takes less). */
 const UNSERVED_RETRY_MS = 100;
+const UNSERVED_WINDOW_MS = 1_000;
 
 /** Commands that only read (the mesh service's, the artifact store's and the managers'): safe to ask twice. */
 const ASKED_AGAIN: ReadonlySet<string> = new Set([
