@@ -3,8 +3,7 @@
 // switched off, the fault it guards against breaks one and the checker names it: the durability fix
 // (`sync_interval` back to the server's default) under a power loss, a server before 2.14 under a
 // full disk, a restarted manager's adoption of its seats under a killed manager, a seat's restart
-// under a killed seat. A frozen node and a full disk on a newer server keep every promise, a real
-// Claude Code seat's model's included. `npm run faults` runs
+// under a killed seat. A frozen node and a full disk on a newer server keep every promise. `npm run faults` runs
 // the full budget (docs/reliability.md).
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -49,13 +48,11 @@ describe.skipIf(skip !== undefined)("the mesh under faults (network namespaces)"
   });
 
   it(
-    "keeps every promise while a node is frozen and while the disk of the node leading the sender's inbox fills (nats-server 2.14 and newer), a real Claude Code seat among the seats",
+    "keeps every promise while a node is frozen and while the disk of the node leading the sender's inbox fills (nats-server 2.14 and newer)",
     { timeout: 240_000 },
     async () => {
-      const r = await runFaults({ seed: 4, schedules: 2, only: ["pause-node", "disk-full"], natsServer: newestNatsServer(), cotal, modelSeat: true });
+      const r = await runFaults({ seed: 4, schedules: 2, only: ["pause-node", "disk-full"], natsServer: newestNatsServer(), cotal });
       expect(r.rounds.flatMap((x) => x.records.faults.map((f) => f.kind)).sort()).toEqual(["disk-full", "pause-node"]);
-      // The Claude seat's model was shown its DMs (the witness read them from its requests).
-      expect(r.rounds.flatMap((x) => x.records.handOvers).filter((h) => h.toModel).length, r.report).toBeGreaterThan(0);
       expect(r.summary.violations, r.report).toBe(0);
     },
   );
@@ -72,19 +69,19 @@ describe.skipIf(skip !== undefined)("the mesh under faults (network namespaces)"
     },
     { fix: "restart", kind: "kill-seat", broken: ["acknowledged-is-handed"], when: "a killed seat is not started again" },
     // The server's own (the nodes run the 2.10 the suite runs on): its consumers step past what a full disk did not store.
-    { fix: "write-errors", kind: "disk-full", broken: ["acknowledged-is-handed"], when: "a node whose disk is full keeps leading consumers" },
+    { fix: "write-errors", kind: "disk-full", broken: ["acknowledged-is-handed"], when: "a node whose disk is full keeps leading consumers", schedules: 2 },
   ] as const;
   for (const c of switchedOff) {
     it(`reports ${c.broken.join(" and ")} when ${c.when} (${c.kind}, --fix-off ${c.fix})`, { timeout: 240_000 }, async () => {
       const r = await runFaults({
         seed: 1,
-        schedules: 1,
+        schedules: "schedules" in c ? c.schedules : 1,
         fixOff: c.fix,
         natsServer: testNatsServer(),
         cotal,
         round: { healMs: 5_000, settleMs: 5_000 },
       });
-      expect(r.rounds[0]!.schedule.faults.map((f) => f.kind)).toEqual([c.kind]);
+      for (const x of r.rounds) expect(x.schedule.faults.map((f) => f.kind)).toEqual([c.kind]);
       const broken = new Set(r.rounds.flatMap((x) => x.violations.map((v) => v.invariant)));
       for (const invariant of c.broken) expect(broken.has(invariant), r.report).toBe(true);
     });
